@@ -1,0 +1,46 @@
+/** The commented starter config written by `hookgate init`. Every key shown is the default unless marked. */
+export function starterConfig(token: string): string {
+  return `// hookgate config (JSON5). Reference: docs/config.md
+// Values may use \${ENV_VAR}; any secret may instead be { env: "NAME" } or { file: "path" }.
+{
+  gateway: {
+    bind: "127.0.0.1",        // keep loopback; put a reverse proxy in front to expose it
+    port: 18789,
+    trustedProxies: [],       // IPs/CIDRs of your proxy, whose X-Forwarded-For is believed
+  },
+  storage: { driver: "sqlite", path: "./data/hookgate.db" },
+  hooks: {
+    enabled: true,
+    // A dedicated token for hook senders (new one: \`hookgate token\`). Do not reuse other secrets.
+    token: "${token}",
+    path: "/hooks",
+    maxBodyBytes: 262144,
+    bodyTimeoutMs: 30000,
+    allowedAgentIds: ["*"],            // [] denies every agent
+    allowRequestSessionKey: false,     // let senders choose sessionKey? keep false unless needed
+    // allowedSessionKeyPrefixes: ["hook:"],
+    // defaultSessionKey: "hook:ingress",
+    idempotencyTtlSeconds: 86400,
+    authFailureLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
+    presets: [],
+    mappings: [],
+  },
+  agents: {
+    defaults: { model: "echo/echo", timeoutSeconds: 600 },
+    list: [{ id: "main", default: true }],
+  },
+  models: {
+    providers: {
+      // local: { api: "openai-chat", baseUrl: "http://127.0.0.1:11434/v1" },   // Ollama
+      // claude: { api: "anthropic-messages", apiKey: { env: "ANTHROPIC_API_KEY" } },
+    },
+  },
+  heartbeat: { every: "30m", ackMaxChars: 300 },
+  channels: {
+    default: { channel: "log" },       // where replies go when the main session has no last route
+    log: {},                           // deliveries printed to stdout as JSON lines
+  },
+  logging: { level: "info" },
+}
+`;
+}

@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { nonBlank, positiveInt } from './common.js';
+
+export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
+export const SESSION_MODES = ['isolated', 'persistent'] as const;
+export const SIGNATURE_SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
+export const PRESETS = ['gmail'] as const;
+
+/** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
+export function normalizeHooksPath(raw: string): string {
+  const t = raw.trim();
+  if (!t) return '/hooks';
+  const withSlash = t.startsWith('/') ? t : `/${t}`;
+  const stripped = withSlash.replace(/\/+$/, '');
+  return stripped === '' ? '/' : stripped;
+}
+
+/** `match.path`: compared with the sub-path after `hooks.path`, without leading/trailing slashes. */
+export function normalizeMatchPath(raw: string): string {
+  return raw.trim().replace(/^\/+/, '').replace(/\/+$/, '');
+}
+
+/** An HTTP header field name (RFC 9110 token). */
+const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Strict base64 (Buffer.from(…, 'base64') would silently drop invalid characters and shrink the key). */
+const STRICT_BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
+
+export const signatureSchema = z
+  .strictObject({
+    scheme: z.enum(SIGNATURE_SCHEMES),
+    secret: nonBlank.optional(),
+    /** Several secrets: any one verifies (rotation). */
+    secrets: z.array(nonBlank).min(1).optional(),
+    /** Max age (and max clock skew into the future) of a signed timestamp (stripe, slack, standard-webhooks). */
+    toleranceSeconds: positiveInt.default(300),
+    /** hmac-sha256 only: the header carrying the signature (default `x-signature`); matched case-insensitively. */
+    header: nonBlank
+      .regex(HEADER_NAME_RE, 'must be an HTTP header name')
+      .transform((h) => h.toLowerCase())
+      .optional(),
+    /** hmac-sha256 only: how the digest is written in the header. */
+    encoding: z.enum(['hex', 'base64']).optional(),
+    /** hmac-sha256 only: a prefix before the digest, e.g. `sha256=` (compared case-sensitively). */
+    prefix: z.string().optional(),
+  })
+  .superRefine((v, ctx) => {
+    if (!v.secret && !v.secrets) ctx.addIssue({ code: 'custom', message: 'set secret or secrets', path: ['secret'] });
+    if (v.secret && v.secrets)
+      ctx.addIssue({ code: 'custom', message: 'set either secret or secrets, not both', path: ['secrets'] });
+    if (v.scheme !== 'hmac-sha256' && (v.header || v.encoding || v.prefix !== undefined))
+      ctx.addIssue({ code: 'custom', message: `header/encoding/prefix only apply to scheme "hmac-sha256"`, path: ['scheme'] });
+    if (v.scheme === 'standard-webhooks') {
+      // `whsec_<base64>`: the key is the decoded bytes, so a value that is not base64 could never verify anything.
+      const check = (s: string, path: PropertyKey[]) => {
+        if (!s.startsWith('whsec_')) return;
+        const b64 = s.slice('whsec_'.length);
+        if (b64 === '' || !STRICT_BASE64_RE.test(b64))
+          ctx.addIssue({ code: 'custom', message: 'a whsec_ secret must be whsec_ followed by base64', path });
+      };
+      if (v.secret) check(v.secret, ['secret']);
+      v.secrets?.forEach((s, i) => check(s, ['secrets', i]));
+    }
+  })
+  .transform(({ secret, secrets, ...rest }) => ({ ...rest, secrets: secrets ?? [secret as string] }));
+
+export type SignatureConfig = z.output<typeof signatureSchema>;
+
+export const mappingSchema = z.strictObject({
+  id: nonBlank.optional(),
+  match: z
+    .strictObject({
+      path: z.string().transform(normalizeMatchPath).optional(),
+      source: nonBlank.optional(),
+    })
+    .optional(),
+  action: z.enum(['wake', 'agent']).default('agent'),
+  wakeMode: z.enum(WAKE_MODES).default('now'),
+  name: z.string().optional(),
+  agentId: nonBlank.optional(),
+  sessionKey: nonBlank.optional(),
+  sessionMode: z.enum(SESSION_MODES).optional(),
+  messageTemplate: z.string().optional(),
+  textTemplate: z.string().optional(),
+  deliver: z.boolean().default(true),
+  channel: nonBlank.optional(),
+  to: z.string().optional(),
+  model: nonBlank.optional(),
+  thinking: nonBlank.optional(),
+  timeoutSeconds: z.number().positive().optional(),
+  allowUnsafeExternalContent: z.boolean().default(false),
+  /** Top-level payload array to fan out over: one action per item (capped at `hooks.maxFanOut`). */
+  forEach: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z_$][\w$]*$/, 'must be a top-level payload key (letters, digits, _ and $)')
+    .refine((k) => !['__proto__', 'prototype', 'constructor'].includes(k), 'may not name a prototype key')
+    .optional(),
+  transform: z
+    .strictObject({
+      module: nonBlank,
+      export: nonBlank.optional(),
+    })
+    .optional(),
+  signature: signatureSchema.optional(),
+});
+
+export type MappingConfig = z.output<typeof mappingSchema>;
+
+export const gmailSchema = z.strictObject({
+  account: z.string().optional(),
+  label: z.string().optional(),
+  topic: z.string().optional(),
+  subscription: z.string().optional(),
+  pushToken: z.string().optional(),
+  hookUrl: z.string().optional(),
+  includeBody: z.boolean().default(true),
+  /** Per-message body cap of the watcher; also sizes the gmail path's body allowance. */
+  maxBytes: positiveInt.default(20000),
+  renewEveryMinutes: positiveInt.optional(),
+  allowUnsafeExternalContent: z.boolean().optional(),
+  model: nonBlank.optional(),
+  thinking: nonBlank.optional(),
+});
+
+export const hooksSchema = z
+  .strictObject({
+    enabled: z.boolean().default(false),
+    token: z.string().trim().optional(),
+    path: z.string().default('/hooks').transform(normalizeHooksPath),
+    maxBodyBytes: positiveInt.default(262144),
+    bodyTimeoutMs: positiveInt.default(30000),
+    allowedAgentIds: z.array(z.string().trim()).optional(),
+    defaultSessionKey: nonBlank.optional(),
+    allowRequestSessionKey: z.boolean().default(false),
+    allowedSessionKeyPrefixes: z
+      .array(z.string())
+      .transform((list) => [...new Set(list.map((p) => p.trim().toLowerCase()).filter(Boolean))])
+      .optional(),
+    presets: z.array(z.enum(PRESETS)).default([]),
+    mappings: z.array(mappingSchema).default([]),
+    transformsDir: z.string().optional(),
+    gmail: gmailSchema.prefault({}),
+    authFailureLimit: z
+      .strictObject({
+        maxFailures: positiveInt.default(20),
+        windowSeconds: positiveInt.default(60),
+        lockoutSeconds: positiveInt.default(60),
+        /** Bound on tracked client addresses; the oldest unlocked entries are evicted first. */
+        maxTrackedClients: positiveInt.default(10000),
+      })
+      .prefault({}),
+    idempotencyTtlSeconds: positiveInt.default(86400),
+    agentAcceptedStatus: z.union([z.literal(200), z.literal(202)]).default(200),
+    /** Cap on items of one `forEach` fan-out; the rest are refused (413-free, logged). */
+    maxFanOut: positiveInt.default(200),
+    /** How long the record of each received hook (metadata only) is kept. */
+    receivedRetentionDays: positiveInt.default(7),
+  })
+  .prefault({});
+
+export type HooksConfig = z.output<typeof hooksSchema>;

@@ -1,0 +1,109 @@
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { durationMs, modelRef, nonBlank, port, positiveInt } from './common.js';
+import { channelsSchema, CORE_CHANNELS } from './channels.js';
+import { hooksSchema } from './hooks.js';
+import { modelsSchema } from './models.js';
+
+export const DEFAULT_HEARTBEAT_PROMPT =
+  'Heartbeat. Read the system events above, if any, and act on what needs doing. ' +
+  'If nothing needs attention, reply exactly HEARTBEAT_OK.';
+
+/** An IP address or a CIDR block (v4 or v6). */
+const ipOrCidr = z
+  .string()
+  .trim()
+  .refine((s) => {
+    const [ip, bits, extra] = s.split('/');
+    if (extra !== undefined || !ip) return false;
+    const family = isIP(ip);
+    if (!family) return false;
+    if (bits === undefined) return true;
+    const n = Number(bits);
+    return /^\d+$/.test(bits) && n >= 0 && n <= (family === 4 ? 32 : 128);
+  }, 'must be an IP address or CIDR block like 10.0.0.0/8');
+
+const agentSchema = z.strictObject({
+  id: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .regex(/^[a-z0-9][a-z0-9_-]*$/, 'agent ids are letters, digits, - and _'),
+  default: z.boolean().optional(),
+  name: z.string().optional(),
+  model: modelRef.optional(),
+  systemPrompt: z.string().optional(),
+  thinking: nonBlank.optional(),
+  timeoutSeconds: z.number().positive().optional(),
+});
+
+const modelAllowlist = z.union([
+  z.array(nonBlank),
+  z.record(nonBlank, z.strictObject({ alias: nonBlank.optional() })),
+]);
+
+export const configSchema = z.strictObject({
+  gateway: z
+    .strictObject({
+      bind: nonBlank.default('127.0.0.1'),
+      port: port.default(18789),
+      trustedProxies: z.array(ipOrCidr).default([]),
+    })
+    .prefault({}),
+  storage: z
+    .discriminatedUnion('driver', [
+      z.strictObject({
+        driver: z.literal('sqlite'),
+        path: nonBlank.default('./data/hookgate.db'),
+        /** "normal": durable across process crashes (kill -9); "full": also across power loss, slower. */
+        synchronous: z.enum(['normal', 'full']).default('normal'),
+      }),
+      z.strictObject({
+        driver: z.literal('postgres'),
+        url: nonBlank,
+        poolSize: positiveInt.default(10),
+      }),
+    ])
+    .prefault({ driver: 'sqlite' }),
+  hooks: hooksSchema,
+  agents: z
+    .strictObject({
+      defaults: z
+        .strictObject({
+          model: modelRef.default('echo/echo'),
+          models: modelAllowlist.optional(),
+          timeoutSeconds: z.number().positive().default(600),
+          thinking: nonBlank.optional(),
+          /** Agent runs executing at once. */
+          maxConcurrent: positiveInt.default(4),
+        })
+        .prefault({}),
+      list: z.array(agentSchema).min(1, 'at least one agent').default([{ id: 'main', default: true }]),
+    })
+    .prefault({}),
+  models: modelsSchema,
+  heartbeat: z
+    .strictObject({
+      every: durationMs.default(30 * 60_000),
+      prompt: nonBlank.default(DEFAULT_HEARTBEAT_PROMPT),
+      ackMaxChars: z.number().int().min(0).default(300),
+    })
+    .prefault({}),
+  channels: channelsSchema,
+  admin: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      bind: nonBlank.default('127.0.0.1'),
+      port: port.default(18790),
+      token: z.string().trim().optional(),
+    })
+    .prefault({}),
+  logging: z
+    .strictObject({
+      level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+    })
+    .prefault({}),
+});
+
+export type RawConfig = z.output<typeof configSchema>;
+export { CORE_CHANNELS };

@@ -1,0 +1,83 @@
+/**
+ * Typed errors with stable codes. Control flow branches on `code` (or `instanceof`), never on messages.
+ * Messages are for people: they say what is wrong and what to change.
+ */
+
+/** Codes a caller of the HTTP ingress can see in `{ ok: false, error, code }`. */
+export type HttpErrorCode =
+  | 'query_token'
+  | 'method_not_allowed'
+  | 'unauthorized'
+  | 'rate_limited'
+  | 'payload_too_large'
+  | 'body_timeout'
+  | 'body_aborted'
+  | 'invalid_json'
+  | 'invalid_payload'
+  | 'not_found'
+  | 'session_key_not_allowed'
+  | 'agent_not_allowed'
+  | 'model_not_allowed'
+  | 'invalid_channel'
+  | 'idempotency_conflict'
+  | 'mapping_failed'
+  | 'unavailable'
+  | 'internal';
+
+export class HookgateError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** An error that maps 1:1 onto an HTTP answer of the ingress. */
+export class HttpError extends HookgateError {
+  declare readonly code: HttpErrorCode;
+  readonly status: number;
+  readonly headers: Record<string, string> | undefined;
+  constructor(status: number, code: HttpErrorCode, message: string, headers?: Record<string, string>) {
+    super(code, message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+export interface ConfigIssue {
+  /** Key path in the config file, e.g. `hooks.mappings[2].transform.module`. */
+  path: string;
+  message: string;
+}
+
+/** The config cannot be used. Carries every problem found, each by key path. */
+export class ConfigError extends HookgateError {
+  readonly issues: ConfigIssue[];
+  constructor(issues: ConfigIssue[], file?: string) {
+    super('config_invalid', formatIssues(issues, file));
+    this.issues = issues;
+  }
+}
+
+export function formatIssues(issues: ConfigIssue[], file?: string): string {
+  const head = file ? `invalid config ${file}:` : 'invalid config:';
+  return [head, ...issues.map((i) => `  ${i.path || '(root)'}: ${i.message}`)].join('\n');
+}
+
+/** The durable store could not do what was asked (disk full, locked, connection lost...). */
+export class StoreError extends HookgateError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('store_unavailable', message, options);
+  }
+}
+
+/** Formats a key path from zod-style segments: ['hooks', 'mappings', 2, 'id'] → hooks.mappings[2].id */
+export function keyPath(segments: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else out += out ? `.${String(s)}` : String(s);
+  }
+  return out;
+}

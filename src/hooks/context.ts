@@ -1,0 +1,36 @@
+import { createHash } from 'node:crypto';
+import type { Config } from '../config/load.js';
+import { ModelCatalog } from '../config/model-catalog.js';
+import { configuredChannelIds, defaultAgentId } from '../config/validate.js';
+
+/**
+ * What the request path needs from one config generation, computed once when the config (re)loads,
+ * never per request.
+ */
+export interface HooksContext {
+  readonly config: Config;
+  readonly generation: number;
+  readonly basePath: string;
+  /** SHA-256 of hooks.token: requests compare digests in constant time. */
+  readonly tokenDigest: Buffer | undefined;
+  readonly catalog: ModelCatalog;
+  /** Channel ids a request may name (besides `last`): configured platforms, builtin extensions, plugins. */
+  readonly channelIds: ReadonlySet<string>;
+  readonly defaultAgentId: string;
+}
+
+export function buildHooksContext(config: Config, generation: number, pluginChannelIds: readonly string[] = []): HooksContext {
+  return {
+    config,
+    generation,
+    basePath: config.hooks.path,
+    tokenDigest: config.hooks.token ? sha256(config.hooks.token) : undefined,
+    catalog: new ModelCatalog(config),
+    channelIds: new Set([...configuredChannelIds(config), ...pluginChannelIds]),
+    defaultAgentId: defaultAgentId(config),
+  };
+}
+
+export function sha256(s: string | Buffer): Buffer {
+  return createHash('sha256').update(s).digest();
+}

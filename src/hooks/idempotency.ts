@@ -1,0 +1,35 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { HttpError } from '../errors.js';
+import type { IdempotencyClaim } from '../store/types.js';
+
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 256;
+
+/** `Idempotency-Key` header, else `idempotencyKey` in the body; a verified provider delivery id comes last. */
+export function extractIdempotencyKey(
+  headers: IncomingHttpHeaders,
+  payload: Record<string, unknown>,
+  deliveryId?: string,
+): string | undefined {
+  const h = headers['idempotency-key'] ?? headers['x-openclaw-idempotency-key'];
+  const fromHeader = (Array.isArray(h) ? h[0] : h)?.trim();
+  let key = fromHeader || undefined;
+  if (key === undefined && payload.idempotencyKey !== undefined) {
+    if (typeof payload.idempotencyKey !== 'string') throw new HttpError(400, 'invalid_payload', 'idempotencyKey must be a string');
+    key = payload.idempotencyKey.trim() || undefined;
+  }
+  key ??= deliveryId;
+  if (key !== undefined && key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+    throw new HttpError(400, 'invalid_payload', `idempotency key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+  }
+  return key;
+}
+
+export function idempotencyClaim(scope: string, key: string, rawBody: Buffer, ttlSeconds: number, now: number): IdempotencyClaim {
+  return {
+    scope,
+    keyHash: createHash('sha256').update(key).digest('hex'),
+    fingerprint: createHash('sha256').update(rawBody).digest('hex'),
+    expiresAt: now + ttlSeconds * 1000,
+  };
+}

@@ -1,0 +1,99 @@
+import { HttpError } from '../errors.js';
+import type { SessionMode, WakeMode } from '../store/types.js';
+
+/** A wake request after validation. */
+export interface WakeRequest {
+  text: string;
+  mode: WakeMode;
+}
+
+/** An agent request after validation, before policy (agent, session, model, channel). */
+export interface AgentRequest {
+  message: string;
+  name: string;
+  agentId: string | undefined;
+  sessionKey: string | undefined;
+  sessionMode: SessionMode;
+  wakeMode: WakeMode;
+  deliver: boolean;
+  channel: string;
+  to: string | undefined;
+  model: string | undefined;
+  thinking: string | undefined;
+  timeoutSeconds: number | undefined;
+}
+
+type Payload = Record<string, unknown>;
+
+const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
+
+export function normalizeWake(p: Payload): WakeRequest {
+  return { text: requiredText(p, 'text'), mode: mode(p, 'mode') };
+}
+
+export function normalizeAgent(p: Payload): AgentRequest {
+  return {
+    message: requiredText(p, 'message'),
+    name: optionalString(p, 'name') ?? 'Hook',
+    agentId: optionalString(p, 'agentId'),
+    sessionKey: optionalString(p, 'sessionKey'),
+    sessionMode: sessionMode(p.sessionMode),
+    wakeMode: mode(p, 'wakeMode'),
+    deliver: optionalBoolean(p, 'deliver') ?? true,
+    channel: optionalString(p, 'channel') ?? 'last',
+    to: optionalString(p, 'to'),
+    model: modelOverride(p),
+    thinking: optionalString(p, 'thinking'),
+    timeoutSeconds: timeoutSeconds(p.timeoutSeconds),
+  };
+}
+
+function requiredText(p: Payload, key: string): string {
+  const v = p[key];
+  if (typeof v !== 'string' || v.trim() === '') throw bad(`${key} required: a non-empty string`);
+  return v.trim();
+}
+
+/** Absent or blank → undefined; a non-string is an error (no silent coercion of `123` or `true`). */
+export function optionalString(p: Payload, key: string): string | undefined {
+  const v = p[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw bad(`${key} must be a string`);
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}
+
+function optionalBoolean(p: Payload, key: string): boolean | undefined {
+  const v = p[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw bad(`${key} must be true or false`);
+  return v;
+}
+
+export function parseWakeMode(v: unknown, key: string): WakeMode {
+  if (v === undefined || v === null) return 'now';
+  if (v === 'now' || v === 'next-heartbeat') return v;
+  throw bad(`${key} must be "now" or "next-heartbeat"`);
+}
+
+function mode(p: Payload, key: string): WakeMode {
+  return parseWakeMode(p[key], key);
+}
+
+export function sessionMode(v: unknown): SessionMode {
+  if (v === undefined || v === null) return 'isolated';
+  if (v === 'isolated' || v === 'persistent') return v;
+  throw bad('sessionMode must be "isolated" or "persistent"');
+}
+
+function modelOverride(p: Payload): string | undefined {
+  if (!('model' in p) || p.model === undefined || p.model === null) return undefined;
+  if (typeof p.model !== 'string' || p.model.trim() === '') throw bad('model required: a non-empty <provider>/<model> or alias when given');
+  return p.model.trim();
+}
+
+export function timeoutSeconds(v: unknown): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw bad('timeoutSeconds must be a positive number');
+  return v;
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/validate.js';
+import { HttpError } from '../errors.js';
+import type { ContentSource, NewRun } from '../store/types.js';
+import type { HooksContext } from './context.js';
+import type { AgentRequest } from './normalize.js';
+
+/** Where a session key came from: the request body, a mapping's literal, a mapping's template, or nowhere. */
+export type SessionKeySource = 'request' | 'static' | 'templated';
+
+export interface RunOrigin {
+  hookPath: string;
+  mappingId: string | null;
+  contentSource: ContentSource;
+  sessionKeySource: SessionKeySource;
+  allowUnsafeExternalContent: boolean;
+}
+
+/** The agent actually used (unknown ids fall back to the default) and whether the allowlist admits it. */
+export function resolveAgent(ctx: HooksContext, requested: string | undefined): string {
+  if (!agentAllowed(requested, ctx.config)) {
+    throw new HttpError(400, 'agent_not_allowed', 'agentId is not allowed by hooks.allowedAgentIds');
+  }
+  return resolveAgentId(requested, ctx.config);
+}
+
+/** Session-key policy: request keys are opt-in, every supplied key obeys the prefixes, else default, else fresh. */
+export function resolveSessionKey(ctx: HooksContext, key: string | undefined, source: SessionKeySource): string {
+  const { allowRequestSessionKey, allowedSessionKeyPrefixes: prefixes, defaultSessionKey } = ctx.config.hooks;
+  if (key !== undefined) {
+    if (source !== 'static' && !allowRequestSessionKey) {
+      throw new HttpError(
+        400,
+        'session_key_not_allowed',
+        source === 'request'
+          ? 'sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable'
+          : 'a templated mapping sessionKey needs hooks.allowRequestSessionKey=true',
+      );
+    }
+    if (prefixes && prefixes.length && !startsWithAny(key, prefixes)) {
+      throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`);
+    }
+    return key;
+  }
+  return defaultSessionKey ?? `hook:${randomUUID()}`;
+}
+
+/** `last` or a configured channel; anything else is a 400 naming what is configured. */
+export function resolveChannel(ctx: HooksContext, channel: string): string {
+  const c = normalizeChannelName(channel);
+  if (c === 'last' || ctx.channelIds.has(c)) return c;
+  const configured = ['last', ...ctx.channelIds].join(', ');
+  throw new HttpError(400, 'invalid_channel', `channel "${channel}" is not configured; use one of: ${configured}`);
+}
+
+export function resolveModel(ctx: HooksContext, model: string | undefined): string | null {
+  if (model === undefined) return null;
+  const r = ctx.catalog.resolveAllowed(model);
+  if (!r.ok) throw new HttpError(400, 'model_not_allowed', r.reason);
+  return r.model.ref;
+}
+
+/** Apply every policy to a validated agent request and produce the run to store. */
+export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin, now: number): NewRun {
+  const agentId = resolveAgent(ctx, req.agentId);
+  const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource);
+  const channel = resolveChannel(ctx, req.channel);
+  const model = resolveModel(ctx, req.model);
+  const agent = ctx.config.agents.list.find((a) => a.id === agentId);
+  return {
+    id: randomUUID(),
+    agentId,
+    sessionKey,
+    sessionMode: req.sessionMode,
+    name: req.name,
+    message: req.message,
+    wakeMode: req.wakeMode,
+    deliver: req.deliver,
+    channel,
+    to: req.to ?? null,
+    model,
+    thinking: req.thinking ?? null,
+    timeoutSeconds: req.timeoutSeconds ?? agent?.timeoutSeconds ?? ctx.config.agents.defaults.timeoutSeconds,
+    allowUnsafeExternalContent: origin.allowUnsafeExternalContent,
+    contentSource: origin.contentSource,
+    hookPath: origin.hookPath,
+    mappingId: origin.mappingId,
+    createdAt: now,
+  };
+}

@@ -1,0 +1,76 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpError } from '../errors.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Reads the request body into one Buffer, bounded in size and time:
+ * - a Content-Length over `maxBytes` → 413 before a byte is read;
+ * - streaming past `maxBytes` → 413 at once; what was read is dropped and the rest is not buffered;
+ * - no complete body within `timeoutMs` → 408.
+ * Rejections leave the request paused: the caller answers with `Connection: close`.
+ */
+export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined) {
+    const n = Number(declared);
+    if (Number.isFinite(n) && n > maxBytes) return Promise.reject(tooLarge(maxBytes));
+    if (n === 0) return Promise.resolve(EMPTY);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (err: HttpError | undefined, body?: Buffer) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('aborted', onAborted);
+      req.off('error', onError);
+      if (err) {
+        chunks.length = 0;
+        req.pause();
+        reject(err);
+      } else resolve(body!);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) return finish(tooLarge(maxBytes));
+      chunks.push(chunk);
+    };
+    const onEnd = () => finish(undefined, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    const onAborted = () => finish(new HttpError(400, 'body_aborted', 'the client closed the connection before the body was complete'));
+    const onError = onAborted;
+    const timer = setTimeout(
+      () => finish(new HttpError(408, 'body_timeout', `request body not received within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('aborted', onAborted);
+    req.on('error', onError);
+  });
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, 'payload_too_large', `request body exceeds ${maxBytes} bytes`);
+}
+
+/** Empty or whitespace-only → `{}`; invalid JSON → 400 invalid_json; a non-object value → 400 invalid_payload. */
+export function parseJsonObject(body: Buffer): Record<string, unknown> {
+  if (body.length === 0) return {};
+  const text = body.toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    if (text.trim() === '') return {};
+    throw new HttpError(400, 'invalid_json', `body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new HttpError(400, 'invalid_payload', 'body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,208 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { HttpError } from '../errors.js';
+import type { HooksContext } from '../hooks/context.js';
+import { dispatch, type HookAction, type RuntimeSignals } from '../hooks/dispatch.js';
+import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
+import { normalizeAgent, normalizeWake } from '../hooks/normalize.js';
+import { buildRun } from '../hooks/policy.js';
+import type { ReceivedHook, Store } from '../store/types.js';
+import { extractToken, tokenMatches } from './auth.js';
+import { parseJsonObject, readBody } from './body.js';
+import { ClientIpResolver } from './client-ip.js';
+import { AuthFailureLimiter } from './limiter.js';
+import { sendError, sendJson, sendNoContent } from './respond.js';
+
+/** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here. */
+export interface MappedRoutes {
+  /** Called before auth: a mapping that verifies its sender's signature replaces the shared token on its path. */
+  verifiesOwnSignature(ctx: HooksContext, subPath: string): boolean;
+  resolve(input: MappedRequest): Promise<MappedResult>;
+}
+
+export interface MappedRequest {
+  ctx: HooksContext;
+  subPath: string;
+  payload: Record<string, unknown>;
+  rawBody: Buffer;
+  headers: IncomingMessage['headers'];
+  query: URLSearchParams;
+  now: number;
+}
+
+export type MappedResult =
+  | { kind: 'none' } // no mapping matched → 404
+  | { kind: 'skip'; mappingId: string } // a transform returned null → 204
+  | { kind: 'actions'; mappingId: string; actions: HookAction[]; fanOut: boolean; deliveryId?: string }
+  | { kind: 'unauthorized'; reason: string };
+
+export interface HandlerDeps {
+  store: Store;
+  signals: RuntimeSignals;
+  logger: Logger;
+  mapped?: MappedRoutes;
+}
+
+/** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
+export class IngressState {
+  ctx: HooksContext;
+  ipResolver: ClientIpResolver;
+  readonly limiter: AuthFailureLimiter;
+
+  constructor(ctx: HooksContext) {
+    this.ctx = ctx;
+    this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
+    this.limiter = new AuthFailureLimiter(ctx.config.hooks.authFailureLimit);
+  }
+
+  update(ctx: HooksContext): void {
+    this.ctx = ctx;
+    this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
+    this.limiter.setLimits(ctx.config.hooks.authFailureLimit);
+  }
+}
+
+const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
+
+/**
+ * The request handler, in the contract's order: query token → method → credentials → body → route →
+ * validation and policy → durable commit → answer.
+ */
+export function createHandler(state: IngressState, deps: HandlerDeps) {
+  const { store, signals, logger } = deps;
+
+  const record = (rec: ReceivedHook) => {
+    store.recordReceived(rec).catch((err) => logger.warn({ err: (err as Error).message }, 'could not record a received hook'));
+  };
+
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const ctx = state.ctx; // one generation for the whole request, even if a reload lands meanwhile
+    const url = req.url ?? '/';
+    const qIndex = url.indexOf('?');
+    const pathname = qIndex < 0 ? url : url.slice(0, qIndex);
+    const base = ctx.basePath;
+
+    if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) {
+      return sendError(res, NOT_FOUND);
+    }
+    const query = new URLSearchParams(qIndex < 0 ? '' : url.slice(qIndex + 1));
+    if (query.has('token')) {
+      return sendError(
+        res,
+        new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
+      );
+    }
+    if (req.method !== 'POST') {
+      return sendError(res, new HttpError(405, 'method_not_allowed', 'only POST is accepted here'), { allow: 'POST' });
+    }
+
+    const subPath = pathname.slice(base.length).replace(/^\/+/, '').replace(/\/+$/, '');
+    const now = Date.now();
+    const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const received = (status: number, code: string | null): ReceivedHook => ({
+      at: now,
+      method: 'POST',
+      path: subPath,
+      clientIp,
+      status,
+      code,
+      eventIds: [],
+      runIds: [],
+      mappingId: null,
+      durationMs: performance.now() - started,
+    });
+
+    const signed = deps.mapped?.verifiesOwnSignature(ctx, subPath) ?? false;
+    if (!signed) {
+      if (!tokenMatches(extractToken(req.headers), ctx.tokenDigest)) {
+        return rejectAuth(res, state, clientIp, now, logger, record, received);
+      }
+      state.limiter.reset(clientIp);
+    }
+
+    try {
+      const rawBody = await readBody(req, ctx.config.hooks.maxBodyBytes, ctx.config.hooks.bodyTimeoutMs);
+      const payload = parseJsonObject(rawBody);
+
+      let actions: HookAction[];
+      let fanOut = false;
+      let mappingId: string | null = null;
+      let deliveryId: string | undefined;
+      if (subPath === 'wake') {
+        const wake = normalizeWake(payload);
+        actions = [{ kind: 'wake', text: wake.text, mode: wake.mode }];
+      } else if (subPath === 'agent') {
+        const agent = normalizeAgent(payload);
+        const run = buildRun(
+          ctx,
+          agent,
+          { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
+          now,
+        );
+        actions = [{ kind: 'agent', run }];
+      } else {
+        const mapped = subPath && deps.mapped ? await deps.mapped.resolve({ ctx, subPath, payload, rawBody, headers: req.headers, query, now }) : { kind: 'none' as const };
+        if (mapped.kind === 'none') throw NOT_FOUND;
+        if (mapped.kind === 'unauthorized') {
+          logger.warn({ path: subPath, client: clientIp, reason: mapped.reason }, 'hook signature rejected');
+          return rejectAuth(res, state, clientIp, now, logger, record, received);
+        }
+        if (signed) state.limiter.reset(clientIp);
+        if (mapped.kind === 'skip') {
+          record({ ...received(204, null), mappingId: mapped.mappingId });
+          return sendNoContent(res);
+        }
+        ({ actions, fanOut, mappingId, deliveryId } = { ...mapped, mappingId: mapped.mappingId });
+        if (actions.length === 0) {
+          record({ ...received(204, null), mappingId });
+          return sendNoContent(res);
+        }
+      }
+
+      const key = extractIdempotencyKey(req.headers, payload, deliveryId);
+      const idempotency = key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, ctx.config.hooks.idempotencyTtlSeconds, now);
+      const answer = await dispatch(ctx, store, signals, {
+        actions,
+        idempotency,
+        received: { ...received(0, null), mappingId },
+        fanOut,
+      });
+      sendJson(res, answer.status, answer.body);
+      if (logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
+    } catch (err) {
+      if (err instanceof HttpError) {
+        if (err.status !== 404 || subPath) record(received(err.status, err.code));
+        if (err.status === 503) logger.error({ path: subPath }, 'store unavailable: hook refused with 503');
+        const closing = err.status === 413 || err.status === 408 || err.code === 'body_aborted';
+        return sendError(res, err, closing ? { connection: 'close' } : undefined);
+      }
+      logger.error({ err, path: subPath }, 'hook handler failed');
+      record(received(500, 'internal'));
+      return sendError(res, new HttpError(500, 'internal', 'internal error; nothing was accepted'));
+    }
+  };
+}
+
+function rejectAuth(
+  res: ServerResponse,
+  state: IngressState,
+  clientIp: string,
+  now: number,
+  logger: Logger,
+  record: (r: ReceivedHook) => void,
+  received: (status: number, code: string | null) => ReceivedHook,
+): void {
+  const retryAfter = state.limiter.retryAfter(clientIp, now);
+  if (retryAfter > 0) {
+    // Not recorded in the store: a locked-out client must not be able to make us write.
+    return sendError(res, new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`), {
+      'retry-after': String(retryAfter),
+    });
+  }
+  const lockedFor = state.limiter.fail(clientIp, now);
+  if (lockedFor > 0) logger.warn({ client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
+  record(received(401, 'unauthorized'));
+  sendError(res, new HttpError(401, 'unauthorized', 'missing or invalid hook token'));
+}

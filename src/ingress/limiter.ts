@@ -1,0 +1,78 @@
+export interface AuthFailureLimits {
+  maxFailures: number;
+  windowSeconds: number;
+  lockoutSeconds: number;
+  maxTrackedClients: number;
+}
+
+interface Entry {
+  /** Times of recent failures, oldest first; never longer than maxFailures. */
+  failures: number[];
+  lockedUntil: number;
+}
+
+/**
+ * Per-client auth-failure limiter: `maxFailures` failures within `windowSeconds` lock the client for
+ * `lockoutSeconds`; while locked, failed attempts are answered 429. A success resets the client.
+ * Memory is bounded: at most `maxTrackedClients` entries; the least recently failing unlocked entry is evicted
+ * first, and when every entry is locked the oldest lock goes (a flood of fresh addresses can shorten a lockout,
+ * but cannot grow memory).
+ */
+export class AuthFailureLimiter {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private limits: AuthFailureLimits) {}
+
+  setLimits(limits: AuthFailureLimits): void {
+    this.limits = limits;
+  }
+
+  /** Seconds until the client may try again (≥ 1), or 0 when it is not locked. */
+  retryAfter(client: string, now: number): number {
+    const e = this.entries.get(client);
+    if (!e || e.lockedUntil <= now) return 0;
+    return Math.max(1, Math.ceil((e.lockedUntil - now) / 1000));
+  }
+
+  /** Record a failure; returns the Retry-After seconds when this failure locked the client, else 0. */
+  fail(client: string, now: number): number {
+    const { maxFailures, windowSeconds, lockoutSeconds } = this.limits;
+    let e = this.entries.get(client);
+    if (e) this.entries.delete(client); // re-insert below: Map order = recency of failure
+    else {
+      e = { failures: [], lockedUntil: 0 };
+      this.evictIfFull(now);
+    }
+    this.entries.set(client, e);
+    const windowStart = now - windowSeconds * 1000;
+    while (e.failures.length && e.failures[0]! <= windowStart) e.failures.shift();
+    e.failures.push(now);
+    if (e.failures.length > maxFailures) e.failures.shift();
+    if (e.failures.length >= maxFailures) {
+      e.lockedUntil = now + lockoutSeconds * 1000;
+      e.failures = [];
+      return lockoutSeconds;
+    }
+    return 0;
+  }
+
+  reset(client: string): void {
+    if (this.entries.size) this.entries.delete(client);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private evictIfFull(now: number): void {
+    if (this.entries.size < this.limits.maxTrackedClients) return;
+    for (const [key, e] of this.entries) {
+      if (e.lockedUntil <= now) {
+        this.entries.delete(key);
+        return;
+      }
+    }
+    const oldest = this.entries.keys().next();
+    if (!oldest.done) this.entries.delete(oldest.value);
+  }
+}

@@ -1,0 +1,60 @@
+import { HookgateError } from '../errors.js';
+
+/** One turn of a conversation as sent to a model. */
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface ModelRequest {
+  /** The provider-local model name (the part after `<provider>/`). */
+  model: string;
+  /** System prompt of the agent, if any. */
+  system?: string;
+  /** Earlier turns (persistent sessions) followed by the new user message. */
+  messages: ChatMessage[];
+  /** Reasoning level: off | minimal | low | medium | high, or a provider-specific value. */
+  thinking?: string;
+  /** Aborted when the run's timeoutSeconds elapses or the service stops. */
+  signal: AbortSignal;
+}
+
+export interface ModelReply {
+  text: string;
+  usage?: { inputTokens?: number; outputTokens?: number };
+}
+
+export interface ModelProvider {
+  /** The id under `models.providers` (or `echo`). */
+  readonly id: string;
+  /** The wire protocol: openai-chat | anthropic-messages | command | echo. */
+  readonly api: string;
+  complete(request: ModelRequest): Promise<ModelReply>;
+  close?(): Promise<void>;
+}
+
+export type ProviderErrorCode =
+  | 'provider_http' // the server answered with a non-2xx status
+  | 'provider_bad_response' // 2xx but not the protocol's shape (garbage, malformed JSON, empty choices)
+  | 'provider_unreachable' // connection refused / reset / DNS
+  | 'provider_timeout' // aborted by the run's timeout
+  | 'provider_command_failed'; // command provider: non-zero exit, spawn failure
+
+export class ProviderError extends HookgateError {
+  declare readonly code: ProviderErrorCode;
+  /** Whether retrying the same request later may succeed (429, 5xx, connection refused). */
+  readonly retryable: boolean;
+  /** From a Retry-After answer, when the server gave one. */
+  readonly retryAfterMs: number | undefined;
+  readonly status: number | undefined;
+  constructor(
+    code: ProviderErrorCode,
+    message: string,
+    opts: { retryable: boolean; retryAfterMs?: number; status?: number; cause?: unknown },
+  ) {
+    super(code, message, { cause: opts.cause });
+    this.retryable = opts.retryable;
+    this.retryAfterMs = opts.retryAfterMs;
+    this.status = opts.status;
+  }
+}

@@ -1,0 +1,14 @@
+import type { RawConfig } from '../config/schema/index.js';
+import { StoreError } from '../errors.js';
+import { SqliteStore } from './sqlite.js';
+import type { Store } from './types.js';
+
+/** Open the store the config names. Relative SQLite paths resolve against the config's directory. */
+export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string): Promise<Store> {
+  switch (storage.driver) {
+    case 'sqlite':
+      return new SqliteStore({ path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path), synchronous: storage.synchronous });
+    case 'postgres':
+      throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * SQLite schema, applied in order by `PRAGMA user_version`. Append new steps; never edit an applied one.
+ * Times are epoch milliseconds. Booleans are 0/1.
+ */
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE system_events (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           TEXT NOT NULL UNIQUE,
+    session_key  TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    origin       TEXT NOT NULL,
+    run_id       TEXT,
+    created_at   INTEGER NOT NULL,
+    consumed_at  INTEGER,
+    heartbeat_id TEXT
+  );
+  CREATE INDEX system_events_pending ON system_events (session_key, consumed_at, seq);
+
+  CREATE TABLE runs (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    state           TEXT NOT NULL,
+    agent_id        TEXT NOT NULL,
+    session_key     TEXT NOT NULL,
+    session_mode    TEXT NOT NULL,
+    name            TEXT NOT NULL,
+    message         TEXT NOT NULL,
+    wake_mode       TEXT NOT NULL,
+    deliver         INTEGER NOT NULL,
+    channel         TEXT NOT NULL,
+    recipient       TEXT,
+    model           TEXT,
+    thinking        TEXT,
+    timeout_seconds REAL NOT NULL,
+    allow_unsafe    INTEGER NOT NULL,
+    content_source  TEXT NOT NULL,
+    hook_path       TEXT NOT NULL,
+    mapping_id      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    started_at      INTEGER,
+    finished_at     INTEGER,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    lease_owner     TEXT,
+    lease_until     INTEGER,
+    error           TEXT,
+    reply           TEXT
+  );
+  CREATE INDEX runs_by_state ON runs (state, seq);
+  CREATE INDEX runs_by_session ON runs (session_key, seq);
+
+  CREATE TABLE idempotency (
+    scope       TEXT NOT NULL,
+    key_hash    TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status      INTEGER NOT NULL,
+    body        TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    PRIMARY KEY (scope, key_hash)
+  ) WITHOUT ROWID;
+  CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+
+  CREATE TABLE received_hooks (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    at          INTEGER NOT NULL,
+    method      TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    client_ip   TEXT NOT NULL,
+    status      INTEGER NOT NULL,
+    code        TEXT,
+    event_ids   TEXT,
+    run_ids     TEXT,
+    mapping_id  TEXT,
+    duration_ms REAL NOT NULL
+  );
+  CREATE INDEX received_hooks_at ON received_hooks (at);
+
+  CREATE TABLE sessions (
+    key          TEXT PRIMARY KEY,
+    agent_id     TEXT NOT NULL,
+    last_channel TEXT,
+    last_to      TEXT,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL
+  );
+  `,
+];
