@@ -52,7 +52,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
 
   const storage = first.storage;
-  const store = await openStore(storage, (p) => configPath(first, p));
+  const store = await openStore(storage, (p) => configPath(first, p), { writer: env.HOOKGATE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread' });
 
   let generation = 1;
   let current = first;

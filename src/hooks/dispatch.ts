@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { HttpError, StoreError } from '../errors.js';
-import type { AcceptCommand, IdempotencyClaim, NewRun, NewSystemEvent, ReceivedHook, Store, StoredAnswer, WakeMode } from '../store/types.js';
+import type { AcceptOutcome, IdempotencyClaim, NewRun, NewSystemEvent, ReceivedHook, Store, WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
 
 /** The main session of the default agent: where wakes and run summaries go. */
@@ -22,9 +22,20 @@ export interface DispatchRequest {
   fanOut?: boolean;
 }
 
-export interface DispatchAnswer extends StoredAnswer {
+export interface DispatchAnswer {
+  status: number;
+  body: Record<string, unknown>;
   duplicate?: boolean;
 }
+
+/**
+ * What the answer will be, as plain data: stored with an idempotency key so a repeat gets the same answer.
+ * Event ids and outcomes come from the commit and are merged in by `renderAnswer`.
+ */
+type AnswerSpec =
+  | { kind: 'wake'; status: number; mode: WakeMode }
+  | { kind: 'agent'; status: number; runId: string }
+  | { kind: 'fanout'; status: number; runIds: string[]; dispatched: number };
 
 /**
  * Commits the actions of one request (before any answer) and builds the answer:
@@ -41,11 +52,11 @@ export async function dispatch(ctx: HooksContext, store: Store, signals: Runtime
       events.push({ id: randomUUID(), sessionKey: MAIN_SESSION_KEY, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
     } else runs.push(a.run);
   }
-  const cmd: AcceptCommand = { events, runs, idempotency: req.idempotency, received: req.received };
+  const spec = answerSpec(ctx, req, runs);
 
   let result;
   try {
-    result = await store.accept(cmd, (outcome) => buildAnswer(ctx, req, runs, outcome.events));
+    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received: { ...req.received, status: spec.status } });
   } catch (err) {
     if (err instanceof StoreError) throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
     throw err;
@@ -53,31 +64,43 @@ export async function dispatch(ctx: HooksContext, store: Store, signals: Runtime
   if (result.kind === 'conflict') {
     throw new HttpError(409, 'idempotency_conflict', 'this idempotency key was already used with a different body on this path; use a new key');
   }
-  if (result.kind === 'duplicate') return { ...result.answer, body: { ...result.answer.body, duplicate: true }, duplicate: true };
+  if (result.kind === 'duplicate') {
+    const first = renderAnswer(result.replay.spec as AnswerSpec, result.replay.outcome);
+    return { status: first.status, body: { ...first.body, duplicate: true }, duplicate: true };
+  }
 
   for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake');
   if (runs.length) signals.runsQueued();
-  return result.answer;
+  return renderAnswer(spec, result.outcome);
 }
 
-function buildAnswer(
-  ctx: HooksContext,
-  req: DispatchRequest,
-  runs: NewRun[],
-  events: { eventId: string; outcome: 'queued' | 'coalesced' }[],
-): StoredAnswer {
+function answerSpec(ctx: HooksContext, req: DispatchRequest, runs: NewRun[]): AnswerSpec {
+  const accepted = ctx.config.hooks.agentAcceptedStatus;
   const first = req.actions[0];
-  if (req.fanOut && req.actions.length > 0) {
-    const runIds = runs.map((r) => r.id);
-    return {
-      status: runs.length ? ctx.config.hooks.agentAcceptedStatus : 200,
-      body: { ok: true, runId: runIds[0] ?? null, runIds, eventIds: events.map((e) => e.eventId), dispatched: req.actions.length },
-    };
+  if (!first) throw new Error('dispatch without actions');
+  if (req.fanOut) return { kind: 'fanout', status: runs.length ? accepted : 200, runIds: runs.map((r) => r.id), dispatched: req.actions.length };
+  if (first.kind === 'wake') return { kind: 'wake', status: 200, mode: first.mode };
+  return { kind: 'agent', status: accepted, runId: first.run.id };
+}
+
+function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer {
+  switch (spec.kind) {
+    case 'wake': {
+      const ev = outcome.events[0]!;
+      return { status: spec.status, body: { ok: true, mode: spec.mode, eventId: ev.eventId, eventOutcome: ev.outcome } };
+    }
+    case 'agent':
+      return { status: spec.status, body: { ok: true, runId: spec.runId } };
+    case 'fanout':
+      return {
+        status: spec.status,
+        body: {
+          ok: true,
+          runId: spec.runIds[0] ?? null,
+          runIds: spec.runIds,
+          eventIds: outcome.events.map((e) => e.eventId),
+          dispatched: spec.dispatched,
+        },
+      };
   }
-  if (first?.kind === 'wake') {
-    const ev = events[0]!;
-    return { status: 200, body: { ok: true, mode: first.mode, eventId: ev.eventId, eventOutcome: ev.outcome } };
-  }
-  if (first?.kind === 'agent') return { status: ctx.config.hooks.agentAcceptedStatus, body: { ok: true, runId: first.run.id } };
-  throw new Error('dispatch without actions');
 }

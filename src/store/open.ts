@@ -4,10 +4,19 @@ import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
 /** Open the store the config names. Relative SQLite paths resolve against the config's directory. */
-export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string): Promise<Store> {
+export interface OpenStoreOptions {
+  /** "inline" for short-lived commands (the CLI); the service uses the writer thread. */
+  writer?: 'thread' | 'inline';
+}
+
+export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
   switch (storage.driver) {
     case 'sqlite':
-      return new SqliteStore({ path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path), synchronous: storage.synchronous });
+      return new SqliteStore({
+        path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path),
+        synchronous: storage.synchronous,
+        writer: opts.writer,
+      });
     case 'postgres':
       throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');
   }

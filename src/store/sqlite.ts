@@ -1,20 +1,17 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { Worker } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
-import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
+import { openSqlite } from './sqlite-open.js';
+import { SqliteWriter, type WriteOp, type WriteResult } from './sqlite-writer.js';
 import type {
   AcceptCommand,
-  AcceptOutcome,
   AcceptResult,
   ListRunsQuery,
-  NewRun,
   ReceivedHook,
   Run,
   SessionDetail,
   SessionSummary,
   Store,
-  StoredAnswer,
   SystemEvent,
 } from './types.js';
 
@@ -22,180 +19,132 @@ export interface SqliteStoreOptions {
   path: string;
   /** "normal": survives process crashes (WAL); "full": fsync on every commit, survives power loss. */
   synchronous?: 'normal' | 'full';
+  /**
+   * Where writes run: "thread" (default for the service) keeps SQLite off the request thread;
+   * "inline" writes on the caller's thread (CLI commands, tests).
+   */
+  writer?: 'thread' | 'inline';
 }
 
-type Job =
-  | { kind: 'accept'; cmd: AcceptCommand; answer: (o: AcceptOutcome) => StoredAnswer; resolve: (r: AcceptResult) => void; reject: (e: unknown) => void }
-  | { kind: 'received'; rec: ReceivedHook; resolve: () => void; reject: (e: unknown) => void };
+interface Pending {
+  op: WriteOp;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
 
 type Row = Record<string, unknown>;
 
 /**
- * SQLite driver. Writes from concurrent requests are queued and committed together in one transaction on the
- * next turn of the event loop (group commit): one WAL append per batch instead of one per request. Each job runs
- * in its own savepoint so one failing job cannot take the others' writes with it.
+ * Start a worker from a sibling module. Built, that is a .js file; from source (tests under tsx) it is .ts and
+ * the worker registers tsx first, because Node 20 does not apply `--import` hooks to a worker's entry module.
+ */
+function startWorker(sibling: string, base: string, workerData: unknown): Worker {
+  if (!base.endsWith('.ts')) return new Worker(new URL(`${sibling}.js`, base), { workerData });
+  const entry = new URL(`${sibling}.ts`, base).href;
+  const code = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(code, { eval: true, workerData });
+}
+
+/**
+ * SQLite driver. Reads run on the caller's connection; writes are queued and committed in batches by one writer
+ * (group commit): while a batch commits, new writes gather for the next one, so batches grow with load and each
+ * commit is one WAL append. A write is resolved only after its batch committed.
  */
 export class SqliteStore implements Store {
   readonly db: Database.Database;
-  private queue: Job[] = [];
-  private flushScheduled = false;
+  private queue: Pending[] = [];
+  private inFlight = false;
   private closed = false;
-  private readonly stmt;
-  private readonly runBatch: (jobs: Job[]) => Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>;
+  private broken: StoreError | undefined;
+  private readonly worker: Worker | undefined;
+  private readonly inlineWriter: SqliteWriter | undefined;
+  private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+    const synchronous = opts.synchronous ?? 'normal';
     try {
-      this.db = new Database(opts.path);
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${opts.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-      this.db.pragma('busy_timeout = 5000');
-      migrate(this.db);
+      this.db = openSqlite(opts.path, synchronous);
     } catch (err) {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
-    const db = this.db;
-    this.stmt = {
-      lastPending: db.prepare(
-        'SELECT id, text FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1',
-      ),
-      insertEvent: db.prepare(
-        `INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at)
-         VALUES (@id, @sessionKey, @agentId, @text, @origin, @runId, @createdAt)`,
-      ),
-      insertRun: db.prepare(
-        `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,
-           recipient, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
-         VALUES (@id, 'queued', @agentId, @sessionKey, @sessionMode, @name, @message, @wakeMode, @deliver, @channel,
-           @to, @model, @thinking, @timeoutSeconds, @allowUnsafe, @contentSource, @hookPath, @mappingId, @createdAt, @createdAt)`,
-      ),
-      getIdem: db.prepare('SELECT fingerprint, status, body, expires_at FROM idempotency WHERE scope = ? AND key_hash = ?'),
-      deleteIdem: db.prepare('DELETE FROM idempotency WHERE scope = ? AND key_hash = ?'),
-      insertIdem: db.prepare(
-        `INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      insertReceived: db.prepare(
-        `INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms)
-         VALUES (@at, @method, @path, @clientIp, @status, @code, @eventIds, @runIds, @mappingId, @durationMs)`,
-      ),
-      getRun: db.prepare('SELECT * FROM runs WHERE id = ?'),
-      requeue: db.prepare(
-        `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
-         WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded')`,
-      ),
-    };
-    const one = db.transaction((job: Job) => this.execute(job));
-    this.runBatch = db.transaction((jobs: Job[]) =>
-      jobs.map((job) => {
-        try {
-          return { ok: true as const, value: one(job) };
-        } catch (error) {
-          return { ok: false as const, error };
-        }
-      }),
-    );
-  }
-
-  accept(cmd: AcceptCommand, answer: (o: AcceptOutcome) => StoredAnswer): Promise<AcceptResult> {
-    return new Promise((resolve, reject) => this.enqueue({ kind: 'accept', cmd, answer, resolve, reject }));
-  }
-
-  recordReceived(rec: ReceivedHook): Promise<void> {
-    return new Promise((resolve, reject) => this.enqueue({ kind: 'received', rec, resolve, reject }));
-  }
-
-  private enqueue(job: Job): void {
-    if (this.closed) {
-      job.reject(new StoreError('the store is closed'));
+    if ((opts.writer ?? 'thread') === 'inline' || opts.path === ':memory:') {
+      this.inlineWriter = new SqliteWriter(this.db);
       return;
     }
-    this.queue.push(job);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-    }
-  }
-
-  /** Commit everything queued so far in one transaction. */
-  private flush(): void {
-    this.flushScheduled = false;
-    const jobs = this.queue;
-    this.queue = [];
-    if (jobs.length === 0) return;
-    let results: ReturnType<typeof this.runBatch>;
-    try {
-      results = this.runBatch(jobs);
-    } catch (err) {
-      const e = new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
-      for (const job of jobs) job.reject(e);
-      return;
-    }
-    results.forEach((r, i) => {
-      const job = jobs[i]!;
-      if (!r.ok) job.reject(new StoreError(`store write failed: ${(r.error as Error).message}`, { cause: r.error }));
-      else if (job.kind === 'accept') job.resolve(r.value as AcceptResult);
-      else job.resolve();
+    // From source (tests run through tsx, which workers inherit) the sibling is .ts; built, it is .js.
+    this.worker = startWorker('./sqlite-worker', import.meta.url, { path: opts.path, synchronous });
+    this.worker.unref();
+    this.worker.on('message', (msg: { results?: WriteResult[] }) => {
+      if (msg.results) this.workerWaiters.shift()?.resolve(msg.results);
+    });
+    this.worker.on('error', (err) => this.fail(new StoreError(`SQLite writer failed: ${err.message}`, { cause: err })));
+    this.worker.on('exit', (code) => {
+      if (!this.closed) this.fail(new StoreError(`SQLite writer exited (code ${code})`));
     });
   }
 
-  private execute(job: Job): unknown {
-    if (job.kind === 'received') {
-      this.insertReceived(job.rec);
-      return undefined;
-    }
-    const { cmd, answer } = job;
-    const now = cmd.received.at;
-    const idem = cmd.idempotency;
-    if (idem) {
-      const row = this.stmt.getIdem.get(idem.scope, idem.keyHash) as Row | undefined;
-      if (row && (row.expires_at as number) > now) {
-        if (row.fingerprint !== idem.fingerprint) {
-          this.insertReceived({ ...cmd.received, status: 409, code: 'idempotency_conflict' });
-          return { kind: 'conflict' } satisfies AcceptResult;
-        }
-        const stored: StoredAnswer = { status: row.status as number, body: JSON.parse(row.body as string) };
-        this.insertReceived({ ...cmd.received, status: stored.status, code: 'duplicate' });
-        return { kind: 'duplicate', answer: stored } satisfies AcceptResult;
-      }
-      if (row) this.stmt.deleteIdem.run(idem.scope, idem.keyHash);
-    }
+  accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    return this.write({ op: 'accept', cmd }) as Promise<AcceptResult>;
+  }
 
-    const outcome: AcceptOutcome = { events: [] };
-    for (const ev of cmd.events) {
-      const last = this.stmt.lastPending.get(ev.sessionKey) as Row | undefined;
-      if (last && last.text === ev.text) {
-        outcome.events.push({ eventId: last.id as string, outcome: 'coalesced' });
+  async recordReceived(rec: ReceivedHook): Promise<void> {
+    await this.write({ op: 'received', rec });
+  }
+
+  private write(op: WriteOp): Promise<unknown> {
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.closed) return Promise.reject(new StoreError('the store is closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ op, resolve, reject });
+      if (!this.inFlight) {
+        this.inFlight = true;
+        // Let the other requests of this turn of the event loop join the batch.
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue;
+      this.queue = [];
+      let results: WriteResult[];
+      try {
+        results = await this.commit(batch.map((p) => p.op));
+      } catch (err) {
+        const e = err instanceof StoreError ? err : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
+        for (const p of batch) p.reject(e);
         continue;
       }
-      this.stmt.insertEvent.run({ ...ev, runId: ev.runId ?? null });
-      outcome.events.push({ eventId: ev.id, outcome: 'queued' });
+      results.forEach((r, i) => {
+        const p = batch[i]!;
+        if (r.ok) p.resolve(r.value);
+        else p.reject(new StoreError(`store write failed: ${r.error}`));
+      });
     }
-    for (const run of cmd.runs) this.stmt.insertRun.run(runParams(run));
-
-    const stored = answer(outcome);
-    if (idem) {
-      this.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, stored.status, JSON.stringify(stored.body), now, idem.expiresAt);
-    }
-    this.insertReceived({
-      ...cmd.received,
-      status: stored.status,
-      eventIds: outcome.events.map((e) => e.eventId),
-      runIds: cmd.runs.map((r) => r.id),
-    });
-    return { kind: 'accepted', answer: stored, outcome } satisfies AcceptResult;
+    this.inFlight = false;
   }
 
-  private insertReceived(rec: ReceivedHook): void {
-    this.stmt.insertReceived.run({
-      ...rec,
-      eventIds: rec.eventIds.length ? JSON.stringify(rec.eventIds) : null,
-      runIds: rec.runIds.length ? JSON.stringify(rec.runIds) : null,
+  private commit(ops: WriteOp[]): Promise<WriteResult[]> {
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.inlineWriter) return Promise.resolve(this.inlineWriter.runBatch(ops));
+    return new Promise((resolve, reject) => {
+      this.workerWaiters.push({ resolve, reject });
+      this.worker!.postMessage({ batch: ops });
     });
+  }
+
+  private fail(err: StoreError): void {
+    this.broken ??= err;
+    const waiters = this.workerWaiters;
+    this.workerWaiters = [];
+    for (const w of waiters) w.reject(err);
+    for (const p of this.queue) p.reject(err);
+    this.queue = [];
   }
 
   async getRun(id: string): Promise<Run | undefined> {
-    const row = this.stmt.getRun.get(id) as Row | undefined;
+    const row = this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as Row | undefined;
     return row && toRun(row);
   }
 
@@ -209,7 +158,7 @@ export class SqliteStore implements Store {
   }
 
   async requeueRun(id: string, now: number): Promise<Run | undefined> {
-    const changed = this.stmt.requeue.run(now, id).changes;
+    const changed = (await this.write({ op: 'requeue', id, now })) as boolean;
     return changed ? this.getRun(id) : undefined;
   }
 
@@ -248,17 +197,17 @@ export class SqliteStore implements Store {
     const rows = this.db
       .prepare(
         `WITH activity AS (
-           SELECT agent_id, created_at FROM runs WHERE session_key = ?1
-           UNION ALL SELECT agent_id, created_at FROM system_events WHERE session_key = ?1
-           UNION ALL SELECT agent_id, updated_at FROM sessions WHERE key = ?1)
-         SELECT ?1 AS key, MIN(agent_id) AS agent_id, MAX(created_at) AS last_at,
-           (SELECT COUNT(*) FROM system_events e WHERE e.session_key = ?1 AND e.consumed_at IS NULL) AS pending,
-           (SELECT COUNT(*) FROM runs r WHERE r.session_key = ?1) AS runs,
-           (SELECT last_channel FROM sessions WHERE key = ?1) AS last_channel,
-           (SELECT last_to FROM sessions WHERE key = ?1) AS last_to
+           SELECT agent_id, created_at FROM runs WHERE session_key = @key
+           UNION ALL SELECT agent_id, created_at FROM system_events WHERE session_key = @key
+           UNION ALL SELECT agent_id, updated_at FROM sessions WHERE key = @key)
+         SELECT @key AS key, MIN(agent_id) AS agent_id, MAX(created_at) AS last_at,
+           (SELECT COUNT(*) FROM system_events e WHERE e.session_key = @key AND e.consumed_at IS NULL) AS pending,
+           (SELECT COUNT(*) FROM runs r WHERE r.session_key = @key) AS runs,
+           (SELECT last_channel FROM sessions WHERE key = @key) AS last_channel,
+           (SELECT last_to FROM sessions WHERE key = @key) AS last_to
          FROM activity HAVING COUNT(*) > 0`,
       )
-      .all(key) as Row[];
+      .all({ key }) as Row[];
     return rows.map(toSessionSummary);
   }
 
@@ -278,35 +227,21 @@ export class SqliteStore implements Store {
   }
 
   async prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    const idempotency = this.db.prepare('DELETE FROM idempotency WHERE expires_at <= ?').run(now).changes;
-    const received = this.db.prepare('DELETE FROM received_hooks WHERE at < ?').run(receivedBefore).changes;
-    return { idempotency, received };
+    return (await this.write({ op: 'prune', now, receivedBefore })) as { idempotency: number; received: number };
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    this.flush();
+    while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
+    if (this.worker) {
+      await new Promise<void>((resolve) => {
+        this.worker!.once('exit', () => resolve());
+        this.worker!.postMessage({ close: true });
+      });
+    }
     this.db.close();
   }
-}
-
-function migrate(db: Database.Database): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(SQLITE_MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
-  }
-}
-
-function runParams(run: NewRun): Record<string, unknown> {
-  return {
-    ...run,
-    deliver: run.deliver ? 1 : 0,
-    allowUnsafe: run.allowUnsafeExternalContent ? 1 : 0,
-  };
 }
 
 function toRun(r: Row): Run {

@@ -73,11 +73,6 @@ export interface ReceivedHook {
   durationMs: number;
 }
 
-export interface StoredAnswer {
-  status: number;
-  body: Record<string, unknown>;
-}
-
 export interface IdempotencyClaim {
   /** Scope of the key: the hook sub-path it was used on. */
   scope: string;
@@ -88,11 +83,20 @@ export interface IdempotencyClaim {
   expiresAt: number;
 }
 
+/** What a repeated key gets back: the caller's own description of its answer, and the first outcome. */
+export interface Replay {
+  spec: Record<string, unknown>;
+  outcome: AcceptOutcome;
+}
+
 /** Everything one request asks for, committed atomically. */
 export interface AcceptCommand {
   events: NewSystemEvent[];
   runs: NewRun[];
   idempotency?: IdempotencyClaim;
+  /** Opaque description of the answer (plain data): stored with the key, returned to repeats. */
+  answerSpec: Record<string, unknown>;
+  /** Its `status` is the answer's; event and run ids are filled in by the store. */
   received: ReceivedHook;
 }
 
@@ -104,8 +108,8 @@ export interface AcceptOutcome {
 }
 
 export type AcceptResult =
-  | { kind: 'accepted'; answer: StoredAnswer; outcome: AcceptOutcome }
-  | { kind: 'duplicate'; answer: StoredAnswer }
+  | { kind: 'accepted'; outcome: AcceptOutcome }
+  | { kind: 'duplicate'; replay: Replay; status: number }
   | { kind: 'conflict' };
 
 export interface SessionSummary {
@@ -132,11 +136,11 @@ export interface ListRunsQuery {
 
 export interface Store {
   /**
-   * Commit what one request asks for. `answer` builds the HTTP answer from the outcome; it runs inside the
-   * transaction so the stored idempotent answer and the records can never disagree.
-   * A repeated idempotency key (same scope, not expired) commits nothing new but the received record.
+   * Commit what one request asks for, atomically, together with its idempotency key and received record.
+   * A repeated key (same scope and body, not expired) commits nothing new but the received record and returns
+   * the first answer's spec and outcome; the same key with another body is a conflict.
    */
-  accept(cmd: AcceptCommand, answer: (outcome: AcceptOutcome) => StoredAnswer): Promise<AcceptResult>;
+  accept(cmd: AcceptCommand): Promise<AcceptResult>;
   /** Record a request that was answered without an accept (rejections). Batched like accept. */
   recordReceived(rec: ReceivedHook): Promise<void>;
 

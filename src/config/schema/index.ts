@@ -50,8 +50,10 @@ export const configSchema = z.strictObject({
       trustedProxies: z.array(ipOrCidr).default([]),
     })
     .prefault({}),
-  storage: z
-    .discriminatedUnion('driver', [
+  storage: z.preprocess(
+    // `driver` defaults to sqlite, so `storage: { path: "..." }` is enough.
+    (v) => (v && typeof v === 'object' && !('driver' in v) ? { ...v, driver: 'sqlite' } : v),
+    z.discriminatedUnion('driver', [
       z.strictObject({
         driver: z.literal('sqlite'),
         path: nonBlank.default('./data/hookgate.db'),
@@ -63,8 +65,8 @@ export const configSchema = z.strictObject({
         url: nonBlank,
         poolSize: positiveInt.default(10),
       }),
-    ])
-    .prefault({ driver: 'sqlite' }),
+    ]),
+  ).prefault({}),
   hooks: hooksSchema,
   agents: z
     .strictObject({

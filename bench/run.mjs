@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+// npm run bench: the ingress against a bare node:http server, in the same run, same machine, same load.
+// Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+
+const root = new URL('..', import.meta.url).pathname;
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+
+/** Start a child and resolve with the first stdout JSON line that has `key`. */
+function startChild(args, opts, key) {
+  const child = spawn(process.execPath, args, { ...opts, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout });
+    rl.on('line', (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg[key] !== undefined) resolve({ child, info: msg });
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+function peakRssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function load(url, path, makeBody, headers) {
+  let i = 0;
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', ...headers },
+        setupRequest: (req) => ({ ...req, body: makeBody(i++) }),
+      },
+    ],
+  });
+  const non2xx = result.non2xx + result.errors + result.timeouts;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx, total: result.requests.total };
+}
+
+async function warm(url, path, makeBody, headers) {
+  await autocannon({ url, connections: 10, duration: 2, requests: [{ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: makeBody(0) }] });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
+const config = join(dir, 'hookgate.json5');
+writeFileSync(
+  config,
+  JSON.stringify({
+    gateway: { port: 0 },
+    storage: { driver: 'sqlite', path: join(dir, 'hookgate.db') },
+    hooks: { enabled: true, token: TOKEN },
+    logging: { level: 'info' },
+  }),
+);
+
+const rows = [];
+const bare = await startChild([join(root, 'bench/bare-server.mjs')], {}, 'port');
+const hg = await startChild([join(root, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, HOOKGATE_BENCH: '1' } }, 'url');
+try {
+  const bareUrl = `http://127.0.0.1:${bare.info.port}`;
+  const hgUrl = hg.info.url;
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const wakeBody = (i) => JSON.stringify({ text: `bench event ${i}`, mode: 'next-heartbeat' });
+  const agentBody = (i) => JSON.stringify({ message: `bench message ${i}`, name: 'Bench', deliver: false });
+
+  await warm(bareUrl, '/', wakeBody, {});
+  const b = await load(bareUrl, '/', wakeBody, {});
+  rows.push({ target: 'bare node:http', ...b });
+  await warm(hgUrl, '/hooks/wake', wakeBody, auth);
+  const w = await load(hgUrl, '/hooks/wake', wakeBody, auth);
+  rows.push({ target: 'hookgate /hooks/wake', ...w });
+  const a = await load(hgUrl, '/hooks/agent', agentBody, auth);
+  rows.push({ target: 'hookgate /hooks/agent', ...a });
+  const rss = { bare: peakRssMiB(bare.child.pid), hookgate: peakRssMiB(hg.child.pid) };
+
+  const base = rows[0].rps;
+  const fmt = (n, d = 0) => n.toFixed(d);
+  const lines = [
+    `hookgate bench: ${connections} connections, ${seconds}s per target, node ${process.version}, ${new Date().toISOString()}`,
+    '',
+    '| target | req/s | p50 ms | p99 ms | non-2xx | peak RSS MiB | ratio to bare |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) =>
+      `| ${r.target} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.non2xx} | ${fmt(r.target.startsWith('bare') ? rss.bare : rss.hookgate, 1)} | ${fmt(r.rps / base, 2)} |`,
+    ),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  bare.child.kill();
+  hg.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 300));
+  rmSync(dir, { recursive: true, force: true });
+}

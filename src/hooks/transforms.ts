@@ -1,0 +1,350 @@
+/**
+ * Transform modules of mapped hooks: operator-written code that turns a request into (part of) an action.
+ *
+ * Transforms are TRUSTED code. They run in the service's own process with its full privileges; nothing here is a
+ * sandbox. What this module does guarantee is that only files the operator deliberately placed under
+ * `<configDir>/hooks/transforms` can be loaded: module paths are validated lexically (no absolute paths, `~`, `:`,
+ * `..`) and again after resolving symlinks, so neither a config value nor a symlink can point the loader at an
+ * arbitrary file elsewhere on disk (e.g. something an attacker managed to write to /tmp).
+ *
+ * Loading is per config generation: a `TransformLoader` caches each `file::export` once, and a new loader (after a
+ * config reload) imports the files afresh. ESM caches modules by URL for the life of the process, so fresh imports
+ * use a URL no earlier generation used (`?gen=<n>` for JS, a per-loader tsx namespace for TypeScript).
+ */
+import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ConfigError, HookgateError } from '../errors.js';
+
+/** What a transform is called with. */
+export interface TransformInput {
+  payload: unknown;
+  headers: Record<string, string>;
+  query: Record<string, string>;
+  path: string;
+}
+
+/** Returns a partial action, or `null` to skip the delivery (→ 204). May be async. */
+export type TransformFn = (input: TransformInput) => unknown | Promise<unknown>;
+
+/**
+ * Accepted module extensions. `.mjs`/`.js`/`.cjs` are imported natively; `.ts`/`.mts` go through tsx. (`.cts`/`.tsx`
+ * are left out: nothing about a transform needs them, and every extra format is one more loader path to keep right.)
+ */
+export const TRANSFORM_EXTENSIONS: readonly string[] = ['.mjs', '.js', '.cjs', '.ts', '.mts'];
+const TS_EXTENSIONS: ReadonlySet<string> = new Set(['.ts', '.mts']);
+
+export type TransformErrorCode = 'transform_invalid' | 'transform_load_failed';
+
+/** A transform module could not be imported, or does not export a usable function. */
+export class TransformError extends HookgateError {
+  declare readonly code: TransformErrorCode;
+  readonly file: string;
+  readonly exportName: string | undefined;
+  constructor(code: TransformErrorCode, message: string, file: string, exportName?: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.file = file;
+    this.exportName = exportName;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Path containment
+// ---------------------------------------------------------------------------------------------------------------
+
+/** `child` is `root` or below it (both absolute, normalised). */
+function isInside(root: string, child: string): boolean {
+  const rel = path.relative(root, child);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * realpath of `p` even when `p` (or some of its tail) does not exist yet: the realpath of the nearest existing
+ * ancestor plus the missing tail. A dangling symlink on the way is refused (returns undefined): where it points is
+ * exactly what we cannot check, and creating the directory later would follow it.
+ */
+function realpathOfNearest(p: string): string | undefined {
+  const tail: string[] = [];
+  let cur = path.resolve(p);
+  for (;;) {
+    try {
+      return path.join(realpathSync(cur), ...tail);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return undefined;
+      try {
+        lstatSync(cur);
+        return undefined; // exists as a link, but its target does not: dangling symlink
+      } catch {
+        // really missing: go up one level
+      }
+      const parent = path.dirname(cur);
+      if (parent === cur) return undefined;
+      tail.unshift(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+/**
+ * The directory transform modules are loaded from: `<configDir>/hooks/transforms`, or `transformsDir` (relative to
+ * `configDir`, or absolute) if it lies inside that root — both as written and after resolving symlinks. The
+ * directory need not exist yet. Throws a ConfigError at `hooks.transformsDir`.
+ */
+export function resolveTransformsDir(configDir: string, transformsDir?: string): string {
+  const root = path.resolve(configDir, 'hooks', 'transforms');
+  const raw = transformsDir?.trim();
+  const target = raw ? path.resolve(configDir, raw) : root;
+  const issue = (message: string) => new ConfigError([{ path: 'hooks.transformsDir', message }]);
+  if (raw?.includes('\0')) throw issue('must not contain NUL characters');
+  if (!isInside(root, target)) throw issue(`must be within ${root} (resolves to ${target})`);
+  const realRoot = realpathOfNearest(root);
+  const realTarget = realpathOfNearest(target);
+  if (realRoot === undefined || realTarget === undefined)
+    throw issue(`cannot be resolved (a dangling symlink or an unreadable directory on the way to ${target})`);
+  if (!isInside(realRoot, realTarget))
+    throw issue(`must be within ${root}; ${target} leaves it through a symlink (to ${realTarget})`);
+  return target;
+}
+
+/**
+ * Validates `module` (as written in the config) and resolves it inside `dir`. Returns the module's real path (the
+ * file that will be imported). Throws a ConfigError at `keyPathForErrors`, e.g. `hooks.mappings[2].transform.module`.
+ */
+export function resolveTransformModule(dir: string, module: string, keyPathForErrors: string): string {
+  const issue = (message: string) => new ConfigError([{ path: keyPathForErrors, message }]);
+  if (typeof module !== 'string' || module.trim() === '') throw issue('must be a non-empty relative path');
+  if (module.includes('\0')) throw issue('must not contain NUL characters');
+  if (path.posix.isAbsolute(module) || path.win32.isAbsolute(module))
+    throw issue('must be a relative path inside the transforms directory, not an absolute path');
+  if (module.startsWith('~')) throw issue('must not start with "~" (home directories are not expanded)');
+  // Blocks `file:`/`data:`/`node:` URLs and Windows drive-relative forms like `C:foo.mjs`.
+  if (module.includes(':')) throw issue('must not contain ":" (URLs and drive letters are not allowed)');
+  if (module.split(/[\\/]/).includes('..')) throw issue('must not contain ".." segments');
+  const ext = path.extname(module);
+  if (!TRANSFORM_EXTENSIONS.includes(ext)) throw issue(`must end in one of ${TRANSFORM_EXTENSIONS.join(', ')}`);
+
+  const base = path.resolve(dir);
+  const full = path.resolve(base, module);
+  if (!isInside(base, full)) throw issue(`must be within the transforms directory ${base}`);
+
+  let realDir: string;
+  try {
+    realDir = realpathSync(base);
+  } catch {
+    throw issue(`transforms directory ${base} does not exist`);
+  }
+  let realFile: string;
+  try {
+    realFile = realpathSync(full);
+  } catch {
+    throw issue(`transform module ${full} does not exist`);
+  }
+  // An in-root symlink (e.g. `current.mjs -> v2/transform.mjs`) is fine; one that leaves the root is not.
+  if (!isInside(realDir, realFile))
+    throw issue(`must be within the transforms directory ${base}; ${module} leaves it through a symlink`);
+  if (!statSync(realFile).isFile()) throw issue(`transform module ${full} is not a file`);
+  if (!TRANSFORM_EXTENSIONS.includes(path.extname(realFile)))
+    throw issue(`symlink target of ${module} must end in one of ${TRANSFORM_EXTENSIONS.join(', ')}`);
+  return realFile;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------------------------------------------
+
+type ModuleNamespace = Record<string, unknown>;
+
+interface TsImporter {
+  import(specifier: string): Promise<ModuleNamespace>;
+  unregister(): Promise<void>;
+}
+
+/**
+ * Registers tsx's ESM and CJS hooks under a private namespace. Modules imported through a namespace get a URL of
+ * their own (`?namespace=…`, also on their relative imports), which is what lets the next generation re-import them.
+ * The CJS half is needed for `.ts` files outside a `"type": "module"` package, which tsx compiles to CommonJS.
+ */
+async function registerTsNamespace(namespace: string): Promise<TsImporter> {
+  const [esmApi, cjsApi] = await Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]);
+  const cjs = cjsApi.register({ namespace });
+  const esm = esmApi.register({ namespace });
+  return {
+    import: async (specifier) => (await esm.import(specifier, import.meta.url)) as ModuleNamespace,
+    unregister: async () => {
+      cjs.unregister();
+      await esm.unregister();
+    },
+  };
+}
+
+const requireCache = createRequire(import.meta.url).cache;
+
+/**
+ * CommonJS modules (`.cjs`, `.js` outside a `"type": "module"` package, `.ts` compiled to CJS) are cached by file path
+ * in `require.cache`, and the ESM loader reuses that cache even under a new `?gen=` URL. Dropping the entries below
+ * `root` lets the next generation load fresh copies; modules already loaded keep working (they are only unlisted).
+ */
+function evictRequireCache(root: string): void {
+  for (const key of Object.keys(requireCache)) {
+    const file = key.split('?')[0] ?? key;
+    if (path.isAbsolute(file) && isInside(root, file)) delete requireCache[key];
+  }
+}
+
+async function importModule(file: string, generation: number | undefined, ts: (() => Promise<TsImporter>) | undefined) {
+  const url = pathToFileURL(file);
+  if (TS_EXTENSIONS.has(path.extname(file))) {
+    if (ts) return (await ts()).import(url.href);
+    // One-off import: tsImport registers a throwaway namespace per call, so it never returns a cached module.
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url.href, import.meta.url)) as ModuleNamespace;
+  }
+  if (generation !== undefined) url.searchParams.set('gen', String(generation));
+  return (await import(url.href)) as ModuleNamespace;
+}
+
+/**
+ * TypeScript compiled to CommonJS shows up as `{ default: { __esModule: true, default, transform, … } }`; CommonJS
+ * `module.exports = { transform }` shows up as `{ default: { transform } }`. Look through both wrappers.
+ */
+function exportOf(ns: ModuleNamespace, name: string): unknown {
+  let src: ModuleNamespace = ns;
+  const wrapped = ns.default;
+  if (wrapped !== null && typeof wrapped === 'object' && (wrapped as { __esModule?: unknown }).__esModule === true)
+    src = wrapped as ModuleNamespace;
+  if (Object.hasOwn(src, name)) return src[name];
+  const cjs = src.default;
+  if (name !== 'default' && cjs !== null && typeof cjs === 'object' && Object.hasOwn(cjs, name))
+    return (cjs as ModuleNamespace)[name];
+  return undefined;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+/** Picks the transform function: `exportName` if given (must be a function), else `default`, else `transform`. */
+function pickExport(ns: ModuleNamespace, file: string, exportName: string | undefined): TransformFn {
+  if (exportName !== undefined) {
+    const v = exportOf(ns, exportName);
+    if (v === undefined)
+      throw new TransformError('transform_invalid', `transform module ${file} has no export "${exportName}"`, file, exportName);
+    if (typeof v !== 'function')
+      throw new TransformError(
+        'transform_invalid',
+        `export "${exportName}" of transform module ${file} is ${describe(v)}, not a function`,
+        file,
+        exportName,
+      );
+    return v as TransformFn;
+  }
+  const d = exportOf(ns, 'default');
+  if (typeof d === 'function') return d as TransformFn;
+  const t = exportOf(ns, 'transform');
+  if (typeof t === 'function') return t as TransformFn;
+  throw new TransformError(
+    'transform_invalid',
+    `transform module ${file} exports neither a default function nor a "transform" function` +
+      (d !== undefined ? ` (default is ${describe(d)})` : '') +
+      (t !== undefined ? ` (transform is ${describe(t)})` : ''),
+    file,
+  );
+}
+
+function firstLine(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  const line = msg.split('\n')[0] ?? '';
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+async function load(
+  file: string,
+  exportName: string | undefined,
+  generation: number | undefined,
+  ts: (() => Promise<TsImporter>) | undefined,
+): Promise<TransformFn> {
+  let ns: ModuleNamespace;
+  try {
+    ns = await importModule(file, generation, ts);
+  } catch (err) {
+    // The module's own error (syntax error, a throw at top level, a missing dependency). Its first line is shown
+    // because this is operator code failing at config time; the full error stays available as `cause`.
+    throw new TransformError('transform_load_failed', `cannot load transform module ${file}: ${firstLine(err)}`, file, exportName, {
+      cause: err,
+    });
+  }
+  return pickExport(ns, file, exportName);
+}
+
+/**
+ * One-off load of a transform (no cache of ours; Node's ESM cache still applies to JS files imported this way).
+ * Use a `TransformLoader` in the service: it caches per generation and reloads on the next one.
+ */
+export function loadTransform(file: string, exportName?: string): Promise<TransformFn> {
+  return load(file, exportName, undefined, undefined);
+}
+
+/** Process-wide, so two loaders can never share an import URL (and so never share a cached module). */
+let lastGeneration = 0;
+
+/**
+ * Loads and caches transforms for one config generation. Create a new loader when the config is reloaded; call
+ * `dispose()` on the old one once nothing uses its transforms any more (it unregisters the generation's tsx hooks).
+ */
+export class TransformLoader {
+  /** Unique in this process; part of every import URL of this loader. */
+  readonly generation: number;
+  private readonly root: string | undefined;
+  private readonly cache = new Map<string, Promise<TransformFn>>();
+  private ts: Promise<TsImporter> | undefined;
+  private evicted = new Set<string>();
+  private disposed = false;
+
+  /** `root`: the transforms directory; stale CommonJS copies below it are dropped before this generation loads. */
+  constructor(options: { root?: string } = {}) {
+    this.generation = ++lastGeneration;
+    this.root = options.root === undefined ? undefined : (realpathOfNearest(options.root) ?? path.resolve(options.root));
+  }
+
+  /** The transform in `file` (a path from `resolveTransformModule`), imported at most once per loader. */
+  load(file: string, exportName?: string): Promise<TransformFn> {
+    if (this.disposed) return Promise.reject(new HookgateError('transform_loader_disposed', 'transform loader was disposed'));
+    const key = `${file}::${exportName ?? ''}`;
+    let hit = this.cache.get(key);
+    if (!hit) {
+      const scope = this.root ?? path.dirname(file);
+      if (!this.evicted.has(scope)) {
+        this.evicted.add(scope);
+        evictRequireCache(scope);
+      }
+      hit = load(file, exportName, this.generation, () => this.tsImporter());
+      // Failures are not cached: a later call retries (and reports the current error) instead of replaying one.
+      hit.catch(() => this.cache.delete(key));
+      this.cache.set(key, hit);
+    }
+    return hit;
+  }
+
+  /** Number of cached `file::export` entries (loaded or loading). */
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /** Forgets the cache and unregisters this generation's TypeScript hooks. Loaded functions keep working. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.cache.clear();
+    const ts = this.ts;
+    this.ts = undefined;
+    if (ts) await (await ts.catch(() => undefined))?.unregister();
+  }
+
+  private tsImporter(): Promise<TsImporter> {
+    this.ts ??= registerTsNamespace(`hookgate-transforms-${this.generation}`);
+    return this.ts;
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * One JSON POST to a model API, with every failure turned into a ProviderError:
+ * non-2xx → provider_http (408/429/5xx retryable, Retry-After parsed), network → provider_unreachable,
+ * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
+ * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
+ */
+import { redact } from './redact.js';
+import { ProviderError } from './types.js';
+
+export interface JsonPost {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  signal: AbortSignal;
+  /** Prefix of every error message, e.g. `openai-chat provider "local"`. */
+  label: string;
+  /** Values that must never appear in an error message (api key, configured header values). */
+  secrets: ReadonlyArray<string | undefined>;
+  /** Largest accepted 2xx body. */
+  maxResponseBytes?: number;
+}
+
+export interface JsonReply {
+  json: unknown;
+  status: number;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+/** Only the start of an error body is read: enough for a reason, never a memory sink. */
+const MAX_ERROR_BODY_BYTES = 16 * 1024;
+
+/** Socket-level error codes (node + undici) that mean "could not talk to the server"; all worth a retry. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_NONAME',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** undici's own idle timeouts (300 s by default on global fetch): the server is up but slow. */
+const SLOW_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+export async function postJson(req: JsonPost): Promise<JsonReply> {
+  let res: Response;
+  try {
+    res = await fetch(req.url, {
+      method: 'POST',
+      headers: mergeHeaders(req.headers, { 'content-type': 'application/json', accept: 'application/json' }),
+      body: JSON.stringify(req.body),
+      signal: req.signal,
+      // A redirect would replay credentials to another URL; surface it as an HTTP error instead.
+      redirect: 'manual',
+    });
+  } catch (err) {
+    throw transportError(req, err);
+  }
+
+  if (res.status < 200 || res.status > 299) {
+    const text = await readText(res, MAX_ERROR_BODY_BYTES, false, req).catch(() => '');
+    const reason = redact(errorReason(text, res.headers.get('content-type')) || res.statusText, req.secrets);
+    const retryable = res.status === 408 || res.status === 429 || res.status >= 500;
+    const retryAfterMs = retryable ? parseRetryAfter(res.headers) : undefined;
+    throw new ProviderError('provider_http', `${req.label}: HTTP ${res.status}${reason ? `: ${reason}` : ''}`, {
+      retryable,
+      status: res.status,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    });
+  }
+
+  const text = await readText(res, req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, true, req);
+  try {
+    return { json: JSON.parse(text) as unknown, status: res.status };
+  } catch (err) {
+    throw badResponse(req.label, 'the body is not JSON', err);
+  }
+}
+
+/** Configured extra headers plus the provider's own, which win whatever the case of a configured name. */
+export function mergeHeaders(extra: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
+  const ownNames = new Set(Object.keys(own).map((k) => k.toLowerCase()));
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(extra ?? {})) if (!ownNames.has(k.toLowerCase())) out[k] = v;
+  return { ...out, ...own };
+}
+
+export function badResponse(label: string, why: string, cause?: unknown): ProviderError {
+  return new ProviderError('provider_bad_response', `${label}: unexpected reply: ${why}`, { retryable: false, cause });
+}
+
+/** Reads the body as UTF-8 up to `limit` bytes; over the limit it throws (strict) or truncates. */
+async function readText(res: Response, limit: number, strict: boolean, req: JsonPost): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        if (strict) throw badResponse(req.label, `the body is larger than ${limit} bytes`);
+        chunks.push(value.subarray(0, value.byteLength - (size - limit)));
+        break;
+      }
+      chunks.push(value);
+    }
+  } catch (err) {
+    if (err instanceof ProviderError) throw err;
+    throw transportError(req, err);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function transportError(req: JsonPost, err: unknown): ProviderError {
+  if (req.signal.aborted) {
+    // The retry loop tells a per-attempt timeout from the run's abort; here both are "aborted".
+    return new ProviderError('provider_timeout', `${req.label}: request aborted`, { retryable: false, cause: err });
+  }
+  const code = errorCode(err);
+  if (code && SLOW_CODES.has(code)) {
+    return new ProviderError('provider_timeout', `${req.label}: the server stopped answering (${code})`, {
+      retryable: true,
+      cause: err,
+    });
+  }
+  // fetch() rejects only for transport problems (its TypeError "fetch failed"), so unknown codes count as unreachable.
+  const what = code && NETWORK_CODES.has(code) ? code : code ? `network error ${code}` : 'network error';
+  return new ProviderError('provider_unreachable', `${req.label}: cannot reach ${origin(req.url)} (${what})`, {
+    retryable: true,
+    cause: err,
+  });
+}
+
+/** The first `code` found on the error, its `cause` chain, or the errors of an AggregateError (happy eyeballs). */
+export function errorCode(err: unknown, depth = 0): string | undefined {
+  if (!err || typeof err !== 'object' || depth > 5) return undefined;
+  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof e.code === 'string') return e.code;
+  if (Array.isArray(e.errors)) {
+    for (const inner of e.errors) {
+      const c = errorCode(inner, depth + 1);
+      if (c) return c;
+    }
+  }
+  return errorCode(e.cause, depth + 1);
+}
+
+function origin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'the server';
+  }
+}
+
+/**
+ * The server's own words from an error body: `{error:{code|type, message}}` (OpenAI, Anthropic, Ollama),
+ * `{error:"..."}`, `{message}` (vLLM), `{detail}` (FastAPI); a short plain-text body; never an HTML page.
+ */
+export function errorReason(text: string, contentType: string | null): string {
+  const trimmed = text.trim();
+  if (!trimmed) return '';
+  let json: unknown;
+  try {
+    json = JSON.parse(trimmed);
+  } catch {
+    if (/html/i.test(contentType ?? '') || trimmed.startsWith('<')) return '';
+    return trimmed;
+  }
+  if (!json || typeof json !== 'object') return '';
+  const o = json as Record<string, unknown>;
+  const err = o['error'];
+  if (typeof err === 'string') return err;
+  if (err && typeof err === 'object') {
+    const e = err as Record<string, unknown>;
+    const kind = typeof e['code'] === 'string' ? e['code'] : typeof e['type'] === 'string' ? e['type'] : undefined;
+    const message = typeof e['message'] === 'string' ? e['message'] : undefined;
+    if (kind && message) return `${kind}: ${message}`;
+    if (message || kind) return (message ?? kind) as string;
+  }
+  if (typeof o['message'] === 'string') return o['message'];
+  if (typeof o['detail'] === 'string') return o['detail'];
+  return '';
+}
+
+/**
+ * Milliseconds to wait from `retry-after-ms` (OpenAI/Anthropic extension) or `Retry-After` (seconds or HTTP date).
+ * Unparseable values are ignored (the normal backoff applies).
+ */
+export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
+  const value = headers.get('retry-after');
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.ceil(Number(v) * 1000);
+  // An HTTP date always names the day or month; Date.parse would also take "-5" or "2024" as dates.
+  const date = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}

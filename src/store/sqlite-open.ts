@@ -1,0 +1,21 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
+
+/** Open (creating if needed) a SQLite database in WAL mode and bring its schema up to date. */
+export function openSqlite(path: string, synchronous: 'normal' | 'full'): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('busy_timeout = 5000');
+  const version = db.pragma('user_version', { simple: true }) as number;
+  for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(SQLITE_MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+  return db;
+}

@@ -1,0 +1,227 @@
+/**
+ * A local stand-in for the Anthropic Messages API (`POST /v1/messages`), on 127.0.0.1.
+ * It checks what the real API checks (x-api-key, anthropic-version, JSON body, model, max_tokens, messages with roles
+ * user/assistant and non-empty content, system as a top-level field, thinking budget ≥ 1024 and < max_tokens) and
+ * answers with the real shapes: `message` objects (a `thinking` block before the text when thinking is enabled) and
+ * `{ type: "error", error: { type, message }, request_id }` bodies. Modes simulate failures.
+ *
+ *   const claude = await startAnthropicStandin();    // apiKey "test-key"
+ *   provider config: { api: 'anthropic-messages', baseUrl: claude.url, apiKey: 'test-key' }
+ *   claude.setMode('overloaded', { times: 1 });      // next request gets 529, then back to 'ok'
+ *   claude.requests[0]?.max_tokens
+ *   await claude.close();
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type AnthropicStandinMode =
+  | 'ok'
+  | 'unauthorized' // 401 authentication_error whatever the key
+  | 'rate-limit' // 429 rate_limit_error + retry-after
+  | 'server-error' // 500 api_error
+  | 'overloaded' // 529 overloaded_error
+  | 'garbage' // 200 with a truncated JSON body
+  | 'bad-shape' // 200 JSON without a content array
+  | 'hang'; // accepts the request, never answers
+
+export interface AnthropicRequestBody {
+  model?: unknown;
+  max_tokens?: unknown;
+  system?: unknown;
+  messages?: Array<{ role?: unknown; content?: unknown }>;
+  thinking?: { type?: unknown; budget_tokens?: unknown };
+  [key: string]: unknown;
+}
+
+export interface AnthropicStandinCall {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  status: number;
+}
+
+export interface AnthropicStandinOptions {
+  /** The expected `x-api-key`. */
+  apiKey?: string;
+}
+
+export interface AnthropicModeOptions {
+  /** After this many requests in the mode, go back to 'ok'. Forever when unset. */
+  times?: number;
+  /** The retry-after header of 'rate-limit' / 'overloaded' (seconds or an HTTP date); "1" when unset. */
+  retryAfter?: string;
+}
+
+export interface AnthropicStandin {
+  /** The baseUrl to configure: `http://127.0.0.1:<port>` (the provider adds /v1/messages). */
+  url: string;
+  /** Parsed JSON bodies received on POST /v1/messages, in order. */
+  requests: AnthropicRequestBody[];
+  calls: AnthropicStandinCall[];
+  setMode(mode: AnthropicStandinMode, options?: AnthropicModeOptions): void;
+  /** The text of 'ok' answers; by default `standin: <last user message>`. */
+  setReply(reply: string | ((body: AnthropicRequestBody) => string)): void;
+  close(): Promise<void>;
+}
+
+const VERSIONS = new Set(['2023-06-01', '2023-01-01']);
+
+export async function startAnthropicStandin(options: AnthropicStandinOptions = {}): Promise<AnthropicStandin> {
+  const apiKey = options.apiKey ?? 'test-key';
+  const requests: AnthropicRequestBody[] = [];
+  const calls: AnthropicStandinCall[] = [];
+  let mode: AnthropicStandinMode = 'ok';
+  let modeLeft = Infinity;
+  let retryAfter = '1';
+  let reply: (body: AnthropicRequestBody) => string = (body) => `standin: ${lastUserText(body)}`;
+  let served = 0;
+
+  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status });
+    res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_standin_${calls.length}`, ...headers });
+    res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  };
+  const fail = (req: IncomingMessage, res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>) =>
+    send(req, res, status, { type: 'error', error: { type, message }, request_id: `req_standin_${calls.length + 1}` }, headers);
+
+  const server = createServer(async (req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    const raw = await readBody(req);
+    if (path !== '/v1/messages') return fail(req, res, 404, 'not_found_error', 'Not Found');
+    if (req.method !== 'POST') return fail(req, res, 405, 'invalid_request_error', `Method Not Allowed`);
+    const current = mode;
+    if (current !== 'ok' && --modeLeft <= 0) {
+      mode = 'ok';
+      modeLeft = Infinity;
+    }
+    const key = req.headers['x-api-key'];
+    if (typeof key !== 'string' || !key) return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
+    if (key !== apiKey || current === 'unauthorized') return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
+    const version = req.headers['anthropic-version'];
+    if (typeof version !== 'string' || !version) return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (!VERSIONS.has(version)) return fail(req, res, 400, 'invalid_request_error', `anthropic-version: invalid version '${version}'`);
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      return fail(req, res, 400, 'invalid_request_error', 'Content-Type must be application/json');
+    }
+    let body: AnthropicRequestBody;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      body = parsed as AnthropicRequestBody;
+    } catch {
+      return fail(req, res, 400, 'invalid_request_error', 'There was an issue with the format or content of your request: the body is not valid JSON.');
+    }
+    requests.push(body);
+    const invalid = validate(body);
+    if (invalid) return fail(req, res, 400, 'invalid_request_error', invalid);
+
+    switch (current) {
+      case 'rate-limit':
+        return fail(req, res, 429, 'rate_limit_error', 'This request would exceed the rate limit for your organization of 50 requests per minute.', { 'retry-after': retryAfter });
+      case 'server-error':
+        return fail(req, res, 500, 'api_error', 'Internal server error');
+      case 'overloaded':
+        return fail(req, res, 529, 'overloaded_error', 'Overloaded', { 'retry-after': retryAfter });
+      case 'garbage':
+        return send(req, res, 200, '{"id":"msg_standin","type":"message","content":[{"type":"te');
+      case 'bad-shape':
+        return send(req, res, 200, { id: 'msg_standin', type: 'message', role: 'assistant', model: body.model, stop_reason: 'end_turn' });
+      case 'hang':
+        calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status: 0 });
+        return; // never answers; close() drops the connection
+      default:
+        break;
+    }
+    const text = reply(body);
+    const content: unknown[] = [];
+    if (body.thinking?.type === 'enabled') {
+      content.push({ type: 'thinking', thinking: 'The standin considers the request.', signature: 'c3RhbmRpbg==' });
+    }
+    content.push({ type: 'text', text });
+    send(req, res, 200, {
+      id: `msg_standin_${++served}`,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content,
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), output_tokens: Math.ceil(text.length / 4) },
+    });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    calls,
+    setMode(next, opts = {}) {
+      mode = next;
+      modeLeft = opts.times ?? Infinity;
+      retryAfter = opts.retryAfter ?? '1';
+    },
+    setReply(next) {
+      reply = typeof next === 'string' ? () => next : next;
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The messages of the real API's 400s, in the order it checks. */
+function validate(body: AnthropicRequestBody): string | undefined {
+  if (typeof body.model !== 'string' || !body.model) return 'model: Field required';
+  if (body.max_tokens === undefined) return 'max_tokens: Field required';
+  if (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens) || body.max_tokens < 1) {
+    return 'max_tokens: Input should be a valid integer greater than or equal to 1';
+  }
+  if (body.messages === undefined) return 'messages: Field required';
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: at least one message is required';
+  for (const [i, m] of body.messages.entries()) {
+    if (m?.role === 'system') {
+      return 'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, not "system" as an input message role.';
+    }
+    if (m?.role !== 'user' && m?.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    const last = i === body.messages.length - 1;
+    const empty = m.content === '' || (Array.isArray(m.content) && m.content.length === 0);
+    if (typeof m.content !== 'string' && !Array.isArray(m.content)) return `messages.${i}.content: Field required`;
+    if (empty && !(last && m.role === 'assistant')) {
+      return `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
+    }
+  }
+  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system)) {
+    return 'system: Input should be a valid string';
+  }
+  if (body.thinking !== undefined) {
+    const t = body.thinking;
+    if (t.type === 'enabled') {
+      if (typeof t.budget_tokens !== 'number' || !Number.isInteger(t.budget_tokens)) return 'thinking.enabled.budget_tokens: Field required';
+      if (t.budget_tokens < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+      if (body.max_tokens <= t.budget_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+    } else if (t.type !== 'disabled') {
+      return "thinking: Input tag does not match any of the expected tags: 'enabled', 'disabled'";
+    }
+  }
+  return undefined;
+}
+
+function lastUserText(body: AnthropicRequestBody): string {
+  const msgs = Array.isArray(body.messages) ? body.messages : [];
+  for (let i = msgs.length - 1; i >= 0; i--) {
+    const m = msgs[i];
+    if (m?.role === 'user') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+  }
+  return '';
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(''));
+  });
+}

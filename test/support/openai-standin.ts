@@ -1,0 +1,235 @@
+/**
+ * A local stand-in for an OpenAI-compatible Chat Completions server (OpenAI, Ollama, vLLM...), on 127.0.0.1.
+ * It checks what the real service checks (path, method, bearer key, JSON body, model, messages and their roles,
+ * reasoning_effort) and answers with the real shapes: chat.completion objects and `{ error: { message, type, param,
+ * code } }` bodies. Modes simulate failures: bad key, 429 with Retry-After, 500, a garbage body, empty choices,
+ * the array-of-parts content form, and a hang (never answers).
+ *
+ *   const ai = await startOpenAIStandin();           // apiKey "test-key"; { apiKey: null } accepts any (Ollama)
+ *   provider config: { api: 'openai-chat', baseUrl: ai.url, apiKey: 'test-key' }
+ *   ai.setMode('rate-limit', { times: 1 });          // next request gets 429, then back to 'ok'
+ *   ai.requests[0]?.messages                          // bodies received on /chat/completions
+ *   await ai.close();
+ */
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type OpenAIStandinMode =
+  | 'ok'
+  | 'unauthorized' // 401 whatever the key
+  | 'rate-limit' // 429 + Retry-After
+  | 'server-error' // 500
+  | 'garbage' // 200 with a truncated JSON body
+  | 'empty-choices' // 200 with choices: []
+  | 'parts' // 200 with message.content as an array of text parts
+  | 'hang'; // accepts the request, never answers
+
+export interface OpenAIChatRequestBody {
+  model?: unknown;
+  messages?: Array<{ role?: unknown; content?: unknown }>;
+  stream?: unknown;
+  reasoning_effort?: unknown;
+  [key: string]: unknown;
+}
+
+export interface StandinCall {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  status: number;
+}
+
+export interface OpenAIStandinOptions {
+  /** The key expected as `Authorization: Bearer <key>`; null accepts requests without auth (like Ollama). */
+  apiKey?: string | null;
+  /** Known model names; others get 404 model_not_found. Any model when unset. */
+  models?: string[];
+}
+
+export interface ModeOptions {
+  /** After this many requests in the mode, go back to 'ok'. Forever when unset. */
+  times?: number;
+  /** The Retry-After header of 'rate-limit' (seconds or an HTTP date); "1" when unset. */
+  retryAfter?: string;
+}
+
+export interface OpenAIStandin {
+  /** The baseUrl to configure: `http://127.0.0.1:<port>/v1`. */
+  url: string;
+  /** Parsed JSON bodies received on POST /v1/chat/completions, in order. */
+  requests: OpenAIChatRequestBody[];
+  /** Every HTTP request, with the status it got. */
+  calls: StandinCall[];
+  setMode(mode: OpenAIStandinMode, options?: ModeOptions): void;
+  /** The assistant text of 'ok' answers; by default `standin: <last user message>`. */
+  setReply(reply: string | ((body: OpenAIChatRequestBody) => string)): void;
+  close(): Promise<void>;
+}
+
+const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
+const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
+
+export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Promise<OpenAIStandin> {
+  const apiKey = options.apiKey === undefined ? 'test-key' : options.apiKey;
+  const requests: OpenAIChatRequestBody[] = [];
+  const calls: StandinCall[] = [];
+  let mode: OpenAIStandinMode = 'ok';
+  let modeLeft = Infinity;
+  let retryAfter = '1';
+  let reply: (body: OpenAIChatRequestBody) => string = (body) => `standin: ${lastUserText(body)}`;
+  let served = 0;
+
+  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status });
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(typeof body === 'string' ? body : JSON.stringify(body));
+  };
+  const fail = (req: IncomingMessage, res: ServerResponse, status: number, message: string, type: string, code: string | null = null, param: string | null = null, headers?: Record<string, string>) =>
+    send(req, res, status, { error: { message, type, param, code } }, headers);
+
+  const server = createServer(async (req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    const raw = await readBody(req);
+    if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+      return fail(req, res, 404, `Invalid URL (${req.method} ${path})`, 'invalid_request_error');
+    }
+    const current = mode;
+    if (current !== 'ok' && --modeLeft <= 0) {
+      mode = 'ok';
+      modeLeft = Infinity;
+    }
+    if (apiKey !== null) {
+      const auth = req.headers['authorization'];
+      const m = typeof auth === 'string' ? /^Bearer (.+)$/.exec(auth) : null;
+      if (!m) {
+        return fail(req, res, 401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error');
+      }
+      // The real service masks the middle of the key; some compatible proxies echo it whole. The worst case is tested.
+      if (m[1] !== apiKey || current === 'unauthorized') {
+        return fail(req, res, 401, `Incorrect API key provided: ${m[1]}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', 'invalid_api_key');
+      }
+    } else if (current === 'unauthorized') {
+      return fail(req, res, 401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key');
+    }
+    if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      return fail(req, res, 400, 'We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)', 'invalid_request_error');
+    }
+    let body: OpenAIChatRequestBody;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+      body = parsed as OpenAIChatRequestBody;
+    } catch {
+      return fail(req, res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
+    }
+    requests.push(body);
+    const invalid = validate(body, options.models);
+    if (invalid) return fail(req, res, invalid.status, invalid.message, 'invalid_request_error', invalid.code, invalid.param);
+    switch (current) {
+      case 'rate-limit':
+        return fail(req, res, 429, `Rate limit reached for ${String(body.model)} on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 1s.`, 'requests', 'rate_limit_exceeded', null, { 'retry-after': retryAfter });
+      case 'server-error':
+        return fail(req, res, 500, 'The server had an error while processing your request. Sorry about that!', 'server_error');
+      case 'garbage':
+        return send(req, res, 200, '{"id":"chatcmpl-standin","choices":[{"index":0,"message":{"role":"assis');
+      case 'hang':
+        calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status: 0 });
+        return; // never answers; close() drops the connection
+      default:
+        break;
+    }
+    const text = reply(body);
+    const content = current === 'parts' ? splitParts(text) : text;
+    const promptTokens = Math.ceil(JSON.stringify(body.messages).length / 4);
+    const completionTokens = Math.ceil(text.length / 4);
+    send(req, res, 200, {
+      id: `chatcmpl-standin-${++served}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices:
+        current === 'empty-choices'
+          ? []
+          : [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      system_fingerprint: 'fp_standin',
+    });
+  });
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    calls,
+    setMode(next, opts = {}) {
+      mode = next;
+      modeLeft = opts.times ?? Infinity;
+      retryAfter = opts.retryAfter ?? '1';
+    },
+    setReply(next) {
+      reply = typeof next === 'string' ? () => next : next;
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function validate(body: OpenAIChatRequestBody, models: string[] | undefined): { status: number; message: string; code: string | null; param: string | null } | undefined {
+  if (typeof body.model !== 'string' || !body.model) {
+    return { status: 400, message: 'you must provide a model parameter', code: null, param: null };
+  }
+  if (body.messages === undefined) {
+    return { status: 400, message: "Missing required parameter: 'messages'.", code: 'missing_required_parameter', param: 'messages' };
+  }
+  if (!Array.isArray(body.messages) || body.messages.length === 0) {
+    return { status: 400, message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", code: 'empty_array', param: 'messages' };
+  }
+  for (const [i, m] of body.messages.entries()) {
+    if (!m || typeof m !== 'object' || typeof m.role !== 'string' || !ROLES.has(m.role)) {
+      return { status: 400, message: `Invalid value: '${String(m?.role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`, code: 'invalid_value', param: `messages[${i}].role` };
+    }
+    if (m.role !== 'assistant' && typeof m.content !== 'string' && !Array.isArray(m.content)) {
+      return { status: 400, message: `Missing required parameter: 'messages[${i}].content'.`, code: 'missing_required_parameter', param: `messages[${i}].content` };
+    }
+  }
+  if (body.stream === true) {
+    return { status: 400, message: 'standin: streaming is not simulated', code: null, param: 'stream' };
+  }
+  if (body.reasoning_effort !== undefined && (typeof body.reasoning_effort !== 'string' || !EFFORTS.has(body.reasoning_effort))) {
+    return { status: 400, message: `Invalid value: '${String(body.reasoning_effort)}'. Supported values are: 'minimal', 'low', 'medium', and 'high'.`, code: 'invalid_value', param: 'reasoning_effort' };
+  }
+  if (models && !models.includes(body.model)) {
+    return { status: 404, message: `The model \`${body.model}\` does not exist or you do not have access to it.`, code: 'model_not_found', param: null };
+  }
+  return undefined;
+}
+
+function lastUserText(body: OpenAIChatRequestBody): string {
+  const msgs = Array.isArray(body.messages) ? body.messages : [];
+  for (let i = msgs.length - 1; i >= 0; i--) {
+    const m = msgs[i];
+    if (m?.role === 'user') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+  }
+  return '';
+}
+
+/** The same text as two text parts (the array-of-parts content form). */
+function splitParts(text: string): Array<{ type: 'text'; text: string }> {
+  const mid = Math.floor(text.length / 2);
+  return [
+    { type: 'text', text: text.slice(0, mid) },
+    { type: 'text', text: text.slice(mid) },
+  ];
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(''));
+  });
+}
