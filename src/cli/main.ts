@@ -18,6 +18,7 @@ const program = new Command('hookgate')
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 1));
 
 const configOption = () => new Option('-c, --config <file>', 'config file (default: $HOOKGATE_CONFIG, ./hookgate.json5, else the embedded default)');
+const urlOption = () => new Option('--url <url>', 'the service\'s base URL (default: from gateway.bind and gateway.port)');
 
 program
   .command('serve')
@@ -68,9 +69,11 @@ send
   .command('wake')
   .argument('<text>', 'the event text')
   .addOption(new Option('--mode <mode>', 'when the main agent sees it').choices(['now', 'next-heartbeat']).default('now'))
+  .option('--idempotency-key <key>')
   .addOption(configOption())
-  .action(async (text: string, opts: { mode: string; config?: string }) => {
-    await post(opts.config, 'wake', { text, mode: opts.mode });
+  .addOption(urlOption())
+  .action(async (text: string, opts: { mode: string; config?: string; url?: string; idempotencyKey?: string }) => {
+    await post(opts, 'wake', { text, mode: opts.mode }, opts.idempotencyKey);
   });
 send
   .command('agent')
@@ -88,6 +91,7 @@ send
   .option('--timeout <seconds>', 'timeoutSeconds', Number)
   .option('--idempotency-key <key>')
   .addOption(configOption())
+  .addOption(urlOption())
   .action(async (message: string, o: Record<string, unknown>) => {
     const body: Record<string, unknown> = {
       message,
@@ -103,7 +107,7 @@ send
       thinking: o.thinking,
       timeoutSeconds: o.timeout,
     };
-    await post(o.config as string | undefined, 'agent', body, o.idempotencyKey as string | undefined);
+    await post(o as { config?: string; url?: string }, 'agent', body, o.idempotencyKey as string | undefined);
   });
 send
   .command('hook')
@@ -111,14 +115,15 @@ send
   .requiredOption('--data <json>', 'the JSON body')
   .option('--idempotency-key <key>')
   .addOption(configOption())
-  .action(async (name: string, o: { data: string; idempotencyKey?: string; config?: string }) => {
+  .addOption(urlOption())
+  .action(async (name: string, o: { data: string; idempotencyKey?: string; config?: string; url?: string }) => {
     let body: unknown;
     try {
       body = JSON.parse(o.data);
     } catch (err) {
       fail(`--data is not valid JSON: ${(err as Error).message}`);
     }
-    await post(o.config, name, body, o.idempotencyKey);
+    await post(o, name, body, o.idempotencyKey);
   });
 
 const runs = program.command('runs').description('agent runs in the store');
@@ -211,9 +216,11 @@ sessions
     });
   });
 
-async function post(flag: string | undefined, path: string, body: unknown, idempotencyKey?: string): Promise<void> {
-  const config = cliConfig(flag);
-  const { url, token } = serviceEndpoint(config);
+async function post(opts: { config?: string; url?: string }, path: string, body: unknown, idempotencyKey?: string): Promise<void> {
+  const config = cliConfig(opts.config);
+  const endpoint = serviceEndpoint(config);
+  const token = endpoint.token;
+  const url = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : endpoint.url;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;

@@ -1,7 +1,8 @@
-/** The commented starter config written by `hookgate init`. Every key shown is the default unless marked. */
+/** The commented starter config written by `hookgate init`: the common keys, most at their defaults. */
 export function starterConfig(token: string): string {
   return `// hookgate config (JSON5). Reference: docs/config.md
 // Values may use \${ENV_VAR}; any secret may instead be { env: "NAME" } or { file: "path" }.
+// Most keys below are shown at their default; hooks.enabled (default false) is turned on here.
 {
   gateway: {
     bind: "127.0.0.1",        // keep loopback; put a reverse proxy in front to expose it

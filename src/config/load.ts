@@ -4,6 +4,7 @@ import JSON5 from 'json5';
 import { ConfigError, type ConfigIssue, keyPath } from '../errors.js';
 import { interpolate } from './interpolate.js';
 import { configSchema, type RawConfig } from './schema/index.js';
+import { checkTransformPaths } from './transform-paths.js';
 import { crossCheck } from './validate.js';
 
 /** A validated config and where it came from. One object per generation: reloads make a new one. */
@@ -47,6 +48,7 @@ export function validateConfig(input: unknown, file: string | undefined, dir: st
   const { issues: crossIssues, warnings } = crossCheck(result.data);
   issues.push(...crossIssues);
   const config: Config = { ...result.data, file, dir, warnings };
+  issues.push(...checkTransformPaths(config));
   if (issues.length === 0 && opts.extraChecks) issues.push(...opts.extraChecks(config));
   if (issues.length) throw new ConfigError(dedupe(issues), file);
   return config;

@@ -4,12 +4,12 @@ import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 
 /** Open (creating if needed) a SQLite database in WAL mode and bring its schema up to date. */
-export function openSqlite(path: string, synchronous: 'normal' | 'full'): Database.Database {
+export function openSqlite(path: string, synchronous: 'normal' | 'full', busyTimeoutMs = 5000): Database.Database {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
   const version = db.pragma('user_version', { simple: true }) as number;
   for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
     db.transaction(() => {

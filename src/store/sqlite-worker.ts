@@ -7,8 +7,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './sqlite-open.js';
 import { SqliteWriter, type WriteOp } from './sqlite-writer.js';
 
-const { path, synchronous } = workerData as { path: string; synchronous: 'normal' | 'full' };
-const db = openSqlite(path, synchronous);
+const { path, synchronous, busyTimeoutMs } = workerData as { path: string; synchronous: 'normal' | 'full'; busyTimeoutMs: number };
+const db = openSqlite(path, synchronous, busyTimeoutMs);
 const writer = new SqliteWriter(db);
 
 parentPort!.on('message', (msg: { batch: WriteOp[] } | { close: true }) => {

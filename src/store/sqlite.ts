@@ -24,6 +24,8 @@ export interface SqliteStoreOptions {
    * "inline" writes on the caller's thread (CLI commands, tests).
    */
   writer?: 'thread' | 'inline';
+  /** How long a write waits for a lock held by another process before it fails (→ 503). */
+  busyTimeoutMs?: number;
 }
 
 interface Pending {
@@ -63,7 +65,7 @@ export class SqliteStore implements Store {
   constructor(opts: SqliteStoreOptions) {
     const synchronous = opts.synchronous ?? 'normal';
     try {
-      this.db = openSqlite(opts.path, synchronous);
+      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
     } catch (err) {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
@@ -72,7 +74,7 @@ export class SqliteStore implements Store {
       return;
     }
     // From source (tests run through tsx, which workers inherit) the sibling is .ts; built, it is .js.
-    this.worker = startWorker('./sqlite-worker', import.meta.url, { path: opts.path, synchronous });
+    this.worker = startWorker('./sqlite-worker', import.meta.url, { path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000 });
     this.worker.unref();
     this.worker.on('message', (msg: { results?: WriteResult[] }) => {
       if (msg.results) this.workerWaiters.shift()?.resolve(msg.results);

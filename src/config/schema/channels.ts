@@ -105,10 +105,7 @@ export const msteamsSchema = z.strictObject({
   tokenUrl: httpUrl.optional(),
   timeoutMs: timeoutMs(15_000),
 });
-/**
- * RESTORED by the core-channels helper after a concurrent edit removed them; the irc/webhook owner should check
- * these match what they intended. A single line: no CR, LF or NUL (they would end an IRC line or split a header).
- */
+/** A single line: no CR, LF or NUL (they would end an IRC line or split an HTTP header, injecting commands). */
 const singleLine = z.string().regex(/^[^\r\n\0]*$/, 'must be a single line (no CR, LF or NUL)');
 /** An IRC nickname (RFC 2812 §2.3.1: a letter or special first, then letters, digits, specials or "-"). */
 const ircNick = z
@@ -152,7 +149,7 @@ export const webhookChannelSchema = z.strictObject({
         secret: z
           .string()
           .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be a Standard Webhooks secret: whsec_<base64>')
-          .refine((s) => Buffer.from(s.slice(6), 'base64').length >= 16, 'the key after whsec_ must decode to at least 16 bytes'),
+          .refine((s) => Buffer.from(s.slice(6), 'base64').length >= 24, 'the key after whsec_ must decode to at least 24 bytes (Standard Webhooks)'),
         headers: z
           .record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name'), singleLine)
           .refine((h) => Object.keys(h).every((k) => !RESERVED_WEBHOOK_HEADERS.has(k.toLowerCase())), 'may not set webhook-id, webhook-timestamp, webhook-signature, content-type, content-length or host')

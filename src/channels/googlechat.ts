@@ -1,0 +1,156 @@
+/**
+ * Google Chat through the Chat API as a Chat app: POST {apiBaseUrl}/v1/{space}/messages?requestId=… { text }.
+ * `to` is a space name, `spaces/AAAA…` (a bare `AAAA…` gets the prefix). The app must be a member of the space.
+ *
+ * Authentication is app authentication: an access token for the `chat.bot` scope obtained from a service-account
+ * key with the OAuth 2.0 JWT-bearer grant (RFC 7523: an RS256-signed JWT POSTed to the token endpoint), cached
+ * until shortly before it expires. A static `accessToken` can be configured instead (it is never refreshed).
+ *
+ * `requestId` is derived from the delivery id: the Chat API returns the existing message for a repeated requestId,
+ * so an outbox retry after a lost answer does not post twice.
+ */
+import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { z } from 'zod';
+import type { googlechatSchema } from '../config/schema/channels.js';
+import {
+  AccessTokenCache,
+  acceptedWithoutBody,
+  asRecord,
+  callWithToken,
+  describe,
+  failure,
+  is2xx,
+  joinUrl,
+  postJson,
+  requestOAuthToken,
+  staticToken,
+  statusFailure,
+  transportFailure,
+  type TokenOutcome,
+  type TokenSource,
+} from './http.js';
+import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
+
+export type GoogleChatConfig = z.output<typeof googlechatSchema>;
+
+/** Chat message `text` is limited to 4,096 characters (the whole message, cards included, to 32,000 bytes). */
+export const GOOGLECHAT_MAX_TEXT = 4096;
+export const GOOGLECHAT_SCOPE = 'https://www.googleapis.com/auth/chat.bot';
+/** The longest assertion lifetime Google accepts. */
+const JWT_LIFETIME_S = 3600;
+
+interface ServiceAccount {
+  clientEmail: string;
+  privateKey: KeyObject;
+  keyId: string | undefined;
+}
+
+export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelContext): Channel {
+  const tokens = tokenSource(config, ctx);
+  return {
+    id: 'googlechat',
+    maxTextLength: GOOGLECHAT_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const space = toSpaceName(message.to);
+      if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);
+      const url = `${joinUrl(config.apiBaseUrl, `v1/${space}/messages`)}?requestId=${requestIdFor(message.deliveryId)}`;
+      const called = await callWithToken(tokens, (token) =>
+        postJson(url, { text: message.text }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: config.timeoutMs, signal }),
+      );
+      if (!called.ok) return called.failure;
+      const outcome = called.outcome;
+      if (outcome.kind !== 'response') return transportFailure('googlechat', outcome);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        if (outcome.json === undefined) return acceptedWithoutBody('googlechat', outcome.status, ctx.logger);
+        return typeof json.name === 'string' ? { ok: true, platformIds: [json.name] } : { ok: true };
+      }
+      // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
+      const err = asRecord(json.error);
+      const status = describe(err.status, 40);
+      const detail = [status, describe(err.message)].filter(Boolean).join(': ');
+      const hint = HINTS[outcome.status];
+      return statusFailure('googlechat', outcome.status, `${detail}${hint ? ` (${hint})` : ''}` || undefined, outcome.headers);
+    },
+  };
+}
+
+const HINTS: Record<number, string> = {
+  401: 'the access token or service-account key is not accepted',
+  403: 'add the Chat app to the space, and check the Chat API is enabled for the project',
+  404: 'unknown space, or the Chat app is not a member',
+};
+
+/** `spaces/AAAA` or `AAAA` → `spaces/AAAA`; anything else is not a space. */
+export function toSpaceName(to: string): string | undefined {
+  const t = to.trim();
+  const m = /^(?:spaces\/)?([A-Za-z0-9_-]+)$/.exec(t);
+  return m ? `spaces/${m[1]}` : undefined;
+}
+
+/** A stable, URL-safe request id per delivery chunk. */
+export function requestIdFor(deliveryId: string): string {
+  return `hookgate-${createHash('sha256').update(deliveryId).digest('hex').slice(0, 32)}`;
+}
+
+function tokenSource(config: GoogleChatConfig, ctx: ChannelContext): TokenSource {
+  if (config.accessToken) return staticToken(config.accessToken);
+  const account = loadServiceAccount(config, ctx);
+  return new AccessTokenCache(() => fetchToken(account, config.tokenUrl, config.timeoutMs));
+}
+
+/** Read and check the key at start-up: a missing file or a broken key is a config problem, not a delivery one. */
+function loadServiceAccount(config: GoogleChatConfig, ctx: ChannelContext): ServiceAccount {
+  let raw: unknown = config.serviceAccount;
+  if (config.serviceAccountFile) {
+    const file = resolve(ctx.configDir, config.serviceAccountFile);
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+    } catch (err) {
+      const why = (err as NodeJS.ErrnoException).code ?? 'not valid JSON';
+      throw new ChannelError('channel_config', `channels.googlechat.serviceAccountFile: cannot read ${file} (${why})`);
+    }
+  } else if (typeof raw === 'string') {
+    try {
+      raw = JSON.parse(raw) as unknown;
+    } catch {
+      throw new ChannelError('channel_config', 'channels.googlechat.serviceAccount: not valid JSON');
+    }
+  }
+  const key = asRecord(raw);
+  const where = config.serviceAccountFile ? 'channels.googlechat.serviceAccountFile' : 'channels.googlechat.serviceAccount';
+  if (typeof key.client_email !== 'string' || typeof key.private_key !== 'string') {
+    throw new ChannelError('channel_config', `${where}: needs client_email and private_key (a service-account key)`);
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(key.private_key);
+  } catch {
+    // Never echo the key material.
+    throw new ChannelError('channel_config', `${where}: private_key is not a readable PEM private key`);
+  }
+  return { clientEmail: key.client_email, privateKey, keyId: typeof key.private_key_id === 'string' ? key.private_key_id : undefined };
+}
+
+/** RFC 7523 §2.1 assertion: iss = the service account, aud = the token endpoint, signed RS256. */
+function signAssertion(account: ServiceAccount, tokenUrl: string, nowS: number): string {
+  const header = { alg: 'RS256', typ: 'JWT', ...(account.keyId ? { kid: account.keyId } : {}) };
+  const claims = { iss: account.clientEmail, scope: GOOGLECHAT_SCOPE, aud: tokenUrl, iat: nowS, exp: nowS + JWT_LIFETIME_S };
+  const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
+  const signature = sign('sha256', Buffer.from(input), account.privateKey).toString('base64url');
+  return `${input}.${signature}`;
+}
+
+function fetchToken(account: ServiceAccount, tokenUrl: string, timeoutMs: number): Promise<TokenOutcome> {
+  const assertion = signAssertion(account, tokenUrl, Math.floor(Date.now() / 1000));
+  return requestOAuthToken(
+    'googlechat',
+    tokenUrl,
+    { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion },
+    timeoutMs,
+  );
+}
+
+const b64url = (s: string): string => Buffer.from(s, 'utf8').toString('base64url');

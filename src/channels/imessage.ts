@@ -1,0 +1,75 @@
+/**
+ * iMessage through a BlueBubbles server (a Mac running Messages.app):
+ * POST {serverUrl}/api/v1/message/text?password=… { chatGuid, tempGuid, message, method }.
+ *
+ * `to` is a chat guid — `iMessage;-;+15551234567` (a direct chat), `iMessage;+;chat123…` (a group),
+ * `SMS;-;+15551234567` (SMS relay) — or a bare address (+15551234567, someone@icloud.com), which becomes the
+ * direct iMessage chat `iMessage;-;<address>`. Use a full guid for SMS or groups.
+ *
+ * BlueBubbles takes the password only in the query string, so the request URL is a secret: it is built here and
+ * never logged, and http.ts never puts a URL into an error.
+ */
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import type { imessageSchema } from '../config/schema/channels.js';
+import { acceptedWithoutBody, asRecord, describe, failure, is2xx, joinUrl, postJson, statusFailure, transportFailure } from './http.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type IMessageConfig = z.output<typeof imessageSchema>;
+
+/**
+ * iMessage publishes no text limit (very long texts do send); this is hookgate's choice. 10,000 characters keeps
+ * a chunk readable in one bubble and well inside what AppleScript and the Private API handle without trouble.
+ */
+export const IMESSAGE_MAX_TEXT = 10_000;
+
+/** `iMessage;-;+1555…` / `SMS;+;chat…`: a service, a direct (-) or group (+) marker, an identifier. */
+const CHAT_GUID = /^[A-Za-z]+;[-+];.+$/;
+
+/** A bare address becomes the direct iMessage chat with it. */
+export function toChatGuid(to: string): string {
+  const t = to.trim();
+  return CHAT_GUID.test(t) ? t : `iMessage;-;${t}`;
+}
+
+/**
+ * BlueBubbles refuses a second send with a tempGuid that is still in flight ("already queued"), so a stable
+ * tempGuid per delivery chunk stops an outbox retry from doubling a message the Mac is still sending.
+ */
+export function blueBubblesTempGuid(deliveryId: string): string {
+  return `temp-hookgate-${createHash('sha256').update(deliveryId).digest('hex').slice(0, 32)}`;
+}
+
+export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContext): Channel {
+  const url = `${joinUrl(config.serverUrl, 'api/v1/message/text')}?password=${encodeURIComponent(config.password)}`;
+  return {
+    id: 'imessage',
+    maxTextLength: IMESSAGE_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const body = {
+        chatGuid: toChatGuid(message.to),
+        tempGuid: blueBubblesTempGuid(message.deliveryId),
+        message: message.text,
+        method: config.method,
+      };
+      const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return transportFailure('imessage', outcome);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        if (outcome.json === undefined) return acceptedWithoutBody('imessage', outcome.status, ctx.logger);
+        const guid = asRecord(json.data).guid;
+        return typeof guid === 'string' ? { ok: true, platformIds: [guid] } : { ok: true };
+      }
+      // Errors: { status, message, error: { type, message } }. error.message is the specific part.
+      const detail = describe(asRecord(json.error).message) ?? describe(json.message);
+      if (outcome.status === 400 && detail && /already queued/i.test(detail)) {
+        // An earlier attempt of this very chunk is still being sent by the Mac: wait for it, do not give up.
+        return failure('imessage: this message is still being sent by BlueBubbles', true, { status: 400 });
+      }
+      if (outcome.status === 401) return failure('imessage: BlueBubbles rejected the password', false, { status: 401 });
+      // 500 "iMessage Error" covers both a Messages.app hiccup and an unknown chat; retries then dead-lettering
+      // is the safe reading of an answer that does not say which.
+      return statusFailure('imessage', outcome.status, detail, outcome.headers);
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * Extension channel `log`: each delivery becomes one JSON line — the same object a `webhook` delivery POSTs — on
+ * stdout, or appended to `channels.log.path` (relative to the config file's directory).
+ *
+ * Lines never interleave: each message is one `write` of one complete line. A file is opened once in append mode
+ * (O_APPEND: the kernel puts every write at the end, even with other writers); stdout writes go through the
+ * process's single stdout stream, in order.
+ */
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { Writable } from 'node:stream';
+import type { z } from 'zod';
+import type { logChannelSchema } from '../config/schema/channels.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+import { deliveryRecord } from './webhook.js';
+
+export type LogChannelConfig = z.output<typeof logChannelSchema>;
+
+/**
+ * A log line has no length limit, so a reply is never split for this channel (the outbox would split only a reply
+ * longer than this, which is far beyond any model output).
+ */
+export const LOG_MAX_TEXT_LENGTH = 1_000_000;
+
+/** File errors that retrying will not fix: the path itself is wrong. Anything else (ENOSPC, EIO...) may pass. */
+const PERMANENT_FS_ERRORS = new Set(['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'EEXIST', 'EROFS', 'ENAMETOOLONG', 'ELOOP']);
+
+export interface LogChannelOptions {
+  /** For tests: where lines go when no `path` is configured (default process.stdout). */
+  stdout?: Writable;
+}
+
+export function createLogChannel(config: LogChannelConfig | undefined, ctx: ChannelContext, options: LogChannelOptions = {}): Channel {
+  const path = config?.path === undefined ? undefined : resolve(ctx.configDir, config.path);
+  let handle: Promise<FileHandle> | undefined;
+
+  // Opened on first use (and again after a failure), so a bad path is reported per delivery rather than at start.
+  function file(p: string): Promise<FileHandle> {
+    if (!handle) {
+      const opening = (async () => {
+        await mkdir(dirname(p), { recursive: true });
+        // 0600: deliveries are agent replies, which may be private.
+        return open(p, 'a', 0o600);
+      })();
+      handle = opening;
+      opening.catch(() => {
+        if (handle === opening) handle = undefined;
+      });
+    }
+    return handle;
+  }
+
+  async function send(message: OutboundMessage): Promise<SendResult> {
+    const line = Buffer.from(`${JSON.stringify(deliveryRecord(message))}\n`, 'utf8');
+    try {
+      if (path === undefined) await writeStream(options.stdout ?? process.stdout, line);
+      else {
+        const fh = await file(path);
+        let written = 0;
+        // One write call per line; the loop only matters if the kernel ever accepts part of it.
+        while (written < line.length) written += (await fh.write(line, written)).bytesWritten;
+      }
+      return { ok: true };
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      const c = typeof code === 'string' ? code : 'write failed';
+      return { ok: false, retryable: !PERMANENT_FS_ERRORS.has(c), error: `log channel: cannot write ${path === undefined ? 'stdout' : 'the log file'} (${c})` };
+    }
+  }
+
+  async function close(): Promise<void> {
+    const h = handle;
+    handle = undefined;
+    if (h) await (await h.catch(() => undefined))?.close();
+  }
+
+  return { id: 'log', maxTextLength: LOG_MAX_TEXT_LENGTH, send, close };
+}
+
+function writeStream(stream: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolveWrite, reject) => {
+    stream.write(chunk, (err) => (err ? reject(err) : resolveWrite()));
+  });
+}

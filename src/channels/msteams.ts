@@ -1,0 +1,97 @@
+/**
+ * Microsoft Teams through the Bot Framework Connector:
+ *   1. a token by the client-credentials grant from {tokenUrl} (default
+ *      https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token),
+ *      scope https://api.botframework.com/.default, cached until shortly before it expires;
+ *   2. POST {serviceUrl}/v3/conversations/{to}/activities { type:"message", text }.
+ * `to` is an existing conversation id (`19:…@thread.tacv2` for a channel, `a:1…` for a personal chat): the bot
+ * must be installed there. The id, and the serviceUrl of the tenant's region, come from an activity the bot received.
+ */
+import type { z } from 'zod';
+import type { msteamsSchema } from '../config/schema/channels.js';
+import {
+  AccessTokenCache,
+  acceptedWithoutBody,
+  asRecord,
+  callWithToken,
+  describe,
+  failure,
+  is2xx,
+  joinUrl,
+  parseRetryAfter,
+  postJson,
+  requestOAuthToken,
+  statusFailure,
+  transportFailure,
+} from './http.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type MsTeamsConfig = z.output<typeof msteamsSchema>;
+
+/**
+ * Teams rejects an activity over about 28 KB (HTTP 413). Text is UTF-8 in a JSON envelope: 8,000 characters is
+ * at most ~24 KB even if every character takes 3 bytes (CJK), leaving room for the envelope and JSON escapes.
+ */
+export const MSTEAMS_MAX_TEXT = 8000;
+export const BOTFRAMEWORK_SCOPE = 'https://api.botframework.com/.default';
+
+export function defaultTeamsTokenUrl(tenantId: string | undefined): string {
+  return `https://login.microsoftonline.com/${encodeURIComponent(tenantId ?? 'botframework.com')}/oauth2/v2.0/token`;
+}
+
+/** Microsoft's guidance for bots: 412, 429, 502 and 504 are transient; retry them with backoff. */
+const TRANSIENT_STATUS = new Set([412, 429, 502, 503, 504]);
+
+export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext): Channel {
+  const tokenUrl = config.tokenUrl ?? defaultTeamsTokenUrl(config.tenantId);
+  const tokens = new AccessTokenCache(() =>
+    requestOAuthToken(
+      'msteams',
+      tokenUrl,
+      { grant_type: 'client_credentials', client_id: config.appId, client_secret: config.appPassword, scope: BOTFRAMEWORK_SCOPE },
+      config.timeoutMs,
+    ),
+  );
+  return {
+    id: 'msteams',
+    maxTextLength: MSTEAMS_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const to = message.to.trim();
+      if (!to) return failure('msteams: `to` must be a conversation id', false);
+      const url = joinUrl(config.serviceUrl, `v3/conversations/${encodeURIComponent(to)}/activities`);
+      const called = await callWithToken(tokens, (token) =>
+        postJson(
+          url,
+          { type: 'message', text: message.text },
+          { headers: { authorization: `Bearer ${token}` }, timeoutMs: config.timeoutMs, signal },
+        ),
+      );
+      if (!called.ok) return called.failure;
+      const outcome = called.outcome;
+      if (outcome.kind !== 'response') return transportFailure('msteams', outcome);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        if (outcome.json === undefined) return acceptedWithoutBody('msteams', outcome.status, ctx.logger);
+        return typeof json.id === 'string' ? { ok: true, platformIds: [json.id] } : { ok: true };
+      }
+      // Connector errors: { error: { code, message } }; the auth layer answers { message }.
+      const err = asRecord(json.error);
+      const detail = [describe(err.code, 60), describe(err.message) ?? describe(json.message)].filter(Boolean).join(': ') || undefined;
+      if (TRANSIENT_STATUS.has(outcome.status)) {
+        return failure(`msteams answered HTTP ${outcome.status}${detail ? `: ${detail}` : ''}`, true, {
+          status: outcome.status,
+          retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')),
+        });
+      }
+      const hint = HINTS[outcome.status];
+      return statusFailure('msteams', outcome.status, [detail, hint && `(${hint})`].filter(Boolean).join(' ') || undefined, outcome.headers);
+    },
+  };
+}
+
+const HINTS: Record<number, string> = {
+  401: 'the app id/password are not accepted for this bot',
+  403: 'the bot is not installed in this conversation',
+  404: 'unknown conversation id, or a serviceUrl of another region',
+  413: 'message too large for Teams',
+};

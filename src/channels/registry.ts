@@ -1,0 +1,172 @@
+/**
+ * The configured channels, by id: the core platforms whose config section is present, `irc`, the built-in extension
+ * channels (`webhook` when configured, `log` always) and the plugins listed in `channels.plugins`.
+ *
+ * Platform modules are imported only when their section is present, so an unused platform costs nothing at start.
+ *
+ * Plugins are ESM modules inside the config file's directory (no `..`, no absolute path elsewhere, no symlink that
+ * leads out), default-exporting — or exporting `channel` — either a Channel object or a factory
+ * `(ctx) => Channel | Promise<Channel>`. Their ids may not clash with a core platform, a built-in channel, an alias,
+ * `last`, or another plugin.
+ */
+import { realpath, stat } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS, type ChannelsConfig } from '../config/schema/channels.js';
+import { createIrcChannel } from './irc.js';
+import { createLogChannel } from './log.js';
+import { ChannelError, type Channel, type ChannelContext } from './types.js';
+import { createWebhookChannel } from './webhook.js';
+
+export interface ChannelRegistry {
+  /** The channel with this id or alias (case-insensitive); undefined when it is not configured. */
+  get(id: string): Channel | undefined;
+  /** The configured channel ids: core platforms in the spec's order, then webhook, log, plugins in config order. */
+  ids(): string[];
+  /** Lower-cased, trimmed, aliases resolved (`teams` → `msteams`). Does not check that the channel is configured. */
+  normalize(name: string): string;
+  /** Closes every channel (IRC sends QUIT, the log file is closed). Failures are logged, not thrown. */
+  close(): Promise<void>;
+}
+
+/** `last` names a route, not a channel: a plugin may not take it. */
+const RESERVED_IDS = new Set<string>([...CORE_CHANNELS, ...BUILTIN_EXTENSION_CHANNELS, ...Object.keys(CHANNEL_ALIASES), 'last']);
+const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9_-]*$/;
+
+type CorePlatform = Exclude<(typeof CORE_CHANNELS)[number], 'irc'>;
+type PlatformFactory = (config: unknown, ctx: ChannelContext) => Channel | Promise<Channel>;
+
+/**
+ * Each platform's module, loaded on demand, and the factory names it may export: the agreed `create<Name>Channel`
+ * first, then the camel-cased spelling (`createWhatsAppChannel`), so the registry does not break on either.
+ */
+const PLATFORM_MODULES: { [K in CorePlatform]: { load: () => Promise<object>; names: string[] } } = {
+  whatsapp: { load: () => import('./whatsapp.js'), names: ['createWhatsappChannel', 'createWhatsAppChannel'] },
+  telegram: { load: () => import('./telegram.js'), names: ['createTelegramChannel'] },
+  discord: { load: () => import('./discord.js'), names: ['createDiscordChannel'] },
+  googlechat: { load: () => import('./googlechat.js'), names: ['createGooglechatChannel', 'createGoogleChatChannel'] },
+  slack: { load: () => import('./slack.js'), names: ['createSlackChannel'] },
+  signal: { load: () => import('./signal.js'), names: ['createSignalChannel'] },
+  imessage: { load: () => import('./imessage.js'), names: ['createImessageChannel', 'createIMessageChannel'] },
+  msteams: { load: () => import('./msteams.js'), names: ['createMsteamsChannel', 'createMsTeamsChannel'] },
+};
+
+async function createPlatform(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
+  const { load, names } = PLATFORM_MODULES[name];
+  const mod = (await load()) as Record<string, unknown>;
+  const factory = names.map((n) => mod[n]).find((f): f is PlatformFactory => typeof f === 'function');
+  if (!factory) throw new ChannelError('channel_unavailable', `the ${name} channel module exports no ${names[0]}`);
+  return factory(config, ctx);
+}
+
+export function normalizeChannelName(name: string): string {
+  const lower = name.trim().toLowerCase();
+  return CHANNEL_ALIASES[lower] ?? lower;
+}
+
+export async function createChannelRegistry(config: ChannelsConfig, ctx: ChannelContext): Promise<ChannelRegistry> {
+  const channels = new Map<string, Channel>();
+  try {
+    for (const name of CORE_CHANNELS) {
+      if (name === 'irc') {
+        if (config.irc) channels.set('irc', createIrcChannel(config.irc, ctx));
+        continue;
+      }
+      const section = config[name];
+      if (section) channels.set(name, await createPlatform(name, section, ctx));
+    }
+    if (config.webhook) channels.set('webhook', createWebhookChannel(config.webhook, ctx));
+    channels.set('log', createLogChannel(config.log, ctx));
+    for (const [index, entry] of config.plugins.entries()) {
+      const channel = await loadChannelPlugin(entry, ctx, `channels.plugins[${index}]`);
+      if (channels.has(channel.id)) throw pluginError(`channels.plugins[${index}]`, entry, `id "${channel.id}" is already used by another plugin`);
+      channels.set(channel.id, channel);
+    }
+  } catch (err) {
+    await closeAll(channels, ctx);
+    throw err;
+  }
+
+  return {
+    get: (id) => channels.get(normalizeChannelName(id)),
+    ids: () => [...channels.keys()],
+    normalize: normalizeChannelName,
+    close: () => closeAll(channels, ctx),
+  };
+}
+
+async function closeAll(channels: Map<string, Channel>, ctx: ChannelContext): Promise<void> {
+  const list = [...channels.values()];
+  const results = await Promise.allSettled(list.map((c) => c.close?.()));
+  results.forEach((r, i) => {
+    if (r.status === 'rejected') ctx.logger.warn({ channel: list[i]?.id, err: r.reason instanceof Error ? r.reason.message : String(r.reason) }, 'closing a channel failed');
+  });
+}
+
+function pluginError(where: string, entry: string, why: string, cause?: unknown): ChannelError {
+  return new ChannelError('channel_plugin_invalid', `${where} (${entry}): ${why}`, cause === undefined ? undefined : { cause });
+}
+
+/**
+ * Resolves `entry` against the config directory, refuses anything that ends up outside it (also through a symlink),
+ * imports it and validates the channel it exports.
+ */
+export async function loadChannelPlugin(entry: string, ctx: ChannelContext, where = 'channels.plugins'): Promise<Channel> {
+  const root = await realpath(ctx.configDir).catch((err: unknown) => {
+    throw pluginError(where, entry, `the config directory cannot be read (${codeOf(err)})`, err);
+  });
+  const inside = (p: string) => {
+    const rel = relative(root, p);
+    return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
+  };
+  const lexical = resolve(root, entry);
+  if (!inside(lexical)) throw pluginError(where, entry, 'must be a module inside the config directory');
+  const real = await realpath(lexical).catch((err: unknown) => {
+    throw pluginError(where, entry, codeOf(err) === 'ENOENT' ? 'file not found' : `cannot be read (${codeOf(err)})`, err);
+  });
+  if (!inside(real)) throw pluginError(where, entry, 'resolves (through a symlink) to a file outside the config directory');
+  const info = await stat(real);
+  if (!info.isFile()) throw pluginError(where, entry, 'is not a file');
+
+  let mod: Record<string, unknown>;
+  try {
+    // Node caches modules by URL: the modification time in the URL makes a config reload pick up an edited plugin,
+    // while an unchanged one is not evaluated again.
+    const url = `${pathToFileURL(real).href}?mtime=${Math.floor(info.mtimeMs)}`;
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (err) {
+    throw pluginError(where, entry, `failed to load: ${err instanceof Error ? err.message : String(err)}`, err);
+  }
+  const exported = mod.default ?? mod.channel;
+  if (exported === undefined) throw pluginError(where, entry, 'exports neither `default` nor `channel`');
+
+  let channel: unknown = exported;
+  if (typeof exported === 'function') {
+    try {
+      channel = await (exported as (ctx: ChannelContext) => unknown)(ctx);
+    } catch (err) {
+      throw pluginError(where, entry, `its factory failed: ${err instanceof Error ? err.message : String(err)}`, err);
+    }
+  }
+  return validatePluginChannel(channel, where, entry);
+}
+
+function validatePluginChannel(value: unknown, where: string, entry: string): Channel {
+  if (typeof value !== 'object' || value === null) throw pluginError(where, entry, 'must export a channel object or a factory returning one');
+  const c = value as Partial<Record<keyof Channel, unknown>>;
+  if (typeof c.id !== 'string' || !PLUGIN_ID_RE.test(c.id)) {
+    throw pluginError(where, entry, '`id` must be a lower-case name (letters, digits, - and _)');
+  }
+  if (RESERVED_IDS.has(c.id)) throw pluginError(where, entry, `id "${c.id}" is reserved for a built-in channel`);
+  if (typeof c.maxTextLength !== 'number' || !Number.isInteger(c.maxTextLength) || c.maxTextLength < 1) {
+    throw pluginError(where, entry, '`maxTextLength` must be a positive integer');
+  }
+  if (typeof c.send !== 'function') throw pluginError(where, entry, '`send` must be a function (message, signal) => Promise<SendResult>');
+  if (c.close !== undefined && typeof c.close !== 'function') throw pluginError(where, entry, '`close` must be a function when present');
+  return value as Channel;
+}
+
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'error';
+}

@@ -1,0 +1,61 @@
+/**
+ * Signal through signal-cli-rest-api (bbernhard/signal-cli-rest-api, your own server):
+ * POST {apiBaseUrl}/v2/send { message, number, recipients: [to] } → 201 { timestamp }.
+ * `to` is a phone number (+15551234567), a Signal username or ACI uuid, or a group as the REST API names it
+ * (`group.<id>`, from GET /v1/groups/{number}).
+ *
+ * The REST API answers every send error with HTTP 400 { error } except rate limiting (429, with challenge tokens).
+ * The 400 text is signal-cli's exception message, so transient network trouble between signal-cli and Signal's
+ * servers is recognised by its wording; everything else (unregistered user, unknown group, account not
+ * registered) is permanent.
+ */
+import type { z } from 'zod';
+import type { signalSchema } from '../config/schema/channels.js';
+import { acceptedWithoutBody, asRecord, describe, failure, is2xx, joinUrl, postJson, statusFailure, transportFailure } from './http.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type SignalConfig = z.output<typeof signalSchema>;
+
+/**
+ * Signal has no hard text limit for the sender: clients (and signal-cli ≥ 0.11.5) send a body over ~2,000
+ * characters as a "long text" attachment, shown truncated with "Read more" on some clients and not at all by old
+ * linked devices and bridges. 2,000 keeps every chunk an ordinary inline message everywhere.
+ */
+export const SIGNAL_MAX_TEXT = 2000;
+
+/** signal-cli messages for failures of the network or of Signal's servers, which a later attempt can survive. */
+const TRANSIENT = /timed? ?out|timeout|network|connection|unavailable|temporar|try again|IOException/i;
+
+export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): Channel {
+  const url = joinUrl(config.apiBaseUrl, 'v2/send');
+  return {
+    id: 'signal',
+    maxTextLength: SIGNAL_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const body = { message: message.text, number: config.number, recipients: [message.to.trim()] };
+      const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return transportFailure('signal', outcome);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        if (outcome.json === undefined) return acceptedWithoutBody('signal', outcome.status, ctx.logger);
+        return typeof json.timestamp === 'string' || typeof json.timestamp === 'number'
+          ? { ok: true, platformIds: [String(json.timestamp)] }
+          : { ok: true };
+      }
+      const detail = describe(json.error);
+      if (outcome.status === 429) {
+        // Signal's rate limit may need a captcha challenge solved (POST /v1/accounts/{number}/rate-limit-challenge);
+        // it also lifts by itself, so retry with backoff and say what to do if it does not.
+        return failure(
+          'signal rate limited (if it persists, solve the rate-limit challenge via the REST API)',
+          true,
+          { status: 429 },
+        );
+      }
+      if (outcome.status === 400 && detail && TRANSIENT.test(detail)) {
+        return failure(`signal-cli send failed: ${detail}`, true, { status: 400 });
+      }
+      return statusFailure('signal', outcome.status, detail, outcome.headers);
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * Telegram through the Bot API: POST {apiBaseUrl}/bot<token>/sendMessage { chat_id, text }.
+ * `to` is a chat id (a user, group or supergroup id like 123456789 or -1001234567890) or @channelusername.
+ * Text is sent plain (no parse_mode), so agent output can never fail on Markdown/HTML entity parsing.
+ */
+import type { z } from 'zod';
+import type { telegramSchema } from '../config/schema/channels.js';
+import {
+  acceptedWithoutBody,
+  asRecord,
+  describe,
+  failure,
+  is2xx,
+  isRetryableStatus,
+  joinUrl,
+  parseRetryAfter,
+  postJson,
+  secondsToMs,
+  transportFailure,
+  type SendFailure,
+} from './http.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type TelegramConfig = z.output<typeof telegramSchema>;
+
+/** sendMessage: "1-4096 characters after entities parsing" (Bot API); we send no entities. */
+export const TELEGRAM_MAX_TEXT = 4096;
+
+export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContext): Channel {
+  // The token is part of the path; this URL must never reach a log or an error string.
+  const url = joinUrl(config.apiBaseUrl, `bot${config.botToken}/sendMessage`);
+  return {
+    id: 'telegram',
+    maxTextLength: TELEGRAM_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const outcome = await postJson(url, { chat_id: message.to, text: message.text }, { timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return transportFailure('telegram', outcome);
+      const body = asRecord(outcome.json);
+      if (is2xx(outcome.status) && body.ok === true) {
+        const id = asRecord(body.result).message_id;
+        return id === undefined ? { ok: true } : { ok: true, platformIds: [String(id)] };
+      }
+      if (is2xx(outcome.status) && outcome.json === undefined) return acceptedWithoutBody('telegram', outcome.status, ctx.logger);
+      return telegramFailure(outcome.status, body, outcome.headers);
+    },
+  };
+}
+
+/**
+ * Bot API errors are `{ ok:false, error_code, description, parameters? }` with the HTTP status equal to error_code.
+ * 429 carries parameters.retry_after (seconds); a group upgraded to a supergroup carries migrate_to_chat_id,
+ * which the user must put in config, so it is permanent and named in the error.
+ */
+function telegramFailure(status: number, body: Record<string, unknown>, headers: Headers): SendFailure {
+  const code = typeof body.error_code === 'number' ? body.error_code : status;
+  const desc = describe(body.description);
+  const params = asRecord(body.parameters);
+  const what = `telegram error ${code}${desc ? `: ${desc}` : ''}`;
+  if (params.migrate_to_chat_id !== undefined) {
+    return failure(`${what} (the group is now chat ${String(params.migrate_to_chat_id)}; send there instead)`, false, { status });
+  }
+  if (code === 429 || status === 429) {
+    return failure(what, true, { status, retryAfterMs: secondsToMs(params.retry_after) ?? parseRetryAfter(headers.get('retry-after')) });
+  }
+  return failure(what, isRetryableStatus(status) || code >= 500, { status });
+}

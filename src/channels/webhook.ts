@@ -1,0 +1,143 @@
+/**
+ * Extension channel `webhook`: POSTs each delivery as JSON to a named target, signed the Standard Webhooks way
+ * (https://www.standardwebhooks.com/) so a receiver can verify it with any Standard Webhooks library.
+ *
+ * `to` is the name of a target under `channels.webhook.targets`. The body is {@link deliveryRecord}; the headers are
+ * `webhook-id` (the delivery id: stable across retries, so a receiver can de-duplicate), `webhook-timestamp` (unix
+ * seconds of this attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the
+ * base64-decoded part of the target's `whsec_` secret).
+ */
+import { createHmac } from 'node:crypto';
+import type { z } from 'zod';
+import type { webhookChannelSchema } from '../config/schema/channels.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type WebhookChannelConfig = z.output<typeof webhookChannelSchema>;
+
+/** The object a `webhook` delivery POSTs and a `log` delivery prints: the same keys in the same order. */
+export interface DeliveryRecord {
+  runId: string | null;
+  sessionKey: string;
+  agentId: string;
+  hookName: string | null;
+  channel: string;
+  to: string;
+  text: string;
+  createdAt: string;
+}
+
+export function deliveryRecord(m: OutboundMessage): DeliveryRecord {
+  return {
+    runId: m.runId,
+    sessionKey: m.sessionKey,
+    agentId: m.agentId,
+    hookName: m.hookName,
+    channel: m.channel,
+    to: m.to,
+    text: m.text,
+    createdAt: m.createdAt,
+  };
+}
+
+/** The signing key of a Standard Webhooks secret: the base64 after `whsec_` (a bare base64 key is accepted too). */
+export function webhookSecretKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+}
+
+/** `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>` — the `webhook-signature` value. */
+export function signStandardWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64');
+  return `v1,${mac}`;
+}
+
+/** A `Retry-After` header (delta-seconds or an HTTP date) in milliseconds; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number = Date.now()): number | undefined {
+  if (value == null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+export interface WebhookChannelOptions {
+  /** For tests: a stand-in fetch. */
+  fetch?: typeof fetch;
+  /** For tests: the clock (ms since the epoch) used for `webhook-timestamp`. */
+  now?: () => number;
+}
+
+/**
+ * No platform limits a webhook body: one reply is one POST. (The outbox still splits above this, so a runaway reply
+ * cannot make a body no receiver accepts.)
+ */
+export const WEBHOOK_MAX_TEXT_LENGTH = 1_000_000;
+
+export function createWebhookChannel(config: WebhookChannelConfig, _ctx: ChannelContext, options: WebhookChannelOptions = {}): Channel {
+  const doFetch = options.fetch ?? fetch;
+  const now = options.now ?? Date.now;
+  const targets = new Map(Object.entries(config.targets));
+
+  async function send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+    const target = targets.get(message.to);
+    if (!target) {
+      // Config changed under a queued delivery, or a mapping names a target that does not exist: retrying cannot help.
+      const known = [...targets.keys()];
+      return {
+        ok: false,
+        retryable: false,
+        error: `webhook target "${message.to}" is not configured (channels.webhook.targets has ${known.length ? known.map((k) => `"${k}"`).join(', ') : 'none'})`,
+      };
+    }
+    const body = JSON.stringify(deliveryRecord(message));
+    const timestamp = Math.floor(now() / 1000);
+    // Headers are case-insensitive: a target's own `User-Agent` replaces ours; the signed ones always win.
+    const headers = new Headers({ 'user-agent': 'hookgate' });
+    for (const [name, value] of Object.entries(target.headers ?? {})) headers.set(name, value);
+    headers.set('content-type', 'application/json');
+    headers.set('webhook-id', message.deliveryId);
+    headers.set('webhook-timestamp', String(timestamp));
+    headers.set('webhook-signature', signStandardWebhook(target.secret, message.deliveryId, timestamp, body));
+    const timeout = AbortSignal.timeout(target.timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const label = `webhook target "${message.to}"`;
+
+    let res: Response;
+    try {
+      // Redirects are not followed: fetch would turn the POST into a GET and the signature would vouch for nothing.
+      res = await doFetch(target.url, { method: 'POST', headers, body, signal: combined, redirect: 'manual' });
+    } catch (err) {
+      if (timeout.aborted) return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
+      if (signal?.aborted) return { ok: false, retryable: true, error: `${label}: delivery aborted` };
+      return { ok: false, retryable: true, error: `${label}: network error (${networkErrorCode(err)})` };
+    }
+    // The answer's body is of no use (and may be large): release the connection.
+    await res.body?.cancel().catch(() => undefined);
+
+    const status = res.status;
+    if (status >= 200 && status < 300) return { ok: true };
+    const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
+    if (status === 410) return { ok: false, retryable: false, status, error: `${label} answered 410 Gone: the receiver asks not to be sent to any more` };
+    // 408 is a timeout on the receiver's side: as transient as our own timeout.
+    if (status === 429 || status === 408 || status >= 500) {
+      return { ok: false, retryable: true, status, error: `${label} answered ${status}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    }
+    if (status >= 300 && status < 400) {
+      return { ok: false, retryable: false, status, error: `${label} answered a redirect (${status}); configure the final URL` };
+    }
+    return { ok: false, retryable: false, status, error: `${label} answered ${status}` };
+  }
+
+  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send };
+}
+
+/** The system error code behind a failed fetch (ECONNREFUSED, ENOTFOUND...), never its message (it may hold the URL). */
+function networkErrorCode(err: unknown): string {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return 'connection failed';
+}

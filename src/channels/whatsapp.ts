@@ -1,0 +1,82 @@
+/**
+ * WhatsApp through the Cloud API: POST {apiBaseUrl}/{apiVersion}/{phoneNumberId}/messages, Bearer token,
+ * { messaging_product:"whatsapp", recipient_type:"individual", to, type:"text", text:{ body } }.
+ * `to` is the customer's phone number in international format (+15551234567 or 15551234567).
+ *
+ * A 200 means Meta accepted the message, not that it was delivered: free-form text outside the 24-hour customer
+ * service window, for example, is accepted and then fails asynchronously (error 131047 in a status webhook).
+ */
+import type { z } from 'zod';
+import type { whatsappSchema } from '../config/schema/channels.js';
+import {
+  acceptedWithoutBody,
+  asRecord,
+  describe,
+  failure,
+  is2xx,
+  isRetryableStatus,
+  joinUrl,
+  parseRetryAfter,
+  postJson,
+  transportFailure,
+  type SendFailure,
+} from './http.js';
+import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+export type WhatsAppConfig = z.output<typeof whatsappSchema>;
+
+/** text.body: "Maximum 4096 characters". */
+export const WHATSAPP_MAX_TEXT = 4096;
+
+/**
+ * Graph error codes meaning "slow down": 4 (application request limit), 80007 (WABA rate limit),
+ * 130429 (throughput), 131056 (business/consumer pair rate limit), 131048 (spam rate limit).
+ * Meta sends them with HTTP 400 as often as 429, so the code decides, not the status.
+ */
+const RATE_LIMIT_CODES = new Set([4, 80007, 130429, 131056, 131048]);
+/** Meta-side trouble: 1 unknown, 2 service unavailable, 131000 something went wrong, 131016 service overloaded, 133004 server unavailable. */
+const TRANSIENT_CODES = new Set([1, 2, 131000, 131016, 133004]);
+
+export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContext): Channel {
+  const url = joinUrl(config.apiBaseUrl, `${config.apiVersion}/${encodeURIComponent(config.phoneNumberId)}/messages`);
+  const headers = { authorization: `Bearer ${config.accessToken}` };
+  return {
+    id: 'whatsapp',
+    maxTextLength: WHATSAPP_MAX_TEXT,
+    async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
+      const body = {
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        to: message.to.trim(),
+        type: 'text',
+        text: { body: message.text },
+      };
+      const outcome = await postJson(url, body, { headers, timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return transportFailure('whatsapp', outcome);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        if (outcome.json === undefined) return acceptedWithoutBody('whatsapp', outcome.status, ctx.logger);
+        const ids = (Array.isArray(json.messages) ? json.messages : [])
+          .map((m) => asRecord(m).id)
+          .filter((id): id is string => typeof id === 'string');
+        return ids.length ? { ok: true, platformIds: ids } : { ok: true };
+      }
+      return graphFailure(outcome.status, asRecord(json.error), outcome.headers);
+    },
+  };
+}
+
+/** Graph errors: { error: { message, type, code, error_subcode?, error_data?: { details }, fbtrace_id } }. */
+function graphFailure(status: number, error: Record<string, unknown>, headers: Headers): SendFailure {
+  const code = typeof error.code === 'number' ? error.code : undefined;
+  const message = describe(error.message, 160);
+  const details = describe(asRecord(error.error_data).details, 160);
+  const text = `whatsapp answered HTTP ${status}${code !== undefined ? ` code ${code}` : ''}${message ? `: ${message}` : ''}${
+    details && details !== message ? ` (${details})` : ''
+  }`;
+  const retryAfterMs = parseRetryAfter(headers.get('retry-after'));
+  if (code !== undefined && RATE_LIMIT_CODES.has(code)) return failure(text, true, { status, retryAfterMs });
+  if (code !== undefined && TRANSIENT_CODES.has(code)) return failure(text, true, { status, retryAfterMs });
+  if (code === 190) return failure(`${text} (the access token is invalid or expired)`, false, { status });
+  return failure(text, isRetryableStatus(status), { status, retryAfterMs: isRetryableStatus(status) ? retryAfterMs : undefined });
+}

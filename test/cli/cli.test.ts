@@ -1,0 +1,198 @@
+/**
+ * The CLI as a user runs it: the built binary, a real config file, a real running service.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { CLI, type Hookgate, runCli, startHookgate } from '../support/server.js';
+
+describe('cli: offline commands', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'hookgate-cli-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('token prints 32 random bytes as base64url, new each time', async () => {
+    const a = await runCli(['token']);
+    const b = await runCli(['token']);
+    assert.equal(a.code, 0);
+    assert.match(a.stdout.trim(), /^[A-Za-z0-9_-]{43}$/);
+    assert.equal(Buffer.from(a.stdout.trim(), 'base64url').length, 32);
+    assert.notEqual(a.stdout, b.stdout);
+  });
+
+  it('init writes a commented config (mode 0600) with a fresh token that config check accepts', async () => {
+    const r = await runCli(['init', 'hg.json5'], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    const file = join(dir, 'hg.json5');
+    const text = readFileSync(file, 'utf8');
+    assert.match(text, /^\/\/ hookgate config/);
+    assert.match(text, /token: "[A-Za-z0-9_-]{43}"/);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const check = await runCli(['config', 'check', '--config', 'hg.json5'], { cwd: dir });
+    assert.equal(check.code, 0, check.stderr);
+    assert.match(check.stdout, /hg\.json5: ok/);
+    const again = await runCli(['init', 'hg.json5'], { cwd: dir });
+    assert.equal(again.code, 1, 'does not overwrite without --force');
+    assert.match(again.stderr, /exists/);
+  });
+
+  it('config check exits 1 listing every problem by key path', async () => {
+    const file = join(dir, 'bad.json5');
+    writeFileSync(file, '{ hooks: { enabled: true, path: "/", bogus: 1 }, gateway: { port: 99999 } }');
+    const r = await runCli(['config', 'check', '--config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /hooks: unknown key: bogus/);
+    assert.match(r.stderr, /gateway\.port:/);
+  });
+
+  it('config check reports cross-key rules by key path', async () => {
+    const file = join(dir, 'rules.json5');
+    writeFileSync(file, '{ hooks: { enabled: true, path: "/", allowedSessionKeyPrefixes: ["x:"] } }');
+    const r = await runCli(['config', 'check', '--config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /hooks\.token: hooks\.enabled requires hooks\.token/);
+    assert.match(r.stderr, /hooks\.path: hooks\.path may not be '\/'/);
+    assert.match(r.stderr, /hooks\.allowedSessionKeyPrefixes: .*must include 'hook:'/);
+  });
+
+  it('config check finds the config through HOOKGATE_CONFIG and prints warnings', async () => {
+    const file = join(dir, 'warn.json5');
+    writeFileSync(file, '{ hooks: { enabled: true, token: "same-token-0123456789" }, admin: { token: "same-token-0123456789" } }');
+    const r = await runCli(['config', 'check'], { cwd: dir, env: { HOOKGATE_CONFIG: file } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /warning: hooks\.token equals admin\.token/);
+  });
+
+  it('an unknown command or option is a usage error, exit 1', async () => {
+    assert.equal((await runCli(['frobnicate'])).code, 1);
+    assert.equal((await runCli(['runs', 'list', '--nope'])).code, 1);
+  });
+});
+
+describe('cli: against a running service', () => {
+  let hg: Hookgate;
+  const cli = (args: string[]) => runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], { cwd: hg.dir });
+  before(async () => {
+    hg = await startHookgate();
+  });
+  after(() => hg.cleanup());
+
+  it('send wake posts a wake and sessions show main lists it as pending', async () => {
+    const r = await cli(['send', 'wake', 'Door bell rang', '--mode', 'next-heartbeat']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^200 \{"ok":true,"mode":"next-heartbeat","eventId":"[0-9a-f-]+","eventOutcome":"queued"\}/);
+    const show = await cli(['sessions', 'show', 'main']);
+    assert.equal(show.code, 0, show.stderr);
+    assert.match(show.stdout, /pending system events \(1\)/);
+    assert.match(show.stdout, /\[wake\] Door bell rang/);
+    const list = await cli(['sessions', 'list']);
+    assert.match(list.stdout, /^KEY\s+AGENTID\s+PENDINGEVENTS/m);
+    assert.match(list.stdout, /^main\s+main\s+1\s/m);
+  });
+
+  it('send agent posts a run; runs list and runs show find it', async () => {
+    const r = await cli(['send', 'agent', 'Summarise build 1432', '--name', 'CI', '--no-deliver', '--thinking', 'low', '--timeout', '30']);
+    assert.equal(r.code, 0, r.stderr);
+    const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)?.[1];
+    assert.ok(runId, r.stdout);
+    const list = await cli(['runs', 'list', '--json']);
+    const runs = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
+    const run = runs.find((x) => x.id === runId);
+    assert.equal(run?.state, 'queued');
+    assert.equal(run?.deliver, false);
+    assert.equal(run?.thinking, 'low');
+    const show = await cli(['runs', 'show', runId]);
+    assert.equal(show.code, 0);
+    assert.match(show.stdout, new RegExp(`run ${runId}`));
+    assert.match(show.stdout, /state:\s+queued/);
+    assert.match(show.stdout, /hook:\s+CI via agent/);
+    assert.match(show.stdout, /delivery:\s+off/);
+    const missing = await cli(['runs', 'show', 'no-such-run']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /no run no-such-run/);
+  });
+
+  it('send prints the error answer and exits 1 when the service refuses', async () => {
+    const r = await cli(['send', 'agent', 'x', '--channel', 'sms']);
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /^400 .*"code":"invalid_channel"/);
+  });
+
+  it('send hook posts JSON to a mapped path (404 while no mapping matches)', async () => {
+    const bad = await cli(['send', 'hook', 'github', '--data', '{not json']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /--data is not valid JSON/);
+    const r = await cli(['send', 'hook', 'github', '--data', '{"action":"opened"}']);
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /^404 /);
+  });
+
+  it('send with an idempotency key is answered as a duplicate the second time', async () => {
+    const a = await cli(['send', 'agent', 'once', '--idempotency-key', 'cli-1']);
+    const b = await cli(['send', 'agent', 'once', '--idempotency-key', 'cli-1']);
+    assert.equal(a.code, 0);
+    assert.match(b.stdout, /"duplicate":true/);
+  });
+
+  it('runs retry refuses a queued run', async () => {
+    const r = await cli(['send', 'agent', 'still queued']);
+    const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)![1]!;
+    const retry = await cli(['runs', 'retry', runId]);
+    assert.equal(retry.code, 1);
+    assert.match(retry.stderr, /only failed, timed_out or succeeded runs/);
+  });
+
+  it('send reports an unreachable service clearly', async () => {
+    const file = join(hg.dir, 'elsewhere.json5');
+    writeFileSync(file, JSON.stringify({ gateway: { port: 9 }, hooks: { enabled: true, token: 'x'.repeat(20) }, storage: { path: './data/other.db' } }));
+    const r = await runCli(['send', 'wake', 'x', '--config', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /cannot reach hookgate at http:\/\/127\.0\.0\.1:9\/hooks/);
+  });
+});
+
+describe('cli: npm start with no config (embedded default)', () => {
+  it('serves on 127.0.0.1:18789 with a token generated once into ./data/hook-token (0600)', async (t) => {
+    const busy = await fetch('http://127.0.0.1:18789/').then(
+      () => true,
+      () => false,
+    );
+    if (busy) return t.skip('port 18789 is taken on this machine; the embedded default always uses it');
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-default-'));
+    const start = () =>
+      new Promise<{ proc: ChildProcess; stderr: string }>((resolve, reject) => {
+        const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '' } });
+        let stderr = '';
+        proc.stderr.on('data', (d) => (stderr += d));
+        proc.stdout.on('data', (d) => {
+          if (String(d).includes('hookgate listening')) resolve({ proc, stderr });
+        });
+        proc.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      });
+    const stop = (proc: ChildProcess) => new Promise((r) => (proc.once('exit', r), proc.kill('SIGTERM')));
+    try {
+      const first = await start();
+      const tokenFile = join(dir, 'data/hook-token');
+      const token = readFileSync(tokenFile, 'utf8').trim();
+      assert.match(token, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
+      assert.ok(first.stderr.includes(token), 'the generated token is printed at first start');
+      const r = await fetch('http://127.0.0.1:18789/hooks/wake', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"text":"hi"}' });
+      assert.equal(r.status, 200);
+      await stop(first.proc);
+
+      const second = await start();
+      assert.ok(!second.stderr.includes(token), 'not printed again');
+      assert.equal(readFileSync(tokenFile, 'utf8').trim(), token, 'the same token is kept');
+      await stop(second.proc);
+      assert.ok(statSync(join(dir, 'data/hookgate.db')).size > 0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,309 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { validateConfig } from '../../src/config/load.js';
+import { HttpError, type HttpErrorCode } from '../../src/errors.js';
+import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
+import { normalizeAgent } from '../../src/hooks/normalize.js';
+import { buildRun, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
+
+const TOKEN = 'policy-test-token-0123456789abcdef';
+const NOW = Date.parse('2026-02-03T04:05:06Z');
+const UUID_KEY = /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface Over {
+  hooks?: Record<string, unknown>;
+  agents?: Record<string, unknown>;
+  models?: Record<string, unknown>;
+  channels?: Record<string, unknown>;
+}
+
+function ctxOf(over: Over = {}, plugins: string[] = []): HooksContext {
+  const config = validateConfig(
+    {
+      ...over,
+      hooks: { enabled: true, token: TOKEN, ...over.hooks },
+      agents: over.agents ?? { list: [{ id: 'main', default: true }, { id: 'ops', timeoutSeconds: 42 }] },
+    },
+    undefined,
+    '/tmp',
+  );
+  return buildHooksContext(config, 1, plugins);
+}
+
+function rejects(fn: () => unknown, code: HttpErrorCode, message?: RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof HttpError, `expected an HttpError, got ${String(err)}`);
+    assert.equal(err.status, 400);
+    assert.equal(err.code, code);
+    if (message) assert.match(err.message, message);
+    return true;
+  });
+}
+
+const REQUEST: RunOrigin = { hookPath: 'agent', mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false };
+
+describe('channel policy', () => {
+  it('accepts last (the default) and the always-available log channel', () => {
+    const ctx = ctxOf();
+    assert.equal(resolveChannel(ctx, 'last'), 'last');
+    assert.equal(resolveChannel(ctx, 'LAST'), 'last');
+    assert.equal(resolveChannel(ctx, 'log'), 'log');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).channel, 'last');
+  });
+
+  it('refuses a core platform that is not configured, listing what is configured', () => {
+    const ctx = ctxOf();
+    rejects(() => resolveChannel(ctx, 'telegram'), 'invalid_channel', /channel "telegram" is not configured; use one of: last, log$/);
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', channel: 'discord' }), REQUEST, NOW), 'invalid_channel', /last, log/);
+  });
+
+  it('refuses unknown channels, listing every configured value and nothing else', () => {
+    const ctx = ctxOf({ channels: { telegram: { botToken: '123456:ABC-def_ghi' }, slack: { botToken: 'xoxb-1-2-3' } } });
+    assert.throws(
+      () => resolveChannel(ctx, 'matrix'),
+      (err: unknown) => {
+        assert.ok(err instanceof HttpError);
+        assert.equal(err.code, 'invalid_channel');
+        const listed = err.message.split('use one of: ')[1]?.split(', ').sort();
+        assert.deepEqual(listed, ['last', 'log', 'slack', 'telegram']);
+        return true;
+      },
+    );
+  });
+
+  it('accepts configured platforms case-insensitively and by their aliases', () => {
+    const ctx = ctxOf({
+      channels: {
+        telegram: { botToken: '123456:ABC-def_ghi' },
+        imessage: { serverUrl: 'http://127.0.0.1:1234', password: 'pw' },
+        msteams: { appId: 'app', appPassword: 'secret' },
+        googlechat: { accessToken: 'ya29.token' },
+      },
+    });
+    assert.equal(resolveChannel(ctx, 'telegram'), 'telegram');
+    assert.equal(resolveChannel(ctx, ' Telegram '), 'telegram');
+    assert.equal(resolveChannel(ctx, 'imessage'), 'imessage');
+    assert.equal(resolveChannel(ctx, 'imsg'), 'imessage');
+    assert.equal(resolveChannel(ctx, 'teams'), 'msteams');
+    assert.equal(resolveChannel(ctx, 'google-chat'), 'googlechat');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', channel: 'IMSG' }), REQUEST, NOW).channel, 'imessage');
+    rejects(() => resolveChannel(ctxOf(), 'imsg'), 'invalid_channel', /"imsg"/);
+  });
+
+  it('accepts extension channels when configured: webhook with targets, plugins by id', () => {
+    rejects(() => resolveChannel(ctxOf(), 'webhook'), 'invalid_channel');
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const ctx = ctxOf({ channels: { webhook: { targets: { ops: { url: 'http://127.0.0.1:9/hook', secret } } } } }, ['matrix']);
+    assert.equal(resolveChannel(ctx, 'webhook'), 'webhook');
+    assert.equal(resolveChannel(ctx, 'matrix'), 'matrix');
+    assert.throws(
+      () => resolveChannel(ctx, 'xmpp'),
+      (err: unknown) => {
+        assert.ok(err instanceof HttpError);
+        assert.equal(err.code, 'invalid_channel');
+        assert.deepEqual(err.message.split('use one of: ')[1]?.split(', ').sort(), ['last', 'log', 'matrix', 'webhook']);
+        return true;
+      },
+    );
+  });
+});
+
+describe('model policy', () => {
+  const providers = {
+    providers: {
+      local: { api: 'openai-chat', baseUrl: 'http://127.0.0.1:11434/v1' },
+      limited: { api: 'openai-chat', baseUrl: 'http://127.0.0.1:8000/v1', models: ['small'] },
+    },
+  };
+
+  it('no model → null (the agent default)', () => {
+    assert.equal(resolveModel(ctxOf(), undefined), null);
+    assert.equal(buildRun(ctxOf(), normalizeAgent({ message: 'm' }), REQUEST, NOW).model, null);
+  });
+
+  it('accepts a configured provider model, the built-in echo, and a listed model', () => {
+    const ctx = ctxOf({ models: providers });
+    assert.equal(resolveModel(ctx, 'echo/echo'), 'echo/echo');
+    assert.equal(resolveModel(ctx, 'local/llama3.1:8b'), 'local/llama3.1:8b');
+    assert.equal(resolveModel(ctx, 'limited/small'), 'limited/small');
+  });
+
+  it('refuses an unknown provider, an unlisted model, or a malformed ref with model_not_allowed', () => {
+    const ctx = ctxOf({ models: providers });
+    rejects(() => resolveModel(ctx, 'nope/x'), 'model_not_allowed', /unknown provider "nope"/);
+    rejects(() => resolveModel(ctx, 'limited/large'), 'model_not_allowed', /lists only small/);
+    rejects(() => resolveModel(ctx, 'justaname'), 'model_not_allowed', /neither <provider>\/<model> nor a configured alias/);
+    rejects(() => resolveModel(ctx, 'local/'), 'model_not_allowed');
+    rejects(() => resolveModel(ctx, '/llama'), 'model_not_allowed');
+  });
+
+  it('with agents.defaults.models set, accepts only listed models (array form)', () => {
+    const ctx = ctxOf({ models: providers, agents: { defaults: { models: ['echo/echo', 'local/llama3'] }, list: [{ id: 'main' }] } });
+    assert.equal(resolveModel(ctx, 'local/llama3'), 'local/llama3');
+    rejects(() => resolveModel(ctx, 'local/mistral'), 'model_not_allowed', /not in agents\.defaults\.models \(allowed: echo\/echo, local\/llama3\)/);
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', model: 'limited/small' }), REQUEST, NOW), 'model_not_allowed');
+  });
+
+  it('with agents.defaults.models as a record, resolves aliases and still enforces the list', () => {
+    const ctx = ctxOf({
+      models: providers,
+      agents: { defaults: { models: { 'echo/echo': {}, 'local/llama3': { alias: 'fast' } } }, list: [{ id: 'main' }] },
+    });
+    assert.equal(resolveModel(ctx, 'fast'), 'local/llama3');
+    assert.equal(resolveModel(ctx, ' fast '), 'local/llama3');
+    assert.equal(resolveModel(ctx, 'local/llama3'), 'local/llama3');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', model: 'fast' }), REQUEST, NOW).model, 'local/llama3');
+    rejects(() => resolveModel(ctx, 'slow'), 'model_not_allowed');
+    rejects(() => resolveModel(ctx, 'local/other'), 'model_not_allowed');
+  });
+});
+
+describe('session key policy', () => {
+  it('refuses a request sessionKey unless hooks.allowRequestSessionKey', () => {
+    const ctx = ctxOf();
+    rejects(() => resolveSessionKey(ctx, 'hook:mine', 'request'), 'session_key_not_allowed', /allowRequestSessionKey/);
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', sessionKey: 'hook:mine' }), REQUEST, NOW), 'session_key_not_allowed');
+  });
+
+  it('accepts a request key when allowed and no prefixes are set', () => {
+    const ctx = ctxOf({ hooks: { allowRequestSessionKey: true } });
+    assert.equal(resolveSessionKey(ctx, 'anything:at-all', 'request'), 'anything:at-all');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', sessionKey: 'hook:mine' }), REQUEST, NOW).sessionKey, 'hook:mine');
+  });
+
+  it('checks allowed keys against allowedSessionKeyPrefixes, case-insensitively', () => {
+    const ctx = ctxOf({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'CI:'] } });
+    assert.equal(resolveSessionKey(ctx, 'hook:a', 'request'), 'hook:a');
+    assert.equal(resolveSessionKey(ctx, 'HOOK:B', 'request'), 'HOOK:B');
+    assert.equal(resolveSessionKey(ctx, 'ci:build-7', 'request'), 'ci:build-7');
+    assert.equal(resolveSessionKey(ctx, 'Ci:build-8', 'request'), 'Ci:build-8');
+    rejects(() => resolveSessionKey(ctx, 'main', 'request'), 'session_key_not_allowed', /must start with one of: hook:, ci:/);
+    rejects(() => resolveSessionKey(ctx, 'agent:main:x', 'request'), 'session_key_not_allowed');
+    rejects(() => resolveSessionKey(ctx, ' hook:a', 'request'), 'session_key_not_allowed');
+  });
+
+  it('a mapping literal key needs no opt-in but obeys the prefixes; a templated one needs the opt-in', () => {
+    const ctx = ctxOf({ hooks: { allowedSessionKeyPrefixes: ['hook:'] } });
+    assert.equal(resolveSessionKey(ctx, 'hook:static', 'static'), 'hook:static');
+    rejects(() => resolveSessionKey(ctx, 'other:static', 'static'), 'session_key_not_allowed');
+    rejects(() => resolveSessionKey(ctx, 'hook:gmail:1', 'templated'), 'session_key_not_allowed', /allowRequestSessionKey/);
+  });
+
+  it('without an accepted key uses defaultSessionKey', () => {
+    const ctx = ctxOf({ hooks: { defaultSessionKey: 'hook:ingress' } });
+    assert.equal(resolveSessionKey(ctx, undefined, 'request'), 'hook:ingress');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey, 'hook:ingress');
+  });
+
+  it('else a fresh hook:<uuid> per run', () => {
+    const ctx = ctxOf();
+    const a = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey;
+    const b = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey;
+    assert.match(a, UUID_KEY);
+    assert.match(b, UUID_KEY);
+    assert.notEqual(a, b);
+  });
+});
+
+describe('agent policy', () => {
+  it('uses the requested agent when it exists (ids are case-insensitive), else the default agent', () => {
+    const ctx = ctxOf();
+    assert.equal(resolveAgent(ctx, undefined), 'main');
+    assert.equal(resolveAgent(ctx, 'ops'), 'ops');
+    assert.equal(resolveAgent(ctx, 'OPS'), 'ops');
+    assert.equal(resolveAgent(ctx, 'ghost'), 'main');
+    const other = ctxOf({ agents: { list: [{ id: 'first' }, { id: 'boss', default: true }] } });
+    assert.equal(resolveAgent(other, 'ghost'), 'boss');
+    assert.equal(resolveAgent(other, undefined), 'boss');
+    const noDefault = ctxOf({ agents: { list: [{ id: 'first' }, { id: 'second' }] } });
+    assert.equal(resolveAgent(noDefault, undefined), 'first');
+  });
+
+  it('allows every agent when allowedAgentIds is omitted or contains *', () => {
+    for (const hooks of [{}, { allowedAgentIds: ['*'] }, { allowedAgentIds: ['main', '*'] }]) {
+      const ctx = ctxOf({ hooks });
+      assert.equal(resolveAgent(ctx, 'ops'), 'ops');
+      assert.equal(resolveAgent(ctx, undefined), 'main');
+    }
+  });
+
+  it('denies every agent when allowedAgentIds is []', () => {
+    const ctx = ctxOf({ hooks: { allowedAgentIds: [] } });
+    for (const id of [undefined, 'main', 'ops', 'ghost']) rejects(() => resolveAgent(ctx, id), 'agent_not_allowed', /allowedAgentIds/);
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW), 'agent_not_allowed');
+  });
+
+  it('checks the allowlist against the agent actually used', () => {
+    const onlyOps = ctxOf({ hooks: { allowedAgentIds: ['ops'] } });
+    assert.equal(resolveAgent(onlyOps, 'ops'), 'ops');
+    assert.equal(resolveAgent(onlyOps, 'OPS'), 'ops');
+    rejects(() => resolveAgent(onlyOps, undefined), 'agent_not_allowed'); // the default, main, is used
+    rejects(() => resolveAgent(onlyOps, 'ghost'), 'agent_not_allowed'); // falls back to main
+    const onlyMain = ctxOf({ hooks: { allowedAgentIds: ['Main'] } });
+    assert.equal(resolveAgent(onlyMain, 'ghost'), 'main'); // unknown → main, which is allowed
+    rejects(() => resolveAgent(onlyMain, 'ops'), 'agent_not_allowed');
+  });
+});
+
+describe('buildRun', () => {
+  it('builds the run to store from a request and its origin', () => {
+    const ctx = ctxOf({ hooks: { allowRequestSessionKey: true }, channels: { telegram: { botToken: '123456:ABC-def_ghi' } } });
+    const req = normalizeAgent({
+      message: ' Deploy failed ',
+      name: 'CI',
+      agentId: 'ops',
+      sessionKey: 'hook:ci:7',
+      sessionMode: 'persistent',
+      wakeMode: 'next-heartbeat',
+      deliver: false,
+      channel: 'Telegram',
+      to: '-100123',
+      model: 'echo/echo',
+      thinking: 'low',
+      timeoutSeconds: 30,
+    });
+    const origin: RunOrigin = { hookPath: 'ci', mappingId: 'ci-map', contentSource: 'email', sessionKeySource: 'request', allowUnsafeExternalContent: true };
+    const run = buildRun(ctx, req, origin, NOW);
+    assert.match(run.id, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(
+      { ...run, id: 'x' },
+      {
+        id: 'x',
+        agentId: 'ops',
+        sessionKey: 'hook:ci:7',
+        sessionMode: 'persistent',
+        name: 'CI',
+        message: 'Deploy failed',
+        wakeMode: 'next-heartbeat',
+        deliver: false,
+        channel: 'telegram',
+        to: '-100123',
+        model: 'echo/echo',
+        thinking: 'low',
+        timeoutSeconds: 30,
+        allowUnsafeExternalContent: true,
+        contentSource: 'email',
+        hookPath: 'ci',
+        mappingId: 'ci-map',
+        createdAt: NOW,
+      },
+    );
+    assert.notEqual(buildRun(ctx, req, origin, NOW).id, run.id);
+  });
+
+  it('defaults: deliver true, channel last, nulls, and the timeout of the agent, else of agents.defaults', () => {
+    const ctx = ctxOf({ agents: { defaults: { timeoutSeconds: 120 }, list: [{ id: 'main', default: true }, { id: 'ops', timeoutSeconds: 42 }] } });
+    const main = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW);
+    assert.equal(main.agentId, 'main');
+    assert.equal(main.deliver, true);
+    assert.equal(main.channel, 'last');
+    assert.equal(main.to, null);
+    assert.equal(main.model, null);
+    assert.equal(main.thinking, null);
+    assert.equal(main.name, 'Hook');
+    assert.equal(main.timeoutSeconds, 120);
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ops' }), REQUEST, NOW).timeoutSeconds, 42);
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ops', timeoutSeconds: 5 }), REQUEST, NOW).timeoutSeconds, 5);
+    assert.equal(buildRun(ctxOf({ agents: { list: [{ id: 'main' }] } }), normalizeAgent({ message: 'm' }), REQUEST, NOW).timeoutSeconds, 600);
+  });
+});

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import crypto, { createHash } from 'node:crypto';
+import { syncBuiltinESMExports } from 'node:module';
+import { describe, it, mock } from 'node:test';
+import { extractToken, tokenMatches } from '../../src/ingress/auth.js';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+describe('extractToken', () => {
+  it('reads Authorization: Bearer, case-insensitively, trimmed', () => {
+    assert.equal(extractToken({ authorization: 'Bearer abc' }), 'abc');
+    assert.equal(extractToken({ authorization: 'bearer abc' }), 'abc');
+    assert.equal(extractToken({ authorization: 'BEARER abc' }), 'abc');
+    assert.equal(extractToken({ authorization: 'BeArEr   abc  ' }), 'abc');
+  });
+
+  it('lets Bearer win over x-hookgate-token and x-openclaw-token', () => {
+    assert.equal(extractToken({ authorization: 'Bearer from-bearer', 'x-hookgate-token': 'from-hookgate', 'x-openclaw-token': 'from-openclaw' }), 'from-bearer');
+    // even when the bearer token is wrong and a header is right: the bearer is what is checked
+    assert.equal(extractToken({ authorization: 'Bearer wrong', 'x-hookgate-token': 'right' }), 'wrong');
+  });
+
+  it('prefers x-hookgate-token over x-openclaw-token, and accepts x-openclaw-token alone', () => {
+    assert.equal(extractToken({ 'x-hookgate-token': 'hg', 'x-openclaw-token': 'oc' }), 'hg');
+    assert.equal(extractToken({ 'x-openclaw-token': ' oc ' }), 'oc');
+    assert.equal(extractToken({ 'x-hookgate-token': ['first', 'second'] }), 'first');
+  });
+
+  it('treats blank values as absent', () => {
+    assert.equal(extractToken({ authorization: 'Bearer    ', 'x-hookgate-token': 'hg' }), 'hg');
+    assert.equal(extractToken({ authorization: 'Bearer ', 'x-hookgate-token': ' ', 'x-openclaw-token': 'oc' }), 'oc');
+    assert.equal(extractToken({ authorization: '', 'x-hookgate-token': '', 'x-openclaw-token': '  ' }), undefined);
+    assert.equal(extractToken({}), undefined);
+  });
+
+  it('ignores other authorization schemes and a missing space', () => {
+    assert.equal(extractToken({ authorization: 'Basic dXNlcjpwYXNz' }), undefined);
+    assert.equal(extractToken({ authorization: 'Basic dXNlcjpwYXNz', 'x-hookgate-token': 'hg' }), 'hg');
+    assert.equal(extractToken({ authorization: 'Bearerabc' }), undefined);
+    assert.equal(extractToken({ authorization: 'abc' }), undefined);
+  });
+});
+
+describe('tokenMatches', () => {
+  const expected = digest('s3cret-token-0123456789');
+
+  it('accepts the right token and refuses wrong or missing ones', () => {
+    assert.equal(tokenMatches('s3cret-token-0123456789', expected), true);
+    assert.equal(tokenMatches('s3cret-token-012345678', expected), false);
+    assert.equal(tokenMatches('s3cret-token-01234567890', expected), false);
+    assert.equal(tokenMatches('S3CRET-TOKEN-0123456789', expected), false);
+    assert.equal(tokenMatches('', expected), false);
+    assert.equal(tokenMatches('x'.repeat(100_000), expected), false);
+    assert.equal(tokenMatches(undefined, expected), false);
+  });
+
+  it('refuses everything when no token is configured', () => {
+    assert.equal(tokenMatches('anything', undefined), false);
+    assert.equal(tokenMatches(undefined, undefined), false);
+    assert.equal(tokenMatches('', undefined), false);
+  });
+
+  it('compares fixed-size digests with timingSafeEqual, whatever the presented length', (t) => {
+    const spy = mock.method(crypto, 'timingSafeEqual');
+    syncBuiltinESMExports();
+    t.after(() => {
+      spy.mock.restore();
+      syncBuiltinESMExports();
+    });
+    for (const presented of ['short', 's3cret-token-0123456789', 'y'.repeat(5000)]) tokenMatches(presented, expected);
+    assert.equal(spy.mock.callCount(), 3);
+    for (const call of spy.mock.calls) {
+      const [a, b] = call.arguments as unknown as [Buffer, Buffer];
+      assert.equal(a.length, 32);
+      assert.equal(b.length, 32);
+    }
+    assert.deepEqual(spy.mock.calls[1]?.arguments[0], expected);
+  });
+});

@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { HttpError } from '../../src/errors.js';
+import { parseJsonObject, readBody } from '../../src/ingress/body.js';
+import { sendError, sendJson } from '../../src/ingress/respond.js';
+
+const MAX = 1024;
+const TIMEOUT_MS = 400;
+
+/** What the server saw of one request, for assertions from the server's side. */
+interface Seen {
+  outcome?: { ok: true; size: number } | { ok: false; status: number; code: string };
+  settledAt?: number;
+  /** Listeners and flow state of the request right after readBody settled. */
+  dataListeners?: number;
+  paused?: boolean;
+  /** Body bytes read off the socket by the time the socket closed. */
+  bytesReadAtClose?: number;
+  closed: Promise<void>;
+}
+
+const seen: Seen[] = [];
+let server: Server;
+let port: number;
+
+function handle(req: IncomingMessage, res: import('node:http').ServerResponse): void {
+  let markClosed!: () => void;
+  const s: Seen = { closed: new Promise((r) => (markClosed = r)) };
+  seen.push(s);
+  const socket = req.socket;
+  socket.once('close', () => {
+    s.bytesReadAtClose = socket.bytesRead;
+    markClosed();
+  });
+  readBody(req, MAX, TIMEOUT_MS).then(
+    (body) => {
+      s.settledAt = Date.now();
+      s.outcome = { ok: true, size: body.length };
+      try {
+        sendJson(res, 200, { ok: true, payload: parseJsonObject(body) });
+      } catch (err) {
+        sendError(res, err as HttpError);
+      }
+    },
+    (err: HttpError) => {
+      s.settledAt = Date.now();
+      s.outcome = { ok: false, status: err.status, code: err.code };
+      s.dataListeners = req.listenerCount('data');
+      s.paused = req.isPaused();
+      if (!res.destroyed) sendError(res, err, { connection: 'close' });
+    },
+  );
+}
+
+before(async () => {
+  server = createServer(handle);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+});
+after(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+  at: number;
+}
+
+/** A raw HTTP/1.1 client: the test controls every byte and every pause. */
+class RawClient {
+  readonly socket: Socket;
+  private buf = Buffer.alloc(0);
+  readonly response: Promise<RawResponse>;
+  readonly ended: Promise<void>;
+
+  constructor() {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.on('error', () => {}); // EPIPE / ECONNRESET once the server closed: expected in these tests
+    this.ended = new Promise((r) => this.socket.once('close', () => r()));
+    this.response = new Promise((resolve, reject) => {
+      this.socket.on('data', (chunk: Buffer) => {
+        this.buf = Buffer.concat([this.buf, chunk]);
+        const head = this.buf.indexOf('\r\n\r\n');
+        if (head < 0) return;
+        const lines = this.buf.subarray(0, head).toString('latin1').split('\r\n');
+        const status = Number(lines[0]?.split(' ')[1]);
+        const headers: Record<string, string> = {};
+        for (const l of lines.slice(1)) {
+          const i = l.indexOf(':');
+          headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+        }
+        const len = Number(headers['content-length'] ?? 0);
+        const body = this.buf.subarray(head + 4);
+        if (body.length < len) return;
+        resolve({ status, headers, body: len ? (JSON.parse(body.subarray(0, len).toString('utf8')) as Record<string, unknown>) : {}, at: Date.now() });
+      });
+      this.socket.once('close', () => reject(new Error('connection closed before a complete response')));
+    });
+    this.response.catch(() => {});
+  }
+
+  async ready(): Promise<void> {
+    if (this.socket.connecting) await new Promise((r) => this.socket.once('connect', r));
+  }
+
+  write(data: string | Buffer): void {
+    if (!this.socket.destroyed && this.socket.writable) this.socket.write(data);
+  }
+
+  head(headers: Record<string, string | number>): void {
+    const lines = ['POST /hooks/wake HTTP/1.1', 'Host: 127.0.0.1', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    this.write(`${lines.join('\r\n')}\r\n\r\n`);
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+async function post(body: string | Buffer, extra: Record<string, string | number> = {}): Promise<RawResponse> {
+  const c = new RawClient();
+  await c.ready();
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(body);
+  c.head({ 'Content-Type': 'application/json', 'Content-Length': b.length, Connection: 'close', ...extra });
+  c.write(b);
+  try {
+    return await c.response;
+  } finally {
+    c.close();
+  }
+}
+
+function lastSeen(): Seen {
+  const s = seen.at(-1);
+  assert.ok(s, 'the server saw no request');
+  return s;
+}
+
+async function waitFor(pred: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await sleep(5);
+  }
+}
+
+describe('readBody over a real socket', () => {
+  it('reads a complete body and parses the JSON object', async () => {
+    const r = await post('{"text":"hello","n":1}');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.payload, { text: 'hello', n: 1 });
+  });
+
+  it('accepts a body of exactly maxBodyBytes', async () => {
+    const body = JSON.stringify({ text: 'x'.repeat(MAX - 11) });
+    assert.equal(Buffer.byteLength(body), MAX);
+    const r = await post(body);
+    assert.equal(r.status, 200);
+  });
+
+  it('answers 413 on a Content-Length over the limit before a byte of body is sent', async () => {
+    const c = new RawClient();
+    await c.ready();
+    c.head({ 'Content-Length': 10_000_000 });
+    const r = await c.response; // no body written at all
+    assert.equal(r.status, 413);
+    assert.deepEqual(r.body, { ok: false, error: `request body exceeds ${MAX} bytes`, code: 'payload_too_large' });
+    assert.equal(r.headers.connection, 'close');
+    assert.deepEqual(lastSeen().outcome, { ok: false, status: 413, code: 'payload_too_large' });
+    await c.ended; // the server closes the connection
+    c.close();
+  });
+
+  it('answers 413 on Content-Length of limit + 1', async () => {
+    const r = await post('x'.repeat(MAX + 1));
+    assert.equal(r.status, 413);
+    assert.equal(r.body.code, 'payload_too_large');
+  });
+
+  it('answers 413 as soon as a chunked body grows past the limit, and stops buffering', async () => {
+    const c = new RawClient();
+    await c.ready();
+    c.head({ 'Transfer-Encoding': 'chunked' });
+    const chunk = Buffer.alloc(256, 0x61);
+    let sent = 0;
+    let responded = false;
+    void c.response.then(() => (responded = true), () => {});
+    // feed 256-byte chunks until the answer arrives (it must come after ~5 chunks, long before 100)
+    for (let i = 0; i < 100 && !responded; i++) {
+      c.write(`${chunk.length.toString(16)}\r\n`);
+      c.write(chunk);
+      c.write('\r\n');
+      sent += chunk.length;
+      await sleep(10);
+    }
+    const r = await c.response;
+    assert.equal(r.status, 413);
+    assert.equal(r.body.code, 'payload_too_large');
+    assert.ok(sent <= MAX + 4 * 256, `413 came only after ${sent} bytes`);
+    const s = lastSeen();
+    assert.deepEqual(s.outcome, { ok: false, status: 413, code: 'payload_too_large' });
+    assert.equal(s.dataListeners, 0, 'readBody still listens for data after rejecting');
+    assert.equal(s.paused, true, 'the request was not paused after the 413');
+
+    // The client ignores the answer and keeps sending 4 MB: the server neither reads nor keeps it.
+    const big = Buffer.alloc(64 * 1024, 0x62);
+    for (let i = 0; i < 64 && !c.socket.destroyed; i++) {
+      c.write(`${big.length.toString(16)}\r\n`);
+      c.write(big);
+      c.write('\r\n');
+    }
+    await Promise.race([s.closed, sleep(3000).then(() => assert.fail('the server kept the connection open'))]);
+    assert.ok((s.bytesReadAtClose ?? Infinity) < 2 * 1024 * 1024, `the server read ${s.bytesReadAtClose} bytes`);
+    c.close();
+  });
+
+  it('answers 408 when the body does not complete within the timeout', async () => {
+    const c = new RawClient();
+    await c.ready();
+    const start = Date.now();
+    c.head({ 'Content-Length': 100 });
+    c.write('{"text":'); // and then nothing
+    const r = await c.response;
+    const elapsed = r.at - start;
+    assert.equal(r.status, 408);
+    assert.equal(r.body.code, 'body_timeout');
+    assert.ok(elapsed >= TIMEOUT_MS - 20, `408 after ${elapsed} ms, before the ${TIMEOUT_MS} ms timeout`);
+    assert.ok(elapsed < TIMEOUT_MS + 1500, `408 only after ${elapsed} ms`);
+    c.close();
+  });
+
+  it('bounds the whole body in time, not only the gaps between bytes (slowloris)', async () => {
+    const c = new RawClient();
+    await c.ready();
+    const start = Date.now();
+    c.head({ 'Content-Length': 1000 });
+    let timer: NodeJS.Timeout | undefined;
+    const drip = () => {
+      c.write('a');
+      timer = setTimeout(drip, 20);
+    };
+    drip();
+    try {
+      const r = await c.response;
+      assert.equal(r.status, 408);
+      assert.ok(r.at - start < TIMEOUT_MS + 1500);
+    } finally {
+      clearTimeout(timer);
+      c.close();
+    }
+  });
+
+  it('rejects when the client aborts mid-body', async () => {
+    const before = seen.length;
+    const c = new RawClient();
+    await c.ready();
+    c.head({ 'Content-Length': 100 });
+    c.write('{"text":"half');
+    await waitFor(() => seen.length > before);
+    const s = lastSeen();
+    const start = Date.now();
+    c.close();
+    await waitFor(() => s.outcome !== undefined);
+    assert.deepEqual(s.outcome, { ok: false, status: 400, code: 'body_aborted' });
+    assert.ok((s.settledAt ?? Infinity) - start < TIMEOUT_MS, 'the abort was only noticed by the timeout');
+  });
+
+  it('treats an empty body as {} (Content-Length: 0, or no body at all)', async () => {
+    const r = await post('');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.payload, {});
+    const c = new RawClient();
+    await c.ready();
+    c.head({ 'Transfer-Encoding': 'chunked', Connection: 'close' });
+    c.write('0\r\n\r\n');
+    const r2 = await c.response;
+    c.close();
+    assert.equal(r2.status, 200);
+    assert.deepEqual(r2.body.payload, {});
+  });
+
+  it('treats a whitespace-only body as {}', async () => {
+    const r = await post(' \r\n\t  ');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.payload, {});
+  });
+
+  it('answers invalid JSON with 400 invalid_json and a non-object with 400 invalid_payload', async () => {
+    const bad = await post('{"text":');
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.code, 'invalid_json');
+    const arr = await post('[1,2]');
+    assert.equal(arr.status, 400);
+    assert.equal(arr.body.code, 'invalid_payload');
+  });
+});
+
+describe('parseJsonObject', () => {
+  const code = (body: string) => {
+    try {
+      parseJsonObject(Buffer.from(body));
+      return 'ok';
+    } catch (err) {
+      assert.ok(err instanceof HttpError);
+      assert.equal(err.status, 400);
+      return err.code;
+    }
+  };
+
+  it('parses objects', () => {
+    assert.deepEqual(parseJsonObject(Buffer.from('{"a":{"b":[1,null,"c"]}}')), { a: { b: [1, null, 'c'] } });
+    assert.deepEqual(parseJsonObject(Buffer.from(' \n {"a":1} \n')), { a: 1 });
+    assert.deepEqual(parseJsonObject(Buffer.from('{"text":"héllo ✓"}')), { text: 'héllo ✓' });
+  });
+
+  it('maps empty and whitespace-only bodies to {}', () => {
+    assert.deepEqual(parseJsonObject(Buffer.alloc(0)), {});
+    assert.deepEqual(parseJsonObject(Buffer.from('   ')), {});
+    assert.deepEqual(parseJsonObject(Buffer.from('\r\n\t ')), {});
+  });
+
+  it('answers invalid JSON with invalid_json', () => {
+    for (const b of ['{', '{"a":}', "{'a':1}", 'hello', '{"a":1}}', '\u0000']) assert.equal(code(b), 'invalid_json', b);
+  });
+
+  it('answers JSON that is not an object with invalid_payload', () => {
+    for (const b of ['[]', '[{"a":1}]', '"text"', 'null', '42', '-1.5', 'true', 'false']) assert.equal(code(b), 'invalid_payload', b);
+  });
+
+  it('does not let __proto__ in the body change the prototype', () => {
+    const p = parseJsonObject(Buffer.from('{"__proto__":{"polluted":true},"text":"x"}'));
+    assert.equal(Object.getPrototypeOf(p), Object.prototype);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+});

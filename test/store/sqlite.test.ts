@@ -1,0 +1,338 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { StoreError } from '../../src/errors.js';
+import { openSqlite } from '../../src/store/sqlite-open.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
+import { SqliteWriter, type WriteOp } from '../../src/store/sqlite-writer.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { AcceptResult, RunState } from '../../src/store/types.js';
+import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'hookgate-store-'));
+  dirs.push(d);
+  return d;
+}
+// Workaround for a bug in SqliteStore (see the todo test "close() resolves ..." below): with the writer thread,
+// close() waits for the worker's `exit` event on an unref'd worker, so when nothing else keeps the event loop
+// alive the process ends before close() resolves. A ref'd timer keeps this test process alive meanwhile.
+const keepAlive = setInterval(() => {}, 60_000);
+after(() => {
+  clearInterval(keepAlive);
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+type WriterMode = 'thread' | 'inline';
+
+function harness(writer: WriterMode): () => Promise<StoreHarness> {
+  return async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+      setRunState: async (id: string, state: RunState, at: number) => {
+        // The reading connection may write too (busy_timeout covers the writer thread's lock).
+        const finished = state === 'failed' || state === 'timed_out' || state === 'succeeded';
+        const n = store.db
+          .prepare('UPDATE runs SET state = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?')
+          .run(state, at, at, finished ? at : null, id).changes;
+        assert.equal(n, 1);
+      },
+    };
+  };
+}
+
+storeContract('sqlite (writer: thread)', harness('thread'));
+storeContract('sqlite (writer: inline)', harness('inline'));
+
+/**
+ * Committed transactions in the WAL file since it was last reset: every commit ends with one frame whose
+ * "database size after commit" field is non-zero. Frames of an older WAL generation carry other salts, and
+ * `generation` (salt-1) changes when a checkpoint restarts the WAL.
+ */
+function walState(dbPath: string): { generation: number; commits: number } {
+  const wal = readFileSync(`${dbPath}-wal`);
+  if (wal.length < 32) return { generation: -1, commits: 0 };
+  const pageSize = wal.readUInt32BE(8) === 1 ? 65536 : wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  let commits = 0;
+  for (let off = 32; off + 24 + pageSize <= wal.length; off += 24 + pageSize) {
+    if (wal.readUInt32BE(off + 8) !== salt1 || wal.readUInt32BE(off + 12) !== salt2) break;
+    if (wal.readUInt32BE(off + 4) !== 0) commits++;
+  }
+  return { generation: salt1, commits };
+}
+
+/** Transactions committed while `fn` ran. */
+async function countCommits(dbPath: string, fn: () => Promise<unknown> | unknown): Promise<number> {
+  const before = walState(dbPath);
+  await fn();
+  const after = walState(dbPath);
+  // A checkpoint restarts the WAL only after ~1000 written pages: far more than the few batches expected here.
+  assert.equal(after.generation, before.generation, 'the WAL was checkpointed during the measurement: far too many transactions');
+  return after.commits - before.commits;
+}
+
+for (const writer of ['thread', 'inline'] as const) {
+  describe(`SqliteStore (writer: ${writer})`, () => {
+    it('keeps the data on disk after close; a new store on the same file sees it', async () => {
+      const path = join(tempDir(), 'nested', 'dir', 'hookgate.db');
+      const a = new SqliteStore({ path, writer });
+      const ev = event({ text: 'survives' });
+      const r = run({ sessionKey: 'hook:persist' });
+      await a.accept(command({ events: [ev], runs: [r], idempotency: claim(), answerSpec: { runId: r.id }, received: received({ status: 202 }) }));
+      await a.recordReceived(received({ at: T0 + 1, status: 401, code: 'unauthorized' }));
+      assert.equal(a.db.pragma('journal_mode', { simple: true }), 'wal');
+      await a.close();
+      assert.ok(existsSync(path));
+
+      const b = new SqliteStore({ path, writer });
+      try {
+        assert.equal((await b.getRun(r.id))?.message, r.message);
+        assert.deepEqual((await b.getSession('main'))?.pending.map((e) => e.id), [ev.id]);
+        assert.equal((await b.listReceived()).length, 2);
+        const dup = await b.accept(command({ runs: [run()], idempotency: claim(), received: received({ at: T0 + 2 }) }));
+        assert.equal(dup.kind, 'duplicate');
+        assert.deepEqual((dup as Extract<AcceptResult, { kind: 'duplicate' }>).replay.spec, { runId: r.id });
+        // a repeated wake text after restart still coalesces with the pending event from before
+        const again = await b.accept(command({ events: [event({ text: 'survives' })] }));
+        assert.deepEqual(again.kind === 'accepted' && again.outcome.events, [{ eventId: ev.id, outcome: 'coalesced' }]);
+      } finally {
+        await b.close();
+      }
+    });
+
+    it('lets a second store on the same file read committed writes while the first is open (WAL)', async () => {
+      const path = join(tempDir(), 'hookgate.db');
+      const a = new SqliteStore({ path, writer });
+      const b = new SqliteStore({ path, writer: 'inline' });
+      try {
+        const r = run();
+        await a.accept(command({ runs: [r] }));
+        assert.equal((await b.getRun(r.id))?.id, r.id);
+        const r2 = run();
+        await b.accept(command({ runs: [r2] }));
+        assert.equal((await a.getRun(r2.id))?.id, r2.id);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+    });
+
+    it('fails only the op that violates a constraint; the rest of the batch commits', async () => {
+      const path = join(tempDir(), 'hookgate.db');
+      const store = new SqliteStore({ path, writer });
+      try {
+        const taken = run();
+        await store.accept(command({ runs: [taken] }));
+        const good1 = run();
+        const good2 = run();
+        const badEvent = event({ text: 'half of a bad command' });
+        const results = await Promise.allSettled([
+          store.accept(command({ runs: [good1], received: received({ at: T0 + 1 }) })),
+          store.accept(command({ events: [badEvent], runs: [run({ id: taken.id })], received: received({ at: T0 + 2 }) })),
+          store.recordReceived(received({ at: T0 + 3, status: 401, code: 'unauthorized' })),
+          store.accept(command({ runs: [good2], received: received({ at: T0 + 4 }) })),
+        ]);
+        assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        const bad = results[1] as PromiseRejectedResult;
+        assert.ok(bad.reason instanceof StoreError);
+        assert.equal(bad.reason.code, 'store_unavailable');
+        assert.match(bad.reason.message, /UNIQUE/);
+        assert.ok(await store.getRun(good1.id));
+        assert.ok(await store.getRun(good2.id));
+        // nothing of the failed command was left behind
+        assert.equal(await store.getSession('main'), undefined);
+        assert.deepEqual((await store.listReceived()).map((r) => r.at), [T0 + 4, T0 + 3, T0 + 1, T0]);
+        // and the store goes on working
+        assert.equal((await store.accept(command({ runs: [run()] }))).kind, 'accepted');
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('group commit: concurrent accepts share transactions', async () => {
+      const path = join(tempDir(), 'hookgate.db');
+      const store = new SqliteStore({ path, writer });
+      try {
+        await store.accept(command({ runs: [run()] })); // warm up (worker started, statements prepared)
+        // The measure itself: awaited one by one, every accept is its own transaction.
+        const K = 10;
+        const sequential = await countCommits(path, async () => {
+          for (let i = 0; i < K; i++) await store.accept(command({ runs: [run()] }));
+        });
+        assert.equal(sequential, K);
+
+        // 50 concurrent accepts (a wake each: ~6 pages per transaction if each committed alone)
+        const N = 50;
+        let results: AcceptResult[] = [];
+        const txns = await countCommits(path, async () => {
+          results = await Promise.all(Array.from({ length: N }, (_, i) => store.accept(command({ events: [event({ sessionKey: `s${i}`, text: `t${i}` })] }))));
+        });
+        assert.ok(results.length === N && results.every((r) => r.kind === 'accepted'));
+        assert.ok(txns >= 1 && txns <= N / 10, `${N} concurrent accepts took ${txns} transactions`);
+        assert.equal((await store.listSessions(1000)).length, N + 1 + K);
+        assert.equal((await store.listRuns({ limit: 1000 })).length, 1 + K);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
+describe('SqliteStore (writer: thread) lifecycle', () => {
+  it(
+    'close() resolves in a process that has nothing else keeping the event loop alive',
+    { todo: 'bug: close() awaits the exit event of an unref\'d worker; the process ends first (exit code 13 under top-level await)' },
+    () => {
+      const dir = tempDir();
+      const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;
+      const script = `
+        const { SqliteStore } = await import(${JSON.stringify(storeModule)});
+        const s = new SqliteStore({ path: ${JSON.stringify(join(dir, 'c.db'))}, writer: 'thread' });
+        await s.recordReceived({ at: 1, method: 'POST', path: 'x', clientIp: '127.0.0.1', status: 200, code: null,
+          eventIds: [], runIds: [], mappingId: null, durationMs: 1 });
+        console.log('committed');
+        await s.close();
+        console.log('closed');
+      `;
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+      assert.match(r.stdout, /committed/, r.stderr);
+      assert.match(r.stdout, /closed/, `close() did not resolve; exit code ${r.status}`);
+      assert.equal(r.status, 0);
+    },
+  );
+});
+
+describe('SqliteWriter', () => {
+  const ops = (takenId: string) => {
+    const good1 = run();
+    const good2 = run();
+    const badEvent = event({ text: 'not committed' });
+    const batch: WriteOp[] = [
+      { op: 'accept', cmd: command({ runs: [good1], received: received({ at: T0 + 1 }) }) },
+      { op: 'accept', cmd: command({ events: [badEvent], runs: [run({ id: takenId })], received: received({ at: T0 + 2 }) }) },
+      { op: 'received', rec: received({ at: T0 + 3, status: 400, code: 'invalid_json' }) },
+      { op: 'accept', cmd: command({ runs: [good2], received: received({ at: T0 + 4 }) }) },
+    ];
+    return { batch, good1, good2, badEvent };
+  };
+
+  it('isolates an op that violates a constraint: it alone fails, whole, and the others commit', () => {
+    const path = join(tempDir(), 'w.db');
+    const db = openSqlite(path, 'normal');
+    try {
+      const writer = new SqliteWriter(db);
+      const taken = run();
+      const [first] = writer.runBatch([{ op: 'accept', cmd: command({ runs: [taken] }) }]);
+      assert.equal(first?.ok, true);
+
+      const { batch, good1, good2, badEvent } = ops(taken.id);
+      const results = writer.runBatch(batch);
+      assert.deepEqual(results.map((r) => r.ok), [true, false, true, true]);
+      const failed = results[1];
+      assert.ok(failed && !failed.ok);
+      assert.match(failed.error, /UNIQUE constraint failed: runs\.id/);
+      const ok0 = results[0];
+      assert.ok(ok0?.ok);
+      assert.equal((ok0.value as AcceptResult).kind, 'accepted');
+
+      const ids = (db.prepare('SELECT id FROM runs ORDER BY seq').all() as Array<{ id: string }>).map((r) => r.id);
+      assert.deepEqual(ids, [taken.id, good1.id, good2.id]);
+      assert.equal(db.prepare('SELECT id FROM system_events WHERE id = ?').get(badEvent.id), undefined);
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM system_events').get() as { n: number }).n, 0);
+      const ats = (db.prepare('SELECT at FROM received_hooks ORDER BY seq').all() as Array<{ at: number }>).map((r) => r.at);
+      assert.deepEqual(ats, [T0, T0 + 1, T0 + 3, T0 + 4]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('commits a clean batch in one transaction', async () => {
+    const path = join(tempDir(), 'w.db');
+    const db = openSqlite(path, 'normal');
+    try {
+      const writer = new SqliteWriter(db);
+      writer.runBatch([{ op: 'received', rec: received() }]);
+      let results: ReturnType<SqliteWriter['runBatch']> = [];
+      const txns = await countCommits(path, () => {
+        results = writer.runBatch(Array.from({ length: 50 }, () => ({ op: 'accept' as const, cmd: command({ runs: [run()] }) })));
+      });
+      assert.equal(results.length, 50);
+      assert.ok(results.every((r) => r.ok));
+      assert.equal(txns, 1);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('SQLite schema', () => {
+  it('sets PRAGMA user_version to the number of migrations and does not migrate again on re-open', () => {
+    const path = join(tempDir(), 's.db');
+    const db1 = openSqlite(path, 'normal');
+    assert.ok(SQLITE_MIGRATIONS.length >= 1);
+    assert.equal(db1.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+    db1.prepare("INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES ('k', 'main', 1, 1)").run();
+    const tables = (db1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
+    for (const t of ['idempotency', 'received_hooks', 'runs', 'sessions', 'system_events']) assert.ok(tables.includes(t), `table ${t}`);
+    db1.close();
+
+    // Re-opening: the migrations are not re-run (they would fail on existing tables), data is kept.
+    const db2 = openSqlite(path, 'full');
+    try {
+      assert.equal(db2.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+      assert.equal((db2.prepare('SELECT COUNT(*) AS n FROM sessions').get() as { n: number }).n, 1);
+      assert.equal(db2.pragma('journal_mode', { simple: true }), 'wal');
+      assert.equal(db2.pragma('synchronous', { simple: true }), 2); // FULL
+    } finally {
+      db2.close();
+    }
+  });
+
+  it('does not touch a database already at the current version, even one whose migrations would fail', () => {
+    const path = join(tempDir(), 's.db');
+    // A database claiming the current version, with none of the tables: re-migrating would create them.
+    const raw = new Database(path);
+    raw.pragma(`user_version = ${SQLITE_MIGRATIONS.length}`);
+    raw.exec('CREATE TABLE marker (x INTEGER)');
+    raw.close();
+    const db = openSqlite(path, 'normal');
+    try {
+      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
+      assert.deepEqual(tables, ['marker']);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('migrates a fresh file from version 0 and a store opens on it', async () => {
+    const path = join(tempDir(), 'fresh.db');
+    const store = new SqliteStore({ path, writer: 'inline' });
+    try {
+      assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('reports an unopenable path as a StoreError', () => {
+    const dir = tempDir();
+    assert.throws(
+      () => new SqliteStore({ path: dir, writer: 'inline' }), // a directory is not a database file
+      (err: unknown) => err instanceof StoreError && err.code === 'store_unavailable',
+    );
+  });
+});

@@ -1,0 +1,59 @@
+/**
+ * Transport-level cases every HTTP platform channel must get right, registered as node:test cases inside the
+ * caller's describe(): a dropped connection, a platform that never answers, the caller aborting. All three must be
+ * retryable failures (the message may not have arrived) and must not leak secrets.
+ */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { Channel, OutboundMessage } from '../../../src/channels/types.js';
+import type { StandIn } from './base.js';
+import { assertNoSecrets, outbound } from './fixtures.js';
+
+export interface TransportCaseOptions {
+  standIn: () => StandIn<unknown>;
+  /** A channel pointed at the stand-in, with the given per-request timeout. */
+  channel: (timeoutMs: number) => Channel;
+  /** A recipient the stand-in accepts. */
+  to: string;
+  /** Values that must never appear in a result (tokens, passwords). */
+  secrets: () => string[];
+}
+
+export function transportCases(o: TransportCaseOptions): void {
+  const text = 'transport case text';
+  const send = (m: OutboundMessage, timeoutMs: number, signal?: AbortSignal) => o.channel(timeoutMs).send(m, signal);
+
+  it('a dropped connection is a retryable failure', async () => {
+    o.standIn().failNext(1, 'disconnect');
+    const r = await send(outbound(o.to, text), 5000);
+    assert.equal(r.ok, false);
+    assert.ok(!r.ok && r.retryable, 'retryable');
+    assert.match(!r.ok ? r.error : '', /unreachable/);
+    assertNoSecrets(r, [...o.secrets(), text]);
+  });
+
+  it('no answer within timeoutMs is a retryable failure', async () => {
+    o.standIn().failNext(1, 'hang');
+    const started = Date.now();
+    const r = await send(outbound(o.to, text), 200);
+    assert.ok(Date.now() - started < 3000, 'gave up near the timeout');
+    assert.ok(!r.ok && r.retryable);
+    assert.match(!r.ok ? r.error : '', /did not answer in time/);
+  });
+
+  it("the caller's abort signal stops the request, retryably", async () => {
+    o.standIn().failNext(1, 'hang');
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 50);
+    const r = await send(outbound(o.to, text), 10_000, ac.signal);
+    assert.ok(!r.ok && r.retryable);
+    assert.match(!r.ok ? r.error : '', /aborted/);
+  });
+
+  it('after failures, the next send goes through', async () => {
+    const before = o.standIn().received.length;
+    const r = await send(outbound(o.to, 'after the failures'), 5000);
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.equal(o.standIn().received.length, before + 1);
+  });
+}

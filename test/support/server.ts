@@ -1,0 +1,173 @@
+/**
+ * Starts the real hookgate process (the built CLI: `node dist/cli/main.js serve`) in a temp dir with a config,
+ * for end-to-end tests. `npm test` builds dist first; to run one e2e file alone, `npm run build` before.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const ROOT = new URL('../../', import.meta.url).pathname;
+export const CLI = join(ROOT, 'dist/cli/main.js');
+export const TOKEN = 'e2e-token-0123456789abcdefghijklmnop';
+
+export interface Hookgate {
+  url: string;
+  dir: string;
+  configFile: string;
+  proc: ChildProcess;
+  /** Every stdout/stderr line so far (JSON log lines are parsed into `logs`). */
+  lines: string[];
+  logs: Array<Record<string, unknown>>;
+  post(path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
+  waitForLog(pred: (l: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+  kill9(): Promise<void>;
+  /** Start the process again on the same dir and config (after a stop or kill). */
+  restart(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown> | null;
+  text: string;
+}
+
+/** A config object (merged over a minimal base) or raw JSON5 text. */
+export async function startHookgate(opts: { config?: Record<string, unknown> | string; env?: Record<string, string>; dir?: string } = {}): Promise<Hookgate> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'hookgate-e2e-'));
+  const configFile = join(dir, 'hookgate.json5');
+  const text =
+    typeof opts.config === 'string'
+      ? opts.config
+      : JSON.stringify(
+          deepMerge(
+            {
+              gateway: { port: 0 },
+              storage: { driver: 'sqlite', path: './data/hookgate.db' },
+              hooks: { enabled: true, token: TOKEN },
+              logging: { level: 'debug' },
+            },
+            opts.config ?? {},
+          ),
+          null,
+          2,
+        );
+  writeFileSync(configFile, text);
+
+  const hg = {
+    url: '',
+    dir,
+    configFile,
+    proc: undefined as unknown as ChildProcess,
+    lines: [] as string[],
+    logs: [] as Array<Record<string, unknown>>,
+  } as Hookgate;
+
+  const launch = async () => {
+    const proc = spawn(process.execPath, [CLI, 'serve', '--config', configFile], {
+      cwd: dir,
+      env: { ...process.env, HOOKGATE_TOKEN: '', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    hg.proc = proc;
+    const onLine = (line: string) => {
+      hg.lines.push(line);
+      try {
+        hg.logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        /* plain line */
+      }
+    };
+    createInterface({ input: proc.stdout! }).on('line', onLine);
+    createInterface({ input: proc.stderr! }).on('line', onLine);
+    // The "listening" line is logged at info: configs given to this harness must not set a higher level.
+    try {
+      const listening = await Promise.race([
+        hg.waitForLog((l) => l.msg === 'hookgate listening', 10_000),
+        new Promise<never>((_, reject) =>
+          proc.once('exit', (code) => reject(new Error(`hookgate exited with ${code} before listening:\n${hg.lines.join('\n')}`))),
+        ),
+      ]);
+      hg.url = listening.url as string;
+    } catch (err) {
+      proc.kill('SIGKILL');
+      throw err;
+    }
+  };
+
+  hg.waitForLog = (pred, timeoutMs = 5000) =>
+    new Promise((resolve, reject) => {
+      const start = Date.now();
+      const seen = hg.logs.length;
+      const check = () => {
+        const found = hg.logs.slice(seen > 0 ? 0 : 0).find(pred);
+        if (found) return resolve(found);
+        if (Date.now() - start > timeoutMs) return reject(new Error(`log line not seen within ${timeoutMs} ms; last lines:\n${hg.lines.slice(-20).join('\n')}`));
+        setTimeout(check, 20);
+      };
+      check();
+    });
+
+  hg.post = (path, body = {}, headers = {}) =>
+    request(`${hg.url}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers } });
+
+  const exited = () => new Promise<void>((resolve) => (hg.proc.exitCode !== null || hg.proc.signalCode !== null ? resolve() : hg.proc.once('exit', () => resolve())));
+  hg.stop = async () => {
+    hg.proc.kill('SIGTERM');
+    await exited();
+  };
+  hg.kill9 = async () => {
+    hg.proc.kill('SIGKILL');
+    await exited();
+  };
+  hg.restart = async () => {
+    hg.logs.length = 0;
+    await launch();
+  };
+  hg.cleanup = async () => {
+    if (hg.proc.exitCode === null && hg.proc.signalCode === null) await hg.stop();
+    if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+  };
+  await launch();
+  return hg;
+}
+
+export async function request(url: string, init: RequestInit): Promise<HttpResult> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let body: Record<string, unknown> | null = null;
+  try {
+    body = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** Run the CLI to completion. */
+export function runCli(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '', ...opts.env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const prev = out[k];
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
+        ? deepMerge(prev as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
