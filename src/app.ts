@@ -1,13 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { embeddedDefault } from './config/defaults.js';
 import { type Config, configPath, loadConfigFile, validateConfig } from './config/load.js';
 import { ConfigError } from './errors.js';
-import { buildHooksContext } from './hooks/context.js';
-import type { RuntimeSignals } from './hooks/dispatch.js';
-import { createHandler, IngressState, type MappedRoutes } from './ingress/handler.js';
+import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
+import { buildHooksContext, type HooksContext } from './hooks/context.js';
+import { createMappedRoutes } from './hooks/mappings.js';
+import { createHandler, IngressState } from './ingress/handler.js';
 import { createLogger, type Logger } from './log.js';
+import { closeProviders, createProviders } from './providers/registry.js';
+import type { ModelProvider } from './providers/types.js';
+import type { RuntimeEnv } from './runtime/env.js';
+import { startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { Store } from './store/types.js';
 
@@ -27,8 +34,8 @@ export interface App {
   readonly store: Store;
   readonly logger: Logger;
   config(): Config;
-  /** Re-read the config; an invalid file is logged and the old config stays. Returns whether it applied. */
-  reload(): boolean;
+  /** Re-read the config; an invalid file is logged and the old config stays. Resolves to whether it applied. */
+  reload(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -54,15 +61,30 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const storage = first.storage;
   const store = await openStore(storage, (p) => configPath(first, p), { writer: env.HOOKGATE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread' });
 
+  // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
+  if (storage.driver === 'sqlite') {
+    const recovered = await store.recoverLeases(Date.now());
+    if (recovered) logger.warn({ runs: recovered }, 'recovered runs interrupted by the last stop; they run again with the same ids');
+  }
+
   let generation = 1;
   let current = first;
-  const state = new IngressState(buildHooksContext(first, generation));
-  // The runtime (heartbeat, run worker) subscribes here; until then accepted work waits in the store.
-  const signals: RuntimeSignals = {
-    heartbeatRequested: () => {},
-    runsQueued: () => {},
-  };
-  const mapped: MappedRoutes | undefined = undefined;
+  const channelCtx = (c: Config) => ({ configDir: c.dir, logger });
+  let channels: ChannelRegistry = await createChannelRegistry(first.channels, channelCtx(first));
+  let providers: Map<string, ModelProvider> = createProviders(first.models.providers);
+  const state = new IngressState(buildHooksContext(first, generation, channels.ids()));
+  const envOf = (config: Config, ctx: HooksContext): RuntimeEnv => ({
+    config,
+    catalog: ctx.catalog,
+    providers,
+    channels,
+    defaultAgentId: ctx.defaultAgentId,
+  });
+  let runtimeEnv = envOf(first, state.ctx);
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const runtime = await startRuntime({ store, logger, owner, env: () => runtimeEnv });
+  const signals = runtime.signals;
+  const mapped = createMappedRoutes({ logger });
   const handler = createHandler(state, { store, signals, logger, mapped });
   const server: Server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void handler(req, res));
   server.on('clientError', (err, socket) => {
@@ -81,7 +103,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const url = `http://${host}:${addr.port}`;
   logger.info({ url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: storage.driver }, 'hookgate listening');
 
-  const reload = (): boolean => {
+  const reload = async (): Promise<boolean> => {
     if (!current.file) return false;
     let next: Config;
     try {
@@ -95,9 +117,25 @@ export async function startApp(opts: AppOptions): Promise<App> {
     if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) restartOnly.push('storage');
     if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) restartOnly.push('gateway.bind/port');
     if (restartOnly.length) logger.warn({ keys: restartOnly }, 'config keys changed that apply only after a restart');
+    let nextChannels: ChannelRegistry;
+    try {
+      nextChannels = await createChannelRegistry(next.channels, channelCtx(next));
+    } catch (err) {
+      logger.error({ config: next.file, err: (err as Error).message }, 'config reload rejected: channels failed to start; the previous config stays active');
+      return false;
+    }
+    const oldChannels = channels;
+    const oldProviders = providers;
+    channels = nextChannels;
+    providers = createProviders(next.models.providers);
     current = next;
     generation += 1;
-    state.update(buildHooksContext(next, generation));
+    state.update(buildHooksContext(next, generation, channels.ids()));
+    runtimeEnv = envOf(next, state.ctx);
+    runtime.reconfigure();
+    // In-flight sends on the old channels may fail and are retried by the outbox on the new ones.
+    void oldChannels.close().catch(() => {});
+    void closeProviders(oldProviders).catch(() => {});
     if (next.logging.level !== logger.level) logger.level = next.logging.level;
     for (const w of next.warnings) logger.warn({ config: next.file }, w);
     logger.info({ config: next.file, generation }, 'config reloaded');
@@ -113,7 +151,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     watcher = watch(file.slice(0, file.lastIndexOf('/')) || '/', (_event, changed) => {
       if (changed && changed !== name) return;
       clearTimeout(timer);
-      timer = setTimeout(reload, 150);
+      timer = setTimeout(() => void reload(), 150);
     });
     watcher.unref();
   }
@@ -146,6 +184,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        await runtime.close();
+        await channels.close();
+        await closeProviders(providers);
         await store.close();
         logger.info('hookgate stopped');
         logger.flush();

@@ -45,6 +45,14 @@ export class HttpError extends HookgateError {
   }
 }
 
+/**
+ * A mapped hook could not be turned into an action (its transform threw, returned something unusable, or could not
+ * be loaded): 500 `mapping_failed`. `reason` is short and never contains payload data; details go to the log.
+ */
+export function mappingFailed(reason: string): HttpError {
+  return new HttpError(500, 'mapping_failed', `hook mapping failed: ${reason}`);
+}
+
 export interface ConfigIssue {
   /** Key path in the config file, e.g. `hooks.mappings[2].transform.module`. */
   path: string;

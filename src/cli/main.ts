@@ -6,7 +6,8 @@ import { startApp } from '../app.js';
 import { newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
 import { ConfigError } from '../errors.js';
-import type { RunState } from '../store/types.js';
+import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/validate.js';
+import type { DeliveryState, RunState } from '../store/types.js';
 import { cliConfig, serviceEndpoint, withStore } from './context.js';
 import { printJson, table, time } from './format.js';
 import { starterConfig } from './starter-config.js';
@@ -26,7 +27,7 @@ program
   .addOption(configOption())
   .action(async (opts: { config?: string }) => {
     const app = await startApp({ configFile: findConfigFile(opts.config), watchConfig: true });
-    process.on('SIGHUP', () => app.reload());
+    process.on('SIGHUP', () => void app.reload());
     const stop = () => {
       app.close().then(() => process.exit(0), () => process.exit(1));
     };
@@ -164,6 +165,10 @@ runs
       ];
       if (run.error) lines.push(`  error:      ${run.error}`);
       if (run.reply) lines.push(`  reply:      ${oneLine(run.reply, 200)}`);
+      if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
+      for (const d of await store.listDeliveries({ runId: run.id })) {
+        lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
+      }
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   });
@@ -207,12 +212,60 @@ sessions
       const out = [
         `session ${s.key} (agent ${s.agentId})`,
         `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
+        `  transcript (last ${s.transcript.length} messages):`,
+        ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${oneLine(m.content, 160)}`),
         `  pending system events (${s.pending.length}):`,
         ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${oneLine(e.text, 160)}  (${e.id})`),
         `  recent runs (${s.recentRuns.length}):`,
         ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${oneLine(r.name, 40)}`),
       ];
       process.stdout.write(`${out.join('\n')}\n`);
+    });
+  });
+
+sessions
+  .command('route')
+  .argument('<key>', 'the session (usually main)')
+  .description("set a session's last route by hand: where `channel: last` replies and heartbeat replies go")
+  .requiredOption('--channel <channel>')
+  .requiredOption('--to <to>')
+  .addOption(configOption())
+  .action(async (key: string, o: { channel: string; to: string; config?: string }) => {
+    await withStore(o.config, async (store, config) => {
+      const channel = normalizeChannelName(o.channel);
+      const known = configuredChannelIds(config);
+      if (!known.includes(channel) && config.channels.plugins.length === 0) fail(`channel "${o.channel}" is not configured (configured: ${known.join(', ')})`);
+      await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now());
+      process.stdout.write(`session ${key}: last route ${channel} → ${o.to}\n`);
+    });
+  });
+
+const deliveries = program.command('deliveries').description('the outbox: replies on their way to channels');
+deliveries
+  .command('list')
+  .option('--failed', 'only dead-lettered deliveries')
+  .addOption(new Option('--state <state>').choices(['pending', 'delivered', 'dead']))
+  .option('--limit <n>', 'how many, newest first', Number, 50)
+  .option('--json', 'print JSON')
+  .addOption(configOption())
+  .action(async (o: { failed?: boolean; state?: DeliveryState; limit: number; json?: boolean; config?: string }) => {
+    await withStore(o.config, async (store) => {
+      const list = await store.listDeliveries({ state: o.failed ? 'dead' : o.state, limit: o.limit });
+      if (o.json) return printJson(list);
+      const rows = list.map((d) => ({ ...d, created: time(d.createdAt), route: `${d.channel}${d.to ? `:${d.to}` : ''}`, run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null) }));
+      process.stdout.write(`${table(rows, ['id', 'state', 'created', 'route', 'run', 'attempts', 'lastError'])}\n`);
+    });
+  });
+deliveries
+  .command('retry')
+  .argument('<id>')
+  .description('send a dead-lettered delivery again (attempts start over); the running service picks it up')
+  .addOption(configOption())
+  .action(async (id: string, o: { config?: string }) => {
+    await withStore(o.config, async (store) => {
+      const d = await store.retryDelivery(id, Date.now());
+      if (!d) fail(`no dead or pending delivery ${id}`);
+      process.stdout.write(`delivery ${id} queued again\n`);
     });
   });
 

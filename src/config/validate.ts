@@ -94,12 +94,15 @@ export function crossCheck(config: RawConfig): { issues: ConfigIssue[]; warnings
     if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
       issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
   });
-  if (hooks.presets.includes('gmail') && !hasPrefixes && !hooks.mappings.some((m) => m.match?.path === 'gmail'))
+  const gmailShadowed = hooks.mappings.some((m) => m.match?.path === 'gmail');
+  if (hooks.presets.includes('gmail') && !hasPrefixes && !gmailShadowed)
     issues.push({
       path: 'hooks.presets',
       message:
         'the gmail preset uses the templated session key hook:gmail:{{messages[0].id}}: set hooks.allowedSessionKeyPrefixes (e.g. ["hook:"])',
     });
+  issues.push(...mappingIssues(hooks));
+  warnings.push(...mappingWarnings(hooks, gmailShadowed));
 
   if (admin.enabled && !admin.token) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
   if (hooks.token && admin.token && hooks.token === admin.token)
@@ -145,4 +148,50 @@ export function agentAllowed(requested: string | undefined, config: Pick<RawConf
   if (allow === undefined || allow.includes('*')) return true;
   const id = resolveAgentId(requested, config);
   return allow.map((a) => a.toLowerCase()).includes(id);
+}
+
+/** Mapping rules beyond single keys: unique ids. */
+function mappingIssues(hooks: RawConfig['hooks']): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Map<string, number>();
+  hooks.mappings.forEach((m, i) => {
+    if (m.id === undefined) return;
+    const first = seen.get(m.id);
+    if (first !== undefined)
+      issues.push({ path: `hooks.mappings[${i}].id`, message: `duplicate mapping id "${m.id}" (also hooks.mappings[${first}].id)` });
+    else seen.set(m.id, i);
+  });
+  return issues;
+}
+
+/**
+ * Mappings that can never work as written: they do not stop the service (the rest of the config is fine), but each
+ * gets a warning at start and reload, naming the mapping.
+ */
+function mappingWarnings(hooks: RawConfig['hooks'], gmailShadowed: boolean): string[] {
+  const warnings: string[] = [];
+  hooks.mappings.forEach((m, i) => {
+    const at = `hooks.mappings[${i}]`;
+    const path = m.match?.path;
+    if (path === 'wake' || path === 'agent')
+      warnings.push(`${at}: match.path "${path}" never matches: /${path} is a direct route and takes precedence over mappings`);
+    if (path === '')
+      warnings.push(`${at}: match.path is empty after normalisation, so it only matches "${hooks.path}" itself, which is answered 404; omit match.path to match every path`);
+    if (m.action === 'agent' && m.sessionKey && isTemplated(m.sessionKey) && !hooks.allowRequestSessionKey)
+      warnings.push(
+        `${at}.sessionKey is templated but hooks.allowRequestSessionKey is false: every agent request to this mapping is refused (400 session_key_not_allowed); set allowRequestSessionKey: true or use a static key`,
+      );
+    // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source).
+    const earlier = hooks.mappings.slice(0, i).findIndex(
+      (e) =>
+        (e.match?.path === undefined || e.match.path === path) &&
+        (e.match?.source === undefined || e.match.source === m.match?.source),
+    );
+    if (earlier >= 0) warnings.push(`${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`);
+  });
+  if (hooks.presets.includes('gmail') && !gmailShadowed && !hooks.allowRequestSessionKey)
+    warnings.push(
+      'the gmail preset uses the templated session key hook:gmail:{{messages[0].id}} but hooks.allowRequestSessionKey is false: every Gmail push is refused (400 session_key_not_allowed); set allowRequestSessionKey: true, or map path "gmail" yourself with a static sessionKey',
+    );
+  return warnings;
 }

@@ -20,6 +20,8 @@ export interface DispatchRequest {
   received: ReceivedHook;
   /** True for a `forEach` fan-out: the answer lists every run id. */
   fanOut?: boolean;
+  /** Fan-out items over `hooks.maxFanOut` that were not dispatched: reported as `dropped` in the answer. */
+  dropped?: number;
 }
 
 export interface DispatchAnswer {
@@ -35,12 +37,12 @@ export interface DispatchAnswer {
 type AnswerSpec =
   | { kind: 'wake'; status: number; mode: WakeMode }
   | { kind: 'agent'; status: number; runId: string }
-  | { kind: 'fanout'; status: number; runIds: string[]; dispatched: number };
+  | { kind: 'fanout'; status: number; runIds: string[]; dispatched: number; dropped?: number };
 
 /**
  * Commits the actions of one request (before any answer) and builds the answer:
  * wake → `{ ok, mode, eventId, eventOutcome }`, agent → `{ ok, runId }` (status `hooks.agentAcceptedStatus`),
- * fan-out → `{ ok, runId, runIds, dispatched }`. A repeated idempotency key returns the first answer with
+ * fan-out → `{ ok, runId, runIds, dispatched }` (+ `dropped` when items were over the cap). A repeated idempotency key returns the first answer with
  * `duplicate: true`; a store failure is 503, never a 2xx.
  */
 export async function dispatch(ctx: HooksContext, store: Store, signals: RuntimeSignals, req: DispatchRequest): Promise<DispatchAnswer> {
@@ -78,7 +80,11 @@ function answerSpec(ctx: HooksContext, req: DispatchRequest, runs: NewRun[]): An
   const accepted = ctx.config.hooks.agentAcceptedStatus;
   const first = req.actions[0];
   if (!first) throw new Error('dispatch without actions');
-  if (req.fanOut) return { kind: 'fanout', status: runs.length ? accepted : 200, runIds: runs.map((r) => r.id), dispatched: req.actions.length };
+  if (req.fanOut) {
+    const spec: AnswerSpec = { kind: 'fanout', status: runs.length ? accepted : 200, runIds: runs.map((r) => r.id), dispatched: req.actions.length };
+    if (req.dropped && req.dropped > 0) spec.dropped = req.dropped;
+    return spec;
+  }
   if (first.kind === 'wake') return { kind: 'wake', status: 200, mode: first.mode };
   return { kind: 'agent', status: accepted, runId: first.run.id };
 }
@@ -100,6 +106,7 @@ function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer 
           runIds: spec.runIds,
           eventIds: outcome.events.map((e) => e.eventId),
           dispatched: spec.dispatched,
+          ...(spec.dropped ? { dropped: spec.dropped } : {}),
         },
       };
   }

@@ -20,10 +20,11 @@ export class ClientIpResolver {
     this.trusted = new BlockList();
     for (const entry of trustedProxies) {
       const [ip, bits] = entry.split('/') as [string, string | undefined];
-      const canon = canonicalIp(ip);
-      const type = isIP(canon) === 6 ? 'ipv6' : 'ipv4';
-      if (bits === undefined) this.trusted.addAddress(canon, type);
-      else this.trusted.addSubnet(canon, Number(bits), type);
+      // Keep each entry in its own family (a ::ffff:a.b.c.d/104 block is an IPv6 block); `isTrusted` checks an IPv4
+      // client in both forms, so v4 entries and v4-mapped v6 entries both cover it.
+      const type = isIP(ip) === 6 ? 'ipv6' : 'ipv4';
+      if (bits === undefined) this.trusted.addAddress(ip.toLowerCase(), type);
+      else this.trusted.addSubnet(ip.toLowerCase(), Number(bits), type);
     }
   }
 
@@ -41,6 +42,7 @@ export class ClientIpResolver {
 
   private isTrusted(ip: string): boolean {
     const family = isIP(ip);
-    return family !== 0 && this.trusted!.check(ip, family === 6 ? 'ipv6' : 'ipv4');
+    if (family === 6) return this.trusted!.check(ip, 'ipv6');
+    return family === 4 && (this.trusted!.check(ip, 'ipv4') || this.trusted!.check(`::ffff:${ip}`, 'ipv6'));
   }
 }

@@ -14,10 +14,21 @@ import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
 import { sendError, sendJson, sendNoContent } from './respond.js';
 
-/** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here. */
+/** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here (src/hooks/mappings.ts). */
 export interface MappedRoutes {
-  /** Called before auth: a mapping that verifies its sender's signature replaces the shared token on its path. */
+  /**
+   * Called before auth, for sub-paths other than `wake` and `agent`: true when a mapping that could handle this path
+   * verifies its sender's signature. The body is then read before authentication, and `resolve` authenticates the
+   * request (the signature of the mapping that matches, else the shared token, whose check is passed in).
+   */
   verifiesOwnSignature(ctx: HooksContext, subPath: string): boolean;
+  /** The body limit of a mapped sub-path (default `hooks.maxBodyBytes`; larger on the gmail preset's path). */
+  bodyLimit?(ctx: HooksContext, subPath: string): number;
+  /**
+   * On a signature path whose body is not a JSON object and whose token was not valid: whether any candidate
+   * mapping's signature verifies the raw body (then the JSON error is answered; else 401).
+   */
+  authenticatesRawBody?(input: { ctx: HooksContext; subPath: string; rawBody: Buffer; headers: IncomingMessage['headers']; now: number }): boolean;
   resolve(input: MappedRequest): Promise<MappedResult>;
 }
 
@@ -29,12 +40,26 @@ export interface MappedRequest {
   headers: IncomingMessage['headers'];
   query: URLSearchParams;
   now: number;
+  /**
+   * Whether the shared hook token was presented and valid. Always true on paths authenticated by the token before
+   * the body was read; on signature paths it is the result of the (deferred) token check. Omitted → true.
+   */
+  tokenVerified?: boolean;
 }
 
 export type MappedResult =
   | { kind: 'none' } // no mapping matched → 404
-  | { kind: 'skip'; mappingId: string } // a transform returned null → 204
-  | { kind: 'actions'; mappingId: string; actions: HookAction[]; fanOut: boolean; deliveryId?: string }
+  | { kind: 'skip'; mappingId: string } // a transform returned null, or a fan-out had no items → 204
+  | {
+      kind: 'actions';
+      mappingId: string;
+      actions: HookAction[];
+      fanOut: boolean;
+      /** A verified provider delivery id: the idempotency key unless the request carries an explicit one. */
+      deliveryId?: string;
+      /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
+      dropped?: number;
+    }
   | { kind: 'unauthorized'; reason: string };
 
 export interface HandlerDeps {
@@ -114,22 +139,39 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       durationMs: performance.now() - started,
     });
 
-    const signed = deps.mapped?.verifiesOwnSignature(ctx, subPath) ?? false;
+    // `/wake` and `/agent` never consult mappings: no mapping work on the direct routes.
+    const routes = subPath !== 'wake' && subPath !== 'agent' && subPath !== '' ? deps.mapped : undefined;
+    const signed = routes?.verifiesOwnSignature(ctx, subPath) ?? false;
+    let tokenVerified = true;
     if (!signed) {
       if (!tokenMatches(extractToken(req.headers), ctx.tokenDigest)) {
         return rejectAuth(res, state, clientIp, now, logger, record, received);
       }
       state.limiter.reset(clientIp);
+    } else {
+      // Deferred: the mapping that matches decides whether its signature or the token authenticates the request.
+      tokenVerified = tokenMatches(extractToken(req.headers), ctx.tokenDigest);
     }
 
     try {
-      const rawBody = await readBody(req, ctx.config.hooks.maxBodyBytes, ctx.config.hooks.bodyTimeoutMs);
-      const payload = parseJsonObject(rawBody);
+      const limit = routes?.bodyLimit?.(ctx, subPath) ?? ctx.config.hooks.maxBodyBytes;
+      const rawBody = await readBody(req, limit, ctx.config.hooks.bodyTimeoutMs);
+      let payload: Record<string, unknown>;
+      try {
+        payload = parseJsonObject(rawBody);
+      } catch (err) {
+        // Not yet authenticated: an anonymous sender learns nothing about the body rules, and the failure counts.
+        if (signed && !tokenVerified && !(routes?.authenticatesRawBody?.({ ctx, subPath, rawBody, headers: req.headers, now }) ?? false)) {
+          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: no signature verifies the body`);
+        }
+        throw err;
+      }
 
       let actions: HookAction[];
       let fanOut = false;
       let mappingId: string | null = null;
       let deliveryId: string | undefined;
+      let dropped: number | undefined;
       if (subPath === 'wake') {
         const wake = normalizeWake(payload);
         actions = [{ kind: 'wake', text: wake.text, mode: wake.mode }];
@@ -143,18 +185,17 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         );
         actions = [{ kind: 'agent', run }];
       } else {
-        const mapped = subPath && deps.mapped ? await deps.mapped.resolve({ ctx, subPath, payload, rawBody, headers: req.headers, query, now }) : { kind: 'none' as const };
+        const mapped = routes ? await routes.resolve({ ctx, subPath, payload, rawBody, headers: req.headers, query, now, tokenVerified }) : { kind: 'none' as const };
         if (mapped.kind === 'none') throw NOT_FOUND;
         if (mapped.kind === 'unauthorized') {
-          logger.warn({ path: subPath, client: clientIp, reason: mapped.reason }, 'hook signature rejected');
-          return rejectAuth(res, state, clientIp, now, logger, record, received);
+          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${mapped.reason}`);
         }
         if (signed) state.limiter.reset(clientIp);
         if (mapped.kind === 'skip') {
           record({ ...received(204, null), mappingId: mapped.mappingId });
           return sendNoContent(res);
         }
-        ({ actions, fanOut, mappingId, deliveryId } = { ...mapped, mappingId: mapped.mappingId });
+        ({ actions, fanOut, mappingId, deliveryId, dropped } = mapped);
         if (actions.length === 0) {
           record({ ...received(204, null), mappingId });
           return sendNoContent(res);
@@ -168,6 +209,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         idempotency,
         received: { ...received(0, null), mappingId },
         fanOut,
+        ...(dropped ? { dropped } : {}),
       });
       sendJson(res, answer.status, answer.body);
       if (logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
@@ -193,6 +235,8 @@ function rejectAuth(
   logger: Logger,
   record: (r: ReceivedHook) => void,
   received: (status: number, code: string | null) => ReceivedHook,
+  /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
+  reason?: string,
 ): void {
   const retryAfter = state.limiter.retryAfter(clientIp, now);
   if (retryAfter > 0) {
@@ -201,8 +245,15 @@ function rejectAuth(
       'retry-after': String(retryAfter),
     });
   }
+  if (reason !== undefined) logger.warn({ client: clientIp }, reason);
   const lockedFor = state.limiter.fail(clientIp, now);
   if (lockedFor > 0) logger.warn({ client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
   record(received(401, 'unauthorized'));
   sendError(res, new HttpError(401, 'unauthorized', 'missing or invalid hook token'));
+}
+
+/** A sub-path for a log line: printable, bounded (it comes from the request line). */
+function logPath(subPath: string): string {
+  const flat = subPath.replace(/[^\x21-\x7e]/g, '?');
+  return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
 }

@@ -25,6 +25,8 @@ export class AuthFailureLimiter {
 
   setLimits(limits: AuthFailureLimits): void {
     this.limits = limits;
+    const now = Date.now();
+    while (this.entries.size > limits.maxTrackedClients) this.evictOne(now);
   }
 
   /** Seconds until the client may try again (≥ 1), or 0 when it is not locked. */
@@ -65,7 +67,10 @@ export class AuthFailureLimiter {
   }
 
   private evictIfFull(now: number): void {
-    if (this.entries.size < this.limits.maxTrackedClients) return;
+    if (this.entries.size >= this.limits.maxTrackedClients) this.evictOne(now);
+  }
+
+  private evictOne(now: number): void {
     for (const [key, e] of this.entries) {
       if (e.lockedUntil <= now) {
         this.entries.delete(key);

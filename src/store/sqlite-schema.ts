@@ -87,4 +87,50 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     updated_at   INTEGER NOT NULL
   );
   `,
+  `
+  -- What each session sent and got back: the transcript of persistent sessions, and the record of every turn.
+  CREATE TABLE session_messages (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    agent_id    TEXT NOT NULL,
+    role        TEXT NOT NULL,
+    content     TEXT NOT NULL,
+    run_id      TEXT,
+    created_at  INTEGER NOT NULL
+  );
+  CREATE INDEX session_messages_by_key ON session_messages (agent_id, session_key, seq);
+
+  -- The outbox: one row per reply to deliver, written in the transaction that finishes the run or heartbeat.
+  CREATE TABLE deliveries (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              TEXT NOT NULL UNIQUE,
+    run_id          TEXT,
+    heartbeat_id    TEXT,
+    session_key     TEXT NOT NULL,
+    agent_id        TEXT NOT NULL,
+    hook_name       TEXT,
+    channel         TEXT NOT NULL,
+    recipient       TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    explicit_route  INTEGER NOT NULL,
+    state           TEXT NOT NULL,
+    chunks_sent     INTEGER NOT NULL DEFAULT 0,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    lease_owner     TEXT,
+    lease_until     INTEGER,
+    last_error      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    delivered_at    INTEGER
+  );
+  CREATE INDEX deliveries_due ON deliveries (state, next_attempt_at, seq);
+  CREATE INDEX deliveries_by_route ON deliveries (channel, recipient, seq);
+  CREATE INDEX deliveries_by_run ON deliveries (run_id);
+
+  -- Where a finished run's reply went: delivered through the outbox, suppressed (HEARTBEAT_OK, deliver:false),
+  -- or nowhere (no route).
+  ALTER TABLE runs ADD COLUMN delivery_status TEXT;
+  ALTER TABLE runs ADD COLUMN next_attempt_at INTEGER;
+  `,
 ];

@@ -1,16 +1,42 @@
 import type Database from 'better-sqlite3';
-import type { AcceptCommand, AcceptOutcome, AcceptResult, NewRun, ReceivedHook, Replay } from './types.js';
+import { type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import type {
+  AcceptCommand,
+  AcceptOutcome,
+  AcceptResult,
+  DeliveryOutcome,
+  HeartbeatCompletion,
+  NewDelivery,
+  NewRun,
+  NewSystemEvent,
+  ReceivedHook,
+  Replay,
+  RunCompletion,
+  SessionMessage,
+} from './types.js';
 
 /** A write the SQLite writer performs. Plain data: it crosses to the writer thread by structured clone. */
 export type WriteOp =
   | { op: 'accept'; cmd: AcceptCommand }
   | { op: 'received'; rec: ReceivedHook }
   | { op: 'requeue'; id: string; now: number }
-  | { op: 'prune'; now: number; receivedBefore: number };
+  | { op: 'prune'; now: number; receivedBefore: number }
+  | { op: 'claimRuns'; owner: string; now: number; leaseMs: number; limit: number }
+  | { op: 'renewRunLeases'; owner: string; ids: string[]; until: number }
+  | { op: 'completeRun'; c: RunCompletion }
+  | { op: 'releaseRuns'; owner: string; ids: string[]; now: number }
+  | { op: 'recoverLeases'; now: number }
+  | { op: 'failRun'; id: string; error: string; now: number }
+  | { op: 'addEvents'; events: NewSystemEvent[] }
+  | { op: 'completeHeartbeat'; c: HeartbeatCompletion }
+  | { op: 'setRoute'; sessionKey: string; agentId: string; channel: string; to: string; now: number }
+  | { op: 'claimDeliveries'; owner: string; now: number; leaseMs: number; limit: number }
+  | { op: 'deliveryProgress'; id: string; owner: string; chunksSent: number; now: number }
+  | { op: 'finishDelivery'; id: string; owner: string; outcome: DeliveryOutcome; now: number }
+  | { op: 'retryDelivery'; id: string; now: number };
 
 export type WriteResult = { ok: true; value: unknown } | { ok: false; error: string };
 
-type Row = Record<string, unknown>;
 
 /**
  * Every write of the SQLite store, synchronous, on one connection. `runBatch` commits a whole batch in one
@@ -44,6 +70,76 @@ export class SqliteWriter {
       requeue: db.prepare(
         `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
          WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded')`,
+      ),
+      // Runnable: queued (and due), or running with an expired lease; and the oldest unfinished run of its session.
+      claimable: db.prepare(
+        `SELECT r.id FROM runs r
+         WHERE ((r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now))
+                OR (r.state = 'running' AND r.lease_until < @now))
+           AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
+                           AND p.state IN ('queued', 'running'))
+         ORDER BY r.seq LIMIT @limit`,
+      ),
+      leaseRun: db.prepare(
+        `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
+           started_at = @now, updated_at = @now WHERE id = @id RETURNING *`,
+      ),
+      renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
+      finishRun: db.prepare(
+        `UPDATE runs SET state = @state, finished_at = @finishedAt, updated_at = @finishedAt, error = @error, reply = @reply,
+           delivery_status = @deliveryStatus, lease_owner = NULL, lease_until = NULL
+         WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
+      ),
+      releaseRun: db.prepare(
+        `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ?
+         WHERE id = ? AND lease_owner = ? AND state = 'running'`,
+      ),
+      recoverLeases: db.prepare(`UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`),
+      recoverDeliveries: db.prepare(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`),
+      failRun: db.prepare(
+        `UPDATE runs SET state = 'failed', error = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+           delivery_status = 'nowhere:failed_before_run' WHERE id = ?`,
+      ),
+      consumeEvent: db.prepare('UPDATE system_events SET consumed_at = ?, heartbeat_id = ? WHERE id = ? AND consumed_at IS NULL'),
+      insertMessage: db.prepare(
+        'INSERT INTO session_messages (session_key, agent_id, role, content, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      insertDelivery: db.prepare(
+        `INSERT INTO deliveries (id, run_id, heartbeat_id, session_key, agent_id, hook_name, channel, recipient, text, explicit_route,
+           state, next_attempt_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+      ),
+      upsertRoute: db.prepare(
+        `INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES (@key, @agentId, @channel, @to, @now, @now)
+         ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, updated_at = @now`,
+      ),
+      claimableDeliveries: db.prepare(
+        `SELECT d.id FROM deliveries d
+         WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
+           AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.channel = d.channel AND p.recipient = d.recipient
+                           AND p.seq < d.seq AND p.state = 'pending')
+         ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
+      ),
+      leaseDelivery: db.prepare(
+        `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now
+         WHERE id = @id RETURNING *`,
+      ),
+      progress: db.prepare('UPDATE deliveries SET chunks_sent = ?, updated_at = ? WHERE id = ? AND lease_owner = ?'),
+      delivered: db.prepare(
+        `UPDATE deliveries SET state = 'delivered', delivered_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL
+         WHERE id = ? AND lease_owner = ?`,
+      ),
+      retryLater: db.prepare(
+        `UPDATE deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+         WHERE id = ? AND lease_owner = ?`,
+      ),
+      dead: db.prepare(
+        `UPDATE deliveries SET state = 'dead', last_error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+         WHERE id = ? AND lease_owner = ?`,
+      ),
+      retryDelivery: db.prepare(
+        `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+         WHERE id = ? AND state IN ('dead', 'pending') RETURNING *`,
       ),
       pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
       pruneReceived: db.prepare('DELETE FROM received_hooks WHERE at < ?'),
@@ -80,7 +176,93 @@ export class SqliteWriter {
           idempotency: this.stmt.pruneIdem.run(op.now).changes,
           received: this.stmt.pruneReceived.run(op.receivedBefore).changes,
         };
+      case 'claimRuns': {
+        const ids = this.stmt.claimable.all({ now: op.now, limit: op.limit }) as Array<{ id: string }>;
+        return ids.map(({ id }) => rowToRun(this.stmt.leaseRun.get({ id, owner: op.owner, until: op.now + op.leaseMs, now: op.now }) as Row));
+      }
+      case 'renewRunLeases':
+        for (const id of op.ids) this.stmt.renewRun.run(op.until, id, op.owner);
+        return undefined;
+      case 'completeRun':
+        return this.completeRun(op.c);
+      case 'releaseRuns':
+        for (const id of op.ids) this.stmt.releaseRun.run(op.now, id, op.owner);
+        return undefined;
+      case 'recoverLeases':
+        this.stmt.recoverDeliveries.run();
+        return this.stmt.recoverLeases.run(op.now).changes;
+      case 'failRun':
+        this.stmt.failRun.run(op.error, op.now, op.now, op.id);
+        return undefined;
+      case 'addEvents':
+        for (const ev of op.events) this.insertEvent(ev);
+        return undefined;
+      case 'completeHeartbeat': {
+        const c = op.c;
+        for (const id of c.eventIds) this.stmt.consumeEvent.run(c.consumedAt, c.heartbeatId, id);
+        for (const d of c.deliveries) this.insertDelivery(d);
+        for (const m of c.messages) this.insertMessage(m);
+        return undefined;
+      }
+      case 'setRoute':
+        this.stmt.upsertRoute.run({ key: op.sessionKey, agentId: op.agentId, channel: op.channel, to: op.to, now: op.now });
+        return undefined;
+      case 'claimDeliveries': {
+        const ids = this.stmt.claimableDeliveries.all({ now: op.now, limit: op.limit }) as Array<{ id: string }>;
+        return ids.map(({ id }) => rowToDelivery(this.stmt.leaseDelivery.get({ id, owner: op.owner, until: op.now + op.leaseMs, now: op.now }) as Row));
+      }
+      case 'deliveryProgress':
+        this.stmt.progress.run(op.chunksSent, op.now, op.id, op.owner);
+        return undefined;
+      case 'finishDelivery': {
+        const o = op.outcome;
+        if (o.kind === 'delivered') {
+          const changed = this.stmt.delivered.run(o.at, op.now, op.id, op.owner).changes;
+          if (changed && o.route) {
+            const r = o.route;
+            this.stmt.upsertRoute.run({ key: r.sessionKey, agentId: r.agentId, channel: r.channel, to: r.to, now: op.now });
+          }
+        } else if (o.kind === 'retry') this.stmt.retryLater.run(o.nextAttemptAt, o.error, op.now, op.id, op.owner);
+        else this.stmt.dead.run(o.error, op.now, op.id, op.owner);
+        return undefined;
+      }
+      case 'retryDelivery': {
+        const row = this.stmt.retryDelivery.get(op.now, op.now, op.id) as Row | undefined;
+        return row ? rowToDelivery(row) : undefined;
+      }
     }
+  }
+
+  private completeRun(c: RunCompletion): boolean {
+    const changed = this.stmt.finishRun.run({
+      state: c.state,
+      finishedAt: c.finishedAt,
+      error: c.error,
+      reply: c.reply,
+      deliveryStatus: c.deliveryStatus,
+      runId: c.runId,
+      owner: c.owner,
+    }).changes;
+    if (!changed) return false; // the lease was lost (expired and taken over): the other worker's result counts
+    for (const ev of c.events) this.insertEvent(ev);
+    for (const d of c.deliveries) this.insertDelivery(d);
+    for (const m of c.messages) this.insertMessage(m);
+    return true;
+  }
+
+  private insertEvent(ev: NewSystemEvent): void {
+    this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt);
+  }
+
+  private insertDelivery(d: NewDelivery): void {
+    this.stmt.insertDelivery.run(
+      d.id, d.runId, d.heartbeatId, d.sessionKey, d.agentId, d.hookName, d.channel, d.to, d.text, d.explicitRoute ? 1 : 0,
+      d.createdAt, d.createdAt, d.createdAt,
+    );
+  }
+
+  private insertMessage(m: SessionMessage): void {
+    this.stmt.insertMessage.run(m.sessionKey, m.agentId, m.role, m.content, m.runId, m.createdAt);
   }
 
   private accept(cmd: AcceptCommand): AcceptResult {
@@ -107,7 +289,7 @@ export class SqliteWriter {
         outcome.events.push({ eventId: last.id as string, outcome: 'coalesced' });
         continue;
       }
-      this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt);
+      this.insertEvent(ev);
       outcome.events.push({ eventId: ev.id, outcome: 'queued' });
     }
     for (const run of cmd.runs) this.insertRun(run);

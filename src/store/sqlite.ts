@@ -2,14 +2,22 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { openSqlite } from './sqlite-open.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToRun, rowToSessionSummary, type Row } from './sqlite-rows.js';
 import { SqliteWriter, type WriteOp, type WriteResult } from './sqlite-writer.js';
 import type {
   AcceptCommand,
   AcceptResult,
+  Delivery,
+  DeliveryOutcome,
+  DeliveryState,
+  HeartbeatCompletion,
   ListRunsQuery,
+  NewSystemEvent,
   ReceivedHook,
   Run,
+  RunCompletion,
   SessionDetail,
+  SessionMessage,
   SessionSummary,
   Store,
   SystemEvent,
@@ -34,7 +42,6 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-type Row = Record<string, unknown>;
 
 /**
  * Start a worker from a sibling module. Built, that is a .js file; from source (tests under tsx) it is .ts and
@@ -147,7 +154,7 @@ export class SqliteStore implements Store {
 
   async getRun(id: string): Promise<Run | undefined> {
     const row = this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as Row | undefined;
-    return row && toRun(row);
+    return row && rowToRun(row);
   }
 
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
@@ -156,7 +163,7 @@ export class SqliteStore implements Store {
     if (q.state) (where.push('state = ?'), params.push(q.state));
     if (q.sessionKey) (where.push('session_key = ?'), params.push(q.sessionKey));
     const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(toRun);
+    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToRun);
   }
 
   async requeueRun(id: string, now: number): Promise<Run | undefined> {
@@ -179,7 +186,7 @@ export class SqliteStore implements Store {
          GROUP BY a.key ORDER BY last_at DESC LIMIT ?`,
       )
       .all(limit) as Row[];
-    return rows.map(toSessionSummary);
+    return rows.map(rowToSessionSummary);
   }
 
   async getSession(key: string): Promise<SessionDetail | undefined> {
@@ -187,12 +194,15 @@ export class SqliteStore implements Store {
     if (!summary) return undefined;
     const pending = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq').all(key) as Row[]
-    ).map(toEvent);
+    ).map(rowToEvent);
     const recentEvents = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
-    ).map(toEvent);
-    const recentRuns = (this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]).map(toRun);
-    return { ...summary, pending, recentEvents, recentRuns };
+    ).map(rowToEvent);
+    const recentRuns = (this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]).map(rowToRun);
+    const transcript = (
+      this.db.prepare('SELECT * FROM (SELECT * FROM session_messages WHERE session_key = ? ORDER BY seq DESC LIMIT 40) ORDER BY seq').all(key) as Row[]
+    ).map(rowToMessage);
+    return { ...summary, transcript, pending, recentEvents, recentRuns };
   }
 
   private async listSessionsWhere(key: string): Promise<SessionSummary[]> {
@@ -210,7 +220,7 @@ export class SqliteStore implements Store {
          FROM activity HAVING COUNT(*) > 0`,
       )
       .all({ key }) as Row[];
-    return rows.map(toSessionSummary);
+    return rows.map(rowToSessionSummary);
   }
 
   async listReceived(limit = 50): Promise<ReceivedHook[]> {
@@ -232,11 +242,82 @@ export class SqliteStore implements Store {
     return (await this.write({ op: 'prune', now, receivedBefore })) as { idempotency: number; received: number };
   }
 
+  // ——— runtime ———
+  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
+    return this.write({ op: 'claimRuns', owner, now, leaseMs, limit }) as Promise<Run[]>;
+  }
+  async renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
+    await this.write({ op: 'renewRunLeases', owner, ids, until });
+  }
+  completeRun(c: RunCompletion): Promise<boolean> {
+    return this.write({ op: 'completeRun', c }) as Promise<boolean>;
+  }
+  async releaseRuns(owner: string, ids: string[], now: number): Promise<void> {
+    await this.write({ op: 'releaseRuns', owner, ids, now });
+  }
+  recoverLeases(now: number): Promise<number> {
+    return this.write({ op: 'recoverLeases', now }) as Promise<number>;
+  }
+  async failRun(id: string, error: string, now: number): Promise<void> {
+    await this.write({ op: 'failRun', id, error, now });
+  }
+  async pendingEvents(sessionKey: string, limit = 1000): Promise<SystemEvent[]> {
+    return (
+      this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?').all(sessionKey, limit) as Row[]
+    ).map(rowToEvent);
+  }
+  async addEvents(events: NewSystemEvent[]): Promise<void> {
+    await this.write({ op: 'addEvents', events });
+  }
+  async completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
+    await this.write({ op: 'completeHeartbeat', c });
+  }
+  async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
+    return (
+      this.db
+        .prepare('SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = ? AND session_key = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq')
+        .all(agentId, sessionKey, limit) as Row[]
+    ).map(rowToMessage);
+  }
+  async getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined> {
+    const row = this.db.prepare('SELECT last_channel, last_to FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined;
+    return row?.last_channel ? { channel: row.last_channel as string, to: (row.last_to as string | null) ?? '' } : undefined;
+  }
+  async setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void> {
+    await this.write({ op: 'setRoute', sessionKey, agentId, channel, to, now });
+  }
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
+    return this.write({ op: 'claimDeliveries', owner, now, leaseMs, limit }) as Promise<Delivery[]>;
+  }
+  async deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
+    await this.write({ op: 'deliveryProgress', id, owner, chunksSent, now });
+  }
+  async finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void> {
+    await this.write({ op: 'finishDelivery', id, owner, outcome, now });
+  }
+  async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.state) (where.push('state = ?'), params.push(q.state));
+    if (q.runId) (where.push('run_id = ?'), params.push(q.runId));
+    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToDelivery);
+  }
+  async getDelivery(id: string): Promise<Delivery | undefined> {
+    const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;
+    return row && rowToDelivery(row);
+  }
+  retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
+    return this.write({ op: 'retryDelivery', id, now }) as Promise<Delivery | undefined>;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
     if (this.worker) {
+      // The worker is unref'd while serving; hold the event loop open until it has closed the database.
+      this.worker.ref();
       await new Promise<void>((resolve) => {
         this.worker!.once('exit', () => resolve());
         this.worker!.postMessage({ close: true });
@@ -246,57 +327,3 @@ export class SqliteStore implements Store {
   }
 }
 
-function toRun(r: Row): Run {
-  return {
-    id: r.id as string,
-    state: r.state as Run['state'],
-    agentId: r.agent_id as string,
-    sessionKey: r.session_key as string,
-    sessionMode: r.session_mode as Run['sessionMode'],
-    name: r.name as string,
-    message: r.message as string,
-    wakeMode: r.wake_mode as Run['wakeMode'],
-    deliver: r.deliver === 1,
-    channel: r.channel as string,
-    to: (r.recipient as string | null) ?? null,
-    model: (r.model as string | null) ?? null,
-    thinking: (r.thinking as string | null) ?? null,
-    timeoutSeconds: r.timeout_seconds as number,
-    allowUnsafeExternalContent: r.allow_unsafe === 1,
-    contentSource: r.content_source as Run['contentSource'],
-    hookPath: r.hook_path as string,
-    mappingId: (r.mapping_id as string | null) ?? null,
-    createdAt: r.created_at as number,
-    updatedAt: r.updated_at as number,
-    startedAt: (r.started_at as number | null) ?? null,
-    finishedAt: (r.finished_at as number | null) ?? null,
-    attempts: r.attempts as number,
-    error: (r.error as string | null) ?? null,
-    reply: (r.reply as string | null) ?? null,
-  };
-}
-
-function toEvent(r: Row): SystemEvent {
-  return {
-    id: r.id as string,
-    sessionKey: r.session_key as string,
-    agentId: r.agent_id as string,
-    text: r.text as string,
-    origin: r.origin as SystemEvent['origin'],
-    runId: (r.run_id as string | null) ?? null,
-    createdAt: r.created_at as number,
-    consumedAt: (r.consumed_at as number | null) ?? null,
-  };
-}
-
-function toSessionSummary(r: Row): SessionSummary {
-  return {
-    key: r.key as string,
-    agentId: r.agent_id as string,
-    pendingEvents: r.pending as number,
-    runs: r.runs as number,
-    lastActivityAt: r.last_at as number,
-    lastChannel: (r.last_channel as string | null) ?? null,
-    lastTo: (r.last_to as string | null) ?? null,
-  };
-}

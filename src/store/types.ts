@@ -51,13 +51,84 @@ export interface NewRun {
 
 export interface Run extends NewRun {
   state: RunState;
+  /** How many times a worker started it (a crash mid-run makes the next start attempt 2, same run id). */
   attempts: number;
   updatedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
   error: string | null;
   reply: string | null;
+  /** Where the reply went: `outbox` (a delivery row), `suppressed:<why>`, `nowhere:no_route`; null until finished. */
+  deliveryStatus: string | null;
 }
+
+export type DeliveryState = 'pending' | 'delivered' | 'dead';
+
+/** A reply to deliver: one outbox row. */
+export interface NewDelivery {
+  id: string;
+  runId: string | null;
+  heartbeatId: string | null;
+  sessionKey: string;
+  agentId: string;
+  hookName: string | null;
+  channel: string;
+  to: string;
+  text: string;
+  /** The sender named channel and to: a success makes this the main session's last route. */
+  explicitRoute: boolean;
+  createdAt: number;
+}
+
+export interface Delivery extends NewDelivery {
+  state: DeliveryState;
+  /** Chunks already accepted by the platform: a retry resumes after them, never repeats them. */
+  chunksSent: number;
+  attempts: number;
+  nextAttemptAt: number;
+  lastError: string | null;
+  updatedAt: number;
+  deliveredAt: number | null;
+}
+
+export interface SessionMessage {
+  sessionKey: string;
+  agentId: string;
+  role: 'user' | 'assistant';
+  content: string;
+  runId: string | null;
+  createdAt: number;
+}
+
+/** Everything that finishing a run writes, in one transaction (so a crash either redoes the run or not at all). */
+export interface RunCompletion {
+  runId: string;
+  /** Only the lease holder may finish it; another owner's completion is ignored (returns false). */
+  owner: string;
+  state: 'succeeded' | 'failed' | 'timed_out';
+  finishedAt: number;
+  error: string | null;
+  reply: string | null;
+  deliveryStatus: string;
+  events: NewSystemEvent[];
+  deliveries: NewDelivery[];
+  messages: SessionMessage[];
+}
+
+/** A heartbeat's turn: its events become consumed together with the delivery of its reply. */
+export interface HeartbeatCompletion {
+  heartbeatId: string;
+  sessionKey: string;
+  eventIds: string[];
+  consumedAt: number;
+  deliveries: NewDelivery[];
+  messages: SessionMessage[];
+}
+
+export type DeliveryOutcome =
+  | { kind: 'delivered'; at: number; route?: { sessionKey: string; agentId: string; channel: string; to: string } }
+  | { kind: 'retry'; nextAttemptAt: number; error: string }
+  | { kind: 'dead'; error: string; at: number };
 
 /** Metadata of one received hook request: never the payload, never a token. */
 export interface ReceivedHook {
@@ -123,6 +194,8 @@ export interface SessionSummary {
 }
 
 export interface SessionDetail extends SessionSummary {
+  /** The latest turns, oldest first. */
+  transcript: SessionMessage[];
   pending: SystemEvent[];
   recentEvents: SystemEvent[];
   recentRuns: Run[];
@@ -152,6 +225,39 @@ export interface Store {
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(key: string): Promise<SessionDetail | undefined>;
   listReceived(limit?: number): Promise<ReceivedHook[]>;
+
+  // ——— runtime ———
+  /**
+   * Lease up to `limit` runnable runs to `owner`: queued ones, and running ones whose lease expired (their worker
+   * died). Only the oldest unfinished run of each session key is runnable, so one session's runs go in order.
+   */
+  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]>;
+  renewRunLeases(owner: string, ids: string[], until: number): Promise<void>;
+  completeRun(c: RunCompletion): Promise<boolean>;
+  /** Give leased runs back (shutdown): queued again, attempt not counted as failed. */
+  releaseRuns(owner: string, ids: string[], now: number): Promise<void>;
+  /**
+   * Single-writer drivers at start: every leased run and delivery belonged to a process that is gone. Runs go back
+   * to the queue (same id), deliveries become claimable again. Returns the number of runs recovered.
+   */
+  recoverLeases(now: number): Promise<number>;
+  /** Mark a run failed outside a worker (e.g. it crashed the process too often). */
+  failRun(id: string, error: string, now: number): Promise<void>;
+
+  pendingEvents(sessionKey: string, limit?: number): Promise<SystemEvent[]>;
+  addEvents(events: NewSystemEvent[]): Promise<void>;
+  completeHeartbeat(c: HeartbeatCompletion): Promise<void>;
+  sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]>;
+  getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void>;
+
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
+  deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void>;
+  finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void>;
+  listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]>;
+  getDelivery(id: string): Promise<Delivery | undefined>;
+  /** A dead (or pending) delivery back to pending now, attempts reset. */
+  retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
 
   /** Delete expired idempotency keys and received-hook records older than `receivedBefore`. */
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }>;

@@ -100,16 +100,20 @@ describe('cli: against a running service', () => {
     assert.equal(r.code, 0, r.stderr);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)?.[1];
     assert.ok(runId, r.stdout);
-    const list = await cli(['runs', 'list', '--json']);
-    const runs = JSON.parse(list.stdout) as Array<Record<string, unknown>>;
-    const run = runs.find((x) => x.id === runId);
-    assert.equal(run?.state, 'queued');
+    let run: Record<string, unknown> | undefined;
+    for (let i = 0; i < 50 && run?.state !== 'succeeded'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const list = await cli(['runs', 'list', '--json']);
+      run = (JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((x) => x.id === runId);
+    }
+    assert.equal(run?.state, 'succeeded');
     assert.equal(run?.deliver, false);
     assert.equal(run?.thinking, 'low');
     const show = await cli(['runs', 'show', runId]);
     assert.equal(show.code, 0);
     assert.match(show.stdout, new RegExp(`run ${runId}`));
-    assert.match(show.stdout, /state:\s+queued/);
+    assert.match(show.stdout, /state:\s+succeeded \(attempts 1\)/);
+    assert.match(show.stdout, /reply:\s+echo: Summarise build 1432/);
     assert.match(show.stdout, /hook:\s+CI via agent/);
     assert.match(show.stdout, /delivery:\s+off/);
     const missing = await cli(['runs', 'show', 'no-such-run']);
@@ -139,12 +143,23 @@ describe('cli: against a running service', () => {
     assert.match(b.stdout, /"duplicate":true/);
   });
 
-  it('runs retry refuses a queued run', async () => {
-    const r = await cli(['send', 'agent', 'still queued']);
+  it('runs retry re-queues a finished run under the same id, and refuses an unknown one', async () => {
+    const r = await cli(['send', 'agent', 'run me twice', '--no-deliver']);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)![1]!;
+    const stateOf = async () => (JSON.parse((await cli(['runs', 'show', runId, '--json'])).stdout) as { state: string; attempts: number });
+    for (let i = 0; i < 50 && (await stateOf()).state !== 'succeeded'; i++) await new Promise((res) => setTimeout(res, 100));
     const retry = await cli(['runs', 'retry', runId]);
-    assert.equal(retry.code, 1);
-    assert.match(retry.stderr, /only failed, timed_out or succeeded runs/);
+    assert.equal(retry.code, 0, retry.stderr);
+    assert.match(retry.stdout, /queued again/);
+    let after = await stateOf();
+    for (let i = 0; i < 50 && !(after.state === 'succeeded' && after.attempts === 2); i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      after = await stateOf();
+    }
+    assert.deepEqual(after, { ...after, state: 'succeeded', attempts: 2 });
+    const unknown = await cli(['runs', 'retry', 'no-such-run']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no finished run no-such-run/);
   });
 
   it('send reports an unreachable service clearly', async () => {

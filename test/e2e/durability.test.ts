@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { storedEvents } from '../support/db.js';
 import { startHookgate } from '../support/server.js';
 
 describe('durability', () => {
@@ -43,11 +44,12 @@ describe('durability', () => {
       const store = new SqliteStore({ path: join(hg.dir, 'data/hookgate.db'), writer: 'inline' });
       try {
         const runs = new Map((await store.listRuns({ limit: 10_000 })).map((r) => [r.id, r]));
-        const main = await store.getSession('main');
-        const events = new Map((main?.pending ?? []).map((e) => [e.id, e]));
+        // Pending or already fed to a heartbeat: either way it must be there.
+        const events = storedEvents(join(hg.dir, 'data/hookgate.db'));
         const lost = accepted.filter((a) => (a.kind === 'agent' ? runs.get(a.id)?.message !== a.text : events.get(a.id)?.text !== a.text));
         assert.deepEqual(lost, [], `${lost.length} of ${accepted.length} accepted requests lost`);
-        for (const a of accepted) if (a.kind === 'agent') assert.equal(runs.get(a.id)?.state, 'queued');
+        // The runtime may have started or finished some before the kill; none may be missing or failed.
+        for (const a of accepted) if (a.kind === 'agent') assert.ok(['queued', 'running', 'succeeded'].includes(runs.get(a.id)!.state));
       } finally {
         await store.close();
       }

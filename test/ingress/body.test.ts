@@ -150,7 +150,7 @@ async function waitFor(pred: () => boolean, ms = 3000): Promise<void> {
   }
 }
 
-describe('readBody over a real socket', () => {
+describe('readBody over a real socket', { timeout: 30_000 }, () => {
   it('reads a complete body and parses the JSON object', async () => {
     const r = await post('{"text":"hello","n":1}');
     assert.equal(r.status, 200);

@@ -88,7 +88,6 @@ describe('ClientIpResolver', () => {
 
   it(
     'accepts an IPv4-mapped IPv6 CIDR (valid in gateway.trustedProxies) and trusts the v4 addresses it covers',
-    { todo: 'bug: the address is canonicalised to IPv4 but the /104 prefix is kept, so BlockList.addSubnet throws RangeError at start' },
     () => {
       const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
       assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
@@ -98,11 +97,14 @@ describe('ClientIpResolver', () => {
   );
 
   it(
-    'trusts a mapped socket address covered by the ::ffff:0:0/96 block',
-    { todo: 'bug: the socket address is canonicalised to IPv4 and checked as IPv4, so the IPv6 block never matches' },
+    'trusts a mapped socket address covered by a v4-mapped IPv6 block',
     () => {
-      const r = new ClientIpResolver(['::ffff:0:0/96']);
+      // ::ffff:10.0.0.0/104 is 10.0.0.0/8 written as IPv6. (::ffff:0:0/96 would trust every IPv4 address,
+      // the forwarded hop included.)
+      const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
       assert.equal(r.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
+      assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
+      assert.equal(r.resolve('11.0.0.1', '203.0.113.5'), '11.0.0.1');
     },
   );
 

@@ -83,6 +83,21 @@ export function command(over: Partial<AcceptCommand> = {}): AcceptCommand {
   return { events: [], runs: [], answerSpec: { kind: 'test' }, received: received(), ...over };
 }
 
+/** The fields a test knows about: drivers may add more (the interface grows), which must not break the suite. */
+function pick<T extends object, K extends keyof T>(o: T | undefined, keys: readonly K[]): Pick<T, K> | undefined {
+  if (o === undefined) return undefined;
+  const out = {} as Pick<T, K>;
+  for (const k of keys) out[k] = o[k];
+  return out;
+}
+
+const EVENT_KEYS = ['id', 'sessionKey', 'agentId', 'text', 'origin', 'runId', 'createdAt', 'consumedAt'] as const;
+const NEW_RUN_KEYS = [
+  'id', 'agentId', 'sessionKey', 'sessionMode', 'name', 'message', 'wakeMode', 'deliver', 'channel', 'to', 'model',
+  'thinking', 'timeoutSeconds', 'allowUnsafeExternalContent', 'contentSource', 'hookPath', 'mappingId', 'createdAt',
+] as const;
+const RECEIVED_KEYS = ['at', 'method', 'path', 'clientIp', 'status', 'code', 'eventIds', 'runIds', 'mappingId', 'durationMs'] as const;
+
 function accepted(r: AcceptResult): Extract<AcceptResult, { kind: 'accepted' }> {
   assert.equal(r.kind, 'accepted', `expected accepted, got ${JSON.stringify(r)}`);
   return r as Extract<AcceptResult, { kind: 'accepted' }>;
@@ -102,7 +117,8 @@ async function assertStoreError(p: Promise<unknown>): Promise<void> {
 }
 
 export function storeContract(name: string, open: () => Promise<StoreHarness>): void {
-  describe(`store contract: ${name}`, () => {
+  // A driver that hangs (a write never resolved) fails instead of stalling the run.
+  describe(`store contract: ${name}`, { timeout: 120_000 }, () => {
     let h: StoreHarness;
     let store: Store;
     beforeEach(async () => {
@@ -120,7 +136,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(r.outcome, { events: [{ eventId: ev.id, outcome: 'queued' }] });
         const s = await store.getSession('main');
         assert.ok(s);
-        assert.deepEqual(s.pending, [{ ...ev, runId: null, consumedAt: null }]);
+        assert.equal(s.pending.length, 1);
+        assert.deepEqual(pick(s.pending[0], EVENT_KEYS), { ...ev, runId: null, consumedAt: null });
         assert.equal(s.pendingEvents, 1);
       });
 
@@ -209,19 +226,16 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(res.outcome.events, []);
         const got = await store.getRun(r.id);
         assert.ok(got);
-        assert.deepEqual(
-          { ...got },
-          {
-            ...r,
-            state: 'queued',
-            attempts: 0,
-            updatedAt: got.updatedAt,
-            startedAt: null,
-            finishedAt: null,
-            error: null,
-            reply: null,
-          },
-        );
+        assert.deepEqual(pick(got, NEW_RUN_KEYS), r);
+        assert.deepEqual(pick(got, ['state', 'attempts', 'startedAt', 'finishedAt', 'error', 'reply', 'deliveryStatus']), {
+          state: 'queued',
+          attempts: 0,
+          startedAt: null,
+          finishedAt: null,
+          error: null,
+          reply: null,
+          deliveryStatus: null,
+        });
         assert.equal(typeof got.updatedAt, 'number');
         assert.ok(got.updatedAt >= r.createdAt);
         const listed = await store.listRuns();
@@ -397,7 +411,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           ),
         );
         const [latest] = await store.listReceived(1);
-        assert.deepEqual(latest, {
+        assert.deepEqual(pick(latest, RECEIVED_KEYS), {
           at: T0 + 1,
           method: 'POST',
           path: 'github',
@@ -451,8 +465,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           received({ at: T0 + 3, status: 204, code: null, path: 'gmail', mappingId: 'gmail', durationMs: 0 }),
         ];
         for (const rec of recs) await store.recordReceived(rec);
-        assert.deepEqual(await store.listReceived(), [...recs].reverse());
-        assert.deepEqual(await store.listReceived(2), [recs[2], recs[1]]);
+        assert.deepEqual((await store.listReceived()).map((r) => pick(r, RECEIVED_KEYS)), [...recs].reverse());
+        assert.deepEqual((await store.listReceived(2)).map((r) => pick(r, RECEIVED_KEYS)), [recs[2], recs[1]]);
       });
     });
 

@@ -20,12 +20,7 @@ function tempDir(): string {
   dirs.push(d);
   return d;
 }
-// Workaround for a bug in SqliteStore (see the todo test "close() resolves ..." below): with the writer thread,
-// close() waits for the worker's `exit` event on an unref'd worker, so when nothing else keeps the event loop
-// alive the process ends before close() resolves. A ref'd timer keeps this test process alive meanwhile.
-const keepAlive = setInterval(() => {}, 60_000);
 after(() => {
-  clearInterval(keepAlive);
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -86,7 +81,7 @@ async function countCommits(dbPath: string, fn: () => Promise<unknown> | unknown
 }
 
 for (const writer of ['thread', 'inline'] as const) {
-  describe(`SqliteStore (writer: ${writer})`, () => {
+  describe(`SqliteStore (writer: ${writer})`, { timeout: 60_000 }, () => {
     it('keeps the data on disk after close; a new store on the same file sees it', async () => {
       const path = join(tempDir(), 'nested', 'dir', 'hookgate.db');
       const a = new SqliteStore({ path, writer });
@@ -192,10 +187,9 @@ for (const writer of ['thread', 'inline'] as const) {
   });
 }
 
-describe('SqliteStore (writer: thread) lifecycle', () => {
+describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
   it(
     'close() resolves in a process that has nothing else keeping the event loop alive',
-    { todo: 'bug: close() awaits the exit event of an unref\'d worker; the process ends first (exit code 13 under top-level await)' },
     () => {
       const dir = tempDir();
       const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;

@@ -185,9 +185,12 @@ export const channelsSchema = z
       .default([]),
     outbox: z
       .strictObject({
+        /** 8 attempts with these delays (30 s doubling, capped at 30 min, jittered) span about an hour. */
         maxAttempts: positiveInt.default(8),
-        initialBackoffMs: positiveInt.default(5000),
+        initialBackoffMs: positiveInt.default(30_000),
         maxBackoffMs: positiveInt.default(30 * 60_000),
+        /** Deliveries sent at once (different recipients; one recipient's deliveries go in order). */
+        concurrency: positiveInt.default(8),
       })
       .prefault({}),
   })

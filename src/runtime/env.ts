@@ -1,0 +1,25 @@
+import type { ChannelRegistry } from '../channels/registry.js';
+import type { Config } from '../config/load.js';
+import type { ModelCatalog } from '../config/model-catalog.js';
+import type { Logger } from '../log.js';
+import type { ModelProvider } from '../providers/types.js';
+import type { Store } from '../store/types.js';
+
+/** What the runtime works with: swapped as a whole when the config reloads. */
+export interface RuntimeEnv {
+  config: Config;
+  catalog: ModelCatalog;
+  providers: Map<string, ModelProvider>;
+  channels: ChannelRegistry;
+  defaultAgentId: string;
+}
+
+export interface RuntimeDeps {
+  store: Store;
+  logger: Logger;
+  /** Unique per process: leases are held in its name. */
+  owner: string;
+  env: () => RuntimeEnv;
+}
+
+export const MAIN_SESSION_KEY = 'main';

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import type { NewDelivery } from '../store/types.js';
+import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { isHeartbeatAck } from './heartbeat-ack.js';
+import { heartbeatPrompt } from './prompt.js';
+import { resolveRoute } from './routing.js';
+import { sanitizeForLog } from './summary.js';
+import { agentTimeoutSeconds, runTurn } from './turn.js';
+
+/** Requests within this window make one heartbeat. */
+export const HEARTBEAT_COALESCE_MS = 250;
+const HISTORY_TURNS = 20;
+const RETRY_MIN_MS = 5_000;
+const RETRY_MAX_MS = 5 * 60_000;
+
+/**
+ * The main agent's heartbeat: every `heartbeat.every`, and on request (a `now` wake, a finished run with
+ * `wakeMode: now`), coalesced over 250 ms, never two at once. It runs the main agent with every pending system
+ * event in the prompt; only when the turn finished are the events marked consumed, in the same transaction that
+ * queues the reply for delivery — so a crash mid-turn replays them. A heartbeat with nothing pending does not call
+ * the model. A failed turn leaves the events pending and tries again with backoff.
+ */
+export class Heartbeat {
+  private timer: NodeJS.Timeout | undefined;
+  private periodic: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopping = false;
+  private failures = 0;
+  private readonly abort = new AbortController();
+  private reasons = new Set<string>();
+
+  constructor(private readonly deps: RuntimeDeps) {}
+
+  /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
+  async start(): Promise<void> {
+    this.schedulePeriodic();
+    const pending = await this.deps.store.pendingEvents(MAIN_SESSION_KEY, 1);
+    if (pending.length) this.request('startup');
+  }
+
+  /** The config changed: `heartbeat.every` may differ. */
+  reconfigure(): void {
+    this.schedulePeriodic();
+  }
+
+  private schedulePeriodic(): void {
+    clearInterval(this.periodic);
+    const every = this.deps.env().config.heartbeat.every;
+    if (every > 0) {
+      this.periodic = setInterval(() => this.request('interval'), every);
+      this.periodic.unref();
+    }
+  }
+
+  request(reason: string, delayMs = HEARTBEAT_COALESCE_MS): void {
+    if (this.stopping) return;
+    this.reasons.add(reason);
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const reasons = [...this.reasons];
+      this.reasons.clear();
+      this.running = this.beat(reasons).finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.request('again');
+        }
+      });
+    }, delayMs);
+  }
+
+  private async beat(reasons: string[]): Promise<void> {
+    const { store, logger } = this.deps;
+    const env = this.deps.env();
+    const events = await store.pendingEvents(MAIN_SESSION_KEY);
+    if (events.length === 0) return;
+
+    const agentId = env.defaultAgentId;
+    const heartbeatId = randomUUID();
+    const started = Date.now();
+    const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
+    const history = (await store.sessionMessages(agentId, MAIN_SESSION_KEY, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
+    const signal = AbortSignal.any([AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000), this.abort.signal]);
+
+    let reply: string;
+    try {
+      reply = (await runTurn(env, { agentId, model: null, thinking: null, messages: [...history, { role: 'user', content: prompt }], signal })).text;
+    } catch (err) {
+      if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
+      this.failures++;
+      const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (this.failures - 1));
+      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: sanitizeForLog((err as Error).message) }, 'heartbeat turn failed; events stay pending');
+      this.request('retry', delay);
+      return;
+    }
+    this.failures = 0;
+
+    const finished = Date.now();
+    const deliveries: NewDelivery[] = [];
+    let outcome = 'acknowledged';
+    if (!isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) {
+      const route = resolveRoute({ channel: 'last', to: null, lastRoute: await store.getRoute(MAIN_SESSION_KEY), defaultRoute: env.config.channels.default });
+      if (route) {
+        outcome = 'delivered';
+        deliveries.push({
+          id: randomUUID(),
+          runId: null,
+          heartbeatId,
+          sessionKey: MAIN_SESSION_KEY,
+          agentId,
+          hookName: null,
+          channel: route.channel,
+          to: route.to,
+          text: reply,
+          explicitRoute: false,
+          createdAt: finished,
+        });
+      } else {
+        outcome = 'nowhere:no_route';
+        logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
+      }
+    }
+    await store.completeHeartbeat({
+      heartbeatId,
+      sessionKey: MAIN_SESSION_KEY,
+      eventIds: events.map((e) => e.id),
+      consumedAt: finished,
+      deliveries,
+      messages: [
+        { sessionKey: MAIN_SESSION_KEY, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
+        { sessionKey: MAIN_SESSION_KEY, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
+      ],
+    });
+    logger.info({ heartbeatId, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
+    if (deliveries.length) this.onDelivery?.();
+  }
+
+  /** Told when a heartbeat queued a delivery. */
+  onDelivery: (() => void) | undefined;
+
+  async close(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    clearInterval(this.periodic);
+    this.abort.abort();
+    await this.running;
+  }
+}

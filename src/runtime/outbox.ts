@@ -1,0 +1,134 @@
+import { splitText } from '../channels/split.js';
+import type { OutboundMessage, SendResult } from '../channels/types.js';
+import { backoffMs } from '../providers/retry.js';
+import type { Delivery, DeliveryOutcome } from '../store/types.js';
+import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { sanitizeForLog } from './summary.js';
+
+export const DELIVERY_LEASE_MS = 60_000;
+const POLL_MS = 1000;
+
+/**
+ * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
+ * progress is recorded so a retry resumes after the chunks already accepted), in order per recipient. Retryable
+ * failures wait with exponential backoff and jitter (or the platform's Retry-After); after
+ * `channels.outbox.maxAttempts`, or at once for a permanent failure, the delivery is dead-lettered: logged with
+ * its run id, visible in `hookgate deliveries list --failed`, and retryable from there. A failed delivery is never
+ * reported as a success.
+ */
+export class Outbox {
+  private readonly active = new Set<string>();
+  private pumping = false;
+  private again = false;
+  private stopping = false;
+  private readonly poll: NodeJS.Timeout;
+  private readonly settled = new Set<Promise<void>>();
+  private readonly abort = new AbortController();
+
+  constructor(private readonly deps: RuntimeDeps) {
+    this.poll = setInterval(() => this.notify(), POLL_MS);
+    this.poll.unref();
+  }
+
+  notify(): void {
+    if (this.stopping) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.notify();
+      }
+    });
+  }
+
+  private async pump(): Promise<void> {
+    const max = this.deps.env().config.channels.outbox.concurrency;
+    while (!this.stopping && this.active.size < max) {
+      let batch: Delivery[];
+      try {
+        batch = await this.deps.store.claimDeliveries(this.deps.owner, Date.now(), DELIVERY_LEASE_MS, max - this.active.size);
+      } catch (err) {
+        this.deps.logger.error({ err: (err as Error).message }, 'claiming deliveries failed');
+        return;
+      }
+      if (batch.length === 0) return;
+      for (const d of batch) {
+        this.active.add(d.id);
+        const p = this.send(d)
+          .catch((err) => this.deps.logger.error({ deliveryId: d.id, err: (err as Error).message }, 'delivery failed unexpectedly'))
+          .finally(() => {
+            this.active.delete(d.id);
+            this.settled.delete(p);
+            this.notify();
+          });
+        this.settled.add(p);
+      }
+    }
+  }
+
+  private async send(d: Delivery): Promise<void> {
+    const { store, logger, owner } = this.deps;
+    const env = this.deps.env();
+    const limits = env.config.channels.outbox;
+    const finish = (outcome: DeliveryOutcome) => store.finishDelivery(d.id, owner, outcome, Date.now());
+    const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts };
+
+    const channel = env.channels.get(d.channel);
+    if (!channel) {
+      const error = `channel "${d.channel}" is not configured`;
+      logger.error({ ...meta, error }, 'delivery dead-lettered');
+      return finish({ kind: 'dead', error, at: Date.now() });
+    }
+    const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
+    for (let i = d.chunksSent; i < chunks.length; i++) {
+      const message: OutboundMessage = {
+        // Stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
+        deliveryId: chunks.length > 1 ? `${d.id}_${i + 1}` : d.id,
+        channel: d.channel,
+        to: d.to,
+        text: chunks[i]!,
+        runId: d.runId,
+        sessionKey: d.sessionKey,
+        agentId: d.agentId,
+        hookName: d.hookName,
+        createdAt: new Date(d.createdAt).toISOString(),
+      };
+      const result: SendResult = await channel.send(message, this.abort.signal).catch((err: Error) => ({
+        ok: false,
+        retryable: true,
+        error: `channel threw: ${err.message}`,
+      }));
+      if (result.ok) {
+        if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
+        continue;
+      }
+      const error = sanitizeForLog(result.error, 300);
+      if (this.abort.signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
+      if (result.retryable && d.attempts < limits.maxAttempts) {
+        const wait = backoffMs(d.attempts, result.retryAfterMs, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs, maxRetryAfterMs: Number.POSITIVE_INFINITY })!;
+        logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
+        if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
+        return finish({ kind: 'retry', nextAttemptAt: Date.now() + wait, error });
+      }
+      logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
+      if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
+      return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
+    }
+    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to: d.to } : undefined;
+    await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
+    logger.info({ ...meta, chunks: chunks.length }, 'delivered');
+  }
+
+  async close(graceMs = 5000): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.poll);
+    const timer = setTimeout(() => this.abort.abort(), graceMs);
+    await Promise.allSettled([...this.settled]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,221 @@
+import { randomUUID } from 'node:crypto';
+import { ProviderError } from '../providers/types.js';
+import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import { detectSuspiciousPatterns } from './external-content.js';
+import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { isHeartbeatAck } from './heartbeat-ack.js';
+import { runPrompt } from './prompt.js';
+import { resolveRoute } from './routing.js';
+import { hookSummary, sanitizeForLog } from './summary.js';
+import { runTurn } from './turn.js';
+
+export const RUN_LEASE_MS = 30_000;
+/** A run whose worker died this many times is failed instead of started again (it may be what kills the process). */
+export const MAX_RUN_STARTS = 5;
+const POLL_MS = 1000;
+const HISTORY_TURNS = 40;
+
+export interface RunWorkerHooks {
+  /** A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. */
+  onFinished(run: Run, committed: boolean): void;
+}
+
+/**
+ * Executes queued agent runs: at most `agents.defaults.maxConcurrent` at once, one session key's runs in order
+ * (the store only hands out the oldest unfinished run of a key), each bounded by its timeoutSeconds. Runs are
+ * leased; the lease is renewed while the run works, so a crashed process's runs are picked up again (same id).
+ * Finishing writes the run's state, its summary event, its outbox row and its transcript in one transaction.
+ */
+export class RunWorker {
+  private readonly active = new Map<string, AbortController>();
+  private pumping = false;
+  private again = false;
+  private stopping = false;
+  private readonly poll: NodeJS.Timeout;
+  private readonly renew: NodeJS.Timeout;
+  private readonly settled = new Set<Promise<void>>();
+
+  constructor(
+    private readonly deps: RuntimeDeps,
+    private readonly hooks: RunWorkerHooks,
+  ) {
+    this.poll = setInterval(() => this.notify(), POLL_MS);
+    this.poll.unref();
+    this.renew = setInterval(() => this.renewLeases(), RUN_LEASE_MS / 3);
+    this.renew.unref();
+  }
+
+  get running(): number {
+    return this.active.size;
+  }
+
+  /** New runs were queued (or a slot freed): claim what fits. */
+  notify(): void {
+    if (this.stopping) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.notify();
+      }
+    });
+  }
+
+  private async pump(): Promise<void> {
+    const max = this.deps.env().config.agents.defaults.maxConcurrent;
+    while (!this.stopping && this.active.size < max) {
+      let runs: Run[];
+      try {
+        runs = await this.deps.store.claimRuns(this.deps.owner, Date.now(), RUN_LEASE_MS, max - this.active.size);
+      } catch (err) {
+        this.deps.logger.error({ err: (err as Error).message }, 'claiming runs failed');
+        return;
+      }
+      if (runs.length === 0) return;
+      for (const run of runs) this.start(run);
+    }
+  }
+
+  private start(run: Run): void {
+    const controller = new AbortController();
+    this.active.set(run.id, controller);
+    const p = this.execute(run, controller.signal)
+      .catch((err) => this.deps.logger.error({ runId: run.id, err: (err as Error).message }, 'run execution failed'))
+      .finally(() => {
+        this.active.delete(run.id);
+        this.settled.delete(p);
+        this.notify();
+      });
+    this.settled.add(p);
+  }
+
+  private async execute(run: Run, shutdown: AbortSignal): Promise<void> {
+    const { store, logger, owner } = this.deps;
+    const env = this.deps.env();
+    const now = () => Date.now();
+
+    if (run.attempts > MAX_RUN_STARTS) {
+      await store.failRun(run.id, `gave up after ${run.attempts - 1} interrupted attempts`, now());
+      logger.error({ runId: run.id, attempts: run.attempts }, 'run failed: interrupted too often');
+      return;
+    }
+
+    const prompt = runPrompt(run, new Date());
+    const suspicious = detectSuspiciousPatterns(run.message);
+    if (suspicious.length) logger.warn({ runId: run.id, sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
+
+    const history =
+      run.sessionMode === 'persistent'
+        ? (await store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
+        : [];
+    const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
+    const signal = AbortSignal.any([timeout, shutdown]);
+
+    let state: RunCompletion['state'] = 'succeeded';
+    let reply: string | null = null;
+    let error: string | null = null;
+    const started = now();
+    try {
+      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages: [...history, { role: 'user', content: prompt }], signal });
+      reply = r.text;
+    } catch (err) {
+      if (shutdown.aborted) {
+        // Stopping: give the run back; it starts again (same id) on the next start.
+        await store.releaseRuns(owner, [run.id], now());
+        return;
+      }
+      if (timeout.aborted) {
+        state = 'timed_out';
+        error = `timed out after ${run.timeoutSeconds} s`;
+      } else {
+        state = 'failed';
+        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : (err as Error).message;
+      }
+    }
+
+    const finishedAt = now();
+    const { deliveries, deliveryStatus } = reply !== null ? await this.planDelivery(run, reply, finishedAt) : { deliveries: [], deliveryStatus: `nowhere:${state}` };
+    const summary = hookSummary(run.name, reply !== null ? { ok: true, reply } : { ok: false, error: error ?? state });
+    const committed = await store.completeRun({
+      runId: run.id,
+      owner,
+      state,
+      finishedAt,
+      error,
+      reply,
+      deliveryStatus,
+      events: [{ id: randomUUID(), sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, text: summary, origin: 'summary', runId: run.id, createdAt: finishedAt }],
+      deliveries,
+      messages: [
+        { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
+        ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
+      ],
+    });
+    const level = state === 'succeeded' ? 'info' : 'warn';
+    logger[level](
+      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: sanitizeForLog(error) } : {}) },
+      committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
+    );
+    this.hooks.onFinished(run, committed);
+  }
+
+  /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */
+  private async planDelivery(run: Run, reply: string, at: number): Promise<{ deliveries: NewDelivery[]; deliveryStatus: string }> {
+    const env = this.deps.env();
+    if (!run.deliver) return { deliveries: [], deliveryStatus: 'suppressed:deliver_false' };
+    if (isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) return { deliveries: [], deliveryStatus: 'suppressed:heartbeat_ack' };
+    const route = resolveRoute({
+      channel: run.channel,
+      to: run.to,
+      lastRoute: await this.deps.store.getRoute(MAIN_SESSION_KEY),
+      defaultRoute: env.config.channels.default,
+    });
+    if (!route) {
+      this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (no last route of the main session and no channels.default)');
+      return { deliveries: [], deliveryStatus: 'nowhere:no_route' };
+    }
+    return {
+      deliveryStatus: 'outbox',
+      deliveries: [
+        {
+          id: randomUUID(),
+          runId: run.id,
+          heartbeatId: null,
+          sessionKey: run.sessionKey,
+          agentId: run.agentId,
+          hookName: run.name,
+          channel: route.channel,
+          to: route.to,
+          text: reply,
+          explicitRoute: route.explicit,
+          createdAt: at,
+        },
+      ],
+    };
+  }
+
+  private renewLeases(): void {
+    if (this.active.size === 0) return;
+    this.deps.store
+      .renewRunLeases(this.deps.owner, [...this.active.keys()], Date.now() + RUN_LEASE_MS)
+      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'renewing run leases failed'));
+  }
+
+  /** Stop claiming; give running runs `graceMs` to finish, then abort them (they are released, not failed). */
+  async close(graceMs = 5000): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.poll);
+    clearInterval(this.renew);
+    const all = Promise.allSettled([...this.settled]);
+    const timer = setTimeout(() => {
+      for (const c of this.active.values()) c.abort();
+    }, graceMs);
+    await all;
+    clearTimeout(timer);
+  }
+}

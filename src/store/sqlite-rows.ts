@@ -1,0 +1,94 @@
+/** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writer (sqlite-writer.ts). */
+import type { Delivery, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
+
+export type Row = Record<string, unknown>;
+
+export function rowToRun(r: Row): Run {
+  return {
+    id: r.id as string,
+    state: r.state as Run['state'],
+    agentId: r.agent_id as string,
+    sessionKey: r.session_key as string,
+    sessionMode: r.session_mode as Run['sessionMode'],
+    name: r.name as string,
+    message: r.message as string,
+    wakeMode: r.wake_mode as Run['wakeMode'],
+    deliver: r.deliver === 1,
+    channel: r.channel as string,
+    to: (r.recipient as string | null) ?? null,
+    model: (r.model as string | null) ?? null,
+    thinking: (r.thinking as string | null) ?? null,
+    timeoutSeconds: r.timeout_seconds as number,
+    allowUnsafeExternalContent: r.allow_unsafe === 1,
+    contentSource: r.content_source as Run['contentSource'],
+    hookPath: r.hook_path as string,
+    mappingId: (r.mapping_id as string | null) ?? null,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    startedAt: (r.started_at as number | null) ?? null,
+    finishedAt: (r.finished_at as number | null) ?? null,
+    attempts: r.attempts as number,
+    error: (r.error as string | null) ?? null,
+    reply: (r.reply as string | null) ?? null,
+    deliveryStatus: (r.delivery_status as string | null) ?? null,
+  };
+}
+
+export function rowToEvent(r: Row): SystemEvent {
+  return {
+    id: r.id as string,
+    sessionKey: r.session_key as string,
+    agentId: r.agent_id as string,
+    text: r.text as string,
+    origin: r.origin as SystemEvent['origin'],
+    runId: (r.run_id as string | null) ?? null,
+    createdAt: r.created_at as number,
+    consumedAt: (r.consumed_at as number | null) ?? null,
+  };
+}
+
+export function rowToSessionSummary(r: Row): SessionSummary {
+  return {
+    key: r.key as string,
+    agentId: r.agent_id as string,
+    pendingEvents: r.pending as number,
+    runs: r.runs as number,
+    lastActivityAt: r.last_at as number,
+    lastChannel: (r.last_channel as string | null) ?? null,
+    lastTo: (r.last_to as string | null) ?? null,
+  };
+}
+
+export function rowToDelivery(r: Row): Delivery {
+  return {
+    id: r.id as string,
+    runId: (r.run_id as string | null) ?? null,
+    heartbeatId: (r.heartbeat_id as string | null) ?? null,
+    sessionKey: r.session_key as string,
+    agentId: r.agent_id as string,
+    hookName: (r.hook_name as string | null) ?? null,
+    channel: r.channel as string,
+    to: r.recipient as string,
+    text: r.text as string,
+    explicitRoute: r.explicit_route === 1,
+    state: r.state as Delivery['state'],
+    chunksSent: r.chunks_sent as number,
+    attempts: r.attempts as number,
+    nextAttemptAt: r.next_attempt_at as number,
+    lastError: (r.last_error as string | null) ?? null,
+    createdAt: r.created_at as number,
+    updatedAt: r.updated_at as number,
+    deliveredAt: (r.delivered_at as number | null) ?? null,
+  };
+}
+
+export function rowToMessage(r: Row): SessionMessage {
+  return {
+    sessionKey: r.session_key as string,
+    agentId: r.agent_id as string,
+    role: r.role as SessionMessage['role'],
+    content: r.content as string,
+    runId: (r.run_id as string | null) ?? null,
+    createdAt: r.created_at as number,
+  };
+}
