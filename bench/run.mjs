@@ -30,14 +30,22 @@ function startChild(args, opts, key) {
   });
 }
 
+/** CPU time (user + system) a process has used so far, in microseconds (all its threads). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+  return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+}
+
 function peakRssMiB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return kb / 1024;
 }
 
-async function load(url, path, makeBody, headers) {
+async function load(url, path, makeBody, headers, pid) {
   let i = 0;
+  const cpu0 = cpuMicros(pid);
   const result = await autocannon({
     url,
     connections,
@@ -52,7 +60,8 @@ async function load(url, path, makeBody, headers) {
     ],
   });
   const non2xx = result.non2xx + result.errors + result.timeouts;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx, total: result.requests.total };
+  const cpuPerReq = (cpuMicros(pid) - cpu0) / Math.max(1, result.requests.total);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx, total: result.requests.total, cpuPerReq };
 }
 
 async function warm(url, path, makeBody, headers) {
@@ -82,12 +91,12 @@ try {
   const agentBody = (i) => JSON.stringify({ message: `bench message ${i}`, name: 'Bench', deliver: false });
 
   await warm(bareUrl, '/', wakeBody, {});
-  const b = await load(bareUrl, '/', wakeBody, {});
+  const b = await load(bareUrl, '/', wakeBody, {}, bare.child.pid);
   rows.push({ target: 'bare node:http', ...b });
   await warm(hgUrl, '/hooks/wake', wakeBody, auth);
-  const w = await load(hgUrl, '/hooks/wake', wakeBody, auth);
+  const w = await load(hgUrl, '/hooks/wake', wakeBody, auth, hg.child.pid);
   rows.push({ target: 'hookgate /hooks/wake', ...w });
-  const a = await load(hgUrl, '/hooks/agent', agentBody, auth);
+  const a = await load(hgUrl, '/hooks/agent', agentBody, auth, hg.child.pid);
   rows.push({ target: 'hookgate /hooks/agent', ...a });
   const rss = { bare: peakRssMiB(bare.child.pid), hookgate: peakRssMiB(hg.child.pid) };
 
@@ -96,11 +105,13 @@ try {
   const lines = [
     `hookgate bench: ${connections} connections, ${seconds}s per target, node ${process.version}, ${new Date().toISOString()}`,
     '',
-    '| target | req/s | p50 ms | p99 ms | non-2xx | peak RSS MiB | ratio to bare |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| target | req/s | p50 ms | p99 ms | non-2xx | CPU µs/req | peak RSS MiB | ratio to bare |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map((r) =>
-      `| ${r.target} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.non2xx} | ${fmt(r.target.startsWith('bare') ? rss.bare : rss.hookgate, 1)} | ${fmt(r.rps / base, 2)} |`,
+      `| ${r.target} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.non2xx} | ${fmt(r.cpuPerReq)} | ${fmt(r.target.startsWith('bare') ? rss.bare : rss.hookgate, 1)} | ${fmt(r.rps / base, 2)} |`,
     ),
+    '',
+    'CPU µs/req: CPU time of the server process (all threads) per request; less sensitive to a busy machine than req/s.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {

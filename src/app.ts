@@ -59,7 +59,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
 
   const storage = first.storage;
-  const store = await openStore(storage, (p) => configPath(first, p), { writer: env.HOOKGATE_SQLITE_WRITER === 'inline' ? 'inline' : 'thread' });
+  const store = await openStore(storage, (p) => configPath(first, p));
 
   // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
   if (storage.driver === 'sqlite') {

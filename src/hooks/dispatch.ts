@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../ids.js';
 import { HttpError, StoreError } from '../errors.js';
 import type { AcceptOutcome, IdempotencyClaim, NewRun, NewSystemEvent, ReceivedHook, Store, WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
@@ -51,7 +51,7 @@ export async function dispatch(ctx: HooksContext, store: Store, signals: Runtime
   const runs: NewRun[] = [];
   for (const a of req.actions) {
     if (a.kind === 'wake') {
-      events.push({ id: randomUUID(), sessionKey: MAIN_SESSION_KEY, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
+      events.push({ id: newId(), sessionKey: MAIN_SESSION_KEY, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
     } else runs.push(a.run);
   }
   const spec = answerSpec(ctx, req, runs);

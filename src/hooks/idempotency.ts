@@ -19,7 +19,8 @@ export function extractIdempotencyKey(
     key = payload.idempotencyKey.trim() || undefined;
   }
   key ??= deliveryId;
-  if (key !== undefined && key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+  // Characters, not UTF-16 units: an emoji is one character of the 256.
+  if (key !== undefined && key.length > MAX_IDEMPOTENCY_KEY_LENGTH && [...key].length > MAX_IDEMPOTENCY_KEY_LENGTH) {
     throw new HttpError(400, 'invalid_payload', `idempotency key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
   }
   return key;

@@ -509,7 +509,7 @@ export function createMappedRoutes(opts: MappedRoutesOptions): MappedRoutes {
       let deliveryId: string | undefined;
       if (m.signature) {
         const v = verifySignature(m.signature, { rawBody: input.rawBody, headers: input.headers, payload: input.payload }, input.now);
-        if (!v.ok) return { kind: 'unauthorized', reason: `${m.signature.scheme} signature ${v.reason}` };
+        if (!v.ok) return { kind: 'unauthorized', reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
         deliveryId = v.deliveryId;
       } else if (!tokenVerified) {
         return { kind: 'unauthorized', reason: 'missing or invalid hook token' };

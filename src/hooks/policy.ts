@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { newId } from '../ids.js';
 import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/validate.js';
 import { HttpError } from '../errors.js';
 import type { ContentSource, NewRun } from '../store/types.js';
@@ -68,7 +69,7 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
   const model = resolveModel(ctx, req.model);
   const agent = ctx.config.agents.list.find((a) => a.id === agentId);
   return {
-    id: randomUUID(),
+    id: newId(),
     agentId,
     sessionKey,
     sessionMode: req.sessionMode,

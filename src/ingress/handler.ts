@@ -60,7 +60,8 @@ export type MappedResult =
       /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
       dropped?: number;
     }
-  | { kind: 'unauthorized'; reason: string };
+  /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
+  | { kind: 'unauthorized'; reason: string; signature?: boolean };
 
 export interface HandlerDeps {
   store: Store;
@@ -162,7 +163,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       } catch (err) {
         // Not yet authenticated: an anonymous sender learns nothing about the body rules, and the failure counts.
         if (signed && !tokenVerified && !(routes?.authenticatesRawBody?.({ ctx, subPath, rawBody, headers: req.headers, now }) ?? false)) {
-          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: no signature verifies the body`);
+          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: no signature verifies the body`, true);
         }
         throw err;
       }
@@ -188,7 +189,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         const mapped = routes ? await routes.resolve({ ctx, subPath, payload, rawBody, headers: req.headers, query, now, tokenVerified }) : { kind: 'none' as const };
         if (mapped.kind === 'none') throw NOT_FOUND;
         if (mapped.kind === 'unauthorized') {
-          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${mapped.reason}`);
+          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${mapped.reason}`, mapped.signature);
         }
         if (signed) state.limiter.reset(clientIp);
         if (mapped.kind === 'skip') {
@@ -237,6 +238,7 @@ function rejectAuth(
   received: (status: number, code: string | null) => ReceivedHook,
   /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
   reason?: string,
+  signature = false,
 ): void {
   const retryAfter = state.limiter.retryAfter(clientIp, now);
   if (retryAfter > 0) {
@@ -249,7 +251,7 @@ function rejectAuth(
   const lockedFor = state.limiter.fail(clientIp, now);
   if (lockedFor > 0) logger.warn({ client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
   record(received(401, 'unauthorized'));
-  sendError(res, new HttpError(401, 'unauthorized', 'missing or invalid hook token'));
+  sendError(res, new HttpError(401, 'unauthorized', signature ? 'missing or invalid signature' : 'missing or invalid hook token'));
 }
 
 /** A sub-path for a log line: printable, bounded (it comes from the request line). */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../ids.js';
 import type { NewDelivery } from '../store/types.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { isHeartbeatAck } from './heartbeat-ack.js';
@@ -82,7 +82,7 @@ export class Heartbeat {
     if (events.length === 0) return;
 
     const agentId = env.defaultAgentId;
-    const heartbeatId = randomUUID();
+    const heartbeatId = newId();
     const started = Date.now();
     const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
     const history = (await store.sessionMessages(agentId, MAIN_SESSION_KEY, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
@@ -109,7 +109,7 @@ export class Heartbeat {
       if (route) {
         outcome = 'delivered';
         deliveries.push({
-          id: randomUUID(),
+          id: newId(),
           runId: null,
           heartbeatId,
           sessionKey: MAIN_SESSION_KEY,

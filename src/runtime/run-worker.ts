@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
 import { detectSuspiciousPatterns } from './external-content.js';
@@ -149,7 +149,7 @@ export class RunWorker {
       error,
       reply,
       deliveryStatus,
-      events: [{ id: randomUUID(), sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, text: summary, origin: 'summary', runId: run.id, createdAt: finishedAt }],
+      events: [{ id: newId(), sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, text: summary, origin: 'summary', runId: run.id, createdAt: finishedAt }],
       deliveries,
       messages: [
         { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
@@ -183,7 +183,7 @@ export class RunWorker {
       deliveryStatus: 'outbox',
       deliveries: [
         {
-          id: randomUUID(),
+          id: newId(),
           runId: run.id,
           heartbeatId: null,
           sessionKey: run.sessionKey,

@@ -15,7 +15,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
       return new SqliteStore({
         path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path),
         synchronous: storage.synchronous,
-        writer: opts.writer,
+        writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
       });
     case 'postgres':
       throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');

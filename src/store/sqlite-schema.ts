@@ -133,4 +133,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN delivery_status TEXT;
   ALTER TABLE runs ADD COLUMN next_attempt_at INTEGER;
   `,
+  `
+  -- Claims look only at unfinished work: partial indexes stay small however long the history grows.
+  CREATE INDEX runs_queued ON runs (seq) WHERE state = 'queued';
+  CREATE INDEX runs_running ON runs (lease_until) WHERE state = 'running';
+  CREATE INDEX runs_open_by_session ON runs (session_key, seq) WHERE state IN ('queued', 'running');
+  CREATE INDEX deliveries_pending ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
+  CREATE INDEX deliveries_pending_by_route ON deliveries (channel, recipient, seq) WHERE state = 'pending';
+  `,
 ];

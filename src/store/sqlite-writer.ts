@@ -71,11 +71,17 @@ export class SqliteWriter {
         `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
          WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded')`,
       ),
-      // Runnable: queued (and due), or running with an expired lease; and the oldest unfinished run of its session.
-      claimable: db.prepare(
-        `SELECT r.id FROM runs r
-         WHERE ((r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now))
-                OR (r.state = 'running' AND r.lease_until < @now))
+      // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
+      // unfinished run of its session key. Two queries so each walks a small partial index in order.
+      claimableQueued: db.prepare(
+        `SELECT r.id FROM runs r INDEXED BY runs_queued
+         WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
+           AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
+                           AND p.state IN ('queued', 'running'))
+         ORDER BY r.seq LIMIT @limit`,
+      ),
+      claimableExpired: db.prepare(
+        `SELECT r.id FROM runs r WHERE r.state = 'running' AND r.lease_until < @now
            AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                            AND p.state IN ('queued', 'running'))
          ORDER BY r.seq LIMIT @limit`,
@@ -114,7 +120,7 @@ export class SqliteWriter {
          ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, updated_at = @now`,
       ),
       claimableDeliveries: db.prepare(
-        `SELECT d.id FROM deliveries d
+        `SELECT d.id FROM deliveries d INDEXED BY deliveries_pending
          WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
            AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.channel = d.channel AND p.recipient = d.recipient
                            AND p.seq < d.seq AND p.state = 'pending')
@@ -177,8 +183,9 @@ export class SqliteWriter {
           received: this.stmt.pruneReceived.run(op.receivedBefore).changes,
         };
       case 'claimRuns': {
-        const ids = this.stmt.claimable.all({ now: op.now, limit: op.limit }) as Array<{ id: string }>;
-        return ids.map(({ id }) => rowToRun(this.stmt.leaseRun.get({ id, owner: op.owner, until: op.now + op.leaseMs, now: op.now }) as Row));
+        const expired = this.stmt.claimableExpired.all({ now: op.now, limit: op.limit }) as Array<{ id: string }>;
+        const queued = expired.length < op.limit ? (this.stmt.claimableQueued.all({ now: op.now, limit: op.limit - expired.length }) as Array<{ id: string }>) : [];
+        return [...expired, ...queued].map(({ id }) => rowToRun(this.stmt.leaseRun.get({ id, owner: op.owner, until: op.now + op.leaseMs, now: op.now }) as Row));
       }
       case 'renewRunLeases':
         for (const id of op.ids) this.stmt.renewRun.run(op.until, id, op.owner);

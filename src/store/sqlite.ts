@@ -27,10 +27,7 @@ export interface SqliteStoreOptions {
   path: string;
   /** "normal": survives process crashes (WAL); "full": fsync on every commit, survives power loss. */
   synchronous?: 'normal' | 'full';
-  /**
-   * Where writes run: "thread" (default for the service) keeps SQLite off the request thread;
-   * "inline" writes on the caller's thread (CLI commands, tests).
-   */
+  /** Where writes run: "thread" (default) on a writer thread; "inline" on the caller's thread. */
   writer?: 'thread' | 'inline';
   /** How long a write waits for a lock held by another process before it fails (→ 503). */
   busyTimeoutMs?: number;

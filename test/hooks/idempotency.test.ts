@@ -59,6 +59,19 @@ describe('extractIdempotencyKey', () => {
   });
 });
 
+describe('extractIdempotencyKey: length in characters', () => {
+  it(
+    'counts characters (code points), not UTF-16 units: 256 non-BMP characters are within the limit',
+    () => {
+      const key = '\u{1F600}'.repeat(256);
+      assert.equal([...key].length, 256);
+      // in the JSON body (a header value reaches Node as latin1 bytes, so there a character is a byte)
+      assert.equal(extractIdempotencyKey({}, { idempotencyKey: key }), key);
+      rejects400(() => extractIdempotencyKey({}, { idempotencyKey: '\u{1F600}'.repeat(257) }), /at most 256 characters/);
+    },
+  );
+});
+
 describe('idempotencyClaim', () => {
   const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 

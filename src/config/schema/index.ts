@@ -59,6 +59,11 @@ export const configSchema = z.strictObject({
         path: nonBlank.default('./data/hookgate.db'),
         /** "normal": durable across process crashes (kill -9); "full": also across power loss, slower. */
         synchronous: z.enum(['normal', 'full']).default('normal'),
+        /**
+         * Where commits run: "inline" on the request thread (cheapest when commits do not fsync), "thread" on a
+         * writer thread (keeps the event loop free while SQLite fsyncs). Default: "thread" with synchronous "full".
+         */
+        writer: z.enum(['inline', 'thread']).optional(),
       }),
       z.strictObject({
         driver: z.literal('postgres'),

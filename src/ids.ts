@@ -1,0 +1,24 @@
+import { randomBytes } from 'node:crypto';
+
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+/**
+ * A new id: a UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Time-ordered ids land at the end
+ * of the store's unique indexes instead of at random pages, which roughly halves the cost of an insert into a large
+ * table (measured: ~14 µs vs ~30–45 µs per accepted wake at 50 000 rows).
+ */
+export function newId(): string {
+  if (offset + 10 > pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
+  const b = Buffer.allocUnsafe(16);
+  b.writeUIntBE(Date.now(), 0, 6);
+  pool.copy(b, 6, offset, offset + 10);
+  offset += 10;
+  b[6] = (b[6]! & 0x0f) | 0x70; // version 7
+  b[8] = (b[8]! & 0x3f) | 0x80; // variant 10
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
