@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { pipelineBench } from './pipeline.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -117,6 +118,24 @@ try {
 } finally {
   bare.child.kill();
   hg.child.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 300));
-  rmSync(dir, { recursive: true, force: true });
 }
+
+// The run pipeline on a fresh instance (so the ingress load above does not leave it a backlog).
+const p = await pipelineBench({ seconds });
+const t = p.throughput;
+process.stdout.write(
+  [
+    '',
+    '| pipeline (echo → log channel) | value |',
+    '|---|---:|',
+    `| burst: ${t.runs} runs accepted in | ${t.acceptSeconds.toFixed(2)} s |`,
+    `| burst: all delivered after | ${t.seconds.toFixed(2)} s |`,
+    `| end-to-end runs/s (accept → run → deliver) | ${t.runsPerSecond.toFixed(0)} |`,
+    `| steady: accepted runs/s (target ${p.steady.rate}) | ${p.steady.acceptedRate.toFixed(0)} |`,
+    `| steady: backlog each second (unfinished runs + unsent deliveries) | ${p.steady.backlog.join(' ')} |`,
+    `| steady: max / last backlog | ${p.steady.maxBacklog} / ${p.steady.lastBacklog} |`,
+    '',
+  ].join('\n'),
+);
+await new Promise((r) => setTimeout(r, 300));
+rmSync(dir, { recursive: true, force: true });

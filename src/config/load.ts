@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import JSON5 from 'json5';
+import type { z } from 'zod';
 import { ConfigError, type ConfigIssue, keyPath } from '../errors.js';
 import { interpolate } from './interpolate.js';
 import { configSchema, type RawConfig } from './schema/index.js';
@@ -43,6 +44,7 @@ export function validateConfig(input: unknown, file: string | undefined, dir: st
   const result = configSchema.safeParse(interpolated);
   if (!result.success) {
     for (const i of result.error.issues) issues.push({ path: keyPath(i.path), message: describeIssue(i) });
+    issues.push(...crossCheckPartial(interpolated, new Set(result.error.issues.map((i) => String(i.path[0] ?? '')))));
     throw new ConfigError(dedupe(issues), file);
   }
   const { issues: crossIssues, warnings } = crossCheck(result.data);
@@ -76,6 +78,22 @@ export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv 
 /** Resolve a path from the config against the config's directory. */
 export function configPath(config: Pick<Config, 'dir'>, p: string): string {
   return resolve(config.dir, p);
+}
+
+/**
+ * Every problem at once: when some sections fail the schema, the cross-key rules still run on the sections that
+ * passed (failed ones replaced by their defaults), and only their findings about passing sections are kept.
+ */
+function crossCheckPartial(input: unknown, failed: Set<string>): ConfigIssue[] {
+  if (failed.has('') || !input || typeof input !== 'object') return [];
+  const obj = input as Record<string, unknown>;
+  const partial: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(configSchema.shape)) {
+    const r = (schema as z.ZodType).safeParse(failed.has(key) ? undefined : obj[key]);
+    if (!r.success) return [];
+    partial[key] = r.data;
+  }
+  return crossCheck(partial as RawConfig).issues.filter((i) => !failed.has(i.path.split(/[.[]/)[0] ?? ''));
 }
 
 function describeIssue(i: { code: string; message: string; keys?: string[] }): string {

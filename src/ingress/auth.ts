@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
 /**
@@ -22,6 +22,5 @@ export function extractToken(headers: IncomingHttpHeaders): string | undefined {
 /** Constant time, and no length leak: both sides are hashed to 32 bytes first. */
 export function tokenMatches(presented: string | undefined, expectedDigest: Buffer | undefined): boolean {
   if (presented === undefined || expectedDigest === undefined) return false;
-  const digest = createHash('sha256').update(presented).digest();
-  return timingSafeEqual(digest, expectedDigest);
+  return timingSafeEqual(hash('sha256', presented, 'buffer'), expectedDigest);
 }

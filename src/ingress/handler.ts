@@ -90,6 +90,7 @@ export class IngressState {
 }
 
 const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
+const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
 
 /**
  * The request handler, in the contract's order: query token → method → credentials → body → route →
@@ -113,8 +114,8 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) {
       return sendError(res, NOT_FOUND);
     }
-    const query = new URLSearchParams(qIndex < 0 ? '' : url.slice(qIndex + 1));
-    if (query.has('token')) {
+    const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
+    if (qIndex >= 0 && query.has('token')) {
       return sendError(
         res,
         new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),

@@ -25,6 +25,8 @@ export class Heartbeat {
   private periodic: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  /** Set by a failed turn: the next beat waits this long (backoff), instead of the coalescing delay. */
+  private retryDelay: number | undefined;
   private stopping = false;
   private failures = 0;
   private readonly abort = new AbortController();
@@ -67,7 +69,13 @@ export class Heartbeat {
       this.reasons.clear();
       this.running = this.beat(reasons).finally(() => {
         this.running = undefined;
-        if (this.again) {
+        const retry = this.retryDelay;
+        this.retryDelay = undefined;
+        if (retry !== undefined) {
+          // A failed turn: back off, whatever else asked meanwhile (the events are still pending either way).
+          this.again = false;
+          this.request('retry', retry);
+        } else if (this.again) {
           this.again = false;
           this.request('again');
         }
@@ -96,7 +104,7 @@ export class Heartbeat {
       this.failures++;
       const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (this.failures - 1));
       logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: sanitizeForLog((err as Error).message) }, 'heartbeat turn failed; events stay pending');
-      this.request('retry', delay);
+      this.retryDelay = delay;
       return;
     }
     this.failures = 0;

@@ -141,4 +141,9 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX deliveries_pending ON deliveries (next_attempt_at, seq) WHERE state = 'pending';
   CREATE INDEX deliveries_pending_by_route ON deliveries (channel, recipient, seq) WHERE state = 'pending';
   `,
+  `
+  -- Pending events only: the index stays as small as the queue, whatever the history.
+  DROP INDEX system_events_pending;
+  CREATE INDEX system_events_pending ON system_events (session_key, seq) WHERE consumed_at IS NULL;
+  `,
 ];

@@ -46,6 +46,11 @@ export type WriteResult = { ok: true; value: unknown } | { ok: false; error: str
 export class SqliteWriter {
   private readonly stmt;
   private readonly batchTxn: (ops: WriteOp[]) => unknown[];
+  /**
+   * The last pending event of each session (for coalescing), so accepting a wake needs no lookup. Valid because
+   * this writer is the only one: every insert and every consume goes through it; a rolled-back batch clears it.
+   */
+  private readonly lastPending = new Map<string, { id: string; text: string } | null>();
 
   constructor(private readonly db: Database.Database) {
     this.stmt = {
@@ -157,11 +162,13 @@ export class SqliteWriter {
     try {
       return this.batchTxn(ops).map((value) => ({ ok: true, value }));
     } catch {
+      this.lastPending.clear();
       // Isolate the failing op: each one alone, in its own transaction.
       return ops.map((op) => {
         try {
           return { ok: true, value: this.db.transaction(() => this.execute(op))() };
         } catch (err) {
+          this.lastPending.clear();
           return { ok: false, error: (err as Error).message };
         }
       });
@@ -207,6 +214,7 @@ export class SqliteWriter {
       case 'completeHeartbeat': {
         const c = op.c;
         for (const id of c.eventIds) this.stmt.consumeEvent.run(c.consumedAt, c.heartbeatId, id);
+        this.lastPending.delete(c.sessionKey);
         for (const d of c.deliveries) this.insertDelivery(d);
         for (const m of c.messages) this.insertMessage(m);
         return undefined;
@@ -259,6 +267,18 @@ export class SqliteWriter {
 
   private insertEvent(ev: NewSystemEvent): void {
     this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt);
+    this.lastPending.set(ev.sessionKey, { id: ev.id, text: ev.text });
+  }
+
+  private lastPendingOf(sessionKey: string): { id: string; text: string } | null {
+    let last = this.lastPending.get(sessionKey);
+    if (last === undefined) {
+      const row = this.stmt.lastPending.get(sessionKey) as Row | undefined;
+      last = row ? { id: row.id as string, text: row.text as string } : null;
+      if (this.lastPending.size > 10_000) this.lastPending.clear(); // bounded: session keys of events are few in practice
+      this.lastPending.set(sessionKey, last);
+    }
+    return last;
   }
 
   private insertDelivery(d: NewDelivery): void {
@@ -291,9 +311,9 @@ export class SqliteWriter {
 
     const outcome: AcceptOutcome = { events: [] };
     for (const ev of cmd.events) {
-      const last = this.stmt.lastPending.get(ev.sessionKey) as Row | undefined;
+      const last = this.lastPendingOf(ev.sessionKey);
       if (last && last.text === ev.text) {
-        outcome.events.push({ eventId: last.id as string, outcome: 'coalesced' });
+        outcome.events.push({ eventId: last.id, outcome: 'coalesced' });
         continue;
       }
       this.insertEvent(ev);

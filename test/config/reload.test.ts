@@ -59,17 +59,17 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
     removeDir(dir);
   });
 
-  it('a valid new file applies', () => {
+  it('a valid new file applies', async () => {
     writeFileSync(file, configText({ path: '/in' }));
-    assert.equal(app.reload(), true);
+    assert.equal(await app.reload(), true);
     assert.equal(app.config().hooks.path, '/in');
     assert.ok(log.lines.some((l) => l.msg === 'config reloaded'));
   });
 
-  it('an invalid new file is rejected with an error log listing the problems; the old config stays', () => {
+  it('an invalid new file is rejected with an error log listing the problems; the old config stays', async () => {
     const before = app.config();
     writeFileSync(file, configText({ path: '/', bogus: 1 }));
-    assert.equal(app.reload(), false);
+    assert.equal(await app.reload(), false);
     assert.equal(app.config(), before);
     const line = log.lines.find((l) => l.msg === 'config reload rejected; the previous config stays active');
     assert.ok(line, 'an error line is logged');
@@ -78,17 +78,17 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
     assert.ok((line.issues as unknown[]).some((i) => JSON.stringify(i) === JSON.stringify({ path: 'hooks', message: 'unknown key: bogus' })));
   });
 
-  it('a file that is not JSON5 is rejected too', () => {
+  it('a file that is not JSON5 is rejected too', async () => {
     const before = app.config();
     writeFileSync(file, '{ hooks: ');
-    assert.equal(app.reload(), false);
+    assert.equal(await app.reload(), false);
     assert.equal(app.config(), before);
   });
 
-  it('storage and gateway.bind/port changes are accepted but flagged as needing a restart', () => {
+  it('storage and gateway.bind/port changes are accepted but flagged as needing a restart', async () => {
     const port = app.port;
     writeFileSync(file, configText({ path: '/in' }, { gateway: { port: port === 1 ? 2 : port + 1 }, storage: { path: './other.db' } }));
-    assert.equal(app.reload(), true);
+    assert.equal(await app.reload(), true);
     const warn = log.lines.find((l) => l.msg === 'config keys changed that apply only after a restart');
     assert.ok(warn);
     assert.deepEqual(warn.keys, ['storage', 'gateway.bind/port']);
@@ -134,7 +134,7 @@ describe('the embedded default', () => {
       logger,
     });
     assert.equal(app.config().file, undefined);
-    assert.equal(app.reload(), false);
+    assert.equal(await app.reload(), false);
   });
 });
 

@@ -322,11 +322,6 @@ describe('channels', () => {
 
   it(
     'every platform channel takes apiBaseUrl (or serverUrl) for a proxy or a stand-in',
-    {
-      todo:
-        'channels.msteams takes serviceUrl but rejects apiBaseUrl as an unknown key (CONTRACT §3: "Every platform ' +
-        'channel also takes apiBaseUrl (or serverUrl)"); irc is TCP and has host/port instead',
-    },
     () => {
       const c = parse({ channels: { msteams: { ...msteams, apiBaseUrl: 'http://127.0.0.1:9000' } } });
       assert.ok(c.channels.msteams);

@@ -15,10 +15,13 @@ import type {
   AcceptCommand,
   AcceptResult,
   IdempotencyClaim,
+  NewDelivery,
   NewRun,
   NewSystemEvent,
   ReceivedHook,
+  RunCompletion,
   RunState,
+  SessionMessage,
   Store,
 } from '../../src/store/types.js';
 
@@ -83,6 +86,32 @@ export function command(over: Partial<AcceptCommand> = {}): AcceptCommand {
   return { events: [], runs: [], answerSpec: { kind: 'test' }, received: received(), ...over };
 }
 
+export function delivery(over: Partial<NewDelivery> = {}): NewDelivery {
+  return {
+    id: randomUUID(),
+    runId: 'run-1',
+    heartbeatId: null,
+    sessionKey: 'hook:test',
+    agentId: 'main',
+    hookName: 'Hook',
+    channel: 'telegram',
+    to: '1001',
+    text: 'a reply',
+    explicitRoute: false,
+    createdAt: T0,
+    ...over,
+  };
+}
+
+export function message(over: Partial<SessionMessage> = {}): SessionMessage {
+  return { sessionKey: 'main', agentId: 'main', role: 'user', content: 'hello', runId: null, createdAt: T0, ...over };
+}
+
+/** A successful completion by `owner` that writes nothing else, unless overridden. */
+export function completion(runId: string, owner: string, over: Partial<RunCompletion> = {}): RunCompletion {
+  return { runId, owner, state: 'succeeded', finishedAt: T0 + 100, error: null, reply: 'done', deliveryStatus: 'suppressed:deliver_false', events: [], deliveries: [], messages: [], ...over };
+}
+
 /** The fields a test knows about: drivers may add more (the interface grows), which must not break the suite. */
 function pick<T extends object, K extends keyof T>(o: T | undefined, keys: readonly K[]): Pick<T, K> | undefined {
   if (o === undefined) return undefined;
@@ -96,6 +125,7 @@ const NEW_RUN_KEYS = [
   'id', 'agentId', 'sessionKey', 'sessionMode', 'name', 'message', 'wakeMode', 'deliver', 'channel', 'to', 'model',
   'thinking', 'timeoutSeconds', 'allowUnsafeExternalContent', 'contentSource', 'hookPath', 'mappingId', 'createdAt',
 ] as const;
+const NEW_DELIVERY_KEYS = ['id', 'runId', 'heartbeatId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'text', 'explicitRoute', 'createdAt'] as const;
 const RECEIVED_KEYS = ['at', 'method', 'path', 'clientIp', 'status', 'code', 'eventIds', 'runIds', 'mappingId', 'durationMs'] as const;
 
 function accepted(r: AcceptResult): Extract<AcceptResult, { kind: 'accepted' }> {
@@ -612,6 +642,432 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         // runs and events are never pruned
         assert.equal((await store.listRuns()).length, 3);
         assert.deepEqual(await store.prune(T0 + 2000, T0 + 20), { idempotency: 0, received: 0 });
+      });
+    });
+
+    // ——— runtime: the run worker, the heartbeat and the outbox ———
+    describe('runtime: runs', () => {
+      const A = 'owner-a';
+      const B = 'owner-b';
+      const LEASE = 30_000;
+      /** Each run in its own command, so acceptance order is the argument order. */
+      const queue = async (...rs: NewRun[]) => {
+        for (const r of rs) accepted(await store.accept(command({ runs: [r] })));
+      };
+
+      it('claimRuns leases queued runs oldest first, up to the limit: running, attempt 1, every field kept', async () => {
+        const rs = [1, 2, 3].map((i) => run({ createdAt: T0 + i, name: `r${i}` }));
+        await queue(...rs);
+        const got = await store.claimRuns(A, T0 + 100, LEASE, 2);
+        assert.deepEqual(got.map((r) => r.id), [rs[0]!.id, rs[1]!.id]);
+        for (const [i, r] of got.entries()) {
+          assert.deepEqual(pick(r, NEW_RUN_KEYS), pick(rs[i], NEW_RUN_KEYS));
+          assert.equal(r.state, 'running');
+          assert.equal(r.attempts, 1);
+          assert.equal(r.startedAt, T0 + 100);
+          assert.equal(r.finishedAt, null);
+          assert.deepEqual(await store.getRun(r.id), r);
+        }
+        assert.deepEqual((await store.claimRuns(B, T0 + 100, LEASE, 10)).map((r) => r.id), [rs[2]!.id]);
+        assert.deepEqual(await store.claimRuns(B, T0 + 101, LEASE, 10), []);
+      });
+
+      it('a leased run is handed out again only after its lease expired: same id, attempt 2', async () => {
+        const r = run();
+        await queue(r);
+        assert.equal((await store.claimRuns(A, T0, LEASE, 5)).length, 1);
+        assert.deepEqual(await store.claimRuns(B, T0 + LEASE - 1, LEASE, 5), []);
+        const again = await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5);
+        assert.deepEqual(again.map((x) => [x.id, x.attempts, x.state]), [[r.id, 2, 'running']]);
+      });
+
+      it("renewRunLeases extends the owner's leases only", async () => {
+        const mine = run();
+        const theirs = run();
+        await queue(mine, theirs);
+        assert.equal((await store.claimRuns(A, T0, LEASE, 5)).length, 2);
+        await store.renewRunLeases(A, [mine.id], T0 + 3 * LEASE);
+        await store.renewRunLeases(B, [theirs.id], T0 + 3 * LEASE);
+        assert.deepEqual((await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5)).map((x) => x.id), [theirs.id]);
+        assert.equal(await store.completeRun(completion(theirs.id, B)), true);
+        assert.deepEqual(await store.claimRuns(B, T0 + 2 * LEASE, LEASE, 5), []);
+        assert.deepEqual((await store.claimRuns(B, T0 + 3 * LEASE + 1, LEASE, 5)).map((x) => x.id), [mine.id]);
+      });
+
+      it("one session key's runs are handed out one at a time, in order; other sessions are not held up", async () => {
+        const a1 = run({ sessionKey: 'hook:a' });
+        const a2 = run({ sessionKey: 'hook:a' });
+        const a3 = run({ sessionKey: 'hook:a' });
+        const b1 = run({ sessionKey: 'hook:b' });
+        await queue(a1, a2, a3, b1);
+        assert.deepEqual((await store.claimRuns(A, T0, LEASE, 10)).map((r) => r.id), [a1.id, b1.id]);
+        assert.deepEqual(await store.claimRuns(A, T0 + 1, LEASE, 10), []);
+        assert.equal(await store.completeRun(completion(a1.id, A, { state: 'failed', error: 'boom', reply: null })), true);
+        assert.deepEqual((await store.claimRuns(A, T0 + 2, LEASE, 10)).map((r) => r.id), [a2.id]);
+        await store.failRun(a2.id, 'gave up', T0 + 3);
+        assert.deepEqual((await store.claimRuns(A, T0 + 4, LEASE, 10)).map((r) => r.id), [a3.id]);
+      });
+
+      it('completeRun writes the outcome, the summary events, the deliveries and the transcript together', async () => {
+        const r = run({ sessionKey: 'hook:done', agentId: 'ops' });
+        await queue(r);
+        await store.claimRuns(A, T0 + 10, LEASE, 5);
+        const summary = event({ text: 'Hook X: hello', origin: 'summary', runId: r.id, createdAt: T0 + 500 });
+        const d = delivery({ runId: r.id, sessionKey: r.sessionKey, agentId: 'ops', createdAt: T0 + 500 });
+        const msgs = [
+          message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'user', content: 'prompt', runId: r.id, createdAt: T0 + 10 }),
+          message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'assistant', content: 'hello', runId: r.id, createdAt: T0 + 500 }),
+        ];
+        const ok = await store.completeRun(
+          completion(r.id, A, { finishedAt: T0 + 500, reply: 'hello', deliveryStatus: 'outbox', events: [summary], deliveries: [d], messages: msgs }),
+        );
+        assert.equal(ok, true);
+        const got = await store.getRun(r.id);
+        assert.equal(got?.state, 'succeeded');
+        assert.equal(got?.finishedAt, T0 + 500);
+        assert.equal(got?.reply, 'hello');
+        assert.equal(got?.error, null);
+        assert.equal(got?.deliveryStatus, 'outbox');
+        assert.equal(got?.attempts, 1);
+        assert.deepEqual((await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)), [{ ...summary, consumedAt: null }]);
+        const rows = await store.listDeliveries({ runId: r.id });
+        assert.equal(rows.length, 1);
+        assert.deepEqual(pick(rows[0], NEW_DELIVERY_KEYS), d);
+        assert.equal(rows[0]!.state, 'pending');
+        assert.equal(rows[0]!.attempts, 0);
+        assert.equal(rows[0]!.chunksSent, 0);
+        assert.equal(rows[0]!.lastError, null);
+        assert.equal(rows[0]!.deliveredAt, null);
+        assert.deepEqual(await store.getDelivery(d.id), rows[0]);
+        assert.deepEqual(await store.sessionMessages('ops', r.sessionKey, 10), msgs);
+        assert.deepEqual(await store.claimRuns(B, T0 + 10 * LEASE, LEASE, 5), [], 'a finished run was handed out again');
+      });
+
+      it("completeRun is fenced by the lease: another owner's completion, or one after a takeover, writes nothing", async () => {
+        const r = run();
+        await queue(r);
+        await store.claimRuns(A, T0, LEASE, 5);
+        const withWrites = (owner: string) =>
+          completion(r.id, owner, {
+            events: [event({ text: `summary by ${owner}`, origin: 'summary', runId: r.id })],
+            deliveries: [delivery({ runId: r.id, text: `reply by ${owner}` })],
+            messages: [message({ sessionKey: r.sessionKey, content: `said by ${owner}`, runId: r.id })],
+          });
+        assert.equal(await store.completeRun(withWrites(B)), false);
+        assert.equal((await store.getRun(r.id))?.state, 'running');
+        assert.deepEqual(await store.pendingEvents('main'), []);
+        assert.deepEqual(await store.listDeliveries({ runId: r.id }), []);
+        assert.deepEqual(await store.sessionMessages('main', r.sessionKey, 10), []);
+
+        // A's lease expires and B takes the run over: A's late result no longer counts, B's does, once.
+        assert.equal((await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5)).length, 1);
+        assert.equal(await store.completeRun(withWrites(A)), false);
+        assert.equal(await store.completeRun(withWrites(B)), true);
+        assert.equal(await store.completeRun(withWrites(B)), false, 'a finished run was finished again');
+        assert.deepEqual((await store.pendingEvents('main')).map((e) => e.text), ['summary by owner-b']);
+        assert.deepEqual((await store.listDeliveries({ runId: r.id })).map((d) => d.text), ['reply by owner-b']);
+        assert.deepEqual((await store.sessionMessages('main', r.sessionKey, 10)).map((m) => m.content), ['said by owner-b']);
+      });
+
+      it('completeRun is all or nothing: when one of its writes cannot be made, nothing of it is kept', async () => {
+        const first = run();
+        const second = run();
+        await queue(first, second);
+        await store.claimRuns(A, T0, LEASE, 5);
+        const taken = delivery({ runId: first.id });
+        assert.equal(await store.completeRun(completion(first.id, A, { deliveries: [taken] })), true);
+        // The second completion reuses that delivery id: the delivery cannot be inserted as a new row.
+        const ev = event({ text: 'summary of second', origin: 'summary', runId: second.id });
+        const c = completion(second.id, A, {
+          events: [ev],
+          deliveries: [delivery({ runId: second.id, text: 'fresh' }), { ...taken, runId: second.id }],
+          messages: [message({ sessionKey: second.sessionKey, content: 'second prompt', runId: second.id })],
+        });
+        const result = await store.completeRun(c).then(
+          (v) => v,
+          (err: unknown) => err,
+        );
+        if (result === true) {
+          // A driver may tolerate the duplicate; then everything else must be there.
+          assert.equal((await store.getRun(second.id))?.state, 'succeeded');
+          assert.ok((await store.pendingEvents('main')).some((e) => e.id === ev.id));
+        } else {
+          assert.equal((await store.getRun(second.id))?.state, 'running', 'the run was finished without its writes');
+          assert.ok(!(await store.pendingEvents('main')).some((e) => e.id === ev.id), 'the summary event was kept');
+          assert.deepEqual(await store.listDeliveries({ runId: second.id }), [], 'part of the deliveries was kept');
+          assert.deepEqual(await store.sessionMessages('main', second.sessionKey, 10), [], 'the transcript was kept');
+        }
+      });
+
+      it('releaseRuns gives leased runs back without counting the attempt; only the owner can', async () => {
+        const r = run();
+        await queue(r);
+        await store.claimRuns(A, T0, LEASE, 5);
+        await store.releaseRuns(B, [r.id], T0 + 5);
+        assert.equal((await store.getRun(r.id))?.state, 'running');
+        await store.releaseRuns(A, [r.id], T0 + 10);
+        const back = await store.getRun(r.id);
+        assert.equal(back?.state, 'queued');
+        assert.equal(back?.attempts, 0);
+        const again = await store.claimRuns(B, T0 + 11, LEASE, 5);
+        assert.deepEqual(again.map((x) => [x.id, x.attempts]), [[r.id, 1]]);
+      });
+
+      it('recoverLeases puts every running run back in the queue (same id) and counts them', async () => {
+        const rs = [run(), run(), run()];
+        await queue(...rs);
+        assert.equal((await store.claimRuns(A, T0, LEASE, 2)).length, 2);
+        assert.equal(await store.recoverLeases(T0 + 5), 2);
+        for (const r of rs) assert.equal((await store.getRun(r.id))?.state, 'queued');
+        const again = await store.claimRuns(B, T0 + 6, LEASE, 10);
+        assert.deepEqual(
+          again.map((x) => [x.id, x.attempts]),
+          [
+            [rs[0]!.id, 2],
+            [rs[1]!.id, 2],
+            [rs[2]!.id, 1],
+          ],
+        );
+        await store.completeRun(completion(rs[0]!.id, B));
+        assert.equal(await store.recoverLeases(T0 + 7), 2);
+        assert.equal((await store.getRun(rs[0]!.id))?.state, 'succeeded');
+        assert.equal(await store.recoverLeases(T0 + 8), 0);
+      });
+
+      it('failRun marks a run failed with its error; it is not handed out', async () => {
+        const r = run();
+        await queue(r);
+        await store.failRun(r.id, 'interrupted too often', T0 + 9);
+        const got = await store.getRun(r.id);
+        assert.equal(got?.state, 'failed');
+        assert.equal(got?.error, 'interrupted too often');
+        assert.equal(got?.finishedAt, T0 + 9);
+        assert.deepEqual(await store.claimRuns(A, T0 + 10, LEASE, 5), []);
+      });
+    });
+
+    describe('runtime: events, heartbeats, transcripts, routes', () => {
+      it('pendingEvents lists one session’s unconsumed events oldest first, up to a limit; addEvents adds to them', async () => {
+        const e1 = event({ text: 'one', createdAt: T0 + 1 });
+        const e2 = event({ text: 'two', createdAt: T0 + 2 });
+        accepted(await store.accept(command({ events: [e1, e2, event({ sessionKey: 'other', text: 'x' })] })));
+        const e3 = event({ text: 'Hook A: done', origin: 'summary', runId: 'run-1', createdAt: T0 + 3 });
+        await store.addEvents([e3]);
+        assert.deepEqual((await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)), [e1, e2, e3].map((e) => ({ runId: null, ...e, consumedAt: null })));
+        assert.deepEqual((await store.pendingEvents('main', 2)).map((e) => e.id), [e1.id, e2.id]);
+        assert.deepEqual(await store.pendingEvents('nobody'), []);
+      });
+
+      it('completeHeartbeat consumes exactly the events it names, with its deliveries and transcript', async () => {
+        const evs = [1, 2, 3].map((i) => event({ text: `e${i}`, createdAt: T0 + i }));
+        accepted(await store.accept(command({ events: evs })));
+        const d = delivery({ runId: null, heartbeatId: 'hb-1', sessionKey: 'main', hookName: null, text: 'disk full' });
+        const msgs = [message({ content: 'System events (2): ...' }), message({ role: 'assistant', content: 'disk full', createdAt: T0 + 60 })];
+        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [evs[0]!.id, evs[1]!.id], consumedAt: T0 + 60, deliveries: [d], messages: msgs });
+        // e3 arrived while the turn ran (not in its prompt): it stays pending.
+        assert.deepEqual((await store.pendingEvents('main')).map((e) => e.id), [evs[2]!.id]);
+        const s = await store.getSession('main');
+        assert.equal(s?.pendingEvents, 1);
+        const consumed = s?.recentEvents.filter((e) => e.consumedAt !== null) ?? [];
+        assert.deepEqual(consumed.map((e) => [e.id, e.consumedAt]).sort(), [[evs[0]!.id, T0 + 60], [evs[1]!.id, T0 + 60]].sort());
+        assert.deepEqual((await store.listDeliveries({})).map((x) => pick(x, NEW_DELIVERY_KEYS)), [d]);
+        assert.deepEqual(await store.sessionMessages('main', 'main', 10), msgs);
+      });
+
+      it('an event is consumed once: a later completion naming it again keeps the first consumedAt', async () => {
+        const e = event();
+        accepted(await store.accept(command({ events: [e] })));
+        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 10, deliveries: [], messages: [] });
+        await store.completeHeartbeat({ heartbeatId: 'hb-2', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 20, deliveries: [], messages: [] });
+        assert.equal((await store.getSession('main'))?.recentEvents.find((x) => x.id === e.id)?.consumedAt, T0 + 10);
+      });
+
+      it('completeHeartbeat is all or nothing: when a delivery cannot be inserted, its events stay pending', async () => {
+        const e = event();
+        accepted(await store.accept(command({ events: [e] })));
+        const taken = delivery({ heartbeatId: 'hb-0', runId: null });
+        await store.completeHeartbeat({ heartbeatId: 'hb-0', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: [taken], messages: [] });
+        const result = await store
+          .completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 5, deliveries: [{ ...taken, heartbeatId: 'hb-1' }], messages: [message({ content: 'hb prompt' })] })
+          .then(
+            () => 'ok',
+            () => 'rejected',
+          );
+        if (result === 'rejected') {
+          assert.deepEqual((await store.pendingEvents('main')).map((x) => x.id), [e.id], 'the events were consumed without the delivery');
+          assert.deepEqual(await store.sessionMessages('main', 'main', 10), []);
+        } else {
+          assert.deepEqual(await store.pendingEvents('main'), []);
+        }
+      });
+
+      it('sessionMessages gives the latest `limit` messages of one agent and session key, oldest first', async () => {
+        const mine = [1, 2, 3, 4, 5].map((i) => message({ sessionKey: 'hook:s', content: `m${i}`, role: i % 2 ? 'user' : 'assistant', createdAt: T0 + i }));
+        await store.completeHeartbeat({
+          heartbeatId: 'hb',
+          sessionKey: 'main',
+          eventIds: [],
+          consumedAt: T0,
+          deliveries: [],
+          messages: [mine[0]!, message({ sessionKey: 'hook:s', agentId: 'ops', content: 'other agent' }), mine[1]!, message({ sessionKey: 'hook:t', content: 'other key' }), ...mine.slice(2)],
+        });
+        assert.deepEqual(await store.sessionMessages('main', 'hook:s', 3), mine.slice(2));
+        assert.deepEqual(await store.sessionMessages('main', 'hook:s', 100), mine);
+        assert.deepEqual((await store.sessionMessages('ops', 'hook:s', 100)).map((m) => m.content), ['other agent']);
+        assert.deepEqual(await store.sessionMessages('main', 'hook:none', 100), []);
+      });
+
+      it('getRoute is undefined until setRoute; setRoute overwrites; sessions show it', async () => {
+        assert.equal(await store.getRoute('main'), undefined);
+        await store.setRoute('main', 'main', 'telegram', '1001', T0 + 1);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001' });
+        const s = await store.getSession('main');
+        assert.equal(s?.lastChannel, 'telegram');
+        assert.equal(s?.lastTo, '1001');
+        await store.setRoute('main', 'main', 'webhook', 'ops', T0 + 2);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops' });
+        const listed = (await store.listSessions()).find((x) => x.key === 'main');
+        assert.equal(listed?.lastChannel, 'webhook');
+        assert.equal(listed?.lastTo, 'ops');
+        assert.equal(await store.getRoute('hook:other'), undefined);
+      });
+    });
+
+    describe('runtime: deliveries (the outbox)', () => {
+      const A = 'outbox-a';
+      const B = 'outbox-b';
+      const LEASE = 60_000;
+      const add = (...ds: NewDelivery[]) => store.completeHeartbeat({ heartbeatId: 'hb', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: ds, messages: [] });
+
+      it('claimDeliveries leases due deliveries oldest first, up to the limit, counting the attempt', async () => {
+        const ds = [1, 2, 3].map((i) => delivery({ to: `chat-${i}`, createdAt: T0 + i }));
+        await add(...ds);
+        assert.deepEqual(await store.claimDeliveries(A, T0, LEASE, 10), [], 'claimed before it was due');
+        const got = await store.claimDeliveries(A, T0 + 10, LEASE, 2);
+        assert.deepEqual(got.map((d) => d.id), [ds[0]!.id, ds[1]!.id]);
+        for (const [i, d] of got.entries()) {
+          assert.deepEqual(pick(d, NEW_DELIVERY_KEYS), ds[i]);
+          assert.equal(d.attempts, 1);
+          assert.equal(d.state, 'pending');
+        }
+        assert.deepEqual((await store.claimDeliveries(B, T0 + 10, LEASE, 10)).map((d) => d.id), [ds[2]!.id]);
+        assert.deepEqual(await store.claimDeliveries(B, T0 + 11, LEASE, 10), []);
+      });
+
+      it('one recipient’s deliveries go one at a time, in order, also while the first waits for a retry', async () => {
+        const d1 = delivery({ channel: 'telegram', to: '1001', createdAt: T0 + 1 });
+        const d2 = delivery({ channel: 'telegram', to: '1001', createdAt: T0 + 2 });
+        const other = delivery({ channel: 'telegram', to: '2002', createdAt: T0 + 3 });
+        const sameToOtherChannel = delivery({ channel: 'slack', to: '1001', createdAt: T0 + 4 });
+        await add(d1, d2, other, sameToOtherChannel);
+        assert.deepEqual((await store.claimDeliveries(A, T0 + 10, LEASE, 10)).map((d) => d.id), [d1.id, other.id, sameToOtherChannel.id]);
+        await store.finishDelivery(d1.id, A, { kind: 'retry', nextAttemptAt: T0 + 1000, error: 'telegram error 429' }, T0 + 20);
+        assert.deepEqual(await store.claimDeliveries(A, T0 + 30, LEASE, 10), [], 'a later delivery overtook one waiting for its retry');
+        const again = await store.claimDeliveries(A, T0 + 1000, LEASE, 10);
+        assert.deepEqual(again.map((d) => [d.id, d.attempts]), [[d1.id, 2]]);
+        await store.finishDelivery(d1.id, A, { kind: 'delivered', at: T0 + 1001 }, T0 + 1001);
+        assert.deepEqual((await store.claimDeliveries(A, T0 + 1002, LEASE, 10)).map((d) => d.id), [d2.id]);
+        // A dead delivery no longer holds its recipient up either.
+        const d3 = delivery({ channel: 'telegram', to: '1001', createdAt: T0 + 5 });
+        await add(d3);
+        await store.finishDelivery(d2.id, A, { kind: 'dead', error: 'chat not found', at: T0 + 1003 }, T0 + 1003);
+        assert.deepEqual((await store.claimDeliveries(A, T0 + 1004, LEASE, 10)).map((d) => d.id), [d3.id]);
+      });
+
+      it('a leased delivery is claimed again only after its lease expired, or at once after recoverLeases', async () => {
+        const d = delivery();
+        const e = delivery({ to: 'elsewhere' });
+        await add(d, e);
+        assert.equal((await store.claimDeliveries(A, T0, LEASE, 10)).length, 2);
+        assert.deepEqual(await store.claimDeliveries(B, T0 + LEASE - 1, LEASE, 10), []);
+        assert.deepEqual((await store.claimDeliveries(B, T0 + LEASE + 1, LEASE, 10)).map((x) => [x.id, x.attempts]).sort(), [[d.id, 2], [e.id, 2]].sort());
+        await store.recoverLeases(T0 + LEASE + 2);
+        const freed = await store.claimDeliveries(A, T0 + LEASE + 3, LEASE, 10);
+        assert.deepEqual(freed.map((x) => x.id).sort(), [d.id, e.id].sort());
+      });
+
+      it('deliveryProgress records the chunks sent, for the lease holder only, and a later attempt starts there', async () => {
+        const d = delivery({ text: 'long reply' });
+        await add(d);
+        await store.claimDeliveries(A, T0, LEASE, 10);
+        await store.deliveryProgress(d.id, B, 5, T0 + 1);
+        assert.equal((await store.getDelivery(d.id))?.chunksSent, 0);
+        await store.deliveryProgress(d.id, A, 2, T0 + 2);
+        assert.equal((await store.getDelivery(d.id))?.chunksSent, 2);
+        await store.finishDelivery(d.id, A, { kind: 'retry', nextAttemptAt: T0 + 100, error: 'HTTP 500' }, T0 + 3);
+        const again = await store.claimDeliveries(B, T0 + 100, LEASE, 10);
+        assert.deepEqual(again.map((x) => [x.chunksSent, x.attempts]), [[2, 2]]);
+      });
+
+      it('finishDelivery: delivered (an explicit route becomes the last route), retry (error kept, due later), dead; lease holder only', async () => {
+        const ok = delivery({ channel: 'webhook', to: 'ops', explicitRoute: true });
+        const plain = delivery({ channel: 'log', to: '' });
+        const later = delivery({ to: 'later' });
+        const gone = delivery({ to: 'gone', runId: 'run-9' });
+        await add(ok, plain, later, gone);
+        assert.equal((await store.claimDeliveries(A, T0, LEASE, 10)).length, 4);
+
+        await store.finishDelivery(ok.id, B, { kind: 'delivered', at: T0 + 1 }, T0 + 1);
+        assert.equal((await store.getDelivery(ok.id))?.state, 'pending', "another owner's outcome was applied");
+
+        await store.finishDelivery(plain.id, A, { kind: 'delivered', at: T0 + 2 }, T0 + 2);
+        assert.equal(await store.getRoute('main'), undefined, 'a delivery without a route set one');
+        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 3, route: { sessionKey: 'main', agentId: 'main', channel: 'webhook', to: 'ops' } }, T0 + 3);
+        const done = await store.getDelivery(ok.id);
+        assert.equal(done?.state, 'delivered');
+        assert.equal(done?.deliveredAt, T0 + 3);
+        assert.equal(done?.lastError, null);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops' });
+
+        await store.finishDelivery(later.id, A, { kind: 'retry', nextAttemptAt: T0 + 500, error: 'HTTP 503' }, T0 + 4);
+        const waiting = await store.getDelivery(later.id);
+        assert.equal(waiting?.state, 'pending');
+        assert.equal(waiting?.nextAttemptAt, T0 + 500);
+        assert.equal(waiting?.lastError, 'HTTP 503');
+        assert.equal(waiting?.deliveredAt, null);
+
+        await store.finishDelivery(gone.id, A, { kind: 'dead', error: 'gave up after 8 attempts: HTTP 500', at: T0 + 5 }, T0 + 5);
+        const dead = await store.getDelivery(gone.id);
+        assert.equal(dead?.state, 'dead');
+        assert.equal(dead?.lastError, 'gave up after 8 attempts: HTTP 500');
+        assert.equal(dead?.deliveredAt, null);
+
+        // The retry released its lease: due at nextAttemptAt, long before the lease would have expired. Nothing else is.
+        assert.deepEqual(await store.claimDeliveries(B, T0 + 499, LEASE, 10), []);
+        assert.deepEqual((await store.claimDeliveries(B, T0 + 500, LEASE, 10)).map((d) => d.id), [later.id]);
+      });
+
+      it('listDeliveries filters by state and run id, newest first', async () => {
+        const a = delivery({ runId: 'run-a', to: 'x', createdAt: T0 + 1 });
+        const b = delivery({ runId: 'run-b', to: 'y', createdAt: T0 + 2 });
+        const c = delivery({ runId: 'run-a', to: 'z', createdAt: T0 + 3 });
+        await add(a, b, c);
+        await store.claimDeliveries(A, T0 + 10, LEASE, 10);
+        await store.finishDelivery(b.id, A, { kind: 'dead', error: 'no', at: T0 + 11 }, T0 + 11);
+        assert.deepEqual((await store.listDeliveries()).map((d) => d.id), [c.id, b.id, a.id]);
+        assert.deepEqual((await store.listDeliveries({ runId: 'run-a' })).map((d) => d.id), [c.id, a.id]);
+        assert.deepEqual((await store.listDeliveries({ state: 'dead' })).map((d) => d.id), [b.id]);
+        assert.deepEqual((await store.listDeliveries({ state: 'pending', limit: 1 })).map((d) => d.id), [c.id]);
+        assert.equal(await store.getDelivery('no-such-delivery'), undefined);
+      });
+
+      it('retryDelivery puts a dead delivery back: pending, attempts 0, due now; not a delivered or unknown one', async () => {
+        const d = delivery();
+        const ok = delivery({ to: 'fine' });
+        await add(d, ok);
+        await store.claimDeliveries(A, T0, LEASE, 10);
+        await store.finishDelivery(d.id, A, { kind: 'dead', error: 'HTTP 500', at: T0 + 1 }, T0 + 1);
+        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 1 }, T0 + 1);
+        const back = await store.retryDelivery(d.id, T0 + 50);
+        assert.equal(back?.id, d.id);
+        assert.equal(back?.state, 'pending');
+        assert.equal(back?.attempts, 0);
+        assert.equal(back?.nextAttemptAt, T0 + 50);
+        assert.deepEqual(await store.getDelivery(d.id), back);
+        assert.deepEqual((await store.claimDeliveries(B, T0 + 50, LEASE, 10)).map((x) => [x.id, x.attempts]), [[d.id, 1]]);
+        assert.equal(await store.retryDelivery(ok.id, T0 + 60), undefined);
+        assert.equal((await store.getDelivery(ok.id))?.state, 'delivered');
+        assert.equal(await store.retryDelivery('no-such-delivery', T0 + 60), undefined);
       });
     });
 

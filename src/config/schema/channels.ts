@@ -93,7 +93,14 @@ export const googlechatSchema = z
       }
     }
   });
-export const msteamsSchema = z.strictObject({
+export const msteamsSchema = z.preprocess(
+  // `apiBaseUrl` is what every other platform calls its base URL: accepted here as the Bot Framework's serviceUrl.
+  (v) => {
+    if (!v || typeof v !== 'object' || !('apiBaseUrl' in v) || 'serviceUrl' in v) return v;
+    const { apiBaseUrl, ...rest } = v as Record<string, unknown>;
+    return { ...rest, serviceUrl: apiBaseUrl };
+  },
+  z.strictObject({
   /** Microsoft App ID of the Azure Bot. */
   appId: nonBlank,
   /** Client secret of that app registration. */
@@ -104,7 +111,8 @@ export const msteamsSchema = z.strictObject({
   /** Defaults to https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token. */
   tokenUrl: httpUrl.optional(),
   timeoutMs: timeoutMs(15_000),
-});
+  }),
+);
 /** A single line: no CR, LF or NUL (they would end an IRC line or split an HTTP header, injecting commands). */
 const singleLine = z.string().regex(/^[^\r\n\0]*$/, 'must be a single line (no CR, LF or NUL)');
 /** An IRC nickname (RFC 2812 §2.3.1: a letter or special first, then letters, digits, specials or "-"). */

@@ -1,0 +1,74 @@
+/**
+ * Config-time checks of mappings (src/config/validate.ts, src/config/schema/hooks.ts): errors by key path, and the
+ * warnings for mappings that can never work as written.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { assertIssue, parse, removeDir, tempDir, TOKEN } from '../config/helpers.js';
+
+const hooks = (h: Record<string, unknown>) => ({ hooks: { enabled: true, token: TOKEN, ...h } });
+
+describe('mapping config errors (by key path)', () => {
+  let dir: string;
+  before(() => {
+    dir = tempDir('hookgate-mappings-config-');
+    mkdirSync(join(dir, 'hooks/transforms'), { recursive: true });
+    mkdirSync(join(dir, 'outside'), { recursive: true });
+    writeFileSync(join(dir, 'hooks/transforms/ok.mjs'), 'export default () => null;\n');
+    writeFileSync(join(dir, 'outside/evil.mjs'), 'export default () => ({ message: "evil" });\n');
+    symlinkSync(join(dir, 'outside/evil.mjs'), join(dir, 'hooks/transforms/escape.mjs'));
+  });
+  after(() => removeDir(dir));
+
+  it('duplicate mapping ids', () => {
+    assertIssue(
+      hooks({ mappings: [{ id: 'a', messageTemplate: 'm' }, { id: 'b', messageTemplate: 'm' }, { id: 'a', messageTemplate: 'm' }] }),
+      'hooks.mappings[2].id',
+      'duplicate mapping id "a" (also hooks.mappings[0].id)',
+    );
+  });
+
+  it('unknown keys anywhere in a mapping', () => {
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', sesionKey: 'x' }] }), 'hooks.mappings[0]', 'unknown key: sesionKey');
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'github', secret: 's', tolerance: 1 } }] }), 'hooks.mappings[0].signature');
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'gitlab', secret: 's' } }] }), 'hooks.mappings[0].signature.scheme');
+  });
+
+  it('a transform module that leaves the transforms directory through a symlink, or by ..', () => {
+    parse(hooks({ mappings: [{ transform: { module: 'ok.mjs' } }] }), {}, dir);
+    assertIssue(hooks({ mappings: [{ transform: { module: 'escape.mjs' } }] }), 'hooks.mappings[0].transform.module', /symlink/, {}, dir);
+    assertIssue(hooks({ mappings: [{ transform: { module: '../../outside/evil.mjs' } }] }), 'hooks.mappings[0].transform.module', /\.\./, {}, dir);
+  });
+});
+
+describe('mapping config warnings', () => {
+  const warningsOf = (h: Record<string, unknown>) => parse(hooks(h)).warnings;
+
+  it('match.path wake / agent never matches (direct routes win)', () => {
+    const w = warningsOf({ mappings: [{ match: { path: 'wake' }, action: 'wake', textTemplate: 't' }] });
+    assert.ok(w.some((x) => /hooks\.mappings\[0\]: match\.path "wake" never matches/.test(x)), w.join('\n'));
+  });
+
+  it('a mapping shadowed by an earlier one', () => {
+    const w = warningsOf({
+      mappings: [
+        { match: { path: 'p' }, messageTemplate: 'a' },
+        { match: { path: 'p', source: 's' }, messageTemplate: 'b' },
+        { match: { path: 'q', source: 's' }, messageTemplate: 'c' },
+        { match: { path: 'q' }, messageTemplate: 'd' },
+      ],
+    });
+    assert.ok(w.some((x) => x.startsWith('hooks.mappings[1] never matches: hooks.mappings[0]')), w.join('\n'));
+    assert.ok(!w.some((x) => x.startsWith('hooks.mappings[3] never matches')), 'a source-specific mapping does not shadow a general one');
+  });
+
+  it('a templated agent sessionKey (or the gmail preset) without allowRequestSessionKey', () => {
+    const w = warningsOf({ allowedSessionKeyPrefixes: ['hook:'], presets: ['gmail'], mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', sessionKey: 'hook:gh:{{id}}' }] });
+    assert.ok(w.some((x) => /hooks\.mappings\[0\]\.sessionKey is templated but hooks\.allowRequestSessionKey is false/.test(x)), w.join('\n'));
+    assert.ok(w.some((x) => /gmail preset .* hooks\.allowRequestSessionKey is false/.test(x)), w.join('\n'));
+    const ok = warningsOf({ allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, presets: ['gmail'], mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', sessionKey: 'hook:gh:{{id}}' }] });
+    assert.ok(!ok.some((x) => /allowRequestSessionKey/.test(x)), ok.join('\n'));
+  });
+});
