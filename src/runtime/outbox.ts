@@ -2,6 +2,7 @@ import { splitText } from '../channels/split.js';
 import type { OutboundMessage, SendResult } from '../channels/types.js';
 import { backoffMs } from '../providers/retry.js';
 import type { Delivery, DeliveryOutcome } from '../store/types.js';
+import { ClaimLoop } from './claim-loop.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { sanitizeForLog } from './summary.js';
 
@@ -17,61 +18,24 @@ const POLL_MS = 1000;
  * reported as a success.
  */
 export class Outbox {
-  private readonly active = new Set<string>();
-  private pumping = false;
-  private again = false;
-  private stopping = false;
-  private readonly poll: NodeJS.Timeout;
-  private readonly settled = new Set<Promise<void>>();
-  private readonly abort = new AbortController();
+  private readonly loop: ClaimLoop<Delivery>;
 
   constructor(private readonly deps: RuntimeDeps) {
-    this.poll = setInterval(() => this.notify(), POLL_MS);
-    this.poll.unref();
-  }
-
-  notify(): void {
-    if (this.stopping) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    void this.pump().finally(() => {
-      this.pumping = false;
-      if (this.again) {
-        this.again = false;
-        this.notify();
-      }
+    this.loop = new ClaimLoop<Delivery>({
+      label: 'deliveries',
+      logger: deps.logger,
+      limit: () => deps.env().config.channels.outbox.concurrency,
+      claim: (n) => deps.store.claimDeliveries(deps.owner, Date.now(), DELIVERY_LEASE_MS, n),
+      work: (d, signal) => this.send(d, signal),
+      pollMs: POLL_MS,
     });
   }
 
-  private async pump(): Promise<void> {
-    const max = this.deps.env().config.channels.outbox.concurrency;
-    while (!this.stopping && this.active.size < max) {
-      let batch: Delivery[];
-      try {
-        batch = await this.deps.store.claimDeliveries(this.deps.owner, Date.now(), DELIVERY_LEASE_MS, max - this.active.size);
-      } catch (err) {
-        this.deps.logger.error({ err: (err as Error).message }, 'claiming deliveries failed');
-        return;
-      }
-      if (batch.length === 0) return;
-      for (const d of batch) {
-        this.active.add(d.id);
-        const p = this.send(d)
-          .catch((err) => this.deps.logger.error({ deliveryId: d.id, err: (err as Error).message }, 'delivery failed unexpectedly'))
-          .finally(() => {
-            this.active.delete(d.id);
-            this.settled.delete(p);
-            this.notify();
-          });
-        this.settled.add(p);
-      }
-    }
+  notify(): void {
+    this.loop.notify();
   }
 
-  private async send(d: Delivery): Promise<void> {
+  private async send(d: Delivery, signal: AbortSignal): Promise<void> {
     const { store, logger, owner } = this.deps;
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
@@ -98,7 +62,7 @@ export class Outbox {
         hookName: d.hookName,
         createdAt: new Date(d.createdAt).toISOString(),
       };
-      const result: SendResult = await channel.send(message, this.abort.signal).catch((err: Error) => ({
+      const result: SendResult = await channel.send(message, signal).catch((err: Error) => ({
         ok: false,
         retryable: true,
         error: `channel threw: ${err.message}`,
@@ -108,7 +72,7 @@ export class Outbox {
         continue;
       }
       const error = sanitizeForLog(result.error, 300);
-      if (this.abort.signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
+      if (signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
       if (result.retryable && d.attempts < limits.maxAttempts) {
         const wait = backoffMs(d.attempts, result.retryAfterMs, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs, maxRetryAfterMs: Number.POSITIVE_INFINITY })!;
         logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
@@ -125,10 +89,6 @@ export class Outbox {
   }
 
   async close(graceMs = 5000): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.poll);
-    const timer = setTimeout(() => this.abort.abort(), graceMs);
-    await Promise.allSettled([...this.settled]);
-    clearTimeout(timer);
+    await this.loop.close(graceMs);
   }
 }

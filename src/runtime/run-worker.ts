@@ -1,6 +1,7 @@
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import { ClaimLoop } from './claim-loop.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { isHeartbeatAck } from './heartbeat-ack.js';
@@ -27,71 +28,32 @@ export interface RunWorkerHooks {
  * Finishing writes the run's state, its summary event, its outbox row and its transcript in one transaction.
  */
 export class RunWorker {
-  private readonly active = new Map<string, AbortController>();
-  private pumping = false;
-  private again = false;
-  private stopping = false;
-  private readonly poll: NodeJS.Timeout;
+  private readonly loop: ClaimLoop<Run>;
   private readonly renew: NodeJS.Timeout;
-  private readonly settled = new Set<Promise<void>>();
 
   constructor(
     private readonly deps: RuntimeDeps,
     private readonly hooks: RunWorkerHooks,
   ) {
-    this.poll = setInterval(() => this.notify(), POLL_MS);
-    this.poll.unref();
+    this.loop = new ClaimLoop<Run>({
+      label: 'runs',
+      logger: deps.logger,
+      limit: () => deps.env().config.agents.defaults.maxConcurrent,
+      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), RUN_LEASE_MS, n),
+      work: (run, signal) => this.execute(run, signal),
+      pollMs: POLL_MS,
+    });
     this.renew = setInterval(() => this.renewLeases(), RUN_LEASE_MS / 3);
     this.renew.unref();
   }
 
   get running(): number {
-    return this.active.size;
+    return this.loop.size;
   }
 
-  /** New runs were queued (or a slot freed): claim what fits. */
+  /** New runs were queued: claim what fits. */
   notify(): void {
-    if (this.stopping) return;
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
-    this.pumping = true;
-    void this.pump().finally(() => {
-      this.pumping = false;
-      if (this.again) {
-        this.again = false;
-        this.notify();
-      }
-    });
-  }
-
-  private async pump(): Promise<void> {
-    const max = this.deps.env().config.agents.defaults.maxConcurrent;
-    while (!this.stopping && this.active.size < max) {
-      let runs: Run[];
-      try {
-        runs = await this.deps.store.claimRuns(this.deps.owner, Date.now(), RUN_LEASE_MS, max - this.active.size);
-      } catch (err) {
-        this.deps.logger.error({ err: (err as Error).message }, 'claiming runs failed');
-        return;
-      }
-      if (runs.length === 0) return;
-      for (const run of runs) this.start(run);
-    }
-  }
-
-  private start(run: Run): void {
-    const controller = new AbortController();
-    this.active.set(run.id, controller);
-    const p = this.execute(run, controller.signal)
-      .catch((err) => this.deps.logger.error({ runId: run.id, err: (err as Error).message }, 'run execution failed'))
-      .finally(() => {
-        this.active.delete(run.id);
-        this.settled.delete(p);
-        this.notify();
-      });
-    this.settled.add(p);
+    this.loop.notify();
   }
 
   private async execute(run: Run, shutdown: AbortSignal): Promise<void> {
@@ -200,22 +162,15 @@ export class RunWorker {
   }
 
   private renewLeases(): void {
-    if (this.active.size === 0) return;
+    if (this.loop.size === 0) return;
     this.deps.store
-      .renewRunLeases(this.deps.owner, [...this.active.keys()], Date.now() + RUN_LEASE_MS)
+      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + RUN_LEASE_MS)
       .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'renewing run leases failed'));
   }
 
   /** Stop claiming; give running runs `graceMs` to finish, then abort them (they are released, not failed). */
   async close(graceMs = 5000): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.poll);
     clearInterval(this.renew);
-    const all = Promise.allSettled([...this.settled]);
-    const timer = setTimeout(() => {
-      for (const c of this.active.values()) c.abort();
-    }, graceMs);
-    await all;
-    clearTimeout(timer);
+    await this.loop.close(graceMs);
   }
 }

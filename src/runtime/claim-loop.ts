@@ -1,0 +1,95 @@
+import type { Logger } from '../log.js';
+
+export interface ClaimLoopOptions<T extends { id: string }> {
+  /** For log lines: "runs", "deliveries". */
+  label: string;
+  logger: Logger;
+  /** How many items may be worked on at once (read each time: it follows config reloads). */
+  limit: () => number;
+  /** Lease up to `n` items from the store. */
+  claim: (n: number) => Promise<T[]>;
+  /** Work one item; `signal` aborts when the loop closes and the grace period ran out. */
+  work: (item: T, signal: AbortSignal) => Promise<void>;
+  /** Also look for work this often (expired leases, retries that came due). */
+  pollMs: number;
+}
+
+/**
+ * The loop shared by the run worker and the outbox: when told there may be work (or every `pollMs`), claim as many
+ * items as there are free slots and work them concurrently; one claim at a time; on close, stop claiming and give
+ * the items in hand a grace period before aborting them.
+ */
+export class ClaimLoop<T extends { id: string }> {
+  private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private claiming = false;
+  private again = false;
+  private stopping = false;
+  private readonly poll: NodeJS.Timeout;
+
+  constructor(private readonly opts: ClaimLoopOptions<T>) {
+    this.poll = setInterval(() => this.notify(), opts.pollMs);
+    this.poll.unref();
+  }
+
+  get size(): number {
+    return this.inHand.size;
+  }
+
+  ids(): string[] {
+    return [...this.inHand.keys()];
+  }
+
+  notify(): void {
+    if (this.stopping) return;
+    if (this.claiming) {
+      this.again = true;
+      return;
+    }
+    this.claiming = true;
+    void this.fill().finally(() => {
+      this.claiming = false;
+      if (this.again) {
+        this.again = false;
+        this.notify();
+      }
+    });
+  }
+
+  private async fill(): Promise<void> {
+    while (!this.stopping) {
+      const free = this.opts.limit() - this.inHand.size;
+      if (free <= 0) return;
+      let items: T[];
+      try {
+        items = await this.opts.claim(free);
+      } catch (err) {
+        this.opts.logger.error({ err: (err as Error).message }, `claiming ${this.opts.label} failed`);
+        return;
+      }
+      if (items.length === 0) return;
+      for (const item of items) this.start(item);
+    }
+  }
+
+  private start(item: T): void {
+    const abort = new AbortController();
+    const done = this.opts
+      .work(item, abort.signal)
+      .catch((err) => this.opts.logger.error({ id: item.id, err: (err as Error).message }, `working on ${this.opts.label} failed`))
+      .finally(() => {
+        this.inHand.delete(item.id);
+        this.notify();
+      });
+    this.inHand.set(item.id, { abort, done });
+  }
+
+  async close(graceMs: number): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.poll);
+    const timer = setTimeout(() => {
+      for (const { abort } of this.inHand.values()) abort.abort();
+    }, graceMs);
+    await Promise.allSettled([...this.inHand.values()].map((h) => h.done));
+    clearTimeout(timer);
+  }
+}
