@@ -94,15 +94,8 @@ export function crossCheck(config: RawConfig): { issues: ConfigIssue[]; warnings
     if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
       issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
   });
-  const gmailShadowed = hooks.mappings.some((m) => m.match?.path === 'gmail');
-  if (hooks.presets.includes('gmail') && !hasPrefixes && !gmailShadowed)
-    issues.push({
-      path: 'hooks.presets',
-      message:
-        'the gmail preset uses the templated session key hook:gmail:{{messages[0].id}}: set hooks.allowedSessionKeyPrefixes (e.g. ["hook:"])',
-    });
   issues.push(...mappingIssues(hooks));
-  warnings.push(...mappingWarnings(hooks, gmailShadowed));
+  warnings.push(...mappingWarnings(hooks));
 
   if (admin.enabled && !admin.token) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
   if (hooks.token && admin.token && hooks.token === admin.token)
@@ -168,7 +161,7 @@ function mappingIssues(hooks: RawConfig['hooks']): ConfigIssue[] {
  * Mappings that can never work as written: they do not stop the service (the rest of the config is fine), but each
  * gets a warning at start and reload, naming the mapping.
  */
-function mappingWarnings(hooks: RawConfig['hooks'], gmailShadowed: boolean): string[] {
+function mappingWarnings(hooks: RawConfig['hooks']): string[] {
   const warnings: string[] = [];
   hooks.mappings.forEach((m, i) => {
     const at = `hooks.mappings[${i}]`;
@@ -189,9 +182,5 @@ function mappingWarnings(hooks: RawConfig['hooks'], gmailShadowed: boolean): str
     );
     if (earlier >= 0) warnings.push(`${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`);
   });
-  if (hooks.presets.includes('gmail') && !gmailShadowed && !hooks.allowRequestSessionKey)
-    warnings.push(
-      'the gmail preset uses the templated session key hook:gmail:{{messages[0].id}} but hooks.allowRequestSessionKey is false: every Gmail push is refused (400 session_key_not_allowed); set allowRequestSessionKey: true, or map path "gmail" yourself with a static sessionKey',
-    );
   return warnings;
 }

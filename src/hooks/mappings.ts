@@ -134,7 +134,10 @@ function compileMapping(
     timeoutSeconds: m.timeoutSeconds,
     forEach: m.forEach,
     signature: m.signature,
-    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) ? 'templated' : 'static',
+    // A preset's key is hookgate's own template with a fixed namespace (`hook:gmail:{{…}}`): the payload picks only
+    // the part inside it, so it is treated like a static key (no allowRequestSessionKey opt-in; prefixes still
+    // apply). OpenClaw required the opt-in here and every Gmail push got 400 until users opened it for all callers.
+    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) && preset === undefined ? 'templated' : 'static',
     templates: {
       text: optionalTemplate(m.textTemplate),
       message: optionalTemplate(m.messageTemplate),

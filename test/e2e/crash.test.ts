@@ -28,7 +28,7 @@ after(async () => {
 
 const dbOf = (hg: Hookgate) => join(hg.dir, 'data/hookgate.db');
 
-describe('kill -9 and restart', () => {
+describe('kill -9 and restart', { timeout: 120_000 }, () => {
   it('during agent runs and deliveries: every accepted run completes once as far as the receiver can see, same ids', async (t) => {
     const secret = webhookSecret();
     const receiver = await startWebhookReceiver(secret);
@@ -68,7 +68,7 @@ describe('kill -9 and restart', () => {
         'a finished run, a run at the model and a delivery in flight',
         async () => {
           const done = (await store.listRuns({ state: 'succeeded', limit: 100 })).length;
-          return done >= 1 && model.inFlight >= 1 && receiver.received.length >= 1;
+          return done >= 1 && model.calls.some((c) => !c.heartbeat && c.endedAt === undefined) && receiver.received.length >= 1;
         },
         20_000,
         10,
@@ -111,11 +111,12 @@ describe('kill -9 and restart', () => {
       }
       assert.ok(runs.some((r) => r!.attempts >= 2), 'no run was interrupted and run again (attempts ≥ 2)');
       // A run that was at the model when the process died ran again after the restart, under the same id.
-      const interrupted = unfinished.filter((id) => model.calls.slice(0, callsBeforeRestart).some((c) => c.lastUser.includes(`Job ID: ${id}`)));
+      const tagOf = (id: string) => `crash-run-${runIds.indexOf(id) + 1}:`;
+      const interrupted = unfinished.filter((id) => model.calls.slice(0, callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))));
       assert.ok(interrupted.length >= 1, 'no run was at the model at the kill');
       for (const id of interrupted) {
         assert.ok((await store.getRun(id))!.attempts >= 2, `run ${id} was interrupted but not started again`);
-        assert.ok(model.calls.slice(callsBeforeRestart).some((c) => c.lastUser.includes(`Job ID: ${id}`)), `run ${id} did not reach the model again`);
+        assert.ok(model.calls.slice(callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))), `run ${id} did not reach the model again`);
       }
 
       // The outside view: exactly one distinct delivery (webhook-id) per run, one delivery per accepted run.
@@ -132,7 +133,7 @@ describe('kill -9 and restart', () => {
       const repeats = got.length - runIds.length;
       t.diagnostic(`${got.length} webhook requests for ${runIds.length} runs (${repeats} repeated after the crash: at-least-once inside)`);
       for (const [i, id] of runIds.entries()) {
-        assert.ok(got.filter((d) => d.body.runId === id).every((d) => d.body.text === `done: crash-run-${i + 1}`));
+        assert.ok(got.filter((d) => d.body.runId === id).every((d) => d.body.text === `done: crash-run-${i + 1}`), `run ${id} delivered another run's reply`);
       }
 
       // Every event pending at the crash was fed to a heartbeat after the restart.

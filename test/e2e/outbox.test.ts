@@ -64,7 +64,7 @@ async function startFailingProxy(target: string, failAt: number): Promise<{ url:
   };
 }
 
-describe('outbox', () => {
+describe('outbox', { timeout: 90_000 }, () => {
   const secret = webhookSecret();
   let receiver: WebhookReceiver;
   let telegram: StandIn<TelegramMessage>;
@@ -154,7 +154,7 @@ describe('outbox', () => {
     assert.equal(telegram.requests.length - before, 3);
     const msgs = telegram.received.filter((m) => m.text === reply);
     assert.deepEqual(msgs.map((m) => m.chatId), ['1001']);
-    assert.ok(logsOf(delivery.id, 'delivery failed; will retry').every((l) => l.retryInMs === 1000));
+    assert.ok(logsOf(delivery.id, 'delivery failed; will retry').every((l) => l.retryInMs === 1000), 'retry_after not honoured');
   });
 
   it('always failing (500) ends dead-lettered, visible in the CLI and the log; retried from the CLI once the receiver recovers', async () => {
@@ -191,7 +191,7 @@ describe('outbox', () => {
     assert.equal(ok!.lastError, null);
     const all = webhookDeliveries(receiver).filter((d) => d.body.runId === runId);
     assert.equal(all.length, 4);
-    assert.ok(all.every((d) => d.id === delivery.id && d.verified));
+    assert.ok(all.every((d) => d.id === delivery.id && d.verified), 'another webhook-id, or unsigned');
     assert.equal((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout.includes(delivery.id), false);
   });
 
@@ -239,7 +239,7 @@ describe('outbox', () => {
     assert.equal(got.length, 3, `${got.length} messages`);
     for (const m of got) {
       assert.equal(m.channelId, DISCORD_CHANNEL);
-      assert.ok([...m.content].length <= 2000);
+      assert.ok([...m.content].length <= 2000, `a message of ${m.content.length} characters`);
     }
     assert.equal(got.map((m) => m.content).join(''), reply, 'the chunks do not add up to the reply, in order');
     // The proxy refused the 2nd chunk once: chunk 1 was not sent again, chunk 2 was (with the same nonce).

@@ -51,7 +51,7 @@ async function closeAll(...closers: Array<(() => Promise<unknown>) | undefined>)
   }
 }
 
-describe('wake and heartbeat (every: off)', () => {
+describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
   let model: ScriptedModel;
   let hg: Hookgate;
   let store: SqliteStore;
@@ -93,7 +93,7 @@ describe('wake and heartbeat (every: off)', () => {
     // Two at once, then two more a little later: all within the 250 ms window opened by the first.
     const t0 = Date.now();
     await Promise.all(texts.slice(0, 2).map((t) => postWake(hg, t, 'now')));
-    await delay(100);
+    await delay(60);
     await Promise.all(texts.slice(2).map((t) => postWake(hg, t, 'now')));
     const span = Date.now() - t0;
     await waitFor('the burst consumed', async () => (await store.pendingEvents('main')).length === 0);
@@ -149,9 +149,7 @@ describe('wake and heartbeat (every: off)', () => {
     }
   });
 
-  it('a failed heartbeat turn leaves the events pending and is retried with backoff', {
-    todo: 'src/runtime/heartbeat.ts: beat() calls request("retry", 5000) while this.running is still set, so the request only sets `again` and the retry runs after the 250 ms coalescing delay: a failing model is called about 4 times a second instead of backing off 5 s, 10 s, ...',
-  }, async () => {
+  it('a failed heartbeat turn leaves the events pending and is retried with backoff', async () => {
     let failed = 0;
     model.setHandler((c) => {
       if (c.heartbeat && c.lastUser.includes('retry-me') && failed++ === 0) {
@@ -188,7 +186,7 @@ describe('wake and heartbeat (every: off)', () => {
   });
 });
 
-describe('wake next-heartbeat (every: 3s)', () => {
+describe('wake next-heartbeat (every: 3s)', { timeout: 90_000 }, () => {
   let model: ScriptedModel;
   let hg: Hookgate;
   before(async () => {
@@ -210,7 +208,7 @@ describe('wake next-heartbeat (every: 3s)', () => {
     const call = await waitFor('the periodic heartbeat', () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)), 10_000);
     const line = await waitFor('heartbeat finished log', () => hg.logs.find((l) => l.msg === 'heartbeat finished'));
     assert.deepEqual(line.reasons, ['interval']);
-    assert.ok(!hg.logs.some((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')));
+    assert.ok(!hg.logs.some((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')), 'a heartbeat ran for the wake itself');
     // The periodic timer started with the server (just before it listened): it fires about 3 s after that.
     assert.ok(call.startedAt - t0 >= 1000, `heartbeat came only ${call.startedAt - t0} ms after a next-heartbeat wake`);
     // The following periodic heartbeats find nothing pending: no model call at all.
@@ -219,7 +217,7 @@ describe('wake next-heartbeat (every: 3s)', () => {
   });
 });
 
-describe('agent runs (every: off, maxConcurrent 2)', () => {
+describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => {
   let ai: OpenAIStandin;
   let claude: AnthropicStandin;
   let bad: OpenAIStandin;
@@ -361,7 +359,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
         assert.equal((await waitForRun(store, short)).deliveryStatus, 'suppressed:heartbeat_ack');
         assert.equal((await waitForRun(store, long)).deliveryStatus, 'outbox');
         await waitFor('the long one delivered', () => webhookDeliveries(receiver).find((x) => x.body.runId === long));
-        assert.ok(!webhookDeliveries(receiver).some((x) => x.body.runId === short));
+        assert.ok(!webhookDeliveries(receiver).some((x) => x.body.runId === short), 'the acknowledgement was delivered');
       } finally {
         timed.setHandler((c) => `model: ${c.lastUser}`);
       }
@@ -385,7 +383,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       try {
         await postWake(hg, uniq('disk alert'), 'now');
         const d = await waitFor('the heartbeat reply delivered', () => fromHeartbeats().find((x) => x.body.text === heartbeatReply));
-        assert.ok(d.verified);
+        assert.ok(d.verified, d.raw.failure);
         assert.equal(d.body.to, 'ops');
         assert.equal(d.body.sessionKey, 'main');
         assert.equal(d.body.hookName, null);
@@ -412,7 +410,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       const r1 = await run({ message: m1, model: 'fast' });
       assert.equal(ai.requests.find((b) => lastUser(b).includes(m1))?.model, 'gpt-fast');
       assert.equal(r1.model, 'local/gpt-fast');
-      assert.ok(r1.reply?.startsWith('standin: '));
+      assert.ok(r1.reply?.startsWith('standin: '), r1.reply ?? '');
       const m2 = uniq('full-ref');
       await run({ message: m2, model: 'local/gpt-fast' });
       assert.equal(ai.requests.find((b) => lastUser(b).includes(m2))?.model, 'gpt-fast');
@@ -436,7 +434,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       const r = await run({ message: m, model: 'cli/agent-1' });
       const reply = r.reply ?? '';
       assert.ok(reply.startsWith('agent: '), reply);
-      assert.ok(reply.includes(m));
+      assert.ok(reply.includes(m), reply);
       assert.ok(reply.includes('<<<EXTERNAL_UNTRUSTED_CONTENT id="'), 'the command agent did not get the wrapped prompt');
       const env = await run({ message: uniq('env please'), model: 'clienv/agent-2' });
       const got = JSON.parse(env.reply ?? '{}') as Record<string, unknown>;
@@ -536,7 +534,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       const r = await waitForRun(store, runId);
       assert.equal(r.state, 'succeeded');
       const req = ai.requests.find((b) => lastUser(b).includes(tag));
-      assert.ok(req);
+      assert.ok(req, 'the model got no request');
       const prompt = lastUser(req);
       const start = /<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]{16})">>>\nSource: Webhook\n---\n/.exec(prompt);
       assert.ok(start, prompt);
@@ -566,9 +564,9 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       // The suspicious content is logged by pattern name and session key, never its text.
       const warn = hg.logs.slice(logMark).find((l) => l.msg === 'suspicious patterns in external hook content' && l.runId === runId);
       assert.ok(warn, 'no suspicious-pattern log line');
-      assert.ok((warn.patterns as string[]).includes('boundary_marker_spoof'));
+      assert.ok((warn.patterns as string[]).includes('boundary_marker_spoof'), JSON.stringify(warn.patterns));
       assert.equal(warn.sessionKey, r.sessionKey);
-      assert.ok(!JSON.stringify(warn).includes('wire the money'));
+      assert.ok(!JSON.stringify(warn).includes('wire the money'), 'the content was logged');
     });
   });
 
@@ -586,7 +584,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       const req = ai.requests.find((b) => lastUser(b).includes(second))!;
       const msgs = req.messages ?? [];
       assert.deepEqual(msgs.map((m) => m.role), ['user', 'assistant', 'user']);
-      assert.ok(String(msgs[0]?.content).includes(first));
+      assert.ok(String(msgs[0]?.content).includes(first), String(msgs[0]?.content));
       assert.equal(msgs[1]?.content, r1.reply);
 
       const iso = `hook:${uniq('isolated')}`;
@@ -598,7 +596,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
       await waitForRun(store, i2);
       const isoReq = ai.requests.find((x) => lastUser(x).includes(b))!;
       assert.deepEqual((isoReq.messages ?? []).map((m) => m.role), ['user']);
-      assert.ok(!JSON.stringify(isoReq.messages).includes(a));
+      assert.ok(!JSON.stringify(isoReq.messages).includes(a), 'an isolated run saw an earlier run');
     });
   });
 
@@ -637,7 +635,7 @@ describe('agent runs (every: off, maxConcurrent 2)', () => {
   });
 });
 
-describe('routing (no channels.default)', () => {
+describe('routing (no channels.default)', { timeout: 90_000 }, () => {
   let receiver: WebhookReceiver;
   let hg: Hookgate;
   let store: SqliteStore;
@@ -692,6 +690,6 @@ describe('routing (no channels.default)', () => {
     const runId = await postAgent(hg, { message: 'to the new route', wakeMode: 'next-heartbeat' });
     const d = await waitFor('delivery on the hand-set route', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
     assert.equal(d.body.to, 'ops2');
-    assert.ok(d.verified);
+    assert.ok(d.verified, d.raw.failure);
   });
 });

@@ -545,9 +545,13 @@ describe('gmail preset and fan-out', () => {
     }
   });
 
-  it('the templated preset key needs allowRequestSessionKey', async () => {
-    const s = setup({ presets: ['gmail'], allowedSessionKeyPrefixes: ['hook:'] });
-    await rejects(resolve(s, 'gmail', { messages }), 400, 'session_key_not_allowed');
+  it('the preset key needs no allowRequestSessionKey (its namespace is fixed), but obeys the prefixes', async () => {
+    const s = setup({ presets: ['gmail'] });
+    const r = await actionsOf(s, 'gmail', { messages });
+    const run = (r.actions[0] as Extract<HookAction, { kind: 'agent' }>).run;
+    assert.match(run.sessionKey, /^hook:gmail:/);
+    const strict = setup({ presets: ['gmail'], allowedSessionKeyPrefixes: ['hook:ci:'], defaultSessionKey: 'hook:ci:x' });
+    await rejects(resolve(strict, 'gmail', { messages }), 400, 'session_key_not_allowed');
   });
 
   it('a custom forEach mapping with a transform: per item, null skips that item only', async () => {

@@ -790,7 +790,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         if (result === true) {
           // A driver may tolerate the duplicate; then everything else must be there.
           assert.equal((await store.getRun(second.id))?.state, 'succeeded');
-          assert.ok((await store.pendingEvents('main')).some((e) => e.id === ev.id));
+          assert.ok((await store.pendingEvents('main')).some((e) => e.id === ev.id), 'completed without its summary event');
         } else {
           assert.equal((await store.getRun(second.id))?.state, 'running', 'the run was finished without its writes');
           assert.ok(!(await store.pendingEvents('main')).some((e) => e.id === ev.id), 'the summary event was kept');

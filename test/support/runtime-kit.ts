@@ -23,12 +23,19 @@ export function webhookSecret(): string {
  */
 export async function waitFor<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 40): Promise<T> {
   const start = Date.now();
+  const stuck = Symbol('stuck');
   let last: unknown;
   for (;;) {
     try {
-      const v = await fn();
-      if (v !== undefined && v !== null && v !== false) return v;
-      last = v;
+      // A check that never settles must not hang the test: it counts as "not yet" until the time is up.
+      let timer: NodeJS.Timeout | undefined;
+      const v = await Promise.race([
+        Promise.resolve().then(fn),
+        new Promise<typeof stuck>((resolve) => (timer = setTimeout(() => resolve(stuck), Math.max(50, timeoutMs - (Date.now() - start))))),
+      ]).finally(() => clearTimeout(timer));
+      if (v === stuck) last = 'the check did not settle';
+      else if (v !== undefined && v !== null && v !== false) return v as T;
+      else last = v;
     } catch (err) {
       last = err;
     }
