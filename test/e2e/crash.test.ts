@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { storedEvents } from '../support/db.js';
-import { cli, openServerStore, pendingFromShow, postAgent, postWake, waitFor, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import { cli, openServerStore, pendingFromShow, postAgent, postWake, startServer, waitFor, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
 import { delay, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
-import { type Hookgate, startHookgate } from '../support/server.js';
+import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -42,15 +42,13 @@ describe('kill -9 and restart', { timeout: 120_000 }, () => {
       return `done: ${/crash-run-\d+/.exec(c.lastUser)?.[0] ?? '?'}`;
     });
     cleanups.push(() => model.close());
-    const hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        models: { providers: { slow: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
-        agents: { defaults: { maxConcurrent: 3 }, list: [{ id: 'main', default: true, model: 'slow/m' }] },
-        channels: {
-          webhook: { targets: { ops: { url: receiver.url, secret } } },
-          outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 5 },
-        },
+    const hg = await startServer({
+      heartbeat: { every: 'off' },
+      models: { providers: { slow: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
+      agents: { defaults: { maxConcurrent: 3 }, list: [{ id: 'main', default: true, model: 'slow/m' }] },
+      channels: {
+        webhook: { targets: { ops: { url: receiver.url, secret } } },
+        outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 5 },
       },
     });
     cleanups.push(() => hg.cleanup());
@@ -157,12 +155,10 @@ describe('kill -9 and restart', { timeout: 120_000 }, () => {
     let hang = true;
     const model = await startScriptedModel((c) => (c.heartbeat && hang ? 'hang' : 'HEARTBEAT_OK'));
     cleanups.push(() => model.close());
-    const hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
-        agents: { list: [{ id: 'main', default: true, model: 'local/main' }] },
-      },
+    const hg = await startServer({
+      heartbeat: { every: 'off' },
+      models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
+      agents: { list: [{ id: 'main', default: true, model: 'local/main' }] },
     });
     cleanups.push(() => hg.cleanup());
 

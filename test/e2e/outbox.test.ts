@@ -11,8 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import type { Delivery } from '../../src/store/types.js';
 import { DISCORD_TEST_TOKEN, type DiscordMessage, type StandIn, startDiscord, startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/index.js';
-import { cli, openServerStore, postAgent, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
-import { type Hookgate, startHookgate } from '../support/server.js';
+import { cli, openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const DISCORD_CHANNEL = '1100000000000000001';
@@ -79,17 +79,15 @@ describe('outbox', { timeout: 90_000 }, () => {
     discord = await startDiscord();
     // The 2nd message POST of the server's Discord traffic is rate-limited once: the long-reply test relies on it.
     proxy = await startFailingProxy(discord.url, 2);
-    hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
-        agents: { defaults: { model: 'echo/echo' } },
-        channels: {
-          outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 3 },
-          webhook: { targets: { ops: { url: receiver.url, secret } } },
-          telegram: { botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url },
-          discord: { botToken: DISCORD_TEST_TOKEN, apiBaseUrl: proxy.url },
-        },
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
+      agents: { defaults: { model: 'echo/echo' } },
+      channels: {
+        outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 3 },
+        webhook: { targets: { ops: { url: receiver.url, secret } } },
+        telegram: { botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url },
+        discord: { botToken: DISCORD_TEST_TOKEN, apiBaseUrl: proxy.url },
       },
     });
     store = openServerStore(hg);

@@ -18,6 +18,7 @@ import {
   pendingFromShow,
   postAgent,
   postWake,
+  startServer,
   waitFor,
   waitForRun,
   webhookDeliveries,
@@ -25,7 +26,7 @@ import {
 } from '../support/runtime-kit.js';
 import { delay, gate, HEARTBEAT_PROMPT_MARK, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import { closedPortUrl } from '../support/platforms/index.js';
-import { type Hookgate, startHookgate } from '../support/server.js';
+import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 function lastUser(body: { messages?: Array<{ role?: unknown; content?: unknown }> }): string {
@@ -57,13 +58,11 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
   let store: SqliteStore;
   before(async () => {
     model = await startScriptedModel(() => 'HEARTBEAT_OK');
-    hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
-        agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
-        channels: { default: { channel: 'log' } },
-      },
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
+      agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
+      channels: { default: { channel: 'log' } },
     });
     store = openServerStore(hg);
   });
@@ -191,12 +190,10 @@ describe('wake next-heartbeat (every: 3s)', { timeout: 90_000 }, () => {
   let hg: Hookgate;
   before(async () => {
     model = await startScriptedModel(() => 'HEARTBEAT_OK');
-    hg = await startHookgate({
-      config: {
-        heartbeat: { every: '3s' },
-        models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
-        agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
-      },
+    hg = await startServer({
+      heartbeat: { every: '3s' },
+      models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
+      agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
     });
   });
   after(() => closeAll(() => hg?.cleanup(), () => model?.close()));
@@ -235,41 +232,39 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
     bad = await startOpenAIStandin();
     timed = await startScriptedModel();
     receiver = await startWebhookReceiver(secret);
-    hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
-        models: {
-          providers: {
-            local: { api: 'openai-chat', baseUrl: ai.url, apiKey: 'test-key' },
-            claude: { api: 'anthropic-messages', baseUrl: claude.url, apiKey: 'test-key' },
-            cli: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'reply'] },
-            clienv: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'env'] },
-            bad: { api: 'openai-chat', baseUrl: bad.url, apiKey: 'test-key', maxAttempts: 3 },
-            timed: { api: 'openai-chat', baseUrl: timed.url, apiKey: 'test-key', maxAttempts: 1 },
-            down: { api: 'openai-chat', baseUrl: `${await closedPortUrl()}/v1`, apiKey: 'test-key', maxAttempts: 2 },
-          },
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
+      models: {
+        providers: {
+          local: { api: 'openai-chat', baseUrl: ai.url, apiKey: 'test-key' },
+          claude: { api: 'anthropic-messages', baseUrl: claude.url, apiKey: 'test-key' },
+          cli: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'reply'] },
+          clienv: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'env'] },
+          bad: { api: 'openai-chat', baseUrl: bad.url, apiKey: 'test-key', maxAttempts: 3 },
+          timed: { api: 'openai-chat', baseUrl: timed.url, apiKey: 'test-key', maxAttempts: 1 },
+          down: { api: 'openai-chat', baseUrl: `${await closedPortUrl()}/v1`, apiKey: 'test-key', maxAttempts: 2 },
         },
-        agents: {
-          defaults: {
-            maxConcurrent: 2,
-            models: {
-              'local/gpt-main': {},
-              'local/gpt-fast': { alias: 'fast' },
-              'claude/claude-test-1': { alias: 'smart' },
-              'cli/agent-1': {},
-              'clienv/agent-2': {},
-              'bad/m': {},
-              'timed/m': {},
-              'down/m': {},
-              'echo/echo': {},
-              'echo/ack': {},
-            },
-          },
-          list: [{ id: 'main', default: true, model: 'local/gpt-main' }],
-        },
-        channels: { webhook: { targets: { ops: { url: receiver.url, secret } } } },
       },
+      agents: {
+        defaults: {
+          maxConcurrent: 2,
+          models: {
+            'local/gpt-main': {},
+            'local/gpt-fast': { alias: 'fast' },
+            'claude/claude-test-1': { alias: 'smart' },
+            'cli/agent-1': {},
+            'clienv/agent-2': {},
+            'bad/m': {},
+            'timed/m': {},
+            'down/m': {},
+            'echo/echo': {},
+            'echo/ack': {},
+          },
+        },
+        list: [{ id: 'main', default: true, model: 'local/gpt-main' }],
+      },
+      channels: { webhook: { targets: { ops: { url: receiver.url, secret } } } },
     });
     store = openServerStore(hg);
   });
@@ -642,12 +637,10 @@ describe('routing (no channels.default)', { timeout: 90_000 }, () => {
   const secret = webhookSecret();
   before(async () => {
     receiver = await startWebhookReceiver(secret);
-    hg = await startHookgate({
-      config: {
-        heartbeat: { every: 'off' },
-        agents: { defaults: { model: 'echo/echo' } },
-        channels: { webhook: { targets: { ops: { url: receiver.url, secret }, ops2: { url: receiver.url, secret } } } },
-      },
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      agents: { defaults: { model: 'echo/echo' } },
+      channels: { webhook: { targets: { ops: { url: receiver.url, secret }, ops2: { url: receiver.url, secret } } } },
     });
     store = openServerStore(hg);
   });

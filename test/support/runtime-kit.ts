@@ -4,10 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Run } from '../../src/store/types.js';
-import { type Hookgate, runCli } from './server.js';
+import { type Hookgate, runCli, startHookgate } from './server.js';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.js';
 
 export const AGENT_SCRIPT = new URL('./agent.mjs', import.meta.url).pathname;
@@ -44,6 +46,31 @@ export async function waitFor<T>(what: string, fn: () => T | undefined | null | 
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * `startHookgate` in a temp dir this helper owns: the dir is removed by `hg.cleanup()`, and also when the server
+ * fails to start (the harness leaves it behind then).
+ */
+export async function startServer(config: Record<string, unknown>): Promise<Hookgate> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-e2e-'));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  let hg: Hookgate;
+  try {
+    hg = await startHookgate({ config, dir });
+  } catch (err) {
+    remove();
+    throw err;
+  }
+  const stop = hg.cleanup;
+  hg.cleanup = async () => {
+    try {
+      await stop();
+    } finally {
+      remove();
+    }
+  };
+  return hg;
 }
 
 /** A second connection to the server's SQLite file, for reads (the server keeps writing through its own). */
