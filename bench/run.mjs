@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm run bench: the ingress against a bare node:http server, in the same run, same machine, same load.
-// Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50).
+// Env: BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 50), BENCH_WRITER (inline | thread: storage.writer).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,7 +75,7 @@ writeFileSync(
   config,
   JSON.stringify({
     gateway: { port: 0 },
-    storage: { driver: 'sqlite', path: join(dir, 'hookgate.db') },
+    storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}) },
     hooks: { enabled: true, token: TOKEN },
     logging: { level: 'info' },
   }),

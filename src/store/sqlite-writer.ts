@@ -51,6 +51,9 @@ export class SqliteWriter {
    * this writer is the only one: every insert and every consume goes through it; a rolled-back batch clears it.
    */
   private readonly lastPending = new Map<string, { id: string; text: string } | null>();
+  /** Received-hook records of the current transaction, inserted together at its end (one statement, not one each). */
+  private receivedRows: unknown[][] = [];
+  private readonly receivedInserts = new Map<number, Database.Statement>();
 
   constructor(private readonly db: Database.Database) {
     this.stmt = {
@@ -153,9 +156,15 @@ export class SqliteWriter {
          WHERE id = ? AND state IN ('dead', 'pending') RETURNING *`,
       ),
       pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
-      pruneReceived: db.prepare('DELETE FROM received_hooks WHERE at < ?'),
+      receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_hooks'),
+      receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_hooks WHERE seq >= ? ORDER BY seq LIMIT 1'),
+      pruneReceived: db.prepare('DELETE FROM received_hooks WHERE seq < ?'),
     };
-    this.batchTxn = db.transaction((ops: WriteOp[]) => ops.map((op) => this.execute(op)));
+    this.batchTxn = db.transaction((ops: WriteOp[]) => {
+      const values = ops.map((op) => this.execute(op));
+      this.flushReceived();
+      return values;
+    });
   }
 
   runBatch(ops: WriteOp[]): WriteResult[] {
@@ -163,12 +172,21 @@ export class SqliteWriter {
       return this.batchTxn(ops).map((value) => ({ ok: true, value }));
     } catch {
       this.lastPending.clear();
+      this.receivedRows = [];
       // Isolate the failing op: each one alone, in its own transaction.
       return ops.map((op) => {
         try {
-          return { ok: true, value: this.db.transaction(() => this.execute(op))() };
+          return {
+            ok: true,
+            value: this.db.transaction(() => {
+              const value = this.execute(op);
+              this.flushReceived();
+              return value;
+            })(),
+          };
         } catch (err) {
           this.lastPending.clear();
+          this.receivedRows = [];
           return { ok: false, error: (err as Error).message };
         }
       });
@@ -187,7 +205,7 @@ export class SqliteWriter {
       case 'prune':
         return {
           idempotency: this.stmt.pruneIdem.run(op.now).changes,
-          received: this.stmt.pruneReceived.run(op.receivedBefore).changes,
+          received: this.pruneReceived(op.receivedBefore),
         };
       case 'claimRuns': {
         const expired = this.stmt.claimableExpired.all({ now: op.now, limit: op.limit }) as Array<{ id: string }>;
@@ -246,6 +264,24 @@ export class SqliteWriter {
         return row ? rowToDelivery(row) : undefined;
       }
     }
+  }
+
+  /**
+   * Delete received records older than `before`. Rows are appended in time order, so the first row to keep is found
+   * by binary search over seq (no index on `at` to maintain on every insert).
+   */
+  private pruneReceived(before: number): number {
+    const { lo, hi } = this.stmt.receivedBounds.get() as { lo: number | null; hi: number | null };
+    if (lo === null || hi === null) return 0;
+    let low = lo;
+    let high = hi + 1; // first seq whose row is at or after `before`
+    while (low < high) {
+      const mid = Math.floor((low + high) / 2);
+      const row = this.stmt.receivedAtOrAfter.get(mid) as { seq: number; at: number } | undefined;
+      if (row && row.at < before) low = row.seq + 1;
+      else high = mid;
+    }
+    return low > lo ? this.stmt.pruneReceived.run(low).changes : 0;
   }
 
   private completeRun(c: RunCompletion): boolean {
@@ -337,11 +373,31 @@ export class SqliteWriter {
   }
 
   private insertReceived(rec: ReceivedHook): void {
-    this.stmt.insertReceived.run(
+    this.receivedRows.push([
       rec.at, rec.method, rec.path, rec.clientIp, rec.status, rec.code,
       rec.eventIds.length ? JSON.stringify(rec.eventIds) : null,
       rec.runIds.length ? JSON.stringify(rec.runIds) : null,
       rec.mappingId, rec.durationMs,
-    );
+    ]);
   }
+
+  /** Insert the transaction's received records, up to 32 rows per statement (statements cached by row count). */
+  private flushReceived(): void {
+    const rows = this.receivedRows;
+    if (rows.length === 0) return;
+    this.receivedRows = [];
+    for (let i = 0; i < rows.length; i += 32) {
+      const chunk = rows.slice(i, i + 32);
+      let stmt = this.receivedInserts.get(chunk.length);
+      if (!stmt) {
+        const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+        stmt = this.db.prepare(
+          `INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES ${values}`,
+        );
+        this.receivedInserts.set(chunk.length, stmt);
+      }
+      stmt.run(chunk.flat());
+    }
+  }
+
 }
