@@ -57,6 +57,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (notice) process.stderr.write(notice);
   const logger = opts.logger ?? createLogger(first.logging.level);
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
+  if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
   const storage = first.storage;
   const store = await openStore(storage, (p) => configPath(first, p));
