@@ -5,6 +5,7 @@
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
+import { parseRetryAfter } from '../retry-after.js';
 import type { SendResult } from './types.js';
 
 export type SendFailure = Extract<SendResult, { ok: false }>;
@@ -92,21 +93,7 @@ function networkCode(err: unknown): string {
   return typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? code : 'fetch_failed';
 }
 
-/**
- * Retry-After: delay-seconds or an HTTP-date (RFC 9110 §10.2.3). Fractional seconds are accepted because some
- * proxies send them. Returns milliseconds ≥ 0, or undefined when absent or unreadable.
- */
-export function parseRetryAfter(value: string | null | undefined, nowMs: number = Date.now()): number | undefined {
-  if (value == null) return undefined;
-  const v = value.trim();
-  if (v === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.ceil(Number(v) * 1000);
-  // Every HTTP-date form starts with a day name; Date.parse would read "-5" as the year -5.
-  if (!/^[A-Za-z]/.test(v)) return undefined;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
-}
+export { parseRetryAfter };
 
 /** Seconds (possibly fractional, as Telegram's retry_after and Discord's body retry_after are) → ms. */
 export function secondsToMs(value: unknown): number | undefined {

@@ -9,6 +9,7 @@
  * `(ctx) => Channel | Promise<Channel>`. Their ids may not clash with a core platform, a built-in channel, an alias,
  * `last`, or another plugin.
  */
+import { normalizeChannelName } from '../config/validate.js';
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -59,10 +60,7 @@ async function createPlatform(name: CorePlatform, config: unknown, ctx: ChannelC
   return factory(config, ctx);
 }
 
-export function normalizeChannelName(name: string): string {
-  const lower = name.trim().toLowerCase();
-  return CHANNEL_ALIASES[lower] ?? lower;
-}
+export { normalizeChannelName };
 
 export async function createChannelRegistry(config: ChannelsConfig, ctx: ChannelContext): Promise<ChannelRegistry> {
   const channels = new Map<string, Channel>();

@@ -7,6 +7,7 @@
  * seconds of this attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the
  * base64-decoded part of the target's `whsec_` secret).
  */
+import { parseRetryAfter } from '../retry-after.js';
 import { createHmac } from 'node:crypto';
 import type { z } from 'zod';
 import type { webhookChannelSchema } from '../config/schema/channels.js';
@@ -50,15 +51,7 @@ export function signStandardWebhook(secret: string, id: string, timestampSeconds
   return `v1,${mac}`;
 }
 
-/** A `Retry-After` header (delta-seconds or an HTTP date) in milliseconds; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | null | undefined, nowMs: number = Date.now()): number | undefined {
-  if (value == null) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - nowMs);
-}
+export { parseRetryAfter };
 
 export interface WebhookChannelOptions {
   /** For tests: a stand-in fetch. */

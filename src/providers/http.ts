@@ -4,6 +4,7 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
+import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { redact } from './redact.js';
 import { ProviderError } from './types.js';
 
@@ -203,12 +204,5 @@ export function errorReason(text: string, contentType: string | null): string {
 export function parseRetryAfter(headers: Headers, now: number = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null && /^\s*\d+(\.\d+)?\s*$/.test(ms)) return Math.ceil(Number(ms));
-  const value = headers.get('retry-after');
-  if (value === null) return undefined;
-  const v = value.trim();
-  if (/^\d+(\.\d+)?$/.test(v)) return Math.ceil(Number(v) * 1000);
-  // An HTTP date always names the day or month; Date.parse would also take "-5" or "2024" as dates.
-  const date = /[a-z]/i.test(v) ? Date.parse(v) : Number.NaN;
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  return parseRetryAfterValue(headers.get('retry-after'), now);
 }
