@@ -37,27 +37,20 @@ const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9_-]*$/;
 type CorePlatform = Exclude<(typeof CORE_CHANNELS)[number], 'irc'>;
 type PlatformFactory = (config: unknown, ctx: ChannelContext) => Channel | Promise<Channel>;
 
-/**
- * Each platform's module, loaded on demand, and the factory names it may export: the agreed `create<Name>Channel`
- * first, then the camel-cased spelling (`createWhatsAppChannel`), so the registry does not break on either.
- */
-const PLATFORM_MODULES: { [K in CorePlatform]: { load: () => Promise<object>; names: string[] } } = {
-  whatsapp: { load: () => import('./whatsapp.js'), names: ['createWhatsappChannel', 'createWhatsAppChannel'] },
-  telegram: { load: () => import('./telegram.js'), names: ['createTelegramChannel'] },
-  discord: { load: () => import('./discord.js'), names: ['createDiscordChannel'] },
-  googlechat: { load: () => import('./googlechat.js'), names: ['createGooglechatChannel', 'createGoogleChatChannel'] },
-  slack: { load: () => import('./slack.js'), names: ['createSlackChannel'] },
-  signal: { load: () => import('./signal.js'), names: ['createSignalChannel'] },
-  imessage: { load: () => import('./imessage.js'), names: ['createImessageChannel', 'createIMessageChannel'] },
-  msteams: { load: () => import('./msteams.js'), names: ['createMsteamsChannel', 'createMsTeamsChannel'] },
+/** Each platform's factory, its module loaded only when the platform is configured. */
+const PLATFORM_FACTORIES: { [K in CorePlatform]: () => Promise<PlatformFactory> } = {
+  whatsapp: async () => (await import('./whatsapp.js')).createWhatsAppChannel as PlatformFactory,
+  telegram: async () => (await import('./telegram.js')).createTelegramChannel as PlatformFactory,
+  discord: async () => (await import('./discord.js')).createDiscordChannel as PlatformFactory,
+  googlechat: async () => (await import('./googlechat.js')).createGoogleChatChannel as PlatformFactory,
+  slack: async () => (await import('./slack.js')).createSlackChannel as PlatformFactory,
+  signal: async () => (await import('./signal.js')).createSignalChannel as PlatformFactory,
+  imessage: async () => (await import('./imessage.js')).createIMessageChannel as PlatformFactory,
+  msteams: async () => (await import('./msteams.js')).createMsTeamsChannel as PlatformFactory,
 };
 
 async function createPlatform(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
-  const { load, names } = PLATFORM_MODULES[name];
-  const mod = (await load()) as Record<string, unknown>;
-  const factory = names.map((n) => mod[n]).find((f): f is PlatformFactory => typeof f === 'function');
-  if (!factory) throw new ChannelError('channel_unavailable', `the ${name} channel module exports no ${names[0]}`);
-  return factory(config, ctx);
+  return (await PLATFORM_FACTORIES[name]())(config, ctx);
 }
 
 export { normalizeChannelName };

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
 import { configuredChannelIds, defaultAgentId } from '../config/validate.js';
@@ -19,18 +19,15 @@ export interface HooksContext {
   readonly defaultAgentId: string;
 }
 
-export function buildHooksContext(config: Config, generation: number, pluginChannelIds: readonly string[] = []): HooksContext {
+/** `registeredChannelIds`: what the channel registry serves (plugins included), added to what the config names. */
+export function buildHooksContext(config: Config, generation: number, registeredChannelIds: readonly string[] = []): HooksContext {
   return {
     config,
     generation,
     basePath: config.hooks.path,
-    tokenDigest: config.hooks.token ? sha256(config.hooks.token) : undefined,
+    tokenDigest: config.hooks.token ? hash('sha256', config.hooks.token, 'buffer') : undefined,
     catalog: new ModelCatalog(config),
-    channelIds: new Set([...configuredChannelIds(config), ...pluginChannelIds]),
+    channelIds: new Set([...configuredChannelIds(config), ...registeredChannelIds]),
     defaultAgentId: defaultAgentId(config),
   };
-}
-
-export function sha256(s: string | Buffer): Buffer {
-  return createHash('sha256').update(s).digest();
 }

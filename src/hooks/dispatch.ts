@@ -1,10 +1,7 @@
 import { newId } from '../ids.js';
 import { HttpError, StoreError } from '../errors.js';
-import type { AcceptOutcome, IdempotencyClaim, NewRun, NewSystemEvent, ReceivedHook, Store, WakeMode } from '../store/types.js';
+import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type Store, type WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
-
-/** The main session of the default agent: where wakes and run summaries go. */
-export const MAIN_SESSION_KEY = 'main';
 
 export type HookAction = { kind: 'wake'; text: string; mode: WakeMode } | { kind: 'agent'; run: NewRun };
 

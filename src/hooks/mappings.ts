@@ -31,7 +31,7 @@ import { buildRun, type SessionKeySource } from './policy.js';
 import { gmailBodyAllowance, type PresetName, presetMappings } from './presets.js';
 import { verifySignature } from './signatures.js';
 import { type CompiledTemplate, compileTemplate, isTemplated, type TemplateContext } from './templates.js';
-import { resolveTransformModule, resolveTransformsDir, type TransformFn, type TransformInput, TransformLoader } from './transforms.js';
+import { describeKind, resolveTransformModule, resolveTransformsDir, type TransformFn, type TransformInput, TransformLoader } from './transforms.js';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Compiled form (one per config generation)
@@ -314,12 +314,6 @@ class MappingFailure extends Error {
   }
 }
 
-function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
-}
-
 const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model', 'thinking'] as const;
 
 /**
@@ -329,7 +323,7 @@ const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model'
  */
 function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   const bad = (field: string, expected: string) =>
-    new MappingFailure(`transform returned an invalid ${field}`, `${field} is ${describeValue(o[field])}; expected ${expected}`);
+    new MappingFailure(`transform returned an invalid ${field}`, `${field} is ${describeKind(o[field])}; expected ${expected}`);
   const present = (k: string) => o[k] !== undefined && o[k] !== null;
   const out: Draft = { ...d };
   if (present('kind')) {
@@ -387,7 +381,7 @@ async function runTransform(m: CompiledMapping, c: Compiled, input: TransformInp
   }
   if (out === null || out === undefined) return out;
   if (typeof out !== 'object' || Array.isArray(out)) {
-    throw new MappingFailure(`transform returned ${describeValue(out)}`, 'expected an action object, or null to skip');
+    throw new MappingFailure(`transform returned ${describeKind(out)}`, 'expected an action object, or null to skip');
   }
   return out as Record<string, unknown>;
 }

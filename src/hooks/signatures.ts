@@ -321,19 +321,3 @@ export function verifySignature(cfg: SignatureConfig, req: SignedRequest, nowMs:
     }
   }
 }
-
-/** The headers a scheme reads (for docs, logs and "which header was missing" hints). */
-export function signatureHeaders(cfg: Pick<SignatureConfig, 'scheme' | 'header'>): string[] {
-  switch (cfg.scheme) {
-    case 'github':
-      return ['x-hub-signature-256', 'x-github-delivery'];
-    case 'stripe':
-      return ['stripe-signature'];
-    case 'slack':
-      return ['x-slack-signature', 'x-slack-request-timestamp'];
-    case 'standard-webhooks':
-      return ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'svix-id', 'svix-timestamp', 'svix-signature'];
-    case 'hmac-sha256':
-      return [(cfg.header ?? 'x-signature').toLowerCase(), 'idempotency-key'];
-  }
-}

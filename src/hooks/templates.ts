@@ -86,7 +86,7 @@ function walk(root: unknown, segments: readonly Segment[]): unknown {
 
 /**
  * Reads `path` (dot segments and `[n]` indexes) from `root`. Returns undefined when any step is missing, when a
- * step would leave own properties, or when the path is malformed. Reused by fan-out (`forEach`) and `match.source`.
+ * step would leave own properties, or when the path is malformed. (Fan-out and `match.source` read top-level keys with `Object.hasOwn`.)
  */
 export function lookupPath(root: unknown, path: string): unknown {
   const segments = parsePath(path);

@@ -220,7 +220,8 @@ function exportOf(ns: ModuleNamespace, name: string): unknown {
   return undefined;
 }
 
-function describe(v: unknown): string {
+/** What kind of value `v` is, for error messages: never the value itself. */
+export function describeKind(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
@@ -235,7 +236,7 @@ function pickExport(ns: ModuleNamespace, file: string, exportName: string | unde
     if (typeof v !== 'function')
       throw new TransformError(
         'transform_invalid',
-        `export "${exportName}" of transform module ${file} is ${describe(v)}, not a function`,
+        `export "${exportName}" of transform module ${file} is ${describeKind(v)}, not a function`,
         file,
         exportName,
       );
@@ -248,8 +249,8 @@ function pickExport(ns: ModuleNamespace, file: string, exportName: string | unde
   throw new TransformError(
     'transform_invalid',
     `transform module ${file} exports neither a default function nor a "transform" function` +
-      (d !== undefined ? ` (default is ${describe(d)})` : '') +
-      (t !== undefined ? ` (transform is ${describe(t)})` : ''),
+      (d !== undefined ? ` (default is ${describeKind(d)})` : '') +
+      (t !== undefined ? ` (transform is ${describeKind(t)})` : ''),
     file,
   );
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type HookAction, type RuntimeSignals } from '../hooks/dispatch.js';
@@ -125,7 +126,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       return sendError(res, new HttpError(405, 'method_not_allowed', 'only POST is accepted here'), { allow: 'POST' });
     }
 
-    const subPath = pathname.slice(base.length).replace(/^\/+/, '').replace(/\/+$/, '');
+    const subPath = normalizeMatchPath(pathname.slice(base.length));
     const now = Date.now();
     const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
     const received = (status: number, code: string | null): ReceivedHook => ({
@@ -197,11 +198,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
           record({ ...received(204, null), mappingId: mapped.mappingId });
           return sendNoContent(res);
         }
-        ({ actions, fanOut, mappingId, deliveryId, dropped } = mapped);
-        if (actions.length === 0) {
-          record({ ...received(204, null), mappingId });
-          return sendNoContent(res);
-        }
+        ({ actions, fanOut, mappingId, deliveryId, dropped } = mapped); // never empty: an empty fan-out is a `skip`
       }
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);

@@ -4,7 +4,8 @@
  * - model `ack` (`echo/ack`): always replies exactly `HEARTBEAT_OK`.
  * - any other model (`echo/echo` is the default): replies `echo: <text>`, where text is the last user message.
  *   When that message carries external-content boundary markers (the safety wrapper of hook runs), text is only the
- *   content inside them — the `Source:`/`From:`/`Subject:` lines and the `---` after the start marker are dropped, and
+ *   content inside them — metadata lines (`Source:`, and `From:`/`Subject:` when they precede it) and the `---` after the
+ *   start marker are dropped, and
  *   the security notice around the block is not echoed. Several wrapped blocks are joined by a blank line.
  * - `system`, earlier turns and `thinking` are ignored; no usage is reported.
  */

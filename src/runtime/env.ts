@@ -5,6 +5,8 @@ import type { Logger } from '../log.js';
 import type { ModelProvider } from '../providers/types.js';
 import type { Store } from '../store/types.js';
 
+export { MAIN_SESSION_KEY } from '../store/types.js';
+
 /** What the runtime works with: swapped as a whole when the config reloads. */
 export interface RuntimeEnv {
   config: Config;
@@ -21,5 +23,3 @@ export interface RuntimeDeps {
   owner: string;
   env: () => RuntimeEnv;
 }
-
-export const MAIN_SESSION_KEY = 'main';

@@ -49,6 +49,7 @@ export class Outbox {
       return finish({ kind: 'dead', error, at: Date.now() });
     }
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
+    const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
       const message: OutboundMessage = {
         // Stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
@@ -60,7 +61,7 @@ export class Outbox {
         sessionKey: d.sessionKey,
         agentId: d.agentId,
         hookName: d.hookName,
-        createdAt: new Date(d.createdAt).toISOString(),
+        createdAt,
       };
       const result: SendResult = await channel.send(message, signal).catch((err: Error) => ({
         ok: false,
@@ -73,14 +74,14 @@ export class Outbox {
       }
       const error = sanitizeForLog(result.error, 300);
       if (signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
+      // Chunks sent before this failure are never sent again.
+      if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
         const wait = backoffMs(d.attempts, result.retryAfterMs, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs, maxRetryAfterMs: Number.POSITIVE_INFINITY })!;
         logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
-        if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
         return finish({ kind: 'retry', nextAttemptAt: Date.now() + wait, error });
       }
       logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
-      if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
     }
     const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to: d.to } : undefined;

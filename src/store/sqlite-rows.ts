@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writer (sqlite-writer.ts). */
-import type { Delivery, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, ReceivedHook, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -90,5 +90,20 @@ export function rowToMessage(r: Row): SessionMessage {
     content: r.content as string,
     runId: (r.run_id as string | null) ?? null,
     createdAt: r.created_at as number,
+  };
+}
+
+export function rowToReceived(r: Row): ReceivedHook {
+  return {
+    at: r.at as number,
+    method: r.method as string,
+    path: r.path as string,
+    clientIp: r.client_ip as string,
+    status: r.status as number,
+    code: (r.code as string | null) ?? null,
+    eventIds: r.event_ids ? (JSON.parse(r.event_ids as string) as string[]) : [],
+    runIds: r.run_ids ? (JSON.parse(r.run_ids as string) as string[]) : [],
+    mappingId: (r.mapping_id as string | null) ?? null,
+    durationMs: r.duration_ms as number,
   };
 }

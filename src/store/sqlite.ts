@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { openSqlite } from './sqlite-open.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToRun, rowToSessionSummary, type Row } from './sqlite-rows.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToReceived, rowToRun, rowToSessionSummary, type Row } from './sqlite-rows.js';
 import { SqliteWriter, type WriteOp, type WriteResult } from './sqlite-writer.js';
 import type {
   AcceptCommand,
@@ -187,7 +187,7 @@ export class SqliteStore implements Store {
   }
 
   async getSession(key: string): Promise<SessionDetail | undefined> {
-    const summary = (await this.listSessionsWhere(key))[0];
+    const summary = this.sessionSummary(key);
     if (!summary) return undefined;
     const pending = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq').all(key) as Row[]
@@ -202,8 +202,8 @@ export class SqliteStore implements Store {
     return { ...summary, transcript, pending, recentEvents, recentRuns };
   }
 
-  private async listSessionsWhere(key: string): Promise<SessionSummary[]> {
-    const rows = this.db
+  private sessionSummary(key: string): SessionSummary | undefined {
+    const row = this.db
       .prepare(
         `WITH activity AS (
            SELECT agent_id, created_at FROM runs WHERE session_key = @key
@@ -216,23 +216,12 @@ export class SqliteStore implements Store {
            (SELECT last_to FROM sessions WHERE key = @key) AS last_to
          FROM activity HAVING COUNT(*) > 0`,
       )
-      .all({ key }) as Row[];
-    return rows.map(rowToSessionSummary);
+      .get({ key }) as Row | undefined;
+    return row && rowToSessionSummary(row);
   }
 
   async listReceived(limit = 50): Promise<ReceivedHook[]> {
-    return (this.db.prepare('SELECT * FROM received_hooks ORDER BY seq DESC LIMIT ?').all(limit) as Row[]).map((r) => ({
-      at: r.at as number,
-      method: r.method as string,
-      path: r.path as string,
-      clientIp: r.client_ip as string,
-      status: r.status as number,
-      code: (r.code as string | null) ?? null,
-      eventIds: r.event_ids ? (JSON.parse(r.event_ids as string) as string[]) : [],
-      runIds: r.run_ids ? (JSON.parse(r.run_ids as string) as string[]) : [],
-      mappingId: (r.mapping_id as string | null) ?? null,
-      durationMs: r.duration_ms as number,
-    }));
+    return (this.db.prepare('SELECT * FROM received_hooks ORDER BY seq DESC LIMIT ?').all(limit) as Row[]).map(rowToReceived);
   }
 
   async prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {

@@ -4,6 +4,9 @@
  * commits of concurrent callers into one transaction (group commit).
  */
 
+/** The main session of the default agent: where wakes and run summaries go, and whose heartbeat reads them. */
+export const MAIN_SESSION_KEY = 'main';
+
 export type WakeMode = 'now' | 'next-heartbeat';
 export type SessionMode = 'isolated' | 'persistent';
 export type ContentSource = 'webhook' | 'email';
