@@ -11,19 +11,18 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { discordSchema } from '../config/schema/channels.js';
+import { parseRetryAfter } from '../retry-after.js';
 import {
-  acceptedWithoutBody,
   asRecord,
   describe,
   failure,
-  is2xx,
   joinUrl,
-  parseRetryAfter,
   postJson,
   secondsToMs,
   statusFailure,
   transportFailure,
   type SendFailure,
+  sentOn2xx,
 } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
@@ -56,10 +55,8 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext)
       const outcome = await postJson(url, body, { headers, timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('discord', outcome);
       const json = asRecord(outcome.json);
-      if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('discord', outcome.status, ctx.logger);
-        return typeof json.id === 'string' ? { ok: true, platformIds: [json.id] } : { ok: true };
-      }
+      const sent = sentOn2xx('discord', outcome, ctx.logger, (j) => j.id);
+      if (sent) return sent;
       if (outcome.status === 429) return rateLimited(json, outcome.headers);
       return statusFailure('discord', outcome.status, errorDetail(json), outcome.headers);
     },

@@ -16,12 +16,10 @@ import type { z } from 'zod';
 import type { googlechatSchema } from '../config/schema/channels.js';
 import {
   AccessTokenCache,
-  acceptedWithoutBody,
   asRecord,
   callWithToken,
   describe,
   failure,
-  is2xx,
   joinUrl,
   postJson,
   requestOAuthToken,
@@ -30,6 +28,7 @@ import {
   transportFailure,
   type TokenOutcome,
   type TokenSource,
+  sentOn2xx,
 } from './http.js';
 import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
 
@@ -63,10 +62,8 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const outcome = called.outcome;
       if (outcome.kind !== 'response') return transportFailure('googlechat', outcome);
       const json = asRecord(outcome.json);
-      if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('googlechat', outcome.status, ctx.logger);
-        return typeof json.name === 'string' ? { ok: true, platformIds: [json.name] } : { ok: true };
-      }
+      const sent = sentOn2xx('googlechat', outcome, ctx.logger, (j) => j.name);
+      if (sent) return sent;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
       const err = asRecord(json.error);
       const status = describe(err.status, 40);

@@ -93,7 +93,6 @@ function networkCode(err: unknown): string {
   return typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? code : 'fetch_failed';
 }
 
-export { parseRetryAfter };
 
 /** Seconds (possibly fractional, as Telegram's retry_after and Discord's body retry_after are) → ms. */
 export function secondsToMs(value: unknown): number | undefined {
@@ -238,6 +237,22 @@ export const is2xx = (status: number): boolean => status >= 200 && status < 300;
 export function acceptedWithoutBody(platform: string, status: number, logger: { warn(obj: object, msg?: string): void }): SendResult {
   logger.warn({ channel: platform, status }, `${platform} answered ${status} without a readable body; counting the message as sent`);
   return { ok: true };
+}
+
+/**
+ * A 2xx answer means sent: with the platform's message id when `pickId` finds a string in the body (a body that is
+ * not JSON still counts, with a warning). Anything else → undefined: the caller maps its platform's errors.
+ */
+export function sentOn2xx(
+  platform: string,
+  outcome: Extract<HttpOutcome, { kind: 'response' }>,
+  logger: { warn(obj: object, msg?: string): void },
+  pickId: (json: Record<string, unknown>) => unknown,
+): SendResult | undefined {
+  if (!is2xx(outcome.status)) return undefined;
+  if (outcome.json === undefined) return acceptedWithoutBody(platform, outcome.status, logger);
+  const id = pickId(asRecord(outcome.json));
+  return typeof id === 'string' ? { ok: true, platformIds: [id] } : { ok: true };
 }
 
 /** Where a channel gets its bearer token: an AccessTokenCache, or a fixed token from config. */

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { imessageSchema } from '../config/schema/channels.js';
-import { acceptedWithoutBody, asRecord, describe, failure, is2xx, joinUrl, postJson, statusFailure, transportFailure } from './http.js';
+import { asRecord, describe, failure, joinUrl, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;
@@ -55,11 +55,8 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
       const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('imessage', outcome);
       const json = asRecord(outcome.json);
-      if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('imessage', outcome.status, ctx.logger);
-        const guid = asRecord(json.data).guid;
-        return typeof guid === 'string' ? { ok: true, platformIds: [guid] } : { ok: true };
-      }
+      const sent = sentOn2xx('imessage', outcome, ctx.logger, (j) => asRecord(j.data).guid);
+      if (sent) return sent;
       // Errors: { status, message, error: { type, message } }. error.message is the specific part.
       const detail = describe(asRecord(json.error).message) ?? describe(json.message);
       if (outcome.status === 400 && detail && /already queued/i.test(detail)) {

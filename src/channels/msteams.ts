@@ -9,20 +9,19 @@
  */
 import type { z } from 'zod';
 import type { msteamsSchema } from '../config/schema/channels.js';
+import { parseRetryAfter } from '../retry-after.js';
 import {
   AccessTokenCache,
-  acceptedWithoutBody,
   asRecord,
   callWithToken,
   describe,
   failure,
-  is2xx,
   joinUrl,
-  parseRetryAfter,
   postJson,
   requestOAuthToken,
   statusFailure,
   transportFailure,
+  sentOn2xx,
 } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
@@ -70,10 +69,8 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       const outcome = called.outcome;
       if (outcome.kind !== 'response') return transportFailure('msteams', outcome);
       const json = asRecord(outcome.json);
-      if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('msteams', outcome.status, ctx.logger);
-        return typeof json.id === 'string' ? { ok: true, platformIds: [json.id] } : { ok: true };
-      }
+      const sent = sentOn2xx('msteams', outcome, ctx.logger, (j) => j.id);
+      if (sent) return sent;
       // Connector errors: { error: { code, message } }; the auth layer answers { message }.
       const err = asRecord(json.error);
       const detail = [describe(err.code, 60), describe(err.message) ?? describe(json.message)].filter(Boolean).join(': ') || undefined;

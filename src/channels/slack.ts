@@ -7,6 +7,7 @@
  */
 import type { z } from 'zod';
 import type { slackSchema } from '../config/schema/channels.js';
+import { parseRetryAfter } from '../retry-after.js';
 import {
   acceptedWithoutBody,
   asRecord,
@@ -14,7 +15,6 @@ import {
   failure,
   is2xx,
   joinUrl,
-  parseRetryAfter,
   postJson,
   statusFailure,
   transportFailure,

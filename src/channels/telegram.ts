@@ -5,6 +5,7 @@
  */
 import type { z } from 'zod';
 import type { telegramSchema } from '../config/schema/channels.js';
+import { parseRetryAfter } from '../retry-after.js';
 import {
   acceptedWithoutBody,
   asRecord,
@@ -13,7 +14,6 @@ import {
   is2xx,
   isRetryableStatus,
   joinUrl,
-  parseRetryAfter,
   postJson,
   secondsToMs,
   transportFailure,

@@ -51,7 +51,6 @@ export function signStandardWebhook(secret: string, id: string, timestampSeconds
   return `v1,${mac}`;
 }
 
-export { parseRetryAfter };
 
 export interface WebhookChannelOptions {
   /** For tests: a stand-in fetch. */

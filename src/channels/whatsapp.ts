@@ -8,6 +8,7 @@
  */
 import type { z } from 'zod';
 import type { whatsappSchema } from '../config/schema/channels.js';
+import { parseRetryAfter } from '../retry-after.js';
 import {
   acceptedWithoutBody,
   asRecord,
@@ -16,7 +17,6 @@ import {
   is2xx,
   isRetryableStatus,
   joinUrl,
-  parseRetryAfter,
   postJson,
   transportFailure,
   type SendFailure,

@@ -7,11 +7,11 @@ import {
   describe as describeText,
   isRetryableStatus,
   joinUrl,
-  parseRetryAfter,
   postJson,
   secondsToMs,
   type TokenOutcome,
 } from '../../src/channels/http.js';
+import { parseRetryAfter } from '../../src/retry-after.js';
 import { closedPortUrl } from '../support/platforms/fixtures.js';
 
 describe('channel http helpers', () => {

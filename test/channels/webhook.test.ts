@@ -3,7 +3,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { webhookChannelSchema } from '../../src/config/schema/channels.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
-import { createWebhookChannel, deliveryRecord, parseRetryAfter, signStandardWebhook } from '../../src/channels/webhook.js';
+import { createWebhookChannel, deliveryRecord, signStandardWebhook } from '../../src/channels/webhook.js';
+import { parseRetryAfter } from '../../src/retry-after.js';
 import { startWebhookReceiver, verifyStandardWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const ctx: ChannelContext = { configDir: process.cwd(), logger: { info() {}, warn() {}, error() {} } };
