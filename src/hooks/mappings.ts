@@ -26,7 +26,7 @@ import type { ContentSource, SessionMode, WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { fanOutPayloads } from './fan-out.js';
-import type { AgentRequest } from './normalize.js';
+import { type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from './normalize.js';
 import { buildRun, type SessionKeySource } from './policy.js';
 import { gmailBodyAllowance, type PresetName, presetMappings } from './presets.js';
 import { verifySignature } from './signatures.js';
@@ -322,44 +322,35 @@ const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model'
  * are ignored. A `sessionKey` from a transform counts as external (`templated`) for the session-key policy.
  */
 function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
-  const bad = (field: string, expected: string) =>
-    new MappingFailure(`transform returned an invalid ${field}`, `${field} is ${describeKind(o[field])}; expected ${expected}`);
+  // The same field rules as a direct request (hooks/normalize.ts); a violation is the transform's bug, not the sender's.
+  const take = <T>(field: string, parse: () => T): T => {
+    try {
+      return parse();
+    } catch (err) {
+      if (err instanceof HttpError) throw new MappingFailure(`transform returned an invalid ${field}`, err.message);
+      throw err;
+    }
+  };
   const present = (k: string) => o[k] !== undefined && o[k] !== null;
   const out: Draft = { ...d };
   if (present('kind')) {
-    if (o.kind !== 'wake' && o.kind !== 'agent') throw bad('kind', '"wake" or "agent"');
+    if (o.kind !== 'wake' && o.kind !== 'agent') {
+      throw new MappingFailure('transform returned an invalid kind', `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`);
+    }
     out.kind = o.kind;
   }
-  for (const k of ['text', 'message'] as const) {
-    if (!present(k)) continue;
-    if (typeof o[k] !== 'string') throw bad(k, 'a string');
-    out[k] = (o[k] as string).trim() || undefined;
-  }
-  for (const k of STRING_FIELDS) {
-    if (!present(k)) continue;
-    if (typeof o[k] !== 'string') throw bad(k, 'a string');
-    out[k] = (o[k] as string).trim() || undefined;
+  for (const k of ['text', 'message', ...STRING_FIELDS] as const) {
+    if (present(k)) out[k] = take(k, () => optionalString(o, k));
   }
   if (present('sessionKey')) out.sessionKeySource = 'templated';
   for (const k of ['mode', 'wakeMode'] as const) {
-    if (!present(k)) continue;
-    if (o[k] !== 'now' && o[k] !== 'next-heartbeat') throw bad(k, '"now" or "next-heartbeat"');
-    out.wakeMode = o[k] as WakeMode;
+    if (present(k)) out.wakeMode = take(k, () => parseWakeMode(o[k], k));
   }
-  if (present('sessionMode')) {
-    if (o.sessionMode !== 'isolated' && o.sessionMode !== 'persistent') throw bad('sessionMode', '"isolated" or "persistent"');
-    out.sessionMode = o.sessionMode;
-  }
+  if (present('sessionMode')) out.sessionMode = take('sessionMode', () => sessionMode(o.sessionMode));
   for (const k of ['deliver', 'allowUnsafeExternalContent'] as const) {
-    if (!present(k)) continue;
-    if (typeof o[k] !== 'boolean') throw bad(k, 'true or false');
-    out[k] = o[k] as boolean;
+    if (present(k)) out[k] = take(k, () => optionalBoolean(o, k))!;
   }
-  if (present('timeoutSeconds')) {
-    const v = o.timeoutSeconds;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw bad('timeoutSeconds', 'a positive number');
-    out.timeoutSeconds = v;
-  }
+  if (present('timeoutSeconds')) out.timeoutSeconds = take('timeoutSeconds', () => timeoutSeconds(o.timeoutSeconds));
   return out;
 }
 

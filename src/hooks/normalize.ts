@@ -63,7 +63,7 @@ export function optionalString(p: Payload, key: string): string | undefined {
   return t === '' ? undefined : t;
 }
 
-function optionalBoolean(p: Payload, key: string): boolean | undefined {
+export function optionalBoolean(p: Payload, key: string): boolean | undefined {
   const v = p[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'boolean') throw bad(`${key} must be true or false`);
