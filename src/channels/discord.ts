@@ -12,11 +12,11 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { discordSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { joinUrl } from '../http-util.js';
 import {
   asRecord,
   describe,
   failure,
-  joinUrl,
   postJson,
   secondsToMs,
   statusFailure,

@@ -14,13 +14,13 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { googlechatSchema } from '../config/schema/channels.js';
+import { joinUrl } from '../http-util.js';
 import {
   AccessTokenCache,
   asRecord,
   callWithToken,
   describe,
   failure,
-  joinUrl,
   postJson,
   requestOAuthToken,
   staticToken,

@@ -5,6 +5,7 @@
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
+import { isRetryableStatus } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import type { SendResult } from './types.js';
 
@@ -99,10 +100,6 @@ export function secondsToMs(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
 }
 
-/** 408, 429 and 5xx may succeed later; other 4xx mean the request itself is wrong and will stay wrong. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
 
 export function failure(
   error: string,
@@ -149,10 +146,6 @@ export function describe(value: unknown, max = 200): string | undefined {
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
 
-/** base + path without doubling or losing the slash between them (Teams serviceUrls end in "/", others do not). */
-export function joinUrl(base: string, path: string): string {
-  return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
-}
 
 /** A plain object view of a parsed JSON body, for reading optional fields without casts at every step. */
 export function asRecord(value: unknown): Record<string, unknown> {

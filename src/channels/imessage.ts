@@ -12,7 +12,8 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { imessageSchema } from '../config/schema/channels.js';
-import { asRecord, describe, failure, joinUrl, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import { joinUrl } from '../http-util.js';
+import { asRecord, describe, failure, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;

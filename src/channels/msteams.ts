@@ -10,13 +10,13 @@
 import type { z } from 'zod';
 import type { msteamsSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { joinUrl } from '../http-util.js';
 import {
   AccessTokenCache,
   asRecord,
   callWithToken,
   describe,
   failure,
-  joinUrl,
   postJson,
   requestOAuthToken,
   statusFailure,

@@ -11,7 +11,8 @@
  */
 import type { z } from 'zod';
 import type { signalSchema } from '../config/schema/channels.js';
-import { acceptedWithoutBody, asRecord, describe, failure, is2xx, joinUrl, postJson, statusFailure, transportFailure } from './http.js';
+import { joinUrl } from '../http-util.js';
+import { acceptedWithoutBody, asRecord, describe, failure, is2xx, postJson, statusFailure, transportFailure } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type SignalConfig = z.output<typeof signalSchema>;

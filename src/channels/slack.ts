@@ -8,13 +8,13 @@
 import type { z } from 'zod';
 import type { slackSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { joinUrl } from '../http-util.js';
 import {
   acceptedWithoutBody,
   asRecord,
   describe,
   failure,
   is2xx,
-  joinUrl,
   postJson,
   statusFailure,
   transportFailure,

@@ -6,14 +6,13 @@
 import type { z } from 'zod';
 import type { telegramSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { isRetryableStatus, joinUrl } from '../http-util.js';
 import {
   acceptedWithoutBody,
   asRecord,
   describe,
   failure,
   is2xx,
-  isRetryableStatus,
-  joinUrl,
   postJson,
   secondsToMs,
   transportFailure,

@@ -9,14 +9,13 @@
 import type { z } from 'zod';
 import type { whatsappSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { isRetryableStatus, joinUrl } from '../http-util.js';
 import {
   acceptedWithoutBody,
   asRecord,
   describe,
   failure,
   is2xx,
-  isRetryableStatus,
-  joinUrl,
   postJson,
   transportFailure,
   type SendFailure,

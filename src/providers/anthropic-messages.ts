@@ -1,4 +1,5 @@
 /** Anthropic Messages API: `POST {baseUrl}/v1/messages`, non-streaming. */
+import { joinUrl } from '../http-util.js';
 import type { ProviderConfig } from '../config/schema/models.js';
 import { badResponse, mergeHeaders, postJson } from './http.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
@@ -62,7 +63,7 @@ export function parseAnthropicReply(json: unknown, label: string): ModelReply {
 
 export function createAnthropicProvider(id: string, config: AnthropicConfig, options: ProviderOptions = {}): ModelProvider {
   const label = `anthropic-messages provider "${id}"`;
-  const url = `${config.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+  const url = joinUrl(config.baseUrl, 'v1/messages');
   // Without a key the request still goes out: a local proxy may add credentials itself.
   const headers = mergeHeaders(config.headers, {
     'anthropic-version': config.anthropicVersion,

@@ -4,6 +4,7 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
+import { isRetryableStatus } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { redact } from './redact.js';
 import { ProviderError } from './types.js';
@@ -70,7 +71,7 @@ export async function postJson(req: JsonPost): Promise<JsonReply> {
   if (res.status < 200 || res.status > 299) {
     const text = await readText(res, MAX_ERROR_BODY_BYTES, false, req).catch(() => '');
     const reason = redact(errorReason(text, res.headers.get('content-type')) || res.statusText, req.secrets);
-    const retryable = res.status === 408 || res.status === 429 || res.status >= 500;
+    const retryable = isRetryableStatus(res.status);
     const retryAfterMs = retryable ? parseRetryAfter(res.headers) : undefined;
     throw new ProviderError('provider_http', `${req.label}: HTTP ${res.status}${reason ? `: ${reason}` : ''}`, {
       retryable,

@@ -2,6 +2,7 @@
  * OpenAI-compatible Chat Completions: `POST {baseUrl}/chat/completions`, non-streaming.
  * Spoken by OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server, LM Studio.
  */
+import { joinUrl } from '../http-util.js';
 import type { ProviderConfig } from '../config/schema/models.js';
 import { badResponse, mergeHeaders, postJson } from './http.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
@@ -57,7 +58,7 @@ function contentText(content: unknown): string | undefined {
 
 export function createOpenAIChatProvider(id: string, config: OpenAIChatConfig, options: ProviderOptions = {}): ModelProvider {
   const label = `openai-chat provider "${id}"`;
-  const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const url = joinUrl(config.baseUrl, 'chat/completions');
   // apiKey wins over an Authorization in `headers` (fetch would otherwise join both values).
   const headers = mergeHeaders(config.headers, config.apiKey ? { authorization: `Bearer ${config.apiKey}` } : {});
   const secrets = [config.apiKey, ...Object.values(config.headers ?? {})];

@@ -5,12 +5,11 @@ import { after, before, describe, it } from 'node:test';
 import {
   AccessTokenCache,
   describe as describeText,
-  isRetryableStatus,
-  joinUrl,
   postJson,
   secondsToMs,
   type TokenOutcome,
 } from '../../src/channels/http.js';
+import { isRetryableStatus, joinUrl } from '../../src/http-util.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
 import { closedPortUrl } from '../support/platforms/fixtures.js';
 
