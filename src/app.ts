@@ -86,6 +86,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const runtime = await startRuntime({ store, logger, owner, env: () => runtimeEnv });
   const signals = runtime.signals;
   const mapped = createMappedRoutes({ logger });
+  mapped.prepare?.(state.ctx);
   const handler = createHandler(state, { store, signals, logger, mapped });
   const server: Server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void handler(req, res));
   server.on('clientError', (err, socket) => {
@@ -132,6 +133,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     current = next;
     generation += 1;
     state.update(buildHooksContext(next, generation, channels.ids()));
+    mapped.prepare?.(state.ctx);
     runtimeEnv = envOf(next, state.ctx);
     runtime.reconfigure();
     // In-flight sends on the old channels may fail and are retried by the outbox on the new ones.

@@ -471,6 +471,9 @@ export function createMappedRoutes(opts: MappedRoutesOptions): MappedRoutes {
   };
 
   return {
+    prepare(ctx) {
+      compiledFor(ctx);
+    },
     verifiesOwnSignature(ctx, subPath) {
       const c = compiledFor(ctx);
       return c.signedPaths.has(subPath) || (!c.byPath.has(subPath) && c.wildcardSigned);

@@ -17,6 +17,8 @@ import { sendError, sendJson, sendNoContent } from './respond.js';
 
 /** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here (src/hooks/mappings.ts). */
 export interface MappedRoutes {
+  /** Compile a config generation's mappings now (start, reload), so no request pays for it. */
+  prepare?(ctx: HooksContext): void;
   /**
    * Called before auth, for sub-paths other than `wake` and `agent`: true when a mapping that could handle this path
    * verifies its sender's signature. The body is then read before authentication, and `resolve` authenticates the
