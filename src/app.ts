@@ -60,7 +60,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
   const storage = first.storage;
-  const store = await openStore(storage, (p) => configPath(first, p));
+  const store = await openStore(storage, (p) => configPath(first, p), { onWarning: (message) => logger.warn(message) });
 
   // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
   if (storage.driver === 'sqlite') {

@@ -13,7 +13,7 @@ export function cliConfig(flag: string | undefined): Config {
 
 export async function withStore<T>(flag: string | undefined, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   const config = cliConfig(flag);
-  const store = await openStore(config.storage, (p) => configPath(config, p), { writer: 'inline' });
+  const store = await openStore(config.storage, (p) => configPath(config, p), { writer: 'inline', checkpoints: 'auto' });
   try {
     return await fn(store, config);
   } finally {

@@ -1,4 +1,3 @@
-import { hash } from 'node:crypto';
 import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
 import { configuredChannelIds, defaultAgentId } from '../config/validate.js';
@@ -11,8 +10,6 @@ export interface HooksContext {
   readonly config: Config;
   readonly generation: number;
   readonly basePath: string;
-  /** SHA-256 of hooks.token: requests compare digests in constant time. */
-  readonly tokenDigest: Buffer | undefined;
   readonly catalog: ModelCatalog;
   /** Channel ids a request may name (besides `last`): configured platforms, builtin extensions, plugins. */
   readonly channelIds: ReadonlySet<string>;
@@ -25,7 +22,6 @@ export function buildHooksContext(config: Config, generation: number, registered
     config,
     generation,
     basePath: config.hooks.path,
-    tokenDigest: config.hooks.token ? hash('sha256', config.hooks.token, 'buffer') : undefined,
     catalog: new ModelCatalog(config),
     channelIds: new Set([...configuredChannelIds(config), ...registeredChannelIds]),
     defaultAgentId: defaultAgentId(config),

@@ -9,7 +9,7 @@ import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js
 import { normalizeAgent, normalizeWake } from '../hooks/normalize.js';
 import { buildRun } from '../hooks/policy.js';
 import type { ReceivedHook, Store } from '../store/types.js';
-import { extractToken, tokenMatches } from './auth.js';
+import { extractToken, HookToken, tokenMatches } from './auth.js';
 import { parseJsonObject, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
@@ -75,19 +75,21 @@ export interface HandlerDeps {
 
 /** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
 export class IngressState {
-  ctx: HooksContext;
-  ipResolver: ClientIpResolver;
+  ctx!: HooksContext;
+  ipResolver!: ClientIpResolver;
+  /** hooks.token of the same generation as `ctx` (both are read in the synchronous start of a request). */
+  token: HookToken | undefined;
   readonly limiter: AuthFailureLimiter;
 
   constructor(ctx: HooksContext) {
-    this.ctx = ctx;
-    this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
     this.limiter = new AuthFailureLimiter(ctx.config.hooks.authFailureLimit);
+    this.update(ctx);
   }
 
   update(ctx: HooksContext): void {
     this.ctx = ctx;
     this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
+    this.token = ctx.config.hooks.token ? new HookToken(ctx.config.hooks.token) : undefined;
     this.limiter.setLimits(ctx.config.hooks.authFailureLimit);
   }
 }
@@ -149,13 +151,13 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     const signed = routes?.verifiesOwnSignature(ctx, subPath) ?? false;
     let tokenVerified = true;
     if (!signed) {
-      if (!tokenMatches(extractToken(req.headers), ctx.tokenDigest)) {
+      if (!tokenMatches(extractToken(req.headers), state.token)) {
         return rejectAuth(res, state, clientIp, now, logger, record, received);
       }
       state.limiter.reset(clientIp);
     } else {
       // Deferred: the mapping that matches decides whether its signature or the token authenticates the request.
-      tokenVerified = tokenMatches(extractToken(req.headers), ctx.tokenDigest);
+      tokenVerified = tokenMatches(extractToken(req.headers), state.token);
     }
 
     try {

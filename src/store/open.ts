@@ -5,8 +5,11 @@ import type { Store } from './types.js';
 
 /** Open the store the config names. Relative SQLite paths resolve against the config's directory. */
 export interface OpenStoreOptions {
-  /** "inline" for short-lived commands (the CLI); the service uses the writer thread. */
+  /** "inline" for short-lived commands (the CLI); the service follows storage.writer. */
   writer?: 'thread' | 'inline';
+  /** "thread" (default, the service) or "auto" (short-lived commands): see SqliteStoreOptions.checkpoints. */
+  checkpoints?: 'thread' | 'auto';
+  onWarning?: (message: string) => void;
 }
 
 export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -16,6 +19,8 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path),
         synchronous: storage.synchronous,
         writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
+        checkpoints: opts.checkpoints ?? 'thread',
+        ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
       });
     case 'postgres':
       throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');

@@ -93,17 +93,19 @@ export function rowToMessage(r: Row): SessionMessage {
   };
 }
 
-export function rowToReceived(r: Row): ReceivedHook {
-  return {
-    at: r.at as number,
-    method: r.method as string,
-    path: r.path as string,
-    clientIp: r.client_ip as string,
-    status: r.status as number,
-    code: (r.code as string | null) ?? null,
-    eventIds: r.event_ids ? (JSON.parse(r.event_ids as string) as string[]) : [],
-    runIds: r.run_ids ? (JSON.parse(r.run_ids as string) as string[]) : [],
-    mappingId: (r.mapping_id as string | null) ?? null,
-    durationMs: r.duration_ms as number,
-  };
+/**
+ * One received-hook record inside a `received_log` block:
+ * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs]`.
+ */
+export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number];
+
+export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
+  // Microseconds are plenty, and keep the stored JSON short.
+  const durationMs = Math.round(r.durationMs * 1000) / 1000;
+  return [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
+}
+
+export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
+  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs] = t;
+  return { at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs };
 }

@@ -152,4 +152,41 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   -- Received records are pruned by seq (they are appended in time order): no index on every insert.
   DROP INDEX received_hooks_at;
   `,
+  `
+  -- Events are found by session (pending index) and consumed by session and id, never looked up by id alone: the
+  -- unique index on id cost ~3 µs per accepted wake. UUIDv7 ids do not collide. SQLite cannot drop an inline
+  -- UNIQUE constraint, so the table is rebuilt.
+  CREATE TABLE system_events_v6 (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL,
+    session_key  TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    origin       TEXT NOT NULL,
+    run_id       TEXT,
+    created_at   INTEGER NOT NULL,
+    consumed_at  INTEGER,
+    heartbeat_id TEXT
+  );
+  INSERT INTO system_events_v6 (seq, id, session_key, agent_id, text, origin, run_id, created_at, consumed_at, heartbeat_id)
+    SELECT seq, id, session_key, agent_id, text, origin, run_id, created_at, consumed_at, heartbeat_id FROM system_events;
+  DROP TABLE system_events;
+  ALTER TABLE system_events_v6 RENAME TO system_events;
+  CREATE INDEX system_events_pending ON system_events (session_key, seq) WHERE consumed_at IS NULL;
+  `,
+  `
+  -- Received records in blocks: one row per committed batch, holding that batch's records as a JSON array of
+  -- tuples (see sqlite-rows.ts). One insert per batch instead of one per request (~3 µs per request). \`at\` is the
+  -- newest record's time: retention prunes whole blocks by it.
+  CREATE TABLE received_log (
+    seq     INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    records TEXT NOT NULL
+  );
+  INSERT INTO received_log (at, records)
+    SELECT at, json_array(json_array(at, method, path, client_ip, status, code, json(COALESCE(event_ids, '[]')),
+                                     json(COALESCE(run_ids, '[]')), mapping_id, duration_ms))
+    FROM received_hooks ORDER BY seq;
+  DROP TABLE received_hooks;
+  `,
 ];

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import { type ReceivedTuple, receivedToTuple, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
 import type {
   AcceptCommand,
   AcceptOutcome,
@@ -51,9 +51,8 @@ export class SqliteWriter {
    * this writer is the only one: every insert and every consume goes through it; a rolled-back batch clears it.
    */
   private readonly lastPending = new Map<string, { id: string; text: string } | null>();
-  /** Received-hook records of the current transaction, inserted together at its end (one statement, not one each). */
-  private receivedRows: unknown[][] = [];
-  private readonly receivedInserts = new Map<number, Database.Statement>();
+  /** Received-hook records of the current transaction, stored together at its end as one `received_log` block. */
+  private receivedRows: ReceivedTuple[] = [];
 
   constructor(private readonly db: Database.Database) {
     this.stmt = {
@@ -71,10 +70,7 @@ export class SqliteWriter {
       insertIdem: db.prepare(
         'INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
-      insertReceived: db.prepare(
-        `INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
+      insertReceivedBlock: db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)'),
       requeue: db.prepare(
         `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
          WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded')`,
@@ -114,7 +110,11 @@ export class SqliteWriter {
         `UPDATE runs SET state = 'failed', error = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
            delivery_status = 'nowhere:failed_before_run' WHERE id = ?`,
       ),
-      consumeEvent: db.prepare('UPDATE system_events SET consumed_at = ?, heartbeat_id = ? WHERE id = ? AND consumed_at IS NULL'),
+      // Walks the session's pending events (partial index) and consumes those listed: ids have no index of their own.
+      consumeEvents: db.prepare(
+        `UPDATE system_events SET consumed_at = ?, heartbeat_id = ?
+         WHERE session_key = ? AND consumed_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
+      ),
       insertMessage: db.prepare(
         'INSERT INTO session_messages (session_key, agent_id, role, content, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
@@ -156,9 +156,10 @@ export class SqliteWriter {
          WHERE id = ? AND state IN ('dead', 'pending') RETURNING *`,
       ),
       pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
-      receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_hooks'),
-      receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_hooks WHERE seq >= ? ORDER BY seq LIMIT 1'),
-      pruneReceived: db.prepare('DELETE FROM received_hooks WHERE seq < ?'),
+      receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_log'),
+      receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_log WHERE seq >= ? ORDER BY seq LIMIT 1'),
+      receivedCountBefore: db.prepare('SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE seq < ?'),
+      pruneReceived: db.prepare('DELETE FROM received_log WHERE seq < ?'),
     };
     this.batchTxn = db.transaction((ops: WriteOp[]) => {
       const values = ops.map((op) => this.execute(op));
@@ -231,7 +232,7 @@ export class SqliteWriter {
         return undefined;
       case 'completeHeartbeat': {
         const c = op.c;
-        for (const id of c.eventIds) this.stmt.consumeEvent.run(c.consumedAt, c.heartbeatId, id);
+        if (c.eventIds.length) this.stmt.consumeEvents.run(c.consumedAt, c.heartbeatId, c.sessionKey, JSON.stringify(c.eventIds));
         this.lastPending.delete(c.sessionKey);
         for (const d of c.deliveries) this.insertDelivery(d);
         for (const m of c.messages) this.insertMessage(m);
@@ -267,8 +268,9 @@ export class SqliteWriter {
   }
 
   /**
-   * Delete received records older than `before`. Rows are appended in time order, so the first row to keep is found
-   * by binary search over seq (no index on `at` to maintain on every insert).
+   * Delete received records older than `before`, by whole blocks (a block goes when its newest record is older).
+   * Blocks are appended in time order, so the first one to keep is found by binary search over seq (no index on
+   * `at` to maintain on every insert). Returns the number of records deleted.
    */
   private pruneReceived(before: number): number {
     const { lo, hi } = this.stmt.receivedBounds.get() as { lo: number | null; hi: number | null };
@@ -281,7 +283,10 @@ export class SqliteWriter {
       if (row && row.at < before) low = row.seq + 1;
       else high = mid;
     }
-    return low > lo ? this.stmt.pruneReceived.run(low).changes : 0;
+    if (low <= lo) return 0;
+    const { n } = this.stmt.receivedCountBefore.get(low) as { n: number };
+    this.stmt.pruneReceived.run(low);
+    return n;
   }
 
   private completeRun(c: RunCompletion): boolean {
@@ -373,31 +378,16 @@ export class SqliteWriter {
   }
 
   private insertReceived(rec: ReceivedHook): void {
-    this.receivedRows.push([
-      rec.at, rec.method, rec.path, rec.clientIp, rec.status, rec.code,
-      rec.eventIds.length ? JSON.stringify(rec.eventIds) : null,
-      rec.runIds.length ? JSON.stringify(rec.runIds) : null,
-      rec.mappingId, rec.durationMs,
-    ]);
+    this.receivedRows.push(receivedToTuple(rec));
   }
 
-  /** Insert the transaction's received records, up to 32 rows per statement (statements cached by row count). */
+  /** Store the transaction's received records as one block, stamped with the newest record's time. */
   private flushReceived(): void {
     const rows = this.receivedRows;
     if (rows.length === 0) return;
     this.receivedRows = [];
-    for (let i = 0; i < rows.length; i += 32) {
-      const chunk = rows.slice(i, i + 32);
-      let stmt = this.receivedInserts.get(chunk.length);
-      if (!stmt) {
-        const values = Array.from({ length: chunk.length }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-        stmt = this.db.prepare(
-          `INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES ${values}`,
-        );
-        this.receivedInserts.set(chunk.length, stmt);
-      }
-      stmt.run(chunk.flat());
-    }
+    let at = rows[0]![0];
+    for (const r of rows) if (r[0] > at) at = r[0];
+    this.stmt.insertReceivedBlock.run(at, JSON.stringify(rows));
   }
-
 }

@@ -1,9 +1,11 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { openSqlite } from './sqlite-open.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToReceived, rowToRun, rowToSessionSummary, type Row } from './sqlite-rows.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { SqliteWriter, type WriteOp, type WriteResult } from './sqlite-writer.js';
+import type { CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
+import { startWorker } from './start-worker.js';
 import type {
   AcceptCommand,
   AcceptResult,
@@ -31,7 +33,19 @@ export interface SqliteStoreOptions {
   writer?: 'thread' | 'inline';
   /** How long a write waits for a lock held by another process before it fails (→ 503). */
   busyTimeoutMs?: number;
+  /**
+   * Inline writer only: "thread" runs WAL checkpoints on a thread of their own (the service), so their fsyncs never
+   * block the event loop; "auto" (default) leaves them to SQLite, on the committing connection (short-lived CLI use).
+   */
+  checkpoints?: 'thread' | 'auto';
+  /** Told about a degraded but working store (the checkpoint thread stopped); the service logs it. */
+  onWarning?: (message: string) => void;
 }
+
+/** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
+const CHECKPOINT_INTERVAL_MS = 250;
+/** SQLite's own default, restored on the writing connection if the checkpoint thread stops. */
+const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
 interface Pending {
   op: WriteOp;
@@ -39,17 +53,6 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-
-/**
- * Start a worker from a sibling module. Built, that is a .js file; from source (tests under tsx) it is .ts and
- * the worker registers tsx first, because Node 20 does not apply `--import` hooks to a worker's entry module.
- */
-function startWorker(sibling: string, base: string, workerData: unknown): Worker {
-  if (!base.endsWith('.ts')) return new Worker(new URL(`${sibling}.js`, base), { workerData });
-  const entry = new URL(`${sibling}.ts`, base).href;
-  const code = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(code, { eval: true, workerData });
-}
 
 /**
  * SQLite driver. Reads run on the caller's connection; writes are queued and committed in batches by one writer
@@ -64,6 +67,8 @@ export class SqliteStore implements Store {
   private broken: StoreError | undefined;
   private readonly worker: Worker | undefined;
   private readonly inlineWriter: SqliteWriter | undefined;
+  private checkpointer: Worker | undefined;
+  private readonly onWarning: ((message: string) => void) | undefined;
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
@@ -73,8 +78,12 @@ export class SqliteStore implements Store {
     } catch (err) {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
+    this.onWarning = opts.onWarning;
     if ((opts.writer ?? 'thread') === 'inline' || opts.path === ':memory:') {
       this.inlineWriter = new SqliteWriter(this.db);
+      if (opts.checkpoints === 'thread' && opts.path !== ':memory:') {
+        this.startCheckpointer({ path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000, intervalMs: CHECKPOINT_INTERVAL_MS });
+      }
       return;
     }
     // From source (tests run through tsx, which workers inherit) the sibling is .ts; built, it is .js.
@@ -87,6 +96,22 @@ export class SqliteStore implements Store {
     this.worker.on('exit', (code) => {
       if (!this.closed) this.fail(new StoreError(`SQLite writer exited (code ${code})`));
     });
+  }
+
+  /** The writing connection stops checkpointing; a thread of its own does it (see sqlite-checkpoint-worker.ts). */
+  private startCheckpointer(data: CheckpointWorkerData): void {
+    this.db.pragma('wal_autocheckpoint = 0');
+    const worker = startWorker('./sqlite-checkpoint-worker', import.meta.url, data);
+    worker.unref();
+    this.checkpointer = worker;
+    const fallBack = (why: string) => {
+      if (this.closed || this.checkpointer !== worker) return;
+      this.checkpointer = undefined;
+      this.db.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
+      this.onWarning?.(`the WAL checkpoint thread stopped (${why}); checkpoints run on the writing connection again`);
+    };
+    worker.on('error', (err) => fallBack(err.message));
+    worker.on('exit', (code) => fallBack(`exit code ${code}`));
   }
 
   accept(cmd: AcceptCommand): Promise<AcceptResult> {
@@ -221,7 +246,16 @@ export class SqliteStore implements Store {
   }
 
   async listReceived(limit = 50): Promise<ReceivedHook[]> {
-    return (this.db.prepare('SELECT * FROM received_hooks ORDER BY seq DESC LIMIT ?').all(limit) as Row[]).map(rowToReceived);
+    const out: ReceivedHook[] = [];
+    if (limit <= 0) return out;
+    for (const row of this.db.prepare('SELECT records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<{ records: string }>) {
+      const block = JSON.parse(row.records) as ReceivedTuple[];
+      for (let i = block.length - 1; i >= 0; i--) {
+        out.push(tupleToReceived(block[i]!));
+        if (out.length >= limit) return out;
+      }
+    }
+    return out;
   }
 
   async prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
@@ -301,12 +335,14 @@ export class SqliteStore implements Store {
     if (this.closed) return;
     while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
     this.closed = true;
-    if (this.worker) {
-      // The worker is unref'd while serving; hold the event loop open until it has closed the database.
-      this.worker.ref();
+    // Workers are unref'd while serving; hold the event loop open until each has closed its connection. The
+    // checkpointer goes first, so the last connection (this one) does the final checkpoint and removes the WAL.
+    for (const worker of [this.checkpointer, this.worker]) {
+      if (!worker) continue;
+      worker.ref();
       await new Promise<void>((resolve) => {
-        this.worker!.once('exit', () => resolve());
-        this.worker!.postMessage({ close: true });
+        worker.once('exit', () => resolve());
+        worker.postMessage({ close: true });
       });
     }
     this.db.close();

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import crypto, { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
 import { describe, it, mock } from 'node:test';
-import { extractToken, tokenMatches } from '../../src/ingress/auth.js';
-
-const digest = (s: string) => createHash('sha256').update(s).digest();
+import { extractToken, HookToken, TOKEN_WINDOW_BYTES, tokenMatches } from '../../src/ingress/auth.js';
 
 describe('extractToken', () => {
   it('reads Authorization: Bearer, case-insensitively, trimmed', () => {
@@ -42,13 +40,14 @@ describe('extractToken', () => {
 });
 
 describe('tokenMatches', () => {
-  const expected = digest('s3cret-token-0123456789');
+  const expected = new HookToken('s3cret-token-0123456789');
 
   it('accepts the right token and refuses wrong or missing ones', () => {
     assert.equal(tokenMatches('s3cret-token-0123456789', expected), true);
     assert.equal(tokenMatches('s3cret-token-012345678', expected), false);
     assert.equal(tokenMatches('s3cret-token-01234567890', expected), false);
     assert.equal(tokenMatches('S3CRET-TOKEN-0123456789', expected), false);
+    assert.equal(tokenMatches('s3cret-token-0123456789\u0000', expected), false, 'a NUL after the token is not padding');
     assert.equal(tokenMatches('', expected), false);
     assert.equal(tokenMatches('x'.repeat(100_000), expected), false);
     assert.equal(tokenMatches(undefined, expected), false);
@@ -60,7 +59,25 @@ describe('tokenMatches', () => {
     assert.equal(tokenMatches('', undefined), false);
   });
 
-  it('compares fixed-size digests with timingSafeEqual, whatever the presented length', (t) => {
+  it('compares multi-byte tokens by their UTF-8 bytes', () => {
+    const token = new HookToken('clé-ünïcødé-🔑');
+    assert.equal(token.matches('clé-ünïcødé-🔑'), true);
+    assert.equal(token.matches('cle-unicode-🔑'), false);
+    assert.equal(token.matches('clé-ünïcødé-'), false);
+  });
+
+  it('handles tokens longer than one window, and presented tokens that overflow it', () => {
+    const long = 'L'.repeat(TOKEN_WINDOW_BYTES + 10);
+    const token = new HookToken(long);
+    assert.equal(token.matches(long), true);
+    assert.equal(token.matches(long.slice(0, -1)), false);
+    assert.equal(token.matches(`${long}L`), false);
+    const exact = new HookToken('E'.repeat(TOKEN_WINDOW_BYTES));
+    assert.equal(exact.matches('E'.repeat(TOKEN_WINDOW_BYTES)), true);
+    assert.equal(exact.matches('E'.repeat(TOKEN_WINDOW_BYTES + 1)), false, 'a longer token with the same first window');
+  });
+
+  it('compares one fixed-width window with timingSafeEqual, whatever the presented length', (t) => {
     const spy = mock.method(crypto, 'timingSafeEqual');
     syncBuiltinESMExports();
     t.after(() => {
@@ -71,9 +88,8 @@ describe('tokenMatches', () => {
     assert.equal(spy.mock.callCount(), 3);
     for (const call of spy.mock.calls) {
       const [a, b] = call.arguments as unknown as [Buffer, Buffer];
-      assert.equal(a.length, 32);
-      assert.equal(b.length, 32);
+      assert.equal(a.length, TOKEN_WINDOW_BYTES);
+      assert.equal(b.length, TOKEN_WINDOW_BYTES);
     }
-    assert.deepEqual(spy.mock.calls[1]?.arguments[0], expected);
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -26,10 +26,10 @@ after(() => {
 
 type WriterMode = 'thread' | 'inline';
 
-function harness(writer: WriterMode): () => Promise<StoreHarness> {
+function harness(writer: WriterMode, checkpoints: 'thread' | 'auto' = 'auto'): () => Promise<StoreHarness> {
   return async () => {
     const dir = tempDir();
-    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer });
+    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer, checkpoints });
     return {
       store,
       cleanup: async () => {
@@ -50,6 +50,7 @@ function harness(writer: WriterMode): () => Promise<StoreHarness> {
 
 storeContract('sqlite (writer: thread)', harness('thread'));
 storeContract('sqlite (writer: inline)', harness('inline'));
+storeContract('sqlite (writer: inline, checkpoint thread)', harness('inline', 'thread'));
 
 /**
  * Committed transactions in the WAL file since it was last reset: every commit ends with one frame whose
@@ -210,6 +211,51 @@ describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
   );
 });
 
+describe('SqliteStore checkpoint thread (inline writer)', { timeout: 60_000 }, () => {
+  const wakes = (store: SqliteStore, from: number, n: number) =>
+    Promise.all(Array.from({ length: n }, (_, i) => store.accept(command({ events: [event({ text: `wake ${from + i}` })] }))));
+
+  it('moves checkpoints off the writing connection: the database file grows while the store is open', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'ck.db');
+    const store = new SqliteStore({ path, writer: 'inline', checkpoints: 'thread' });
+    try {
+      assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the writing connection does not checkpoint');
+      const before = statSync(path).size;
+      // Pages reach the main file only through a checkpoint: with none on the writing connection, that is the thread.
+      for (let i = 0; i < 20; i++) await wakes(store, i * 100, 100);
+      const deadline = Date.now() + 10_000;
+      while (statSync(path).size <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(statSync(path).size > before, `database file still ${before} bytes: no checkpoint ran`);
+    } finally {
+      await store.close();
+    }
+    assert.equal(existsSync(`${path}-wal`), false, 'close checkpoints the rest and removes the WAL');
+    const reopened = new SqliteStore({ path, writer: 'inline' });
+    assert.equal((reopened.db.prepare('SELECT COUNT(*) AS n FROM system_events').get() as { n: number }).n, 2000);
+    await reopened.close();
+  });
+
+  it('falls back to checkpoints on the writing connection, with a warning, when the thread stops', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const store = new SqliteStore({ path: join(dir, 'fb.db'), writer: 'inline', checkpoints: 'thread', onWarning: (m) => warnings.push(m) });
+    try {
+      const thread = (store as unknown as { checkpointer: import('node:worker_threads').Worker }).checkpointer;
+      await thread.terminate();
+      const deadline = Date.now() + 5000;
+      while (warnings.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(warnings.length, 1, 'one warning');
+      assert.match(warnings[0]!, /checkpoint thread stopped/);
+      assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+      const [r] = await wakes(store, 0, 1);
+      assert.equal(r!.kind, 'accepted', 'the store keeps accepting');
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SqliteWriter', () => {
   const ops = (takenId: string) => {
     const good1 = run();
@@ -247,7 +293,8 @@ describe('SqliteWriter', () => {
       assert.deepEqual(ids, [taken.id, good1.id, good2.id]);
       assert.equal(db.prepare('SELECT id FROM system_events WHERE id = ?').get(badEvent.id), undefined);
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM system_events').get() as { n: number }).n, 0);
-      const ats = (db.prepare('SELECT at FROM received_hooks ORDER BY seq').all() as Array<{ at: number }>).map((r) => r.at);
+      const blocks = db.prepare('SELECT records FROM received_log ORDER BY seq').all() as Array<{ records: string }>;
+      const ats = blocks.flatMap((b) => (JSON.parse(b.records) as number[][]).map((r) => r[0]));
       assert.deepEqual(ats, [T0, T0 + 1, T0 + 3, T0 + 4]);
     } finally {
       db.close();
@@ -281,7 +328,7 @@ describe('SQLite schema', () => {
     assert.equal(db1.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
     db1.prepare("INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES ('k', 'main', 1, 1)").run();
     const tables = (db1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
-    for (const t of ['idempotency', 'received_hooks', 'runs', 'sessions', 'system_events']) assert.ok(tables.includes(t), `table ${t}`);
+    for (const t of ['idempotency', 'received_log', 'runs', 'sessions', 'system_events']) assert.ok(tables.includes(t), `table ${t}`);
     db1.close();
 
     // Re-opening: the migrations are not re-run (they would fail on existing tables), data is kept.
@@ -317,6 +364,41 @@ describe('SQLite schema', () => {
     const store = new SqliteStore({ path, writer: 'inline' });
     try {
       assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('carries a version-5 database over: events lose only their id index, received rows become one-record blocks', async () => {
+    const path = join(tempDir(), 'v5.db');
+    const old = new Database(path);
+    old.pragma('journal_mode = WAL');
+    for (let v = 0; v < 5; v++) old.exec(SQLITE_MIGRATIONS[v]!);
+    old.pragma('user_version = 5');
+    const ins = old.prepare('INSERT INTO system_events (id, session_key, agent_id, text, origin, created_at, consumed_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    ins.run('ev-old', 'main', 'main', 'consumed long ago', 'wake', T0, T0 + 1);
+    ins.run('ev-pending', 'main', 'main', 'still pending', 'wake', T0 + 2, null);
+    old
+      .prepare('INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(T0, 'POST', 'wake', '10.0.0.1', 200, null, JSON.stringify(['ev-pending']), null, null, 1.5);
+    old
+      .prepare('INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(T0 + 5, 'POST', 'gh', '10.0.0.2', 401, 'unauthorized', null, null, 'github', 0.25);
+    old.close();
+
+    const store = new SqliteStore({ path, writer: 'inline' });
+    try {
+      assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+      assert.deepEqual((await store.pendingEvents('main')).map((e) => [e.id, e.text]), [['ev-pending', 'still pending']]);
+      assert.deepEqual(await store.listReceived(), [
+        { at: T0 + 5, method: 'POST', path: 'gh', clientIp: '10.0.0.2', status: 401, code: 'unauthorized', eventIds: [], runIds: [], mappingId: 'github', durationMs: 0.25 },
+        { at: T0, method: 'POST', path: 'wake', clientIp: '10.0.0.1', status: 200, code: null, eventIds: ['ev-pending'], runIds: [], mappingId: null, durationMs: 1.5 },
+      ]);
+      const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'system_events'").all() as Array<{ name: string }>).map((i) => i.name);
+      assert.deepEqual(indexes, ['system_events_pending'], 'no index on the event id');
+      // and the migrated store works: a heartbeat consumes the pending event by id
+      await store.completeHeartbeat({ sessionKey: 'main', heartbeatId: 'hb-1', consumedAt: T0 + 9, eventIds: ['ev-pending'], deliveries: [], messages: [] });
+      assert.deepEqual(await store.pendingEvents('main'), []);
     } finally {
       await store.close();
     }
