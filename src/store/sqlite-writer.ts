@@ -110,10 +110,13 @@ export class SqliteWriter {
         `UPDATE runs SET state = 'failed', error = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
            delivery_status = 'nowhere:failed_before_run' WHERE id = ?`,
       ),
-      // Walks the session's pending events (partial index) and consumes those listed: ids have no index of their own.
+      // Ids have no index of their own. A heartbeat takes the oldest pending events of its session, and only the
+      // heartbeat consumes them, so they are still the first ones pending: walk that many in the pending index (not
+      // the whole backlog) and consume those listed. Anything not found there stays pending: replayed, never lost.
       consumeEvents: db.prepare(
-        `UPDATE system_events SET consumed_at = ?, heartbeat_id = ?
-         WHERE session_key = ? AND consumed_at IS NULL AND id IN (SELECT value FROM json_each(?))`,
+        `UPDATE system_events SET consumed_at = @consumedAt, heartbeat_id = @heartbeatId
+         WHERE seq IN (SELECT seq FROM system_events WHERE session_key = @sessionKey AND consumed_at IS NULL ORDER BY seq LIMIT @n)
+           AND id IN (SELECT value FROM json_each(@ids))`,
       ),
       insertMessage: db.prepare(
         'INSERT INTO session_messages (session_key, agent_id, role, content, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -232,7 +235,11 @@ export class SqliteWriter {
         return undefined;
       case 'completeHeartbeat': {
         const c = op.c;
-        if (c.eventIds.length) this.stmt.consumeEvents.run(c.consumedAt, c.heartbeatId, c.sessionKey, JSON.stringify(c.eventIds));
+        if (c.eventIds.length) {
+          this.stmt.consumeEvents.run({
+            consumedAt: c.consumedAt, heartbeatId: c.heartbeatId, sessionKey: c.sessionKey, n: c.eventIds.length, ids: JSON.stringify(c.eventIds),
+          });
+        }
         this.lastPending.delete(c.sessionKey);
         for (const d of c.deliveries) this.insertDelivery(d);
         for (const m of c.messages) this.insertMessage(m);

@@ -249,6 +249,11 @@ export interface Store {
 
   pendingEvents(sessionKey: string, limit?: number): Promise<SystemEvent[]>;
   addEvents(events: NewSystemEvent[]): Promise<void>;
+  /**
+   * Consume `eventIds` (read by `pendingEvents`: the oldest pending events of the session; the heartbeat is their
+   * only consumer) with the turn's deliveries and transcript, in one transaction. An event already consumed, or no
+   * longer among the oldest pending, is left as it is.
+   */
   completeHeartbeat(c: HeartbeatCompletion): Promise<void>;
   sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]>;
   getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;

@@ -874,6 +874,17 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(await store.sessionMessages('main', 'main', 10), msgs);
       });
 
+      it('completeHeartbeat over a backlog consumes the oldest events it read, and the next read starts after them', async () => {
+        const evs = Array.from({ length: 3000 }, (_, i) => event({ text: `backlog ${i}`, createdAt: T0 + i }));
+        await store.addEvents(evs);
+        const first = await store.pendingEvents('main', 1000);
+        assert.deepEqual(first.map((e) => e.id), evs.slice(0, 1000).map((e) => e.id));
+        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: first.map((e) => e.id), consumedAt: T0 + 5000, deliveries: [], messages: [] });
+        const next = await store.pendingEvents('main', 1000);
+        assert.deepEqual(next.map((e) => e.id), evs.slice(1000, 2000).map((e) => e.id));
+        assert.equal((await store.getSession('main'))?.pendingEvents, 2000);
+      });
+
       it('an event is consumed once: a later completion naming it again keeps the first consumedAt', async () => {
         const e = event();
         accepted(await store.accept(command({ events: [e] })));
