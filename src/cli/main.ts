@@ -269,6 +269,29 @@ deliveries
     });
   });
 
+program
+  .command('received')
+  .description('the record of received hook requests (metadata only: never a payload or a token), newest first')
+  .option('--rejected', 'only requests answered with an error (status 400 or more)')
+  .option('--limit <n>', 'how many, newest first', Number, 50)
+  .option('--json', 'print JSON')
+  .addOption(configOption())
+  .action(async (o: { rejected?: boolean; limit: number; json?: boolean; config?: string }) => {
+    await withStore(o.config, async (store) => {
+      const list = await store.listReceived(o.limit, { rejected: o.rejected ?? false });
+      if (o.json) return printJson(list);
+      const rows = list.map((r) => ({
+        ...r,
+        at: time(r.at),
+        code: r.code ?? '',
+        mapping: r.mappingId,
+        ids: [...r.eventIds, ...r.runIds].join(' ') || null,
+        ms: r.durationMs.toFixed(1),
+      }));
+      process.stdout.write(`${table(rows, ['at', 'path', 'clientIp', 'status', 'code', 'mapping', 'ids', 'ms'])}\n`);
+    });
+  });
+
 async function post(opts: { config?: string; url?: string }, path: string, body: unknown, idempotencyKey?: string): Promise<void> {
   const config = cliConfig(opts.config);
   const endpoint = serviceEndpoint(config);

@@ -245,13 +245,16 @@ export class SqliteStore implements Store {
     return row && rowToSessionSummary(row);
   }
 
-  async listReceived(limit = 50): Promise<ReceivedHook[]> {
+  async listReceived(limit = 50, filter: { rejected?: boolean } = {}): Promise<ReceivedHook[]> {
     const out: ReceivedHook[] = [];
     if (limit <= 0) return out;
+    // Blocks newest first, each block's records newest first; stops as soon as `limit` records are found.
     for (const row of this.db.prepare('SELECT records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<{ records: string }>) {
       const block = JSON.parse(row.records) as ReceivedTuple[];
       for (let i = block.length - 1; i >= 0; i--) {
-        out.push(tupleToReceived(block[i]!));
+        const rec = tupleToReceived(block[i]!);
+        if (filter.rejected && rec.status < 400) continue;
+        out.push(rec);
         if (out.length >= limit) return out;
       }
     }

@@ -227,7 +227,8 @@ export interface Store {
 
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(key: string): Promise<SessionDetail | undefined>;
-  listReceived(limit?: number): Promise<ReceivedHook[]>;
+  /** Received-hook records, newest first; `rejected`: only those answered with a status of 400 or more. */
+  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]>;
 
   // ——— runtime ———
   /**

@@ -162,6 +162,25 @@ describe('cli: against a running service', () => {
     assert.match(unknown.stderr, /no finished run no-such-run/);
   });
 
+  it('received lists what came in, newest first; --rejected keeps the refusals with their codes', async () => {
+    const ok = await cli(['send', 'wake', 'received check', '--mode', 'next-heartbeat']);
+    assert.equal(ok.code, 0, ok.stderr);
+    const eventId = /"eventId":"([0-9a-f-]+)"/.exec(ok.stdout)![1]!;
+    const refused = await fetch(`${hg.url}/hooks/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token' }, body: '{}' });
+    assert.equal(refused.status, 401);
+    const all = await cli(['received', '--json']);
+    assert.equal(all.code, 0, all.stderr);
+    const recs = JSON.parse(all.stdout) as Array<{ status: number; code: string | null; path: string; eventIds: string[] }>;
+    assert.deepEqual(pickFirst(recs), { status: 401, code: 'unauthorized', path: 'wake' });
+    assert.ok(recs.some((r) => r.status === 200 && r.eventIds.includes(eventId)), 'the accepted wake, with its event id');
+    const rejected = await cli(['received', '--rejected']);
+    assert.equal(rejected.code, 0, rejected.stderr);
+    assert.match(rejected.stdout, /^AT\s+PATH\s+CLIENTIP\s+STATUS\s+CODE/m);
+    assert.match(rejected.stdout, /\swake\s+127\.0\.0\.1\s+401\s+unauthorized\s/);
+    assert.doesNotMatch(rejected.stdout, /\s200\s/, 'no accepted request among the refusals');
+    assert.doesNotMatch(rejected.stdout + all.stdout, /wrong-token/, 'never the presented token');
+  });
+
   it('send reports an unreachable service clearly', async () => {
     const file = join(hg.dir, 'elsewhere.json5');
     writeFileSync(file, JSON.stringify({ gateway: { port: 9 }, hooks: { enabled: true, token: 'x'.repeat(20) }, storage: { path: './data/other.db' } }));
@@ -211,3 +230,8 @@ describe('cli: npm start with no config (embedded default)', () => {
     }
   });
 });
+
+function pickFirst(recs: Array<{ status: number; code: string | null; path: string }>): { status: number; code: string | null; path: string } | undefined {
+  const r = recs[0];
+  return r && { status: r.status, code: r.code, path: r.path };
+}

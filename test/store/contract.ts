@@ -498,6 +498,17 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual((await store.listReceived()).map((r) => pick(r, RECEIVED_KEYS)), [...recs].reverse());
         assert.deepEqual((await store.listReceived(2)).map((r) => pick(r, RECEIVED_KEYS)), [recs[2], recs[1]]);
       });
+
+      it('listReceived({ rejected: true }) keeps only answers of 400 and more, still newest first and limited', async () => {
+        accepted(await store.accept(command({ events: [event()], received: received({ at: T0 + 1, status: 200 }) })));
+        await store.recordReceived(received({ at: T0 + 2, status: 401, code: 'unauthorized' }));
+        accepted(await store.accept(command({ events: [event({ text: 'other' })], received: received({ at: T0 + 3, status: 200 }) })));
+        await store.recordReceived(received({ at: T0 + 4, status: 413, code: 'payload_too_large' }));
+        await store.recordReceived(received({ at: T0 + 5, status: 204, code: null }));
+        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => [r.at, r.code]), [[T0 + 4, 'payload_too_large'], [T0 + 2, 'unauthorized']]);
+        assert.deepEqual((await store.listReceived(1, { rejected: true })).map((r) => r.at), [T0 + 4]);
+        assert.equal((await store.listReceived(10)).length, 5);
+      });
     });
 
     describe('concurrency', () => {
