@@ -82,8 +82,7 @@ const HINTS: Record<number, string> = {
 
 /** `spaces/AAAA` or `AAAA` → `spaces/AAAA`; anything else is not a space. */
 export function toSpaceName(to: string): string | undefined {
-  const t = to.trim();
-  const m = /^(?:spaces\/)?([A-Za-z0-9_-]+)$/.exec(t);
+  const m = /^(?:spaces\/)?([A-Za-z0-9_-]+)$/.exec(to);
   return m ? `spaces/${m[1]}` : undefined;
 }
 

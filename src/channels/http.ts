@@ -5,7 +5,7 @@
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
-import { isRetryableStatus } from '../http-util.js';
+import { errorCode, isRetryableStatus } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import type { SendResult } from './types.js';
 
@@ -56,7 +56,7 @@ async function request(url: string, body: string, contentType: string, options: 
   } catch (err) {
     if (options.signal?.aborted) return { kind: 'aborted' };
     if (timeout.aborted) return { kind: 'timeout' };
-    return { kind: 'network', code: networkCode(err) };
+    return { kind: 'network', code: errorCode(err) ?? 'fetch_failed' };
   }
 }
 
@@ -86,14 +86,6 @@ function parseJson(text: string): unknown {
     return undefined;
   }
 }
-
-/** undici wraps the socket error in `cause`; keep only its code (ECONNREFUSED, UND_ERR_SOCKET...). */
-function networkCode(err: unknown): string {
-  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
-  const code = cause?.code ?? (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? code : 'fetch_failed';
-}
-
 
 /** Seconds (possibly fractional, as Telegram's retry_after and Discord's body retry_after are) → ms. */
 export function secondsToMs(value: unknown): number | undefined {

@@ -29,8 +29,7 @@ const CHAT_GUID = /^[A-Za-z]+;[-+];.+$/;
 
 /** A bare address becomes the direct iMessage chat with it. */
 export function toChatGuid(to: string): string {
-  const t = to.trim();
-  return CHAT_GUID.test(t) ? t : `iMessage;-;${t}`;
+  return CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
 }
 
 /**

@@ -24,6 +24,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import { connect as tlsConnect } from 'node:tls';
 import type { z } from 'zod';
 import type { ircSchema } from '../config/schema/channels.js';
+import { errorCode } from '../http-util.js';
 import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
 
 export type IrcConfig = z.output<typeof ircSchema>;
@@ -242,7 +243,7 @@ class IrcConnection {
     this.flood = flood;
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (err) => {
-      this.closeReason = `connection error (${errorCode(err)})`;
+      this.closeReason = `connection error (${codeOf(err)})`;
     });
     socket.on('close', () => this.handleClose());
   }
@@ -404,9 +405,9 @@ function clean(s: string): string {
   return s.replace(/[\x00-\x1f\x7f]/g, '').slice(0, 160);
 }
 
-function errorCode(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'unknown error';
+/** A socket error's code (ECONNREFUSED, ERR_TLS_...) for messages: never its message. */
+function codeOf(err: unknown): string {
+  return errorCode(err) ?? 'unknown error';
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -452,7 +453,7 @@ function dial(cfg: IrcConfig, timeoutMs: number, signal: AbortSignal): Promise<S
       reject(err);
     };
     const onError = (err: Error) => {
-      const code = errorCode(err);
+      const code = codeOf(err);
       if (TLS_CERT_ERRORS.has(code)) {
         fail(new IrcError(false, `the TLS certificate of ${where} was not accepted (${code}); for a self-signed server on a private network set tlsInsecure: true`));
       } else if (/^ERR_SSL|^EPROTO$/.test(code)) {
@@ -704,7 +705,7 @@ class IrcClient implements IrcChannel {
 
   private async deliver(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
     try {
-      const target = message.to.trim();
+      const target = message.to;
       if (!TARGET_RE.test(target)) {
         throw new IrcError(false, 'invalid IRC recipient: `to` must be a #channel or a nick, without spaces or commas');
       }
@@ -720,7 +721,7 @@ class IrcClient implements IrcChannel {
       if (err instanceof IrcError) {
         return { ok: false, retryable: err.retryable, error: err.message, ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}) };
       }
-      this.ctx.logger.error({ channel: 'irc', err: errorCode(err) }, 'irc delivery failed unexpectedly');
+      this.ctx.logger.error({ channel: 'irc', err: codeOf(err) }, 'irc delivery failed unexpectedly');
       return { ok: false, retryable: true, error: 'IRC delivery failed unexpectedly' };
     }
   }
@@ -815,7 +816,7 @@ class IrcClient implements IrcChannel {
         return conn;
       },
       (err: unknown) => {
-        const e = err instanceof IrcError ? err : new IrcError(true, `IRC connection failed (${errorCode(err)})`);
+        const e = err instanceof IrcError ? err : new IrcError(true, `IRC connection failed (${codeOf(err)})`);
         this.failures++;
         const delay = this.backoff(this.failures);
         this.lastFatal = e.retryable ? undefined : e;

@@ -55,9 +55,8 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
     id: 'msteams',
     maxTextLength: MSTEAMS_MAX_TEXT,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      const to = message.to.trim();
-      if (!to) return failure('msteams: `to` must be a conversation id', false);
-      const url = joinUrl(config.serviceUrl, `v3/conversations/${encodeURIComponent(to)}/activities`);
+      if (!message.to) return failure('msteams: `to` must be a conversation id', false);
+      const url = joinUrl(config.serviceUrl, `v3/conversations/${encodeURIComponent(message.to)}/activities`);
       const called = await callWithToken(tokens, (token) =>
         postJson(
           url,

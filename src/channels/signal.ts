@@ -12,6 +12,7 @@
 import type { z } from 'zod';
 import type { signalSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
+import { parseRetryAfter } from '../retry-after.js';
 import { acceptedWithoutBody, asRecord, describe, failure, is2xx, postJson, statusFailure, transportFailure } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
@@ -33,7 +34,7 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
     id: 'signal',
     maxTextLength: SIGNAL_MAX_TEXT,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      const body = { message: message.text, number: config.number, recipients: [message.to.trim()] };
+      const body = { message: message.text, number: config.number, recipients: [message.to] };
       const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('signal', outcome);
       const json = asRecord(outcome.json);
@@ -50,7 +51,7 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
         return failure(
           'signal rate limited (if it persists, solve the rate-limit challenge via the REST API)',
           true,
-          { status: 429 },
+          { status: 429, retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')) },
         );
       }
       if (outcome.status === 400 && detail && TRANSIENT.test(detail)) {

@@ -47,8 +47,9 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
 
 /**
  * Bot API errors are `{ ok:false, error_code, description, parameters? }` with the HTTP status equal to error_code.
- * 429 carries parameters.retry_after (seconds); a group upgraded to a supergroup carries migrate_to_chat_id,
- * which the user must put in config, so it is permanent and named in the error.
+ * 429 carries parameters.retry_after (seconds); the Retry-After header is the fallback there and the wait hint of any
+ * other retryable answer (5xx). A group upgraded to a supergroup carries migrate_to_chat_id, which the user must put
+ * in config, so it is permanent and named in the error.
  */
 function telegramFailure(status: number, body: Record<string, unknown>, headers: Headers): SendFailure {
   const code = typeof body.error_code === 'number' ? body.error_code : status;
@@ -58,8 +59,11 @@ function telegramFailure(status: number, body: Record<string, unknown>, headers:
   if (params.migrate_to_chat_id !== undefined) {
     return failure(`${what} (the group is now chat ${String(params.migrate_to_chat_id)}; send there instead)`, false, { status });
   }
+  const retryAfterHeader = parseRetryAfter(headers.get('retry-after'));
   if (code === 429 || status === 429) {
-    return failure(what, true, { status, retryAfterMs: secondsToMs(params.retry_after) ?? parseRetryAfter(headers.get('retry-after')) });
+    return failure(what, true, { status, retryAfterMs: secondsToMs(params.retry_after) ?? retryAfterHeader });
   }
-  return failure(what, isRetryableStatus(status) || code >= 500, { status });
+  const retryable = isRetryableStatus(status) || code >= 500;
+  // 5xx carry no parameters.retry_after, but Telegram's front end (or a proxy before it) may send a Retry-After.
+  return failure(what, retryable, { status, retryAfterMs: retryable ? retryAfterHeader : undefined });
 }

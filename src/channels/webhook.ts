@@ -7,10 +7,11 @@
  * seconds of this attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, keyed with the
  * base64-decoded part of the target's `whsec_` secret).
  */
-import { parseRetryAfter } from '../retry-after.js';
 import { createHmac } from 'node:crypto';
 import type { z } from 'zod';
 import type { webhookChannelSchema } from '../config/schema/channels.js';
+import { errorCode } from '../http-util.js';
+import { parseRetryAfter } from '../retry-after.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type WebhookChannelConfig = z.output<typeof webhookChannelSchema>;
@@ -101,7 +102,7 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     } catch (err) {
       if (timeout.aborted) return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
       if (signal?.aborted) return { ok: false, retryable: true, error: `${label}: delivery aborted` };
-      return { ok: false, retryable: true, error: `${label}: network error (${networkErrorCode(err)})` };
+      return { ok: false, retryable: true, error: `${label}: network error (${errorCode(err) ?? 'connection failed'})` };
     }
     // The answer's body is of no use (and may be large): release the connection.
     await res.body?.cancel().catch(() => undefined);
@@ -121,15 +122,4 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
   }
 
   return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send };
-}
-
-/** The system error code behind a failed fetch (ECONNREFUSED, ENOTFOUND...), never its message (it may hold the URL). */
-function networkErrorCode(err: unknown): string {
-  let e: unknown = err;
-  for (let i = 0; i < 4 && e && typeof e === 'object'; i++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return 'connection failed';
 }

@@ -46,7 +46,7 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
       const body = {
         messaging_product: 'whatsapp',
         recipient_type: 'individual',
-        to: message.to.trim(),
+        to: message.to,
         type: 'text',
         text: { body: message.text },
       };

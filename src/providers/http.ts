@@ -4,7 +4,7 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
-import { isRetryableStatus } from '../http-util.js';
+import { errorCode, isRetryableStatus } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { redact } from './redact.js';
 import { ProviderError } from './types.js';
@@ -144,20 +144,6 @@ function transportError(req: JsonPost, err: unknown): ProviderError {
     retryable: true,
     cause: err,
   });
-}
-
-/** The first `code` found on the error, its `cause` chain, or the errors of an AggregateError (happy eyeballs). */
-export function errorCode(err: unknown, depth = 0): string | undefined {
-  if (!err || typeof err !== 'object' || depth > 5) return undefined;
-  const e = err as { code?: unknown; cause?: unknown; errors?: unknown };
-  if (typeof e.code === 'string') return e.code;
-  if (Array.isArray(e.errors)) {
-    for (const inner of e.errors) {
-      const c = errorCode(inner, depth + 1);
-      if (c) return c;
-    }
-  }
-  return errorCode(e.cause, depth + 1);
 }
 
 function origin(url: string): string {

@@ -2,6 +2,7 @@
  * The one retry loop of every model provider: per-attempt timeout, exponential backoff with jitter, `Retry-After`
  * honoured, and an immediate stop when the run's signal aborts.
  */
+import { backoffMs } from '../backoff.js';
 import { ProviderError } from './types.js';
 
 export interface RetryPolicy {
@@ -79,14 +80,17 @@ export async function withRetry<T>(
     // The run's abort wins over whatever the attempt reported (a reset socket, a killed child...).
     if (signal.aborted) throw abortedError(label, signal.reason);
     if (!(error instanceof ProviderError) || !error.retryable || n >= maxAttempts) throw error;
-    const wait = backoffMs(n, error.retryAfterMs, policy, random);
+    const wait = retryWaitMs(n, error.retryAfterMs, policy, random);
     if (wait === undefined) throw error;
     await sleep(wait, signal, label);
   }
 }
 
-/** The delay before attempt `n + 1`, or undefined when the server asked for more than we are willing to wait. */
-export function backoffMs(
+/**
+ * The delay before attempt `n + 1`: the server's `Retry-After` exactly, else the shared backoff. Undefined when the
+ * server asked for more than we are willing to wait (`maxRetryAfterMs`).
+ */
+export function retryWaitMs(
   n: number,
   retryAfterMs: number | undefined,
   policy: Pick<RetryPolicy, 'baseDelayMs' | 'maxDelayMs' | 'maxRetryAfterMs'>,
@@ -95,10 +99,8 @@ export function backoffMs(
   if (retryAfterMs !== undefined) {
     return retryAfterMs > (policy.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS) ? undefined : Math.max(0, retryAfterMs);
   }
-  const base = policy.baseDelayMs ?? DEFAULT_BASE_DELAY_MS;
-  const ceiling = Math.min(policy.maxDelayMs ?? DEFAULT_MAX_DELAY_MS, base * 2 ** (n - 1));
-  // "Equal jitter": at least half the exponential delay, so retries of many runs spread out but never bunch at 0.
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+  const backoff = { baseDelayMs: policy.baseDelayMs ?? DEFAULT_BASE_DELAY_MS, maxDelayMs: policy.maxDelayMs ?? DEFAULT_MAX_DELAY_MS };
+  return backoffMs(n, backoff, random);
 }
 
 async function runAttempt<T>(

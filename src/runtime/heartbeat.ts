@@ -1,3 +1,4 @@
+import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
 import type { NewDelivery } from '../store/types.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
@@ -10,15 +11,20 @@ import { agentTimeoutSeconds, runTurn } from './turn.js';
 /** Requests within this window make one heartbeat. */
 export const HEARTBEAT_COALESCE_MS = 250;
 const HISTORY_TURNS = 20;
-const RETRY_MIN_MS = 5_000;
-const RETRY_MAX_MS = 5 * 60_000;
+/** A failed turn's retry: 5 s doubling, at most 5 min, jittered like every other retry wait. */
+const RETRY_BACKOFF = { baseDelayMs: 5_000, maxDelayMs: 5 * 60_000 };
+
+/** The wait before the heartbeat after `failures` failed turns in a row. */
+export function heartbeatRetryDelayMs(failures: number, random: () => number = Math.random): number {
+  return backoffMs(failures, RETRY_BACKOFF, random);
+}
 
 /**
  * The main agent's heartbeat: every `heartbeat.every`, and on request (a `now` wake, a finished run with
  * `wakeMode: now`), coalesced over 250 ms, never two at once. It runs the main agent with every pending system
  * event in the prompt; only when the turn finished are the events marked consumed, in the same transaction that
  * queues the reply for delivery — so a crash mid-turn replays them. A heartbeat with nothing pending does not call
- * the model. A failed turn leaves the events pending and tries again with backoff.
+ * the model. A failed turn leaves the events pending and tries again with backoff and jitter.
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
@@ -102,7 +108,7 @@ export class Heartbeat {
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
-      const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (this.failures - 1));
+      const delay = heartbeatRetryDelayMs(this.failures);
       logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: sanitizeForLog((err as Error).message) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;

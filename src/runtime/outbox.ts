@@ -1,6 +1,6 @@
+import { backoffMs } from '../backoff.js';
 import { splitText } from '../channels/split.js';
-import type { OutboundMessage, SendResult } from '../channels/types.js';
-import { backoffMs } from '../providers/retry.js';
+import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
 import type { Delivery, DeliveryOutcome } from '../store/types.js';
 import { ClaimLoop } from './claim-loop.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
@@ -12,10 +12,10 @@ const POLL_MS = 1000;
 /**
  * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
  * progress is recorded so a retry resumes after the chunks already accepted), in order per recipient. Retryable
- * failures wait with exponential backoff and jitter (or the platform's Retry-After); after
- * `channels.outbox.maxAttempts`, or at once for a permanent failure, the delivery is dead-lettered: logged with
- * its run id, visible in `hookgate deliveries list --failed`, and retryable from there. A failed delivery is never
- * reported as a success.
+ * failures wait with exponential backoff and jitter, longer when the platform's Retry-After asks for more
+ * ({@link deliveryRetryDelayMs}); after `channels.outbox.maxAttempts`, or at once for a permanent failure, the
+ * delivery is dead-lettered: logged with its run id, visible in `hookgate deliveries list --failed`, and retryable
+ * from there. A failed delivery is never reported as a success.
  */
 export class Outbox {
   private readonly loop: ClaimLoop<Delivery>;
@@ -50,12 +50,14 @@ export class Outbox {
     }
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
     const createdAt = new Date(d.createdAt).toISOString();
+    // Trimmed here, once, for every channel: a recipient pasted with a space or newline still names the same chat.
+    const to = d.to.trim();
     for (let i = d.chunksSent; i < chunks.length; i++) {
       const message: OutboundMessage = {
         // Stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
         deliveryId: chunks.length > 1 ? `${d.id}_${i + 1}` : d.id,
         channel: d.channel,
-        to: d.to,
+        to,
         text: chunks[i]!,
         runId: d.runId,
         sessionKey: d.sessionKey,
@@ -63,11 +65,7 @@ export class Outbox {
         hookName: d.hookName,
         createdAt,
       };
-      const result: SendResult = await channel.send(message, signal).catch((err: Error) => ({
-        ok: false,
-        retryable: true,
-        error: `channel threw: ${err.message}`,
-      }));
+      const result = await sendChunk(channel, message, signal);
       if (result.ok) {
         if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
         continue;
@@ -77,14 +75,14 @@ export class Outbox {
       // Chunks sent before this failure are never sent again.
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
-        const wait = backoffMs(d.attempts, result.retryAfterMs, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs, maxRetryAfterMs: Number.POSITIVE_INFINITY })!;
+        const wait = deliveryRetryDelayMs(d.attempts, result.retryAfterMs, limits);
         logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
         return finish({ kind: 'retry', nextAttemptAt: Date.now() + wait, error });
       }
       logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
       return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
     }
-    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to: d.to } : undefined;
+    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to } : undefined;
     await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
   }
@@ -92,4 +90,36 @@ export class Outbox {
   async close(graceMs = 5000): Promise<void> {
     await this.loop.close(graceMs);
   }
+}
+
+/**
+ * One chunk through the channel. A throw counts as a retryable failure, whether `send` rejected or threw before
+ * returning a promise (a plugin's plain function may do either), and so does an answer that is not a SendResult:
+ * either way the delivery is recorded as a retry, not left to come back only when its lease lapses.
+ */
+async function sendChunk(channel: Channel, message: OutboundMessage, signal: AbortSignal): Promise<SendResult> {
+  let result: unknown;
+  try {
+    result = await channel.send(message, signal);
+  } catch (err) {
+    return { ok: false, retryable: true, error: `channel threw: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  if (typeof result === 'object' && result !== null && typeof (result as { ok?: unknown }).ok === 'boolean') return result as SendResult;
+  return { ok: false, retryable: true, error: 'channel answered without a result: send must resolve to { ok: true } or { ok: false, retryable, error }' };
+}
+
+/**
+ * The wait before the next attempt of a delivery that failed `attempts` times: the jittered exponential backoff, or
+ * the platform's Retry-After when that is longer, and never more than `maxBackoffMs`. The hint is a floor, never a
+ * shortcut: a hint of 0 (or a few ms) cannot burn the remaining attempts in seconds, and an HTTP date days away
+ * cannot park a delivery for days.
+ */
+export function deliveryRetryDelayMs(
+  attempts: number,
+  retryAfterMs: number | undefined,
+  limits: { initialBackoffMs: number; maxBackoffMs: number },
+  random: () => number = Math.random,
+): number {
+  const backoff = backoffMs(attempts, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs }, random);
+  return Math.min(limits.maxBackoffMs, Math.max(backoff, retryAfterMs ?? 0));
 }

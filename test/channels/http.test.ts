@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
 import {
   AccessTokenCache,
   describe as describeText,
@@ -9,9 +9,9 @@ import {
   secondsToMs,
   type TokenOutcome,
 } from '../../src/channels/http.js';
-import { isRetryableStatus, joinUrl } from '../../src/http-util.js';
+import { errorCode, isRetryableStatus, joinUrl } from '../../src/http-util.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
-import { closedPortUrl } from '../support/platforms/fixtures.js';
+import { closedPortUrl, happyEyeballsRefused } from '../support/platforms/fixtures.js';
 
 describe('channel http helpers', () => {
   it('parseRetryAfter reads delay-seconds and HTTP dates', () => {
@@ -44,6 +44,14 @@ describe('channel http helpers', () => {
     assert.equal(describeText('x'.repeat(300))?.length, 201);
     assert.equal(describeText(42), undefined);
     assert.equal(describeText('  '), undefined);
+  });
+
+  it('errorCode finds a code on the cause chain and inside an AggregateError, never a message', () => {
+    assert.equal(errorCode(happyEyeballsRefused()), 'ECONNREFUSED');
+    assert.equal(errorCode(new TypeError('fetch failed', { cause: { code: 'ENOTFOUND' } })), 'ENOTFOUND');
+    assert.equal(errorCode(Object.assign(new Error('x'), { code: 'UND_ERR_SOCKET' })), 'UND_ERR_SOCKET');
+    assert.equal(errorCode(new Error('plain')), undefined);
+    assert.equal(errorCode(new TypeError('fetch failed', { cause: { code: 'see http://user:pw@host/' } })), undefined);
   });
 
   it('joinUrl neither doubles nor loses the slash', () => {
@@ -87,6 +95,15 @@ describe('channel http helpers', () => {
 
     it('reports a refused connection by code only', async () => {
       const o = await postJson(`${await closedPortUrl()}/secret-path?password=hunter2`, {}, { timeoutMs: 2000 });
+      assert.deepEqual(o, { kind: 'network', code: 'ECONNREFUSED' });
+    });
+
+    it('reports the code inside an AggregateError (::1 and 127.0.0.1 both refused)', async (t) => {
+      mock.method(globalThis, 'fetch', async () => {
+        throw happyEyeballsRefused();
+      });
+      t.after(() => mock.restoreAll());
+      const o = await postJson('http://localhost:1/x', {}, { timeoutMs: 2000 });
       assert.deepEqual(o, { kind: 'network', code: 'ECONNREFUSED' });
     });
   });

@@ -36,7 +36,7 @@ describe('imessage channel (BlueBubbles /api/v1/message/text)', () => {
 
   it('turns a bare address into the direct iMessage chat, and keeps full guids (groups, SMS) as they are', async () => {
     assert.equal(toChatGuid('+15551234567'), 'iMessage;-;+15551234567');
-    assert.equal(toChatGuid(' friend@icloud.com '), 'iMessage;-;friend@icloud.com');
+    assert.equal(toChatGuid('friend@icloud.com'), 'iMessage;-;friend@icloud.com');
     assert.equal(toChatGuid('iMessage;+;chat123456789'), 'iMessage;+;chat123456789');
     assert.equal(toChatGuid('SMS;-;+15551234567'), 'SMS;-;+15551234567');
     const r = await channel().send(outbound('friend@icloud.com', 'hi'));

@@ -69,6 +69,14 @@ describe('signal channel (signal-cli-rest-api /v2/send)', () => {
     assert.match(!r.ok ? r.error : '', /rate-limit challenge/);
   });
 
+  it('429 with a Retry-After header waits as asked', async () => {
+    api.failNext(1, 'rate_limit', { 'retry-after': '4' });
+    const r = await channel().send(outbound(PEER, 'hi'));
+    assert.ok(!r.ok && r.retryable);
+    assert.equal(!r.ok && r.status, 429);
+    assert.equal(!r.ok && r.retryAfterMs, 4000);
+  });
+
   it("signal-cli's network failure (a 400 with an IO error) is retryable", async () => {
     api.failNext(1, 'server_error');
     const r = await channel().send(outbound(PEER, 'hi'));
@@ -81,5 +89,6 @@ describe('signal channel (signal-cli-rest-api /v2/send)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: PEER,
     secrets: () => [],
+    hintedFailure: 'rate_limit',
   });
 });

@@ -85,6 +85,18 @@ describe('telegram channel (Bot API sendMessage)', () => {
     assert.equal(!r.ok && r.retryAfterMs, undefined);
   });
 
+  it('5xx with a Retry-After header waits as asked (seconds or an HTTP date)', async () => {
+    api.failNext(1, 'server_error', { 'retry-after': '3' });
+    const r = await channel().send(outbound('1001', 'hi'));
+    assert.ok(!r.ok && r.retryable);
+    assert.equal(!r.ok && r.status, 500);
+    assert.equal(!r.ok && r.retryAfterMs, 3000);
+
+    api.failNext(1, 'server_error', { 'retry-after': new Date(Date.now() + 60_000).toUTCString() });
+    const dated = await channel().send(outbound('1001', 'hi'));
+    assert.ok(!dated.ok && dated.retryAfterMs !== undefined && dated.retryAfterMs > 55_000 && dated.retryAfterMs <= 60_000, JSON.stringify(dated));
+  });
+
   it('a server that is not there is retryable, and the error does not contain the URL (which holds the token)', async () => {
     const r = await channel({ apiBaseUrl: await closedPortUrl() }).send(outbound('1001', 'hi'));
     assert.ok(!r.ok && r.retryable);

@@ -5,6 +5,7 @@ import { webhookChannelSchema } from '../../src/config/schema/channels.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
 import { createWebhookChannel, deliveryRecord, signStandardWebhook } from '../../src/channels/webhook.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
+import { happyEyeballsRefused } from '../support/platforms/fixtures.js';
 import { startWebhookReceiver, verifyStandardWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const ctx: ChannelContext = { configDir: process.cwd(), logger: { info() {}, warn() {}, error() {} } };
@@ -163,6 +164,18 @@ describe('webhook channel', () => {
     const unknown = await ch.send(message({ to: 'nope' }));
     assert.ok(!unknown.ok && unknown.retryable === false);
     assert.match(!unknown.ok ? unknown.error : '', /"nope" is not configured.*"down"/);
+  });
+
+  it('names the code of a refused connection inside an AggregateError (::1 and 127.0.0.1 both refused)', async () => {
+    const config = webhookChannelSchema.parse({ targets: { ops: { url: 'http://localhost:1/h', secret: SECRET } } });
+    const ch = createWebhookChannel(config, ctx, {
+      fetch: async () => {
+        throw happyEyeballsRefused(1);
+      },
+    });
+    const r = await ch.send(message());
+    assert.ok(!r.ok && r.retryable, JSON.stringify(r));
+    assert.equal(!r.ok && r.error, 'webhook target "ops": network error (ECONNREFUSED)');
   });
 
   it('stops when the caller aborts', async () => {

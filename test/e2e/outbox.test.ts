@@ -84,7 +84,8 @@ describe('outbox', { timeout: 90_000 }, () => {
       hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
       agents: { defaults: { model: 'echo/echo' } },
       channels: {
-        outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 3 },
+        // maxBackoffMs caps a platform's Retry-After too: above the 1 s the stand-ins ask for, so it is honoured.
+        outbox: { initialBackoffMs: 50, maxBackoffMs: 2000, maxAttempts: 3 },
         webhook: { targets: { ops: { url: receiver.url, secret } } },
         telegram: { botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url },
         discord: { botToken: DISCORD_TEST_TOKEN, apiBaseUrl: proxy.url },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { errorCode, errorReason, mergeHeaders, parseRetryAfter } from '../../src/providers/http.js';
+import { describe, it, mock } from 'node:test';
+import { errorReason, mergeHeaders, parseRetryAfter, postJson } from '../../src/providers/http.js';
 import { redact } from '../../src/providers/redact.js';
 
 describe('parseRetryAfter', () => {
@@ -49,17 +49,23 @@ describe('redact', () => {
   });
 });
 
-describe('errorCode / mergeHeaders', () => {
-  it('finds a code on the cause chain and inside an AggregateError', () => {
-    const agg = Object.assign(new AggregateError([Object.assign(new Error('x'), { code: 'ECONNREFUSED' })]), {});
-    assert.equal(errorCode(new TypeError('fetch failed', { cause: agg })), 'ECONNREFUSED');
-    assert.equal(errorCode(new TypeError('fetch failed', { cause: { code: 'ENOTFOUND' } })), 'ENOTFOUND');
-    assert.equal(errorCode(new Error('plain')), undefined);
-  });
+describe('mergeHeaders', () => {
   it('lets the provider headers win whatever the case of a configured name', () => {
     assert.deepEqual(mergeHeaders({ Authorization: 'Bearer other', 'X-Title': 't' }, { authorization: 'Bearer mine' }), {
       'X-Title': 't',
       authorization: 'Bearer mine',
     });
+  });
+});
+
+describe('postJson transport errors', () => {
+  it('names the code inside an AggregateError (::1 and 127.0.0.1 both refused)', async (t) => {
+    const refused = (address: string) => Object.assign(new Error(`connect ECONNREFUSED ${address}:1`), { code: 'ECONNREFUSED', address });
+    mock.method(globalThis, 'fetch', async () => {
+      throw new TypeError('fetch failed', { cause: new AggregateError([refused('::1'), refused('127.0.0.1')]) });
+    });
+    t.after(() => mock.restoreAll());
+    const req = { url: 'http://localhost:1/v1/chat', headers: {}, body: {}, signal: new AbortController().signal, label: 'test', secrets: [] };
+    await assert.rejects(postJson(req), { code: 'provider_unreachable', retryable: true, message: 'test: cannot reach http://localhost:1 (ECONNREFUSED)' });
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { backoffMs, withRetry } from '../../src/providers/retry.js';
+import { backoffMs } from '../../src/backoff.js';
+import { retryWaitMs, withRetry } from '../../src/providers/retry.js';
 import { ProviderError } from '../../src/providers/types.js';
 
 const transient = (retryAfterMs?: number) =>
@@ -137,18 +138,26 @@ describe('withRetry', () => {
   });
 });
 
-describe('backoffMs', () => {
+describe('backoffMs (shared by providers, outbox and heartbeat)', () => {
   it('grows exponentially with equal jitter, capped', () => {
     const p = { baseDelayMs: 100, maxDelayMs: 1000 };
-    assert.equal(backoffMs(1, undefined, p, () => 0), 50);
-    assert.equal(backoffMs(1, undefined, p, () => 0.999999), 100);
-    assert.equal(backoffMs(3, undefined, p, () => 0), 200);
-    assert.equal(backoffMs(10, undefined, p, () => 0.999999), 1000);
-    assert.equal(backoffMs(10, undefined, p, () => 0), 500);
+    assert.equal(backoffMs(1, p, () => 0), 50);
+    assert.equal(backoffMs(1, p, () => 0.999999), 100);
+    assert.equal(backoffMs(3, p, () => 0), 200);
+    assert.equal(backoffMs(10, p, () => 0.999999), 1000);
+    assert.equal(backoffMs(10, p, () => 0), 500);
+    assert.equal(backoffMs(5000, p, () => 0.999999), 1000, '2^4999 overflows to Infinity: still capped');
+  });
+});
+
+describe('retryWaitMs (the providers\' rule)', () => {
+  it('uses the default backoff without a Retry-After', () => {
+    assert.equal(retryWaitMs(1, undefined, {}, () => 0), 250);
+    assert.equal(retryWaitMs(20, undefined, {}, () => 0.999999), 10_000);
   });
   it('uses retryAfterMs exactly, or gives up beyond maxRetryAfterMs', () => {
-    assert.equal(backoffMs(1, 1234, {}), 1234);
-    assert.equal(backoffMs(1, 61_000, {}), undefined);
-    assert.equal(backoffMs(1, 5000, { maxRetryAfterMs: 4000 }), undefined);
+    assert.equal(retryWaitMs(1, 1234, {}), 1234);
+    assert.equal(retryWaitMs(1, 61_000, {}), undefined);
+    assert.equal(retryWaitMs(1, 5000, { maxRetryAfterMs: 4000 }), undefined);
   });
 });

@@ -40,8 +40,11 @@ export interface StandIn<M> {
   received: M[];
   /** Every request, accepted or not. */
   requests: RecordedRequest[];
-  /** The next n message sends fail with `kind` (token requests are not affected). */
-  failNext(n: number, kind: FailureKind): void;
+  /**
+   * The next n message sends fail with `kind` (token requests are not affected). `headers` are added to the
+   * platform's failure answer, e.g. `{ 'retry-after': '3' }` as a proxy or the platform's front end may send it.
+   */
+  failNext(n: number, kind: FailureKind, headers?: Record<string, string>): void;
   /** Resolves once `count` messages were accepted (for end-to-end tests that deliver asynchronously). */
   waitForMessages(count: number, timeoutMs?: number): Promise<M[]>;
   close(): Promise<void>;
@@ -60,7 +63,9 @@ export type Outcome = Reply | 'disconnect' | 'hang';
 export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: HandlerContext<M>) => Outcome): Promise<StandIn<M>> {
   const received: M[] = [];
   const requests: RecordedRequest[] = [];
-  const failures: FailureKind[] = [];
+  const failures: Array<{ kind: FailureKind; headers: Record<string, string> | undefined }> = [];
+  // The failure the request being handled took (handlers run synchronously, one request at a time).
+  let taken: (typeof failures)[number] | undefined;
   const waiters: Array<{ count: number; resolve: (m: M[]) => void }> = [];
 
   const ctx: HandlerContext<M> = {
@@ -73,8 +78,15 @@ export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: Handle
         }
       }
     },
-    takeFailure: () => failures.shift(),
+    takeFailure: () => {
+      taken = failures.shift();
+      return taken?.kind;
+    },
   };
+
+  /** The headers queued with the failure this request took, added to the platform's answer. */
+  const withTakenHeaders = (outcome: Outcome): Outcome =>
+    taken?.headers && typeof outcome === 'object' ? { ...outcome, headers: { ...outcome.headers, ...taken.headers } } : outcome;
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -92,11 +104,13 @@ export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: Handle
       };
       requests.push(recorded);
       let outcome: Outcome;
+      taken = undefined;
       try {
         outcome = handle(recorded, ctx);
       } catch (err) {
         outcome = { status: 500, body: { standInError: String(err) } };
       }
+      outcome = withTakenHeaders(outcome);
       if (outcome === 'hang') return;
       if (outcome === 'disconnect') {
         req.socket.destroy();
@@ -112,8 +126,8 @@ export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: Handle
     url: `http://127.0.0.1:${port}`,
     received,
     requests,
-    failNext(n, kind) {
-      for (let i = 0; i < n; i++) failures.push(kind);
+    failNext(n, kind, headers) {
+      for (let i = 0; i < n; i++) failures.push({ kind, headers });
     },
     waitForMessages(count, timeoutMs = 5000) {
       if (received.length >= count) return Promise.resolve([...received]);

@@ -1,12 +1,13 @@
 /**
  * Transport-level cases every HTTP platform channel must get right, registered as node:test cases inside the
  * caller's describe(): a dropped connection, a platform that never answers, the caller aborting. All three must be
- * retryable failures (the message may not have arrived) and must not leak secrets.
+ * retryable failures (the message may not have arrived) and must not leak secrets. Also: a retryable answer that
+ * carries a Retry-After header passes the platform's wait hint on to the outbox.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Channel, OutboundMessage } from '../../../src/channels/types.js';
-import type { StandIn } from './base.js';
+import type { FailureKind, StandIn } from './base.js';
 import { assertNoSecrets, outbound } from './fixtures.js';
 
 export interface TransportCaseOptions {
@@ -17,6 +18,11 @@ export interface TransportCaseOptions {
   to: string;
   /** Values that must never appear in a result (tokens, passwords). */
   secrets: () => string[];
+  /**
+   * The stand-in failure whose answer is a retryable HTTP error without a wait hint in its body (default
+   * `server_error`; Signal's server_error is a 400 describing an IO error, so it uses `rate_limit`).
+   */
+  hintedFailure?: FailureKind;
 }
 
 export function transportCases(o: TransportCaseOptions): void {
@@ -48,6 +54,13 @@ export function transportCases(o: TransportCaseOptions): void {
     const r = await send(outbound(o.to, text), 10_000, ac.signal);
     assert.ok(!r.ok && r.retryable);
     assert.match(!r.ok ? r.error : '', /aborted/);
+  });
+
+  it('a retryable answer with a Retry-After header passes the wait on', async () => {
+    o.standIn().failNext(1, o.hintedFailure ?? 'server_error', { 'retry-after': '3' });
+    const r = await send(outbound(o.to, text), 5000);
+    assert.ok(!r.ok && r.retryable, JSON.stringify(r));
+    assert.equal(!r.ok && r.retryAfterMs, 3000, JSON.stringify(r));
   });
 
   it('after failures, the next send goes through', async () => {

@@ -39,6 +39,16 @@ export function assertNoSecrets(where: SendResult | RecordingContext['logs'], se
   }
 }
 
+/**
+ * What fetch throws when `localhost` resolves to ::1 and 127.0.0.1 and both refuse (happy eyeballs): "fetch failed"
+ * whose cause is an AggregateError without a code of its own, holding one ECONNREFUSED per address.
+ */
+export function happyEyeballsRefused(port = 8080): TypeError {
+  const refused = (address: string) =>
+    Object.assign(new Error(`connect ECONNREFUSED ${address}:${port}`), { code: 'ECONNREFUSED', syscall: 'connect', address, port });
+  return new TypeError('fetch failed', { cause: new AggregateError([refused('::1'), refused('127.0.0.1')], 'connect failed') });
+}
+
 /** A base URL on 127.0.0.1 where nothing listens (a port just released), for "server down" cases. */
 export async function closedPortUrl(): Promise<string> {
   const server = createServer();

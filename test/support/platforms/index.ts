@@ -1,6 +1,6 @@
 /**
  * Local stand-ins of the platform APIs, for channel tests and end-to-end tests. Each `start…()` listens on
- * 127.0.0.1:<random port> and returns { url, received, requests, failNext(n, kind), waitForMessages(n), close() };
+ * 127.0.0.1:<random port> and returns { url, received, requests, failNext(n, kind, headers?), waitForMessages(n), close() };
  * configure the channel's apiBaseUrl / serverUrl / serviceUrl (and tokenUrl) with `url`.
  */
 export type { FailureKind, RecordedRequest, StandIn } from './base.js';

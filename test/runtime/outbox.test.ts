@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { loadChannelPlugin, type ChannelRegistry } from '../../src/channels/registry.js';
+import { createTelegramChannel } from '../../src/channels/telegram.js';
+import type { Channel, OutboundMessage, SendResult } from '../../src/channels/types.js';
+import { telegramSchema } from '../../src/config/schema/channels.js';
+import { createLogger } from '../../src/log.js';
+import type { RuntimeEnv } from '../../src/runtime/env.js';
+import { deliveryRetryDelayMs, Outbox } from '../../src/runtime/outbox.js';
+import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js';
+import { recordingContext } from '../support/platforms/fixtures.js';
+import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/telegram.js';
+import type { StandIn } from '../support/platforms/base.js';
+
+const LIMITS = { maxAttempts: 5, initialBackoffMs: 10_000, maxBackoffMs: 60_000, concurrency: 1 };
+
+function delivery(over: Partial<Delivery> = {}): Delivery {
+  const now = Date.now();
+  return {
+    id: `dlv_${Math.random().toString(36).slice(2, 10)}`,
+    runId: 'run_1',
+    heartbeatId: null,
+    sessionKey: 'hook:test',
+    agentId: 'main',
+    hookName: 'Test',
+    channel: 'test',
+    to: '1001',
+    text: 'hello',
+    explicitRoute: false,
+    createdAt: now,
+    state: 'pending',
+    chunksSent: 0,
+    attempts: 1,
+    nextAttemptAt: now,
+    lastError: null,
+    updatedAt: now,
+    deliveredAt: null,
+    ...over,
+  };
+}
+
+/** A channel that records what it is given and answers `result`. */
+function recordingChannel(result: SendResult): Channel & { sent: OutboundMessage[] } {
+  const sent: OutboundMessage[] = [];
+  return { id: 'test', maxTextLength: 1000, sent, send: async (m) => (sent.push(m), result) };
+}
+
+interface Attempt {
+  outcome: DeliveryOutcome;
+  logs: Array<Record<string, unknown>>;
+}
+
+/**
+ * Runs one delivery through a real Outbox with a store that holds just that row, and returns how the outbox finished
+ * it. A delivery that is not finished within 3 s would only come back when its lease lapses: that fails the test.
+ */
+async function attempt(channel: Channel, d: Delivery): Promise<Attempt> {
+  const logs: Attempt['logs'] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  let queue = [d];
+  let finish!: (o: DeliveryOutcome) => void;
+  const finished = new Promise<DeliveryOutcome>((resolve) => (finish = resolve));
+  const store = {
+    claimDeliveries: async (_owner: string, _now: number, _lease: number, n: number) => queue.splice(0, n),
+    deliveryProgress: async () => undefined,
+    finishDelivery: async (_id: string, _owner: string, outcome: DeliveryOutcome) => finish(outcome),
+  } as unknown as Store;
+  const channels: ChannelRegistry = {
+    get: (id) => (id === channel.id ? channel : undefined),
+    ids: () => [channel.id],
+    normalize: (n) => n,
+    close: async () => undefined,
+  };
+  const env = { config: { channels: { outbox: LIMITS } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
+  const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    outbox.notify();
+    const outcome = await Promise.race([
+      finished,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`delivery not finished; logs: ${JSON.stringify(logs)}`)), 3000);
+      }),
+    ]);
+    return { outcome, logs };
+  } finally {
+    clearTimeout(timer);
+    queue = [];
+    await outbox.close(100);
+  }
+}
+
+const retryLog = (a: Attempt) => a.logs.find((l) => l.msg === 'delivery failed; will retry');
+
+describe('outbox: a channel that throws', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'hookgate-outbox-'));
+    writeFileSync(join(dir, 'throws-sync.mjs'), "export default { id: 'throwsync', maxTextLength: 1000, send() { throw new Error('sync boom'); } };\n");
+    writeFileSync(join(dir, 'rejects.mjs'), "export default { id: 'rejects', maxTextLength: 1000, async send() { throw new Error('async boom'); } };\n");
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const [file, id, message] of [
+    ['throws-sync.mjs', 'throwsync', 'sync boom'],
+    ['rejects.mjs', 'rejects', 'async boom'],
+  ] as const) {
+    it(`a plugin whose send ${id === 'throwsync' ? 'throws synchronously' : 'rejects'} is recorded as a retry at once`, async () => {
+      const plugin = await loadChannelPlugin(`./${file}`, recordingContext(dir));
+      const a = await attempt(plugin, delivery({ channel: id }));
+      assert.equal(a.outcome.kind, 'retry');
+      assert.equal(a.outcome.kind === 'retry' && a.outcome.error, `channel threw: ${message}`);
+      const wait = (a.outcome.kind === 'retry' ? a.outcome.nextAttemptAt : 0) - Date.now();
+      assert.ok(wait > LIMITS.initialBackoffMs / 2 - 1000 && wait <= LIMITS.initialBackoffMs, `retry in ${wait} ms`);
+      assert.equal(retryLog(a)?.error, `channel threw: ${message}`);
+      assert.equal(a.logs.some((l) => l.msg === 'working on deliveries failed'), false, 'the throw escaped the outbox');
+    });
+  }
+
+  it('a thrown non-Error is described too', async () => {
+    const channel: Channel = {
+      id: 'test',
+      maxTextLength: 1000,
+      send: () => {
+        throw 'just a string';
+      },
+    };
+    const a = await attempt(channel, delivery());
+    assert.equal(a.outcome.kind === 'retry' && a.outcome.error, 'channel threw: just a string');
+  });
+
+  it('a send that resolves to something other than a SendResult is a retry, not a crash', async () => {
+    for (const answer of [undefined, null, 'sent', { delivered: true }]) {
+      const channel: Channel = { id: 'test', maxTextLength: 1000, send: async () => answer as never };
+      const a = await attempt(channel, delivery());
+      assert.equal(a.outcome.kind, 'retry', `answer ${JSON.stringify(answer)}`);
+      assert.match(a.outcome.kind === 'retry' ? a.outcome.error : '', /answered without a result/);
+      assert.equal(a.logs.some((l) => l.msg === 'working on deliveries failed'), false, 'escaped the outbox');
+    }
+  });
+});
+
+describe('outbox: the recipient', () => {
+  let telegram: StandIn<TelegramMessage>;
+  before(async () => {
+    telegram = await startTelegram();
+  });
+  after(() => telegram.close());
+
+  it('is trimmed once before the channel is called, and the trimmed recipient becomes the last route', async () => {
+    const channel = recordingChannel({ ok: true });
+    const a = await attempt(channel, delivery({ to: ' \t1001\n ', explicitRoute: true }));
+    assert.deepEqual(channel.sent.map((m) => m.to), ['1001']);
+    assert.equal(a.outcome.kind, 'delivered');
+    assert.equal(a.outcome.kind === 'delivered' && a.outcome.route?.to, '1001');
+  });
+
+  it('reaches a channel that does not trim by itself (telegram) as the bare chat id', async () => {
+    const channel = createTelegramChannel(telegramSchema.parse({ botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url }), recordingContext());
+    const a = await attempt(channel, delivery({ channel: 'telegram', to: '  1001 \n', text: 'trimmed recipient' }));
+    assert.equal(a.outcome.kind, 'delivered', JSON.stringify(a.outcome));
+    assert.deepEqual(telegram.received.at(-1), { chatId: '1001', text: 'trimmed recipient', messageId: telegram.received.at(-1)?.messageId });
+  });
+});
+
+describe('outbox: Retry-After is bounded', () => {
+  const failing = (retryAfterMs: number) => recordingChannel({ ok: false, retryable: true, status: 429, error: 'slow down', retryAfterMs });
+
+  it('a hint of 0 (or a few ms) waits the normal backoff instead of retrying at once', async () => {
+    for (const hint of [0, 5]) {
+      const a = await attempt(failing(hint), delivery({ attempts: 2 }));
+      const wait = retryLog(a)?.retryInMs as number;
+      // Attempt 2: the backoff is between half and all of 2 × initialBackoffMs.
+      assert.ok(wait >= LIMITS.initialBackoffMs && wait <= 2 * LIMITS.initialBackoffMs, `hint ${hint}: retry in ${wait} ms`);
+      assert.ok(a.outcome.kind === 'retry' && a.outcome.nextAttemptAt - Date.now() > LIMITS.initialBackoffMs - 1000);
+    }
+  });
+
+  it('a huge hint (an HTTP date days away) waits maxBackoffMs, no longer', async () => {
+    const a = await attempt(failing(3 * 24 * 3_600_000), delivery());
+    assert.equal(retryLog(a)?.retryInMs, LIMITS.maxBackoffMs);
+    assert.ok(a.outcome.kind === 'retry' && a.outcome.nextAttemptAt - Date.now() <= LIMITS.maxBackoffMs);
+  });
+
+  it('a hint longer than the backoff is waited exactly', async () => {
+    const a = await attempt(failing(25_000), delivery());
+    assert.equal(retryLog(a)?.retryInMs, 25_000);
+  });
+
+  it('deliveryRetryDelayMs: max(hint, jittered backoff), capped at maxBackoffMs', () => {
+    const limits = { initialBackoffMs: 1000, maxBackoffMs: 8000 };
+    const low = () => 0;
+    const high = () => 0.999999;
+    assert.equal(deliveryRetryDelayMs(1, undefined, limits, low), 500);
+    assert.equal(deliveryRetryDelayMs(1, undefined, limits, high), 1000);
+    assert.equal(deliveryRetryDelayMs(3, undefined, limits, low), 2000);
+    assert.equal(deliveryRetryDelayMs(9, undefined, limits, high), 8000);
+    assert.equal(deliveryRetryDelayMs(1, 0, limits, low), 500, 'a 0 hint does not shorten the backoff');
+    assert.equal(deliveryRetryDelayMs(4, 1, limits, low), 4000, 'nor does a tiny one, at any attempt');
+    assert.equal(deliveryRetryDelayMs(1, 3000, limits, high), 3000, 'a longer hint is waited exactly');
+    assert.equal(deliveryRetryDelayMs(1, 8000, limits, low), 8000);
+    assert.equal(deliveryRetryDelayMs(1, 8001, limits, low), 8000, 'never beyond maxBackoffMs');
+    assert.equal(deliveryRetryDelayMs(1, 3 * 24 * 3_600_000, limits, low), 8000);
+  });
+});
