@@ -4,6 +4,8 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
+// undici's own fetch, not the global one: a dispatcher only takes effect on the fetch of the same undici copy.
+import { Agent, fetch, type Response } from 'undici';
 import { errorCode, isRetryableStatus } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { redact } from './redact.js';
@@ -50,13 +52,22 @@ const NETWORK_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-/** undici's own idle timeouts (300 s by default on global fetch): the server is up but slow. */
+/** undici's own idle timeouts (300 s on a default fetch; off with modelDispatcher): the server is up but slow. */
 const SLOW_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * Model calls may work for minutes before the first byte of the answer (no streaming; a slow local model, a long
+ * thinking budget). Node's global fetch gives up after 300 s without response headers or body data, whatever the
+ * run's timeout; this dispatcher has no such idle limits. Every call is still bounded: by the run's `timeoutSeconds`
+ * and the provider's `requestTimeoutMs`, through the request's abort signal.
+ */
+export const modelDispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 
 export async function postJson(req: JsonPost): Promise<JsonReply> {
   let res: Response;
   try {
     res = await fetch(req.url, {
+      dispatcher: modelDispatcher,
       method: 'POST',
       headers: mergeHeaders(req.headers, { 'content-type': 'application/json', accept: 'application/json' }),
       body: JSON.stringify(req.body),

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it, mock } from 'node:test';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { Agent, fetch, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { errorReason, mergeHeaders, parseRetryAfter, postJson } from '../../src/providers/http.js';
 import { redact } from '../../src/providers/redact.js';
 
@@ -59,13 +62,43 @@ describe('mergeHeaders', () => {
 });
 
 describe('postJson transport errors', () => {
-  it('names the code inside an AggregateError (::1 and 127.0.0.1 both refused)', async (t) => {
-    const refused = (address: string) => Object.assign(new Error(`connect ECONNREFUSED ${address}:1`), { code: 'ECONNREFUSED', address });
-    mock.method(globalThis, 'fetch', async () => {
-      throw new TypeError('fetch failed', { cause: new AggregateError([refused('::1'), refused('127.0.0.1')]) });
+  it('names the code of a refused connection, never more of the error', async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((r) => server.close(r)); // the port is free again: connections are refused
+    const req = { url: `http://127.0.0.1:${port}/v1/chat`, headers: {}, body: {}, signal: new AbortController().signal, label: 'test', secrets: [] };
+    await assert.rejects(postJson(req), { code: 'provider_unreachable', retryable: true, message: `test: cannot reach http://127.0.0.1:${port} (ECONNREFUSED)` });
+  });
+});
+
+describe('postJson and slow models', () => {
+  it('waits for a model that sends no headers for longer than fetch would by default', async (t) => {
+    // Stand-in for a model thinking before its first byte. undici's default dispatcher is shrunk from 300 s to 300 ms
+    // so the test can show the difference in seconds.
+    const server = createServer((req, res) => {
+      req.resume();
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"ok":true}');
+      }, 2000); // well past 300 ms: undici checks its timeouts on a coarse clock
     });
-    t.after(() => mock.restoreAll());
-    const req = { url: 'http://localhost:1/v1/chat', headers: {}, body: {}, signal: new AbortController().signal, label: 'test', secrets: [] };
-    await assert.rejects(postJson(req), { code: 'provider_unreachable', retryable: true, message: 'test: cannot reach http://localhost:1 (ECONNREFUSED)' });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat`;
+    const before = getGlobalDispatcher();
+    setGlobalDispatcher(new Agent({ headersTimeout: 300 }));
+    t.after(() => {
+      setGlobalDispatcher(before);
+      server.close();
+    });
+
+    const plain = await fetch(url, { method: 'POST', body: '{}' }).then(
+      () => 'answered',
+      (err: Error) => (err.cause as { code?: string } | undefined)?.code,
+    );
+    assert.equal(plain, 'UND_ERR_HEADERS_TIMEOUT', 'the default dispatcher gives up: the stand-in is slow enough');
+
+    const req = { url, headers: {}, body: {}, signal: AbortSignal.timeout(10_000), label: 'test', secrets: [] };
+    assert.deepEqual(await postJson(req), { json: { ok: true }, status: 200 });
   });
 });
