@@ -53,7 +53,6 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-
 /**
  * SQLite driver. Reads run on the caller's connection; writes are queued and committed in batches by one writer
  * (group commit): while a batch commits, new writes gather for the next one, so batches grow with load and each
@@ -86,7 +85,6 @@ export class SqliteStore implements Store {
       }
       return;
     }
-    // From source (tests run through tsx, which workers inherit) the sibling is .ts; built, it is .js.
     this.worker = startWorker('./sqlite-worker', import.meta.url, { path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000 });
     this.worker.unref();
     this.worker.on('message', (msg: { results?: WriteResult[] }) => {
