@@ -114,6 +114,7 @@ try {
   const a = await load(hgUrl, '/hooks/agent', agentBody, auth, hg.child.pid);
   rows.push({ target: 'hookgate /hooks/agent', ...a });
   const perRound = bareRounds.map((b, i) => (wakeRounds[i].rps / b.rps).toFixed(2)).join(' ');
+  const p99s = (list) => list.map((r) => r.p99).join(' ');
   const rss = { bare: peakRssMiB(bare.child.pid), hookgate: peakRssMiB(hg.child.pid) };
 
   const base = rows[0].rps;
@@ -128,6 +129,7 @@ try {
     ),
     '',
     `wake / bare per round: ${perRound}`,
+    `p99 ms per round: bare ${p99s(bareRounds)} | wake ${p99s(wakeRounds)}`,
     'CPU µs/req: CPU time of the server process (all threads) per request; less sensitive to a busy machine than req/s.',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
