@@ -5,6 +5,28 @@ export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
 }
 
+/**
+ * A response body as UTF-8, at most `limit` bytes: past the limit the stream is cancelled (the rest is never read
+ * or buffered) and `truncated` is set. A failing stream rejects, for the caller to classify.
+ */
+export async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<{ text: string; truncated: boolean }> {
+  if (!body) return { text: '', truncated: false };
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { text: Buffer.concat(chunks).toString('utf8'), truncated: false };
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      chunks.push(value.subarray(0, value.byteLength - (size - limit)));
+      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true };
+    }
+    chunks.push(value);
+  }
+}
+
 /** `base` + `/` + `path`, with exactly one slash between them whatever the config wrote. */
 export function joinUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;

@@ -5,7 +5,7 @@
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
-import { errorCode, isRetryableStatus } from '../http-util.js';
+import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import type { SendResult } from './types.js';
 
@@ -51,31 +51,13 @@ async function request(url: string, body: string, contentType: string, options: 
       // (and turn POST into GET on 301/302). Surface it instead.
       redirect: 'manual',
     });
-    const text = await readCapped(res);
+    const { text } = await readCapped(res.body, MAX_RESPONSE_BYTES);
     return { kind: 'response', status: res.status, headers: res.headers, text, json: parseJson(text) };
   } catch (err) {
     if (options.signal?.aborted) return { kind: 'aborted' };
     if (timeout.aborted) return { kind: 'timeout' };
     return { kind: 'network', code: errorCode(err) ?? 'fetch_failed' };
   }
-}
-
-async function readCapped(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      break;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function parseJson(text: string): unknown {

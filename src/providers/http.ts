@@ -6,7 +6,7 @@
  */
 // undici's own fetch, not the global one: a dispatcher only takes effect on the fetch of the same undici copy.
 import { Agent, fetch, type Response } from 'undici';
-import { errorCode, isRetryableStatus } from '../http-util.js';
+import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { redact } from './redact.js';
 import { ProviderError } from './types.js';
@@ -113,28 +113,14 @@ export function badResponse(label: string, why: string, cause?: unknown): Provid
 
 /** Reads the body as UTF-8 up to `limit` bytes; over the limit it throws (strict) or truncates. */
 async function readText(res: Response, limit: number, strict: boolean, req: JsonPost): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  let read: { text: string; truncated: boolean };
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel().catch(() => {});
-        if (strict) throw badResponse(req.label, `the body is larger than ${limit} bytes`);
-        chunks.push(value.subarray(0, value.byteLength - (size - limit)));
-        break;
-      }
-      chunks.push(value);
-    }
+    read = await readCapped(res.body, limit);
   } catch (err) {
-    if (err instanceof ProviderError) throw err;
     throw transportError(req, err);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  if (read.truncated && strict) throw badResponse(req.label, `the body is larger than ${limit} bytes`);
+  return read.text;
 }
 
 function transportError(req: JsonPost, err: unknown): ProviderError {

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { readCapped } from '../src/http-util.js';
+
+/** A body stream that hands out `chunks` and records whether it was cancelled. */
+function body(chunks: string[]): { stream: ReadableStream<Uint8Array>; cancelled: () => boolean; pulled: () => number } {
+  let i = 0;
+  let cancelled = false;
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (i < chunks.length) controller.enqueue(new TextEncoder().encode(chunks[i++]!));
+      else controller.close();
+    },
+    cancel() {
+      cancelled = true;
+    },
+  });
+  return { stream, cancelled: () => cancelled, pulled: () => i };
+}
+
+describe('readCapped', () => {
+  it('reads a body under the limit whole', async () => {
+    const b = body(['{"ok":', 'true}']);
+    assert.deepEqual(await readCapped(b.stream, 100), { text: '{"ok":true}', truncated: false });
+    assert.equal(b.cancelled(), false);
+  });
+
+  it('keeps exactly `limit` bytes of a longer body, cancels the stream and reads no further', async () => {
+    const b = body(['aaaa', 'bbbb', 'cccc', 'dddd']);
+    assert.deepEqual(await readCapped(b.stream, 6), { text: 'aaaabb', truncated: true });
+    assert.equal(b.cancelled(), true);
+    assert.ok(b.pulled() <= 3, `pulled ${b.pulled()} chunks`);
+  });
+
+  it('reads no body as empty', async () => {
+    assert.deepEqual(await readCapped(null, 10), { text: '', truncated: false });
+  });
+});
