@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { anthropicProviderSchema } from '../../src/config/schema/models.js';
 import { createAnthropicProvider, parseAnthropicReply, THINKING_BUDGETS, thinkingBudget } from '../../src/providers/anthropic-messages.js';
-import { ProviderError, type ModelRequest } from '../../src/providers/types.js';
 import { startAnthropicStandin, type AnthropicStandin } from '../support/anthropic-standin.js';
+import { rejection, requestFor, withStandin } from '../support/provider-tests.js';
 
 const KEY = 'sk-ant-api03-standin-0123456789';
 const fast = { retry: { baseDelayMs: 1, maxDelayMs: 5 } };
@@ -13,36 +13,11 @@ function provider(api: AnthropicStandin, extra: Record<string, unknown> = {}) {
   return createAnthropicProvider('claude', config, fast);
 }
 
-function request(over: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    model: 'claude-sonnet-4-5',
-    messages: [{ role: 'user', content: 'hello there' }],
-    signal: new AbortController().signal,
-    ...over,
-  };
-}
-
-async function rejection(p: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a rejection');
-}
+const request = requestFor('claude-sonnet-4-5');
 
 describe('anthropic-messages provider', () => {
   let api: AnthropicStandin;
-  before(async () => {
-    api = await startAnthropicStandin({ apiKey: KEY });
-  });
-  after(() => api.close());
-  beforeEach(() => {
-    api.requests.length = 0;
-    api.calls.length = 0;
-    api.setMode('ok');
-  });
+  withStandin(async () => (api = await startAnthropicStandin({ apiKey: KEY })));
 
   it('posts model, max_tokens, top-level system and messages with x-api-key and anthropic-version', async () => {
     const reply = await provider(api).complete(

@@ -6,7 +6,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { commandProviderSchema } from '../../src/config/schema/models.js';
 import { createCommandProvider, renderPrompt, type CommandOptions } from '../../src/providers/command.js';
-import { ProviderError, type ModelRequest } from '../../src/providers/types.js';
+import { rejection, requestFor } from '../support/provider-tests.js';
 
 const AGENT = fileURLToPath(new URL('../support/agent.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'hookgate-command-'));
@@ -19,19 +19,7 @@ function agent(args: string[], extra: Record<string, unknown> = {}, options: Com
   return createCommandProvider('cli', config, { killGraceMs: 300, retry: { baseDelayMs: 1, maxDelayMs: 2 }, ...options });
 }
 
-function request(over: Partial<ModelRequest> = {}): ModelRequest {
-  return { model: 'sonnet', messages: [{ role: 'user', content: 'hello there' }], signal: new AbortController().signal, ...over };
-}
-
-async function rejection(p: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a rejection');
-}
+const request = requestFor('sonnet');
 
 /** Alive and not a zombie (a reparented grandchild may wait for a reaper that a container lacks). */
 function alive(pid: number): boolean {

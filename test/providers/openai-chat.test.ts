@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { openaiChatProviderSchema } from '../../src/config/schema/models.js';
 import { createOpenAIChatProvider } from '../../src/providers/openai-chat.js';
-import { ProviderError, type ModelRequest } from '../../src/providers/types.js';
 import { startOpenAIStandin, type OpenAIStandin } from '../support/openai-standin.js';
+import { rejection, requestFor, withStandin } from '../support/provider-tests.js';
 
 const KEY = 'sk-standin-0123456789abcdef';
 const fast = { retry: { baseDelayMs: 1, maxDelayMs: 5 } };
@@ -13,31 +13,11 @@ function provider(ai: OpenAIStandin, extra: Record<string, unknown> = {}) {
   return createOpenAIChatProvider('local', config, fast);
 }
 
-function request(over: Partial<ModelRequest> = {}): ModelRequest {
-  return { model: 'llama3.2', messages: [{ role: 'user', content: 'hello there' }], signal: new AbortController().signal, ...over };
-}
-
-async function rejection(p: Promise<unknown>): Promise<ProviderError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a rejection');
-}
+const request = requestFor('llama3.2');
 
 describe('openai-chat provider', () => {
   let ai: OpenAIStandin;
-  before(async () => {
-    ai = await startOpenAIStandin({ apiKey: KEY });
-  });
-  after(() => ai.close());
-  beforeEach(() => {
-    ai.requests.length = 0;
-    ai.calls.length = 0;
-    ai.setMode('ok');
-  });
+  withStandin(async () => (ai = await startOpenAIStandin({ apiKey: KEY })));
 
   it('posts model, system + messages, stream:false with the bearer key and extra headers, and returns the content', async () => {
     const p = provider(ai, { headers: { 'HTTP-Referer': 'https://hookgate.test' } });

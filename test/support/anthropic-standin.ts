@@ -11,8 +11,8 @@
  *   claude.requests[0]?.max_tokens
  *   await claude.close();
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseJsonObject, readBody, standinKit, type ModelStandin, type ModeOptions, type StandinCall } from './model-standin.js';
 
 export type AnthropicStandinMode =
   | 'ok'
@@ -33,67 +33,40 @@ export interface AnthropicRequestBody {
   [key: string]: unknown;
 }
 
-export interface AnthropicStandinCall {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  status: number;
-}
+export type AnthropicStandinCall = StandinCall;
 
 export interface AnthropicStandinOptions {
   /** The expected `x-api-key`. */
   apiKey?: string;
 }
 
-export interface AnthropicModeOptions {
-  /** After this many requests in the mode, go back to 'ok'. Forever when unset. */
-  times?: number;
-  /** The retry-after header of 'rate-limit' / 'overloaded' (seconds or an HTTP date); "1" when unset. */
-  retryAfter?: string;
-}
+/** `retryAfter` is the retry-after header of 'rate-limit' / 'overloaded'. */
+export type AnthropicModeOptions = ModeOptions;
 
-export interface AnthropicStandin {
+export interface AnthropicStandin extends ModelStandin<AnthropicStandinMode, AnthropicRequestBody> {
   /** The baseUrl to configure: `http://127.0.0.1:<port>` (the provider adds /v1/messages). */
   url: string;
-  /** Parsed JSON bodies received on POST /v1/messages, in order. */
-  requests: AnthropicRequestBody[];
-  calls: AnthropicStandinCall[];
-  setMode(mode: AnthropicStandinMode, options?: AnthropicModeOptions): void;
-  /** The text of 'ok' answers; by default `standin: <last user message>`. */
-  setReply(reply: string | ((body: AnthropicRequestBody) => string)): void;
-  close(): Promise<void>;
 }
 
 const VERSIONS = new Set(['2023-06-01', '2023-01-01']);
 
 export async function startAnthropicStandin(options: AnthropicStandinOptions = {}): Promise<AnthropicStandin> {
   const apiKey = options.apiKey ?? 'test-key';
-  const requests: AnthropicRequestBody[] = [];
-  const calls: AnthropicStandinCall[] = [];
-  let mode: AnthropicStandinMode = 'ok';
-  let modeLeft = Infinity;
-  let retryAfter = '1';
-  let reply: (body: AnthropicRequestBody) => string = (body) => `standin: ${lastUserText(body)}`;
+  const kit = standinKit<AnthropicStandinMode, AnthropicRequestBody>();
   let served = 0;
 
-  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status });
-    res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_standin_${calls.length}`, ...headers });
-    res.end(typeof body === 'string' ? body : JSON.stringify(body));
-  };
+  // Every answer carries the id of the call it records.
+  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+    kit.send(req, res, status, body, { 'request-id': `req_standin_${kit.calls.length + 1}`, ...headers });
   const fail = (req: IncomingMessage, res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>) =>
-    send(req, res, status, { type: 'error', error: { type, message }, request_id: `req_standin_${calls.length + 1}` }, headers);
+    send(req, res, status, { type: 'error', error: { type, message }, request_id: `req_standin_${kit.calls.length + 1}` }, headers);
 
-  const server = createServer(async (req, res) => {
+  return kit.serve(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const raw = await readBody(req);
     if (path !== '/v1/messages') return fail(req, res, 404, 'not_found_error', 'Not Found');
     if (req.method !== 'POST') return fail(req, res, 405, 'invalid_request_error', `Method Not Allowed`);
-    const current = mode;
-    if (current !== 'ok' && --modeLeft <= 0) {
-      mode = 'ok';
-      modeLeft = Infinity;
-    }
+    const { mode: current, retryAfter } = kit.takeMode();
     const key = req.headers['x-api-key'];
     if (typeof key !== 'string' || !key) return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
     if (key !== apiKey || current === 'unauthorized') return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
@@ -103,15 +76,11 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
       return fail(req, res, 400, 'invalid_request_error', 'Content-Type must be application/json');
     }
-    let body: AnthropicRequestBody;
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-      body = parsed as AnthropicRequestBody;
-    } catch {
+    const body = parseJsonObject<AnthropicRequestBody>(raw);
+    if (!body) {
       return fail(req, res, 400, 'invalid_request_error', 'There was an issue with the format or content of your request: the body is not valid JSON.');
     }
-    requests.push(body);
+    kit.requests.push(body);
     const invalid = validate(body);
     if (invalid) return fail(req, res, 400, 'invalid_request_error', invalid);
 
@@ -127,12 +96,11 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
       case 'bad-shape':
         return send(req, res, 200, { id: 'msg_standin', type: 'message', role: 'assistant', model: body.model, stop_reason: 'end_turn' });
       case 'hang':
-        calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status: 0 });
-        return; // never answers; close() drops the connection
+        return kit.hang(req);
       default:
         break;
     }
-    const text = reply(body);
+    const text = kit.reply(body);
     const content: unknown[] = [];
     if (body.thinking?.type === 'enabled') {
       content.push({ type: 'thinking', thinking: 'The standin considers the request.', signature: 'c3RhbmRpbg==' });
@@ -149,26 +117,6 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
       usage: { input_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), output_tokens: Math.ceil(text.length / 4) },
     });
   });
-
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    calls,
-    setMode(next, opts = {}) {
-      mode = next;
-      modeLeft = opts.times ?? Infinity;
-      retryAfter = opts.retryAfter ?? '1';
-    },
-    setReply(next) {
-      reply = typeof next === 'string' ? () => next : next;
-    },
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** The messages of the real API's 400s, in the order it checks. */
@@ -206,22 +154,4 @@ function validate(body: AnthropicRequestBody): string | undefined {
     }
   }
   return undefined;
-}
-
-function lastUserText(body: AnthropicRequestBody): string {
-  const msgs = Array.isArray(body.messages) ? body.messages : [];
-  for (let i = msgs.length - 1; i >= 0; i--) {
-    const m = msgs[i];
-    if (m?.role === 'user') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
-  }
-  return '';
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
 }

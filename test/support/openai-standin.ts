@@ -11,8 +11,10 @@
  *   ai.requests[0]?.messages                          // bodies received on /chat/completions
  *   await ai.close();
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parseJsonObject, readBody, standinKit, type ModelStandin } from './model-standin.js';
+
+export type { ModeOptions, StandinCall } from './model-standin.js';
 
 export type OpenAIStandinMode =
   | 'ok'
@@ -32,13 +34,6 @@ export interface OpenAIChatRequestBody {
   [key: string]: unknown;
 }
 
-export interface StandinCall {
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  status: number;
-}
-
 export interface OpenAIStandinOptions {
   /** The key expected as `Authorization: Bearer <key>`; null accepts requests without auth (like Ollama). */
   apiKey?: string | null;
@@ -46,24 +41,9 @@ export interface OpenAIStandinOptions {
   models?: string[];
 }
 
-export interface ModeOptions {
-  /** After this many requests in the mode, go back to 'ok'. Forever when unset. */
-  times?: number;
-  /** The Retry-After header of 'rate-limit' (seconds or an HTTP date); "1" when unset. */
-  retryAfter?: string;
-}
-
-export interface OpenAIStandin {
+export interface OpenAIStandin extends ModelStandin<OpenAIStandinMode, OpenAIChatRequestBody> {
   /** The baseUrl to configure: `http://127.0.0.1:<port>/v1`. */
   url: string;
-  /** Parsed JSON bodies received on POST /v1/chat/completions, in order. */
-  requests: OpenAIChatRequestBody[];
-  /** Every HTTP request, with the status it got. */
-  calls: StandinCall[];
-  setMode(mode: OpenAIStandinMode, options?: ModeOptions): void;
-  /** The assistant text of 'ok' answers; by default `standin: <last user message>`. */
-  setReply(reply: string | ((body: OpenAIChatRequestBody) => string)): void;
-  close(): Promise<void>;
 }
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool', 'function']);
@@ -71,33 +51,19 @@ const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']);
 
 export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Promise<OpenAIStandin> {
   const apiKey = options.apiKey === undefined ? 'test-key' : options.apiKey;
-  const requests: OpenAIChatRequestBody[] = [];
-  const calls: StandinCall[] = [];
-  let mode: OpenAIStandinMode = 'ok';
-  let modeLeft = Infinity;
-  let retryAfter = '1';
-  let reply: (body: OpenAIChatRequestBody) => string = (body) => `standin: ${lastUserText(body)}`;
+  const kit = standinKit<OpenAIStandinMode, OpenAIChatRequestBody>();
   let served = 0;
 
-  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status });
-    res.writeHead(status, { 'content-type': 'application/json', ...headers });
-    res.end(typeof body === 'string' ? body : JSON.stringify(body));
-  };
   const fail = (req: IncomingMessage, res: ServerResponse, status: number, message: string, type: string, code: string | null = null, param: string | null = null, headers?: Record<string, string>) =>
-    send(req, res, status, { error: { message, type, param, code } }, headers);
+    kit.send(req, res, status, { error: { message, type, param, code } }, headers);
 
-  const server = createServer(async (req, res) => {
+  return kit.serve(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const raw = await readBody(req);
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
       return fail(req, res, 404, `Invalid URL (${req.method} ${path})`, 'invalid_request_error');
     }
-    const current = mode;
-    if (current !== 'ok' && --modeLeft <= 0) {
-      mode = 'ok';
-      modeLeft = Infinity;
-    }
+    const { mode: current, retryAfter } = kit.takeMode();
     if (apiKey !== null) {
       const auth = req.headers['authorization'];
       const m = typeof auth === 'string' ? /^Bearer (.+)$/.exec(auth) : null;
@@ -114,15 +80,9 @@ export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Pr
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
       return fail(req, res, 400, 'We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)', 'invalid_request_error');
     }
-    let body: OpenAIChatRequestBody;
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-      body = parsed as OpenAIChatRequestBody;
-    } catch {
-      return fail(req, res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
-    }
-    requests.push(body);
+    const body = parseJsonObject<OpenAIChatRequestBody>(raw);
+    if (!body) return fail(req, res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
+    kit.requests.push(body);
     const invalid = validate(body, options.models);
     if (invalid) return fail(req, res, invalid.status, invalid.message, 'invalid_request_error', invalid.code, invalid.param);
     switch (current) {
@@ -131,18 +91,17 @@ export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Pr
       case 'server-error':
         return fail(req, res, 500, 'The server had an error while processing your request. Sorry about that!', 'server_error');
       case 'garbage':
-        return send(req, res, 200, '{"id":"chatcmpl-standin","choices":[{"index":0,"message":{"role":"assis');
+        return kit.send(req, res, 200, '{"id":"chatcmpl-standin","choices":[{"index":0,"message":{"role":"assis');
       case 'hang':
-        calls.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, status: 0 });
-        return; // never answers; close() drops the connection
+        return kit.hang(req);
       default:
         break;
     }
-    const text = reply(body);
+    const text = kit.reply(body);
     const content = current === 'parts' ? splitParts(text) : text;
     const promptTokens = Math.ceil(JSON.stringify(body.messages).length / 4);
     const completionTokens = Math.ceil(text.length / 4);
-    send(req, res, 200, {
+    kit.send(req, res, 200, {
       id: `chatcmpl-standin-${++served}`,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
@@ -154,27 +113,7 @@ export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Pr
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
       system_fingerprint: 'fp_standin',
     });
-  });
-
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    calls,
-    setMode(next, opts = {}) {
-      mode = next;
-      modeLeft = opts.times ?? Infinity;
-      retryAfter = opts.retryAfter ?? '1';
-    },
-    setReply(next) {
-      reply = typeof next === 'string' ? () => next : next;
-    },
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
+  }, '/v1');
 }
 
 function validate(body: OpenAIChatRequestBody, models: string[] | undefined): { status: number; message: string; code: string | null; param: string | null } | undefined {
@@ -207,15 +146,6 @@ function validate(body: OpenAIChatRequestBody, models: string[] | undefined): { 
   return undefined;
 }
 
-function lastUserText(body: OpenAIChatRequestBody): string {
-  const msgs = Array.isArray(body.messages) ? body.messages : [];
-  for (let i = msgs.length - 1; i >= 0; i--) {
-    const m = msgs[i];
-    if (m?.role === 'user') return typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
-  }
-  return '';
-}
-
 /** The same text as two text parts (the array-of-parts content form). */
 function splitParts(text: string): Array<{ type: 'text'; text: string }> {
   const mid = Math.floor(text.length / 2);
@@ -223,13 +153,4 @@ function splitParts(text: string): Array<{ type: 'text'; text: string }> {
     { type: 'text', text: text.slice(0, mid) },
     { type: 'text', text: text.slice(mid) },
   ];
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
 }

@@ -12,7 +12,7 @@
  * the real error bodies is test/support/openai-standin.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal, readBody } from './model-standin.js';
 
 export interface ChatMessageIn {
   role: string;
@@ -141,8 +141,7 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
     return json(answer.status, answer.body ?? '', answer.headers);
   };
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port, close } = await listenLocal(server);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     calls,
@@ -159,18 +158,6 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
       calls.length = 0;
       maxInFlight = inFlight;
     },
-    close() {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    close,
   };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', () => resolve(''));
-  });
 }
