@@ -168,7 +168,9 @@ describe('cli: against a running service', () => {
     const eventId = /"eventId":"([0-9a-f-]+)"/.exec(ok.stdout)![1]!;
     const refused = await fetch(`${hg.url}/hooks/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token' }, body: '{}' });
     assert.equal(refused.status, 401);
-    const all = await cli(['received', '--json']);
+    // A rejection is recorded just after its answer: read again if it is not there yet.
+    let all = await cli(['received', '--json']);
+    for (let i = 0; i < 5 && all.code === 0 && !all.stdout.includes('"status": 401'); i++) all = await cli(['received', '--json']);
     assert.equal(all.code, 0, all.stderr);
     const recs = JSON.parse(all.stdout) as Array<{ status: number; code: string | null; path: string; eventIds: string[] }>;
     assert.deepEqual(pickFirst(recs), { status: 401, code: 'unauthorized', path: 'wake' });

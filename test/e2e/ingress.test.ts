@@ -349,7 +349,12 @@ describe('ingress (CONTRACT §4)', () => {
       await hg.post('/hooks/agent', { message: 'secret payload 12345' }, { authorization: 'Bearer bad' });
       const store = openStore(hg);
       try {
-        const recs = await store.listReceived(10);
+        // A rejection is recorded after its answer (only accepted work is committed first): give it a moment.
+        let recs = await store.listReceived(10);
+        for (let i = 0; i < 100 && !recs.some((x) => x.status === 401); i++) {
+          await new Promise((res) => setTimeout(res, 20));
+          recs = await store.listReceived(10);
+        }
         const accepted = recs.find((x) => x.runIds.includes(String(r.body?.runId)));
         assert.ok(accepted);
         assert.equal(accepted.status, 200);
