@@ -24,9 +24,32 @@ export type HttpErrorCode =
   | 'unavailable'
   | 'internal';
 
+/** A model provider's failure (src/providers): each carries whether a later retry may succeed. */
+export type ProviderErrorCode =
+  | 'provider_http' // the server answered with a non-2xx status
+  | 'provider_bad_response' // 2xx but not the protocol's shape (garbage, malformed JSON, empty choices)
+  | 'provider_unreachable' // connection refused / reset / DNS
+  | 'provider_timeout' // aborted by the run's timeout
+  | 'provider_command_failed'; // command provider: non-zero exit, spawn failure
+
+/** A messaging channel's failure (src/channels). */
+export type ChannelErrorCode =
+  | 'channel_config' // the channel's own config cannot be used (e.g. an unreadable service-account file)
+  | 'channel_plugin_invalid' // a plugin module does not export a usable channel
+  | 'irc_unavailable' // IRC: a step failed that may succeed later
+  | 'irc_rejected'; // IRC: the server refused for good
+
+/** A transform module could not be imported, or does not export a usable function. */
+export type TransformErrorCode = 'transform_invalid' | 'transform_load_failed' | 'transform_loader_disposed';
+
+/**
+ * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
+ */
+export type ErrorCode = HttpErrorCode | ProviderErrorCode | ChannelErrorCode | TransformErrorCode | 'config_invalid' | 'store_unavailable';
+
 export class HookgateError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;

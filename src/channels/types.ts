@@ -1,4 +1,4 @@
-import { HookgateError } from '../errors.js';
+import { type ChannelErrorCode, HookgateError } from '../errors.js';
 
 /**
  * One message to deliver. `text` is one chunk already split to the channel's `maxTextLength`
@@ -49,4 +49,9 @@ export interface ChannelContext {
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
 }
 
-export class ChannelError extends HookgateError {}
+export class ChannelError extends HookgateError {
+  declare readonly code: ChannelErrorCode;
+  constructor(code: ChannelErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}

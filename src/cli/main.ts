@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import { startApp } from '../app.js';
 import { newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
+import { DELIVERY_STATES, RUN_STATES, SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { ConfigError } from '../errors.js';
 import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/validate.js';
 import type { DeliveryState, RunState } from '../store/types.js';
@@ -69,7 +70,7 @@ const send = program.command('send').description('send a request to the running 
 send
   .command('wake')
   .argument('<text>', 'the event text')
-  .addOption(new Option('--mode <mode>', 'when the main agent sees it').choices(['now', 'next-heartbeat']).default('now'))
+  .addOption(new Option('--mode <mode>', 'when the main agent sees it').choices(WAKE_MODES).default('now'))
   .option('--idempotency-key <key>')
   .addOption(configOption())
   .addOption(urlOption())
@@ -82,8 +83,8 @@ send
   .option('--name <name>', 'hook name used in the summary')
   .option('--agent-id <id>')
   .option('--session-key <key>')
-  .addOption(new Option('--session-mode <mode>').choices(['isolated', 'persistent']))
-  .addOption(new Option('--wake-mode <mode>').choices(['now', 'next-heartbeat']))
+  .addOption(new Option('--session-mode <mode>').choices(SESSION_MODES))
+  .addOption(new Option('--wake-mode <mode>').choices(WAKE_MODES))
   .option('--no-deliver', 'do not deliver the reply to a channel')
   .option('--channel <channel>')
   .option('--to <to>')
@@ -130,7 +131,7 @@ send
 const runs = program.command('runs').description('agent runs in the store');
 runs
   .command('list')
-  .addOption(new Option('--state <state>').choices(['queued', 'running', 'succeeded', 'failed', 'timed_out']))
+  .addOption(new Option('--state <state>').choices(RUN_STATES))
   .option('--session <key>', 'only runs of this session key')
   .option('--limit <n>', 'how many, newest first', Number, 50)
   .option('--json', 'print JSON')
@@ -244,7 +245,7 @@ const deliveries = program.command('deliveries').description('the outbox: replie
 deliveries
   .command('list')
   .option('--failed', 'only dead-lettered deliveries')
-  .addOption(new Option('--state <state>').choices(['pending', 'delivered', 'dead']))
+  .addOption(new Option('--state <state>').choices(DELIVERY_STATES))
   .option('--limit <n>', 'how many, newest first', Number, 50)
   .option('--json', 'print JSON')
   .addOption(configOption())

@@ -1,3 +1,4 @@
+import { isOneOf, SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { HttpError } from '../errors.js';
 import type { SessionMode, WakeMode } from '../store/types.js';
 
@@ -72,7 +73,7 @@ export function optionalBoolean(p: Payload, key: string): boolean | undefined {
 
 export function parseWakeMode(v: unknown, key: string): WakeMode {
   if (v === undefined || v === null) return 'now';
-  if (v === 'now' || v === 'next-heartbeat') return v;
+  if (isOneOf(WAKE_MODES, v)) return v;
   throw bad(`${key} must be "now" or "next-heartbeat"`);
 }
 
@@ -82,7 +83,7 @@ function mode(p: Payload, key: string): WakeMode {
 
 export function sessionMode(v: unknown): SessionMode {
   if (v === undefined || v === null) return 'isolated';
-  if (v === 'isolated' || v === 'persistent') return v;
+  if (isOneOf(SESSION_MODES, v)) return v;
   throw bad('sessionMode must be "isolated" or "persistent"');
 }
 

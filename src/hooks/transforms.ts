@@ -15,7 +15,7 @@ import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, HookgateError } from '../errors.js';
+import { ConfigError, HookgateError, type TransformErrorCode as TransformErrorCodeAll } from '../errors.js';
 
 /** What a transform is called with. */
 export interface TransformInput {
@@ -35,7 +35,7 @@ export type TransformFn = (input: TransformInput) => unknown | Promise<unknown>;
 export const TRANSFORM_EXTENSIONS: readonly string[] = ['.mjs', '.js', '.cjs', '.ts', '.mts'];
 const TS_EXTENSIONS: ReadonlySet<string> = new Set(['.ts', '.mts']);
 
-export type TransformErrorCode = 'transform_invalid' | 'transform_load_failed';
+export type TransformErrorCode = Exclude<TransformErrorCodeAll, 'transform_loader_disposed'>;
 
 /** A transform module could not be imported, or does not export a usable function. */
 export class TransformError extends HookgateError {

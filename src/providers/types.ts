@@ -1,4 +1,4 @@
-import { HookgateError } from '../errors.js';
+import { HookgateError, type ProviderErrorCode } from '../errors.js';
 
 /** One turn of a conversation as sent to a model. */
 export interface ChatMessage {
@@ -33,12 +33,7 @@ export interface ModelProvider {
   close?(): Promise<void>;
 }
 
-export type ProviderErrorCode =
-  | 'provider_http' // the server answered with a non-2xx status
-  | 'provider_bad_response' // 2xx but not the protocol's shape (garbage, malformed JSON, empty choices)
-  | 'provider_unreachable' // connection refused / reset / DNS
-  | 'provider_timeout' // aborted by the run's timeout
-  | 'provider_command_failed'; // command provider: non-zero exit, spawn failure
+export type { ProviderErrorCode };
 
 export class ProviderError extends HookgateError {
   declare readonly code: ProviderErrorCode;

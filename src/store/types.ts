@@ -7,10 +7,9 @@
 /** The main session of the default agent: where wakes and run summaries go, and whose heartbeat reads them. */
 export const MAIN_SESSION_KEY = 'main';
 
-export type WakeMode = 'now' | 'next-heartbeat';
-export type SessionMode = 'isolated' | 'persistent';
-export type ContentSource = 'webhook' | 'email';
-export type RunState = 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
+
+export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
 
 /** A system event of a session (the main session for wakes and run summaries). */
 export interface NewSystemEvent {
@@ -19,7 +18,7 @@ export interface NewSystemEvent {
   agentId: string;
   text: string;
   /** What produced it: a wake request, a run summary, the CLI. */
-  origin: 'wake' | 'summary' | 'cli';
+  origin: EventOrigin;
   runId?: string | null;
   createdAt: number;
 }
@@ -65,7 +64,6 @@ export interface Run extends NewRun {
   deliveryStatus: string | null;
 }
 
-export type DeliveryState = 'pending' | 'delivered' | 'dead';
 
 /** A reply to deliver: one outbox row. */
 export interface NewDelivery {
@@ -108,7 +106,7 @@ export interface RunCompletion {
   runId: string;
   /** Only the lease holder may finish it; another owner's completion is ignored (returns false). */
   owner: string;
-  state: 'succeeded' | 'failed' | 'timed_out';
+  state: FinishedRunState;
   finishedAt: number;
   error: string | null;
   reply: string | null;
@@ -174,7 +172,6 @@ export interface AcceptCommand {
   received: ReceivedHook;
 }
 
-export type EventOutcome = 'queued' | 'coalesced';
 
 export interface AcceptOutcome {
   /** Per event of the command, in order: the stored id (the earlier one when coalesced) and the outcome. */

@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { SESSION_MODES, WAKE_MODES } from '../../enums.js';
 import { nonBlank, positiveInt } from './common.js';
 
-export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
-export const SESSION_MODES = ['isolated', 'persistent'] as const;
+export { SESSION_MODES, WAKE_MODES };
 export const SIGNATURE_SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
 export const PRESETS = ['gmail'] as const;
 

@@ -1,0 +1,38 @@
+/**
+ * The one source of hookgate's closed sets of words. Config schemas (`z.enum`), CLI choices, the store's unions and
+ * the normalisers derive from these lists, so a new value is added here once.
+ */
+
+/** When a wake (or a finished run's summary) reaches the main agent. */
+export const WAKE_MODES = ['now', 'next-heartbeat'] as const;
+export type WakeMode = (typeof WAKE_MODES)[number];
+
+/** `isolated`: a fresh session per run; `persistent`: the run continues the session named by its key. */
+export const SESSION_MODES = ['isolated', 'persistent'] as const;
+export type SessionMode = (typeof SESSION_MODES)[number];
+
+/** Where a run's message came from, which decides its safety wrapper's label. */
+export const CONTENT_SOURCES = ['webhook', 'email'] as const;
+export type ContentSource = (typeof CONTENT_SOURCES)[number];
+
+export const RUN_STATES = ['queued', 'running', 'succeeded', 'failed', 'timed_out'] as const;
+export type RunState = (typeof RUN_STATES)[number];
+/** The states a run ends in (a finished run may be re-queued by hand). */
+export const FINISHED_RUN_STATES = ['succeeded', 'failed', 'timed_out'] as const;
+export type FinishedRunState = (typeof FINISHED_RUN_STATES)[number];
+
+export const DELIVERY_STATES = ['pending', 'delivered', 'dead'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/** What produced a system event: a wake request, a run summary, the CLI. */
+export const EVENT_ORIGINS = ['wake', 'summary', 'cli'] as const;
+export type EventOrigin = (typeof EVENT_ORIGINS)[number];
+
+/** A wake's text equal to the previous pending event is coalesced into it. */
+export const EVENT_OUTCOMES = ['queued', 'coalesced'] as const;
+export type EventOutcome = (typeof EVENT_OUTCOMES)[number];
+
+/** A type guard for any of the lists above. */
+export function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
+  return typeof value === 'string' && (list as readonly string[]).includes(value);
+}

@@ -1,0 +1,80 @@
+/**
+ * The one home for text that leaves the process in a log line, an error message, a dead-letter record or a terminal
+ * cell. Everything that came from outside (payload fields, hook names, session keys, a platform's or a child
+ * process's words, error messages that quote their input) goes through one of these before it is written.
+ * Pure functions only.
+ */
+
+/**
+ * Every character that can split, recolour or visually reorder a line: C0 controls, DEL, C1 controls, the Unicode
+ * line/paragraph separators, the left-to-right/right-to-left marks and the bidi embedding/override/isolate controls
+ * ("Trojan Source" style spoofing).
+ */
+export const LINE_UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** The same set, without the whitespace controls (\t \n \v \f \r): for text whose line breaks are collapsed later. */
+export const NON_WHITESPACE_CONTROLS = /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+const WHITESPACE_RUN = /\s+/g;
+const ELLIPSIS = '…';
+
+/**
+ * Cuts `text` to at most `max` UTF-16 code units, the last of which is `…` when anything was cut.
+ * Never leaves half of a surrogate pair at the cut: a lone high surrogate would render as U+FFFD and
+ * make the string invalid UTF-8 for JSON/log consumers.
+ */
+export function truncateWithEllipsis(text: string, max: number): string {
+  const limit = Number.isFinite(max) ? Math.floor(max) : max === Infinity ? Infinity : 0;
+  if (limit <= 0) return '';
+  if (text.length <= limit) return text;
+  let cut = limit - 1; // room for the ellipsis
+  if (cut > 0) {
+    const last = text.charCodeAt(cut - 1);
+    if (last >= 0xd800 && last <= 0xdbff) cut -= 1; // keep the pair whole by dropping both halves
+  }
+  return text.slice(0, cut) + ELLIPSIS;
+}
+
+/**
+ * One safe line: every unsafe character → space, whitespace runs collapsed, trimmed, at most `max` UTF-16 units
+ * with `…`. Redaction of secrets, if any, must happen before this call (`redactSecrets`).
+ */
+export function logSafe(text: string, max = 500): string {
+  const flat = String(text).replace(LINE_UNSAFE, ' ').replace(WHITESPACE_RUN, ' ').trim();
+  return truncateWithEllipsis(flat, max);
+}
+
+/** `logSafe` for an optional value: a non-string or a blank result is `undefined`. */
+export function logSafeOptional(value: unknown, max = 200): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const safe = logSafe(value, max);
+  return safe === '' ? undefined : safe;
+}
+
+/** The message of anything thrown. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The first line of a thrown value's message, made log-safe and bounded. */
+export function firstLine(err: unknown, max = 200): string {
+  return logSafe(errorMessage(err).split('\n')[0] ?? '', max);
+}
+
+/** A request sub-path for a log line: printable ASCII only (it comes from the request line), bounded. */
+export function logPath(subPath: string, max = 100): string {
+  return truncateWithEllipsis(subPath.replace(/[^\x21-\x7e]/g, '?'), max);
+}
+
+/**
+ * Masks known secrets and anything shaped like an API key or bearer token, then makes the text one safe line.
+ * For error messages built from what a server or a child process said.
+ */
+export function redactSecrets(text: string, secrets: ReadonlyArray<string | undefined>, max = 200): string {
+  let out = text;
+  // Longest first, so a secret that contains another is masked whole.
+  const known = secrets.filter((s): s is string => !!s && s.length >= 4).sort((a, b) => b.length - a.length);
+  for (const s of known) out = out.split(s).join('[redacted]');
+  out = out.replace(/\b(?:sk|pk|rk)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]').replace(/\b(Bearer|Basic)\s+[^\s"',]+/gi, '$1 [redacted]');
+  return logSafe(out, max);
+}
