@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { loadServeConfig } from '../app.js';
 import { embeddedTokenFile } from '../config/defaults.js';
 import { type Config, configPath, findConfigFile } from '../config/load.js';
+import { loadServeConfig } from '../config/serve-config.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 

@@ -2,7 +2,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { startApp } from '../app.js';
 import { newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
 import { DELIVERY_STATES, RUN_STATES, SESSION_MODES, WAKE_MODES } from '../enums.js';
@@ -27,6 +26,8 @@ program
   .description('run the service')
   .addOption(configOption())
   .action(async (opts: { config?: string }) => {
+    // Loaded here only: the commands that read the store never load the server (ingress, runtime, channels).
+    const { startApp } = await import('../app.js');
     const app = await startApp({ configFile: findConfigFile(opts.config), watchConfig: true });
     process.on('SIGHUP', () => void app.reload());
     const stop = () => {

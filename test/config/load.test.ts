@@ -515,7 +515,7 @@ describe('key paths and the error text', () => {
 });
 
 describe('transform paths are config problems (CONTRACT §3)', () => {
-  // serve and `config check` both load through loadServeConfig (src/app.ts). Imported lazily so a broken app
+  // serve and `config check` both load through loadServeConfig (src/config/serve-config.ts). Imported lazily so a broken app
   // module fails only these tests.
   let dir: string;
   before(() => {
@@ -526,7 +526,7 @@ describe('transform paths are config problems (CONTRACT §3)', () => {
   after(() => removeDir(dir));
 
   const load = async (config: Record<string, unknown>) => {
-    const { loadServeConfig } = await import('../../src/app.js');
+    const { loadServeConfig } = await import('../../src/config/serve-config.js');
     const file = join(dir, `c-${Math.random().toString(36).slice(2)}.json5`);
     writeFileSync(file, JSON.stringify(config));
     return () => loadServeConfig(file, dir, {});

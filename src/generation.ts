@@ -1,0 +1,123 @@
+/**
+ * One config generation: everything built from one loaded config, as one immutable value — the config, its hooks
+ * base path, model catalog, channel ids and default agent (what the request path needs: `HooksContext`), its
+ * channels and providers (what the runtime needs: `RuntimeEnv`), and the hook token ready for constant-time
+ * compares. Built and disposed as a unit; a reload builds the next one, swaps one reference and disposes the old.
+ */
+import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
+import type { Config } from './config/load.js';
+import { ConfigError } from './errors.js';
+import { configuredChannelIds, defaultAgentId } from './config/validate.js';
+import { ModelCatalog } from './config/model-catalog.js';
+import type { HooksContext } from './hooks/context.js';
+import { HookToken } from './ingress/auth.js';
+import type { Logger } from './log.js';
+import { closeProviders, createProviders } from './providers/registry.js';
+import type { ModelProvider } from './providers/types.js';
+import type { RuntimeEnv } from './runtime/env.js';
+
+export interface Generation extends HooksContext, RuntimeEnv {
+  readonly config: Config;
+  readonly catalog: ModelCatalog;
+  readonly defaultAgentId: string;
+  readonly providers: Map<string, ModelProvider>;
+  readonly channels: ChannelRegistry;
+  /** `hooks.token`, ready for constant-time compares; undefined when none is configured. */
+  readonly hookToken: HookToken | undefined;
+  /** Close what this generation opened (channel sockets, provider children). In-flight sends may fail: the outbox retries them. */
+  dispose(): Promise<void>;
+}
+
+/** Builds generation `number` of `config`. Channels start here (IRC connects): a failure rejects and nothing is left open. */
+export async function buildGeneration(config: Config, number: number, logger: Logger): Promise<Generation> {
+  const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
+  const providers = createProviders(config.models.providers);
+  return {
+    config,
+    generation: number,
+    basePath: config.hooks.path,
+    catalog: new ModelCatalog(config),
+    channelIds: new Set([...configuredChannelIds(config), ...channels.ids()]),
+    defaultAgentId: defaultAgentId(config),
+    providers,
+    channels,
+    hookToken: config.hooks.token ? new HookToken(config.hooks.token) : undefined,
+    async dispose() {
+      await Promise.allSettled([channels.close(), closeProviders(providers)]);
+    },
+  };
+}
+
+/** Config keys that a reload cannot change in a running process: named in a warning, applied at the next start. */
+export function restartOnlyChanges(current: Config, next: Config): string[] {
+  const keys: string[] = [];
+  if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) keys.push('storage');
+  if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) keys.push('gateway.bind/port');
+  return keys;
+}
+
+/**
+ * The current generation and how it is replaced. `reload()` re-reads the config file: an invalid file, or channels
+ * that fail to start, are logged by key path and the current generation stays; else the next one is swapped in, the
+ * listeners are told, and the old one is disposed.
+ */
+export class Generations {
+  private gen: Generation;
+  private readonly listeners: Array<(next: Generation) => void> = [];
+
+  private constructor(
+    first: Generation,
+    private readonly logger: Logger,
+    private readonly load: (file: string) => Config,
+  ) {
+    this.gen = first;
+  }
+
+  static async start(config: Config, logger: Logger, load: (file: string) => Config): Promise<Generations> {
+    return new Generations(await buildGeneration(config, 1, logger), logger, load);
+  }
+
+  get current(): Generation {
+    return this.gen;
+  }
+
+  onSwap(listener: (next: Generation) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Resolves to whether the new config applied. */
+  async reload(): Promise<boolean> {
+    const current = this.gen.config;
+    if (!current.file) return false;
+    const { logger } = this;
+    let next: Config;
+    try {
+      next = this.load(current.file);
+    } catch (err) {
+      const issues = err instanceof ConfigError ? err.issues : [{ path: '', message: (err as Error).message }];
+      logger.error({ config: current.file, issues }, 'config reload rejected; the previous config stays active');
+      return false;
+    }
+    const restartOnly = restartOnlyChanges(current, next);
+    if (restartOnly.length) logger.warn({ keys: restartOnly }, 'config keys changed that apply only after a restart');
+    let built: Generation;
+    try {
+      built = await buildGeneration(next, this.gen.generation + 1, logger);
+    } catch (err) {
+      logger.error({ config: next.file, err: (err as Error).message }, 'config reload rejected: channels failed to start; the previous config stays active');
+      return false;
+    }
+    const old = this.gen;
+    this.gen = built;
+    for (const l of this.listeners) l(built);
+    void old.dispose();
+    if (next.logging.level !== logger.level) logger.level = next.logging.level;
+    for (const w of next.warnings) logger.warn({ config: next.file }, w);
+    logger.info({ config: next.file, generation: built.generation }, 'config reloaded');
+    return true;
+  }
+
+  dispose(): Promise<void> {
+    return this.gen.dispose();
+  }
+}
