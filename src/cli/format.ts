@@ -1,3 +1,5 @@
+import { logSafe } from '../text-safe.js';
+
 /** Plain-text tables for people; every list command also has --json for scripts. */
 export function table(rows: Array<Record<string, unknown>>, columns: string[]): string {
   if (rows.length === 0) return '(none)';
@@ -10,8 +12,7 @@ export function table(rows: Array<Record<string, unknown>>, columns: string[]): 
 function cell(v: unknown): string {
   if (v === null || v === undefined) return '-';
   const s = typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
-  const flat = s.replace(/[\u0000-\u001f\u007f]+/g, ' ');
-  return flat.length > 60 ? `${flat.slice(0, 59)}…` : flat;
+  return logSafe(s, 60);
 }
 
 export function time(ms: number | null | undefined): string {

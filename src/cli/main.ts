@@ -8,6 +8,7 @@ import { DELIVERY_STATES, RUN_STATES, SESSION_MODES, WAKE_MODES } from '../enums
 import { ConfigError } from '../errors.js';
 import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/validate.js';
 import type { DeliveryState, RunState } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
 import { cliConfig, serviceEndpoint, withStore } from './context.js';
 import { printJson, table, time } from './format.js';
 import { starterConfig } from './starter-config.js';
@@ -163,10 +164,10 @@ runs
         `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
         `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,
         `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
-        `  message:    ${oneLine(run.message, 200)}`,
+        `  message:    ${logSafe(run.message, 200)}`,
       ];
       if (run.error) lines.push(`  error:      ${run.error}`);
-      if (run.reply) lines.push(`  reply:      ${oneLine(run.reply, 200)}`);
+      if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
       if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
       for (const d of await store.listDeliveries({ runId: run.id })) {
         lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
@@ -215,11 +216,11 @@ sessions
         `session ${s.key} (agent ${s.agentId})`,
         `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
         `  transcript (last ${s.transcript.length} messages):`,
-        ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${oneLine(m.content, 160)}`),
+        ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
         `  pending system events (${s.pending.length}):`,
-        ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${oneLine(e.text, 160)}  (${e.id})`),
+        ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${logSafe(e.text, 160)}  (${e.id})`),
         `  recent runs (${s.recentRuns.length}):`,
-        ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${oneLine(r.name, 40)}`),
+        ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
       ];
       process.stdout.write(`${out.join('\n')}\n`);
     });
@@ -311,11 +312,6 @@ async function post(opts: { config?: string; url?: string }, path: string, body:
   const text = await res.text();
   process.stdout.write(`${res.status} ${text}\n`);
   if (!res.ok) process.exitCode = 1;
-}
-
-function oneLine(s: string, max: number): string {
-  const flat = s.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 function fail(message: string): never {
