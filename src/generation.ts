@@ -7,7 +7,7 @@
 import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
 import type { Config } from './config/load.js';
 import { ConfigError } from './errors.js';
-import { configuredChannelIds, defaultAgentId } from './config/validate.js';
+import { configuredChannelIds, defaultAgentId } from './config/lookup.js';
 import { ModelCatalog } from './config/model-catalog.js';
 import type { HooksContext } from './hooks/context.js';
 import { HookToken } from './ingress/auth.js';

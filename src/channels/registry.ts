@@ -9,7 +9,7 @@
  * `(ctx) => Channel | Promise<Channel>`. Their ids may not clash with a core platform, a built-in channel, an alias,
  * `last`, or another plugin.
  */
-import { normalizeChannelName } from '../config/validate.js';
+import { normalizeChannelName } from '../config/lookup.js';
 import { realpath, stat } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';

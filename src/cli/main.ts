@@ -6,7 +6,7 @@ import { newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
 import { DELIVERY_STATES, RUN_STATES, SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { ConfigError } from '../errors.js';
-import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/validate.js';
+import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
 import type { DeliveryState, RunState } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { cliConfig, serviceEndpoint, withStore } from './context.js';

@@ -1,6 +1,6 @@
 import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
-import { configuredChannelIds, defaultAgentId } from '../config/validate.js';
+import { configuredChannelIds, defaultAgentId } from '../config/lookup.js';
 
 /**
  * What the request path needs from one config generation, computed once when the config (re)loads,

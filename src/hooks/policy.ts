@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '../ids.js';
-import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/validate.js';
+import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/lookup.js';
 import { HttpError } from '../errors.js';
 import type { ContentSource, NewRun } from '../store/types.js';
 import type { HooksContext } from './context.js';

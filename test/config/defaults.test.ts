@@ -9,7 +9,7 @@ import { after, afterEach, beforeEach, describe, it } from 'node:test';
 import { embeddedDefault, embeddedTokenFile, newToken } from '../../src/config/defaults.js';
 import { validateConfig } from '../../src/config/load.js';
 import { ModelCatalog } from '../../src/config/model-catalog.js';
-import { configuredChannelIds } from '../../src/config/validate.js';
+import { configuredChannelIds } from '../../src/config/lookup.js';
 import { parse, removeDir, tempDir } from './helpers.js';
 
 describe('newToken', () => {

@@ -7,15 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  agentAllowed,
-  configuredChannelIds,
-  crossCheck,
-  defaultAgentId,
-  normalizeChannelName,
-  resolveAgentId,
-  startsWithAny,
-} from '../../src/config/validate.js';
+import { agentAllowed, configuredChannelIds, defaultAgentId, normalizeChannelName, resolveAgentId, startsWithAny } from '../../src/config/lookup.js';
+import { crossCheck } from '../../src/config/validate.js';
 import { normalizeHooksPath } from '../../src/config/schema/hooks.js';
 import { assertIssue, issuesOf, parse, TOKEN } from './helpers.js';
 

@@ -1,0 +1,33 @@
+import type { ConfigIssue } from '../../errors.js';
+import { configuredChannelIds, normalizeChannelName } from '../lookup.js';
+import { CORE_CHANNELS } from '../schema/channels.js';
+import type { RawConfig } from '../schema/index.js';
+import { isTemplated } from '../template-syntax.js';
+import type { CheckResult } from './types.js';
+
+/** Checks that a static channel name is `last` or configured (plugins are checked when they load). */
+export type ChannelNameCheck = (name: string | undefined, path: string) => void;
+
+export function channelNameCheck(config: RawConfig, issues: ConfigIssue[]): ChannelNameCheck {
+  const known = configuredChannelIds(config);
+  const mayBePlugin = config.channels.plugins.length > 0;
+  return (name, path) => {
+    if (name === undefined || isTemplated(name)) return;
+    const c = normalizeChannelName(name);
+    if (c === 'last' || known.includes(c)) return;
+    if (mayBePlugin && !(CORE_CHANNELS as readonly string[]).includes(c)) return;
+    issues.push({ path, message: `channel "${name}" is not configured (configured: ${['last', ...known].join(', ')})` });
+  };
+}
+
+/** `channels.default` names a concrete, configured channel. */
+export function checkChannels(config: RawConfig): CheckResult {
+  const issues: ConfigIssue[] = [];
+  const fallback = config.channels.default;
+  if (fallback) {
+    if (normalizeChannelName(fallback.channel) === 'last')
+      issues.push({ path: 'channels.default.channel', message: 'channels.default must name a concrete channel, not "last"' });
+    else channelNameCheck(config, issues)(fallback.channel, 'channels.default.channel');
+  }
+  return { issues, warnings: [] };
+}

@@ -1,0 +1,33 @@
+import { startsWithAny } from '../lookup.js';
+import type { RawConfig } from '../schema/index.js';
+import type { CheckResult } from './types.js';
+
+/** `hooks.*` on its own: a token when enabled, a usable path, session-key prefixes that admit the default key. */
+export function checkHooks(config: RawConfig): CheckResult {
+  const { hooks } = config;
+  const issues: CheckResult['issues'] = [];
+  const warnings: string[] = [];
+  if (hooks.enabled && !hooks.token) issues.push({ path: 'hooks.token', message: 'hooks.enabled requires hooks.token' });
+  if (hooks.path === '/') issues.push({ path: 'hooks.path', message: "hooks.path may not be '/'" });
+  if (hooks.token && hooks.token.length < 16)
+    warnings.push('hooks.token is shorter than 16 characters: use `hookgate token` for a strong one');
+
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  if (prefixes !== undefined && prefixes.length > 0) {
+    if (hooks.defaultSessionKey && !startsWithAny(hooks.defaultSessionKey, prefixes)) {
+      issues.push({ path: 'hooks.defaultSessionKey', message: 'hooks.defaultSessionKey must match hooks.allowedSessionKeyPrefixes' });
+    }
+    if (!hooks.defaultSessionKey && !startsWithAny('hook:example', prefixes)) {
+      issues.push({
+        path: 'hooks.allowedSessionKeyPrefixes',
+        message: "hooks.allowedSessionKeyPrefixes must include 'hook:' when hooks.defaultSessionKey is unset",
+      });
+    }
+  }
+  return { issues, warnings };
+}
+
+/** Last, so it ends the list of warnings: the most likely reason a user sees only 404s. */
+export function checkHooksEnabled(config: RawConfig): CheckResult {
+  return { issues: [], warnings: config.hooks.enabled ? [] : ['hooks.enabled is not true: every request under hooks.path answers 404'] };
+}

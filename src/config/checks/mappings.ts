@@ -1,0 +1,81 @@
+import type { ConfigIssue } from '../../errors.js';
+import { agentAllowed, startsWithAny } from '../lookup.js';
+import { ModelCatalog } from '../model-catalog.js';
+import type { RawConfig } from '../schema/index.js';
+import { isTemplated } from '../template-syntax.js';
+import { channelNameCheck } from './channels.js';
+import { modelRefCheck } from './models.js';
+import type { CheckResult } from './types.js';
+
+/**
+ * `hooks.mappings[]`: what each mapping needs to be usable (problems), unique ids, and mappings that can never work
+ * as written (warnings: they do not stop the service, but each is named at start and reload).
+ */
+export function checkMappings(config: RawConfig): CheckResult {
+  const { hooks } = config;
+  const issues: ConfigIssue[] = [];
+  const checkModel = modelRefCheck(new ModelCatalog(config), issues);
+  const checkChannel = channelNameCheck(config, issues);
+  const prefixes = hooks.allowedSessionKeyPrefixes;
+  const hasPrefixes = prefixes !== undefined && prefixes.length > 0;
+
+  hooks.mappings.forEach((m, i) => {
+    const at = `hooks.mappings[${i}]`;
+    if (m.sessionKey && isTemplated(m.sessionKey) && !hasPrefixes) {
+      issues.push({
+        path: `${at}.sessionKey`,
+        message: 'hooks.allowedSessionKeyPrefixes is required when a hook mapping sessionKey uses templates',
+      });
+    }
+    if (m.sessionKey && !isTemplated(m.sessionKey) && hasPrefixes && !startsWithAny(m.sessionKey, prefixes)) {
+      issues.push({ path: `${at}.sessionKey`, message: `sessionKey must start with one of: ${prefixes.join(', ')}` });
+    }
+    if (m.action === 'wake' && !m.textTemplate && !m.transform)
+      issues.push({ path: `${at}.textTemplate`, message: 'a wake mapping needs textTemplate or a transform' });
+    if (m.action === 'agent' && !m.messageTemplate && !m.transform)
+      issues.push({ path: `${at}.messageTemplate`, message: 'an agent mapping needs messageTemplate or a transform' });
+    checkModel(m.model, `${at}.model`, true);
+    checkChannel(m.channel, `${at}.channel`);
+    if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
+      issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
+  });
+  issues.push(...duplicateIds(hooks));
+  return { issues, warnings: neverWorking(hooks) };
+}
+
+function duplicateIds(hooks: RawConfig['hooks']): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Map<string, number>();
+  hooks.mappings.forEach((m, i) => {
+    if (m.id === undefined) return;
+    const first = seen.get(m.id);
+    if (first !== undefined)
+      issues.push({ path: `hooks.mappings[${i}].id`, message: `duplicate mapping id "${m.id}" (also hooks.mappings[${first}].id)` });
+    else seen.set(m.id, i);
+  });
+  return issues;
+}
+
+function neverWorking(hooks: RawConfig['hooks']): string[] {
+  const warnings: string[] = [];
+  hooks.mappings.forEach((m, i) => {
+    const at = `hooks.mappings[${i}]`;
+    const path = m.match?.path;
+    if (path === 'wake' || path === 'agent')
+      warnings.push(`${at}: match.path "${path}" never matches: /${path} is a direct route and takes precedence over mappings`);
+    if (path === '')
+      warnings.push(`${at}: match.path is empty after normalisation, so it only matches "${hooks.path}" itself, which is answered 404; omit match.path to match every path`);
+    if (m.action === 'agent' && m.sessionKey && isTemplated(m.sessionKey) && !hooks.allowRequestSessionKey)
+      warnings.push(
+        `${at}.sessionKey is templated but hooks.allowRequestSessionKey is false: every agent request to this mapping is refused (400 session_key_not_allowed); set allowRequestSessionKey: true or use a static key`,
+      );
+    // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source).
+    const earlier = hooks.mappings.slice(0, i).findIndex(
+      (e) =>
+        (e.match?.path === undefined || e.match.path === path) &&
+        (e.match?.source === undefined || e.match.source === m.match?.source),
+    );
+    if (earlier >= 0) warnings.push(`${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`);
+  });
+  return warnings;
+}
