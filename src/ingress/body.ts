@@ -54,14 +54,58 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
   });
 }
 
+/**
+ * How much of a refused body is read and dropped before the connection is closed. Closing a socket whose client is
+ * still uploading makes the kernel answer with a reset, and Node's fetch and http clients then report EPIPE instead
+ * of the 413 (a sender that retries on network errors retries forever). Reading on lets every client read the
+ * answer; the bound keeps a stranger from holding the connection open with an endless body.
+ */
+export const DISCARD_LIMITS = { maxBytes: 256 * 1024 * 1024, maxMs: 10_000 } as const;
+
+/**
+ * Reads and drops the rest of a request body without buffering it. Resolves true when the body ended within the
+ * limits, false when they were hit (the caller then closes the connection under the client).
+ */
+export function discardBody(req: IncomingMessage, limits: { maxBytes: number; maxMs: number } = DISCARD_LIMITS): Promise<boolean> {
+  if (req.complete) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (complete: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onClose);
+      if (!complete) req.pause();
+      resolve(complete);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > limits.maxBytes) finish(false);
+    };
+    const onEnd = () => finish(true);
+    const onClose = () => finish(false);
+    const timer = setTimeout(() => finish(false), limits.maxMs);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+    req.on('error', onClose);
+    req.resume();
+  });
+}
+
 function tooLarge(maxBytes: number): HttpError {
   return new HttpError(413, 'payload_too_large', `request body exceeds ${maxBytes} bytes`);
 }
 
-/** Empty or whitespace-only → `{}`; invalid JSON → 400 invalid_json; a non-object value → 400 invalid_payload. */
+/**
+ * Empty or whitespace-only → `{}`; invalid JSON → 400 invalid_json; a non-object value → 400 invalid_payload.
+ * A UTF-8 byte-order mark before the JSON is skipped (some Windows senders add one; OpenClaw accepts it too).
+ */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (body.length === 0) return {};
-  const text = body.toString('utf8');
+  const start = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
+  const text = body.toString('utf8', start);
   let value: unknown;
   try {
     value = JSON.parse(text);

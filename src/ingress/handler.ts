@@ -13,7 +13,7 @@ import { extractToken, HookToken, tokenMatches } from './auth.js';
 import { parseJsonObject, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
-import { sendError, sendJson, sendNoContent } from './respond.js';
+import { sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 /** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here (src/hooks/mappings.ts). */
 export interface MappedRoutes {
@@ -220,7 +220,8 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       if (err instanceof HttpError) {
         if (err.status !== 404 || subPath) record(received(err.status, err.code));
         if (err.status === 503) logger.error({ path: subPath }, 'store unavailable: hook refused with 503');
-        const closing = err.status === 413 || err.status === 408 || err.code === 'body_aborted';
+        if (err.status === 413) return sendErrorDiscardingBody(req, res, err);
+        const closing = err.status === 408 || err.code === 'body_aborted';
         return sendError(res, err, closing ? { connection: 'close' } : undefined);
       }
       logger.error({ err, path: subPath }, 'hook handler failed');

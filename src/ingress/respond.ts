@@ -1,5 +1,6 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpError } from '../errors.js';
+import { discardBody } from './body.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -21,4 +22,22 @@ export function sendNoContent(res: ServerResponse): void {
 /** Every error body is `{ ok: false, error, code }`. */
 export function sendError(res: ServerResponse, err: HttpError, extraHeaders?: Record<string, string>): void {
   sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, { ...err.headers, ...extraHeaders });
+}
+
+/**
+ * An error answer to a request whose body was refused unread (413, or a body that failed mid-stream): the whole
+ * answer is written at once with `Connection: close`, and the response ends (closing the connection) only after the
+ * rest of the body has been read and dropped, within `discardBody`'s bounds, so every client reads the answer
+ * instead of a connection reset.
+ */
+export function sendErrorDiscardingBody(req: IncomingMessage, res: ServerResponse, err: HttpError): void {
+  const text = JSON.stringify({ ok: false, error: err.message, code: err.code });
+  res.writeHead(err.status, {
+    'content-type': JSON_TYPE,
+    'content-length': Buffer.byteLength(text),
+    ...err.headers,
+    connection: 'close',
+  });
+  res.write(text);
+  void discardBody(req).then(() => res.end());
 }

@@ -339,3 +339,42 @@ describe('parseJsonObject', () => {
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
 });
+
+describe('discardBody: the rest of a refused body is read and dropped, within bounds', async () => {
+  const { discardBody } = await import('../../src/ingress/body.js');
+  const results: boolean[] = [];
+  const limits = { maxBytes: 64 * 1024, maxMs: 300 };
+  const srv = createServer((req, res) => {
+    void discardBody(req, limits).then((complete) => {
+      results.push(complete);
+      res.end();
+    });
+  });
+  before(() => new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r())));
+  after(() => new Promise<void>((r) => srv.close(() => r())));
+  const send = (bytes: number, stall = false) =>
+    new Promise<void>((resolve) => {
+      const socket: Socket = connect((srv.address() as AddressInfo).port, '127.0.0.1', () => {
+        socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: ${bytes + (stall ? 1 : 0)}\r\n\r\n`);
+        socket.write(Buffer.alloc(bytes, 0x61));
+      });
+      socket.on('error', () => {});
+      socket.on('close', () => resolve());
+      socket.on('data', () => socket.end());
+    });
+
+  it('a body within maxBytes is read to its end', async () => {
+    await send(32 * 1024);
+    assert.equal(results.pop(), true);
+  });
+  it('a body past maxBytes is given up on', async () => {
+    await send(256 * 1024);
+    assert.equal(results.pop(), false);
+  });
+  it('a body that stalls is given up on after maxMs', async () => {
+    const started = Date.now();
+    await send(1024, true);
+    assert.equal(results.pop(), false);
+    assert.ok(Date.now() - started >= limits.maxMs - 20, `gave up after ${Date.now() - started} ms`);
+  });
+});
