@@ -12,7 +12,7 @@ const POLL_MS = 1000;
 /**
  * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
  * progress is recorded so a retry resumes after the chunks already accepted), in order per recipient. Retryable
- * failures wait with exponential backoff and jitter, longer when the platform's Retry-After asks for more
+ * failures wait as long as the platform's Retry-After asks, else with exponential backoff and jitter
  * ({@link deliveryRetryDelayMs}); after `channels.outbox.maxAttempts`, or at once for a permanent failure, the
  * delivery is dead-lettered: logged with its run id, visible in `hookgate deliveries list --failed`, and retryable
  * from there. A failed delivery is never reported as a success.
@@ -108,11 +108,15 @@ async function sendChunk(channel: Channel, message: OutboundMessage, signal: Abo
   return { ok: false, retryable: true, error: 'channel answered without a result: send must resolve to { ok: true } or { ok: false, retryable, error }' };
 }
 
+/** The shortest wait a platform's hint can ask for: `Retry-After: 0` must not turn the attempts into a busy loop. */
+export const MIN_HINTED_WAIT_MS = 1000;
+
 /**
- * The wait before the next attempt of a delivery that failed `attempts` times: the jittered exponential backoff, or
- * the platform's Retry-After when that is longer, and never more than `maxBackoffMs`. The hint is a floor, never a
- * shortcut: a hint of 0 (or a few ms) cannot burn the remaining attempts in seconds, and an HTTP date days away
- * cannot park a delivery for days.
+ * The wait before the next attempt of a delivery that failed `attempts` times. When the platform named the wait
+ * (`Retry-After`, Telegram's and Discord's `retry_after`) that is the wait: a chat throttled for one second is
+ * retried after one second, not after the backoff, so the messages queued behind it to the same recipient are not
+ * held back either. The hint is at least `MIN_HINTED_WAIT_MS` and at most `maxBackoffMs` (an HTTP date days away
+ * does not park a delivery for days). Without a hint: the jittered exponential backoff from `initialBackoffMs`.
  */
 export function deliveryRetryDelayMs(
   attempts: number,
@@ -120,6 +124,6 @@ export function deliveryRetryDelayMs(
   limits: { initialBackoffMs: number; maxBackoffMs: number },
   random: () => number = Math.random,
 ): number {
-  const backoff = backoffMs(attempts, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs }, random);
-  return Math.min(limits.maxBackoffMs, Math.max(backoff, retryAfterMs ?? 0));
+  if (retryAfterMs !== undefined) return Math.min(limits.maxBackoffMs, Math.max(MIN_HINTED_WAIT_MS, Math.ceil(retryAfterMs)));
+  return backoffMs(attempts, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs }, random);
 }

@@ -232,7 +232,7 @@ describe('defaults of every section', () => {
   it('channels: none configured, no default, no plugins, outbox retry defaults', () => {
     assert.deepEqual(c.channels, {
       plugins: [],
-      outbox: { maxAttempts: 8, initialBackoffMs: 30_000, maxBackoffMs: 30 * 60_000, concurrency: 8 },
+      outbox: { maxAttempts: 15, initialBackoffMs: 2_000, maxBackoffMs: 30 * 60_000, concurrency: 8 },
     });
   });
 

@@ -10,7 +10,7 @@ import type { Channel, OutboundMessage, SendResult } from '../../src/channels/ty
 import { telegramSchema } from '../../src/config/schema/channels.js';
 import { createLogger } from '../../src/log.js';
 import type { RuntimeEnv } from '../../src/runtime/env.js';
-import { deliveryRetryDelayMs, Outbox } from '../../src/runtime/outbox.js';
+import { deliveryRetryDelayMs, MIN_HINTED_WAIT_MS, Outbox } from '../../src/runtime/outbox.js';
 import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js';
 import { recordingContext } from '../support/platforms/fixtures.js';
 import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/telegram.js';
@@ -172,17 +172,20 @@ describe('outbox: the recipient', () => {
   });
 });
 
-describe('outbox: Retry-After is bounded', () => {
+describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
   const failing = (retryAfterMs: number) => recordingChannel({ ok: false, retryable: true, status: 429, error: 'slow down', retryAfterMs });
 
-  it('a hint of 0 (or a few ms) waits the normal backoff instead of retrying at once', async () => {
+  it('a hint of 0 (or a few ms) waits 1 s, not a busy loop and not the backoff', async () => {
     for (const hint of [0, 5]) {
       const a = await attempt(failing(hint), delivery({ attempts: 2 }));
-      const wait = retryLog(a)?.retryInMs as number;
-      // Attempt 2: the backoff is between half and all of 2 × initialBackoffMs.
-      assert.ok(wait >= LIMITS.initialBackoffMs && wait <= 2 * LIMITS.initialBackoffMs, `hint ${hint}: retry in ${wait} ms`);
-      assert.ok(a.outcome.kind === 'retry' && a.outcome.nextAttemptAt - Date.now() > LIMITS.initialBackoffMs - 1000);
+      assert.equal(retryLog(a)?.retryInMs, MIN_HINTED_WAIT_MS, `hint ${hint}`);
+      assert.ok(a.outcome.kind === 'retry' && a.outcome.nextAttemptAt - Date.now() <= MIN_HINTED_WAIT_MS);
     }
+  });
+
+  it('a hint shorter than the backoff is waited exactly (Telegram\'s retry_after: 1)', async () => {
+    const a = await attempt(failing(1000), delivery({ attempts: 3 }));
+    assert.equal(retryLog(a)?.retryInMs, 1000);
   });
 
   it('a huge hint (an HTTP date days away) waits maxBackoffMs, no longer', async () => {
@@ -196,7 +199,7 @@ describe('outbox: Retry-After is bounded', () => {
     assert.equal(retryLog(a)?.retryInMs, 25_000);
   });
 
-  it('deliveryRetryDelayMs: max(hint, jittered backoff), capped at maxBackoffMs', () => {
+  it('deliveryRetryDelayMs: the hint when there is one (1 s to maxBackoffMs), else the jittered backoff', () => {
     const limits = { initialBackoffMs: 1000, maxBackoffMs: 8000 };
     const low = () => 0;
     const high = () => 0.999999;
@@ -204,8 +207,9 @@ describe('outbox: Retry-After is bounded', () => {
     assert.equal(deliveryRetryDelayMs(1, undefined, limits, high), 1000);
     assert.equal(deliveryRetryDelayMs(3, undefined, limits, low), 2000);
     assert.equal(deliveryRetryDelayMs(9, undefined, limits, high), 8000);
-    assert.equal(deliveryRetryDelayMs(1, 0, limits, low), 500, 'a 0 hint does not shorten the backoff');
-    assert.equal(deliveryRetryDelayMs(4, 1, limits, low), 4000, 'nor does a tiny one, at any attempt');
+    assert.equal(deliveryRetryDelayMs(1, 0, limits, low), 1000, 'a 0 hint waits 1 s');
+    assert.equal(deliveryRetryDelayMs(4, 1, limits, low), 1000, 'so does a tiny one, at any attempt');
+    assert.equal(deliveryRetryDelayMs(4, 1500, limits, high), 1500, 'a hint shorter than the backoff is waited exactly');
     assert.equal(deliveryRetryDelayMs(1, 3000, limits, high), 3000, 'a longer hint is waited exactly');
     assert.equal(deliveryRetryDelayMs(1, 8000, limits, low), 8000);
     assert.equal(deliveryRetryDelayMs(1, 8001, limits, low), 8000, 'never beyond maxBackoffMs');

@@ -194,8 +194,10 @@ export const channelsSchema = z
     outbox: z
       .strictObject({
         /** 8 attempts with these delays (30 s doubling, capped at 30 min, jittered) span about an hour. */
-        maxAttempts: positiveInt.default(8),
-        initialBackoffMs: positiveInt.default(30_000),
+        // 2 s doubling to 30 min over 15 attempts: the first retries come within seconds (a blip is over before a
+        // user notices), and the whole series still spans about two hours of platform outage before a dead letter.
+        maxAttempts: positiveInt.default(15),
+        initialBackoffMs: positiveInt.default(2_000),
         maxBackoffMs: positiveInt.default(30 * 60_000),
         /** Deliveries sent at once (different recipients; one recipient's deliveries go in order). */
         concurrency: positiveInt.default(8),
