@@ -1,7 +1,7 @@
 import type { ConfigIssue } from '../errors.js';
 import { ModelCatalog } from './model-catalog.js';
 import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS } from './schema/channels.js';
-import { isTemplated } from '../hooks/templates.js';
+import { isTemplated } from './template-syntax.js';
 import type { RawConfig } from './schema/index.js';
 
 /**
