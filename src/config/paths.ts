@@ -8,11 +8,11 @@ import path from 'node:path';
 import { ConfigError } from '../errors.js';
 
 /**
- * Accepted transform module extensions. `.mjs`/`.js`/`.cjs` are imported natively; `.ts`/`.mts` go through tsx. (`.cts`/`.tsx`
- * are left out: nothing about a transform needs them, and every extra format is one more loader path to keep right.)
+ * Accepted transform module extensions. `.mjs`/`.js`/`.cjs` are imported natively; `.ts`/`.mts` go through tsx.
+ * (`.cts`/`.tsx` are left out: nothing about a transform needs them, and every extra format is one more loader path
+ * to keep right.)
  */
 export const TRANSFORM_EXTENSIONS: readonly string[] = ['.mjs', '.js', '.cjs', '.ts', '.mts'];
-
 
 /** `child` is `root` or below it (both absolute, normalised). */
 export function isInside(root: string, child: string): boolean {

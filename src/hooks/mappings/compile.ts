@@ -7,8 +7,8 @@ import { resolveTransformModule, resolveTransformsDir } from '../../config/paths
 import type { MappingConfig, SignatureConfig } from '../../config/schema/hooks.js';
 import { isTemplated } from '../../config/template-syntax.js';
 import { ConfigError } from '../../errors.js';
-import { errorMessage } from '../../text-safe.js';
 import type { SessionMode, WakeMode } from '../../store/types.js';
+import { errorMessage } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
 import type { SessionKeySource } from '../policy.js';
 import { type PresetName, presetBodyLimits, presetMappings } from './presets/index.js';

@@ -13,7 +13,7 @@
  * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
  * is read, as for `/wake` and `/agent`.
  */
-import { mappingFailed, type HttpError } from '../../errors.js';
+import { type HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
@@ -72,7 +72,8 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
         auth: 'signature',
         bodyLimit,
         verifiesRawBody(rawBody, rawHeaders, now) {
-          return candidates(c, subPath).some((m) => m.signature !== undefined && verifySignature(m.signature, { rawBody, headers: rawHeaders }, now).ok);
+          const signed = { rawBody, headers: rawHeaders };
+          return candidates(c, subPath).some((m) => m.signature !== undefined && verifySignature(m.signature, signed, now).ok);
         },
       };
     },

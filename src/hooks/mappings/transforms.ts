@@ -4,8 +4,8 @@
  * Transforms are TRUSTED code. They run in the service's own process with its full privileges; nothing here is a
  * sandbox. What this module does guarantee is that only files the operator deliberately placed under
  * `<configDir>/hooks/transforms` can be loaded: module paths are validated lexically (no absolute paths, `~`, `:`,
- * `..`) and again after resolving symlinks (config/paths.ts), so neither a config value nor a symlink can point the loader at an
- * arbitrary file elsewhere on disk (e.g. something an attacker managed to write to /tmp).
+ * `..`) and again after resolving symlinks (config/paths.ts), so neither a config value nor a symlink can point the
+ * loader at an arbitrary file elsewhere on disk (e.g. something an attacker managed to write to /tmp).
  *
  * Loading is per config generation: a `TransformLoader` caches each `file::export` once, and a new loader (after a
  * config reload) imports the files afresh. ESM caches modules by URL for the life of the process, so fresh imports
