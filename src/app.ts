@@ -4,7 +4,7 @@ import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
-import { createMappedRoutes } from './hooks/mappings.js';
+import { createHookRoutes } from './hooks/routes.js';
 import { createHandler, IngressState } from './ingress/handler.js';
 import { listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
@@ -52,14 +52,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const runtime = await startRuntime({ store, logger, owner, env: () => generations.current });
   const state = new IngressState(generations.current);
-  const mapped = createMappedRoutes({ logger });
-  mapped.prepare?.(state.ctx);
+  const routes = createHookRoutes({ logger });
+  routes.prepare(state.ctx);
   generations.onSwap((next) => {
     state.update(next);
-    mapped.prepare?.(next);
+    routes.prepare(next);
     runtime.reconfigure();
   });
-  const listener = await listen(createHandler(state, { store, signals: runtime.signals, logger, mapped }), first.gateway);
+  const listener = await listen(createHandler(state, { store, signals: runtime.signals, logger, routes }), first.gateway);
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);

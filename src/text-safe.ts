@@ -56,6 +56,13 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** What kind of value `v` is, for error messages: never the value itself. */
+export function describeKind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
 /** The first line of a thrown value's message, made log-safe and bounded. */
 export function firstLine(err: unknown, max = 200): string {
   return logSafe(errorMessage(err).split('\n')[0] ?? '', max);

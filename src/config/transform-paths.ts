@@ -1,5 +1,5 @@
 import { ConfigError, type ConfigIssue } from '../errors.js';
-import { resolveTransformModule, resolveTransformsDir } from '../hooks/transforms.js';
+import { resolveTransformModule, resolveTransformsDir } from './paths.js';
 import type { RawConfig } from './schema/index.js';
 
 /**

@@ -1,6 +1,25 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
+/** Headers that carry the hook token besides `Authorization: Bearer`, in order of preference. */
+const TOKEN_HEADERS = ['x-hookgate-token', 'x-openclaw-token'] as const;
+
+/**
+ * Every header that can carry a credential: the token's headers, and the other credentials a client or proxy may
+ * send. The ingress removes them before the hooks see a request's headers, so no `{{headers.*}}` template and no
+ * transform can leak them; an alias added to `TOKEN_HEADERS` is hidden with it.
+ */
+export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', ...TOKEN_HEADERS, 'cookie']);
+
+/** `headers` without the credential headers (names compared lower-cased). */
+export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CREDENTIAL_HEADERS.has(name.toLowerCase())) out[name] = value;
+  }
+  return out;
+}
+
 /**
  * The presented hook token: `Authorization: Bearer <t>` wins, then `x-hookgate-token`, then `x-openclaw-token`
  * (for senders written for OpenClaw). Blank values count as absent.
@@ -11,7 +30,7 @@ export function extractToken(headers: IncomingHttpHeaders): string | undefined {
     const t = auth.slice(7).trim();
     if (t) return t;
   }
-  for (const name of ['x-hookgate-token', 'x-openclaw-token'] as const) {
+  for (const name of TOKEN_HEADERS) {
     const v = headers[name];
     const t = (Array.isArray(v) ? v[0] : v)?.trim();
     if (t) return t;

@@ -4,73 +4,23 @@ import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
 import type { HooksContext } from '../hooks/context.js';
-import { dispatch, type HookAction, type RuntimeSignals } from '../hooks/dispatch.js';
+import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { normalizeAgent, normalizeWake } from '../hooks/normalize.js';
-import { buildRun } from '../hooks/policy.js';
+import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
 import type { ReceivedHook, Store } from '../store/types.js';
-import { extractToken, HookToken, tokenMatches } from './auth.js';
+import { logPath } from '../text-safe.js';
+import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
 import { parseJsonObject, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
 import { sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
-/** What a mapped path (`{hooks.path}/<name>`) turns into; mappings plug in here (src/hooks/mappings.ts). */
-export interface MappedRoutes {
-  /** Compile a config generation's mappings now (start, reload), so no request pays for it. */
-  prepare?(ctx: HooksContext): void;
-  /**
-   * Called before auth, for sub-paths other than `wake` and `agent`: true when a mapping that could handle this path
-   * verifies its sender's signature. The body is then read before authentication, and `resolve` authenticates the
-   * request (the signature of the mapping that matches, else the shared token, whose check is passed in).
-   */
-  verifiesOwnSignature(ctx: HooksContext, subPath: string): boolean;
-  /** The body limit of a mapped sub-path (default `hooks.maxBodyBytes`; larger on the gmail preset's path). */
-  bodyLimit?(ctx: HooksContext, subPath: string): number;
-  /**
-   * On a signature path whose body is not a JSON object and whose token was not valid: whether any candidate
-   * mapping's signature verifies the raw body (then the JSON error is answered; else 401).
-   */
-  authenticatesRawBody?(input: { ctx: HooksContext; subPath: string; rawBody: Buffer; headers: IncomingMessage['headers']; now: number }): boolean;
-  resolve(input: MappedRequest): Promise<MappedResult>;
-}
-
-export interface MappedRequest {
-  ctx: HooksContext;
-  subPath: string;
-  payload: Record<string, unknown>;
-  rawBody: Buffer;
-  headers: IncomingMessage['headers'];
-  query: URLSearchParams;
-  now: number;
-  /**
-   * Whether the shared hook token was presented and valid. Always true on paths authenticated by the token before
-   * the body was read; on signature paths it is the result of the (deferred) token check. Omitted → true.
-   */
-  tokenVerified?: boolean;
-}
-
-export type MappedResult =
-  | { kind: 'none' } // no mapping matched → 404
-  | { kind: 'skip'; mappingId: string } // a transform returned null, or a fan-out had no items → 204
-  | {
-      kind: 'actions';
-      mappingId: string;
-      actions: HookAction[];
-      fanOut: boolean;
-      /** A verified provider delivery id: the idempotency key unless the request carries an explicit one. */
-      deliveryId?: string;
-      /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
-      dropped?: number;
-    }
-  /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
-  | { kind: 'unauthorized'; reason: string; signature?: boolean };
-
 export interface HandlerDeps {
   store: Store;
   signals: RuntimeSignals;
   logger: Logger;
-  mapped?: MappedRoutes;
+  /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
+  routes?: HookRoutes;
 }
 
 /** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
@@ -103,6 +53,7 @@ const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
  */
 export function createHandler(state: IngressState, deps: HandlerDeps) {
   const { store, signals, logger } = deps;
+  const routes = deps.routes ?? createHookRoutes({ logger });
 
   const record = (rec: ReceivedHook) => {
     store.recordReceived(rec).catch((err) => logger.warn({ err: (err as Error).message }, 'could not record a received hook'));
@@ -146,64 +97,52 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       durationMs: performance.now() - started,
     });
 
-    // `/wake` and `/agent` never consult mappings: no mapping work on the direct routes.
-    const routes = subPath !== 'wake' && subPath !== 'agent' && subPath !== '' ? deps.mapped : undefined;
-    const signed = routes?.verifiesOwnSignature(ctx, subPath) ?? false;
-    let tokenVerified = true;
-    if (!signed) {
-      if (!tokenMatches(extractToken(req.headers), state.token)) {
-        return rejectAuth(res, state, clientIp, now, logger, record, received);
-      }
+    const plan = routes.plan(ctx, subPath);
+    const tokenVerified = tokenMatches(extractToken(req.headers), state.token);
+    if (plan.auth === 'token') {
+      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, logger, record, received);
       state.limiter.reset(clientIp);
-    } else {
-      // Deferred: the mapping that matches decides whether its signature or the token authenticates the request.
-      tokenVerified = tokenMatches(extractToken(req.headers), state.token);
     }
+    // Otherwise deferred: the mapping that matches decides whether its signature or the token authenticates it.
 
     try {
-      const limit = routes?.bodyLimit?.(ctx, subPath) ?? ctx.config.hooks.maxBodyBytes;
-      const rawBody = await readBody(req, limit, ctx.config.hooks.bodyTimeoutMs);
+      const rawBody = await readBody(req, plan.bodyLimit, ctx.config.hooks.bodyTimeoutMs);
       let payload: Record<string, unknown>;
       try {
         payload = parseJsonObject(rawBody);
       } catch (err) {
         // Not yet authenticated: an anonymous sender learns nothing about the body rules, and the failure counts.
-        if (signed && !tokenVerified && !(routes?.authenticatesRawBody?.({ ctx, subPath, rawBody, headers: req.headers, now }) ?? false)) {
+        if (plan.auth === 'signature' && !tokenVerified && !plan.verifiesRawBody(rawBody, req.headers, now)) {
           return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: no signature verifies the body`, true);
         }
         throw err;
       }
 
-      let actions: HookAction[];
-      let fanOut = false;
-      let mappingId: string | null = null;
-      let deliveryId: string | undefined;
-      let dropped: number | undefined;
-      if (subPath === 'wake') {
-        const wake = normalizeWake(payload);
-        actions = [{ kind: 'wake', text: wake.text, mode: wake.mode }];
-      } else if (subPath === 'agent') {
-        const agent = normalizeAgent(payload);
-        const run = buildRun(
-          ctx,
-          agent,
-          { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
-          now,
-        );
-        actions = [{ kind: 'agent', run }];
-      } else {
-        const mapped = routes ? await routes.resolve({ ctx, subPath, payload, rawBody, headers: req.headers, query, now, tokenVerified }) : { kind: 'none' as const };
-        if (mapped.kind === 'none') throw NOT_FOUND;
-        if (mapped.kind === 'unauthorized') {
-          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${mapped.reason}`, mapped.signature);
-        }
-        if (signed) state.limiter.reset(clientIp);
-        if (mapped.kind === 'skip') {
-          record({ ...received(204, null), mappingId: mapped.mappingId });
-          return sendNoContent(res);
-        }
-        ({ actions, fanOut, mappingId, deliveryId, dropped } = mapped); // never empty: an empty fan-out is a `skip`
+      let stripped: IncomingMessage['headers'] | undefined;
+      const routed = await routes.resolve({
+        ctx,
+        subPath,
+        payload,
+        rawBody,
+        // Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy.
+        get headers() {
+          return (stripped ??= withoutCredentials(req.headers));
+        },
+        rawHeaders: req.headers,
+        query,
+        now,
+        tokenVerified,
+      });
+      if (routed.kind === 'none') throw NOT_FOUND;
+      if (routed.kind === 'unauthorized') {
+        return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
+      if (plan.auth === 'signature') state.limiter.reset(clientIp);
+      if (routed.kind === 'skip') {
+        record({ ...received(204, null), mappingId: routed.mappingId });
+        return sendNoContent(res);
+      }
+      const { actions, fanOut, mappingId, deliveryId, dropped } = routed; // never empty: an empty fan-out is a `skip`
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
       const idempotency = key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, ctx.config.hooks.idempotencyTtlSeconds, now);
@@ -255,10 +194,4 @@ function rejectAuth(
   if (lockedFor > 0) logger.warn({ client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
   record(received(401, 'unauthorized'));
   sendError(res, new HttpError(401, 'unauthorized', signature ? 'missing or invalid signature' : 'missing or invalid hook token'));
-}
-
-/** A sub-path for a log line: printable, bounded (it comes from the request line). */
-function logPath(subPath: string): string {
-  const flat = subPath.replace(/[^\x21-\x7e]/g, '?');
-  return flat.length > 100 ? `${flat.slice(0, 99)}…` : flat;
 }

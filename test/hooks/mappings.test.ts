@@ -1,5 +1,5 @@
 /**
- * Mapped hooks (src/hooks/mappings.ts) in-process: matching, actions, templates, policy, transforms (real module
+ * Mapped hooks (src/hooks/mappings/) in-process: matching, actions, templates, policy, transforms (real module
  * files in a temp config dir), the gmail preset's fan-out, signatures and the per-path body allowance.
  */
 import assert from 'node:assert/strict';
@@ -15,9 +15,9 @@ import { HttpError, type HttpErrorCode } from '../../src/errors.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import type { HookAction } from '../../src/hooks/dispatch.js';
 import { fanOutPayloads } from '../../src/hooks/fan-out.js';
-import { createMappedRoutes } from '../../src/hooks/mappings.js';
-import { gmailBodyAllowance } from '../../src/hooks/presets.js';
-import type { MappedResult, MappedRoutes } from '../../src/ingress/handler.js';
+import { gmailBodyAllowance } from '../../src/hooks/mappings/presets/gmail.js';
+import { createHookRoutes, type HookRoutes, type RouteResult } from '../../src/hooks/routes.js';
+import { withoutCredentials } from '../../src/ingress/auth.js';
 import type { NewRun } from '../../src/store/types.js';
 
 const TOKEN = 'mappings-test-token-0123456789abcdef';
@@ -71,7 +71,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Setup {
   ctx: HooksContext;
-  routes: MappedRoutes;
+  routes: HookRoutes;
   logs: Array<Record<string, unknown>>;
 }
 
@@ -88,7 +88,7 @@ function setup(hooks: Record<string, unknown>, extra: Record<string, unknown> = 
   );
   const logs: Array<Record<string, unknown>> = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
-  return { ctx: buildHooksContext(config, generation), routes: createMappedRoutes({ logger }), logs };
+  return { ctx: buildHooksContext(config, generation), routes: createHookRoutes({ logger }), logs };
 }
 
 interface Call {
@@ -98,13 +98,15 @@ interface Call {
   tokenVerified?: boolean;
 }
 
-function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Record<string, unknown>, call: Call = {}): Promise<MappedResult> {
+function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Record<string, unknown>, call: Call = {}): Promise<RouteResult> {
   return s.routes.resolve({
     ctx: s.ctx,
     subPath,
     payload,
     rawBody: call.rawBody ?? Buffer.from(JSON.stringify(payload)),
-    headers: call.headers ?? {},
+    // As the ingress hands them over: credential headers stripped for templates and transforms, all for signatures.
+    headers: withoutCredentials(call.headers ?? {}),
+    rawHeaders: call.headers ?? {},
     query: new URLSearchParams(call.query ?? ''),
     now: NOW,
     ...(call.tokenVerified === undefined ? {} : { tokenVerified: call.tokenVerified }),
@@ -114,7 +116,7 @@ function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Rec
 async function actionsOf(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Record<string, unknown>, call: Call = {}) {
   const r = await resolve(s, subPath, payload, call);
   assert.equal(r.kind, 'actions', JSON.stringify(r));
-  return r as Extract<MappedResult, { kind: 'actions' }>;
+  return r as Extract<RouteResult, { kind: 'actions' }>;
 }
 
 async function runOf(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Record<string, unknown>, call: Call = {}): Promise<NewRun> {
@@ -588,15 +590,15 @@ describe('gmail preset and fan-out', () => {
 
   it('body allowance: max(maxBodyBytes, min(32 MiB, 100 × (3 × gmail.maxBytes + 8192))) on the gmail path only', () => {
     const s = setup(gmailHooks());
-    assert.equal(s.routes.bodyLimit!(s.ctx, 'gmail'), 6_819_200);
-    assert.equal(s.routes.bodyLimit!(s.ctx, 'other'), 262_144);
+    assert.equal(s.routes.plan(s.ctx, 'gmail').bodyLimit, 6_819_200);
+    assert.equal(s.routes.plan(s.ctx, 'other').bodyLimit, 262_144);
     assert.equal(gmailBodyAllowance({ maxBodyBytes: 262_144, gmail: { maxBytes: 1_000_000 } as never }), 32 * 1024 * 1024);
     assert.equal(gmailBodyAllowance({ maxBodyBytes: 10_000_000, gmail: { maxBytes: 20_000 } as never }), 10_000_000);
     const small = setup(gmailHooks({ maxBodyBytes: 1_000_000, gmail: { maxBytes: 100 } }));
-    assert.equal(small.routes.bodyLimit!(small.ctx, 'gmail'), 1_000_000, 'never below hooks.maxBodyBytes');
-    assert.equal(small.routes.bodyLimit!(small.ctx, 'other'), 1_000_000);
+    assert.equal(small.routes.plan(small.ctx, 'gmail').bodyLimit, 1_000_000, 'never below hooks.maxBodyBytes');
+    assert.equal(small.routes.plan(small.ctx, 'other').bodyLimit, 1_000_000);
     const none = setup({ mappings: [{ match: { path: 'gmail' }, messageTemplate: 'm' }] });
-    assert.equal(none.routes.bodyLimit!(none.ctx, 'gmail'), 262_144, 'no preset, no allowance');
+    assert.equal(none.routes.plan(none.ctx, 'gmail').bodyLimit, 262_144, 'no preset, no allowance');
   });
 });
 
@@ -605,17 +607,17 @@ describe('signatures', () => {
   const secret = 'gh-secret-for-tests';
   const ghMapping = { id: 'gh', match: { path: 'github' }, messageTemplate: '{{action}}', signature: { scheme: 'github', secret } };
 
-  it('verifiesOwnSignature: a path whose candidate mappings include a signature', () => {
+  it('plan.auth: a path whose candidate mappings include a signature', () => {
     const s = setup({ mappings: [ghMapping, { match: { path: 'plain' }, messageTemplate: 'm' }] });
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'github'), true);
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'plain'), false);
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'other'), false);
+    assert.equal(s.routes.plan(s.ctx, 'github').auth, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'plain').auth, 'token');
+    assert.equal(s.routes.plan(s.ctx, 'other').auth, 'token');
   });
 
   it('a signed mapping without match.path makes every mapped path signature-capable', () => {
     const s = setup({ mappings: [{ match: { path: 'plain' }, messageTemplate: 'm' }, { match: { source: 'x' }, messageTemplate: 'm', signature: { scheme: 'github', secret } }] });
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'plain'), true);
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'other'), true);
+    assert.equal(s.routes.plan(s.ctx, 'plain').auth, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'other').auth, 'signature');
   });
 
   it('a valid signature authenticates without the token and yields the delivery id', async () => {
@@ -651,18 +653,19 @@ describe('signatures', () => {
         { match: { path: 'ingest', source: 'cron' }, messageTemplate: 'cron' },
       ],
     });
-    assert.equal(s.routes.verifiesOwnSignature(s.ctx, 'ingest'), true);
+    assert.equal(s.routes.plan(s.ctx, 'ingest').auth, 'signature');
     assert.deepEqual(await resolve(s, 'ingest', { source: 'cron' }, { tokenVerified: false }), { kind: 'unauthorized', reason: 'missing or invalid hook token' });
     assert.equal((await runOf(s, 'ingest', { source: 'cron' }, { tokenVerified: true })).message, 'cron');
     assert.deepEqual(await resolve(s, 'ingest', { source: 'other' }, { tokenVerified: false }), { kind: 'unauthorized', reason: 'missing or invalid hook token' });
     assert.deepEqual(await resolve(s, 'ingest', { source: 'other' }, { tokenVerified: true }), { kind: 'none' });
   });
 
-  it('authenticatesRawBody: whether any candidate signature verifies a body that is not JSON', () => {
+  it('plan.verifiesRawBody: whether any candidate signature verifies a body that is not JSON', () => {
     const s = setup({ mappings: [ghMapping] });
     const raw = Buffer.from('payload=%7B%7D');
-    const base = { ctx: s.ctx, subPath: 'github', rawBody: raw, now: NOW };
-    assert.equal(s.routes.authenticatesRawBody!({ ...base, headers: { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` } }), true);
-    assert.equal(s.routes.authenticatesRawBody!({ ...base, headers: { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` } }), false);
+    const plan = s.routes.plan(s.ctx, 'github');
+    assert.ok(plan.auth === 'signature');
+    assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }, NOW), true);
+    assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }, NOW), false);
   });
 });

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { signatureSchema, type SignatureConfig } from '../../src/config/schema/hooks.js';
-import { standardWebhooksKeys, verifySignature, type SignatureHeaders } from '../../src/hooks/signatures.js';
+import { standardWebhooksKeys, verifySignature, type SignatureHeaders } from '../../src/hooks/mappings/signatures.js';
 
 /** Builds a config the way the config loader does (defaults, `secret` → `secrets`). */
 function cfg(input: Record<string, unknown>): SignatureConfig {

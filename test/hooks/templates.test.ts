@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { compileTemplate, isTemplated, lookupPath, renderTemplate, type TemplateContext } from '../../src/hooks/templates.js';
+import { isTemplated } from '../../src/config/template-syntax.js';
+import { compileTemplate, lookupPath, renderTemplate, type TemplateContext } from '../../src/hooks/mappings/templates.js';
 
 const NOW = new Date('2026-03-01T12:34:56.789Z');
 

@@ -4,13 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ConfigError } from '../../src/errors.js';
-import {
-  loadTransform,
-  resolveTransformModule,
-  resolveTransformsDir,
-  TransformError,
-  TransformLoader,
-} from '../../src/hooks/transforms.js';
+import { resolveTransformModule, resolveTransformsDir } from '../../src/config/paths.js';
+import { loadTransform, TransformError, TransformLoader } from '../../src/hooks/mappings/transforms.js';
 
 /*
  * Layout (all real files and symlinks in a temp dir):

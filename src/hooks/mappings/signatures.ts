@@ -13,7 +13,7 @@
  *   "timestamp outside tolerance" while a forgery logs "signature mismatch".
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { SignatureConfig } from '../config/schema/hooks.js';
+import type { SignatureConfig } from '../../config/schema/hooks.js';
 
 export type SignatureHeaders = Record<string, string | string[] | undefined>;
 

@@ -7,8 +7,10 @@
  * can leak into a rendered string.
  *
  * Templates are parsed once (`compileTemplate`) and rendered many times: mappings compile theirs once per config
- * generation, and a fan-out renders the same template for every item.
+ * generation, and a fan-out renders the same template for every item. The expression syntax itself (and
+ * `isTemplated`) lives in config/template-syntax.ts, which the config checks use too.
  */
+import { TEMPLATE_EXPRESSION } from '../../config/template-syntax.js';
 
 export interface TemplateContext {
   /** The parsed request body (or, during fan-out, the payload with the array narrowed to the current item). */
@@ -25,17 +27,9 @@ export interface TemplateContext {
 
 export type CompiledTemplate = (ctx: TemplateContext) => string;
 
-/** Same shape as the reference implementation: double braces around anything but `}`, whitespace trimmed. */
-const EXPR_RE = /\{\{([^}]*)\}\}/g;
 
 /** Keys that would reach a prototype (or a constructor, and from there `Function`): never resolved. */
 const BLOCKED_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor']);
-
-/** True when `s` contains at least one `{{ … }}` expression (a "templated" rather than "static" value). */
-export function isTemplated(s: string): boolean {
-  // A fresh non-global regex: EXPR_RE is global and `.test` on it would carry `lastIndex` between calls.
-  return /\{\{[^}]*\}\}/.test(s);
-}
 
 type Segment = { kind: 'key'; key: string } | { kind: 'index'; index: number };
 
@@ -153,7 +147,7 @@ export function compileTemplate(template: string): CompiledTemplate {
   const literals: string[] = [];
   const getters: Getter[] = [];
   let last = 0;
-  for (const m of template.matchAll(EXPR_RE)) {
+  for (const m of template.matchAll(TEMPLATE_EXPRESSION)) {
     literals.push(template.slice(last, m.index));
     getters.push(compileExpr(m[1] ?? ''));
     last = m.index + m[0].length;

@@ -1,16 +1,10 @@
 /**
- * Built-in mappings (`hooks.presets`). They are appended after the custom `hooks.mappings`, so a mapping of yours
- * with the same `match.path` comes first and wins.
- *
- * Only `gmail` exists: the mail watcher (`gog gmail watch serve`) posts `{ source: "gmail", messages: [...] }` to
- * `{hooks.path}/gmail`; every message becomes one agent run (`forEach: "messages"`).
+ * The gmail preset: the mail watcher (`gog gmail watch serve`) posts `{ source: "gmail", messages: [...] }` to
+ * `{hooks.path}/gmail`; every message becomes one agent run (`forEach: "messages"`). Everything Gmail-specific
+ * lives here.
  */
-import type { HooksConfig, MappingConfig } from '../config/schema/hooks.js';
-
-export type PresetName = 'gmail';
-
-/** Upper bound of any per-path body allowance: 32 MiB. */
-export const MAX_PATH_BODY_BYTES = 32 * 1024 * 1024;
+import type { HooksConfig, MappingConfig } from '../../../config/schema/hooks.js';
+import { MAX_PATH_BODY_BYTES, type Preset } from './preset.js';
 
 export const GMAIL_SESSION_KEY = 'hook:gmail:{{messages[0].id}}';
 
@@ -40,15 +34,6 @@ export function gmailPreset(gmail: HooksConfig['gmail']): MappingConfig {
   };
 }
 
-/** The preset mappings named in `hooks.presets`, in order, without duplicates. */
-export function presetMappings(hooks: Pick<HooksConfig, 'presets' | 'gmail'>): Array<{ name: PresetName; mapping: MappingConfig }> {
-  const out: Array<{ name: PresetName; mapping: MappingConfig }> = [];
-  for (const name of new Set(hooks.presets)) {
-    if (name === 'gmail') out.push({ name, mapping: gmailPreset(hooks.gmail) });
-  }
-  return out;
-}
-
 /**
  * Body allowance of `{hooks.path}/gmail` when the gmail preset is on: a push carries up to ~100 messages of
  * `gmail.maxBytes` body each (×3 for JSON escaping and the other fields, + 8 KiB of headers per message).
@@ -57,3 +42,12 @@ export function presetMappings(hooks: Pick<HooksConfig, 'presets' | 'gmail'>): A
 export function gmailBodyAllowance(hooks: Pick<HooksConfig, 'maxBodyBytes' | 'gmail'>): number {
   return Math.max(hooks.maxBodyBytes, Math.min(MAX_PATH_BODY_BYTES, 100 * (3 * hooks.gmail.maxBytes + 8192)));
 }
+
+export const gmail: Preset = {
+  name: 'gmail',
+  path: 'gmail',
+  mapping: (hooks) => gmailPreset(hooks.gmail),
+  bodyAllowance: gmailBodyAllowance,
+  // Mail is email wherever it arrives: on the gmail path, or with `source: "gmail"` at a custom mapping.
+  content: { source: 'email', payloadSource: 'gmail' },
+};

@@ -1,0 +1,195 @@
+/**
+ * Per request: a matched mapping's action rendered from its templates, overridden by its transform, validated, and
+ * put through the same policy as a direct `/hooks/agent` request (`buildRun`).
+ *
+ * Transforms are trusted code (see transforms.ts): they run in this process with its privileges.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { HttpError } from '../../errors.js';
+import type { ContentSource, SessionMode, WakeMode } from '../../store/types.js';
+import { describeKind, firstLine } from '../../text-safe.js';
+import type { HookAction } from '../dispatch.js';
+import { type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
+import { buildRun, type SessionKeySource } from '../policy.js';
+import type { HookRequest } from '../routes.js';
+import { type Compiled, type CompiledMapping, loadTransformOf } from './compile.js';
+import type { CompiledTemplate, TemplateContext } from './templates.js';
+import type { TransformFn, TransformInput } from './transforms.js';
+
+/**
+ * Headers as templates and transforms see them: lower-cased names, repeats joined. Credential headers are already
+ * gone (the ingress strips them, from the one list in ingress/auth.ts).
+ */
+export function headerRecord(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase();
+    if (value === undefined || key === '__proto__') continue;
+    out[key] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+export function queryRecord(query: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of query) if (k !== '__proto__' && !Object.hasOwn(out, k)) out[k] = v;
+  return out;
+}
+
+/** An action being built: the mapping's rendered fields, then the transform's overrides. */
+export interface Draft {
+  kind: 'wake' | 'agent';
+  text: string | undefined;
+  message: string | undefined;
+  wakeMode: WakeMode;
+  name: string | undefined;
+  agentId: string | undefined;
+  sessionKey: string | undefined;
+  sessionKeySource: SessionKeySource;
+  sessionMode: SessionMode;
+  deliver: boolean;
+  channel: string | undefined;
+  to: string | undefined;
+  model: string | undefined;
+  thinking: string | undefined;
+  timeoutSeconds: number | undefined;
+  allowUnsafeExternalContent: boolean;
+}
+
+/** Blank after trimming → unset. */
+function rendered(t: CompiledTemplate | undefined, tctx: TemplateContext): string | undefined {
+  if (t === undefined) return undefined;
+  const s = t(tctx).trim();
+  return s === '' ? undefined : s;
+}
+
+export function baseDraft(m: CompiledMapping, tctx: TemplateContext): Draft {
+  const t = m.templates;
+  return {
+    kind: m.action,
+    text: m.action === 'wake' ? rendered(t.text, tctx) : undefined,
+    message: m.action === 'agent' ? rendered(t.message, tctx) : undefined,
+    wakeMode: m.wakeMode,
+    name: rendered(t.name, tctx),
+    agentId: m.agentId,
+    sessionKey: rendered(t.sessionKey, tctx),
+    sessionKeySource: m.sessionKeySource,
+    sessionMode: m.sessionMode,
+    deliver: m.deliver,
+    channel: rendered(t.channel, tctx),
+    to: rendered(t.to, tctx),
+    model: rendered(t.model, tctx),
+    thinking: rendered(t.thinking, tctx),
+    timeoutSeconds: m.timeoutSeconds,
+    allowUnsafeExternalContent: m.allowUnsafeExternalContent,
+  };
+}
+
+/** A mapping failure: answered 500 `mapping_failed` with `reason` (short, never payload data); `detail` is logged. */
+export class MappingFailure extends Error {
+  constructor(
+    readonly reason: string,
+    readonly detail?: string,
+  ) {
+    super(reason);
+  }
+}
+
+const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model', 'thinking'] as const;
+
+/**
+ * Merges a transform's result over the draft. Absent (`undefined` / `null`) fields keep the mapping's value; present
+ * ones must have the right type, else the mapping fails (a bug in the transform, not the sender's fault). Unknown keys
+ * are ignored. A `sessionKey` from a transform counts as external (`templated`) for the session-key policy.
+ */
+export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
+  // The same field rules as a direct request (hooks/normalize.ts); a violation is the transform's bug, not the sender's.
+  const take = <T>(field: string, parse: () => T): T => {
+    try {
+      return parse();
+    } catch (err) {
+      if (err instanceof HttpError) throw new MappingFailure(`transform returned an invalid ${field}`, err.message);
+      throw err;
+    }
+  };
+  const present = (k: string) => o[k] !== undefined && o[k] !== null;
+  const out: Draft = { ...d };
+  if (present('kind')) {
+    if (o.kind !== 'wake' && o.kind !== 'agent') {
+      throw new MappingFailure('transform returned an invalid kind', `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`);
+    }
+    out.kind = o.kind;
+  }
+  for (const k of ['text', 'message', ...STRING_FIELDS] as const) {
+    if (present(k)) out[k] = take(k, () => optionalString(o, k));
+  }
+  if (present('sessionKey')) out.sessionKeySource = 'templated';
+  for (const k of ['mode', 'wakeMode'] as const) {
+    if (present(k)) out.wakeMode = take(k, () => parseWakeMode(o[k], k));
+  }
+  if (present('sessionMode')) out.sessionMode = take('sessionMode', () => sessionMode(o.sessionMode));
+  for (const k of ['deliver', 'allowUnsafeExternalContent'] as const) {
+    if (present(k)) out[k] = take(k, () => optionalBoolean(o, k))!;
+  }
+  if (present('timeoutSeconds')) out.timeoutSeconds = take('timeoutSeconds', () => timeoutSeconds(o.timeoutSeconds));
+  return out;
+}
+
+export async function runTransform(m: CompiledMapping, c: Compiled, input: TransformInput): Promise<Record<string, unknown> | null | undefined> {
+  const t = m.transform!;
+  if (t.unavailable !== undefined) throw new MappingFailure('transform module unavailable', t.unavailable);
+  let fn: TransformFn;
+  try {
+    fn = await loadTransformOf(t, c.loader!);
+  } catch (err) {
+    throw new MappingFailure('transform module could not be loaded', firstLine(err));
+  }
+  let out: unknown;
+  try {
+    out = await fn(input);
+  } catch (err) {
+    const name = err instanceof Error ? err.name : typeof err;
+    throw new MappingFailure('transform threw', `${name}: ${firstLine(err)}`);
+  }
+  if (out === null || out === undefined) return out;
+  if (typeof out !== 'object' || Array.isArray(out)) {
+    throw new MappingFailure(`transform returned ${describeKind(out)}`, 'expected an action object, or null to skip');
+  }
+  return out as Record<string, unknown>;
+}
+
+/** Validates a finished draft and turns it into an action, with the same policy as a direct request. */
+export function finish(d: Draft, m: CompiledMapping, input: Pick<HookRequest, 'ctx' | 'subPath' | 'now'>, contentSource: ContentSource): HookAction {
+  if (d.kind === 'wake') {
+    if (d.text === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires text');
+    return { kind: 'wake', text: d.text, mode: d.wakeMode };
+  }
+  if (d.message === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires message');
+  const req: AgentRequest = {
+    message: d.message,
+    name: d.name ?? 'Hook',
+    agentId: d.agentId,
+    sessionKey: d.sessionKey,
+    sessionMode: d.sessionMode,
+    wakeMode: d.wakeMode,
+    deliver: d.deliver,
+    channel: d.channel ?? 'last',
+    to: d.to,
+    model: d.model,
+    thinking: d.thinking,
+    timeoutSeconds: d.timeoutSeconds,
+  };
+  const run = buildRun(
+    input.ctx,
+    req,
+    {
+      hookPath: input.subPath,
+      mappingId: m.id,
+      contentSource,
+      sessionKeySource: d.sessionKeySource,
+      allowUnsafeExternalContent: d.allowUnsafeExternalContent,
+    },
+    input.now,
+  );
+  return { kind: 'agent', run };
+}

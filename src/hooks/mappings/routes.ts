@@ -1,0 +1,142 @@
+/**
+ * Mapped hooks: `POST {hooks.path}/<name>` resolved through `hooks.mappings` (custom, in order) and then the presets.
+ *
+ * Per request: pick the first mapping whose `match.path` equals the sub-path and whose `match.source` equals
+ * `payload.source`, authenticate the request for that mapping (its signature, else the shared token), render its
+ * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
+ * `/hooks/agent` request (render.ts).
+ *
+ * Authentication rule for signatures (CONTRACT §4.3, §6): a sub-path is *signature-capable* when any mapping that
+ * could match it by path (same `match.path`, or no `match.path`) has a `signature`. On such a path the body is read
+ * before authentication and the mapping that actually matches (path + source) decides: its signature when it has one
+ * (the shared token is then not an alternative), the shared token otherwise; when nothing matches, the shared token
+ * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
+ * is read, as for `/wake` and `/agent`.
+ */
+import { type HttpError, mappingFailed } from '../../errors.js';
+import { logSafe } from '../../text-safe.js';
+import type { HooksContext } from '../context.js';
+import type { HookAction } from '../dispatch.js';
+import { fanOutPayloads } from '../fan-out.js';
+import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
+import { candidates, type Compiled, type CompiledMapping, compileMappings, isSignaturePath, matchMapping } from './compile.js';
+import { presetContentSource } from './presets/index.js';
+import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
+import { verifySignature } from './signatures.js';
+import type { TemplateContext } from './templates.js';
+
+/**
+ * The routes of every sub-path other than `wake`, `agent` and the base path itself. One instance per process; it
+ * compiles each config generation once and disposes the previous generation's transform loader when a new one
+ * appears.
+ */
+export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
+  const { logger } = opts;
+  let current: Compiled | undefined;
+  let previous: Compiled | undefined;
+
+  const compiledFor = (ctx: HooksContext): Compiled => {
+    if (current?.ctx === ctx) return current;
+    if (previous?.ctx === ctx) return previous;
+    const c = compileMappings(ctx);
+    if (current === undefined || ctx.generation >= current.generation) {
+      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
+      // and held); its loader is released now.
+      if (current) void current.loader?.dispose();
+      previous = current;
+      current = c;
+    } else if (c.loader) {
+      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
+      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
+    }
+    return c;
+  };
+
+  const fail = (input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError => {
+    logger.warn(
+      { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, detail: err.detail },
+      `hook mapping failed: ${err.reason}`,
+    );
+    return mappingFailed(err.reason);
+  };
+
+  return {
+    prepare(ctx) {
+      compiledFor(ctx);
+    },
+    plan(ctx, subPath) {
+      const c = compiledFor(ctx);
+      const bodyLimit = c.bodyLimits.get(subPath) ?? ctx.config.hooks.maxBodyBytes;
+      if (!isSignaturePath(c, subPath)) return { auth: 'token', bodyLimit };
+      return {
+        auth: 'signature',
+        bodyLimit,
+        verifiesRawBody(rawBody, rawHeaders, now) {
+          const signed = { rawBody, headers: rawHeaders };
+          return candidates(c, subPath).some((m) => m.signature !== undefined && verifySignature(m.signature, signed, now).ok);
+        },
+      };
+    },
+
+    async resolve(input) {
+      const c = compiledFor(input.ctx);
+      const m = matchMapping(c, input.subPath, input.payload);
+      const tokenVerified = input.tokenVerified !== false;
+      if (!m) return tokenVerified ? { kind: 'none' } : { kind: 'unauthorized', reason: 'missing or invalid hook token' };
+
+      let deliveryId: string | undefined;
+      if (m.signature) {
+        const v = verifySignature(m.signature, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now);
+        if (!v.ok) return { kind: 'unauthorized', reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
+        deliveryId = v.deliveryId;
+      } else if (!tokenVerified) {
+        return { kind: 'unauthorized', reason: 'missing or invalid hook token' };
+      }
+
+      let items: Array<Record<string, unknown>> = [input.payload];
+      let dropped = 0;
+      if (m.forEach !== undefined) {
+        const fan = fanOutPayloads(input.payload, m.forEach, input.ctx.config.hooks.maxFanOut);
+        if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id };
+        items = fan.payloads;
+        dropped = fan.dropped;
+        if (dropped > 0) {
+          logger.warn(
+            { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: items.length, dropped, maxFanOut: input.ctx.config.hooks.maxFanOut },
+            `hook fan-out over "${m.forEach}" capped at ${items.length} items: dropped ${dropped}`,
+          );
+        }
+      }
+
+      const headers = headerRecord(input.headers);
+      const query = queryRecord(input.query);
+      const now = new Date(input.now);
+      const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
+      const actions: HookAction[] = [];
+      try {
+        for (const payload of items) {
+          const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
+          let draft = baseDraft(m, tctx);
+          if (m.transform) {
+            const out = await runTransform(m, c, { payload, headers, query, path: input.subPath });
+            if (out === null) continue; // this item (or the whole request) is skipped
+            if (out !== undefined) draft = applyOverride(draft, out);
+          }
+          actions.push(finish(draft, m, input, contentSource));
+        }
+      } catch (err) {
+        if (err instanceof MappingFailure) throw fail(input, m, err);
+        throw err;
+      }
+      if (actions.length === 0) return { kind: 'skip', mappingId: m.id };
+      return {
+        kind: 'actions',
+        mappingId: m.id,
+        actions,
+        fanOut: m.forEach !== undefined,
+        ...(deliveryId !== undefined ? { deliveryId } : {}),
+        ...(dropped > 0 ? { dropped } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Every route under `{hooks.path}`: the direct `wake` and `agent` routes, and the mapped ones (`hooks.mappings`, then
+ * the presets; see mappings/routes.ts). The ingress asks `plan` how to authenticate and how much body to read, reads
+ * it, then calls `resolve`; it never looks at a route itself.
+ *
+ * Authentication rule (CONTRACT §4.3, §6): `wake`, `agent`, the base path itself and every mapped path that is not
+ * signature-capable are authenticated by the shared token before the body is read. On a signature-capable mapped
+ * path the body is read first and `resolve` authenticates the request (see mappings/routes.ts).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { HooksContext } from './context.js';
+import type { HookAction } from './dispatch.js';
+import { createMappedRoutes } from './mappings/routes.js';
+import { normalizeAgent, normalizeWake } from './normalize.js';
+import { buildRun } from './policy.js';
+
+/** How the ingress treats a sub-path before `resolve`. */
+export type RoutePlan =
+  /** The shared token authenticates the request before its body (at most `bodyLimit` bytes) is read. */
+  | { auth: 'token'; bodyLimit: number }
+  /**
+   * The body is read first (the token check is deferred and passed to `resolve` as `tokenVerified`): the mapping
+   * that matches decides between its signature and the token.
+   */
+  | {
+      auth: 'signature';
+      bodyLimit: number;
+      /**
+       * For a body that is not a JSON object, sent without a valid token: whether any candidate mapping's signature
+       * verifies the raw bytes (then the JSON error is answered; else 401).
+       */
+      verifiesRawBody(rawBody: Buffer, rawHeaders: IncomingHttpHeaders, now: number): boolean;
+    };
+
+export interface HookRequest {
+  ctx: HooksContext;
+  subPath: string;
+  payload: Record<string, unknown>;
+  rawBody: Buffer;
+  /** The request's headers without the credential headers (the ingress strips them): what templates and transforms see. */
+  headers: IncomingHttpHeaders;
+  /** The headers as received, credentials included: for signature verification only (a scheme may sign in any header). */
+  rawHeaders: IncomingHttpHeaders;
+  query: URLSearchParams;
+  now: number;
+  /**
+   * Whether the shared hook token was presented and valid. Always true on `token` plans (checked before the body
+   * was read); on `signature` plans it is the result of the deferred token check. Omitted → true.
+   */
+  tokenVerified?: boolean;
+}
+
+export type RouteResult =
+  | { kind: 'none' } // no route here → 404
+  | { kind: 'skip'; mappingId: string } // a transform returned null, or a fan-out had no items → 204
+  | {
+      kind: 'actions';
+      /** The mapping that produced the actions; null on the direct routes. */
+      mappingId: string | null;
+      actions: HookAction[];
+      fanOut: boolean;
+      /** A verified provider delivery id: the idempotency key unless the request carries an explicit one. */
+      deliveryId?: string;
+      /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
+      dropped?: number;
+    }
+  /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
+  | { kind: 'unauthorized'; reason: string; signature?: boolean };
+
+export interface HookRoutes {
+  /** Compile a config generation's routes now (start, reload), so no request pays for it. */
+  prepare(ctx: HooksContext): void;
+  plan(ctx: HooksContext, subPath: string): RoutePlan;
+  resolve(req: HookRequest): Promise<RouteResult>;
+}
+
+export interface HookRoutesOptions {
+  logger: Logger;
+}
+
+type DirectRoute = (req: HookRequest) => RouteResult;
+
+const resolveWake: DirectRoute = ({ payload }) => {
+  const wake = normalizeWake(payload);
+  return { kind: 'actions', mappingId: null, actions: [{ kind: 'wake', text: wake.text, mode: wake.mode }], fanOut: false };
+};
+
+const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
+  const agent = normalizeAgent(payload);
+  const run = buildRun(
+    ctx,
+    agent,
+    { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
+    now,
+  );
+  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false };
+};
+
+/** Sub-paths that never consult mappings (no mapping work on them); the base path itself has no hook. */
+const DIRECT: ReadonlyMap<string, DirectRoute> = new Map([
+  ['wake', resolveWake],
+  ['agent', resolveAgent],
+  ['', () => ({ kind: 'none' })],
+]);
+
+/** One instance per process: the mapped routes compile each config generation once. */
+export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
+  const mapped = createMappedRoutes(opts);
+  return {
+    prepare(ctx) {
+      mapped.prepare(ctx);
+    },
+    plan(ctx, subPath) {
+      return DIRECT.has(subPath) ? { auth: 'token', bodyLimit: ctx.config.hooks.maxBodyBytes } : mapped.plan(ctx, subPath);
+    },
+    async resolve(req) {
+      const direct = DIRECT.get(req.subPath);
+      return direct ? direct(req) : mapped.resolve(req);
+    },
+  };
+}
