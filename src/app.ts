@@ -11,7 +11,7 @@ import { createLogger, type Logger } from './log.js';
 import { startPruner } from './runtime/pruner.js';
 import { startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
-import type { Store } from './store/types.js';
+import type { ReadStore } from './store/types.js';
 
 export interface AppOptions {
   /** The config file; undefined → the embedded default. */
@@ -26,7 +26,8 @@ export interface AppOptions {
 export interface App {
   readonly url: string;
   readonly port: number;
-  readonly store: Store;
+  /** For a look at the record; the app itself writes (ingress, runtime) and closes it. */
+  readonly store: ReadStore;
   readonly logger: Logger;
   config(): Config;
   /** Re-read the config; an invalid file is logged and the old config stays. Resolves to whether it applied. */

@@ -3,7 +3,7 @@ import { embeddedTokenFile } from '../config/defaults.js';
 import { type Config, configPath, findConfigFile } from '../config/load.js';
 import { loadServeConfig } from '../config/serve-config.js';
 import { openStore } from '../store/open.js';
-import type { Store } from '../store/types.js';
+import type { OperatorStore } from '../store/types.js';
 
 /** The config a CLI command acts on: `--config`, `HOOKGATE_CONFIG`, `./hookgate.json5`, else the embedded default. */
 export function cliConfig(flag: string | undefined): Config {
@@ -11,7 +11,7 @@ export function cliConfig(flag: string | undefined): Config {
   return loadServeConfig(file, process.cwd(), process.env).config;
 }
 
-export async function withStore<T>(flag: string | undefined, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
+export async function withStore<T>(flag: string | undefined, fn: (store: OperatorStore, config: Config) => Promise<T>): Promise<T> {
   const config = cliConfig(flag);
   const store = await openStore(config.storage, (p) => configPath(config, p), { writer: 'inline', checkpoints: 'auto' });
   try {

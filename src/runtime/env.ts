@@ -3,7 +3,7 @@ import type { Config } from '../config/load.js';
 import type { ModelCatalog } from '../config/model-catalog.js';
 import type { Logger } from '../log.js';
 import type { ModelProvider } from '../providers/types.js';
-import type { Store } from '../store/types.js';
+import type { RuntimeStore } from '../store/types.js';
 
 export { MAIN_SESSION_KEY } from '../store/types.js';
 
@@ -17,7 +17,7 @@ export interface RuntimeEnv {
 }
 
 export interface RuntimeDeps {
-  store: Store;
+  store: RuntimeStore;
   logger: Logger;
   /** Unique per process: leases are held in its name. */
   owner: string;

@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { Store } from '../store/types.js';
+import type { MaintenanceStore } from '../store/types.js';
 
 /** How often expired idempotency keys and old received records are deleted. */
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -8,7 +8,7 @@ const PRUNE_EVERY_MS = 10 * 60_000;
  * Deletes expired idempotency keys and received records older than `receivedRetentionDays()` days: now, then every
  * ten minutes. A failed prune is logged and tried again at the next tick. Returns the function that stops it.
  */
-export function startPruner(store: Store, logger: Logger, receivedRetentionDays: () => number): () => void {
+export function startPruner(store: MaintenanceStore, logger: Logger, receivedRetentionDays: () => number): () => void {
   const prune = () => {
     const now = Date.now();
     store

@@ -1,4 +1,4 @@
-/** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writer (sqlite-writer.ts). */
+/** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
 import type { Delivery, ReceivedHook, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;

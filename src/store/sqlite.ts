@@ -1,29 +1,14 @@
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
+import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
-import { SqliteWriter, type WriteOp, type WriteResult } from './sqlite-writer.js';
+import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
+import { SqliteWriter } from './sqlite-writer.js';
 import type { CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { startWorker } from './start-worker.js';
-import type {
-  AcceptCommand,
-  AcceptResult,
-  Delivery,
-  DeliveryOutcome,
-  DeliveryState,
-  HeartbeatCompletion,
-  ListRunsQuery,
-  NewSystemEvent,
-  ReceivedHook,
-  Run,
-  RunCompletion,
-  SessionDetail,
-  SessionMessage,
-  SessionSummary,
-  Store,
-  SystemEvent,
-} from './types.js';
+import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from './types.js';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -47,23 +32,32 @@ const CHECKPOINT_INTERVAL_MS = 250;
 /** SQLite's own default, restored on the writing connection if the checkpoint thread stops. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
-interface Pending {
-  op: WriteOp;
-  resolve: (v: unknown) => void;
-  reject: (e: unknown) => void;
-}
+/** The writes of the store: one forwarder each, derived from WRITE_OPS (see the static block of SqliteStore). */
+type SqliteWrites = { [K in WriteKind]: (...args: WriteArgs<K>) => Promise<WriteValue<K>> };
+// Declaration merging: the class below installs these methods on its prototype; `implements Store` checks them.
+export interface SqliteStore extends SqliteWrites {}
 
 /**
- * SQLite driver. Reads run on the caller's connection; writes are queued and committed in batches by one writer
- * (group commit): while a batch commits, new writes gather for the next one, so batches grow with load and each
- * commit is one WAL append. A write is resolved only after its batch committed.
+ * SQLite driver. Reads run on the caller's connection; writes are committed in batches by one writer, inline or on
+ * a writer thread (group commit: see group-commit.ts). Write ops and their SQL: sqlite-write-ops.ts,
+ * sqlite-statements.ts.
  */
 export class SqliteStore implements Store {
+  static {
+    for (const kind of Object.keys(WRITE_OPS) as WriteKind[]) {
+      Object.defineProperty(SqliteStore.prototype, kind, {
+        value: function (this: SqliteStore, ...args: unknown[]) {
+          return this.writes.write({ op: kind, args } as WriteOp);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
+  }
+
   readonly db: Database.Database;
-  private queue: Pending[] = [];
-  private inFlight = false;
+  private readonly writes: GroupCommit<WriteOp>;
   private closed = false;
-  private broken: StoreError | undefined;
   private readonly worker: Worker | undefined;
   private readonly inlineWriter: SqliteWriter | undefined;
   private checkpointer: Worker | undefined;
@@ -71,6 +65,7 @@ export class SqliteStore implements Store {
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
+    this.writes = new GroupCommit((ops) => this.commit(ops));
     const synchronous = opts.synchronous ?? 'normal';
     try {
       this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
@@ -112,50 +107,9 @@ export class SqliteStore implements Store {
     worker.on('exit', (code) => fallBack(`exit code ${code}`));
   }
 
-  accept(cmd: AcceptCommand): Promise<AcceptResult> {
-    return this.write({ op: 'accept', cmd }) as Promise<AcceptResult>;
-  }
-
-  async recordReceived(rec: ReceivedHook): Promise<void> {
-    await this.write({ op: 'received', rec });
-  }
-
-  private write(op: WriteOp): Promise<unknown> {
-    if (this.broken) return Promise.reject(this.broken);
-    if (this.closed) return Promise.reject(new StoreError('the store is closed'));
-    return new Promise((resolve, reject) => {
-      this.queue.push({ op, resolve, reject });
-      if (!this.inFlight) {
-        this.inFlight = true;
-        // Let the other requests of this turn of the event loop join the batch.
-        setImmediate(() => void this.flush());
-      }
-    });
-  }
-
-  private async flush(): Promise<void> {
-    while (this.queue.length) {
-      const batch = this.queue;
-      this.queue = [];
-      let results: WriteResult[];
-      try {
-        results = await this.commit(batch.map((p) => p.op));
-      } catch (err) {
-        const e = err instanceof StoreError ? err : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
-        for (const p of batch) p.reject(e);
-        continue;
-      }
-      results.forEach((r, i) => {
-        const p = batch[i]!;
-        if (r.ok) p.resolve(r.value);
-        else p.reject(new StoreError(`store write failed: ${r.error}`));
-      });
-    }
-    this.inFlight = false;
-  }
-
   private commit(ops: WriteOp[]): Promise<WriteResult[]> {
-    if (this.broken) return Promise.reject(this.broken);
+    const broken = this.writes.failure;
+    if (broken) return Promise.reject(broken);
     if (this.inlineWriter) return Promise.resolve(this.inlineWriter.runBatch(ops));
     return new Promise((resolve, reject) => {
       this.workerWaiters.push({ resolve, reject });
@@ -163,13 +117,12 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** The writer thread is gone: fail the batches it had, and every write from now on. */
   private fail(err: StoreError): void {
-    this.broken ??= err;
     const waiters = this.workerWaiters;
     this.workerWaiters = [];
     for (const w of waiters) w.reject(err);
-    for (const p of this.queue) p.reject(err);
-    this.queue = [];
+    this.writes.fail(err);
   }
 
   async getRun(id: string): Promise<Run | undefined> {
@@ -184,11 +137,6 @@ export class SqliteStore implements Store {
     if (q.sessionKey) (where.push('session_key = ?'), params.push(q.sessionKey));
     const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToRun);
-  }
-
-  async requeueRun(id: string, now: number): Promise<Run | undefined> {
-    const changed = (await this.write({ op: 'requeue', id, now })) as boolean;
-    return changed ? this.getRun(id) : undefined;
   }
 
   async listSessions(limit = 50): Promise<SessionSummary[]> {
@@ -259,39 +207,11 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  async prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return (await this.write({ op: 'prune', now, receivedBefore })) as { idempotency: number; received: number };
-  }
-
   // ——— runtime ———
-  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
-    return this.write({ op: 'claimRuns', owner, now, leaseMs, limit }) as Promise<Run[]>;
-  }
-  async renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
-    await this.write({ op: 'renewRunLeases', owner, ids, until });
-  }
-  completeRun(c: RunCompletion): Promise<boolean> {
-    return this.write({ op: 'completeRun', c }) as Promise<boolean>;
-  }
-  async releaseRuns(owner: string, ids: string[], now: number): Promise<void> {
-    await this.write({ op: 'releaseRuns', owner, ids, now });
-  }
-  recoverLeases(now: number): Promise<number> {
-    return this.write({ op: 'recoverLeases', now }) as Promise<number>;
-  }
-  async failRun(id: string, error: string, now: number): Promise<void> {
-    await this.write({ op: 'failRun', id, error, now });
-  }
   async pendingEvents(sessionKey: string, limit = 1000): Promise<SystemEvent[]> {
     return (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?').all(sessionKey, limit) as Row[]
     ).map(rowToEvent);
-  }
-  async addEvents(events: NewSystemEvent[]): Promise<void> {
-    await this.write({ op: 'addEvents', events });
-  }
-  async completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
-    await this.write({ op: 'completeHeartbeat', c });
   }
   async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
     return (
@@ -303,18 +223,6 @@ export class SqliteStore implements Store {
   async getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined> {
     const row = this.db.prepare('SELECT last_channel, last_to FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined;
     return row?.last_channel ? { channel: row.last_channel as string, to: (row.last_to as string | null) ?? '' } : undefined;
-  }
-  async setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void> {
-    await this.write({ op: 'setRoute', sessionKey, agentId, channel, to, now });
-  }
-  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
-    return this.write({ op: 'claimDeliveries', owner, now, leaseMs, limit }) as Promise<Delivery[]>;
-  }
-  async deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
-    await this.write({ op: 'deliveryProgress', id, owner, chunksSent, now });
-  }
-  async finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void> {
-    await this.write({ op: 'finishDelivery', id, owner, outcome, now });
   }
   async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
     const where: string[] = [];
@@ -328,14 +236,12 @@ export class SqliteStore implements Store {
     const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;
     return row && rowToDelivery(row);
   }
-  retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
-    return this.write({ op: 'retryDelivery', id, now }) as Promise<Delivery | undefined>;
-  }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
+    await this.writes.idle();
     this.closed = true;
+    this.writes.close();
     // Workers are unref'd while serving; hold the event loop open until each has closed its connection. The
     // checkpointer goes first, so the last connection (this one) does the final checkpoint and removes the WAL.
     for (const worker of [this.checkpointer, this.worker]) {

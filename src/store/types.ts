@@ -1,7 +1,7 @@
 /**
- * The durable record. One interface, two drivers (SQLite now, PostgreSQL later) and one shared test suite
- * (test/store/contract.ts). Every method is async so a networked driver fits; the SQLite driver batches the
- * commits of concurrent callers into one transaction (group commit).
+ * The durable record. One interface (`Store`, the union of the roles at the end of this file), two drivers (SQLite
+ * now, PostgreSQL later) and one shared test suite (test/store/contract.ts). Every method is async so a networked
+ * driver fits; the SQLite driver batches the commits of concurrent callers into one transaction (group commit).
  */
 
 /** The main session of the default agent: where wakes and run summaries go, and whose heartbeat reads them. */
@@ -207,7 +207,13 @@ export interface ListRunsQuery {
   limit?: number;
 }
 
-export interface Store {
+/*
+ * The store by role: each consumer takes the narrowest one, so it sees only what it uses and a driver implements
+ * small seams. `Store` is all of them (what a driver implements and `openStore` returns).
+ */
+
+/** The ingress (HTTP handler and hooks dispatch): commit what a request asks for, or record its rejection. */
+export interface IngressStore {
   /**
    * Commit what one request asks for, atomically, together with its idempotency key and received record.
    * A repeated key (same scope and body, not expired) commits nothing new but the received record and returns
@@ -216,18 +222,10 @@ export interface Store {
   accept(cmd: AcceptCommand): Promise<AcceptResult>;
   /** Record a request that was answered without an accept (rejections). Batched like accept. */
   recordReceived(rec: ReceivedHook): Promise<void>;
+}
 
-  getRun(id: string): Promise<Run | undefined>;
-  listRuns(q?: ListRunsQuery): Promise<Run[]>;
-  /** Put a finished (failed / timed_out / succeeded) run back in the queue. */
-  requeueRun(id: string, now: number): Promise<Run | undefined>;
-
-  listSessions(limit?: number): Promise<SessionSummary[]>;
-  getSession(key: string): Promise<SessionDetail | undefined>;
-  /** Received-hook records, newest first; `rejected`: only those answered with a status of 400 or more. */
-  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]>;
-
-  // ——— runtime ———
+/** The runtime (run worker, heartbeat, outbox): leases, completions, the sessions' events and transcripts, routes. */
+export interface RuntimeStore {
   /**
    * Lease up to `limit` runnable runs to `owner`: queued ones, and running ones whose lease expired (their worker
    * died). Only the oldest unfinished run of each session key is runnable, so one session's runs go in order.
@@ -237,11 +235,6 @@ export interface Store {
   completeRun(c: RunCompletion): Promise<boolean>;
   /** Give leased runs back (shutdown): queued again, attempt not counted as failed. */
   releaseRuns(owner: string, ids: string[], now: number): Promise<void>;
-  /**
-   * Single-writer drivers at start: every leased run and delivery belonged to a process that is gone. Runs go back
-   * to the queue (same id), deliveries become claimable again. Returns the number of runs recovered.
-   */
-  recoverLeases(now: number): Promise<number>;
   /** Mark a run failed outside a worker (e.g. it crashed the process too often). */
   failRun(id: string, error: string, now: number): Promise<void>;
 
@@ -255,17 +248,43 @@ export interface Store {
   completeHeartbeat(c: HeartbeatCompletion): Promise<void>;
   sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]>;
   getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void>;
 
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
   deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void>;
   finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void>;
+}
+
+/** What an operator looks at: runs, sessions, received hooks, deliveries. */
+export interface ReadStore {
+  getRun(id: string): Promise<Run | undefined>;
+  listRuns(q?: ListRunsQuery): Promise<Run[]>;
+  listSessions(limit?: number): Promise<SessionSummary[]>;
+  getSession(key: string): Promise<SessionDetail | undefined>;
+  /** Received-hook records, newest first; `rejected`: only those answered with a status of 400 or more. */
+  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]>;
   listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]>;
   getDelivery(id: string): Promise<Delivery | undefined>;
+}
+
+/** The CLI: read, and repair by hand. */
+export interface OperatorStore extends ReadStore {
+  /** Put a finished (failed / timed_out / succeeded) run back in the queue. */
+  requeueRun(id: string, now: number): Promise<Run | undefined>;
   /** A dead (or pending) delivery back to pending now, attempts reset. */
   retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void>;
+}
 
+/** The service around the rest: take leases back at start, prune, close. */
+export interface MaintenanceStore {
+  /**
+   * Single-writer drivers at start: every leased run and delivery belonged to a process that is gone. Runs go back
+   * to the queue (same id), deliveries become claimable again. Returns the number of runs recovered.
+   */
+  recoverLeases(now: number): Promise<number>;
   /** Delete expired idempotency keys and received-hook records older than `receivedBefore`. */
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }>;
   close(): Promise<void>;
 }
+
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore {}

@@ -262,10 +262,10 @@ describe('SqliteWriter', () => {
     const good2 = run();
     const badEvent = event({ text: 'not committed' });
     const batch: WriteOp[] = [
-      { op: 'accept', cmd: command({ runs: [good1], received: received({ at: T0 + 1 }) }) },
-      { op: 'accept', cmd: command({ events: [badEvent], runs: [run({ id: takenId })], received: received({ at: T0 + 2 }) }) },
-      { op: 'received', rec: received({ at: T0 + 3, status: 400, code: 'invalid_json' }) },
-      { op: 'accept', cmd: command({ runs: [good2], received: received({ at: T0 + 4 }) }) },
+      { op: 'accept', args: [command({ runs: [good1], received: received({ at: T0 + 1 }) })] },
+      { op: 'accept', args: [command({ events: [badEvent], runs: [run({ id: takenId })], received: received({ at: T0 + 2 }) })] },
+      { op: 'recordReceived', args: [received({ at: T0 + 3, status: 400, code: 'invalid_json' })] },
+      { op: 'accept', args: [command({ runs: [good2], received: received({ at: T0 + 4 }) })] },
     ];
     return { batch, good1, good2, badEvent };
   };
@@ -276,7 +276,7 @@ describe('SqliteWriter', () => {
     try {
       const writer = new SqliteWriter(db);
       const taken = run();
-      const [first] = writer.runBatch([{ op: 'accept', cmd: command({ runs: [taken] }) }]);
+      const [first] = writer.runBatch([{ op: 'accept', args: [command({ runs: [taken] })] }]);
       assert.equal(first?.ok, true);
 
       const { batch, good1, good2, badEvent } = ops(taken.id);
@@ -306,10 +306,10 @@ describe('SqliteWriter', () => {
     const db = openSqlite(path, 'normal');
     try {
       const writer = new SqliteWriter(db);
-      writer.runBatch([{ op: 'received', rec: received() }]);
+      writer.runBatch([{ op: 'recordReceived', args: [received()] }]);
       let results: ReturnType<SqliteWriter['runBatch']> = [];
       const txns = await countCommits(path, () => {
-        results = writer.runBatch(Array.from({ length: 50 }, () => ({ op: 'accept' as const, cmd: command({ runs: [run()] }) })));
+        results = writer.runBatch(Array.from({ length: 50 }, () => ({ op: 'accept', args: [command({ runs: [run()] })] }) satisfies WriteOp));
       });
       assert.equal(results.length, 50);
       assert.ok(results.every((r) => r.ok));

@@ -1,0 +1,105 @@
+/**
+ * Group commit, both halves, driver-agnostic. `GroupCommit` (the caller's side) gathers every write of one turn of
+ * the event loop into one batch and hands it to one commit; while that batch commits, new writes gather for the
+ * next one, so batches grow with load and each commit is one WAL append. `commitIsolated` (the writer's side)
+ * commits a batch in one transaction and, if one op throws, retries each op alone, so one bad op can neither take
+ * the others down nor leave half of itself behind.
+ */
+import { StoreError } from '../errors.js';
+
+/** The outcome of one op of a batch. Plain data: it crosses back from a writer thread by structured clone. */
+export type WriteResult = { ok: true; value: unknown } | { ok: false; error: string };
+
+interface Pending<Op> {
+  op: Op;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** A write is resolved only after its batch committed; a batch whose commit fails rejects all of its writes. */
+export class GroupCommit<Op> {
+  private queue: Pending<Op>[] = [];
+  private inFlight = false;
+  private closed = false;
+  private broken: StoreError | undefined;
+
+  /** `commit` runs one batch and answers one result per op, in order (see `commitIsolated`). */
+  constructor(private readonly commit: (ops: Op[]) => Promise<WriteResult[]>) {}
+
+  write(op: Op): Promise<unknown> {
+    if (this.broken) return Promise.reject(this.broken);
+    if (this.closed) return Promise.reject(new StoreError('the store is closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ op, resolve, reject });
+      if (!this.inFlight) {
+        this.inFlight = true;
+        // Let the other requests of this turn of the event loop join the batch.
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /** The error the writer broke with, if it did: every write from then on is rejected with it. */
+  get failure(): StoreError | undefined {
+    return this.broken;
+  }
+
+  /** The writer is gone: reject what waits for the next batch and every later write (the first error is kept). */
+  fail(err: StoreError): void {
+    this.broken ??= err;
+    for (const p of this.queue) p.reject(err);
+    this.queue = [];
+  }
+
+  /** Resolves once no batch is committing or waiting. */
+  async idle(): Promise<void> {
+    while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  /** Reject every later write (call after `idle`). */
+  close(): void {
+    this.closed = true;
+  }
+
+  private async flush(): Promise<void> {
+    while (this.queue.length) {
+      const batch = this.queue;
+      this.queue = [];
+      let results: WriteResult[];
+      try {
+        results = await this.commit(batch.map((p) => p.op));
+      } catch (err) {
+        const e = err instanceof StoreError ? err : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
+        for (const p of batch) p.reject(e);
+        continue;
+      }
+      results.forEach((r, i) => {
+        const p = batch[i]!;
+        if (r.ok) p.resolve(r.value);
+        else p.reject(new StoreError(`store write failed: ${r.error}`));
+      });
+    }
+    this.inFlight = false;
+  }
+}
+
+/**
+ * Commit `ops` with `all` (one transaction for the whole batch). If it throws, the batch was rolled back: call
+ * `rolledBack` (forget what the rolled-back writes cached) and commit each op alone with `one` (its own transaction),
+ * so only the op that throws again fails.
+ */
+export function commitIsolated<Op>(ops: Op[], all: (ops: Op[]) => unknown[], one: (op: Op) => unknown, rolledBack: () => void): WriteResult[] {
+  try {
+    return all(ops).map((value) => ({ ok: true, value }));
+  } catch {
+    rolledBack();
+    return ops.map((op) => {
+      try {
+        return { ok: true, value: one(op) };
+      } catch (err) {
+        rolledBack();
+        return { ok: false, error: (err as Error).message };
+      }
+    });
+  }
+}

@@ -1,0 +1,119 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Every statement of the SQLite writer, prepared once per writing connection (the writer thread's, or the store's
+ * own with the inline writer). A write op adds its SQL here and uses it through `WriteStatements`.
+ */
+export function prepareWriteStatements(db: Database.Database) {
+  return {
+    lastPending: db.prepare('SELECT id, text FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1'),
+    insertEvent: db.prepare(
+      'INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    insertRun: db.prepare(
+      `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,
+         recipient, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
+       VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    getIdem: db.prepare('SELECT fingerprint, status, body, expires_at FROM idempotency WHERE scope = ? AND key_hash = ?'),
+    deleteIdem: db.prepare('DELETE FROM idempotency WHERE scope = ? AND key_hash = ?'),
+    insertIdem: db.prepare(
+      'INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    ),
+    insertReceivedBlock: db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)'),
+    requeue: db.prepare(
+      `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
+       WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`,
+    ),
+    // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
+    // unfinished run of its session key. Two queries so each walks a small partial index in order.
+    claimableQueued: db.prepare(
+      `SELECT r.id FROM runs r INDEXED BY runs_queued
+       WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
+         AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
+                         AND p.state IN ('queued', 'running'))
+       ORDER BY r.seq LIMIT @limit`,
+    ),
+    claimableExpired: db.prepare(
+      `SELECT r.id FROM runs r WHERE r.state = 'running' AND r.lease_until < @now
+         AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
+                         AND p.state IN ('queued', 'running'))
+       ORDER BY r.seq LIMIT @limit`,
+    ),
+    leaseRun: db.prepare(
+      `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
+         started_at = @now, updated_at = @now WHERE id = @id RETURNING *`,
+    ),
+    renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
+    finishRun: db.prepare(
+      `UPDATE runs SET state = @state, finished_at = @finishedAt, updated_at = @finishedAt, error = @error, reply = @reply,
+         delivery_status = @deliveryStatus, lease_owner = NULL, lease_until = NULL
+       WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
+    ),
+    releaseRun: db.prepare(
+      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ?
+       WHERE id = ? AND lease_owner = ? AND state = 'running'`,
+    ),
+    recoverLeases: db.prepare(`UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`),
+    recoverDeliveries: db.prepare(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`),
+    failRun: db.prepare(
+      `UPDATE runs SET state = 'failed', error = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
+         delivery_status = 'nowhere:failed_before_run' WHERE id = ?`,
+    ),
+    // Ids have no index of their own. A heartbeat takes the oldest pending events of its session, and only the
+    // heartbeat consumes them, so they are still the first ones pending: walk that many in the pending index (not
+    // the whole backlog) and consume those listed. Anything not found there stays pending: replayed, never lost.
+    consumeEvents: db.prepare(
+      `UPDATE system_events SET consumed_at = @consumedAt, heartbeat_id = @heartbeatId
+       WHERE seq IN (SELECT seq FROM system_events WHERE session_key = @sessionKey AND consumed_at IS NULL ORDER BY seq LIMIT @n)
+         AND id IN (SELECT value FROM json_each(@ids))`,
+    ),
+    insertMessage: db.prepare(
+      'INSERT INTO session_messages (session_key, agent_id, role, content, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    insertDelivery: db.prepare(
+      `INSERT INTO deliveries (id, run_id, heartbeat_id, session_key, agent_id, hook_name, channel, recipient, text, explicit_route,
+         state, next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+    ),
+    upsertRoute: db.prepare(
+      `INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES (@key, @agentId, @channel, @to, @now, @now)
+       ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, updated_at = @now`,
+    ),
+    claimableDeliveries: db.prepare(
+      `SELECT d.id FROM deliveries d INDEXED BY deliveries_pending
+       WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
+         AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.channel = d.channel AND p.recipient = d.recipient
+                         AND p.seq < d.seq AND p.state = 'pending')
+       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
+    ),
+    leaseDelivery: db.prepare(
+      `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now
+       WHERE id = @id RETURNING *`,
+    ),
+    progress: db.prepare('UPDATE deliveries SET chunks_sent = ?, updated_at = ? WHERE id = ? AND lease_owner = ?'),
+    delivered: db.prepare(
+      `UPDATE deliveries SET state = 'delivered', delivered_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL
+       WHERE id = ? AND lease_owner = ?`,
+    ),
+    retryLater: db.prepare(
+      `UPDATE deliveries SET next_attempt_at = ?, last_error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+       WHERE id = ? AND lease_owner = ?`,
+    ),
+    dead: db.prepare(
+      `UPDATE deliveries SET state = 'dead', last_error = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+       WHERE id = ? AND lease_owner = ?`,
+    ),
+    retryDelivery: db.prepare(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
+       WHERE id = ? AND state IN ('dead', 'pending') RETURNING *`,
+    ),
+    pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
+    receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_log'),
+    receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_log WHERE seq >= ? ORDER BY seq LIMIT 1'),
+    receivedCountBefore: db.prepare('SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE seq < ?'),
+    pruneReceived: db.prepare('DELETE FROM received_log WHERE seq < ?'),
+  };
+}
+
+export type WriteStatements = ReturnType<typeof prepareWriteStatements>;

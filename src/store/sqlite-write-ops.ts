@@ -1,0 +1,191 @@
+/**
+ * Every write of the SQLite store, one handler each, named after the `Store` method it serves and taking that
+ * method's arguments: the handler's signature defines the op (`WriteOp`), and `SqliteStore` derives its forwarder
+ * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
+ * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
+ */
+import { type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import type { SqliteWriter } from './sqlite-writer.js';
+import type {
+  AcceptCommand,
+  AcceptOutcome,
+  AcceptResult,
+  Delivery,
+  DeliveryOutcome,
+  HeartbeatCompletion,
+  NewSystemEvent,
+  ReceivedHook,
+  Replay,
+  Run,
+  RunCompletion,
+} from './types.js';
+
+export const WRITE_OPS = {
+  accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
+    const now = cmd.received.at;
+    const idem = cmd.idempotency;
+    if (idem) {
+      const row = w.stmt.getIdem.get(idem.scope, idem.keyHash) as Row | undefined;
+      if (row && (row.expires_at as number) > now) {
+        if (row.fingerprint !== idem.fingerprint) {
+          w.insertReceived({ ...cmd.received, status: 409, code: 'idempotency_conflict' });
+          return { kind: 'conflict' };
+        }
+        const replay = JSON.parse(row.body as string) as Replay;
+        w.insertReceived({ ...cmd.received, status: row.status as number, code: 'duplicate', eventIds: replay.outcome.events.map((e) => e.eventId) });
+        return { kind: 'duplicate', replay, status: row.status as number };
+      }
+      if (row) w.stmt.deleteIdem.run(idem.scope, idem.keyHash);
+    }
+
+    const outcome: AcceptOutcome = { events: [] };
+    for (const ev of cmd.events) {
+      const last = w.lastPendingOf(ev.sessionKey);
+      if (last && last.text === ev.text) {
+        outcome.events.push({ eventId: last.id, outcome: 'coalesced' });
+        continue;
+      }
+      w.insertEvent(ev);
+      outcome.events.push({ eventId: ev.id, outcome: 'queued' });
+    }
+    for (const run of cmd.runs) w.insertRun(run);
+    if (idem) {
+      const replay: Replay = { spec: cmd.answerSpec, outcome };
+      w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt);
+    }
+    w.insertReceived({ ...cmd.received, eventIds: outcome.events.map((e) => e.eventId), runIds: cmd.runs.map((r) => r.id) });
+    return { kind: 'accepted', outcome };
+  },
+
+  recordReceived(w: SqliteWriter, rec: ReceivedHook): void {
+    w.insertReceived(rec);
+  },
+
+  requeueRun(w: SqliteWriter, id: string, now: number): Run | undefined {
+    const row = w.stmt.requeue.get(now, id) as Row | undefined;
+    return row && rowToRun(row);
+  },
+
+  prune(w: SqliteWriter, now: number, receivedBefore: number): { idempotency: number; received: number } {
+    return { idempotency: w.stmt.pruneIdem.run(now).changes, received: pruneReceived(w, receivedBefore) };
+  },
+
+  claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
+    const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ id: string }>;
+    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ id: string }>) : [];
+    return [...expired, ...queued].map(({ id }) => rowToRun(w.stmt.leaseRun.get({ id, owner, until: now + leaseMs, now }) as Row));
+  },
+
+  renewRunLeases(w: SqliteWriter, owner: string, ids: string[], until: number): void {
+    for (const id of ids) w.stmt.renewRun.run(until, id, owner);
+  },
+
+  completeRun(w: SqliteWriter, c: RunCompletion): boolean {
+    const changed = w.stmt.finishRun.run({
+      state: c.state,
+      finishedAt: c.finishedAt,
+      error: c.error,
+      reply: c.reply,
+      deliveryStatus: c.deliveryStatus,
+      runId: c.runId,
+      owner: c.owner,
+    }).changes;
+    if (!changed) return false; // the lease was lost (expired and taken over): the other worker's result counts
+    for (const ev of c.events) w.insertEvent(ev);
+    for (const d of c.deliveries) w.insertDelivery(d);
+    for (const m of c.messages) w.insertMessage(m);
+    return true;
+  },
+
+  releaseRuns(w: SqliteWriter, owner: string, ids: string[], now: number): void {
+    for (const id of ids) w.stmt.releaseRun.run(now, id, owner);
+  },
+
+  recoverLeases(w: SqliteWriter, now: number): number {
+    w.stmt.recoverDeliveries.run();
+    return w.stmt.recoverLeases.run(now).changes;
+  },
+
+  failRun(w: SqliteWriter, id: string, error: string, now: number): void {
+    w.stmt.failRun.run(error, now, now, id);
+  },
+
+  addEvents(w: SqliteWriter, events: NewSystemEvent[]): void {
+    for (const ev of events) w.insertEvent(ev);
+  },
+
+  completeHeartbeat(w: SqliteWriter, c: HeartbeatCompletion): void {
+    if (c.eventIds.length) {
+      w.stmt.consumeEvents.run({
+        consumedAt: c.consumedAt, heartbeatId: c.heartbeatId, sessionKey: c.sessionKey, n: c.eventIds.length, ids: JSON.stringify(c.eventIds),
+      });
+    }
+    w.forgetPending(c.sessionKey);
+    for (const d of c.deliveries) w.insertDelivery(d);
+    for (const m of c.messages) w.insertMessage(m);
+  },
+
+  setRoute(w: SqliteWriter, sessionKey: string, agentId: string, channel: string, to: string, now: number): void {
+    w.stmt.upsertRoute.run({ key: sessionKey, agentId, channel, to, now });
+  },
+
+  claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Delivery[] {
+    const ids = w.stmt.claimableDeliveries.all({ now, limit }) as Array<{ id: string }>;
+    return ids.map(({ id }) => rowToDelivery(w.stmt.leaseDelivery.get({ id, owner, until: now + leaseMs, now }) as Row));
+  },
+
+  deliveryProgress(w: SqliteWriter, id: string, owner: string, chunksSent: number, now: number): void {
+    w.stmt.progress.run(chunksSent, now, id, owner);
+  },
+
+  finishDelivery(w: SqliteWriter, id: string, owner: string, o: DeliveryOutcome, now: number): void {
+    if (o.kind === 'delivered') {
+      const changed = w.stmt.delivered.run(o.at, now, id, owner).changes;
+      if (changed && o.route) {
+        const r = o.route;
+        w.stmt.upsertRoute.run({ key: r.sessionKey, agentId: r.agentId, channel: r.channel, to: r.to, now });
+      }
+    } else if (o.kind === 'retry') w.stmt.retryLater.run(o.nextAttemptAt, o.error, now, id, owner);
+    else w.stmt.dead.run(o.error, now, id, owner);
+  },
+
+  retryDelivery(w: SqliteWriter, id: string, now: number): Delivery | undefined {
+    const row = w.stmt.retryDelivery.get(now, now, id) as Row | undefined;
+    return row ? rowToDelivery(row) : undefined;
+  },
+};
+
+type WriteOps = typeof WRITE_OPS;
+export type WriteKind = keyof WriteOps;
+/** The arguments of a write: those of its `Store` method. */
+export type WriteArgs<K extends WriteKind> = WriteOps[K] extends (w: SqliteWriter, ...args: infer A) => unknown ? A : never;
+export type WriteValue<K extends WriteKind> = ReturnType<WriteOps[K]>;
+/** A write the SQLite writer performs. Plain data: it crosses to the writer thread by structured clone. */
+export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args: WriteArgs<P> } }[K];
+
+/** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
+export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
+  return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);
+}
+
+/**
+ * Delete received records older than `before`, by whole blocks (a block goes when its newest record is older).
+ * Blocks are appended in time order, so the first one to keep is found by binary search over seq (no index on
+ * `at` to maintain on every insert). Returns the number of records deleted.
+ */
+function pruneReceived(w: SqliteWriter, before: number): number {
+  const { lo, hi } = w.stmt.receivedBounds.get() as { lo: number | null; hi: number | null };
+  if (lo === null || hi === null) return 0;
+  let low = lo;
+  let high = hi + 1; // first seq whose row is at or after `before`
+  while (low < high) {
+    const mid = Math.floor((low + high) / 2);
+    const row = w.stmt.receivedAtOrAfter.get(mid) as { seq: number; at: number } | undefined;
+    if (row && row.at < before) low = row.seq + 1;
+    else high = mid;
+  }
+  if (low <= lo) return 0;
+  const { n } = w.stmt.receivedCountBefore.get(low) as { n: number };
+  w.stmt.pruneReceived.run(low);
+  return n;
+}
