@@ -1,6 +1,6 @@
 import { newId } from '../ids.js';
 import { HttpError, StoreError } from '../errors.js';
-import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type Store, type WakeMode } from '../store/types.js';
+import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
 
 export type HookAction = { kind: 'wake'; text: string; mode: WakeMode } | { kind: 'agent'; run: NewRun };
@@ -42,7 +42,7 @@ type AnswerSpec =
  * fan-out → `{ ok, runId, runIds, dispatched }` (+ `dropped` when items were over the cap). A repeated idempotency key returns the first answer with
  * `duplicate: true`; a store failure is 503, never a 2xx.
  */
-export async function dispatch(ctx: HooksContext, store: Store, signals: RuntimeSignals, req: DispatchRequest): Promise<DispatchAnswer> {
+export async function dispatch(ctx: HooksContext, store: IngressStore, signals: RuntimeSignals, req: DispatchRequest): Promise<DispatchAnswer> {
   const now = req.received.at;
   const events: NewSystemEvent[] = [];
   const runs: NewRun[] = [];

@@ -7,7 +7,7 @@ import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
 import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
-import type { ReceivedHook, Store } from '../store/types.js';
+import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
 import { parseJsonObject, readBody } from './body.js';
@@ -16,7 +16,7 @@ import { AuthFailureLimiter } from './limiter.js';
 import { sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
-  store: Store;
+  store: IngressStore;
   signals: RuntimeSignals;
   logger: Logger;
   /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
