@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createGoogleChatChannel, GOOGLECHAT_MAX_TEXT, requestIdFor, toSpaceName } from '../../src/channels/googlechat.js';
@@ -14,6 +13,7 @@ import {
   startGoogleChat,
   type GoogleChatStandIn,
 } from '../support/platforms/googlechat.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const STATIC = 'ya29.static-test-token';
 
@@ -29,12 +29,9 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
       staticTokens: [STATIC],
       spacesWithoutApp: ['spaces/AAAAnoapp'],
     });
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-gchat-'));
+    dir = tempDir('hookgate-gchat-');
   });
-  after(async () => {
-    await api.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => api.close());
 
   const withKey = (over: Record<string, unknown> = {}) =>
     createGoogleChatChannel(

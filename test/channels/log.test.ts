@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createLogChannel, LOG_MAX_TEXT_LENGTH } from '../../src/channels/log.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
 import { deliveryRecord } from '../../src/channels/webhook.js';
+import { tempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'hookgate-log-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('hookgate-log-');
 const ctx: ChannelContext = { configDir: dir, logger: { info() {}, warn() {}, error() {} } };
 
 function message(i: number, text = `reply ${i}`): OutboundMessage {

@@ -1,21 +1,20 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { channelsSchema } from '../../src/config/schema/channels.js';
 import { createChannelRegistry } from '../../src/channels/registry.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
+import { tempDir } from '../support/temp-dir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'hookgate-registry-'));
+const root = tempDir('hookgate-registry-');
 const configDir = join(root, 'config');
 const outside = join(root, 'outside');
 mkdirSync(join(configDir, 'channels'), { recursive: true });
 mkdirSync(outside);
-after(() => rmSync(root, { recursive: true, force: true }));
 
 const ctx: ChannelContext = { configDir, logger: { info() {}, warn() {}, error() {} } };
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

@@ -2,19 +2,19 @@
  * The CLI as a user runs it: the built binary, a real config file, a real running service.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { CLI, type Hookgate, runCli, startHookgate } from '../support/server.js';
+import { removeDir, tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
 
 describe('cli: offline commands', () => {
   let dir: string;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-cli-'));
+    dir = tempDir('hookgate-cli-');
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('token prints 32 random bytes as base64url, new each time', async () => {
     const a = await runCli(['token']);
@@ -100,12 +100,11 @@ describe('cli: against a running service', () => {
     assert.equal(r.code, 0, r.stderr);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)?.[1];
     assert.ok(runId, r.stdout);
-    let run: Record<string, unknown> | undefined;
-    for (let i = 0; i < 50 && run?.state !== 'succeeded'; i++) {
-      await new Promise((r) => setTimeout(r, 100));
+    const run = await waitFor('the run to succeed', async () => {
       const list = await cli(['runs', 'list', '--json']);
-      run = (JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((x) => x.id === runId);
-    }
+      const found = (JSON.parse(list.stdout) as Array<Record<string, unknown>>).find((x) => x.id === runId);
+      return found?.state === 'succeeded' ? found : undefined;
+    });
     assert.equal(run?.state, 'succeeded');
     assert.equal(run?.deliver, false);
     assert.equal(run?.thinking, 'low');
@@ -147,15 +146,14 @@ describe('cli: against a running service', () => {
     const r = await cli(['send', 'agent', 'run me twice', '--no-deliver']);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)![1]!;
     const stateOf = async () => (JSON.parse((await cli(['runs', 'show', runId, '--json'])).stdout) as { state: string; attempts: number });
-    for (let i = 0; i < 50 && (await stateOf()).state !== 'succeeded'; i++) await new Promise((res) => setTimeout(res, 100));
+    await waitFor('the run to succeed', async () => (await stateOf()).state === 'succeeded');
     const retry = await cli(['runs', 'retry', runId]);
     assert.equal(retry.code, 0, retry.stderr);
     assert.match(retry.stdout, /queued again/);
-    let after = await stateOf();
-    for (let i = 0; i < 50 && !(after.state === 'succeeded' && after.attempts === 2); i++) {
-      await new Promise((res) => setTimeout(res, 100));
-      after = await stateOf();
-    }
+    const after = await waitFor('the second attempt to succeed', async () => {
+      const s = await stateOf();
+      return s.state === 'succeeded' && s.attempts === 2 ? s : undefined;
+    });
     assert.deepEqual(after, { ...after, state: 'succeeded', attempts: 2 });
     const unknown = await cli(['runs', 'retry', 'no-such-run']);
     assert.equal(unknown.code, 1);
@@ -199,7 +197,7 @@ describe('cli: npm start with no config (embedded default)', () => {
       () => false,
     );
     if (busy) return t.skip('port 18789 is taken on this machine; the embedded default always uses it');
-    const dir = mkdtempSync(join(tmpdir(), 'hookgate-default-'));
+    const dir = tempDir('hookgate-default-');
     const start = () =>
       new Promise<{ proc: ChildProcess; stderr: string }>((resolve, reject) => {
         const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '' } });
@@ -228,7 +226,7 @@ describe('cli: npm start with no config (embedded default)', () => {
       await stop(second.proc);
       assert.ok(statSync(join(dir, 'data/hookgate.db')).size > 0);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      removeDir(dir);
     }
   });
 });

@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import { embeddedDefault, embeddedTokenFile, newToken } from '../../src/config/defaults.js';
 import { validateConfig } from '../../src/config/load.js';
 import { ModelCatalog } from '../../src/config/model-catalog.js';
 import { configuredChannelIds } from '../../src/config/lookup.js';
-import { parse, removeDir, tempDir } from './helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { parse } from './helpers.js';
 
 describe('newToken', () => {
   it('is 32 random bytes, base64url (43 characters)', () => {
@@ -27,13 +28,8 @@ describe('newToken', () => {
 
 describe('embeddedDefault', () => {
   let cwd: string;
-  const dirs: string[] = [];
   beforeEach(() => {
     cwd = tempDir('hookgate-default-');
-    dirs.push(cwd);
-  });
-  afterEach(() => {
-    while (dirs.length) removeDir(dirs.pop());
   });
 
   it('takes the token from HOOKGATE_TOKEN (trimmed) and writes no file', () => {
@@ -96,16 +92,10 @@ describe('embeddedDefault', () => {
 });
 
 describe('the starter config of `hookgate init`', () => {
-  const dirs: string[] = [];
-  after(() => {
-    while (dirs.length) removeDir(dirs.pop());
-  });
-
   it('is valid as written, with no warnings, and its values match the defaults', async () => {
     const { starterConfig } = await import('../../src/cli/starter-config.js');
     const token = newToken();
     const dir = tempDir('hookgate-starter-');
-    dirs.push(dir);
     const c = parse(starterConfig(token), {}, dir);
     assert.deepEqual(c.warnings, []);
     assert.equal(c.hooks.token, token);

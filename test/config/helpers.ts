@@ -3,9 +3,7 @@
  * Every parse passes `env` explicitly, so nothing depends on the real environment.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Config, parseConfig } from '../../src/config/load.js';
 import { ConfigError, type ConfigIssue } from '../../src/errors.js';
 
@@ -55,15 +53,3 @@ export function assertIssue(
   }
   return issues;
 }
-
-/** A fresh temp dir (real path, so symlinked /tmp does not disturb path comparisons). */
-export function tempDir(prefix = 'hookgate-config-'): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-}
-
-export function removeDir(dir: string | undefined): void {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-}
-
-/** A valid hook token (≥ 16 characters, so no "short token" warning). */
-export const TOKEN = 'test-hook-token-0123456789abcdef';

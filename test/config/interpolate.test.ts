@@ -5,11 +5,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { interpolate } from '../../src/config/interpolate.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import type { ConfigIssue } from '../../src/errors.js';
-import { assertIssue, configError, issuesOf, NO_DIR, parse, removeDir, tempDir, TOKEN } from './helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
+import { assertIssue, configError, issuesOf, NO_DIR, parse } from './helpers.js';
 
 const run = (value: unknown, env: NodeJS.ProcessEnv, dir = NO_DIR) => {
   const issues: ConfigIssue[] = [];
@@ -128,7 +130,6 @@ describe('{ file: path } secrets', () => {
     writeFileSync(join(dir, 'secrets', 'admin'), 'admin-secret-0123456789');
     mkdirSync(join(dir, 'conf'), { recursive: true });
   });
-  after(() => removeDir(dir));
 
   it('becomes the file content, trimmed; relative to the config dir', () => {
     const c = parse({ hooks: { enabled: true, token: { file: 'secrets/hook-token' } } }, {}, dir);

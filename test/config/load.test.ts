@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { configPath, findConfigFile, loadConfigFile, parseConfig, validateConfig } from '../../src/config/load.js';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/config/schema/index.js';
 import { ConfigError, formatIssues, keyPath } from '../../src/errors.js';
-import { assertIssue, configError, issuesOf, NO_DIR, parse, removeDir, tempDir, TOKEN } from './helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
+import { assertIssue, configError, issuesOf, NO_DIR, parse } from './helpers.js';
 
 describe('JSON5 parsing', () => {
   it('accepts JSON5: comments, unquoted keys, single quotes, trailing commas, hex numbers', () => {
@@ -435,7 +437,6 @@ describe('config files', () => {
   before(() => {
     dir = tempDir();
   });
-  after(() => removeDir(dir));
 
   it('loadConfigFile reads the file; file is absolute, dir is its directory', () => {
     const sub = join(dir, 'etc');
@@ -523,7 +524,6 @@ describe('transform paths are config problems (CONTRACT §3)', () => {
     mkdirSync(join(dir, 'hooks', 'transforms'), { recursive: true });
     writeFileSync(join(dir, 'hooks', 'transforms', 'ok.mjs'), 'export default () => null;\n');
   });
-  after(() => removeDir(dir));
 
   const load = async (config: Record<string, unknown>) => {
     const { loadServeConfig } = await import('../../src/config/serve-config.js');

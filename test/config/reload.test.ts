@@ -10,7 +10,9 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { type App, startApp } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
-import { removeDir, tempDir, TOKEN } from './helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
+import { waitFor } from '../support/wait.js';
 
 type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -34,14 +36,6 @@ const configText = (hooks: Record<string, unknown>, extra: Record<string, unknow
     ...extra,
   });
 
-async function until(pred: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('reload (App.reload, as SIGHUP calls it)', () => {
   let dir: string;
   let file: string;
@@ -56,7 +50,6 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
   });
   after(async () => {
     await app?.close();
-    removeDir(dir);
   });
 
   it('a valid new file applies', async () => {
@@ -101,7 +94,6 @@ describe('reload on file change', () => {
   let app: App;
   after(async () => {
     await app?.close();
-    removeDir(dir);
   });
 
   it('writing the file reloads it', async () => {
@@ -112,7 +104,7 @@ describe('reload on file change', () => {
     app = await startApp({ configFile: file, cwd: dir, env: { HOOKGATE_SQLITE_WRITER: 'inline' }, logger, watchConfig: true });
     await new Promise((r) => setTimeout(r, 100));
     writeFileSync(file, configText({ path: '/changed' }));
-    await until(() => app.config().hooks.path === '/changed');
+    await waitFor('the changed path', () => app.config().hooks.path === '/changed');
   });
 });
 
@@ -121,7 +113,6 @@ describe('the embedded default', () => {
   let app: App;
   after(async () => {
     await app?.close();
-    removeDir(dir);
   });
 
   it('has no file to reload', async () => {
@@ -149,7 +140,6 @@ describe('SIGHUP (hookgate serve)', () => {
         /* already gone */
       }
     }
-    removeDir(dir);
   });
 
   it('re-reads the config file', { timeout: 30_000 }, async () => {
@@ -182,17 +172,17 @@ describe('SIGHUP (hookgate serve)', () => {
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
 
-    await until(() => lines.some((l) => l.msg === 'hookgate listening') || proc.exitCode !== null, 20_000).catch(() => {});
+    await waitFor('the listening line or an exit', () => lines.some((l) => l.msg === 'hookgate listening') || proc.exitCode !== null, 20_000).catch(() => {});
     assert.ok(lines.some((l) => l.msg === 'hookgate listening'), `serve did not start: ${stderr}`);
 
     // Invalid: rejected, logged.
     writeFileSync(file, configText({ path: '/' }));
     proc.kill('SIGHUP');
-    await until(() => lines.some((l) => l.msg === 'config reload rejected; the previous config stays active'));
+    await waitFor('the rejection line', () => lines.some((l) => l.msg === 'config reload rejected; the previous config stays active'));
     // Valid: applied.
     writeFileSync(file, configText({ path: '/other' }));
     proc.kill('SIGHUP');
-    await until(() => lines.some((l) => l.msg === 'config reloaded'));
+    await waitFor('the reloaded line', () => lines.some((l) => l.msg === 'config reloaded'));
     assert.equal(proc.exitCode, null, 'still running');
 
     proc.kill('SIGTERM');

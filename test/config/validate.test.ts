@@ -3,14 +3,15 @@
  * modules use (channel names, agent resolution and allowlist).
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { agentAllowed, configuredChannelIds, defaultAgentId, normalizeChannelName, resolveAgentId, startsWithAny } from '../../src/config/lookup.js';
 import { crossCheck } from '../../src/config/validate.js';
 import { normalizeHooksPath } from '../../src/config/schema/hooks.js';
-import { assertIssue, issuesOf, parse, TOKEN } from './helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
+import { assertIssue, issuesOf, parse } from './helpers.js';
 
 const hooks = (h: Record<string, unknown>) => ({ hooks: { enabled: true, token: TOKEN, ...h } });
 const mapping = (m: Record<string, unknown>, h: Record<string, unknown> = {}) => hooks({ ...h, mappings: [m] });
@@ -138,11 +139,10 @@ describe('mappings', () => {
   // A config dir with a real transform module: transform paths are checked when the config loads.
   let withTransform: string;
   before(() => {
-    withTransform = mkdtempSync(join(tmpdir(), 'hookgate-validate-'));
+    withTransform = tempDir('hookgate-validate-');
     mkdirSync(join(withTransform, 'hooks/transforms'), { recursive: true });
     writeFileSync(join(withTransform, 'hooks/transforms/x.mjs'), 'export default () => null;\n');
   });
-  after(() => rmSync(withTransform, { recursive: true, force: true }));
 
   it('an agent mapping needs messageTemplate or a transform', () => {
     assertIssue(mapping({}), 'hooks.mappings[0].messageTemplate', 'an agent mapping needs messageTemplate or a transform');

@@ -68,8 +68,7 @@ describe('kill -9 and restart', { timeout: 120_000 }, () => {
           const done = (await store.listRuns({ state: 'succeeded', limit: 100 })).length;
           return done >= 1 && model.calls.some((c) => !c.heartbeat && c.endedAt === undefined) && receiver.received.length >= 1;
         },
-        20_000,
-        10,
+        { timeoutMs: 20_000, intervalMs: 10 },
       );
     } finally {
       await store.close();

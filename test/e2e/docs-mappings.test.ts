@@ -14,13 +14,13 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import JSON5 from 'json5';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { request, ROOT, startHookgate } from '../support/server.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const DOC = join(ROOT, 'docs/mappings.md');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -180,7 +180,7 @@ describe('docs/mappings.md worked examples', () => {
 
   for (const ex of examples) {
     it(ex.name, async () => {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), `hookgate-docs-${ex.name}-`)));
+      const dir = tempDir(`hookgate-docs-${ex.name}-`);
       for (const f of ex.files) {
         mkdirSync(dirname(join(dir, f.path)), { recursive: true });
         writeFileSync(join(dir, f.path), f.text);
@@ -240,7 +240,6 @@ describe('docs/mappings.md worked examples', () => {
         }
       } finally {
         await hg.cleanup();
-        rmSync(dir, { recursive: true, force: true });
       }
     });
   }

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, startHookgate, TOKEN } from '../support/server.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const GITHUB_SECRET = "It's a Secret to Everybody";
 const STRIPE_SECRET = 'whsec_test_stripe_0123456789';
@@ -52,7 +52,7 @@ describe('mapped hooks (real process)', () => {
     });
 
   before(async () => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), 'hookgate-e2e-mappings-')));
+    dir = tempDir('hookgate-e2e-mappings-');
     const transforms = join(dir, 'hooks/transforms');
     mkdirSync(transforms, { recursive: true });
     writeFileSync(
@@ -148,7 +148,6 @@ describe('mapped hooks (real process)', () => {
   });
   after(async () => {
     await hg?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   // -------------------------------------------------------------------------------------------------------------

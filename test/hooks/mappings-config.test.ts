@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertIssue, parse, removeDir, tempDir, TOKEN } from '../config/helpers.js';
+import { before, describe, it } from 'node:test';
+import { assertIssue, parse } from '../config/helpers.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
 
 const hooks = (h: Record<string, unknown>) => ({ hooks: { enabled: true, token: TOKEN, ...h } });
 
@@ -20,7 +22,6 @@ describe('mapping config errors (by key path)', () => {
     writeFileSync(join(dir, 'outside/evil.mjs'), 'export default () => ({ message: "evil" });\n');
     symlinkSync(join(dir, 'outside/evil.mjs'), join(dir, 'hooks/transforms/escape.mjs'));
   });
-  after(() => removeDir(dir));
 
   it('duplicate mapping ids', () => {
     assertIssue(

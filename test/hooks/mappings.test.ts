@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.js';
 import { HttpError, type HttpErrorCode } from '../../src/errors.js';
@@ -19,8 +18,9 @@ import { gmailBodyAllowance } from '../../src/hooks/mappings/presets/gmail.js';
 import { createHookRoutes, type HookRoutes, type RouteResult } from '../../src/hooks/routes.js';
 import { withoutCredentials } from '../../src/ingress/auth.js';
 import type { NewRun } from '../../src/store/types.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
 
-const TOKEN = 'mappings-test-token-0123456789abcdef';
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const UUID_KEY = /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -34,7 +34,7 @@ const writeTransform = (name: string, text: string) => {
 };
 
 before(() => {
-  dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'hookgate-mappings-')));
+  dir = tempDir('hookgate-mappings-');
   transforms = path.join(dir, 'hooks', 'transforms');
   writeTransform('override.mjs', 'export default ({ payload }) => ({ message: `override ${payload.n}`, name: "Transformed", to: "42" });\n');
   writeTransform('to-wake.mjs', 'export default ({ payload }) => ({ kind: "wake", text: `Ping ${payload.who}`, mode: "next-heartbeat" });\n');
@@ -63,7 +63,6 @@ before(() => {
   writeTransform('typed.mts', 'type In = { payload: { n: number } };\nexport default ({ payload }: In) => ({ message: `ts ${payload.n * 2}` });\n');
   writeTransform('per-item.mjs', 'export default ({ payload }) => payload.messages[0].skip ? null : { name: `item ${payload.messages[0].id}` };\n');
 });
-after(() => rmSync(dir, { recursive: true, force: true }));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers

@@ -5,8 +5,8 @@ import { HttpError, type HttpErrorCode } from '../../src/errors.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import { normalizeAgent } from '../../src/hooks/normalize.js';
 import { buildRun, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
+import { TOKEN } from '../support/token.js';
 
-const TOKEN = 'policy-test-token-0123456789abcdef';
 const NOW = Date.parse('2026-02-03T04:05:06Z');
 const UUID_KEY = /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

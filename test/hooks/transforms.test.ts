@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { ConfigError } from '../../src/errors.js';
 import { resolveTransformModule, resolveTransformsDir } from '../../src/config/paths.js';
 import { loadTransform, TransformError, TransformLoader } from '../../src/hooks/mappings/transforms.js';
+import { tempDir } from '../support/temp-dir.js';
 
 /*
  * Layout (all real files and symlinks in a temp dir):
@@ -30,7 +30,7 @@ const write = (file: string, text: string) => {
 const input = { payload: { n: 2, name: 'x' }, headers: { 'x-a': '1' }, query: { q: 'v' }, path: 'p' };
 
 before(() => {
-  tmp = realpathSync(mkdtempSync(path.join(tmpdir(), 'hookgate-transforms-')));
+  tmp = tempDir('hookgate-transforms-');
   configDir = path.join(tmp, 'config');
   root = path.join(configDir, 'hooks', 'transforms');
   outside = path.join(tmp, 'outside');
@@ -71,10 +71,6 @@ before(() => {
   symlinkSync(outside, path.join(root, 'outlink'));
   symlinkSync(path.join(root, 'notes.txt'), path.join(root, 'notes.mjs'));
   symlinkSync(path.join(tmp, 'nowhere'), path.join(root, 'dangling'));
-});
-
-after(() => {
-  rmSync(tmp, { recursive: true, force: true });
 });
 
 function configIssue(fn: () => unknown, keyPath: string, pattern?: RegExp): void {

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError } from '../../src/errors.js';
 import { parseJsonObject, readBody } from '../../src/ingress/body.js';
 import { sendError, sendJson } from '../../src/ingress/respond.js';
+import { waitFor } from '../support/wait.js';
 
 const MAX = 1024;
 const TIMEOUT_MS = 400;
@@ -142,14 +143,6 @@ function lastSeen(): Seen {
   return s;
 }
 
-async function waitFor(pred: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await sleep(5);
-  }
-}
-
 describe('readBody over a real socket', { timeout: 30_000 }, () => {
   it('reads a complete body and parses the JSON object', async () => {
     const r = await post('{"text":"hello","n":1}');
@@ -262,11 +255,11 @@ describe('readBody over a real socket', { timeout: 30_000 }, () => {
     await c.ready();
     c.head({ 'Content-Length': 100 });
     c.write('{"text":"half');
-    await waitFor(() => seen.length > before);
+    await waitFor('the server to see the request', () => seen.length > before);
     const s = lastSeen();
     const start = Date.now();
     c.close();
-    await waitFor(() => s.outcome !== undefined);
+    await waitFor('the read to settle', () => s.outcome !== undefined);
     assert.deepEqual(s.outcome, { ok: false, status: 400, code: 'body_aborted' });
     assert.ok((s.settledAt ?? Infinity) - start < TIMEOUT_MS, 'the abort was only noticed by the timeout');
   });

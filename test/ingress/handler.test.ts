@@ -3,10 +3,8 @@
  * another connection) must give 503 and never a 2xx.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
@@ -15,8 +13,8 @@ import { validateConfig } from '../../src/config/load.js';
 import { buildHooksContext } from '../../src/hooks/context.js';
 import { createHandler, IngressState } from '../../src/ingress/handler.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-
-const TOKEN = 'handler-test-token-0123456789';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
 
 describe('handler: store failures', () => {
   let dir: string;
@@ -26,7 +24,7 @@ describe('handler: store failures', () => {
   const signals = { heartbeats: 0, runs: 0 };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-handler-'));
+    dir = tempDir('hookgate-handler-');
     const config = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, dir, { env: {} });
     store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'thread', busyTimeoutMs: 100 });
     const handler = createHandler(new IngressState(buildHooksContext(config, 1)), {
@@ -41,7 +39,6 @@ describe('handler: store failures', () => {
   after(async () => {
     server.close();
     await store.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const post = (path: string, body: unknown) =>

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { commandProviderSchema } from '../../src/config/schema/models.js';
 import { createCommandProvider, renderPrompt, type CommandOptions } from '../../src/providers/command.js';
 import { rejection, requestFor } from '../support/provider-tests.js';
+import { tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
 
 const AGENT = fileURLToPath(new URL('../support/agent.mjs', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'hookgate-command-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('hookgate-command-');
 let seq = 0;
 const tmp = (name: string) => join(dir, `${++seq}-${name}`);
 
@@ -33,16 +33,6 @@ function alive(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
   } catch {
     return true; // no /proc (macOS): kill(0) said alive
-  }
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 

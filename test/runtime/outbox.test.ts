@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +14,7 @@ import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js'
 import { recordingContext } from '../support/platforms/fixtures.js';
 import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/telegram.js';
 import type { StandIn } from '../support/platforms/base.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const LIMITS = { maxAttempts: 5, initialBackoffMs: 10_000, maxBackoffMs: 60_000, concurrency: 1 };
 
@@ -104,11 +104,10 @@ const retryLog = (a: Attempt) => a.logs.find((l) => l.msg === 'delivery failed; 
 describe('outbox: a channel that throws', () => {
   let dir: string;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'hookgate-outbox-'));
+    dir = tempDir('hookgate-outbox-');
     writeFileSync(join(dir, 'throws-sync.mjs'), "export default { id: 'throwsync', maxTextLength: 1000, send() { throw new Error('sync boom'); } };\n");
     writeFileSync(join(dir, 'rejects.mjs'), "export default { id: 'rejects', maxTextLength: 1000, async send() { throw new Error('async boom'); } };\n");
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
 
   for (const [file, id, message] of [
     ['throws-sync.mjs', 'throwsync', 'sync boom'],

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { StoreError } from '../../src/errors.js';
 import { openSqlite } from '../../src/store/sqlite-open.js';
@@ -11,19 +10,10 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import { SqliteWriter, type WriteOp } from '../../src/store/sqlite-writer.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { AcceptResult, RunState } from '../../src/store/types.js';
+import { removeDir, tempDir } from '../support/temp-dir.js';
 import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
-const dirs: string[] = [];
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'hookgate-store-'));
-  dirs.push(d);
-  return d;
-}
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
 type WriterMode = 'thread' | 'inline';
 
 function harness(writer: WriterMode, checkpoints: 'thread' | 'auto' = 'auto'): () => Promise<StoreHarness> {
@@ -34,7 +24,7 @@ function harness(writer: WriterMode, checkpoints: 'thread' | 'auto' = 'auto'): (
       store,
       cleanup: async () => {
         await store.close();
-        rmSync(dir, { recursive: true, force: true });
+        removeDir(dir);
       },
       setRunState: async (id: string, state: RunState, at: number) => {
         // The reading connection may write too (busy_timeout covers the writer thread's lock).

@@ -6,10 +6,10 @@
  * Also a plain-TCP observer client that joins channels and records what it receives.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, chmodSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { removeDir, tempDir } from './temp-dir.js';
 
 function isExecutable(p: string): boolean {
   if (!p) return false;
@@ -75,7 +75,7 @@ export interface NgircdServer {
 export async function startNgircd(options: NgircdOptions = {}): Promise<NgircdServer> {
   if (!NGIRCD) throw new Error('ngircd is not installed');
   const ngircd = NGIRCD;
-  const dir = mkdtempSync(join(tmpdir(), 'hookgate-ngircd-'));
+  const dir = tempDir('hookgate-ngircd-');
   // Started as root, ngircd drops to "nobody" and then writes its PID file: the dir must be writable for it.
   chmodSync(dir, 0o777);
   const port = await freePort();
@@ -163,7 +163,7 @@ export async function startNgircd(options: NgircdOptions = {}): Promise<NgircdSe
     start,
     async dispose() {
       await stop();
-      rmSync(dir, { recursive: true, force: true });
+      removeDir(dir);
     },
   };
 }

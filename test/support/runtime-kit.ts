@@ -1,15 +1,15 @@
 /**
- * Helpers of the runtime end-to-end tests (runtime, crash, outbox): polling for a condition, a read view of the
- * server's store, the CLI against the server's config, posting hooks, and reading what a webhook receiver got.
+ * Helpers of the runtime end-to-end tests (runtime, crash, outbox): polling for a condition (the shared `waitFor`,
+ * passed on), a read view of the server's store, the CLI against the server's config, posting hooks, and reading
+ * what a webhook receiver got.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Run } from '../../src/store/types.js';
 import { type Hookgate, runCli, startHookgate } from './server.js';
+import { waitFor } from './wait.js';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.js';
 
 export const AGENT_SCRIPT = new URL('./agent.mjs', import.meta.url).pathname;
@@ -19,58 +19,11 @@ export function webhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/**
- * Polls `fn` until it returns something other than undefined/false/null (returned), or fails after `timeoutMs`
- * with `what` and the last value seen. Never a fixed sleep: on a loaded machine it simply takes longer.
- */
-export async function waitFor<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 40): Promise<T> {
-  const start = Date.now();
-  const stuck = Symbol('stuck');
-  let last: unknown;
-  for (;;) {
-    try {
-      // A check that never settles must not hang the test: it counts as "not yet" until the time is up.
-      let timer: NodeJS.Timeout | undefined;
-      const v = await Promise.race([
-        Promise.resolve().then(fn),
-        new Promise<typeof stuck>((resolve) => (timer = setTimeout(() => resolve(stuck), Math.max(50, timeoutMs - (Date.now() - start))))),
-      ]).finally(() => clearTimeout(timer));
-      if (v === stuck) last = 'the check did not settle';
-      else if (v !== undefined && v !== null && v !== false) return v as T;
-      else last = v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() - start > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { waitFor };
 
-/**
- * `startHookgate` in a temp dir this helper owns: the dir is removed by `hg.cleanup()`, and also when the server
- * fails to start (the harness leaves it behind then).
- */
-export async function startServer(config: Record<string, unknown>): Promise<Hookgate> {
-  const dir = mkdtempSync(join(tmpdir(), 'hookgate-e2e-'));
-  const remove = () => rmSync(dir, { recursive: true, force: true });
-  let hg: Hookgate;
-  try {
-    hg = await startHookgate({ config, dir });
-  } catch (err) {
-    remove();
-    throw err;
-  }
-  const stop = hg.cleanup;
-  hg.cleanup = async () => {
-    try {
-      await stop();
-    } finally {
-      remove();
-    }
-  };
-  return hg;
+/** `startHookgate` with a config object, in a temp dir of its own (removed by `hg.cleanup()`, or when the file's tests end). */
+export function startServer(config: Record<string, unknown>): Promise<Hookgate> {
+  return startHookgate({ config });
 }
 
 /** A second connection to the server's SQLite file, for reads (the server keeps writing through its own). */

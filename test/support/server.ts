@@ -3,14 +3,15 @@
  * for end-to-end tests. `npm test` builds dist first; to run one e2e file alone, `npm run build` before.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { removeDir, tempDir } from './temp-dir.js';
+import { TOKEN } from './token.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'dist/cli/main.js');
-export const TOKEN = 'e2e-token-0123456789abcdefghijklmnop';
+export { TOKEN };
 
 export interface Hookgate {
   url: string;
@@ -38,7 +39,7 @@ export interface HttpResult {
 
 /** A config object (merged over a minimal base) or raw JSON5 text. */
 export async function startHookgate(opts: { config?: Record<string, unknown> | string; env?: Record<string, string>; dir?: string } = {}): Promise<Hookgate> {
-  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'hookgate-e2e-'));
+  const dir = opts.dir ?? tempDir('hookgate-e2e-');
   const configFile = join(dir, 'hookgate.json5');
   const text =
     typeof opts.config === 'string'
@@ -130,7 +131,7 @@ export async function startHookgate(opts: { config?: Record<string, unknown> | s
   };
   hg.cleanup = async () => {
     if (hg.proc.exitCode === null && hg.proc.signalCode === null) await hg.stop();
-    if (!opts.dir) rmSync(dir, { recursive: true, force: true });
+    if (!opts.dir) removeDir(dir);
   };
   await launch();
   return hg;

@@ -1,0 +1,180 @@
+/**
+ * The structure of src/ that issue 9 asks for, kept by a test so that it stays: which folder may import which, that
+ * the CLI's store-reading commands do not load the server, and how long a file (and startApp) may grow.
+ *
+ * Imports are read from the source text (static `import … from` / `export … from` / `import '…'`, and dynamic
+ * `import('…')` with a literal specifier) and relative ones resolved to files under src/. `import type` and
+ * `export type` count for the folder rules (they are dependencies of the design) but not for what a process loads:
+ * with `verbatimModuleSyntax`, only those are erased.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import ts from 'typescript';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const SRC = join(ROOT, 'src');
+
+/** A path relative to the repository, with forward slashes: `src/config/load.ts`. */
+const rel = (file: string) => relative(ROOT, file).split('\\').join('/');
+
+interface Import {
+  /** The specifier as written. */
+  spec: string;
+  /** `src/…` for a relative specifier that resolves to a file under src/; undefined for builtins and packages. */
+  target: string | undefined;
+  kind: 'static' | 'type' | 'dynamic';
+}
+
+function walk(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of readdirSync(dir).sort()) {
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else if (/\.(m|c)?ts$/.test(e) && !e.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+const FILES = walk(SRC).map(rel);
+const TEXT = new Map(FILES.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]));
+
+function resolveSpec(from: string, spec: string): string | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const base = resolve(ROOT, dirname(from), spec);
+  const candidates = [base.replace(/\.js$/, '.ts').replace(/\.mjs$/, '.mts').replace(/\.cjs$/, '.cts'), base, `${base}.ts`, join(base, 'index.ts')];
+  const hit = candidates.find((c) => existsSync(c) && statSync(c).isFile());
+  return rel(hit ?? candidates[0]!);
+}
+
+/** Block comments and whole-line `//` comments out, so an example in a comment is not an import. */
+const stripComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+
+function importsOf(file: string): Import[] {
+  const text = stripComments(TEXT.get(file)!);
+  const out: Import[] = [];
+  const add = (spec: string, kind: Import['kind']) => out.push({ spec, target: resolveSpec(file, spec), kind });
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/gm)) add(m[3]!, m[2] ? 'type' : 'static');
+  for (const m of text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) add(m[1]!, 'static');
+  for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) add(m[1]!, 'dynamic');
+  return out;
+}
+
+const IMPORTS = new Map(FILES.map((f) => [f, importsOf(f)]));
+const srcImports = (file: string) => (IMPORTS.get(file) ?? []).filter((i): i is Import & { target: string } => i.target !== undefined);
+const show = (lines: string[]) => lines.map((l) => `  ${l}`).join('\n');
+
+/**
+ * The leaves: single-file modules at the top of src/ (`src/*.ts`) whose own imports are only node builtins, npm
+ * packages, or other leaves. Computed, not listed: the largest set of top-level files that import nothing else
+ * from src/ (a top-level file that imports a folder, like app.ts or generation.ts, is not a leaf, nor is one that
+ * imports such a file).
+ */
+function leaves(): Set<string> {
+  const set = new Set(FILES.filter((f) => /^src\/[^/]+\.ts$/.test(f)));
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const f of set) {
+      if (srcImports(f).some((i) => !set.has(i.target))) {
+        set.delete(f);
+        changed = true;
+      }
+    }
+  }
+  return set;
+}
+const LEAVES = leaves();
+
+/** Every file reachable from `entry` through imports of the given kinds, with the chain that first reached it. */
+function closure(entry: string, kinds: ReadonlyArray<Import['kind']>): Map<string, string[]> {
+  const seen = new Map<string, string[]>([[entry, [entry]]]);
+  const queue = [entry];
+  while (queue.length) {
+    const f = queue.shift()!;
+    for (const i of srcImports(f)) {
+      if (!kinds.includes(i.kind) || seen.has(i.target)) continue;
+      seen.set(i.target, [...seen.get(f)!, i.target]);
+      queue.push(i.target);
+    }
+  }
+  return seen;
+}
+
+const MAX_FILE_LINES = 450;
+const MAX_START_APP_LINES = 60;
+
+describe('architecture (issue 9: done when…)', () => {
+  it('the import reader sees the source: files, imports, leaves', () => {
+    assert.ok(FILES.length > 50, `only ${FILES.length} source files found under ${SRC}`);
+    assert.ok(FILES.includes('src/cli/main.ts') && FILES.includes('src/app.ts'));
+    assert.ok(srcImports('src/app.ts').length > 5, 'app.ts imports from src/');
+    for (const expected of ['src/errors.ts', 'src/log.ts', 'src/ids.ts', 'src/text-safe.ts', 'src/enums.ts']) {
+      assert.ok(LEAVES.has(expected), `${expected} is a leaf (imports only builtins, packages and other leaves); leaves: ${[...LEAVES].join(', ')}`);
+    }
+    assert.ok(!LEAVES.has('src/app.ts') && !LEAVES.has('src/generation.ts'), 'app.ts and generation.ts import folders: not leaves');
+    for (const [file, imports] of IMPORTS) {
+      for (const i of imports) if (i.target) assert.ok(TEXT.has(i.target), `${file} imports '${i.spec}', which resolves to no file under src/ (${i.target})`);
+    }
+  });
+
+  it('src/config imports only from src/config and the leaf modules at the top of src/', () => {
+    const offending = FILES.filter((f) => f.startsWith('src/config/')).flatMap((f) =>
+      srcImports(f)
+        .filter((i) => !i.target.startsWith('src/config/') && !LEAVES.has(i.target))
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
+    );
+    assert.deepEqual(
+      offending,
+      [],
+      `config must not depend on the other folders (move what it needs into src/config or a leaf; leaves: ${[...LEAVES].join(', ')}):\n${show(offending)}`,
+    );
+  });
+
+  it('nothing under src/hooks imports from src/ingress', () => {
+    const offending = FILES.filter((f) => f.startsWith('src/hooks/')).flatMap((f) =>
+      srcImports(f)
+        .filter((i) => i.target.startsWith('src/ingress/'))
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
+    );
+    assert.deepEqual(offending, [], `hooks sit below ingress: what hooks needs from ingress belongs in hooks (or a leaf):\n${show(offending)}`);
+  });
+
+  it('the CLI loads the server only for serve, through a dynamic import of app.ts', () => {
+    const entry = 'src/cli/main.ts';
+    const loaded = closure(entry, ['static']);
+    const forbidden = (f: string) => f === 'src/app.ts' || f.startsWith('src/ingress/') || f.startsWith('src/runtime/');
+    const offending = [...loaded].filter(([f]) => forbidden(f)).map(([, chain]) => chain.join(' → '));
+    assert.deepEqual(
+      offending,
+      [],
+      `the store-reading commands must not load app.ts, src/ingress or src/runtime; these static import chains from ${entry} do:\n${show(offending)}`,
+    );
+
+    const dynamic = [...loaded.keys()].flatMap((f) => srcImports(f).filter((i) => i.kind === 'dynamic' && i.target === 'src/app.ts').map(() => f));
+    assert.ok(
+      dynamic.length > 0,
+      `serve must load the server with a dynamic import('…/app.js') from the CLI (today in ${entry}: \`const { startApp } = await import('../app.js')\`); none found in: ${[...loaded.keys()].filter((f) => f.startsWith('src/cli/')).join(', ')}`,
+    );
+  });
+
+  it(`no source file under src/ is over ${MAX_FILE_LINES} lines`, () => {
+    const lines = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+    const offending = FILES.map((f) => ({ f, n: lines(TEXT.get(f)!) }))
+      .filter(({ n }) => n > MAX_FILE_LINES)
+      .sort((a, b) => b.n - a.n)
+      .map(({ f, n }) => `${f}: ${n} lines`);
+    assert.deepEqual(offending, [], `split these files (at most ${MAX_FILE_LINES} lines each):\n${show(offending)}`);
+  });
+
+  it(`startApp in src/app.ts is at most ${MAX_START_APP_LINES} lines`, () => {
+    const file = 'src/app.ts';
+    const source = ts.createSourceFile(file, TEXT.get(file)!, ts.ScriptTarget.Latest, true);
+    const fn = source.statements.find((s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === 'startApp');
+    assert.ok(fn, `no function declaration startApp in ${file}`);
+    const first = source.getLineAndCharacterOfPosition(fn.getStart(source)).line + 1;
+    const last = source.getLineAndCharacterOfPosition(fn.getEnd()).line + 1;
+    const n = last - first + 1;
+    assert.ok(n <= MAX_START_APP_LINES, `startApp (${file}:${first}-${last}) is ${n} lines; at most ${MAX_START_APP_LINES}: move what it builds into functions of its own`);
+  });
+});
