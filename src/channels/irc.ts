@@ -25,6 +25,7 @@ import { connect as tlsConnect } from 'node:tls';
 import type { z } from 'zod';
 import type { ircSchema } from '../config/schema/channels.js';
 import { errorCode } from '../http-util.js';
+import { logSafe } from '../text-safe.js';
 import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
 
 export type IrcConfig = z.output<typeof ircSchema>;
@@ -384,7 +385,7 @@ class IrcConnection {
         if (m.params[0] && m.params[1] && this.fold(m.params[1]) === this.fold(this.nick)) this.joined.delete(this.fold(m.params[0]));
         break;
       case 'ERROR':
-        this.closeReason = `the server closed the connection: ${clean(m.params.at(-1) ?? '')}`;
+        this.closeReason = `the server closed the connection: ${logSafe(m.params.at(-1) ?? '', SERVER_TEXT_MAX)}`;
         break;
     }
     for (const fn of [...this.listeners]) fn(m);
@@ -400,10 +401,8 @@ class IrcConnection {
   }
 }
 
-/** Server-provided text in our errors: printable, short. */
-function clean(s: string): string {
-  return s.replace(/[\x00-\x1f\x7f]/g, '').slice(0, 160);
-}
+/** Longest server-provided text (an ERROR line's reason) quoted in our errors. */
+const SERVER_TEXT_MAX = 160;
 
 /** A socket error's code (ECONNREFUSED, ERR_TLS_...) for messages: never its message. */
 function codeOf(err: unknown): string {
@@ -538,7 +537,7 @@ async function register(conn: IrcConnection, cfg: IrcConfig, timeoutMs: number, 
         case '465':
           throw fatal('this client is banned from the server (465)');
         case 'ERROR': {
-          const why = clean(m.params.at(-1) ?? '');
+          const why = logSafe(m.params.at(-1) ?? '', SERVER_TEXT_MAX);
           // Some servers (ngircd) answer a wrong PASS with just ERROR "... Bad password": that needs a config change.
           if (cfg.password !== undefined && /password/i.test(why)) throw fatal(`the server password was rejected (${why})`);
           throw new IrcError(true, `IRC registration failed: the server closed the connection: ${why}`);

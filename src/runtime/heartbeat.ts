@@ -1,11 +1,11 @@
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
 import type { NewDelivery } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { isHeartbeatAck } from './heartbeat-ack.js';
 import { heartbeatPrompt } from './prompt.js';
 import { resolveRoute } from './routing.js';
-import { sanitizeForLog } from './summary.js';
 import { agentTimeoutSeconds, runTurn } from './turn.js';
 
 /** Requests within this window make one heartbeat. */
@@ -109,7 +109,7 @@ export class Heartbeat {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
       const delay = heartbeatRetryDelayMs(this.failures);
-      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: sanitizeForLog((err as Error).message) }, 'heartbeat turn failed; events stay pending');
+      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe((err as Error).message) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;
     }

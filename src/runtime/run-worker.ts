@@ -1,13 +1,14 @@
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { isHeartbeatAck } from './heartbeat-ack.js';
 import { runPrompt } from './prompt.js';
 import { resolveRoute } from './routing.js';
-import { hookSummary, sanitizeForLog } from './summary.js';
+import { hookSummary } from './summary.js';
 import { runTurn } from './turn.js';
 
 export const RUN_LEASE_MS = 30_000;
@@ -120,7 +121,7 @@ export class RunWorker {
     });
     const level = state === 'succeeded' ? 'info' : 'warn';
     logger[level](
-      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: sanitizeForLog(error) } : {}) },
+      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
     this.hooks.onFinished(run, committed);
