@@ -1,11 +1,9 @@
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
-import type { NewDelivery } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
+import { type DeliveryPlan, planDelivery } from './delivery-plan.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { isHeartbeatAck } from './heartbeat-ack.js';
 import { heartbeatPrompt } from './prompt.js';
-import { resolveRoute } from './routing.js';
 import { agentTimeoutSeconds, runTurn } from './turn.js';
 
 /** Requests within this window make one heartbeat. */
@@ -13,6 +11,14 @@ export const HEARTBEAT_COALESCE_MS = 250;
 const HISTORY_TURNS = 20;
 /** A failed turn's retry: 5 s doubling, at most 5 min, jittered like every other retry wait. */
 const RETRY_BACKOFF = { baseDelayMs: 5_000, maxDelayMs: 5 * 60_000 };
+
+/** The heartbeat's log word for each delivery plan (a heartbeat always delivers, so deliver_false cannot occur). */
+const HEARTBEAT_OUTCOMES: Readonly<Record<DeliveryPlan['status'], string>> = {
+  outbox: 'delivered',
+  'suppressed:heartbeat_ack': 'acknowledged',
+  'suppressed:deliver_false': 'suppressed:deliver_false',
+  'nowhere:no_route': 'nowhere:no_route',
+};
 
 /** The wait before the heartbeat after `failures` failed turns in a row. */
 export function heartbeatRetryDelayMs(failures: number, random: () => number = Math.random): number {
@@ -116,29 +122,22 @@ export class Heartbeat {
     this.failures = 0;
 
     const finished = Date.now();
-    const deliveries: NewDelivery[] = [];
-    let outcome = 'acknowledged';
-    if (!isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) {
-      const route = resolveRoute({ channel: 'last', to: null, lastRoute: await store.getRoute(MAIN_SESSION_KEY), defaultRoute: env.config.channels.default });
-      if (route) {
-        outcome = 'delivered';
-        deliveries.push({
-          id: newId(),
-          runId: null,
-          heartbeatId,
-          sessionKey: MAIN_SESSION_KEY,
-          agentId,
-          hookName: null,
-          channel: route.channel,
-          to: route.to,
-          text: reply,
-          explicitRoute: false,
-          createdAt: finished,
-        });
-      } else {
-        outcome = 'nowhere:no_route';
-        logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
-      }
+    const plan = planDelivery({
+      reply,
+      deliver: true,
+      ackMaxChars: env.config.heartbeat.ackMaxChars,
+      channel: 'last',
+      to: null,
+      lastRoute: await store.getRoute(MAIN_SESSION_KEY),
+      defaultRoute: env.config.channels.default,
+      id: newId(),
+      origin: { runId: null, heartbeatId, sessionKey: MAIN_SESSION_KEY, agentId, hookName: null },
+      at: finished,
+    });
+    const deliveries = plan.delivery ? [plan.delivery] : [];
+    const outcome = HEARTBEAT_OUTCOMES[plan.status];
+    if (plan.status === 'nowhere:no_route') {
+      logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
     }
     await store.completeHeartbeat({
       heartbeatId,

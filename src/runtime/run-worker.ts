@@ -3,11 +3,10 @@ import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
+import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { isHeartbeatAck } from './heartbeat-ack.js';
 import { runPrompt } from './prompt.js';
-import { resolveRoute } from './routing.js';
 import { hookSummary } from './summary.js';
 import { runTurn } from './turn.js';
 
@@ -130,36 +129,22 @@ export class RunWorker {
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */
   private async planDelivery(run: Run, reply: string, at: number): Promise<{ deliveries: NewDelivery[]; deliveryStatus: string }> {
     const env = this.deps.env();
-    if (!run.deliver) return { deliveries: [], deliveryStatus: 'suppressed:deliver_false' };
-    if (isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) return { deliveries: [], deliveryStatus: 'suppressed:heartbeat_ack' };
-    const route = resolveRoute({
+    const plan = planDelivery({
+      reply,
+      deliver: run.deliver,
+      ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: run.channel,
       to: run.to,
-      lastRoute: await this.deps.store.getRoute(MAIN_SESSION_KEY),
+      lastRoute: run.deliver ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
       defaultRoute: env.config.channels.default,
+      id: newId(),
+      origin: { runId: run.id, heartbeatId: null, sessionKey: run.sessionKey, agentId: run.agentId, hookName: run.name },
+      at,
     });
-    if (!route) {
+    if (plan.status === 'nowhere:no_route') {
       this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (no last route of the main session and no channels.default)');
-      return { deliveries: [], deliveryStatus: 'nowhere:no_route' };
     }
-    return {
-      deliveryStatus: 'outbox',
-      deliveries: [
-        {
-          id: newId(),
-          runId: run.id,
-          heartbeatId: null,
-          sessionKey: run.sessionKey,
-          agentId: run.agentId,
-          hookName: run.name,
-          channel: route.channel,
-          to: route.to,
-          text: reply,
-          explicitRoute: route.explicit,
-          createdAt: at,
-        },
-      ],
-    };
+    return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
   }
 
   private renewLeases(): void {
