@@ -44,7 +44,15 @@ export class Heartbeat {
   private readonly abort = new AbortController();
   private reasons = new Set<string>();
 
-  constructor(private readonly deps: RuntimeDeps) {}
+  private readonly retryDelayMs: (failures: number) => number;
+
+  /** `retryDelayMs`: the wait after `failures` failed turns in a row (default `heartbeatRetryDelayMs`; tests shorten it). */
+  constructor(
+    private readonly deps: RuntimeDeps,
+    options: { retryDelayMs?: (failures: number) => number } = {},
+  ) {
+    this.retryDelayMs = options.retryDelayMs ?? ((failures) => heartbeatRetryDelayMs(failures));
+  }
 
   /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
   async start(): Promise<void> {
@@ -114,7 +122,7 @@ export class Heartbeat {
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
-      const delay = heartbeatRetryDelayMs(this.failures);
+      const delay = this.retryDelayMs(this.failures);
       logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe((err as Error).message) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;

@@ -16,6 +16,14 @@ export const MAX_RUN_STARTS = 5;
 const POLL_MS = 1000;
 const HISTORY_TURNS = 40;
 
+/** Timings; the defaults are production's (tests shorten them). */
+export interface RunWorkerOptions {
+  /** How long a claimed run is leased; renewed every third of it while the run works. */
+  leaseMs?: number;
+  /** Also look for runnable runs this often (expired leases of a dead process). */
+  pollMs?: number;
+}
+
 export interface RunWorkerHooks {
   /** A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. */
   onFinished(run: Run, committed: boolean): void;
@@ -30,20 +38,23 @@ export interface RunWorkerHooks {
 export class RunWorker {
   private readonly loop: ClaimLoop<Run>;
   private readonly renew: NodeJS.Timeout;
+  private readonly leaseMs: number;
 
   constructor(
     private readonly deps: RuntimeDeps,
     private readonly hooks: RunWorkerHooks,
+    options: RunWorkerOptions = {},
   ) {
+    const leaseMs = (this.leaseMs = options.leaseMs ?? RUN_LEASE_MS);
     this.loop = new ClaimLoop<Run>({
       label: 'runs',
       logger: deps.logger,
       limit: () => deps.env().config.agents.defaults.maxConcurrent,
-      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), RUN_LEASE_MS, n),
+      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), leaseMs, n),
       work: (run, signal) => this.execute(run, signal),
-      pollMs: POLL_MS,
+      pollMs: options.pollMs ?? POLL_MS,
     });
-    this.renew = setInterval(() => this.renewLeases(), RUN_LEASE_MS / 3);
+    this.renew = setInterval(() => this.renewLeases(), leaseMs / 3);
     this.renew.unref();
   }
 
@@ -150,7 +161,7 @@ export class RunWorker {
   private renewLeases(): void {
     if (this.loop.size === 0) return;
     this.deps.store
-      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + RUN_LEASE_MS)
+      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + this.leaseMs)
       .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'renewing run leases failed'));
   }
 
