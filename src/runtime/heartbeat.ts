@@ -1,6 +1,6 @@
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
-import { logSafe } from '../text-safe.js';
+import { errorMessage, logSafe } from '../text-safe.js';
 import { type DeliveryPlan, planDelivery } from './delivery-plan.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { heartbeatPrompt } from './prompt.js';
@@ -123,7 +123,7 @@ export class Heartbeat {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
-      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe((err as Error).message) }, 'heartbeat turn failed; events stay pending');
+      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;
     }

@@ -1,7 +1,7 @@
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
-import { logSafe } from '../text-safe.js';
+import { errorMessage, logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
 import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
@@ -107,7 +107,7 @@ export class RunWorker {
         error = `timed out after ${run.timeoutSeconds} s`;
       } else {
         state = 'failed';
-        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : (err as Error).message;
+        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
       }
     }
 
@@ -162,7 +162,7 @@ export class RunWorker {
     if (this.loop.size === 0) return;
     this.deps.store
       .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + this.leaseMs)
-      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'renewing run leases failed'));
+      .catch((err) => this.deps.logger.warn({ err: errorMessage(err) }, 'renewing run leases failed'));
   }
 
   /** Stop claiming; give running runs `graceMs` to finish, then abort them (they are released, not failed). */
