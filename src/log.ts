@@ -4,7 +4,7 @@ export type { Logger };
 
 /**
  * JSON lines on stdout; human-readable when stdout is a TTY. Nothing that logs may pass a token, a secret or a
- * raw payload: payload-derived text goes through `sanitizeForLog` first. The redact list is a second net.
+ * raw payload: payload-derived text goes through text-safe (`logSafe`) first. The redact list is a second net.
  */
 export function createLogger(level: string = 'info', opts: { pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && !opts.destination);

@@ -13,9 +13,9 @@ import type { z } from 'zod';
 import type { discordSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   asRecord,
-  describe,
   failure,
   postJson,
   secondsToMs,
@@ -73,7 +73,7 @@ function rateLimited(body: Record<string, unknown>, headers: Headers): SendFailu
     parseRetryAfter(headers.get('x-ratelimit-reset-after')) ??
     parseRetryAfter(headers.get('retry-after'));
   const scope = body.global === true ? 'global' : (headers.get('x-ratelimit-scope') ?? 'route');
-  return failure(`discord rate limited (${describe(scope, 20)})`, true, { status: 429, retryAfterMs });
+  return failure(`discord rate limited (${logSafeOptional(scope, 20)})`, true, { status: 429, retryAfterMs });
 }
 
 /**
@@ -81,7 +81,7 @@ function rateLimited(body: Record<string, unknown>, headers: Headers): SendFailu
  * `_errors: [{ code, message }]`. The first leaf names the field, which is what a person needs.
  */
 function errorDetail(body: Record<string, unknown>): string | undefined {
-  const message = describe(body.message, 100);
+  const message = logSafeOptional(body.message, 100);
   if (!message) return undefined;
   const code = typeof body.code === 'number' ? ` (code ${body.code})` : '';
   const leaf = firstFieldError(body.errors, []);
@@ -92,7 +92,7 @@ function firstFieldError(node: unknown, path: string[]): string | undefined {
   const rec = asRecord(node);
   const errs = rec._errors;
   if (Array.isArray(errs) && errs.length > 0) {
-    const msg = describe(asRecord(errs[0]).message, 100);
+    const msg = logSafeOptional(asRecord(errs[0]).message, 100);
     return `${path.join('.') || 'body'}: ${msg ?? 'invalid'}`;
   }
   for (const [key, child] of Object.entries(rec)) {

@@ -15,11 +15,11 @@ import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { googlechatSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   AccessTokenCache,
   asRecord,
   callWithToken,
-  describe,
   failure,
   postJson,
   requestOAuthToken,
@@ -66,8 +66,8 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       if (sent) return sent;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
       const err = asRecord(json.error);
-      const status = describe(err.status, 40);
-      const detail = [status, describe(err.message)].filter(Boolean).join(': ');
+      const status = logSafeOptional(err.status, 40);
+      const detail = [status, logSafeOptional(err.message)].filter(Boolean).join(': ');
       const hint = HINTS[outcome.status];
       return statusFailure('googlechat', outcome.status, `${detail}${hint ? ` (${hint})` : ''}` || undefined, outcome.headers);
     },

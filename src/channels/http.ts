@@ -7,6 +7,7 @@
  */
 import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { logSafeOptional } from '../text-safe.js';
 import type { SendResult } from './types.js';
 
 export type SendFailure = Extract<SendResult, { ok: false }>;
@@ -108,19 +109,6 @@ export function transportFailure(platform: string, outcome: Exclude<HttpOutcome,
   }
 }
 
-/**
- * A platform's own error description, made safe for logs and the dead-letter record: control characters removed,
- * length bounded. Platform descriptions do not echo tokens or message text; the bound guards against one that would.
- */
-export function describe(value: unknown, max = 200): string | undefined {
-  if (typeof value !== 'string') return undefined;
-  // eslint-disable-next-line no-control-regex
-  const clean = value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
-  if (!clean) return undefined;
-  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
-}
-
-
 /** A plain object view of a parsed JSON body, for reading optional fields without casts at every step. */
 export function asRecord(value: unknown): Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
@@ -151,8 +139,8 @@ export async function requestOAuthToken(
     const lifetimeMs = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : 5 * 60_000;
     return { ok: true, token, expiresAtMs: now() + lifetimeMs };
   }
-  const code = describe(body.error, 60);
-  const desc = describe(body.error_description);
+  const code = logSafeOptional(body.error, 60);
+  const desc = logSafeOptional(body.error_description);
   const detail = [code, desc && `(${desc})`].filter(Boolean).join(' ') || undefined;
   if (outcome.status === 200) {
     return { ok: false, failure: failure(`${platform} token endpoint answered without an access_token`, true, { status: 200 }) };

@@ -13,7 +13,8 @@ import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { imessageSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
-import { asRecord, describe, failure, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import { logSafeOptional } from '../text-safe.js';
+import { asRecord, failure, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;
@@ -58,7 +59,7 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
       const sent = sentOn2xx('imessage', outcome, ctx.logger, (j) => asRecord(j.data).guid);
       if (sent) return sent;
       // Errors: { status, message, error: { type, message } }. error.message is the specific part.
-      const detail = describe(asRecord(json.error).message) ?? describe(json.message);
+      const detail = logSafeOptional(asRecord(json.error).message) ?? logSafeOptional(json.message);
       if (outcome.status === 400 && detail && /already queued/i.test(detail)) {
         // An earlier attempt of this very chunk is still being sent by the Mac: wait for it, do not give up.
         return failure('imessage: this message is still being sent by BlueBubbles', true, { status: 400 });

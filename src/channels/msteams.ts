@@ -11,11 +11,11 @@ import type { z } from 'zod';
 import type { msteamsSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   AccessTokenCache,
   asRecord,
   callWithToken,
-  describe,
   failure,
   postJson,
   requestOAuthToken,
@@ -72,7 +72,7 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       if (sent) return sent;
       // Connector errors: { error: { code, message } }; the auth layer answers { message }.
       const err = asRecord(json.error);
-      const detail = [describe(err.code, 60), describe(err.message) ?? describe(json.message)].filter(Boolean).join(': ') || undefined;
+      const detail = [logSafeOptional(err.code, 60), logSafeOptional(err.message) ?? logSafeOptional(json.message)].filter(Boolean).join(': ') || undefined;
       if (TRANSIENT_STATUS.has(outcome.status)) {
         return failure(`msteams answered HTTP ${outcome.status}${detail ? `: ${detail}` : ''}`, true, {
           status: outcome.status,

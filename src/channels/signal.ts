@@ -13,7 +13,8 @@ import type { z } from 'zod';
 import type { signalSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
-import { acceptedWithoutBody, asRecord, describe, failure, is2xx, postJson, statusFailure, transportFailure } from './http.js';
+import { logSafeOptional } from '../text-safe.js';
+import { acceptedWithoutBody, asRecord, failure, is2xx, postJson, statusFailure, transportFailure } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type SignalConfig = z.output<typeof signalSchema>;
@@ -44,7 +45,7 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
           ? { ok: true, platformIds: [String(json.timestamp)] }
           : { ok: true };
       }
-      const detail = describe(json.error);
+      const detail = logSafeOptional(json.error);
       if (outcome.status === 429) {
         // Signal's rate limit may need a captcha challenge solved (POST /v1/accounts/{number}/rate-limit-challenge);
         // it also lifts by itself, so retry with backoff and say what to do if it does not.

@@ -9,10 +9,10 @@ import type { z } from 'zod';
 import type { slackSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
-  describe,
   failure,
   is2xx,
   postJson,
@@ -55,7 +55,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
       if (outcome.status === 429) {
         return failure('slack rate limited', true, { status: 429, retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')) });
       }
-      if (!is2xx(outcome.status)) return statusFailure('slack', outcome.status, describe(body.error), outcome.headers);
+      if (!is2xx(outcome.status)) return statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers);
       if (body.ok === true) return typeof body.ts === 'string' ? { ok: true, platformIds: [body.ts] } : { ok: true };
       if (outcome.json === undefined) return acceptedWithoutBody('slack', outcome.status, ctx.logger);
       return slackFailure(outcome.status, body, outcome.headers);
@@ -64,7 +64,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
 }
 
 function slackFailure(status: number, body: Record<string, unknown>, headers: Headers): SendFailure {
-  const code = describe(body.error, 80) ?? 'unknown_error';
+  const code = logSafeOptional(body.error, 80) ?? 'unknown_error';
   const hint = HINTS[code];
   const error = `slack error ${code}${hint ? ` (${hint})` : ''}`;
   if (RETRYABLE_ERRORS.has(code)) return failure(error, true, { status, retryAfterMs: parseRetryAfter(headers.get('retry-after')) });

@@ -7,10 +7,10 @@ import type { z } from 'zod';
 import type { telegramSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { isRetryableStatus, joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
-  describe,
   failure,
   is2xx,
   postJson,
@@ -53,7 +53,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
  */
 function telegramFailure(status: number, body: Record<string, unknown>, headers: Headers): SendFailure {
   const code = typeof body.error_code === 'number' ? body.error_code : status;
-  const desc = describe(body.description);
+  const desc = logSafeOptional(body.description);
   const params = asRecord(body.parameters);
   const what = `telegram error ${code}${desc ? `: ${desc}` : ''}`;
   if (params.migrate_to_chat_id !== undefined) {

@@ -10,10 +10,10 @@ import type { z } from 'zod';
 import type { whatsappSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { isRetryableStatus, joinUrl } from '../http-util.js';
+import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
-  describe,
   failure,
   is2xx,
   postJson,
@@ -68,8 +68,8 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
 /** Graph errors: { error: { message, type, code, error_subcode?, error_data?: { details }, fbtrace_id } }. */
 function graphFailure(status: number, error: Record<string, unknown>, headers: Headers): SendFailure {
   const code = typeof error.code === 'number' ? error.code : undefined;
-  const message = describe(error.message, 160);
-  const details = describe(asRecord(error.error_data).details, 160);
+  const message = logSafeOptional(error.message, 160);
+  const details = logSafeOptional(asRecord(error.error_data).details, 160);
   const text = `whatsapp answered HTTP ${status}${code !== undefined ? ` code ${code}` : ''}${message ? `: ${message}` : ''}${
     details && details !== message ? ` (${details})` : ''
   }`;

@@ -29,8 +29,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ProviderConfig } from '../config/schema/models.js';
+import { redactSecrets } from '../text-safe.js';
 import { badResponse } from './http.js';
-import { redact } from './redact.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
 import { ProviderError, type ModelProvider, type ModelReply, type ModelRequest } from './types.js';
 
@@ -204,7 +204,7 @@ class Running {
       .map((l) => l.trim())
       .filter(Boolean)
       .slice(-STDERR_TAIL_LINES);
-    return redact(lines.join(' | '), Object.values(this.config.env ?? {}), STDERR_TAIL_CHARS);
+    return redactSecrets(lines.join(' | '), Object.values(this.config.env ?? {}), STDERR_TAIL_CHARS);
   }
 
   private spawnFailed(err: unknown): ProviderError {

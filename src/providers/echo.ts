@@ -9,15 +9,16 @@
  *   the security notice around the block is not echoed. Several wrapped blocks are joined by a blank line.
  * - `system`, earlier turns and `thinking` are ignored; no usage is reported.
  */
+import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_META_LABELS, EXTERNAL_CONTENT_WORD, HEARTBEAT_TOKEN, endMarker } from '../prompt-markers.js';
 import { abortedError } from './retry.js';
 import type { ModelProvider, ModelRequest } from './types.js';
 
 export const ECHO_ACK_MODEL = 'ack';
-export const HEARTBEAT_OK = 'HEARTBEAT_OK';
+export const HEARTBEAT_OK = HEARTBEAT_TOKEN;
 
-const START = /<<<EXTERNAL_UNTRUSTED_CONTENT(?: id="([^"]{1,128})")?>>>/g;
+const START = new RegExp(`<<<${EXTERNAL_CONTENT_WORD}(?: id="([^"]{1,128})")?>>>`, 'g');
 /** Metadata lines the wrapper writes between the start marker and the `---` line. */
-const META_LINE = /^(?:Source|From|Subject):.*$/;
+const META_LINE = new RegExp(`^(?:${EXTERNAL_CONTENT_META_LABELS.join('|')}):.*$`);
 
 /** The content inside every external-content block of `text`, or undefined when there is none. */
 export function unwrapExternalContent(text: string): string | undefined {
@@ -25,7 +26,7 @@ export function unwrapExternalContent(text: string): string | undefined {
   START.lastIndex = 0;
   for (let m = START.exec(text); m; m = START.exec(text)) {
     // The end marker must carry the same id, so a forged end marker inside the content cannot cut it short.
-    const end = m[1] === undefined ? '<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>' : `<<<END_EXTERNAL_UNTRUSTED_CONTENT id="${m[1]}">>>`;
+    const end = endMarker(m[1]);
     const from = m.index + m[0].length;
     const to = text.indexOf(end, from);
     if (to === -1) break;
@@ -40,7 +41,7 @@ function stripMetadata(block: string): string {
   const lines = block.replace(/^\r?\n/, '').split(/\r?\n/);
   let i = 0;
   while (i < lines.length && META_LINE.test(lines[i] ?? '')) i++;
-  const body = lines[i]?.trim() === '---' ? lines.slice(i + 1) : lines;
+  const body = lines[i]?.trim() === EXTERNAL_CONTENT_META_END ? lines.slice(i + 1) : lines;
   return body.join('\n').trim();
 }
 

@@ -8,7 +8,7 @@
 import { Agent, fetch, type Response } from 'undici';
 import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
-import { redact } from './redact.js';
+import { redactSecrets } from '../text-safe.js';
 import { ProviderError } from './types.js';
 
 export interface JsonPost {
@@ -81,7 +81,7 @@ export async function postJson(req: JsonPost): Promise<JsonReply> {
 
   if (res.status < 200 || res.status > 299) {
     const text = await readText(res, MAX_ERROR_BODY_BYTES, false, req).catch(() => '');
-    const reason = redact(errorReason(text, res.headers.get('content-type')) || res.statusText, req.secrets);
+    const reason = redactSecrets(errorReason(text, res.headers.get('content-type')) || res.statusText, req.secrets);
     const retryable = isRetryableStatus(res.status);
     const retryAfterMs = retryable ? parseRetryAfter(res.headers) : undefined;
     throw new ProviderError('provider_http', `${req.label}: HTTP ${res.status}${reason ? `: ${reason}` : ''}`, {

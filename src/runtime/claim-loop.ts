@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import { errorMessage } from '../text-safe.js';
 
 export interface ClaimLoopOptions<T extends { id: string }> {
   /** For log lines: "runs", "deliveries". */
@@ -63,7 +64,7 @@ export class ClaimLoop<T extends { id: string }> {
       try {
         items = await this.opts.claim(free);
       } catch (err) {
-        this.opts.logger.error({ err: (err as Error).message }, `claiming ${this.opts.label} failed`);
+        this.opts.logger.error({ err: errorMessage(err) }, `claiming ${this.opts.label} failed`);
         return;
       }
       if (items.length === 0) return;
@@ -75,7 +76,7 @@ export class ClaimLoop<T extends { id: string }> {
     const abort = new AbortController();
     const done = this.opts
       .work(item, abort.signal)
-      .catch((err) => this.opts.logger.error({ id: item.id, err: (err as Error).message }, `working on ${this.opts.label} failed`))
+      .catch((err) => this.opts.logger.error({ id: item.id, err: errorMessage(err) }, `working on ${this.opts.label} failed`))
       .finally(() => {
         this.inHand.delete(item.id);
         this.notify();

@@ -12,7 +12,10 @@
 // log the names (never the text).
 
 import { randomBytes } from 'node:crypto';
-import { sanitizeForLog } from './summary.js';
+import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_WORD, endMarker, startMarker } from '../prompt-markers.js';
+import { logSafe } from '../text-safe.js';
+
+export { endMarker, startMarker };
 
 export type ExternalContentSource = 'email' | 'webhook';
 
@@ -32,16 +35,6 @@ export interface WrapExternalContentOptions {
 export const MARKER_SANITIZED = '[[MARKER_SANITIZED]]';
 export const END_MARKER_SANITIZED = '[[END_MARKER_SANITIZED]]';
 export const REMOVED_SPECIAL_TOKEN = '[REMOVED_SPECIAL_TOKEN]';
-
-/** The opening boundary line for a given wrap id. */
-export function startMarker(id: string): string {
-  return `<<<EXTERNAL_UNTRUSTED_CONTENT id="${id}">>>`;
-}
-
-/** The closing boundary line for a given wrap id. */
-export function endMarker(id: string): string {
-  return `<<<END_EXTERNAL_UNTRUSTED_CONTENT id="${id}">>>`;
-}
 
 const SOURCE_LABELS: Readonly<Record<ExternalContentSource, string>> = { email: 'Email', webhook: 'Webhook' };
 
@@ -237,7 +230,7 @@ const SPECIAL_TOKEN_SOURCE = String.raw`<\|[a-z0-9_]{1,32}\|>|\[\/?INST\]|<<\/?S
 
 // The marker word. Everything else about a marker (the `<<<`, the id attribute, the `>>>`) is optional, so a
 // partial or mangled copy of the word is neutralised too: without the word nothing can pass for a boundary.
-const MARKER_WORD_SOURCE = String.raw`(END[_-]?)?EXTERNAL_UNTRUSTED_CONTENT`;
+const MARKER_WORD_SOURCE = String.raw`(END[_-]?)?` + EXTERNAL_CONTENT_WORD;
 
 // What may follow the word as part of the same look-alike: an id attribute (quoted or not, 0-128 chars) and
 // the closing angle brackets. Applied sticky at the end of the word; bounded, so no backtracking blow-up.
@@ -292,7 +285,7 @@ export function sanitizeExternalContent(content: string): string {
 function contextLine(opts: WrapExternalContentOptions): string {
   // The context line sits above the notice, outside the fence, so its payload-derived values are flattened
   // to one line and sanitised like the content: a hook name must not be able to open or close a boundary.
-  const clean = (value: string): string => sanitizeForLog(sanitizeExternalContent(value), CONTEXT_VALUE_MAX);
+  const clean = (value: string): string => logSafe(sanitizeExternalContent(value), CONTEXT_VALUE_MAX);
   const parts: string[] = [];
   const task = opts.taskName === undefined ? '' : clean(opts.taskName);
   if (task !== '') parts.push(`Task: ${task}`);
@@ -332,7 +325,7 @@ export function wrapExternalContent(content: string, opts: WrapExternalContentOp
   const lines: string[] = [];
   const context = contextLine(opts);
   if (context !== '') lines.push(context, '');
-  lines.push(...SECURITY_NOTICE_LINES, '', startMarker(id), `Source: ${label}`, '---');
+  lines.push(...SECURITY_NOTICE_LINES, '', startMarker(id), `Source: ${label}`, EXTERNAL_CONTENT_META_END);
   lines.push(sanitizeExternalContent(content), endMarker(id));
   return lines.join('\n');
 }
@@ -411,5 +404,5 @@ export function detectSuspiciousPatterns(content: string): string[] {
  * content itself never goes to the log; it may carry personal data and is attacker-controlled.
  */
 export function suspiciousPatternLogLine(sessionKey: string, names: readonly string[]): string {
-  return `[security] suspicious patterns in external hook content (session=${sanitizeForLog(sessionKey, 200)}, patterns=${names.length}): ${names.join(', ')}`;
+  return `[security] suspicious patterns in external hook content (session=${logSafe(sessionKey, 200)}, patterns=${names.length}): ${names.join(', ')}`;
 }

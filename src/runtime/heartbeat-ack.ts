@@ -6,7 +6,9 @@
 // runtime strips the token and treats the reply as a silent acknowledgement when little text remains.
 // Pure functions only.
 
-export const HEARTBEAT_TOKEN = 'HEARTBEAT_OK';
+import { HEARTBEAT_TOKEN } from '../prompt-markers.js';
+
+export { HEARTBEAT_TOKEN };
 /** Default budget of other characters an acknowledgement may carry (`agents.*.heartbeat.ackMaxChars`). */
 export const DEFAULT_ACK_MAX_CHARS = 300;
 

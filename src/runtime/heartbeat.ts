@@ -1,11 +1,9 @@
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
-import type { NewDelivery } from '../store/types.js';
+import { errorMessage, logSafe } from '../text-safe.js';
+import { type DeliveryPlan, planDelivery } from './delivery-plan.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { isHeartbeatAck } from './heartbeat-ack.js';
 import { heartbeatPrompt } from './prompt.js';
-import { resolveRoute } from './routing.js';
-import { sanitizeForLog } from './summary.js';
 import { agentTimeoutSeconds, runTurn } from './turn.js';
 
 /** Requests within this window make one heartbeat. */
@@ -13,6 +11,14 @@ export const HEARTBEAT_COALESCE_MS = 250;
 const HISTORY_TURNS = 20;
 /** A failed turn's retry: 5 s doubling, at most 5 min, jittered like every other retry wait. */
 const RETRY_BACKOFF = { baseDelayMs: 5_000, maxDelayMs: 5 * 60_000 };
+
+/** The heartbeat's log word for each delivery plan (a heartbeat always delivers, so deliver_false cannot occur). */
+const HEARTBEAT_OUTCOMES: Readonly<Record<DeliveryPlan['status'], string>> = {
+  outbox: 'delivered',
+  'suppressed:heartbeat_ack': 'acknowledged',
+  'suppressed:deliver_false': 'suppressed:deliver_false',
+  'nowhere:no_route': 'nowhere:no_route',
+};
 
 /** The wait before the heartbeat after `failures` failed turns in a row. */
 export function heartbeatRetryDelayMs(failures: number, random: () => number = Math.random): number {
@@ -38,7 +44,15 @@ export class Heartbeat {
   private readonly abort = new AbortController();
   private reasons = new Set<string>();
 
-  constructor(private readonly deps: RuntimeDeps) {}
+  private readonly retryDelayMs: (failures: number) => number;
+
+  /** `retryDelayMs`: the wait after `failures` failed turns in a row (default `heartbeatRetryDelayMs`; tests shorten it). */
+  constructor(
+    private readonly deps: RuntimeDeps,
+    options: { retryDelayMs?: (failures: number) => number } = {},
+  ) {
+    this.retryDelayMs = options.retryDelayMs ?? ((failures) => heartbeatRetryDelayMs(failures));
+  }
 
   /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
   async start(): Promise<void> {
@@ -108,37 +122,30 @@ export class Heartbeat {
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
-      const delay = heartbeatRetryDelayMs(this.failures);
-      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: sanitizeForLog((err as Error).message) }, 'heartbeat turn failed; events stay pending');
+      const delay = this.retryDelayMs(this.failures);
+      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;
     }
     this.failures = 0;
 
     const finished = Date.now();
-    const deliveries: NewDelivery[] = [];
-    let outcome = 'acknowledged';
-    if (!isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) {
-      const route = resolveRoute({ channel: 'last', to: null, lastRoute: await store.getRoute(MAIN_SESSION_KEY), defaultRoute: env.config.channels.default });
-      if (route) {
-        outcome = 'delivered';
-        deliveries.push({
-          id: newId(),
-          runId: null,
-          heartbeatId,
-          sessionKey: MAIN_SESSION_KEY,
-          agentId,
-          hookName: null,
-          channel: route.channel,
-          to: route.to,
-          text: reply,
-          explicitRoute: false,
-          createdAt: finished,
-        });
-      } else {
-        outcome = 'nowhere:no_route';
-        logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
-      }
+    const plan = planDelivery({
+      reply,
+      deliver: true,
+      ackMaxChars: env.config.heartbeat.ackMaxChars,
+      channel: 'last',
+      to: null,
+      lastRoute: await store.getRoute(MAIN_SESSION_KEY),
+      defaultRoute: env.config.channels.default,
+      id: newId(),
+      origin: { runId: null, heartbeatId, sessionKey: MAIN_SESSION_KEY, agentId, hookName: null },
+      at: finished,
+    });
+    const deliveries = plan.delivery ? [plan.delivery] : [];
+    const outcome = HEARTBEAT_OUTCOMES[plan.status];
+    if (plan.status === 'nowhere:no_route') {
+      logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
     }
     await store.completeHeartbeat({
       heartbeatId,

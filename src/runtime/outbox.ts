@@ -1,10 +1,10 @@
 import { backoffMs } from '../backoff.js';
-import { splitText } from '../channels/split.js';
+import { splitText } from './split.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
 import type { Delivery, DeliveryOutcome } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { sanitizeForLog } from './summary.js';
 
 export const DELIVERY_LEASE_MS = 60_000;
 const POLL_MS = 1000;
@@ -70,7 +70,7 @@ export class Outbox {
         if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
         continue;
       }
-      const error = sanitizeForLog(result.error, 300);
+      const error = logSafe(result.error, 300);
       if (signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
       // Chunks sent before this failure are never sent again.
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());

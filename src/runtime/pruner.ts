@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import type { MaintenanceStore } from '../store/types.js';
+import { errorMessage } from '../text-safe.js';
 
 /** How often expired idempotency keys and old received records are deleted. */
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -14,7 +15,7 @@ export function startPruner(store: MaintenanceStore, logger: Logger, receivedRet
     store
       .prune(now, now - receivedRetentionDays() * 86_400_000)
       .then((n) => (n.idempotency || n.received ? logger.debug(n, 'pruned expired records') : undefined))
-      .catch((err) => logger.warn({ err: (err as Error).message }, 'prune failed'));
+      .catch((err) => logger.warn({ err: errorMessage(err) }, 'prune failed'));
   };
   prune();
   const timer = setInterval(prune, PRUNE_EVERY_MS);

@@ -1,13 +1,13 @@
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import { errorMessage, logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
+import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { isHeartbeatAck } from './heartbeat-ack.js';
 import { runPrompt } from './prompt.js';
-import { resolveRoute } from './routing.js';
-import { hookSummary, sanitizeForLog } from './summary.js';
+import { hookSummary } from './summary.js';
 import { runTurn } from './turn.js';
 
 export const RUN_LEASE_MS = 30_000;
@@ -15,6 +15,14 @@ export const RUN_LEASE_MS = 30_000;
 export const MAX_RUN_STARTS = 5;
 const POLL_MS = 1000;
 const HISTORY_TURNS = 40;
+
+/** Timings; the defaults are production's (tests shorten them). */
+export interface RunWorkerOptions {
+  /** How long a claimed run is leased; renewed every third of it while the run works. */
+  leaseMs?: number;
+  /** Also look for runnable runs this often (expired leases of a dead process). */
+  pollMs?: number;
+}
 
 export interface RunWorkerHooks {
   /** A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. */
@@ -30,20 +38,23 @@ export interface RunWorkerHooks {
 export class RunWorker {
   private readonly loop: ClaimLoop<Run>;
   private readonly renew: NodeJS.Timeout;
+  private readonly leaseMs: number;
 
   constructor(
     private readonly deps: RuntimeDeps,
     private readonly hooks: RunWorkerHooks,
+    options: RunWorkerOptions = {},
   ) {
+    const leaseMs = (this.leaseMs = options.leaseMs ?? RUN_LEASE_MS);
     this.loop = new ClaimLoop<Run>({
       label: 'runs',
       logger: deps.logger,
       limit: () => deps.env().config.agents.defaults.maxConcurrent,
-      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), RUN_LEASE_MS, n),
+      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), leaseMs, n),
       work: (run, signal) => this.execute(run, signal),
-      pollMs: POLL_MS,
+      pollMs: options.pollMs ?? POLL_MS,
     });
-    this.renew = setInterval(() => this.renewLeases(), RUN_LEASE_MS / 3);
+    this.renew = setInterval(() => this.renewLeases(), leaseMs / 3);
     this.renew.unref();
   }
 
@@ -96,7 +107,7 @@ export class RunWorker {
         error = `timed out after ${run.timeoutSeconds} s`;
       } else {
         state = 'failed';
-        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : (err as Error).message;
+        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
       }
     }
 
@@ -120,7 +131,7 @@ export class RunWorker {
     });
     const level = state === 'succeeded' ? 'info' : 'warn';
     logger[level](
-      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: sanitizeForLog(error) } : {}) },
+      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
     this.hooks.onFinished(run, committed);
@@ -129,43 +140,29 @@ export class RunWorker {
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */
   private async planDelivery(run: Run, reply: string, at: number): Promise<{ deliveries: NewDelivery[]; deliveryStatus: string }> {
     const env = this.deps.env();
-    if (!run.deliver) return { deliveries: [], deliveryStatus: 'suppressed:deliver_false' };
-    if (isHeartbeatAck(reply, env.config.heartbeat.ackMaxChars)) return { deliveries: [], deliveryStatus: 'suppressed:heartbeat_ack' };
-    const route = resolveRoute({
+    const plan = planDelivery({
+      reply,
+      deliver: run.deliver,
+      ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: run.channel,
       to: run.to,
-      lastRoute: await this.deps.store.getRoute(MAIN_SESSION_KEY),
+      lastRoute: run.deliver ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
       defaultRoute: env.config.channels.default,
+      id: newId(),
+      origin: { runId: run.id, heartbeatId: null, sessionKey: run.sessionKey, agentId: run.agentId, hookName: run.name },
+      at,
     });
-    if (!route) {
+    if (plan.status === 'nowhere:no_route') {
       this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (no last route of the main session and no channels.default)');
-      return { deliveries: [], deliveryStatus: 'nowhere:no_route' };
     }
-    return {
-      deliveryStatus: 'outbox',
-      deliveries: [
-        {
-          id: newId(),
-          runId: run.id,
-          heartbeatId: null,
-          sessionKey: run.sessionKey,
-          agentId: run.agentId,
-          hookName: run.name,
-          channel: route.channel,
-          to: route.to,
-          text: reply,
-          explicitRoute: route.explicit,
-          createdAt: at,
-        },
-      ],
-    };
+    return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
   }
 
   private renewLeases(): void {
     if (this.loop.size === 0) return;
     this.deps.store
-      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + RUN_LEASE_MS)
-      .catch((err) => this.deps.logger.warn({ err: (err as Error).message }, 'renewing run leases failed'));
+      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + this.leaseMs)
+      .catch((err) => this.deps.logger.warn({ err: errorMessage(err) }, 'renewing run leases failed'));
   }
 
   /** Stop claiming; give running runs `graceMs` to finish, then abort them (they are released, not failed). */

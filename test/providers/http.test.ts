@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { Agent, fetch, getGlobalDispatcher, setGlobalDispatcher } from 'undici';
 import { errorReason, mergeHeaders, parseRetryAfter, postJson } from '../../src/providers/http.js';
-import { redact } from '../../src/providers/redact.js';
+import { redactSecrets as redact } from '../../src/text-safe.js';
 
 describe('parseRetryAfter', () => {
   const h = (init: Record<string, string>) => new Headers(init);

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { hookSummary, sanitizeForLog, truncateWithEllipsis } from '../../src/runtime/summary.js';
+import { hookSummary } from '../../src/runtime/summary.js';
+import { logSafe as sanitizeForLog, truncateWithEllipsis } from '../../src/text-safe.js';
 
 // String.prototype.isWellFormed is ES2024 (the project targets ES2023 lib): look for a lone surrogate instead.
 const wellFormed = (s: string): boolean => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);

@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { afterEach, describe, it } from 'node:test';
+import { ClaimLoop, type ClaimLoopOptions } from '../../src/runtime/claim-loop.js';
+import { waitFor } from '../support/runtime-kit.js';
+import { gate } from '../support/scripted-model.js';
+import { startRuntimeKit } from './kit.js';
+
+interface Item {
+  id: string;
+}
+
+/**
+ * A queue the loop claims from, work that waits for the test to finish each item, and a record of every claim
+ * (how many were asked for, and how many claims ran at once).
+ */
+function harness(over: Partial<ClaimLoopOptions<Item>> & { limit?: () => number } = {}) {
+  const queue: Item[] = [];
+  const claims: number[] = [];
+  const started: string[] = [];
+  const aborted: string[] = [];
+  const finish = new Map<string, () => void>();
+  let claiming = 0;
+  let maxClaiming = 0;
+  let inWork = 0;
+  let maxInWork = 0;
+  const logs: Array<{ obj: Record<string, unknown>; msg: string }> = [];
+  const logger = { error: (obj: Record<string, unknown>, msg: string) => logs.push({ obj, msg }) } as unknown as ClaimLoopOptions<Item>['logger'];
+  const loop = new ClaimLoop<Item>({
+    label: 'items',
+    logger,
+    limit: () => 2,
+    pollMs: 60_000,
+    async claim(n) {
+      claims.push(n);
+      claiming++;
+      maxClaiming = Math.max(maxClaiming, claiming);
+      const taken = queue.splice(0, n); // what the store had when asked; the answer arrives a turn later
+      await new Promise((r) => setImmediate(r));
+      claiming--;
+      return taken;
+    },
+    async work(item, signal) {
+      started.push(item.id);
+      inWork++;
+      maxInWork = Math.max(maxInWork, inWork);
+      try {
+        const done = gate();
+        finish.set(item.id, done.open);
+        signal.addEventListener('abort', () => {
+          aborted.push(item.id);
+          done.open();
+        });
+        await done.wait;
+      } finally {
+        inWork--;
+      }
+    },
+    ...over,
+  });
+  const add = (...ids: string[]) => queue.push(...ids.map((id) => ({ id })));
+  const done = (id: string) => {
+    const f = finish.get(id);
+    assert.ok(f, `${id} is not in work`);
+    f();
+  };
+  return {
+    loop,
+    queue,
+    claims,
+    started,
+    aborted,
+    logs,
+    add,
+    done,
+    get maxClaiming() {
+      return maxClaiming;
+    },
+    get maxInWork() {
+      return maxInWork;
+    },
+  };
+}
+
+describe('claim loop', () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await close?.();
+    close = undefined;
+  });
+  const track = <T extends { loop: ClaimLoop<Item> }>(h: T): T => {
+    close = () => h.loop.close(0);
+    return h;
+  };
+
+  it('works at most `limit` items at once, claiming only the free slots', async () => {
+    const h = track(harness({ limit: () => 3 }));
+    h.add('a', 'b', 'c', 'd', 'e');
+    h.loop.notify();
+    await waitFor('three in work', () => h.started.length === 3);
+    assert.deepEqual(h.started, ['a', 'b', 'c']);
+    assert.equal(h.loop.size, 3);
+    assert.deepEqual(h.loop.ids().sort(), ['a', 'b', 'c']);
+    assert.deepEqual(h.claims, [3]);
+
+    h.done('b');
+    await waitFor('d in work', () => h.started.includes('d'));
+    assert.equal(h.claims.at(-1), 1, 'one slot was free');
+    assert.equal(h.started.length, 4);
+    for (const id of ['a', 'c', 'd']) h.done(id);
+    await waitFor('e in work', () => h.started.includes('e'));
+    h.done('e');
+    await waitFor('an empty loop', () => h.loop.size === 0);
+    assert.equal(h.maxInWork, 3);
+  });
+
+  it('reads the limit on every claim (a config reload changes it)', async () => {
+    let limit = 1;
+    const h = track(harness({ limit: () => limit }));
+    h.add('a', 'b', 'c');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.length === 1);
+    limit = 3;
+    h.loop.notify();
+    await waitFor('all three in work', () => h.started.length === 3);
+    assert.deepEqual(h.claims.slice(0, 2), [1, 2]);
+  });
+
+  it('a finished item makes it claim again without being told; a full loop does not claim', async () => {
+    const h = track(harness({ limit: () => 1 }));
+    h.add('a', 'b');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.length === 1);
+    const claimsWhileFull = h.claims.length;
+    h.loop.notify();
+    h.loop.notify();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(h.claims.length, claimsWhileFull, 'no claim while every slot is taken');
+    h.done('a');
+    await waitFor('b in work', () => h.started.includes('b'));
+  });
+
+  it('claims one batch at a time; a wake-up during a claim is answered with one more claim', async () => {
+    const h = track(harness({ limit: () => 10 }));
+    h.loop.notify(); // claims an empty queue...
+    h.add('late'); // ...and this arrives after the store answered, while the claim is still in flight
+    h.loop.notify();
+    h.loop.notify();
+    await waitFor('late in work (only the remembered wake-up claims it: the poll is a minute away)', () => h.started.includes('late'));
+    assert.equal(h.maxClaiming, 1);
+    assert.deepEqual(h.claims, [10, 10, 9], 'one more claim for the wake-ups during the first, then one after late started');
+  });
+
+  it('polls for work it was not told about', async () => {
+    const h = track(harness({ pollMs: 20 }));
+    h.loop.notify();
+    await waitFor('the first claim', () => h.claims.length === 1);
+    h.add('found');
+    await waitFor('found by the poll', () => h.started.includes('found'));
+  });
+
+  it('a failing claim is logged and the next wake-up claims again; a failing item frees its slot', async () => {
+    let fail = true;
+    const h = track(
+      harness({
+        limit: () => 1,
+        async claim(n) {
+          if (fail) throw new Error('database is locked');
+          return n > 0 ? [{ id: 'x' }] : [];
+        },
+        async work(item) {
+          if (item.id === 'x') {
+            fail = true; // stop the supply
+            throw new Error('boom');
+          }
+        },
+      }),
+    );
+    h.loop.notify();
+    await waitFor('the claim failure logged', () => h.logs.some((l) => l.msg === 'claiming items failed'));
+    assert.equal(h.logs[0]?.obj.err, 'database is locked');
+    fail = false;
+    h.loop.notify();
+    await waitFor('the work failure logged', () => h.logs.some((l) => l.msg === 'working on items failed'));
+    assert.deepEqual(h.logs.find((l) => l.msg === 'working on items failed')?.obj, { id: 'x', err: 'boom' });
+    await waitFor('the slot freed', () => h.loop.size === 0);
+  });
+
+  it('close stops claiming, lets items finish within the grace period, then aborts the rest', async () => {
+    const h = harness({ limit: () => 2 });
+    h.add('quick', 'slow', 'never');
+    h.loop.notify();
+    await waitFor('two in work', () => h.started.length === 2);
+    const closing = h.loop.close(100);
+    h.done('quick');
+    await closing;
+    assert.deepEqual(h.aborted, ['slow']);
+    assert.deepEqual(h.started, ['quick', 'slow'], 'nothing claimed after close');
+    assert.equal(h.loop.size, 0);
+    h.loop.notify();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.queue, [{ id: 'never' }]);
+  });
+
+  it('drives the store: runs claimed through it are leased to the owner', async () => {
+    const kit = await startRuntimeKit();
+    try {
+      const ids = [await kit.queueRun(), await kit.queueRun(), await kit.queueRun()];
+      const worked: string[] = [];
+      const loop = new ClaimLoop({
+        label: 'runs',
+        logger: kit.deps.logger,
+        limit: () => 2,
+        pollMs: 60_000,
+        claim: (n) => kit.store.claimRuns('loop-owner', Date.now(), 30_000, n),
+        work: async (run) => {
+          worked.push(run.id);
+          assert.equal((await kit.store.getRun(run.id))?.state, 'running');
+        },
+      });
+      loop.notify();
+      await waitFor('every run worked', () => worked.length === 3);
+      await loop.close(0);
+      assert.deepEqual([...worked].sort(), [...ids].sort());
+    } finally {
+      await kit.close();
+    }
+  });
+});
