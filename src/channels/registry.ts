@@ -10,8 +10,9 @@
  * `last`, or another plugin.
  */
 import { normalizeChannelName } from '../config/lookup.js';
+import { isInside } from '../config/paths.js';
 import { realpath, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS, type ChannelsConfig } from '../config/schema/channels.js';
 import { createIrcChannel } from './irc.js';
@@ -106,10 +107,8 @@ export async function loadChannelPlugin(entry: string, ctx: ChannelContext, wher
   const root = await realpath(ctx.configDir).catch((err: unknown) => {
     throw pluginError(where, entry, `the config directory cannot be read (${codeOf(err)})`, err);
   });
-  const inside = (p: string) => {
-    const rel = relative(root, p);
-    return rel !== '' && !rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel);
-  };
+  // Strictly below the config directory: the directory itself is no module.
+  const inside = (p: string) => p !== root && isInside(root, p);
   const lexical = resolve(root, entry);
   if (!inside(lexical)) throw pluginError(where, entry, 'must be a module inside the config directory');
   const real = await realpath(lexical).catch((err: unknown) => {

@@ -1,7 +1,8 @@
 /**
  * Path containment: the one place that decides whether a configured path stays inside the directory it must stay
- * in, lexically and after resolving symlinks. Used when the config loads (config/transform-paths.ts) and again when
- * a generation's transforms are compiled (hooks/mappings), so both apply exactly the same rules.
+ * in, lexically and after resolving symlinks. Used when the config loads (config/transform-paths.ts), when a
+ * generation's transforms are compiled (hooks/mappings) and when channel plugins are loaded (channels/registry), so
+ * every path loaded from disk obeys the same rules.
  */
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
