@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
-import { HttpError } from '../errors.js';
+import { HttpError, type HttpErrorCode } from '../errors.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
@@ -84,7 +84,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     const subPath = normalizeMatchPath(pathname.slice(base.length));
     const now = Date.now();
     const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-    const received = (status: number, code: string | null): ReceivedHook => ({
+    const received = (status: number, code: HttpErrorCode | null): ReceivedHook => ({
       at: now,
       method: 'POST',
       path: subPath,
@@ -177,7 +177,7 @@ function rejectAuth(
   now: number,
   logger: Logger,
   record: (r: ReceivedHook) => void,
-  received: (status: number, code: string | null) => ReceivedHook,
+  received: (status: number, code: HttpErrorCode | null) => ReceivedHook,
   /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
   reason?: string,
   signature = false,

@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, ReceivedHook, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, ReceivedCode, ReceivedHook, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -107,5 +107,6 @@ export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
 
 export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
   const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs] = t;
-  return { at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs };
+  // Only ever written from a ReceivedHook: the stored code is one of ReceivedCode.
+  return { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
 }

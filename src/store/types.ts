@@ -8,6 +8,7 @@
 export const MAIN_SESSION_KEY = 'main';
 
 import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
+import type { HttpErrorCode } from '../errors.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
 
@@ -131,6 +132,9 @@ export type DeliveryOutcome =
   | { kind: 'retry'; nextAttemptAt: number; error: string }
   | { kind: 'dead'; error: string; at: number };
 
+/** What a received record's `code` says: the refusal's code as the caller saw it, or `duplicate` for a replay. */
+export type ReceivedCode = HttpErrorCode | 'duplicate';
+
 /** Metadata of one received hook request: never the payload, never a token. */
 export interface ReceivedHook {
   at: number;
@@ -138,7 +142,8 @@ export interface ReceivedHook {
   path: string;
   clientIp: string;
   status: number;
-  code: string | null;
+  /** Null when accepted. */
+  code: ReceivedCode | null;
   eventIds: string[];
   runIds: string[];
   mappingId: string | null;
