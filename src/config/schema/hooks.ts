@@ -71,6 +71,20 @@ export const mappingSchema = z.strictObject({
     .strictObject({
       path: z.string().transform(normalizeMatchPath).optional(),
       source: nonBlank.optional(),
+      /**
+       * Headers the request must carry: names case-insensitive (stored lower-cased), values compared exactly
+       * (case-sensitive, after trimming the received value). E.g. `{ "x-github-event": "pull_request" }`.
+       */
+      headers: z
+        .record(
+          z
+            .string()
+            .regex(HEADER_NAME_RE, 'must be an HTTP header name')
+            .transform((n) => n.toLowerCase())
+            .refine((n) => !['__proto__', 'prototype', 'constructor'].includes(n), 'may not be a prototype key'),
+          z.string(),
+        )
+        .optional(),
     })
     .optional(),
   action: z.enum(['wake', 'agent']).default('agent'),
