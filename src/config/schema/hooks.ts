@@ -76,14 +76,15 @@ export const mappingSchema = z.strictObject({
        * (case-sensitive, after trimming the received value). E.g. `{ "x-github-event": "pull_request" }`.
        */
       headers: z
-        .record(
-          z
-            .string()
-            .regex(HEADER_NAME_RE, 'must be an HTTP header name')
-            .transform((n) => n.toLowerCase())
-            .refine((n) => !['__proto__', 'prototype', 'constructor'].includes(n), 'may not be a prototype key'),
-          z.string(),
-        )
+        .record(z.string(), z.string())
+        .superRefine((h, ctx) => {
+          for (const name of Object.keys(h)) {
+            if (!HEADER_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'must be an HTTP header name' });
+            else if (['__proto__', 'prototype', 'constructor'].includes(name.toLowerCase()))
+              ctx.addIssue({ code: 'custom', path: [name], message: 'may not be a prototype key' });
+          }
+        })
+        .transform((h) => Object.fromEntries(Object.entries(h).map(([name, value]) => [name.toLowerCase(), value])))
         .optional(),
     })
     .optional(),
