@@ -1,8 +1,8 @@
 /**
  * Mapped hooks: `POST {hooks.path}/<name>` resolved through `hooks.mappings` (custom, in order) and then the presets.
  *
- * Per request: pick the first mapping whose `match.path` equals the sub-path and whose `match.source` equals
- * `payload.source`, authenticate the request for that mapping (its signature, else the shared token), render its
+ * Per request: answer a verified sender handshake (handshakes.ts), else pick the first mapping whose `match.path`
+ * equals the sub-path, whose `match.source` equals `payload.source` and whose `match.headers` are all present, authenticate the request for that mapping (its signature, else the shared token), render its
  * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
  * `/hooks/agent` request (render.ts).
  *
