@@ -10,8 +10,9 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, runCli, startHookgate, TOKEN } from '../support/server.js';
+import { withStoreAt } from '../support/store-at.js';
 
 const SLACK_SECRET = '8f742231b10e8888abcd99yyyzzz85a5';
 const GITHUB_SECRET = "It's a Secret to Everybody";
@@ -25,6 +26,15 @@ function slackHeaders(body: string, contentType: string, ts = Math.floor(Date.no
   };
 }
 const FORM = 'application/x-www-form-urlencoded';
+
+/** One Slack-signed mapping per Request URL (slash command, Event Subscriptions, Interactivity), as the docs set them up. */
+const slackMapping = (id: string, path: string, messageTemplate: string) => ({
+  id,
+  match: { path },
+  name: 'Slack',
+  messageTemplate,
+  signature: { scheme: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' } },
+});
 
 const githubHeaders = (body: string, event: string) => ({
   'content-type': 'application/json',
@@ -40,14 +50,7 @@ describe('real senders (real process)', () => {
   const send = (path: string, body: string, headers: Record<string, string>) =>
     request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'x-forwarded-for': `10.9.0.${++clientSeq}`, ...headers } });
 
-  const withStore = async <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => {
-    const store = new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
-    try {
-      return await fn(store);
-    } finally {
-      await store.close();
-    }
-  };
+  const withStore = <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => withStoreAt(dir, fn);
   const runsOf = (mappingId: string) => withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
 
   before(async () => {
@@ -61,27 +64,9 @@ describe('real senders (real process)', () => {
           presets: ['gmail'],
           allowedSessionKeyPrefixes: ['hook:'],
           mappings: [
-            {
-              id: 'slack-command',
-              match: { path: 'slack' },
-              name: 'Slack',
-              messageTemplate: '{{user_name}} ran {{command}} {{text}} in #{{channel_name}}',
-              signature: { scheme: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' } },
-            },
-            {
-              id: 'slack-events',
-              match: { path: 'slack-events' },
-              name: 'Slack',
-              messageTemplate: 'Slack {{event.type}} from {{event.user}}: {{event.text}}',
-              signature: { scheme: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' } },
-            },
-            {
-              id: 'slack-actions',
-              match: { path: 'slack-actions' },
-              name: 'Slack',
-              messageTemplate: '{{payload.payload.user.name}} clicked {{payload.payload.actions[0].action_id}}',
-              signature: { scheme: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' } },
-            },
+            slackMapping('slack-command', 'slack', '{{user_name}} ran {{command}} {{text}} in #{{channel_name}}'),
+            slackMapping('slack-events', 'slack-events', 'Slack {{event.type}} from {{event.user}}: {{event.text}}'),
+            slackMapping('slack-actions', 'slack-actions', '{{payload.payload.user.name}} clicked {{payload.payload.actions[0].action_id}}'),
             {
               id: 'github-prs',
               match: { path: 'github', headers: { 'X-GitHub-Event': 'pull_request' } },

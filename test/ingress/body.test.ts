@@ -381,11 +381,8 @@ describe('discardBody: the rest of a refused body is read and dropped, within bo
 
 describe('form bodies (signed mappings: Slack slash commands and Interactivity)', () => {
   it('application/x-www-form-urlencoded in any case, with or without parameters; nothing else', () => {
-    assert.equal(isFormContentType('application/x-www-form-urlencoded'), true);
-    assert.equal(isFormContentType('Application/X-WWW-Form-Urlencoded; charset=utf-8'), true);
-    assert.equal(isFormContentType('application/json'), false);
-    assert.equal(isFormContentType('multipart/form-data; boundary=x'), false);
-    assert.equal(isFormContentType(undefined), false);
+    const types = ['application/x-www-form-urlencoded', 'Application/X-WWW-Form-Urlencoded; charset=utf-8', 'application/json', 'multipart/form-data; boundary=x', undefined];
+    assert.deepEqual(types.map(isFormContentType), [true, true, false, false, false]);
   });
 
   it('a slash command body becomes one string per field', () => {
