@@ -49,11 +49,19 @@ export interface HookRequest {
    * was read); on `signature` plans it is the result of the deferred token check. Omitted → true.
    */
   tokenVerified?: boolean;
+  /**
+   * The body was `application/x-www-form-urlencoded` (parsed into `payload`). The ingress parses forms on `signature`
+   * plans only, and only a mapping with a `signature` accepts one.
+   */
+  form?: boolean;
 }
 
 export type RouteResult =
   | { kind: 'none' } // no route here → 404
-  | { kind: 'skip'; mappingId: string } // a transform returned null, or a fan-out had no items → 204
+  /** A transform returned null, or a fan-out had no items → 204 (or an empty 200, with `emptyAnswer`). */
+  | { kind: 'skip'; mappingId: string; emptyAnswer?: boolean }
+  /** A sender's handshake (Slack `url_verification`, GitHub `ping`), verified: answered with `body`, nothing queued. */
+  | { kind: 'reply'; mappingId: string; status: number; body: Record<string, unknown> }
   | {
       kind: 'actions';
       /** The mapping that produced the actions; null on the direct routes. */
@@ -64,6 +72,11 @@ export type RouteResult =
       deliveryId?: string;
       /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
       dropped?: number;
+      /**
+       * Answer an accepted request with an empty 200 instead of hookgate's JSON (Slack slash commands and
+       * Interactivity: Slack would show a JSON body to the user or read it as a modal response).
+       */
+      emptyAnswer?: boolean;
     }
   /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
   | { kind: 'unauthorized'; reason: string; signature?: boolean };

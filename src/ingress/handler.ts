@@ -10,10 +10,10 @@ import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
-import { parseJsonObject, readBody } from './body.js';
+import { isFormContentType, parseFormObject, parseJsonObject, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
-import { sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
+import { sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
   store: IngressStore;
@@ -107,9 +107,12 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
 
     try {
       const rawBody = await readBody(req, plan.bodyLimit, ctx.config.hooks.bodyTimeoutMs);
+      // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
+      // signature is checked over `rawBody`, never over the parsed form.
+      const form = plan.auth === 'signature' && isFormContentType(req.headers['content-type']);
       let payload: Record<string, unknown>;
       try {
-        payload = parseJsonObject(rawBody);
+        payload = form ? parseFormObject(rawBody) : parseJsonObject(rawBody);
       } catch (err) {
         // Not yet authenticated: an anonymous sender learns nothing about the body rules, and the failure counts.
         if (plan.auth === 'signature' && !tokenVerified && !plan.verifiesRawBody(rawBody, req.headers, now)) {
@@ -132,17 +135,22 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         query,
         now,
         tokenVerified,
+        form,
       });
       if (routed.kind === 'none') throw NOT_FOUND;
       if (routed.kind === 'unauthorized') {
         return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
-      if (routed.kind === 'skip') {
-        record({ ...received(204, null), mappingId: routed.mappingId });
-        return sendNoContent(res);
+      if (routed.kind === 'reply') {
+        record({ ...received(routed.status, null), mappingId: routed.mappingId });
+        return sendJson(res, routed.status, routed.body);
       }
-      const { actions, fanOut, mappingId, deliveryId, dropped } = routed; // never empty: an empty fan-out is a `skip`
+      if (routed.kind === 'skip') {
+        record({ ...received(routed.emptyAnswer ? 200 : 204, null), mappingId: routed.mappingId });
+        return routed.emptyAnswer ? sendEmptyOk(res) : sendNoContent(res);
+      }
+      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer } = routed; // never empty: an empty fan-out is a `skip`
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
       const idempotency = key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, ctx.config.hooks.idempotencyTtlSeconds, now);
@@ -153,11 +161,13 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         fanOut,
         ...(dropped ? { dropped } : {}),
       });
-      sendJson(res, answer.status, answer.body);
+      if (emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(res);
+      else sendJson(res, answer.status, answer.body);
       if (logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
     } catch (err) {
       if (err instanceof HttpError) {
-        if (err.status !== 404 || subPath) record(received(err.status, err.code));
+        // The store records a 409 itself (in the transaction that found the conflict): not a second time here.
+        if ((err.status !== 404 || subPath) && err.code !== 'idempotency_conflict') record(received(err.status, err.code));
         if (err.status === 503) logger.error({ path: subPath }, 'store unavailable: hook refused with 503');
         if (err.status === 413) return sendErrorDiscardingBody(req, res, err);
         const closing = err.status === 408 || err.code === 'body_aborted';

@@ -14,6 +14,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** 200 with an empty body: for senders that show or interpret any body they get (Slack slash commands). */
+export function sendEmptyOk(res: ServerResponse): void {
+  res.writeHead(200, { 'content-length': 0 });
+  res.end();
+}
+
 export function sendNoContent(res: ServerResponse): void {
   res.writeHead(204);
   res.end();

@@ -81,7 +81,8 @@ const interpolate = (s: string, env: Record<string, string>) => s.replace(/\$\{(
 
 interface SignatureSpec {
   scheme: string;
-  secret?: string;
+  /** A string (with `${VAR}` interpolation) or a secret reference `{ env: NAME }`. */
+  secret?: string | { env: string };
   secrets?: string[];
   header?: string;
   encoding?: string;
@@ -100,7 +101,8 @@ function signatureFor(config: Record<string, unknown>, path: string): SignatureS
 
 /** The value that replaces `<signature>`, computed the way each provider does. */
 function sign(spec: SignatureSpec, env: Record<string, string>, body: string, headers: Record<string, string>, ts: string): string {
-  const secret = interpolate(spec.secret ?? spec.secrets![0]!, env);
+  const configured = spec.secret ?? spec.secrets![0]!;
+  const secret = typeof configured === 'string' ? interpolate(configured, env) : (env[configured.env] ?? '');
   const h = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data);
   switch (spec.scheme) {
     case 'github':
@@ -169,7 +171,7 @@ describe('docs/mappings.md worked examples', () => {
     const read = examples.reduce((n, e) => n + (Object.keys(e.env).length ? 1 : 0) + (e.config ? 1 : 0) + e.files.length + e.steps.length, 0);
     assert.equal(read, markers);
     const names = examples.map((e) => e.name);
-    for (const n of ['github-pr', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']) assert.ok(names.includes(n), `missing example ${n}`);
+    for (const n of ['github-pr', 'slack', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']) assert.ok(names.includes(n), `missing example ${n}`);
     for (const e of examples) {
       assert.ok(e.config, `${e.name}: no config`);
       const reqs = e.steps.filter((s) => s.kind === 'request').length;

@@ -37,6 +37,14 @@ describe('mapping config errors (by key path)', () => {
     assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'gitlab', secret: 's' } }] }), 'hooks.mappings[0].signature.scheme');
   });
 
+  it('match.headers: header names (lower-cased), string values; other keys in match are errors', () => {
+    const c = parse(hooks({ mappings: [{ match: { path: 'gh', headers: { 'X-GitHub-Event': 'pull_request' } }, messageTemplate: 'm' }] }));
+    assert.deepEqual(c.hooks.mappings[0]!.match!.headers, { 'x-github-event': 'pull_request' });
+    assertIssue(hooks({ mappings: [{ match: { path: 'gh', header: { a: 'b' } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match', 'unknown key: header');
+    assertIssue(hooks({ mappings: [{ match: { headers: { 'bad name': 'x' } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match.headers.bad name', 'must be an HTTP header name');
+    assertIssue(hooks({ mappings: [{ match: { headers: { 'x-a': 1 } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match.headers.x-a');
+  });
+
   it('a transform module that leaves the transforms directory through a symlink, or by ..', () => {
     parse(hooks({ mappings: [{ transform: { module: 'ok.mjs' } }] }), {}, dir);
     assertIssue(hooks({ mappings: [{ transform: { module: 'escape.mjs' } }] }), 'hooks.mappings[0].transform.module', /symlink/, {}, dir);
@@ -63,6 +71,19 @@ describe('mapping config warnings', () => {
     });
     assert.ok(w.some((x) => x.startsWith('hooks.mappings[1] never matches: hooks.mappings[0]')), w.join('\n'));
     assert.ok(!w.some((x) => x.startsWith('hooks.mappings[3] never matches')), 'a source-specific mapping does not shadow a general one');
+  });
+
+  it('shadowing counts match.headers: a header-narrowed mapping shadows only mappings requiring the same headers', () => {
+    const w = warningsOf({
+      mappings: [
+        { match: { path: 'gh', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'a' },
+        { match: { path: 'gh', headers: { 'X-GitHub-Event': 'issues' } }, messageTemplate: 'b' },
+        { match: { path: 'gh' }, messageTemplate: 'c' },
+        { match: { path: 'gh', headers: { 'x-github-event': 'pull_request', 'x-other': '1' } }, messageTemplate: 'd' },
+      ],
+    });
+    assert.ok(!w.some((x) => /hooks\.mappings\[[12]\] never matches/.test(x)), w.join('\n'));
+    assert.ok(w.some((x) => x.startsWith('hooks.mappings[3] never matches: hooks.mappings[0]')), w.join('\n'));
   });
 
   it('a templated agent sessionKey without allowRequestSessionKey (the gmail preset needs no opt-in)', () => {

@@ -95,6 +95,8 @@ interface Call {
   query?: string;
   rawBody?: Buffer;
   tokenVerified?: boolean;
+  /** The body was a form (the ingress parsed it into `payload`). */
+  form?: boolean;
 }
 
 function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Record<string, unknown>, call: Call = {}): Promise<RouteResult> {
@@ -109,6 +111,7 @@ function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Rec
     query: new URLSearchParams(call.query ?? ''),
     now: NOW,
     ...(call.tokenVerified === undefined ? {} : { tokenVerified: call.tokenVerified }),
+    ...(call.form === undefined ? {} : { form: call.form }),
   });
 }
 
@@ -666,5 +669,93 @@ describe('signatures', () => {
     assert.ok(plan.auth === 'signature');
     assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }, NOW), true);
     assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }, NOW), false);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+describe('real senders: match.headers, handshakes, Slack forms and event ids, id-less Gmail messages', () => {
+  const ghSecret = 'gh-secret-for-tests';
+  const slackSecret = 'slack-signing-secret-for-tests';
+  const nowS = Math.floor(NOW / 1000);
+  const gh = (raw: Buffer, event: string) => ({ 'x-github-event': event, 'x-hub-signature-256': `sha256=${hmacHex(ghSecret, raw)}` });
+  const slack = (raw: Buffer) => ({
+    'x-slack-request-timestamp': String(nowS),
+    'x-slack-signature': `v0=${hmacHex(slackSecret, Buffer.concat([Buffer.from(`v0:${nowS}:`), raw]))}`,
+  });
+  const prMapping = {
+    id: 'gh-pr',
+    match: { path: 'github', headers: { 'X-GitHub-Event': 'pull_request' } },
+    messageTemplate: 'PR {{action}}',
+    signature: { scheme: 'github', secret: ghSecret },
+  };
+  const issueMapping = {
+    id: 'gh-issue',
+    match: { path: 'github', headers: { 'x-github-event': 'issues' } },
+    messageTemplate: 'Issue {{action}}',
+    signature: { scheme: 'github', secret: ghSecret },
+  };
+  const slackMapping = { id: 'slack', match: { path: 'slack' }, messageTemplate: '{{command}} {{text}}{{payload.payload.type}}{{event.text}}', signature: { scheme: 'slack', secret: slackSecret } };
+
+  it('match.headers picks the mapping by header (names any case, values exact); no match → next mapping, then none', async () => {
+    const s = setup({ mappings: [prMapping, issueMapping] });
+    const raw = Buffer.from('{"action":"opened"}');
+    assert.equal((await actionsOf(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'pull_request') })).mappingId, 'gh-pr');
+    assert.equal((await actionsOf(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'issues') })).mappingId, 'gh-issue');
+    // Values compare case-sensitively: "Issues" is not "issues". Nothing matches, and the token was not sent → 401.
+    assert.equal((await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'Issues') })).kind, 'unauthorized');
+    assert.deepEqual(await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: true, headers: gh(raw, 'push') }), { kind: 'none' });
+    assert.equal(s.routes.plan(s.ctx, 'github').auth, 'signature', 'header-narrowed signed mappings keep the path signature-capable');
+  });
+
+  it('a verified GitHub ping is answered whatever the match, and queues nothing; a forged one is not', async () => {
+    const s = setup({ mappings: [prMapping] });
+    const raw = Buffer.from('{"zen":"Design for failure.","hook_id":1}');
+    assert.deepEqual(await resolve(s, 'github', { zen: 'Design for failure.', hook_id: 1 }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'ping') }), {
+      kind: 'reply',
+      mappingId: 'gh-pr',
+      status: 200,
+      body: { ok: true, ping: true },
+    });
+    const forged = await resolve(s, 'github', { zen: 'x' }, { rawBody: raw, tokenVerified: false, headers: { 'x-github-event': 'ping', 'x-hub-signature-256': `sha256=${hmacHex('wrong', raw)}` } });
+    assert.equal(forged.kind, 'unauthorized');
+  });
+
+  it('a verified Slack url_verification is answered with its challenge; an unsigned one is unauthorized', async () => {
+    const s = setup({ mappings: [slackMapping] });
+    const body = { token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' };
+    const raw = Buffer.from(JSON.stringify(body));
+    assert.deepEqual(await resolve(s, 'slack', body, { rawBody: raw, tokenVerified: false, headers: slack(raw) }), {
+      kind: 'reply',
+      mappingId: 'slack',
+      status: 200,
+      body: { challenge: body.challenge },
+    });
+    assert.equal((await resolve(s, 'slack', body, { rawBody: raw, tokenVerified: true, headers: {} })).kind, 'unauthorized');
+  });
+
+  it('Slack: the Events API event_id is the delivery id; a signed form gets the empty answer; an unsigned mapping refuses a form', async () => {
+    const s = setup({ mappings: [slackMapping, { id: 'plain', match: { path: 'plain' }, messageTemplate: '{{text}}' }] });
+    const event = { type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } };
+    const raw = Buffer.from(JSON.stringify(event));
+    const r = await actionsOf(s, 'slack', event, { rawBody: raw, tokenVerified: false, headers: slack(raw) });
+    assert.equal(r.deliveryId, 'Ev0PV52K25');
+    assert.equal(r.emptyAnswer, undefined, 'JSON event posts keep the JSON answer');
+
+    const formRaw = Buffer.from('command=%2Fweather&text=94070');
+    const f = await actionsOf(s, 'slack', { command: '/weather', text: '94070' }, { rawBody: formRaw, form: true, tokenVerified: false, headers: slack(formRaw) });
+    assert.equal(f.emptyAnswer, true);
+    assert.equal(f.deliveryId, undefined);
+    assert.equal((f.actions[0] as Extract<HookAction, { kind: 'agent' }>).run.message, '/weather 94070');
+    await rejects(resolve(s, 'plain', { text: 'x' }, { form: true }), 400, 'invalid_json', /form bodies are accepted by mappings with a signature/);
+  });
+
+  it('gmail: each message without an id gets its own session key; messages with one keep hook:gmail:<id>', async () => {
+    const s = setup({ presets: ['gmail'], allowedSessionKeyPrefixes: ['hook:'] });
+    const r = await actionsOf(s, 'gmail', { messages: [{ subject: 'a' }, { id: '', subject: 'b' }, { id: 'm9', subject: 'c' }] });
+    const keys = r.actions.map((a) => (a as Extract<HookAction, { kind: 'agent' }>).run.sessionKey);
+    assert.match(keys[0]!, /^hook:gmail:[0-9a-f-]{36}$/);
+    assert.match(keys[1]!, /^hook:gmail:[0-9a-f-]{36}$/);
+    assert.notEqual(keys[0], keys[1]);
+    assert.equal(keys[2], 'hook:gmail:m9');
   });
 });

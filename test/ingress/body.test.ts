@@ -4,7 +4,7 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError } from '../../src/errors.js';
-import { parseJsonObject, readBody } from '../../src/ingress/body.js';
+import { isFormContentType, parseFormObject, parseJsonObject, readBody } from '../../src/ingress/body.js';
 import { sendError, sendJson } from '../../src/ingress/respond.js';
 import { waitFor } from '../support/wait.js';
 
@@ -369,5 +369,46 @@ describe('discardBody: the rest of a refused body is read and dropped, within bo
     await send(1024, true);
     assert.equal(results.pop(), false);
     assert.ok(Date.now() - started >= limits.maxMs - 20, `gave up after ${Date.now() - started} ms`);
+  });
+});
+
+describe('form bodies (signed mappings: Slack slash commands and Interactivity)', () => {
+  it('application/x-www-form-urlencoded in any case, with or without parameters; nothing else', () => {
+    const types = ['application/x-www-form-urlencoded', 'Application/X-WWW-Form-Urlencoded; charset=utf-8', 'application/json', 'multipart/form-data; boundary=x', undefined];
+    assert.deepEqual(types.map(isFormContentType), [true, true, false, false, false]);
+  });
+
+  it('a slash command body becomes one string per field', () => {
+    const body = Buffer.from(
+      'token=gIkuvaNzQIHg97ATvDxqgjtO&team_id=T0001&team_domain=example&channel_id=C2147483705&channel_name=test' +
+        '&user_id=U2147483697&user_name=Steve&command=%2Fweather&text=94070+and+more&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2F1234%2F5678',
+    );
+    assert.deepEqual(parseFormObject(body), {
+      token: 'gIkuvaNzQIHg97ATvDxqgjtO',
+      team_id: 'T0001',
+      team_domain: 'example',
+      channel_id: 'C2147483705',
+      channel_name: 'test',
+      user_id: 'U2147483697',
+      user_name: 'Steve',
+      command: '/weather',
+      text: '94070 and more',
+      response_url: 'https://hooks.slack.com/commands/1234/5678',
+    });
+  });
+
+  it('Interactivity: a payload field holding JSON is decoded; a payload that is not JSON stays a string', () => {
+    const json = { type: 'block_actions', user: { id: 'U1', name: 'ada' }, actions: [{ action_id: 'approve' }] };
+    assert.deepEqual(parseFormObject(Buffer.from(`payload=${encodeURIComponent(JSON.stringify(json))}`)), { payload: json });
+    assert.deepEqual(parseFormObject(Buffer.from('payload=%7Bnot+json')), { payload: '{not json' });
+    assert.deepEqual(parseFormObject(Buffer.from('payload=42')), { payload: '42' });
+  });
+
+  it('a repeated field keeps every value in order; prototype keys are dropped', () => {
+    const out = parseFormObject(Buffer.from('a=1&a=2&a=3&b=x&__proto__=evil&constructor=c&prototype=p'));
+    assert.deepEqual(out, { a: ['1', '2', '3'], b: 'x' });
+    assert.equal(Object.getPrototypeOf(out), Object.prototype);
+    assert.equal(Object.hasOwn(out, '__proto__'), false);
+    assert.deepEqual(parseFormObject(Buffer.alloc(0)), {});
   });
 });

@@ -69,13 +69,21 @@ function neverWorking(hooks: RawConfig['hooks']): string[] {
       warnings.push(
         `${at}.sessionKey is templated but hooks.allowRequestSessionKey is false: every agent request to this mapping is refused (400 session_key_not_allowed); set allowRequestSessionKey: true or use a static key`,
       );
-    // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source).
+    // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source, and
+    // each of its headers required by this one with the same value).
     const earlier = hooks.mappings.slice(0, i).findIndex(
       (e) =>
         (e.match?.path === undefined || e.match.path === path) &&
-        (e.match?.source === undefined || e.match.source === m.match?.source),
+        (e.match?.source === undefined || e.match.source === m.match?.source) &&
+        headersAtLeastAsBroad(e.match?.headers, m.match?.headers),
     );
     if (earlier >= 0) warnings.push(`${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`);
   });
   return warnings;
+}
+
+/** Every request carrying `later`'s headers also carries `earlier`'s: each earlier header is required by later, same value. */
+function headersAtLeastAsBroad(earlier: Readonly<Record<string, string>> | undefined, later: Readonly<Record<string, string>> | undefined): boolean {
+  if (earlier === undefined) return true;
+  return Object.entries(earlier).every(([name, value]) => later !== undefined && Object.hasOwn(later, name) && later[name] === value);
 }

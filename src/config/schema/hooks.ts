@@ -71,6 +71,21 @@ export const mappingSchema = z.strictObject({
     .strictObject({
       path: z.string().transform(normalizeMatchPath).optional(),
       source: nonBlank.optional(),
+      /**
+       * Headers the request must carry: names case-insensitive (stored lower-cased), values compared exactly
+       * (case-sensitive, after trimming the received value). E.g. `{ "x-github-event": "pull_request" }`.
+       */
+      headers: z
+        .record(z.string(), z.string())
+        .superRefine((h, ctx) => {
+          for (const name of Object.keys(h)) {
+            if (!HEADER_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'must be an HTTP header name' });
+            else if (['__proto__', 'prototype', 'constructor'].includes(name.toLowerCase()))
+              ctx.addIssue({ code: 'custom', path: [name], message: 'may not be a prototype key' });
+          }
+        })
+        .transform((h) => Object.fromEntries(Object.entries(h).map(([name, value]) => [name.toLowerCase(), value])))
+        .optional(),
     })
     .optional(),
   action: z.enum(['wake', 'agent']).default('agent'),

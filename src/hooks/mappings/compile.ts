@@ -31,6 +31,8 @@ export interface CompiledMapping {
   readonly preset: PresetName | undefined;
   readonly path: string | undefined;
   readonly source: string | undefined;
+  /** `match.headers` as [lower-case name, exact value] pairs; undefined when the mapping does not match on headers. */
+  readonly headers: ReadonlyArray<readonly [string, string]> | undefined;
   readonly action: 'wake' | 'agent';
   readonly wakeMode: WakeMode;
   readonly sessionMode: SessionMode;
@@ -103,6 +105,7 @@ function compileMapping(
     preset,
     path: m.match?.path,
     source: m.match?.source,
+    headers: m.match?.headers && Object.keys(m.match.headers).length > 0 ? Object.entries(m.match.headers) : undefined,
     action: m.action,
     wakeMode: m.wakeMode,
     sessionMode: m.sessionMode ?? 'isolated',
@@ -193,16 +196,33 @@ export function candidates(c: Compiled, subPath: string): readonly CompiledMappi
   return c.byPath.get(subPath) ?? c.wildcard;
 }
 
-/** First match wins: `match.path` (already filtered) and `match.source` equal to the payload's string `source`. */
-export function matchMapping(c: Compiled, subPath: string, payload: Record<string, unknown>): CompiledMapping | undefined {
+/**
+ * First match wins: `match.path` (already filtered), `match.source` equal to the payload's string `source`, and every
+ * `match.headers` entry present with exactly that value. `headers` are the request's headers as templates see them
+ * (lower-cased names, repeats joined with ", ", credential headers removed).
+ */
+export function matchMapping(
+  c: Compiled,
+  subPath: string,
+  payload: Record<string, unknown>,
+  headers: Readonly<Record<string, string>>,
+): CompiledMapping | undefined {
   const list = candidates(c, subPath);
   if (list.length === 0) return undefined;
   const src = Object.hasOwn(payload, 'source') ? payload.source : undefined;
   for (const m of list) {
     if (m.source !== undefined && m.source !== src) continue;
+    if (m.headers !== undefined && !headersMatch(m.headers, headers)) continue;
     return m;
   }
   return undefined;
+}
+
+export function headersMatch(want: ReadonlyArray<readonly [string, string]>, headers: Readonly<Record<string, string>>): boolean {
+  for (const [name, value] of want) {
+    if (!Object.hasOwn(headers, name) || headers[name]!.trim() !== value) return false;
+  }
+  return true;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Mapped hooks: `POST {hooks.path}/<name>` resolved through `hooks.mappings` (custom, in order) and then the presets.
  *
- * Per request: pick the first mapping whose `match.path` equals the sub-path and whose `match.source` equals
- * `payload.source`, authenticate the request for that mapping (its signature, else the shared token), render its
+ * Per request: answer a verified sender handshake (handshakes.ts), else pick the first mapping whose `match.path`
+ * equals the sub-path, whose `match.source` equals `payload.source` and whose `match.headers` are all present, authenticate the request for that mapping (its signature, else the shared token), render its
  * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
  * `/hooks/agent` request (render.ts).
  *
@@ -13,14 +13,15 @@
  * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
  * is read, as for `/wake` and `/agent`.
  */
-import { type HttpError, mappingFailed } from '../../errors.js';
+import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
 import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
 import { candidates, type Compiled, type CompiledMapping, compileMappings, isSignaturePath, matchMapping } from './compile.js';
-import { presetContentSource } from './presets/index.js';
+import { handshakeOf } from './handshakes.js';
+import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
 import { verifySignature } from './signatures.js';
 import type { TemplateContext } from './templates.js';
@@ -80,7 +81,20 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
 
     async resolve(input) {
       const c = compiledFor(input.ctx);
-      const m = matchMapping(c, input.subPath, input.payload);
+      const headers = headerRecord(input.headers);
+
+      // A sender's handshake, once its signature verifies on a mapping of this path, is answered whatever the match.
+      const hs = handshakeOf(input.payload, headers);
+      if (hs) {
+        for (const cand of candidates(c, input.subPath)) {
+          if (cand.signature?.scheme !== hs.scheme) continue;
+          if (verifySignature(cand.signature, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now).ok) {
+            return { kind: 'reply', mappingId: cand.id, status: 200, body: hs.answer };
+          }
+        }
+      }
+
+      const m = matchMapping(c, input.subPath, input.payload, headers);
       const tokenVerified = input.tokenVerified !== false;
       if (!m) return tokenVerified ? { kind: 'none' } : { kind: 'unauthorized', reason: 'missing or invalid hook token' };
 
@@ -92,12 +106,17 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       } else if (!tokenVerified) {
         return { kind: 'unauthorized', reason: 'missing or invalid hook token' };
       }
+      if (input.form && !m.signature) {
+        throw new HttpError(400, 'invalid_json', 'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)');
+      }
+      // Slack shows a slash command's answer to the user and reads Interactivity's as a modal response: an empty 200.
+      const emptyAnswer = input.form === true && m.signature?.scheme === 'slack';
 
       let items: Array<Record<string, unknown>> = [input.payload];
       let dropped = 0;
       if (m.forEach !== undefined) {
         const fan = fanOutPayloads(input.payload, m.forEach, input.ctx.config.hooks.maxFanOut);
-        if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id };
+        if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
         items = fan.payloads;
         dropped = fan.dropped;
         if (dropped > 0) {
@@ -108,7 +127,6 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
         }
       }
 
-      const headers = headerRecord(input.headers);
       const query = queryRecord(input.query);
       const now = new Date(input.now);
       const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
@@ -117,6 +135,10 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
         for (const payload of items) {
           const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
           let draft = baseDraft(m, tctx);
+          if (m.preset !== undefined) {
+            const key = presetSessionKey(m.preset, payload);
+            if (key !== undefined) draft = { ...draft, sessionKey: key };
+          }
           if (m.transform) {
             const out = await runTransform(m, c, { payload, headers, query, path: input.subPath });
             if (out === null) continue; // this item (or the whole request) is skipped
@@ -128,7 +150,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
         if (err instanceof MappingFailure) throw fail(input, m, err);
         throw err;
       }
-      if (actions.length === 0) return { kind: 'skip', mappingId: m.id };
+      if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
       return {
         kind: 'actions',
         mappingId: m.id,
@@ -136,6 +158,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
         fanOut: m.forEach !== undefined,
         ...(deliveryId !== undefined ? { deliveryId } : {}),
         ...(dropped > 0 ? { dropped } : {}),
+        ...(emptyAnswer ? { emptyAnswer } : {}),
       };
     },
   };

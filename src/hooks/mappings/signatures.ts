@@ -177,6 +177,11 @@ function verifyStripe(cfg: SignatureConfig, req: SignedRequest, nowMs: number): 
 }
 
 function stripeEventId(req: SignedRequest): string | undefined {
+  return bodyString(req, 'id');
+}
+
+/** A top-level string field of the signed body (parsed here when the caller has not), if short enough to be an id. */
+function bodyString(req: SignedRequest, field: string): string | undefined {
   let payload = req.payload;
   if (payload === undefined) {
     try {
@@ -185,15 +190,15 @@ function stripeEventId(req: SignedRequest): string | undefined {
       return undefined;
     }
   }
-  if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, 'id')) return undefined;
-  const id = (payload as { id?: unknown }).id;
+  if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, field)) return undefined;
+  const id = (payload as Record<string, unknown>)[field];
   return typeof id === 'string' && id !== '' && id.length <= MAX_DELIVERY_ID ? id : undefined;
 }
 
 /**
  * Slack: `X-Slack-Signature: v0=<hex HMAC-SHA256(signing secret, "v0:<ts>:<body>")>` with
- * `X-Slack-Request-Timestamp: <ts>`. Slack sends no delivery id; its retries carry `X-Slack-Retry-Num` /
- * `X-Slack-Retry-Reason` and the same event (Events API: `event_id` in the body), so dedupe is left to the mapping.
+ * `X-Slack-Request-Timestamp: <ts>`. Slack sends no delivery id header; its retries carry `X-Slack-Retry-Num` /
+ * `X-Slack-Retry-Reason` and the same event, whose Events API `event_id` (in the signed body) is the delivery id.
  */
 function verifySlack(cfg: SignatureConfig, req: SignedRequest, nowMs: number): SignatureResult {
   const sigName = 'x-slack-signature';
@@ -215,7 +220,8 @@ function verifySlack(cfg: SignatureConfig, req: SignedRequest, nowMs: number): S
   }
   if (!verified) return fail('signature mismatch');
   if (!fresh(Number(ts.value), nowMs, cfg.toleranceSeconds)) return fail('timestamp outside tolerance');
-  return { ok: true };
+  const deliveryId = bodyString(req, 'event_id');
+  return deliveryId ? { ok: true, deliveryId } : { ok: true };
 }
 
 /**

@@ -4,6 +4,8 @@
  * lives here.
  */
 import type { HooksConfig, MappingConfig } from '../../../config/schema/hooks.js';
+import { newId } from '../../../ids.js';
+import { lookupPath } from '../templates.js';
 import { MAX_PATH_BODY_BYTES, type Preset } from './preset.js';
 
 export const GMAIL_SESSION_KEY = 'hook:gmail:{{messages[0].id}}';
@@ -43,10 +45,21 @@ export function gmailBodyAllowance(hooks: Pick<HooksConfig, 'maxBodyBytes' | 'gm
   return Math.max(hooks.maxBodyBytes, Math.min(MAX_PATH_BODY_BYTES, 100 * (3 * hooks.gmail.maxBytes + 8192)));
 }
 
+/**
+ * A message without an `id` (a blank one, or not a string or number) would render `hook:gmail:`, one session shared
+ * by every such message: it gets a fresh `hook:gmail:<uuid>` of its own instead (and still runs).
+ */
+export function gmailSessionKeyFor(payload: Record<string, unknown>): string | undefined {
+  const id = lookupPath(payload, 'messages[0].id');
+  if ((typeof id === 'string' && id.trim() !== '') || (typeof id === 'number' && Number.isFinite(id))) return undefined;
+  return `hook:gmail:${newId()}`;
+}
+
 export const gmail: Preset = {
   name: 'gmail',
   path: 'gmail',
   mapping: (hooks) => gmailPreset(hooks.gmail),
+  sessionKeyFor: gmailSessionKeyFor,
   bodyAllowance: gmailBodyAllowance,
   // Mail is email wherever it arrives: on the gmail path, or with `source: "gmail"` at a custom mapping.
   content: { source: 'email', payloadSource: 'gmail' },

@@ -27,6 +27,11 @@ export function presetBodyLimits(hooks: HooksConfig): Map<string, number> {
   return limits;
 }
 
+/** A preset's own session key for one payload (see `Preset.sessionKeyFor`), or undefined to keep the rendered one. */
+export function presetSessionKey(preset: PresetName, payload: Record<string, unknown>): string | undefined {
+  return PRESETS[preset].sessionKeyFor?.(payload);
+}
+
 /** The content source of a request a preset's sender makes (see `Preset.content`), else `webhook`. */
 export function presetContentSource(preset: PresetName | undefined, subPath: string, payload: Record<string, unknown>): ContentSource {
   const payloadSource = Object.hasOwn(payload, 'source') ? payload.source : undefined;

@@ -16,6 +16,11 @@ export interface Preset {
   readonly path: string;
   /** The preset as a mapping, with the preset's own settings applied. */
   mapping(hooks: HooksConfig): MappingConfig;
+  /**
+   * A session key that replaces the rendered `sessionKey` for one payload (one item of a fan-out), when the
+   * mapping's template cannot tell that item apart; undefined keeps the rendered key.
+   */
+  sessionKeyFor?(payload: Record<string, unknown>): string | undefined;
   /** The body limit of `path` while the preset is on, when its sender needs more than `hooks.maxBodyBytes`. */
   bodyAllowance?(hooks: HooksConfig): number;
   /**
