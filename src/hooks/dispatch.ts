@@ -3,11 +3,13 @@ import { HttpError, StoreError } from '../errors.js';
 import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type WakeMode } from '../store/types.js';
 import type { HooksContext } from './context.js';
 
-export type HookAction = { kind: 'wake'; text: string; mode: WakeMode } | { kind: 'agent'; run: NewRun };
+/** A wake names the session its event goes to (the main session unless a request or mapping chose another). */
+export type HookAction = { kind: 'wake'; text: string; mode: WakeMode; sessionKey: string } | { kind: 'agent'; run: NewRun };
 
 /** Told about accepted work after the commit, so the runtime can start it without polling. */
 export interface RuntimeSignals {
-  heartbeatRequested(reason: string): void;
+  /** A heartbeat of `sessionKey` (the main session when omitted) should run soon. */
+  heartbeatRequested(reason: string, sessionKey?: string): void;
   runsQueued(): void;
 }
 
@@ -48,9 +50,10 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   const runs: NewRun[] = [];
   for (const a of req.actions) {
     if (a.kind === 'wake') {
-      events.push({ id: newId(), sessionKey: MAIN_SESSION_KEY, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
+      events.push({ id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
     } else runs.push(a.run);
   }
+  await requireImplicitChannels(ctx, store, runs);
   const spec = answerSpec(ctx, req, runs);
 
   let result;
@@ -68,9 +71,31 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
     return { status: first.status, body: { ...first.body, duplicate: true }, duplicate: true };
   }
 
-  for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake');
+  for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
   if (runs.length) signals.runsQueued();
   return renderAnswer(spec, result.outcome);
+}
+
+/**
+ * A run that names `to` without a channel (`last`) is delivered on the main session's last channel, else on
+ * `channels.default`'s. With neither it would be accepted and then delivered nowhere: refuse it now instead. Read
+ * only for such runs (and only without `channels.default`), so the usual request pays nothing.
+ */
+async function requireImplicitChannels(ctx: HooksContext, store: IngressStore, runs: NewRun[]): Promise<void> {
+  const needy = runs.find((r) => r.deliver && r.channel === 'last' && r.to !== null);
+  if (!needy || ctx.config.channels.default) return;
+  let route;
+  try {
+    route = await store.getRoute(MAIN_SESSION_KEY);
+  } catch {
+    throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
+  }
+  if (route) return;
+  throw new HttpError(
+    400,
+    'invalid_channel',
+    `"to" was sent without "channel": the main session has no last route and channels.default is not set; send channel too (one of: ${[...ctx.channelIds].join(', ')})`,
+  );
 }
 
 function answerSpec(ctx: HooksContext, req: DispatchRequest, runs: NewRun[]): AnswerSpec {

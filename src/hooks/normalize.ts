@@ -6,6 +6,8 @@ import type { SessionMode, WakeMode } from '../store/types.js';
 export interface WakeRequest {
   text: string;
   mode: WakeMode;
+  /** A session other than the main one; the same policy as an agent request's key decides whether it is allowed. */
+  sessionKey: string | undefined;
 }
 
 /** An agent request after validation, before policy (agent, session, model, channel). */
@@ -29,7 +31,7 @@ type Payload = Record<string, unknown>;
 const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
 
 export function normalizeWake(p: Payload): WakeRequest {
-  return { text: requiredText(p, 'text'), mode: mode(p, 'mode') };
+  return { text: requiredText(p, 'text'), mode: mode(p, 'mode'), sessionKey: optionalString(p, 'sessionKey') };
 }
 
 export function normalizeAgent(p: Payload): AgentRequest {

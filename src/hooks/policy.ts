@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { newId } from '../ids.js';
 import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/lookup.js';
 import { HttpError } from '../errors.js';
-import type { ContentSource, NewRun } from '../store/types.js';
+import { type ContentSource, MAIN_SESSION_KEY, type NewRun } from '../store/types.js';
 import type { HooksContext } from './context.js';
 import type { AgentRequest } from './normalize.js';
 
@@ -34,7 +34,7 @@ export function resolveSessionKey(ctx: HooksContext, key: string | undefined, so
         400,
         'session_key_not_allowed',
         source === 'request'
-          ? 'sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable'
+          ? 'sessionKey is disabled for external hook payloads (/hooks/agent, /hooks/wake); set hooks.allowRequestSessionKey=true to enable'
           : 'a templated mapping sessionKey needs hooks.allowRequestSessionKey=true',
       );
     }
@@ -44,6 +44,15 @@ export function resolveSessionKey(ctx: HooksContext, key: string | undefined, so
     return key;
   }
   return defaultSessionKey ?? `hook:${randomUUID()}`;
+}
+
+/**
+ * Where a wake's event goes: the main session, or the session a request (or mapping) names, under the same policy
+ * as an agent request's key (opt-in, prefixes). Without a key it is always the main session, never
+ * `defaultSessionKey` (that default is for agent runs).
+ */
+export function resolveWakeSessionKey(ctx: HooksContext, key: string | undefined, source: SessionKeySource): string {
+  return key === undefined ? MAIN_SESSION_KEY : resolveSessionKey(ctx, key, source);
 }
 
 /** `last` or a configured channel; anything else is a 400 naming what is configured. */
@@ -63,6 +72,14 @@ export function resolveModel(ctx: HooksContext, model: string | undefined): stri
 
 /** Apply every policy to a validated agent request and produce the run to store. */
 export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin, now: number): NewRun {
+  // A persistent session needs a stable key: a fresh `hook:<uuid>` would start a new session every time.
+  if (req.sessionMode === 'persistent' && req.sessionKey === undefined && ctx.config.hooks.defaultSessionKey === undefined) {
+    throw new HttpError(
+      400,
+      'invalid_payload',
+      'sessionKey is required when sessionMode is persistent (send sessionKey, allowed by hooks.allowRequestSessionKey, or set hooks.defaultSessionKey)',
+    );
+  }
   const agentId = resolveAgent(ctx, req.agentId);
   const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource);
   const channel = resolveChannel(ctx, req.channel);

@@ -13,7 +13,7 @@ import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
 import { normalizeAgent, normalizeWake } from './normalize.js';
-import { buildRun } from './policy.js';
+import { buildRun, resolveWakeSessionKey } from './policy.js';
 
 /** How the ingress treats a sub-path before `resolve`. */
 export type RoutePlan =
@@ -94,9 +94,10 @@ export interface HookRoutesOptions {
 
 type DirectRoute = (req: HookRequest) => RouteResult;
 
-const resolveWake: DirectRoute = ({ payload }) => {
+const resolveWake: DirectRoute = ({ ctx, payload }) => {
   const wake = normalizeWake(payload);
-  return { kind: 'actions', mappingId: null, actions: [{ kind: 'wake', text: wake.text, mode: wake.mode }], fanOut: false };
+  const sessionKey = resolveWakeSessionKey(ctx, wake.sessionKey, 'request');
+  return { kind: 'actions', mappingId: null, actions: [{ kind: 'wake', text: wake.text, mode: wake.mode, sessionKey }], fanOut: false };
 };
 
 const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {

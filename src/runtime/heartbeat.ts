@@ -25,6 +25,19 @@ export function heartbeatRetryDelayMs(failures: number, random: () => number = M
   return backoffMs(failures, RETRY_BACKOFF, random);
 }
 
+export interface HeartbeatOptions {
+  /** The wait after `failures` failed turns in a row (default `heartbeatRetryDelayMs`; tests shorten it). */
+  retryDelayMs?: (failures: number) => number;
+  /** The session served; default the main session. */
+  sessionKey?: string;
+  /** Beat every `heartbeat.every` (default true; the heartbeats of extra sessions beat on request only). */
+  periodic?: boolean;
+  /** Called on each periodic tick, after this session's own request (heartbeats.ts sweeps the other sessions). */
+  onPeriodic?: () => void;
+  /** Called when a beat ended and nothing else is scheduled. */
+  onIdle?: () => void;
+}
+
 /**
  * The main agent's heartbeat: every `heartbeat.every`, and on request (a `now` wake, a finished run with
  * `wakeMode: now`), coalesced over 250 ms, never two at once. It runs the main agent with every pending system
@@ -45,20 +58,33 @@ export class Heartbeat {
   private reasons = new Set<string>();
 
   private readonly retryDelayMs: (failures: number) => number;
+  /** The session this heartbeat serves: the main session, or one a wake named (see heartbeats.ts). */
+  readonly sessionKey: string;
+  private readonly periodicEnabled: boolean;
+  private readonly onPeriodic: (() => void) | undefined;
+  private readonly onIdle: (() => void) | undefined;
 
-  /** `retryDelayMs`: the wait after `failures` failed turns in a row (default `heartbeatRetryDelayMs`; tests shorten it). */
   constructor(
     private readonly deps: RuntimeDeps,
-    options: { retryDelayMs?: (failures: number) => number } = {},
+    options: HeartbeatOptions = {},
   ) {
     this.retryDelayMs = options.retryDelayMs ?? ((failures) => heartbeatRetryDelayMs(failures));
+    this.sessionKey = options.sessionKey ?? MAIN_SESSION_KEY;
+    this.periodicEnabled = options.periodic ?? true;
+    this.onPeriodic = options.onPeriodic;
+    this.onIdle = options.onIdle;
   }
 
   /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
   async start(): Promise<void> {
     this.schedulePeriodic();
-    const pending = await this.deps.store.pendingEvents(MAIN_SESSION_KEY, 1);
+    const pending = await this.deps.store.pendingEvents(this.sessionKey, 1);
     if (pending.length) this.request('startup');
+  }
+
+  /** Nothing scheduled or running: an extra session's heartbeat may be dropped. */
+  get idle(): boolean {
+    return !this.running && !this.timer;
   }
 
   /** The config changed: `heartbeat.every` may differ. */
@@ -69,8 +95,11 @@ export class Heartbeat {
   private schedulePeriodic(): void {
     clearInterval(this.periodic);
     const every = this.deps.env().config.heartbeat.every;
-    if (every > 0) {
-      this.periodic = setInterval(() => this.request('interval'), every);
+    if (every > 0 && this.periodicEnabled) {
+      this.periodic = setInterval(() => {
+        this.request('interval');
+        this.onPeriodic?.();
+      }, every);
       this.periodic.unref();
     }
   }
@@ -98,6 +127,8 @@ export class Heartbeat {
         } else if (this.again) {
           this.again = false;
           this.request('again');
+        } else {
+          this.onIdle?.();
         }
       });
     }, delayMs);
@@ -106,14 +137,14 @@ export class Heartbeat {
   private async beat(reasons: string[]): Promise<void> {
     const { store, logger } = this.deps;
     const env = this.deps.env();
-    const events = await store.pendingEvents(MAIN_SESSION_KEY);
+    const events = await store.pendingEvents(this.sessionKey);
     if (events.length === 0) return;
 
     const agentId = env.defaultAgentId;
     const heartbeatId = newId();
     const started = Date.now();
     const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
-    const history = (await store.sessionMessages(agentId, MAIN_SESSION_KEY, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
+    const history = (await store.sessionMessages(agentId, this.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
     const signal = AbortSignal.any([AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000), this.abort.signal]);
 
     let reply: string;
@@ -123,7 +154,7 @@ export class Heartbeat {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
-      logger.error({ heartbeatId, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
+      logger.error({ heartbeatId, sessionKey: this.sessionKey, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
       this.retryDelay = delay;
       return;
     }
@@ -136,29 +167,29 @@ export class Heartbeat {
       ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: 'last',
       to: null,
-      lastRoute: await store.getRoute(MAIN_SESSION_KEY),
+      lastRoute: await store.getRoute(this.sessionKey),
       defaultRoute: env.config.channels.default,
       id: newId(),
-      origin: { runId: null, heartbeatId, sessionKey: MAIN_SESSION_KEY, agentId, hookName: null },
+      origin: { runId: null, heartbeatId, sessionKey: this.sessionKey, agentId, hookName: null },
       at: finished,
     });
     const deliveries = plan.delivery ? [plan.delivery] : [];
     const outcome = HEARTBEAT_OUTCOMES[plan.status];
     if (plan.status === 'nowhere:no_route') {
-      logger.warn({ heartbeatId }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
+      logger.warn({ heartbeatId, sessionKey: this.sessionKey }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
     }
     await store.completeHeartbeat({
       heartbeatId,
-      sessionKey: MAIN_SESSION_KEY,
+      sessionKey: this.sessionKey,
       eventIds: events.map((e) => e.id),
       consumedAt: finished,
       deliveries,
       messages: [
-        { sessionKey: MAIN_SESSION_KEY, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
-        { sessionKey: MAIN_SESSION_KEY, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
+        { sessionKey: this.sessionKey, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
+        { sessionKey: this.sessionKey, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
       ],
     });
-    logger.info({ heartbeatId, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
+    logger.info({ heartbeatId, sessionKey: this.sessionKey, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
     if (deliveries.length) this.onDelivery?.();
   }
 

@@ -1,6 +1,6 @@
 import type { RuntimeSignals } from '../hooks/dispatch.js';
 import type { RuntimeDeps } from './env.js';
-import { Heartbeat } from './heartbeat.js';
+import { Heartbeats } from './heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
 
@@ -13,11 +13,11 @@ export interface Runtime {
 }
 
 /**
- * Heartbeat, run worker and outbox over one store. A finished run with `wakeMode: now` requests a heartbeat (its
+ * Heartbeats (one per session with pending events), run worker and outbox over one store. A finished run with `wakeMode: now` requests a heartbeat (its
  * summary is already a pending event); finished runs and heartbeats wake the outbox.
  */
 export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
-  const heartbeat = new Heartbeat(deps);
+  const heartbeat = new Heartbeats(deps);
   const outbox = new Outbox(deps);
   const worker = new RunWorker(deps, {
     onFinished(run, committed) {
@@ -32,7 +32,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   outbox.notify();
   return {
     signals: {
-      heartbeatRequested: (reason) => heartbeat.request(reason),
+      heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
       runsQueued: () => worker.notify(),
     },
     reconfigure: () => heartbeat.reconfigure(),

@@ -213,6 +213,11 @@ export class SqliteStore implements Store {
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?').all(sessionKey, limit) as Row[]
     ).map(rowToEvent);
   }
+  async sessionsWithPendingEvents(limit = 1000): Promise<string[]> {
+    // DISTINCT over the pending index (session_key, seq): as small as the queue, whatever the history.
+    const rows = this.db.prepare('SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT ?').all(limit) as Row[];
+    return rows.map((r) => r.session_key as string);
+  }
   async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
     return (
       this.db

@@ -227,6 +227,8 @@ export interface IngressStore {
   accept(cmd: AcceptCommand): Promise<AcceptResult>;
   /** Record a request that was answered without an accept (rejections). Batched like accept. */
   recordReceived(rec: ReceivedHook): Promise<void>;
+  /** A session's last route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
+  getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
 }
 
 /** The runtime (run worker, heartbeat, outbox): leases, completions, the sessions' events and transcripts, routes. */
@@ -253,6 +255,8 @@ export interface RuntimeStore {
   completeHeartbeat(c: HeartbeatCompletion): Promise<void>;
   sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]>;
   getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
+  /** Session keys with pending system events, main session included (a heartbeat serves each). */
+  sessionsWithPendingEvents(limit?: number): Promise<string[]>;
 
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
   deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void>;

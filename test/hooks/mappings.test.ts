@@ -221,7 +221,7 @@ describe('actions and templates', () => {
   it('wake: textTemplate rendered, wakeMode becomes the mode', async () => {
     const s = setup({ mappings: [{ match: { path: 'ha' }, action: 'wake', textTemplate: '{{entity}} is {{state}}', wakeMode: 'next-heartbeat' }] });
     const r = await actionsOf(s, 'ha', { entity: 'door', state: 'open' });
-    assert.deepEqual(r.actions, [{ kind: 'wake', text: 'door is open', mode: 'next-heartbeat' }]);
+    assert.deepEqual(r.actions, [{ kind: 'wake', text: 'door is open', mode: 'next-heartbeat', sessionKey: 'main' }]);
     assert.equal(r.fanOut, false);
   });
 
@@ -394,7 +394,7 @@ describe('transforms (real modules on disk)', () => {
   it('a transform may turn an agent mapping into a wake', async () => {
     const s = setup({ mappings: [{ match: { path: 't' }, transform: { module: 'to-wake.mjs' } }] });
     const r = await actionsOf(s, 't', { who: 'Ada' });
-    assert.deepEqual(r.actions, [{ kind: 'wake', text: 'Ping Ada', mode: 'next-heartbeat' }]);
+    assert.deepEqual(r.actions, [{ kind: 'wake', text: 'Ping Ada', mode: 'next-heartbeat', sessionKey: 'main' }]);
   });
 
   it('null skips (→ 204); undefined keeps the mapping action', async () => {
@@ -572,8 +572,8 @@ describe('gmail preset and fan-out', () => {
     const s = setup({ mappings: [{ match: { path: 'ha' }, action: 'wake', forEach: 'events', textTemplate: '{{events[0].entity}} {{events[0].state}}' }] });
     const r = await actionsOf(s, 'ha', { events: [{ entity: 'door', state: 'open' }, { entity: 'light', state: 'on' }] });
     assert.deepEqual(r.actions, [
-      { kind: 'wake', text: 'door open', mode: 'now' },
-      { kind: 'wake', text: 'light on', mode: 'now' },
+      { kind: 'wake', text: 'door open', mode: 'now', sessionKey: 'main' },
+      { kind: 'wake', text: 'light on', mode: 'now', sessionKey: 'main' },
     ]);
   });
 

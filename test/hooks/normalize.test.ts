@@ -15,7 +15,7 @@ function rejects400(fn: () => unknown, message?: RegExp): void {
 
 describe('normalizeWake', () => {
   it('requires text: a non-blank string, trimmed', () => {
-    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), { text: 'New mail', mode: 'now' });
+    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), { text: 'New mail', mode: 'now', sessionKey: undefined });
     for (const text of [undefined, null, '', '   ', '\n\t', 42, true, ['a'], { a: 1 }]) {
       rejects400(() => normalizeWake(text === undefined ? {} : { text }), /text required/);
     }
@@ -31,7 +31,7 @@ describe('normalizeWake', () => {
   });
 
   it('ignores unknown keys', () => {
-    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), { text: 'x', mode: 'now' });
+    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), { text: 'x', mode: 'now', sessionKey: undefined });
   });
 });
 

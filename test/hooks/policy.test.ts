@@ -4,7 +4,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { HttpError, type HttpErrorCode } from '../../src/errors.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import { normalizeAgent } from '../../src/hooks/normalize.js';
-import { buildRun, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
+import { buildRun, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, resolveWakeSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
 import { TOKEN } from '../support/token.js';
 
 const NOW = Date.parse('2026-02-03T04:05:06Z');
@@ -305,5 +305,35 @@ describe('buildRun', () => {
     assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ops' }), REQUEST, NOW).timeoutSeconds, 42);
     assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ops', timeoutSeconds: 5 }), REQUEST, NOW).timeoutSeconds, 5);
     assert.equal(buildRun(ctxOf({ agents: { list: [{ id: 'main' }] } }), normalizeAgent({ message: 'm' }), REQUEST, NOW).timeoutSeconds, 600);
+  });
+});
+
+describe('OpenClaw fields: persistent sessions and wake session keys', () => {
+  const agentReq = (body: Record<string, unknown>) => normalizeAgent({ message: 'hi', ...body });
+
+  it('sessionMode persistent without any key is 400 invalid_payload: a fresh hook:<uuid> would never persist', () => {
+    rejects(() => buildRun(ctxOf(), agentReq({ sessionMode: 'persistent' }), REQUEST, NOW), 'invalid_payload', /sessionKey is required when sessionMode is persistent/);
+  });
+
+  it('sessionMode persistent with a request key, or with hooks.defaultSessionKey, keeps that key', () => {
+    const allow = ctxOf({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] } });
+    assert.equal(buildRun(allow, agentReq({ sessionMode: 'persistent', sessionKey: 'hook:ci' }), REQUEST, NOW).sessionKey, 'hook:ci');
+    const withDefault = ctxOf({ hooks: { defaultSessionKey: 'hook:all' } });
+    const run = buildRun(withDefault, agentReq({ sessionMode: 'persistent' }), REQUEST, NOW);
+    assert.equal(run.sessionKey, 'hook:all');
+    assert.equal(run.sessionMode, 'persistent');
+  });
+
+  it('a wake without a key goes to the main session, never to defaultSessionKey', () => {
+    assert.equal(resolveWakeSessionKey(ctxOf({ hooks: { defaultSessionKey: 'hook:all' } }), undefined, 'request'), 'main');
+  });
+
+  it('a wake key follows the request-key policy: opt-in, then the prefixes', () => {
+    rejects(() => resolveWakeSessionKey(ctxOf(), 'hook:x', 'request'), 'session_key_not_allowed', /allowRequestSessionKey/);
+    const allow = ctxOf({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'ops:'] } });
+    assert.equal(resolveWakeSessionKey(allow, 'ops:db', 'request'), 'ops:db');
+    rejects(() => resolveWakeSessionKey(allow, 'agent:x', 'request'), 'session_key_not_allowed', /must start with one of: hook:, ops:/);
+    // A mapping's literal key is the operator's own choice: no opt-in needed, prefixes still apply.
+    assert.equal(resolveWakeSessionKey(ctxOf({ hooks: { allowedSessionKeyPrefixes: ['hook:'] } }), 'hook:mapped', 'static'), 'hook:mapped');
   });
 });

@@ -10,7 +10,7 @@ import type { ContentSource, SessionMode, WakeMode } from '../../store/types.js'
 import { describeKind, firstLine } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
 import { type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
-import { buildRun, type SessionKeySource } from '../policy.js';
+import { buildRun, resolveWakeSessionKey, type SessionKeySource } from '../policy.js';
 import type { HookRequest } from '../routes.js';
 import { type Compiled, type CompiledMapping, loadTransformOf } from './compile.js';
 import type { CompiledTemplate, TemplateContext } from './templates.js';
@@ -162,7 +162,7 @@ export async function runTransform(m: CompiledMapping, c: Compiled, input: Trans
 export function finish(d: Draft, m: CompiledMapping, input: Pick<HookRequest, 'ctx' | 'subPath' | 'now'>, contentSource: ContentSource): HookAction {
   if (d.kind === 'wake') {
     if (d.text === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires text');
-    return { kind: 'wake', text: d.text, mode: d.wakeMode };
+    return { kind: 'wake', text: d.text, mode: d.wakeMode, sessionKey: resolveWakeSessionKey(input.ctx, d.sessionKey, d.sessionKeySource) };
   }
   if (d.message === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires message');
   const req: AgentRequest = {
