@@ -869,6 +869,15 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(await store.pendingEvents('nobody'), []);
       });
 
+      it('sessionsWithPendingEvents lists each session with unconsumed events once, and drops a session once they are consumed', async () => {
+        accepted(await store.accept(command({ events: [event({ text: 'm' }), event({ sessionKey: 'ops:a', text: 'a1' }), event({ sessionKey: 'ops:a', text: 'a2' }), event({ sessionKey: 'ops:b', text: 'b' })] })));
+        assert.deepEqual((await store.sessionsWithPendingEvents()).sort(), ['main', 'ops:a', 'ops:b']);
+        assert.equal((await store.sessionsWithPendingEvents(1)).length, 1, 'the limit holds');
+        const pendingA = await store.pendingEvents('ops:a');
+        await store.completeHeartbeat({ heartbeatId: 'hb-a', sessionKey: 'ops:a', eventIds: pendingA.map((e) => e.id), consumedAt: T0 + 9, deliveries: [], messages: [] });
+        assert.deepEqual((await store.sessionsWithPendingEvents()).sort(), ['main', 'ops:b']);
+      });
+
       it('completeHeartbeat consumes exactly the events it names, with its deliveries and transcript', async () => {
         const evs = [1, 2, 3].map((i) => event({ text: `e${i}`, createdAt: T0 + i }));
         accepted(await store.accept(command({ events: evs })));
