@@ -39,21 +39,32 @@ export function parseConfig(text: string, file: string | undefined, dir: string,
 
 /** Validate an already-parsed config object (the embedded default goes through here too). */
 export function validateConfig(input: unknown, file: string | undefined, dir: string, opts: LoadOptions = {}): Config {
+  const holes: ConfigIssue[] = [];
+  const interpolated = interpolate(input, opts.env ?? process.env, dir, holes);
   const issues: ConfigIssue[] = [];
-  const interpolated = interpolate(input, opts.env ?? process.env, dir, issues);
+  const fail = () => new ConfigError(dedupe([...holes, ...withoutHoles(issues, holes)]), file);
   const result = configSchema.safeParse(interpolated);
   if (!result.success) {
     for (const i of result.error.issues) issues.push({ path: keyPath(i.path), message: describeIssue(i) });
     issues.push(...crossCheckPartial(interpolated, new Set(result.error.issues.map((i) => String(i.path[0] ?? '')))));
-    throw new ConfigError(dedupe(issues), file);
+    throw fail();
   }
   const { issues: crossIssues, warnings } = crossCheck(result.data);
   issues.push(...crossIssues);
   const config: Config = { ...result.data, file, dir, warnings };
   issues.push(...checkTransformPaths(config));
-  if (issues.length === 0 && opts.extraChecks) issues.push(...opts.extraChecks(config));
-  if (issues.length) throw new ConfigError(dedupe(issues), file);
+  if (holes.length === 0 && issues.length === 0 && opts.extraChecks) issues.push(...opts.extraChecks(config));
+  if (holes.length || issues.length) throw fail();
   return config;
+}
+
+/**
+ * A value that could not be interpolated (an unset variable, an unreadable file) is reported once, by the
+ * interpolation: what the schema and the cross-key rules say about the hole it left at that key only repeats it.
+ */
+function withoutHoles(issues: ConfigIssue[], holes: ConfigIssue[]): ConfigIssue[] {
+  const at = holes.map((h) => h.path);
+  return issues.filter((i) => !at.some((h) => i.path === h || i.path.startsWith(`${h}.`) || i.path.startsWith(`${h}[`)));
 }
 
 export function loadConfigFile(file: string, opts: LoadOptions = {}): Config {

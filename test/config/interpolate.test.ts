@@ -63,6 +63,16 @@ describe('${ENV} substitution', () => {
     );
   });
 
+  it('one unset variable is one problem: the schema and cross-key rules do not repeat it at that key', () => {
+    const signed = { hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' } }] } };
+    assert.deepEqual(issuesOf(signed), [{ path: 'hooks.mappings[0].signature.secret', message: 'environment variable GITHUB_WEBHOOK_SECRET is not set' }]);
+    // hooks.enabled requires hooks.token would name the same hole again; the unrelated path problem is still listed.
+    assert.deepEqual(issuesOf({ hooks: { enabled: true, token: '${HOOK_TOKEN}', path: '/' } }), [
+      { path: 'hooks.token', message: 'environment variable HOOK_TOKEN is not set' },
+      { path: 'hooks.path', message: "hooks.path may not be '/'" },
+    ]);
+  });
+
   it('uses only the environment it is given (not process.env)', () => {
     // PATH is set in any real environment; with env {} it must still be "not set".
     assertIssue({ hooks: { token: '${PATH}' } }, 'hooks.token', 'environment variable PATH is not set', {});

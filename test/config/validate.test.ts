@@ -110,7 +110,7 @@ describe('session-key policy', () => {
         'hooks.allowedSessionKeyPrefixes is required when a hook mapping sessionKey uses templates',
       );
     }
-    parse(mapping({ messageTemplate: 'm', sessionKey: 'hook:github:{{payload.id}}' }, { allowedSessionKeyPrefixes: ['hook:'] }));
+    parse(mapping({ messageTemplate: 'm', sessionKey: 'hook:github:{{payload.id}}' }, { allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true }));
   });
 
   it('a static mapping sessionKey outside the prefixes is an error; inside (any case) is fine', () => {
@@ -192,8 +192,14 @@ describe('admin and tokens', () => {
     assert.ok(c.warnings.includes('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)'));
   });
 
+  it('no channels.default while hooks are on: a warning that replies for `last` have nowhere to go', () => {
+    const c = parse({ hooks: { enabled: true, token: TOKEN } });
+    assert.ok(c.warnings.some((w) => w.startsWith('channels.default is not set: replies for `last`')), c.warnings.join('\n'));
+    assert.deepEqual(parse({}).warnings.filter((w) => w.startsWith('channels.default')), [], 'hooks off: nothing to route');
+  });
+
   it('different tokens: no such warning', () => {
-    const c = parse({ hooks: { enabled: true, token: TOKEN }, admin: { enabled: true, token: 'admin-token-0123456789' } });
+    const c = parse({ hooks: { enabled: true, token: TOKEN }, admin: { enabled: true, token: 'admin-token-0123456789' }, channels: { default: { channel: 'log' } } });
     assert.deepEqual(c.warnings, []);
   });
 });
@@ -325,7 +331,7 @@ describe('channels', () => {
 
 describe('crossCheck and helpers', () => {
   it('crossCheck is pure: it returns issues and warnings, and throws nothing', () => {
-    const c = parse(hooks({}));
+    const c = parse({ ...hooks({}), channels: { default: { channel: 'log' } } });
     const bad = { ...c, hooks: { ...c.hooks, enabled: true, token: undefined, path: '/' } };
     const { issues, warnings } = crossCheck(bad);
     assert.deepEqual(

@@ -86,11 +86,19 @@ describe('mapping config warnings', () => {
     assert.ok(w.some((x) => x.startsWith('hooks.mappings[3] never matches: hooks.mappings[0]')), w.join('\n'));
   });
 
-  it('a templated agent sessionKey without allowRequestSessionKey (the gmail preset needs no opt-in)', () => {
-    const w = warningsOf({ allowedSessionKeyPrefixes: ['hook:'], presets: ['gmail'], mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', sessionKey: 'hook:gh:{{id}}' }] });
-    assert.ok(w.some((x) => /hooks\.mappings\[0\]\.sessionKey is templated but hooks\.allowRequestSessionKey is false/.test(x)), w.join('\n'));
-    assert.ok(!w.some((x) => /gmail preset/.test(x)), w.join('\n'));
+  it('a templated sessionKey without allowRequestSessionKey is an error now, for agent and wake mappings (the gmail preset needs no opt-in)', () => {
+    const msg = /a templated sessionKey needs hooks\.allowRequestSessionKey: true/;
+    assertIssue(hooks({ allowedSessionKeyPrefixes: ['hook:'], presets: ['gmail'], mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', sessionKey: 'hook:gh:{{id}}' }] }), 'hooks.mappings[0].sessionKey', msg);
+    assertIssue(hooks({ allowedSessionKeyPrefixes: ['hook:'], mappings: [{ action: 'wake', textTemplate: 't', sessionKey: 'hook:{{room}}' }] }), 'hooks.mappings[0].sessionKey', msg);
     const ok = warningsOf({ allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true, presets: ['gmail'], mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', sessionKey: 'hook:gh:{{id}}' }] });
     assert.ok(!ok.some((x) => /allowRequestSessionKey/.test(x)), ok.join('\n'));
+    // The gmail preset alone (its templated key lives in hook:gmail:) is accepted without the opt-in.
+    assert.ok(parse(hooks({ presets: ['gmail'] })));
+  });
+
+  it('sessionMode persistent without any key is an error (unless a transform may supply one)', () => {
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', sessionMode: 'persistent' }] }), 'hooks.mappings[0].sessionMode', /needs a session key/);
+    assert.ok(parse(hooks({ mappings: [{ messageTemplate: 'm', sessionMode: 'persistent', sessionKey: 'hook:ci' }] })));
+    assert.ok(parse(hooks({ defaultSessionKey: 'hook:all', mappings: [{ messageTemplate: 'm', sessionMode: 'persistent' }] })));
   });
 });

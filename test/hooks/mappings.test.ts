@@ -346,8 +346,11 @@ describe('policy: the same checks as a direct request', () => {
     const stat = setup({ mappings: [{ match: { path: 's' }, messageTemplate: 'm', sessionKey: 'hook:static' }] });
     assert.equal((await runOf(stat, 's', {})).sessionKey, 'hook:static');
 
-    const tmpl = setup({ allowedSessionKeyPrefixes: ['hook:'], mappings: [{ match: { path: 't' }, messageTemplate: 'm', sessionKey: 'hook:t:{{id}}' }] });
-    await rejects(resolve(tmpl, 't', { id: '1' }), 400, 'session_key_not_allowed', /allowRequestSessionKey/);
+    // A templated key without the opt-in would refuse every request: the config refuses it first (issue 11).
+    assert.throws(
+      () => setup({ allowedSessionKeyPrefixes: ['hook:'], mappings: [{ match: { path: 't' }, messageTemplate: 'm', sessionKey: 'hook:t:{{id}}' }] }),
+      /a templated sessionKey needs hooks\.allowRequestSessionKey: true/,
+    );
   });
 
   it('a templated key must render inside allowedSessionKeyPrefixes', async () => {

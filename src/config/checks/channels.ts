@@ -20,7 +20,7 @@ export function channelNameCheck(config: RawConfig, issues: ConfigIssue[]): Chan
   };
 }
 
-/** `channels.default` names a concrete, configured channel. */
+/** `channels.default` names a concrete, configured channel; without one, replies to `last` may have nowhere to go (a warning). */
 export function checkChannels(config: RawConfig): CheckResult {
   const issues: ConfigIssue[] = [];
   const fallback = config.channels.default;
@@ -29,5 +29,11 @@ export function checkChannels(config: RawConfig): CheckResult {
       issues.push({ path: 'channels.default.channel', message: 'channels.default must name a concrete channel, not "last"' });
     else channelNameCheck(config, issues)(fallback.channel, 'channels.default.channel');
   }
-  return { issues, warnings: [] };
+  const warnings: string[] = [];
+  if (!fallback && config.hooks.enabled) {
+    warnings.push(
+      'channels.default is not set: replies for `last` (the default channel of agent runs) and heartbeat replies go nowhere until a request names a channel; set channels.default, e.g. { channel: "log" }',
+    );
+  }
+  return { issues, warnings };
 }

@@ -27,6 +27,19 @@ export function checkMappings(config: RawConfig): CheckResult {
         message: 'hooks.allowedSessionKeyPrefixes is required when a hook mapping sessionKey uses templates',
       });
     }
+    if (m.sessionKey && isTemplated(m.sessionKey) && !hooks.allowRequestSessionKey) {
+      issues.push({
+        path: `${at}.sessionKey`,
+        message:
+          'a templated sessionKey needs hooks.allowRequestSessionKey: true (without it every request to this mapping is refused, 400 session_key_not_allowed); set it, or use a static key',
+      });
+    }
+    if (m.sessionMode === 'persistent' && !m.sessionKey && !m.transform && hooks.defaultSessionKey === undefined) {
+      issues.push({
+        path: `${at}.sessionMode`,
+        message: 'sessionMode "persistent" needs a session key: set sessionKey on this mapping or hooks.defaultSessionKey (every request would be refused)',
+      });
+    }
     if (m.sessionKey && !isTemplated(m.sessionKey) && hasPrefixes && !startsWithAny(m.sessionKey, prefixes)) {
       issues.push({ path: `${at}.sessionKey`, message: `sessionKey must start with one of: ${prefixes.join(', ')}` });
     }
@@ -65,10 +78,6 @@ function neverWorking(hooks: RawConfig['hooks']): string[] {
       warnings.push(`${at}: match.path "${path}" never matches: /${path} is a direct route and takes precedence over mappings`);
     if (path === '')
       warnings.push(`${at}: match.path is empty after normalisation, so it only matches "${hooks.path}" itself, which is answered 404; omit match.path to match every path`);
-    if (m.action === 'agent' && m.sessionKey && isTemplated(m.sessionKey) && !hooks.allowRequestSessionKey)
-      warnings.push(
-        `${at}.sessionKey is templated but hooks.allowRequestSessionKey is false: every agent request to this mapping is refused (400 session_key_not_allowed); set allowRequestSessionKey: true or use a static key`,
-      );
     // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source, and
     // each of its headers required by this one with the same value).
     const earlier = hooks.mappings.slice(0, i).findIndex(
