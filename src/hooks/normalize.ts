@@ -1,5 +1,6 @@
 import { isOneOf, SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { HttpError } from '../errors.js';
+import { logSafe } from '../text-safe.js';
 import type { SessionMode, WakeMode } from '../store/types.js';
 
 /** A wake request after validation. */
@@ -27,6 +28,30 @@ export interface AgentRequest {
 }
 
 type Payload = Record<string, unknown>;
+
+/** The fields each direct route reads (`idempotencyKey` is read by the idempotency step). */
+export const WAKE_FIELDS: ReadonlySet<string> = new Set(['text', 'mode', 'sessionKey', 'idempotencyKey']);
+export const AGENT_FIELDS: ReadonlySet<string> = new Set([
+  'message', 'name', 'agentId', 'sessionKey', 'sessionMode', 'wakeMode', 'deliver', 'channel', 'to', 'accountId',
+  'model', 'thinking', 'timeoutSeconds', 'waitForCompletion', 'idempotencyKey',
+]);
+const MAX_UNKNOWN_FIELDS = 20;
+const MAX_FIELD_NAME = 64;
+
+/**
+ * The top-level keys of a direct request that hookgate does not read: accepted (as OpenClaw accepts them), but
+ * listed in the received record and logged at debug, so a misspelt `sesionKey` is findable. Bounded: at most 20
+ * names of at most 64 characters. Undefined when there are none (the usual case costs one pass over the keys).
+ */
+export function unknownFields(p: Payload, known: ReadonlySet<string>): string[] | undefined {
+  let out: string[] | undefined;
+  for (const key of Object.keys(p)) {
+    if (known.has(key)) continue;
+    (out ??= []).push(logSafe(key, MAX_FIELD_NAME));
+    if (out.length === MAX_UNKNOWN_FIELDS) break;
+  }
+  return out;
+}
 
 const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
 

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
-import { normalizeAgent, normalizeWake } from './normalize.js';
+import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
 
 /** How the ingress treats a sub-path before `resolve`. */
@@ -72,6 +72,8 @@ export type RouteResult =
       deliveryId?: string;
       /** Fan-out items beyond `hooks.maxFanOut`, not dispatched (reported in the answer). */
       dropped?: number;
+      /** Top-level fields of a direct request that hookgate does not read (see `unknownFields`). */
+      unknownFields?: string[];
       /**
        * Answer an accepted request with an empty 200 instead of hookgate's JSON (Slack slash commands and
        * Interactivity: Slack would show a JSON body to the user or read it as a modal response).
@@ -97,7 +99,14 @@ type DirectRoute = (req: HookRequest) => RouteResult;
 const resolveWake: DirectRoute = ({ ctx, payload }) => {
   const wake = normalizeWake(payload);
   const sessionKey = resolveWakeSessionKey(ctx, wake.sessionKey, 'request');
-  return { kind: 'actions', mappingId: null, actions: [{ kind: 'wake', text: wake.text, mode: wake.mode, sessionKey }], fanOut: false };
+  const unknown = unknownFields(payload, WAKE_FIELDS);
+  return {
+    kind: 'actions',
+    mappingId: null,
+    actions: [{ kind: 'wake', text: wake.text, mode: wake.mode, sessionKey }],
+    fanOut: false,
+    ...(unknown ? { unknownFields: unknown } : {}),
+  };
 };
 
 const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
@@ -108,7 +117,8 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
     { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
     now,
   );
-  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false };
+  const unknown = unknownFields(payload, AGENT_FIELDS);
+  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false, ...(unknown ? { unknownFields: unknown } : {}) };
 };
 
 /** Sub-paths that never consult mappings (no mapping work on them); the base path itself has no hook. */

@@ -150,14 +150,15 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         record({ ...received(routed.emptyAnswer ? 200 : 204, null), mappingId: routed.mappingId });
         return routed.emptyAnswer ? sendEmptyOk(res) : sendNoContent(res);
       }
-      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer } = routed; // never empty: an empty fan-out is a `skip`
+      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer, unknownFields } = routed; // never empty: an empty fan-out is a `skip`
+      if (unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, unknownFields }, 'request fields hookgate does not read');
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
       const idempotency = key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, ctx.config.hooks.idempotencyTtlSeconds, now);
       const answer = await dispatch(ctx, store, signals, {
         actions,
         idempotency,
-        received: { ...received(0, null), mappingId },
+        received: { ...received(0, null), mappingId, ...(unknownFields ? { unknownFields } : {}) },
         fanOut,
         ...(dropped ? { dropped } : {}),
       });

@@ -14,7 +14,8 @@ const RETRY_BACKOFF = { baseDelayMs: 5_000, maxDelayMs: 5 * 60_000 };
 
 /** The heartbeat's log word for each delivery plan (a heartbeat always delivers, so deliver_false cannot occur). */
 const HEARTBEAT_OUTCOMES: Readonly<Record<DeliveryPlan['status'], string>> = {
-  outbox: 'delivered',
+  // Queued, not delivered: the outbox sends it later, and may dead-letter it (logged there with the heartbeat id).
+  outbox: 'queued',
   'suppressed:heartbeat_ack': 'acknowledged',
   'suppressed:deliver_false': 'suppressed:deliver_false',
   'nowhere:no_route': 'nowhere:no_route',

@@ -95,18 +95,23 @@ export function rowToMessage(r: Row): SessionMessage {
 
 /**
  * One received-hook record inside a `received_log` block:
- * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs]`.
+ * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?]` (the last
+ * only when there are some, so older blocks and the usual record stay as they were).
  */
-export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number];
+export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, string[]?];
 
 export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
   // Microseconds are plenty, and keep the stored JSON short.
   const durationMs = Math.round(r.durationMs * 1000) / 1000;
-  return [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
+  const t: ReceivedTuple = [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
+  if (r.unknownFields?.length) t.push(r.unknownFields);
+  return t;
 }
 
 export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
-  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs] = t;
+  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields] = t;
   // Only ever written from a ReceivedHook: the stored code is one of ReceivedCode.
-  return { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
+  const rec: ReceivedHook = { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
+  if (unknownFields?.length) rec.unknownFields = unknownFields;
+  return rec;
 }

@@ -148,6 +148,8 @@ export interface ReceivedHook {
   runIds: string[];
   mappingId: string | null;
   durationMs: number;
+  /** Top-level fields of a direct request that hookgate does not read (at most 20 names); absent when none. */
+  unknownFields?: string[];
 }
 
 export interface IdempotencyClaim {

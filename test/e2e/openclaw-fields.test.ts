@@ -141,6 +141,30 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
   });
 });
 
+describe('fields hookgate does not read (real process)', { timeout: 60_000 }, () => {
+  let hg: Hookgate;
+  before(async () => {
+    hg = await startServer({ heartbeat: { every: 'off' } });
+  });
+  after(async () => {
+    await hg?.cleanup();
+  });
+
+  it('are accepted, listed in the received record and logged at debug, never an error', async () => {
+    const r = await hg.post('/hooks/wake', { text: 'typo', sesionKey: 'hook:x', mode: 'next-heartbeat' });
+    assert.equal(r.status, 200, r.text);
+    const store = openServerStore(hg);
+    try {
+      const rec = await waitFor('the received record', async () => (await store.listReceived(20)).find((x) => x.eventIds.includes(String(r.body?.eventId))));
+      assert.deepEqual(rec.unknownFields, ['sesionKey']);
+    } finally {
+      store.close();
+    }
+    const line = await hg.waitForLog((l) => l.msg === 'request fields hookgate does not read');
+    assert.deepEqual(line.unknownFields, ['sesionKey']);
+  });
+});
+
 describe('sessionKey on /hooks/wake without allowRequestSessionKey (real process)', { timeout: 60_000 }, () => {
   let hg: Hookgate;
   before(async () => {

@@ -69,7 +69,7 @@ describe('heartbeat', () => {
     assert.deepEqual([row?.channel, row?.to, row?.text, row?.sessionKey, row?.explicitRoute], ['log', '', 'Two things happened; nothing to do.', 'main', false]);
     assert.equal(delivered, 1);
     assert.deepEqual((await kit.store.sessionMessages('main', 'main', 10)).map((m) => m.role), ['user', 'assistant']);
-    assert.equal(beatsFinished()[0]?.outcome, 'delivered');
+    assert.equal(beatsFinished()[0]?.outcome, 'queued', 'queued for the outbox, not yet delivered');
     assert.deepEqual(beatsFinished()[0]?.reasons, ['test']);
   });
 

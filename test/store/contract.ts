@@ -426,6 +426,14 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     });
 
     describe('received-hook records', () => {
+      it('keeps the unknown fields a request named, and adds none to a record without them', async () => {
+        accepted(await store.accept(command({ events: [event({ text: 'u1' })], received: received({ at: T0 + 50, unknownFields: ['sesionKey', 'extra'] }) })));
+        await store.recordReceived(received({ at: T0 + 51, status: 400, code: 'invalid_payload' }));
+        const [plain, withUnknown] = await store.listReceived(2);
+        assert.equal(plain?.unknownFields, undefined);
+        assert.deepEqual(withUnknown?.unknownFields, ['sesionKey', 'extra']);
+      });
+
       it('records an accepted request with the ids the store committed', async () => {
         const prior = event({ text: 'x' });
         accepted(await store.accept(command({ events: [prior], received: received({ at: T0 }) })));
