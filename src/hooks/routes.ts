@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
-import { normalizeAgent, normalizeWake } from './normalize.js';
+import { normalizeAgent, normalizeWake, waitForCompletion } from './normalize.js';
 import { buildRun } from './policy.js';
 
 /** How the ingress treats a sub-path before `resolve`. */
@@ -77,6 +77,11 @@ export type RouteResult =
        * Interactivity: Slack would show a JSON body to the user or read it as a modal response).
        */
       emptyAnswer?: boolean;
+      /**
+       * Hold the answer until the run ends (`waitForCompletion`). Direct `/agent` only, as in OpenClaw: a mapped
+       * payload is the sender's own JSON (GitHub, Stripe, Slack…), which must not be able to hold the connection.
+       */
+      waitForCompletion?: boolean;
     }
   /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
   | { kind: 'unauthorized'; reason: string; signature?: boolean };
@@ -101,13 +106,14 @@ const resolveWake: DirectRoute = ({ payload }) => {
 
 const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
   const agent = normalizeAgent(payload);
+  const wait = waitForCompletion(payload);
   const run = buildRun(
     ctx,
     agent,
     { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
     now,
   );
-  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false };
+  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false, waitForCompletion: wait };
 };
 
 /** Sub-paths that never consult mappings (no mapping work on them); the base path itself has no hook. */
