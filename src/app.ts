@@ -60,7 +60,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const listener = await listen(createHandler(state, { store, signals: runtime.signals, logger, routes }), first.gateway);
+  const listener = await listen(createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes }), first.gateway);
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
@@ -70,6 +70,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     (closing ??= (async () => {
       stopWatching?.();
       stopPruning();
+      runtime.releaseWaiters(); // held answers would keep the listener from closing
       await listener.close();
       await runtime.close();
       await generations.dispose();

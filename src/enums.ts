@@ -21,6 +21,13 @@ export type RunState = (typeof RUN_STATES)[number];
 export const FINISHED_RUN_STATES = ['succeeded', 'failed', 'timed_out'] as const;
 export type FinishedRunState = (typeof FINISHED_RUN_STATES)[number];
 
+/** How a held `waitForCompletion` answer reports the run: finished ok, finished with an error, or not yet. */
+export const COMPLETION_STATUSES = ['ok', 'error', 'pending'] as const;
+export type CompletionStatus = (typeof COMPLETION_STATUSES)[number];
+/** What the run's reply was (OpenClaw's words): text to show, only the `HEARTBEAT_OK` acknowledgement, or nothing. */
+export const REPLY_DISPOSITIONS = ['visible', 'silent', 'empty'] as const;
+export type ReplyDisposition = (typeof REPLY_DISPOSITIONS)[number];
+
 export const DELIVERY_STATES = ['pending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 

@@ -1,6 +1,7 @@
 import { newId } from '../ids.js';
 import { HttpError, StoreError } from '../errors.js';
 import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type WakeMode } from '../store/types.js';
+import { type CompletionWait, waitBoundMs } from './completion.js';
 import type { HooksContext } from './context.js';
 
 /** A wake names the session its event goes to (the main session unless a request or mapping chose another). */
@@ -21,6 +22,8 @@ export interface DispatchRequest {
   fanOut?: boolean;
   /** Fan-out items over `hooks.maxFanOut` that were not dispatched: reported as `dropped` in the answer. */
   dropped?: number;
+  /** `waitForCompletion` (direct `/agent` only): hold the answer until the run ends; absent on every other request. */
+  wait?: CompletionWait;
 }
 
 export interface DispatchAnswer {
@@ -42,7 +45,8 @@ type AnswerSpec =
  * Commits the actions of one request (before any answer) and builds the answer:
  * wake → `{ ok, mode, eventId, eventOutcome }`, agent → `{ ok, runId }` (status `hooks.agentAcceptedStatus`),
  * fan-out → `{ ok, runId, runIds, dispatched }` (+ `dropped` when items were over the cap). A repeated idempotency key returns the first answer with
- * `duplicate: true`; a store failure is 503, never a 2xx.
+ * `duplicate: true`; a store failure is 503, never a 2xx. With `wait`, the committed answer is held for the run's
+ * end (a replay waits for the first run) and becomes 200 with `completion`; the stored answer stays the plain one.
  */
 export async function dispatch(ctx: HooksContext, store: IngressStore, signals: RuntimeSignals, req: DispatchRequest): Promise<DispatchAnswer> {
   const now = req.received.at;
@@ -58,7 +62,7 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
 
   let result;
   try {
-    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received: { ...req.received, status: spec.status } });
+    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received: { ...req.received, status: req.wait ? 200 : spec.status } });
   } catch (err) {
     if (err instanceof StoreError) throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
     throw err;
@@ -68,12 +72,26 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   }
   if (result.kind === 'duplicate') {
     const first = renderAnswer(result.replay.spec as AnswerSpec, result.replay.outcome);
-    return { status: first.status, body: { ...first.body, duplicate: true }, duplicate: true };
+    const replayed = { status: first.status, body: { ...first.body, duplicate: true }, duplicate: true };
+    return req.wait ? holdForCompletion(ctx, req, req.wait, replayed) : replayed;
   }
 
   for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
   if (runs.length) signals.runsQueued();
-  return renderAnswer(spec, result.outcome);
+  const answer = renderAnswer(spec, result.outcome);
+  return req.wait ? holdForCompletion(ctx, req, req.wait, answer) : answer;
+}
+
+/**
+ * The committed answer of one agent run, held until the run ends: always 200 (the answer reports the outcome, so
+ * `agentAcceptedStatus` does not apply), bounded by the run's timeout (this request's: a replay's body is the same).
+ */
+async function holdForCompletion(ctx: HooksContext, req: DispatchRequest, wait: CompletionWait, answer: DispatchAnswer): Promise<DispatchAnswer> {
+  const first = req.actions[0];
+  const runId = answer.body.runId;
+  if (first?.kind !== 'agent' || typeof runId !== 'string') return answer;
+  const completion = await wait.completions.wait(runId, waitBoundMs(ctx, first.run.timeoutSeconds), wait.signal);
+  return { ...answer, status: 200, body: { ...answer.body, completion } };
 }
 
 /**

@@ -76,6 +76,14 @@ export function normalizeAgent(p: Payload): AgentRequest {
   };
 }
 
+/**
+ * `waitForCompletion` of a direct `/agent` request (OpenClaw's field): hold the answer until the run ends. Apart
+ * from `AgentRequest`, because mappings never take it (see routes.ts).
+ */
+export function waitForCompletion(p: Payload): boolean {
+  return optionalBoolean(p, 'waitForCompletion') ?? false;
+}
+
 function requiredText(p: Payload, key: string): string {
   const v = p[key];
   if (typeof v !== 'string' || v.trim() === '') throw bad(`${key} required: a non-empty string`);

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
-import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, WAKE_FIELDS } from './normalize.js';
+import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
 
 /** How the ingress treats a sub-path before `resolve`. */
@@ -79,6 +79,11 @@ export type RouteResult =
        * Interactivity: Slack would show a JSON body to the user or read it as a modal response).
        */
       emptyAnswer?: boolean;
+      /**
+       * Hold the answer until the run ends (`waitForCompletion`). Direct `/agent` only, as in OpenClaw: a mapped
+       * payload is the sender's own JSON (GitHub, Stripe, Slack…), which must not be able to hold the connection.
+       */
+      waitForCompletion?: boolean;
     }
   /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
   | { kind: 'unauthorized'; reason: string; signature?: boolean };
@@ -111,6 +116,7 @@ const resolveWake: DirectRoute = ({ ctx, payload }) => {
 
 const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
   const agent = normalizeAgent(payload);
+  const wait = waitForCompletion(payload);
   const run = buildRun(
     ctx,
     agent,
@@ -118,7 +124,14 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
     now,
   );
   const unknown = unknownFields(payload, AGENT_FIELDS);
-  return { kind: 'actions', mappingId: null, actions: [{ kind: 'agent', run }], fanOut: false, ...(unknown ? { unknownFields: unknown } : {}) };
+  return {
+    kind: 'actions',
+    mappingId: null,
+    actions: [{ kind: 'agent', run }],
+    fanOut: false,
+    waitForCompletion: wait,
+    ...(unknown ? { unknownFields: unknown } : {}),
+  };
 };
 
 /** Sub-paths that never consult mappings (no mapping work on them); the base path itself has no hook. */

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError, type HttpErrorCode } from '../errors.js';
+import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
@@ -13,11 +14,13 @@ import { extractToken, HookToken, tokenMatches, withoutCredentials } from './aut
 import { isFormContentType, parseFormObject, parseJsonObject, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
-import { sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
+import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
   store: IngressStore;
   signals: RuntimeSignals;
+  /** Answers `waitForCompletion` requests once their run ends (the runtime's waiters). */
+  completions: RunCompletions;
   logger: Logger;
   /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
   routes?: HookRoutes;
@@ -52,7 +55,7 @@ const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
  * validation and policy → durable commit → answer.
  */
 export function createHandler(state: IngressState, deps: HandlerDeps) {
-  const { store, signals, logger } = deps;
+  const { store, signals, completions, logger } = deps;
   const routes = deps.routes ?? createHookRoutes({ logger });
 
   const record = (rec: ReceivedHook) => {
@@ -150,7 +153,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         record({ ...received(routed.emptyAnswer ? 200 : 204, null), mappingId: routed.mappingId });
         return routed.emptyAnswer ? sendEmptyOk(res) : sendNoContent(res);
       }
-      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer, unknownFields } = routed; // never empty: an empty fan-out is a `skip`
+      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer, waitForCompletion, unknownFields } = routed; // never empty: an empty fan-out is a `skip`
       if (unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, unknownFields }, 'request fields hookgate does not read');
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
@@ -161,6 +164,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         received: { ...received(0, null), mappingId, ...(unknownFields ? { unknownFields } : {}) },
         fanOut,
         ...(dropped ? { dropped } : {}),
+        ...(waitForCompletion ? { wait: { completions, signal: closedSignal(res) } } : {}),
       });
       if (emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(res);
       else sendJson(res, answer.status, answer.body);

@@ -25,6 +25,15 @@ export function sendNoContent(res: ServerResponse): void {
   res.end();
 }
 
+/** Aborted when the caller's connection closes before its answer was written: a held answer stops waiting. */
+export function closedSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
 /** Every error body is `{ ok: false, error, code }`. */
 export function sendError(res: ServerResponse, err: HttpError, extraHeaders?: Record<string, string>): void {
   sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, { ...err.headers, ...extraHeaders });

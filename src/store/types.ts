@@ -233,8 +233,16 @@ export interface IngressStore {
   getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
 }
 
-/** The runtime (run worker, heartbeat, outbox): leases, completions, the sessions' events and transcripts, routes. */
-export interface RuntimeStore {
+/** One run by id: what an operator looks at, and what a `waitForCompletion` caller is answered from. */
+export interface RunLookup {
+  getRun(id: string): Promise<Run | undefined>;
+}
+
+/**
+ * The runtime (run worker, heartbeat, outbox): leases, completions, the sessions' events and transcripts, routes;
+ * and a run by id, for the callers that wait for a run to end.
+ */
+export interface RuntimeStore extends RunLookup {
   /**
    * Lease up to `limit` runnable runs to `owner`: queued ones, and running ones whose lease expired (their worker
    * died). Only the oldest unfinished run of each session key is runnable, so one session's runs go in order.
@@ -266,8 +274,7 @@ export interface RuntimeStore {
 }
 
 /** What an operator looks at: runs, sessions, received hooks, deliveries. */
-export interface ReadStore {
-  getRun(id: string): Promise<Run | undefined>;
+export interface ReadStore extends RunLookup {
   listRuns(q?: ListRunsQuery): Promise<Run[]>;
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(key: string): Promise<SessionDetail | undefined>;

@@ -338,6 +338,16 @@ describe('actions and templates', () => {
     await rejects(resolve(s, 'a', {}), 400, 'invalid_payload', 'hook mapping requires message');
     assert.equal((await runOf(s, 'a', { message: ' hi ' })).message, 'hi');
   });
+
+  it('waitForCompletion is a direct /agent field only: a mapped payload carrying it (of any type) is not held', async () => {
+    const s = setup({ mappings: [{ match: { path: 'ci' }, messageTemplate: 'build {{payload.id}}' }] });
+    for (const waitForCompletion of [true, 'yes']) {
+      const r = await actionsOf(s, 'ci', { id: 7, waitForCompletion });
+      assert.ok(!r.waitForCompletion, JSON.stringify(r));
+    }
+    const direct = await actionsOf(s, 'agent', { message: 'm', waitForCompletion: true });
+    assert.equal(direct.waitForCompletion, true);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------------

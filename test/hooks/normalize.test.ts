@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HttpError } from '../../src/errors.js';
-import { normalizeAgent, normalizeWake, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../../src/hooks/normalize.js';
+import { normalizeAgent, normalizeWake, optionalString, parseWakeMode, sessionMode, timeoutSeconds, waitForCompletion } from '../../src/hooks/normalize.js';
 
 function rejects400(fn: () => unknown, message?: RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -147,5 +147,21 @@ describe('normalizeAgent', () => {
   it('parseWakeMode names the key in its message', () => {
     rejects400(() => parseWakeMode('x', 'mode'), /^mode must be/);
     rejects400(() => parseWakeMode('x', 'wakeMode'), /^wakeMode must be/);
+  });
+});
+
+describe('waitForCompletion', () => {
+  it('is a boolean, false when absent (or null); anything else is 400 naming the field, never coerced', () => {
+    assert.equal(waitForCompletion({ message: 'm' }), false);
+    assert.equal(waitForCompletion({ message: 'm', waitForCompletion: null }), false);
+    assert.equal(waitForCompletion({ message: 'm', waitForCompletion: true }), true);
+    assert.equal(waitForCompletion({ message: 'm', waitForCompletion: false }), false);
+    for (const v of ['true', 1, 0, '', {}, [true]]) {
+      rejects400(() => waitForCompletion({ message: 'm', waitForCompletion: v }), /^waitForCompletion must be true or false$/);
+    }
+  });
+
+  it('is not part of the agent request (mappings never take it)', () => {
+    assert.ok(!('waitForCompletion' in normalizeAgent({ message: 'm', waitForCompletion: true })));
   });
 });

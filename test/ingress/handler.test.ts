@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.js';
+import { PENDING } from '../../src/hooks/completion.js';
 import { buildHooksContext } from '../../src/hooks/context.js';
 import { createHandler, IngressState } from '../../src/ingress/handler.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
@@ -30,6 +31,7 @@ describe('handler: store failures', () => {
     const handler = createHandler(new IngressState(buildHooksContext(config, 1)), {
       store,
       signals: { heartbeatRequested: () => void signals.heartbeats++, runsQueued: () => void signals.runs++ },
+      completions: { wait: async () => PENDING },
       logger: pino({ level: 'silent' }),
     });
     server = createServer((req, res) => void handler(req, res));

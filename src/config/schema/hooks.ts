@@ -168,6 +168,8 @@ export const hooksSchema = z
     agentAcceptedStatus: z.union([z.literal(200), z.literal(202)]).default(200),
     /** Cap on items of one `forEach` fan-out; the rest are refused (413-free, logged). */
     maxFanOut: positiveInt.default(200),
+    /** Longest a `waitForCompletion` answer is held (the run's own timeout, plus a grace, bounds it too). */
+    maxWaitSeconds: positiveInt.default(120),
     /** How long the record of each received hook (metadata only) is kept. */
     receivedRetentionDays: positiveInt.default(7),
   })
