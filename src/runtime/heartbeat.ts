@@ -136,6 +136,7 @@ export class Heartbeat {
       ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: 'last',
       to: null,
+      accountId: null,
       lastRoute: await store.getRoute(MAIN_SESSION_KEY),
       defaultRoute: env.config.channels.default,
       id: newId(),

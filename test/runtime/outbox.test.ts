@@ -29,6 +29,7 @@ function delivery(over: Partial<Delivery> = {}): Delivery {
     hookName: 'Test',
     channel: 'test',
     to: '1001',
+    accountId: null,
     text: 'hello',
     explicitRoute: false,
     createdAt: now,
