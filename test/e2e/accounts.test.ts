@@ -11,7 +11,7 @@ import type { SqliteStore } from '../../src/store/sqlite.js';
 import type { Delivery } from '../../src/store/types.js';
 import { type StandIn, startTelegram, type TelegramMessage } from '../support/platforms/index.js';
 import { openServerStore, postAgent, waitFor, waitForRun } from '../support/runtime-kit.js';
-import { type Hookgate, startHookgate } from '../support/server.js';
+import { type Hookgate, runCli, startHookgate } from '../support/server.js';
 
 const DEFAULT_BOT = '111111111:default-bot-secret';
 const ALERTS_BOT = '222222222:alerts-bot-secret';
@@ -84,6 +84,17 @@ describe('channel accounts', { timeout: 60_000 }, () => {
     assert.equal(d.state, 'delivered', d.lastError ?? '');
     assert.equal(d.accountId, 'alerts');
     assert.equal(botTokenOf('follow-up to last'), ALERTS_BOT);
+  });
+
+  it('the CLI shows the account of the last route and sets one only if the channel has it', async () => {
+    const run = (...args: string[]) => runCli([...args, '--config', hg.configFile], { cwd: hg.dir, env: { ALERTS_BOT } });
+    assert.match((await run('sessions', 'show', 'main')).stdout, /last route: telegram → 1001 \(account alerts\)/);
+    const bad = await run('sessions', 'route', 'main', '--channel', 'telegram', '--to', CHAT, '--account', 'nope');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /accountId "nope" is not an account of channel "telegram"; use one of: default, alerts/);
+    const ok = await run('sessions', 'route', 'main', '--channel', 'telegram', '--to', CHAT, '--account', 'alerts');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: CHAT, accountId: 'alerts' });
   });
 
   it('an unknown account, an account with channel "last" and a non-string accountId are refused with 400', async () => {
