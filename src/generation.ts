@@ -7,9 +7,8 @@
 import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
 import type { Config } from './config/load.js';
 import { ConfigError } from './errors.js';
-import { configuredChannelIds, defaultAgentId } from './config/lookup.js';
-import { ModelCatalog } from './config/model-catalog.js';
-import type { HooksContext } from './hooks/context.js';
+import type { ModelCatalog } from './config/model-catalog.js';
+import { buildHooksContext, type HooksContext } from './hooks/context.js';
 import { HookToken } from './ingress/auth.js';
 import type { Logger } from './log.js';
 import { closeProviders, createProviders } from './providers/registry.js';
@@ -33,12 +32,7 @@ export async function buildGeneration(config: Config, number: number, logger: Lo
   const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
   const providers = createProviders(config.models.providers);
   return {
-    config,
-    generation: number,
-    basePath: config.hooks.path,
-    catalog: new ModelCatalog(config),
-    channelIds: new Set([...configuredChannelIds(config), ...channels.ids()]),
-    defaultAgentId: defaultAgentId(config),
+    ...buildHooksContext(config, number, channels.ids()),
     providers,
     channels,
     hookToken: config.hooks.token ? new HookToken(config.hooks.token) : undefined,

@@ -3,6 +3,7 @@
  * channels (`webhook` when configured, `log` always) and the plugins listed in `channels.plugins`.
  *
  * Platform modules are imported only when their section is present, so an unused platform costs nothing at start.
+ * A core platform with `accounts` gets one instance per account besides the default one (the top-level section).
  *
  * Plugins are ESM modules inside the config file's directory (no `..`, no absolute path elsewhere, no symlink that
  * leads out), default-exporting — or exporting `channel` — either a Channel object or a factory
@@ -14,6 +15,7 @@ import { isInside } from '../config/paths.js';
 import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS, type ChannelsConfig } from '../config/schema/channels.js';
 import { createIrcChannel } from './irc.js';
 import { createLogChannel } from './log.js';
@@ -21,13 +23,16 @@ import { ChannelError, type Channel, type ChannelContext } from './types.js';
 import { createWebhookChannel } from './webhook.js';
 
 export interface ChannelRegistry {
-  /** The channel with this id or alias (case-insensitive); undefined when it is not configured. */
-  get(id: string): Channel | undefined;
+  /**
+   * The channel with this id or alias (case-insensitive), through `accountId` (a core platform's named account;
+   * absent or `default`: the top-level section). Undefined when the channel, or that account of it, is not configured.
+   */
+  get(id: string, accountId?: string): Channel | undefined;
   /** The configured channel ids: core platforms in the spec's order, then webhook, log, plugins in config order. */
   ids(): string[];
   /** Lower-cased, trimmed, aliases resolved (`teams` → `msteams`). Does not check that the channel is configured. */
   normalize(name: string): string;
-  /** Closes every channel (IRC sends QUIT, the log file is closed). Failures are logged, not thrown. */
+  /** Closes every channel and account (IRC sends QUIT, the log file is closed). Failures are logged, not thrown. */
   close(): Promise<void>;
 }
 
@@ -35,7 +40,7 @@ export interface ChannelRegistry {
 const RESERVED_IDS = new Set<string>([...CORE_CHANNELS, ...BUILTIN_EXTENSION_CHANNELS, ...Object.keys(CHANNEL_ALIASES), 'last']);
 const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9_-]*$/;
 
-type CorePlatform = Exclude<(typeof CORE_CHANNELS)[number], 'irc'>;
+type CorePlatform = (typeof CORE_CHANNELS)[number];
 type PlatformFactory = (config: unknown, ctx: ChannelContext) => Channel | Promise<Channel>;
 
 /** Each platform's factory, its module loaded only when the platform is configured. */
@@ -48,6 +53,8 @@ const PLATFORM_FACTORIES: { [K in CorePlatform]: () => Promise<PlatformFactory> 
   signal: async () => (await import('./signal.js')).createSignalChannel as PlatformFactory,
   imessage: async () => (await import('./imessage.js')).createIMessageChannel as PlatformFactory,
   msteams: async () => (await import('./msteams.js')).createMsTeamsChannel as PlatformFactory,
+  // Always loaded (small); it opens no connection before the first message.
+  irc: async () => createIrcChannel as PlatformFactory,
 };
 
 async function createPlatform(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
@@ -58,14 +65,15 @@ export { normalizeChannelName };
 
 export async function createChannelRegistry(config: ChannelsConfig, ctx: ChannelContext): Promise<ChannelRegistry> {
   const channels = new Map<string, Channel>();
+  /** The named accounts of core platforms, by `<channel>\0<account>`: one instance (own token, own socket) each. */
+  const accounts = new Map<string, Channel>();
+  const all = () => [...channels.values(), ...accounts.values()];
   try {
     for (const name of CORE_CHANNELS) {
-      if (name === 'irc') {
-        if (config.irc) channels.set('irc', createIrcChannel(config.irc, ctx));
-        continue;
-      }
       const section = config[name];
-      if (section) channels.set(name, await createPlatform(name, section, ctx));
+      if (!section) continue;
+      channels.set(name, await createPlatform(name, section, ctx));
+      for (const [id, account] of Object.entries(section.accounts)) accounts.set(accountKey(name, id), await createPlatform(name, account, ctx));
     }
     if (config.webhook) channels.set('webhook', createWebhookChannel(config.webhook, ctx));
     channels.set('log', createLogChannel(config.log, ctx));
@@ -75,20 +83,24 @@ export async function createChannelRegistry(config: ChannelsConfig, ctx: Channel
       channels.set(channel.id, channel);
     }
   } catch (err) {
-    await closeAll(channels, ctx);
+    await closeAll(all(), ctx);
     throw err;
   }
 
   return {
-    get: (id) => channels.get(normalizeChannelName(id)),
+    get: (id, accountId) => {
+      const c = normalizeChannelName(id);
+      return accountId === undefined || accountId === DEFAULT_ACCOUNT_ID ? channels.get(c) : accounts.get(accountKey(c, accountId));
+    },
     ids: () => [...channels.keys()],
     normalize: normalizeChannelName,
-    close: () => closeAll(channels, ctx),
+    close: () => closeAll(all(), ctx),
   };
 }
 
-async function closeAll(channels: Map<string, Channel>, ctx: ChannelContext): Promise<void> {
-  const list = [...channels.values()];
+const accountKey = (channel: string, accountId: string) => `${channel}\0${accountId}`;
+
+async function closeAll(list: Channel[], ctx: ChannelContext): Promise<void> {
   const results = await Promise.allSettled(list.map((c) => c.close?.()));
   results.forEach((r, i) => {
     if (r.status === 'rejected') ctx.logger.warn({ channel: list[i]?.id, err: r.reason instanceof Error ? r.reason.message : String(r.reason) }, 'closing a channel failed');

@@ -6,11 +6,12 @@ import { newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
 import { DELIVERY_STATES, RUN_STATES, SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { ConfigError } from '../errors.js';
-import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
+import { accountProblem, configuredAccounts, configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
+import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import type { DeliveryState, RunState } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { cliConfig, serviceEndpoint, withStore } from './context.js';
-import { printJson, table, time } from './format.js';
+import { printJson, routeText, table, time } from './format.js';
 import { starterConfig } from './starter-config.js';
 
 const program = new Command('hookgate')
@@ -198,7 +199,7 @@ sessions
     await withStore(o.config, async (store) => {
       const list = await store.listSessions(o.limit);
       if (o.json) return printJson(list);
-      const rows = list.map((s) => ({ ...s, last: time(s.lastActivityAt), route: s.lastChannel ? `${s.lastChannel}:${s.lastTo ?? ''}` : null }));
+      const rows = list.map((s) => ({ ...s, last: time(s.lastActivityAt), route: s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : null }));
       process.stdout.write(`${table(rows, ['key', 'agentId', 'pendingEvents', 'runs', 'last', 'route'])}\n`);
     });
   });
@@ -214,7 +215,7 @@ sessions
       if (o.json) return printJson(s);
       const out = [
         `session ${s.key} (agent ${s.agentId})`,
-        `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
+        `  last route: ${s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : 'none'}`,
         `  transcript (last ${s.transcript.length} messages):`,
         ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
         `  pending system events (${s.pending.length}):`,
@@ -232,14 +233,19 @@ sessions
   .description("set a session's last route by hand: where `channel: last` replies and heartbeat replies go")
   .requiredOption('--channel <channel>')
   .requiredOption('--to <to>')
+  .option('--account <id>', "one of the channel's accounts (channels.<platform>.accounts); default: the top-level section")
   .addOption(configOption())
-  .action(async (key: string, o: { channel: string; to: string; config?: string }) => {
+  .action(async (key: string, o: { channel: string; to: string; account?: string; config?: string }) => {
     await withStore(o.config, async (store, config) => {
       const channel = normalizeChannelName(o.channel);
       const known = configuredChannelIds(config);
       if (!known.includes(channel) && config.channels.plugins.length === 0) fail(`channel "${o.channel}" is not configured (configured: ${known.join(', ')})`);
-      await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now());
-      process.stdout.write(`session ${key}: last route ${channel} → ${o.to}\n`);
+      const account = o.account?.trim().toLowerCase();
+      const problem = account === undefined ? undefined : accountProblem(configuredAccounts(config), channel, account);
+      if (problem) fail(problem);
+      const accountId = account === undefined || account === DEFAULT_ACCOUNT_ID ? null : account;
+      await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now(), accountId);
+      process.stdout.write(`session ${key}: last route ${routeText(channel, o.to, accountId)}\n`);
     });
   });
 

@@ -3,8 +3,10 @@
  * default, whether a session key or agent is allowed). Pure; config is the bottom floor, so hooks, runtime, channels
  * and the CLI all import these from here.
  */
+import { DEFAULT_ACCOUNT_ID } from './schema/accounts.js';
 import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS } from './schema/channels.js';
 import type { RawConfig } from './schema/index.js';
+import { logSafe } from '../text-safe.js';
 
 /** Session-key prefixes compare case-insensitively (keys are lowercased when they are stored). */
 export function startsWithAny(key: string, prefixes: readonly string[]): boolean {
@@ -23,6 +25,31 @@ export function configuredChannelIds(config: Pick<RawConfig, 'channels'>): strin
   const out: string[] = CORE_CHANNELS.filter((c) => ch[c] !== undefined);
   for (const c of BUILTIN_EXTENSION_CHANNELS) if (c === 'log' || ch[c] !== undefined) out.push(c);
   return out;
+}
+
+/**
+ * The accounts of each configured core platform: `default` (the top-level section) first, then the named ones in
+ * config order. Extension channels and plugins have no accounts and are not in the map.
+ */
+export function configuredAccounts(config: Pick<RawConfig, 'channels'>): Map<string, readonly string[]> {
+  const out = new Map<string, readonly string[]>();
+  for (const c of CORE_CHANNELS) {
+    const section = config.channels[c];
+    if (section) out.set(c, [DEFAULT_ACCOUNT_ID, ...Object.keys(section.accounts)]);
+  }
+  return out;
+}
+
+/**
+ * Why `accountId` (lower-cased) cannot be used with `channel` (normalised), or undefined when it can: it needs an
+ * explicit channel, one with accounts, and one of that channel's accounts. The message says what to change.
+ */
+export function accountProblem(accounts: ReadonlyMap<string, readonly string[]>, channel: string, accountId: string): string | undefined {
+  if (channel === 'last') return 'accountId needs an explicit channel (channel is "last"); name the channel the account belongs to, e.g. "channel": "telegram"';
+  const known = accounts.get(channel);
+  if (!known) return `channel "${channel}" has no accounts; remove accountId`;
+  if (!known.includes(accountId)) return `accountId "${logSafe(accountId, 64)}" is not an account of channel "${channel}"; use one of: ${known.join(', ')}`;
+  return undefined;
 }
 
 /** The default agent: the one marked default, else the first. */

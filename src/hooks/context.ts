@@ -1,6 +1,6 @@
 import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
-import { configuredChannelIds, defaultAgentId } from '../config/lookup.js';
+import { configuredAccounts, configuredChannelIds, defaultAgentId } from '../config/lookup.js';
 
 /**
  * What the request path needs from one config generation, computed once when the config (re)loads,
@@ -13,6 +13,8 @@ export interface HooksContext {
   readonly catalog: ModelCatalog;
   /** Channel ids a request may name (besides `last`): configured platforms, builtin extensions, plugins. */
   readonly channelIds: ReadonlySet<string>;
+  /** The accounts a request's `accountId` may name, per core platform (`default` first); other channels have none. */
+  readonly channelAccounts: ReadonlyMap<string, readonly string[]>;
   readonly defaultAgentId: string;
 }
 
@@ -24,6 +26,7 @@ export function buildHooksContext(config: Config, generation: number, registered
     basePath: config.hooks.path,
     catalog: new ModelCatalog(config),
     channelIds: new Set([...configuredChannelIds(config), ...registeredChannelIds]),
+    channelAccounts: configuredAccounts(config),
     defaultAgentId: defaultAgentId(config),
   };
 }

@@ -22,6 +22,8 @@ export interface AgentRequest {
   deliver: boolean;
   channel: string;
   to: string | undefined;
+  /** A named account of `channel`; checked (case-insensitively) against the configured accounts by the policy. */
+  accountId: string | undefined;
   model: string | undefined;
   thinking: string | undefined;
   timeoutSeconds: number | undefined;
@@ -70,6 +72,7 @@ export function normalizeAgent(p: Payload): AgentRequest {
     deliver: optionalBoolean(p, 'deliver') ?? true,
     channel: optionalString(p, 'channel') ?? 'last',
     to: optionalString(p, 'to'),
+    accountId: accountId(p.accountId),
     model: modelOverride(p),
     thinking: optionalString(p, 'thinking'),
     timeoutSeconds: timeoutSeconds(p.timeoutSeconds),
@@ -126,6 +129,13 @@ function modelOverride(p: Payload): string | undefined {
   if (!('model' in p) || p.model === undefined || p.model === null) return undefined;
   if (typeof p.model !== 'string' || p.model.trim() === '') throw bad('model required: a non-empty <provider>/<model> or alias when given');
   return p.model.trim();
+}
+
+/** Absent → undefined; when present it must be a non-blank string: a sender's account choice is never dropped. */
+export function accountId(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.trim() === '') throw bad("accountId must be a non-empty string: the id of one of the channel's accounts");
+  return v.trim();
 }
 
 export function timeoutSeconds(v: unknown): number | undefined {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '../ids.js';
-import { agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/lookup.js';
+import { accountProblem, agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/lookup.js';
+import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { HttpError } from '../errors.js';
 import { type ContentSource, MAIN_SESSION_KEY, type NewRun } from '../store/types.js';
 import type { HooksContext } from './context.js';
@@ -63,6 +64,19 @@ export function resolveChannel(ctx: HooksContext, channel: string): string {
   throw new HttpError(400, 'invalid_channel', `channel "${channel}" is not configured; use one of: ${configured}`);
 }
 
+/**
+ * The account a run is delivered through: null for the channel's default account (no `accountId`, or `default`).
+ * It needs an explicit channel, and one of that channel's configured accounts; anything else is a 400 that says
+ * what to change, never a silent fallback to another account.
+ */
+export function resolveAccount(ctx: HooksContext, channel: string, requested: string | undefined): string | null {
+  if (requested === undefined) return null;
+  const accountId = requested.toLowerCase();
+  const problem = accountProblem(ctx.channelAccounts, channel, accountId);
+  if (problem) throw new HttpError(400, 'invalid_channel', problem);
+  return accountId === DEFAULT_ACCOUNT_ID ? null : accountId;
+}
+
 export function resolveModel(ctx: HooksContext, model: string | undefined): string | null {
   if (model === undefined) return null;
   const r = ctx.catalog.resolveAllowed(model);
@@ -83,6 +97,7 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
   const agentId = resolveAgent(ctx, req.agentId);
   const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource);
   const channel = resolveChannel(ctx, req.channel);
+  const accountId = resolveAccount(ctx, channel, req.accountId);
   const model = resolveModel(ctx, req.model);
   const agent = ctx.config.agents.list.find((a) => a.id === agentId);
   return {
@@ -96,6 +111,7 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
     deliver: req.deliver,
     channel,
     to: req.to ?? null,
+    accountId,
     model,
     thinking: req.thinking ?? null,
     timeoutSeconds: req.timeoutSeconds ?? agent?.timeoutSeconds ?? ctx.config.agents.defaults.timeoutSeconds,

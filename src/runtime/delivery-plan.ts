@@ -31,6 +31,15 @@ export function planDelivery(p: DeliveryPlanInputs): DeliveryPlan {
   if (!route) return { status: 'nowhere:no_route' };
   return {
     status: 'outbox',
-    delivery: { id: p.id, ...p.origin, channel: route.channel, to: route.to, text: p.reply, explicitRoute: route.explicit, createdAt: p.at },
+    delivery: {
+      id: p.id,
+      ...p.origin,
+      channel: route.channel,
+      to: route.to,
+      accountId: route.accountId,
+      text: p.reply,
+      explicitRoute: route.explicit,
+      createdAt: p.at,
+    },
   };
 }

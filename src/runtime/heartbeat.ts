@@ -168,6 +168,7 @@ export class Heartbeat {
       ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: 'last',
       to: null,
+      accountId: null,
       lastRoute: await store.getRoute(this.sessionKey),
       defaultRoute: env.config.channels.default,
       id: newId(),

@@ -40,11 +40,14 @@ export class Outbox {
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
     const finish = (outcome: DeliveryOutcome) => store.finishDelivery(d.id, owner, outcome, Date.now());
-    const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts };
+    const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
 
-    const channel = env.channels.get(d.channel);
+    const channel = env.channels.get(d.channel, d.accountId ?? undefined);
     if (!channel) {
-      const error = `channel "${d.channel}" is not configured`;
+      // Gone since the run was accepted (a reload): dead at once, never sent through another account instead.
+      const error = env.channels.get(d.channel)
+        ? `account "${d.accountId}" of channel "${d.channel}" is not configured (any more); add it back under channels.${d.channel}.accounts and retry the delivery`
+        : `channel "${d.channel}" is not configured`;
       logger.error({ ...meta, error }, 'delivery dead-lettered');
       return finish({ kind: 'dead', error, at: Date.now() });
     }
@@ -82,7 +85,7 @@ export class Outbox {
       logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
       return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
     }
-    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to } : undefined;
+    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to, accountId: d.accountId } : undefined;
     await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
   }

@@ -1,7 +1,7 @@
+import type { SessionRoute } from '../store/types.js';
+
 /** Where a reply goes. Pure: the caller supplies the main session's last route and `channels.default`. */
-export interface Route {
-  channel: string;
-  to: string;
+export interface Route extends SessionRoute {
   /** The sender named the channel (and recipient): a successful delivery makes it the main session's last route. */
   explicit: boolean;
 }
@@ -10,21 +10,27 @@ export interface RouteInputs {
   /** `last` or a channel id (already validated when the request was accepted). */
   channel: string;
   to: string | null;
-  lastRoute: { channel: string; to: string } | undefined;
+  /** The run's account of `channel` (null: default). Requests pair it with an explicit channel, never with `last`. */
+  accountId: string | null;
+  lastRoute: SessionRoute | undefined;
   defaultRoute: { channel: string; to?: string | undefined } | undefined;
 }
 
 /**
- * `channel`/`to` explicit win; `last` is the main session's last route, else `channels.default`; else there is no
- * route (the caller records the reply as delivered nowhere, reason `no_route`). An explicit channel without `to`
- * borrows the recipient of the last route or the default when they are on the same channel.
+ * `channel`/`to` explicit win; `last` is the main session's last route (through the account it used), else
+ * `channels.default` (its default account); else there is no route (the caller records the reply as delivered
+ * nowhere, reason `no_route`). An explicit channel without `to` borrows the recipient of the last route or the
+ * default when they are on the same channel; a recipient borrowed from the last route brings its account along
+ * unless the run named one (that chat was reached through that account).
  */
 export function resolveRoute(r: RouteInputs): Route | undefined {
   if (r.channel !== 'last') {
-    const to = r.to ?? (r.lastRoute?.channel === r.channel ? r.lastRoute.to : r.defaultRoute?.channel === r.channel ? r.defaultRoute.to : undefined);
-    return { channel: r.channel, to: to ?? '', explicit: r.to !== null };
+    if (r.to !== null) return { channel: r.channel, to: r.to, accountId: r.accountId, explicit: true };
+    const last = r.lastRoute?.channel === r.channel ? r.lastRoute : undefined;
+    const to = last ? last.to : r.defaultRoute?.channel === r.channel ? r.defaultRoute.to : undefined;
+    return { channel: r.channel, to: to ?? '', accountId: r.accountId ?? last?.accountId ?? null, explicit: false };
   }
-  const base = r.lastRoute ?? (r.defaultRoute ? { channel: r.defaultRoute.channel, to: r.defaultRoute.to ?? '' } : undefined);
+  const base = r.lastRoute ?? (r.defaultRoute ? { channel: r.defaultRoute.channel, to: r.defaultRoute.to ?? '', accountId: null } : undefined);
   if (!base) return undefined;
-  return { channel: base.channel, to: r.to ?? base.to, explicit: false };
+  return { channel: base.channel, to: r.to ?? base.to, accountId: r.accountId ?? base.accountId, explicit: false };
 }

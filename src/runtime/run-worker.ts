@@ -146,6 +146,7 @@ export class RunWorker {
       ackMaxChars: env.config.heartbeat.ackMaxChars,
       channel: run.channel,
       to: run.to,
+      accountId: run.accountId,
       lastRoute: run.deliver ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
       defaultRoute: env.config.channels.default,
       id: newId(),

@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, ReceivedCode, ReceivedHook, Run, SessionMessage, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, ReceivedCode, ReceivedHook, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -16,6 +16,7 @@ export function rowToRun(r: Row): Run {
     deliver: r.deliver === 1,
     channel: r.channel as string,
     to: (r.recipient as string | null) ?? null,
+    accountId: (r.account_id as string | null) ?? null,
     model: (r.model as string | null) ?? null,
     thinking: (r.thinking as string | null) ?? null,
     timeoutSeconds: r.timeout_seconds as number,
@@ -56,6 +57,7 @@ export function rowToSessionSummary(r: Row): SessionSummary {
     lastActivityAt: r.last_at as number,
     lastChannel: (r.last_channel as string | null) ?? null,
     lastTo: (r.last_to as string | null) ?? null,
+    lastAccountId: (r.last_account_id as string | null) ?? null,
   };
 }
 
@@ -69,6 +71,7 @@ export function rowToDelivery(r: Row): Delivery {
     hookName: (r.hook_name as string | null) ?? null,
     channel: r.channel as string,
     to: r.recipient as string,
+    accountId: (r.account_id as string | null) ?? null,
     text: r.text as string,
     explicitRoute: r.explicit_route === 1,
     state: r.state as Delivery['state'],
@@ -80,6 +83,12 @@ export function rowToDelivery(r: Row): Delivery {
     updatedAt: r.updated_at as number,
     deliveredAt: (r.delivered_at as number | null) ?? null,
   };
+}
+
+/** A `sessions` row's last route; undefined when it has none. */
+export function rowToRoute(r: Row | undefined): SessionRoute | undefined {
+  if (!r?.last_channel) return undefined;
+  return { channel: r.last_channel as string, to: (r.last_to as string | null) ?? '', accountId: (r.last_account_id as string | null) ?? null };
 }
 
 export function rowToMessage(r: Row): SessionMessage {

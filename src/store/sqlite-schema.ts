@@ -189,4 +189,11 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     FROM received_hooks ORDER BY seq;
   DROP TABLE received_hooks;
   `,
+  `
+  -- Named channel accounts (channels.<platform>.accounts.<id>): the account a run asked for, the one its delivery
+  -- goes through, and the one the session's last route used. NULL: the platform's default account.
+  ALTER TABLE runs ADD COLUMN account_id TEXT;
+  ALTER TABLE deliveries ADD COLUMN account_id TEXT;
+  ALTER TABLE sessions ADD COLUMN last_account_id TEXT;
+  `,
 ];

@@ -12,8 +12,8 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     insertRun: db.prepare(
       `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,
-         recipient, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
-       VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         recipient, account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
+       VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     getIdem: db.prepare('SELECT fingerprint, status, body, expires_at FROM idempotency WHERE scope = ? AND key_hash = ?'),
     deleteIdem: db.prepare('DELETE FROM idempotency WHERE scope = ? AND key_hash = ?'),
@@ -72,13 +72,14 @@ export function prepareWriteStatements(db: Database.Database) {
       'INSERT INTO session_messages (session_key, agent_id, role, content, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     insertDelivery: db.prepare(
-      `INSERT INTO deliveries (id, run_id, heartbeat_id, session_key, agent_id, hook_name, channel, recipient, text, explicit_route,
-         state, next_attempt_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+      `INSERT INTO deliveries (id, run_id, heartbeat_id, session_key, agent_id, hook_name, channel, recipient, account_id, text,
+         explicit_route, state, next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
     ),
     upsertRoute: db.prepare(
-      `INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES (@key, @agentId, @channel, @to, @now, @now)
-       ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, updated_at = @now`,
+      `INSERT INTO sessions (key, agent_id, last_channel, last_to, last_account_id, created_at, updated_at)
+       VALUES (@key, @agentId, @channel, @to, @accountId, @now, @now)
+       ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, last_account_id = @accountId, updated_at = @now`,
     ),
     claimableDeliveries: db.prepare(
       `SELECT d.id FROM deliveries d INDEXED BY deliveries_pending

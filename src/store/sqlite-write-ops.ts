@@ -125,8 +125,8 @@ export const WRITE_OPS = {
     for (const m of c.messages) w.insertMessage(m);
   },
 
-  setRoute(w: SqliteWriter, sessionKey: string, agentId: string, channel: string, to: string, now: number): void {
-    w.stmt.upsertRoute.run({ key: sessionKey, agentId, channel, to, now });
+  setRoute(w: SqliteWriter, sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId: string | null = null): void {
+    w.stmt.upsertRoute.run({ key: sessionKey, agentId, channel, to, accountId, now });
   },
 
   claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Delivery[] {
@@ -143,7 +143,7 @@ export const WRITE_OPS = {
       const changed = w.stmt.delivered.run(o.at, now, id, owner).changes;
       if (changed && o.route) {
         const r = o.route;
-        w.stmt.upsertRoute.run({ key: r.sessionKey, agentId: r.agentId, channel: r.channel, to: r.to, now });
+        w.stmt.upsertRoute.run({ key: r.sessionKey, agentId: r.agentId, channel: r.channel, to: r.to, accountId: r.accountId, now });
       }
     } else if (o.kind === 'retry') w.stmt.retryLater.run(o.nextAttemptAt, o.error, now, id, owner);
     else w.stmt.dead.run(o.error, now, id, owner);

@@ -70,7 +70,7 @@ export class SqliteWriter {
 
   insertDelivery(d: NewDelivery): void {
     this.stmt.insertDelivery.run(
-      d.id, d.runId, d.heartbeatId, d.sessionKey, d.agentId, d.hookName, d.channel, d.to, d.text, d.explicitRoute ? 1 : 0,
+      d.id, d.runId, d.heartbeatId, d.sessionKey, d.agentId, d.hookName, d.channel, d.to, d.accountId, d.text, d.explicitRoute ? 1 : 0,
       d.createdAt, d.createdAt, d.createdAt,
     );
   }
@@ -81,7 +81,7 @@ export class SqliteWriter {
 
   insertRun(r: NewRun): void {
     this.stmt.insertRun.run(
-      r.id, r.agentId, r.sessionKey, r.sessionMode, r.name, r.message, r.wakeMode, r.deliver ? 1 : 0, r.channel, r.to,
+      r.id, r.agentId, r.sessionKey, r.sessionMode, r.name, r.message, r.wakeMode, r.deliver ? 1 : 0, r.channel, r.to, r.accountId,
       r.model, r.thinking, r.timeoutSeconds, r.allowUnsafeExternalContent ? 1 : 0, r.contentSource, r.hookPath, r.mappingId,
       r.createdAt, r.createdAt,
     );

@@ -3,12 +3,12 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import type { CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { startWorker } from './start-worker.js';
-import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from './types.js';
+import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -149,7 +149,7 @@ export class SqliteStore implements Store {
          SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
            (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
            (SELECT COUNT(*) FROM runs r WHERE r.session_key = a.key) AS runs,
-           s.last_channel, s.last_to
+           s.last_channel, s.last_to, s.last_account_id
          FROM activity a LEFT JOIN sessions s ON s.key = a.key
          GROUP BY a.key ORDER BY last_at DESC LIMIT ?`,
       )
@@ -184,7 +184,8 @@ export class SqliteStore implements Store {
            (SELECT COUNT(*) FROM system_events e WHERE e.session_key = @key AND e.consumed_at IS NULL) AS pending,
            (SELECT COUNT(*) FROM runs r WHERE r.session_key = @key) AS runs,
            (SELECT last_channel FROM sessions WHERE key = @key) AS last_channel,
-           (SELECT last_to FROM sessions WHERE key = @key) AS last_to
+           (SELECT last_to FROM sessions WHERE key = @key) AS last_to,
+           (SELECT last_account_id FROM sessions WHERE key = @key) AS last_account_id
          FROM activity HAVING COUNT(*) > 0`,
       )
       .get({ key }) as Row | undefined;
@@ -225,9 +226,8 @@ export class SqliteStore implements Store {
         .all(agentId, sessionKey, limit) as Row[]
     ).map(rowToMessage);
   }
-  async getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined> {
-    const row = this.db.prepare('SELECT last_channel, last_to FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined;
-    return row?.last_channel ? { channel: row.last_channel as string, to: (row.last_to as string | null) ?? '' } : undefined;
+  async getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
+    return rowToRoute(this.db.prepare('SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined);
   }
   async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
     const where: string[] = [];

@@ -40,6 +40,8 @@ export interface NewRun {
   deliver: boolean;
   channel: string;
   to: string | null;
+  /** The channel account to deliver through (`channels.<platform>.accounts.<id>`); null: the default account. */
+  accountId: string | null;
   /** Canonical `<provider>/<model>`, or null for the agent's default. */
   model: string | null;
   thinking: string | null;
@@ -66,6 +68,14 @@ export interface Run extends NewRun {
 }
 
 
+/** A session's last route: where `last` replies go, through the account the last explicit delivery used. */
+export interface SessionRoute {
+  channel: string;
+  to: string;
+  /** null: the channel's default account. */
+  accountId: string | null;
+}
+
 /** A reply to deliver: one outbox row. */
 export interface NewDelivery {
   id: string;
@@ -76,6 +86,8 @@ export interface NewDelivery {
   hookName: string | null;
   channel: string;
   to: string;
+  /** The account of `channel` to send through; null: the default account. One that is gone fails the delivery. */
+  accountId: string | null;
   text: string;
   /** The sender named channel and to: a success makes this the main session's last route. */
   explicitRoute: boolean;
@@ -128,7 +140,7 @@ export interface HeartbeatCompletion {
 }
 
 export type DeliveryOutcome =
-  | { kind: 'delivered'; at: number; route?: { sessionKey: string; agentId: string; channel: string; to: string } }
+  | { kind: 'delivered'; at: number; route?: { sessionKey: string; agentId: string } & SessionRoute }
   | { kind: 'retry'; nextAttemptAt: number; error: string }
   | { kind: 'dead'; error: string; at: number };
 
@@ -198,6 +210,7 @@ export interface SessionSummary {
   lastActivityAt: number;
   lastChannel: string | null;
   lastTo: string | null;
+  lastAccountId: string | null;
 }
 
 export interface SessionDetail extends SessionSummary {
@@ -230,7 +243,7 @@ export interface IngressStore {
   /** Record a request that was answered without an accept (rejections). Batched like accept. */
   recordReceived(rec: ReceivedHook): Promise<void>;
   /** A session's last route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
-  getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
 }
 
 /** One run by id: what an operator looks at, and what a `waitForCompletion` caller is answered from. */
@@ -264,7 +277,7 @@ export interface RuntimeStore extends RunLookup {
    */
   completeHeartbeat(c: HeartbeatCompletion): Promise<void>;
   sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]>;
-  getRoute(sessionKey: string): Promise<{ channel: string; to: string } | undefined>;
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
   /** Session keys with pending system events, main session included (a heartbeat serves each). */
   sessionsWithPendingEvents(limit?: number): Promise<string[]>;
 
@@ -290,7 +303,8 @@ export interface OperatorStore extends ReadStore {
   requeueRun(id: string, now: number): Promise<Run | undefined>;
   /** A dead (or pending) delivery back to pending now, attempts reset. */
   retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number): Promise<void>;
+  /** `accountId` null or omitted: the channel's default account. */
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void>;
 }
 
 /** The service around the rest: take leases back at start, prune, close. */

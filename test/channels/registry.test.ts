@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { channelsSchema } from '../../src/config/schema/channels.js';
 import { createChannelRegistry } from '../../src/channels/registry.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
+import { startTelegram } from '../support/platforms/telegram.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const root = tempDir('hookgate-registry-');
@@ -15,6 +16,9 @@ const configDir = join(root, 'config');
 const outside = join(root, 'outside');
 mkdirSync(join(configDir, 'channels'), { recursive: true });
 mkdirSync(outside);
+
+const DEFAULT_BOT = '111111:default-bot-token';
+const ALERTS_BOT = '222222:alerts-bot-token';
 
 const ctx: ChannelContext = { configDir, logger: { info() {}, warn() {}, error() {} } };
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -56,6 +60,33 @@ describe('channel registry', () => {
     assert.equal(reg.get('webhook')?.id, 'webhook');
     assert.equal(reg.get('irc')?.id, 'irc');
     await reg.close();
+  });
+
+  it('builds one instance per (platform, account); get(id, accountId) resolves it, each with its own credentials', async () => {
+    const telegram = await startTelegram({ token: DEFAULT_BOT, extraTokens: [ALERTS_BOT] });
+    try {
+      const reg = await createChannelRegistry(
+        config({ telegram: { botToken: DEFAULT_BOT, apiBaseUrl: telegram.url, accounts: { alerts: { botToken: ALERTS_BOT } } }, irc: { host: '127.0.0.1', port: 1, nick: 'hg', accounts: { ops: { nick: 'hg-ops' } } } }),
+        ctx,
+      );
+      assert.deepEqual(reg.ids(), ['telegram', 'irc', 'log'], 'accounts are not channel ids');
+      const main = reg.get('telegram');
+      const alerts = reg.get('Telegram', 'alerts');
+      assert.ok(main && alerts && main !== alerts);
+      assert.equal(reg.get('telegram', 'default'), main, '"default" is the top-level section');
+      assert.equal(reg.get('telegram', 'nope'), undefined);
+      assert.equal(reg.get('log', 'alerts'), undefined, 'extension channels have no accounts');
+      assert.ok(reg.get('irc', 'ops') && reg.get('irc', 'ops') !== reg.get('irc'));
+      assert.deepEqual(await alerts.send(message('telegram', '1001', 'via alerts')), { ok: true, platformIds: ['1'] });
+      assert.deepEqual(await main.send(message('telegram', '1001', 'via default')), { ok: true, platformIds: ['2'] });
+      assert.deepEqual(
+        telegram.requests.map((r) => r.path),
+        [`/bot${ALERTS_BOT}/sendMessage`, `/bot${DEFAULT_BOT}/sendMessage`],
+      );
+      await reg.close();
+    } finally {
+      await telegram.close();
+    }
   });
 
   it('normalizes names: case, spaces and aliases', async () => {

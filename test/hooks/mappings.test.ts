@@ -49,6 +49,7 @@ before(() => {
   writeTransform('notfn.mjs', 'export default { message: "not a function" };\n');
   writeTransform('string.mjs', 'export default () => "hello";\n');
   writeTransform('badfield.mjs', 'export default () => ({ message: "m", timeoutSeconds: "soon" });\n');
+  writeTransform('account.mjs', 'export default ({ payload }) => ({ accountId: payload.bot });\n');
   writeTransform('badkind.mjs', 'export default () => ({ kind: "email", message: "m" });\n');
   writeTransform('session.mjs', 'export default ({ payload }) => ({ sessionKey: `hook:t:${payload.n}` });\n');
   writeTransform(
@@ -390,6 +391,27 @@ describe('policy: the same checks as a direct request', () => {
     assert.equal((await runOf(s, 'model', { model: 'echo/echo' })).model, 'echo/echo');
     await rejects(resolve(s, 'channel', { channel: 'telegram' }), 400, 'invalid_channel', /not configured/);
     assert.equal((await runOf(s, 'channel', { channel: 'LOG' })).channel, 'log');
+  });
+
+  it('accountId: static, templated or from a transform reaches the run; checked against the channel per request', async () => {
+    const s = setup(
+      {
+        mappings: [
+          { match: { path: 'static' }, messageTemplate: 'm', channel: 'telegram', to: '1', accountId: 'alerts' },
+          { match: { path: 'templated' }, messageTemplate: 'm', channel: '{{channel}}', to: '1', accountId: '{{bot}}' },
+          { match: { path: 'transformed' }, messageTemplate: 'm', channel: 'telegram', to: '1', transform: { module: 'account.mjs' } },
+        ],
+      },
+      { channels: { telegram: { botToken: '111:default', accounts: { alerts: { botToken: '222:alerts' } } } } },
+    );
+    assert.equal((await runOf(s, 'static', {})).accountId, 'alerts');
+    assert.equal((await runOf(s, 'templated', { channel: 'telegram', bot: 'Alerts' })).accountId, 'alerts');
+    assert.equal((await runOf(s, 'templated', { channel: 'telegram', bot: '' })).accountId, null, 'renders blank: the default account');
+    await rejects(resolve(s, 'templated', { channel: 'telegram', bot: 'nope' }), 400, 'invalid_channel', /use one of: default, alerts$/);
+    await rejects(resolve(s, 'templated', { channel: 'last', bot: 'alerts' }), 400, 'invalid_channel', /accountId needs an explicit channel/);
+    assert.equal((await runOf(s, 'transformed', { bot: 'alerts' })).accountId, 'alerts');
+    assert.equal((await runOf(s, 'transformed', {})).accountId, null);
+    await rejects(resolve(s, 'transformed', { bot: 5 }), 500, 'mapping_failed', 'hook mapping failed: transform returned an invalid accountId');
   });
 });
 

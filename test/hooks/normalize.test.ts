@@ -56,6 +56,7 @@ describe('normalizeAgent', () => {
       deliver: true,
       channel: 'last',
       to: undefined,
+      accountId: undefined,
       model: undefined,
       thinking: undefined,
       timeoutSeconds: undefined,
@@ -74,6 +75,7 @@ describe('normalizeAgent', () => {
         deliver: false,
         channel: 'telegram',
         to: '123',
+        accountId: ' Alerts ',
         model: ' echo/echo ',
         thinking: 'high',
         timeoutSeconds: 30,
@@ -88,6 +90,7 @@ describe('normalizeAgent', () => {
         deliver: false,
         channel: 'telegram',
         to: '123',
+        accountId: 'Alerts',
         model: 'echo/echo',
         thinking: 'high',
         timeoutSeconds: 30,
@@ -122,6 +125,12 @@ describe('normalizeAgent', () => {
     }
     assert.equal(timeoutSeconds(undefined), undefined);
     assert.equal(timeoutSeconds(null), undefined);
+  });
+
+  it('accountId, when given, must be a non-blank string: never dropped, never coerced', () => {
+    assert.equal(normalizeAgent({ message: 'm', accountId: null }).accountId, undefined);
+    assert.equal(normalizeAgent({ message: 'm', accountId: ' alerts ' }).accountId, 'alerts');
+    for (const accountId of ['', '  ', 5, true, {}, ['alerts']]) rejects400(() => normalizeAgent({ message: 'm', accountId }), /accountId must be a non-empty string/);
   });
 
   it('model, when given, must be a non-blank string', () => {

@@ -4,7 +4,7 @@ import { validateConfig } from '../../src/config/load.js';
 import { HttpError, type HttpErrorCode } from '../../src/errors.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import { normalizeAgent } from '../../src/hooks/normalize.js';
-import { buildRun, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, resolveWakeSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
+import { buildRun, resolveAccount, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, resolveWakeSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
 import { TOKEN } from '../support/token.js';
 
 const NOW = Date.parse('2026-02-03T04:05:06Z');
@@ -105,6 +105,36 @@ describe('channel policy', () => {
         return true;
       },
     );
+  });
+});
+
+describe('account policy', () => {
+  const TWO_BOTS = { telegram: { botToken: '111:default-token', accounts: { alerts: { botToken: '222:alerts-token' }, ops: { botToken: '333:ops-token' } } }, slack: { botToken: 'xoxb-1' } };
+  const ctx = ctxOf({ channels: TWO_BOTS });
+  const runWith = (p: Record<string, unknown>) => buildRun(ctx, normalizeAgent({ message: 'm', ...p }), REQUEST, NOW);
+
+  it('the configured accounts of each core platform are computed with the generation, default first', () => {
+    assert.deepEqual(Object.fromEntries(ctx.channelAccounts), { telegram: ['default', 'alerts', 'ops'], slack: ['default'] });
+  });
+
+  it('a run carries the named account; none, or "default", is the default account (null)', () => {
+    assert.equal(runWith({ channel: 'telegram', to: '1', accountId: 'alerts' }).accountId, 'alerts');
+    assert.equal(runWith({ channel: 'telegram', to: '1', accountId: ' ALERTS ' }).accountId, 'alerts', 'ids compare case-insensitively');
+    assert.equal(runWith({ channel: 'telegram', to: '1' }).accountId, null);
+    assert.equal(runWith({ channel: 'telegram', to: '1', accountId: 'default' }).accountId, null);
+    assert.equal(runWith({ channel: 'slack', to: 'C1', accountId: 'default' }).accountId, null);
+  });
+
+  it('needs an explicit channel: with `last` (or no channel) it is 400 invalid_channel, not ignored', () => {
+    rejects(() => runWith({ accountId: 'alerts' }), 'invalid_channel', /^accountId needs an explicit channel \(channel is "last"\)/);
+    rejects(() => runWith({ channel: 'last', to: '1', accountId: 'alerts' }), 'invalid_channel', /accountId needs an explicit channel/);
+  });
+
+  it('an account the channel does not have is 400 invalid_channel naming the configured ones', () => {
+    rejects(() => runWith({ channel: 'telegram', to: '1', accountId: 'nope' }), 'invalid_channel', /accountId "nope" is not an account of channel "telegram"; use one of: default, alerts, ops$/);
+    rejects(() => runWith({ channel: 'slack', to: 'C1', accountId: 'alerts' }), 'invalid_channel', /use one of: default$/);
+    rejects(() => runWith({ channel: 'log', accountId: 'alerts' }), 'invalid_channel', /channel "log" has no accounts; remove accountId/);
+    assert.equal(resolveAccount(ctx, 'telegram', undefined), null);
   });
 });
 
@@ -278,6 +308,7 @@ describe('buildRun', () => {
         deliver: false,
         channel: 'telegram',
         to: '-100123',
+        accountId: null,
         model: 'echo/echo',
         thinking: 'low',
         timeoutSeconds: 30,

@@ -2,20 +2,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type DeliveryPlanInputs, planDelivery } from '../../src/runtime/delivery-plan.js';
 
-const LAST = { channel: 'telegram', to: '1001' };
+const LAST = { channel: 'telegram', to: '1001', accountId: null };
 const DEFAULT = { channel: 'slack', to: 'C42' };
 
 describe('planDelivery', () => {
   const origin = { runId: 'run-1', heartbeatId: null, sessionKey: 'hook:gh', agentId: 'main', hookName: 'GitHub' };
   const plan = (over: Partial<DeliveryPlanInputs>) =>
-    planDelivery({ reply: 'the reply', deliver: true, ackMaxChars: 300, channel: 'last', to: null, lastRoute: LAST, defaultRoute: DEFAULT, id: 'd-1', origin, at: 1234, ...over });
+    planDelivery({ reply: 'the reply', deliver: true, ackMaxChars: 300, channel: 'last', to: null, accountId: null, lastRoute: LAST, defaultRoute: DEFAULT, id: 'd-1', origin, at: 1234, ...over });
 
   it('one outbox row on the resolved route, carrying the origin', () => {
     assert.deepEqual(plan({}), {
       status: 'outbox',
-      delivery: { id: 'd-1', ...origin, channel: 'telegram', to: '1001', text: 'the reply', explicitRoute: false, createdAt: 1234 },
+      delivery: { id: 'd-1', ...origin, channel: 'telegram', to: '1001', accountId: null, text: 'the reply', explicitRoute: false, createdAt: 1234 },
     });
     assert.equal(plan({ channel: 'discord', to: '555' }).delivery?.explicitRoute, true);
+    assert.equal(plan({ channel: 'telegram', to: '555', accountId: 'alerts' }).delivery?.accountId, 'alerts', 'the row carries the run’s account');
   });
 
   it('deliver: false suppresses before anything else', () => {

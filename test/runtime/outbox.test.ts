@@ -29,6 +29,7 @@ function delivery(over: Partial<Delivery> = {}): Delivery {
     hookName: 'Test',
     channel: 'test',
     to: '1001',
+    accountId: null,
     text: 'hello',
     explicitRoute: false,
     createdAt: now,
@@ -58,7 +59,7 @@ interface Attempt {
  * Runs one delivery through a real Outbox with a store that holds just that row, and returns how the outbox finished
  * it. A delivery that is not finished within 3 s would only come back when its lease lapses: that fails the test.
  */
-async function attempt(channel: Channel, d: Delivery): Promise<Attempt> {
+async function attempt(channel: Channel, d: Delivery, accounts: Record<string, Channel> = {}): Promise<Attempt> {
   const logs: Attempt['logs'] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -75,7 +76,7 @@ async function attempt(channel: Channel, d: Delivery): Promise<Attempt> {
     finishDelivery: async (_id: string, _owner: string, outcome: DeliveryOutcome) => finish(outcome),
   } as unknown as Store;
   const channels: ChannelRegistry = {
-    get: (id) => (id === channel.id ? channel : undefined),
+    get: (id, accountId) => (id !== channel.id ? undefined : accountId === undefined ? channel : accounts[accountId]),
     ids: () => [channel.id],
     normalize: (n) => n,
     close: async () => undefined,
@@ -145,6 +146,36 @@ describe('outbox: a channel that throws', () => {
       assert.match(a.outcome.kind === 'retry' ? a.outcome.error : '', /answered without a result/);
       assert.equal(a.logs.some((l) => l.msg === 'working on deliveries failed'), false, 'escaped the outbox');
     }
+  });
+});
+
+describe('outbox: channel accounts', () => {
+  it('a delivery with an account goes through that account’s channel, and an explicit one makes the account part of the last route', async () => {
+    const main = recordingChannel({ ok: true });
+    const alerts = recordingChannel({ ok: true });
+    const a = await attempt(main, delivery({ accountId: 'alerts', explicitRoute: true }), { alerts });
+    assert.equal(alerts.sent.length, 1);
+    assert.equal(main.sent.length, 0);
+    assert.equal(a.outcome.kind, 'delivered');
+    assert.deepEqual(a.outcome.kind === 'delivered' && a.outcome.route, { sessionKey: 'main', agentId: 'main', channel: 'test', to: '1001', accountId: 'alerts' });
+  });
+
+  it('without an account it goes through the default one', async () => {
+    const main = recordingChannel({ ok: true });
+    const alerts = recordingChannel({ ok: true });
+    const a = await attempt(main, delivery({ explicitRoute: true }), { alerts });
+    assert.deepEqual([main.sent.length, alerts.sent.length], [1, 0]);
+    assert.equal(a.outcome.kind === 'delivered' && a.outcome.route?.accountId, null);
+  });
+
+  it('an account that is gone (a reload removed it) dead-letters the delivery at once, never sending through another account', async () => {
+    const main = recordingChannel({ ok: true });
+    const a = await attempt(main, delivery({ accountId: 'alerts' }));
+    assert.equal(main.sent.length, 0, 'sent through the default account instead');
+    assert.equal(a.outcome.kind, 'dead');
+    assert.match(a.outcome.kind === 'dead' ? a.outcome.error : '', /^account "alerts" of channel "test" is not configured \(any more\); add it back under channels\.test\.accounts/);
+    const logged = a.logs.find((l) => l.msg === 'delivery dead-lettered');
+    assert.equal(logged?.accountId, 'alerts');
   });
 });
 

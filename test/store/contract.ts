@@ -50,6 +50,7 @@ export function run(over: Partial<NewRun> = {}): NewRun {
     deliver: true,
     channel: 'last',
     to: null,
+    accountId: null,
     model: null,
     thinking: null,
     timeoutSeconds: 600,
@@ -96,6 +97,7 @@ export function delivery(over: Partial<NewDelivery> = {}): NewDelivery {
     hookName: 'Hook',
     channel: 'telegram',
     to: '1001',
+    accountId: null,
     text: 'a reply',
     explicitRoute: false,
     createdAt: T0,
@@ -122,10 +124,10 @@ function pick<T extends object, K extends keyof T>(o: T | undefined, keys: reado
 
 const EVENT_KEYS = ['id', 'sessionKey', 'agentId', 'text', 'origin', 'runId', 'createdAt', 'consumedAt'] as const;
 const NEW_RUN_KEYS = [
-  'id', 'agentId', 'sessionKey', 'sessionMode', 'name', 'message', 'wakeMode', 'deliver', 'channel', 'to', 'model',
+  'id', 'agentId', 'sessionKey', 'sessionMode', 'name', 'message', 'wakeMode', 'deliver', 'channel', 'to', 'accountId', 'model',
   'thinking', 'timeoutSeconds', 'allowUnsafeExternalContent', 'contentSource', 'hookPath', 'mappingId', 'createdAt',
 ] as const;
-const NEW_DELIVERY_KEYS = ['id', 'runId', 'heartbeatId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'text', 'explicitRoute', 'createdAt'] as const;
+const NEW_DELIVERY_KEYS = ['id', 'runId', 'heartbeatId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'accountId', 'text', 'explicitRoute', 'createdAt'] as const;
 const RECEIVED_KEYS = ['at', 'method', 'path', 'clientIp', 'status', 'code', 'eventIds', 'runIds', 'mappingId', 'durationMs'] as const;
 
 function accepted(r: AcceptResult): Extract<AcceptResult, { kind: 'accepted' }> {
@@ -243,6 +245,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           deliver: false,
           channel: 'telegram',
           to: '123456',
+          accountId: 'alerts',
           model: 'local/llama3',
           thinking: 'high',
           timeoutSeconds: 1.5,
@@ -732,7 +735,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await queue(r);
         await store.claimRuns(A, T0 + 10, LEASE, 5);
         const summary = event({ text: 'Hook X: hello', origin: 'summary', runId: r.id, createdAt: T0 + 500 });
-        const d = delivery({ runId: r.id, sessionKey: r.sessionKey, agentId: 'ops', createdAt: T0 + 500 });
+        const d = delivery({ runId: r.id, sessionKey: r.sessionKey, agentId: 'ops', accountId: 'alerts', createdAt: T0 + 500 });
         const msgs = [
           message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'user', content: 'prompt', runId: r.id, createdAt: T0 + 10 }),
           message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'assistant', content: 'hello', runId: r.id, createdAt: T0 + 500 }),
@@ -959,16 +962,26 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       it('getRoute is undefined until setRoute; setRoute overwrites; sessions show it', async () => {
         assert.equal(await store.getRoute('main'), undefined);
         await store.setRoute('main', 'main', 'telegram', '1001', T0 + 1);
-        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001' });
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001', accountId: null });
         const s = await store.getSession('main');
         assert.equal(s?.lastChannel, 'telegram');
         assert.equal(s?.lastTo, '1001');
         await store.setRoute('main', 'main', 'webhook', 'ops', T0 + 2);
-        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops' });
+        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops', accountId: null });
         const listed = (await store.listSessions()).find((x) => x.key === 'main');
         assert.equal(listed?.lastChannel, 'webhook');
         assert.equal(listed?.lastTo, 'ops');
         assert.equal(await store.getRoute('hook:other'), undefined);
+      });
+
+      it('a route remembers its account: setRoute with one, and without one (back to the default account)', async () => {
+        await store.setRoute('main', 'main', 'telegram', '1001', T0 + 1, 'alerts');
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001', accountId: 'alerts' });
+        assert.equal((await store.getSession('main'))?.lastAccountId, 'alerts');
+        assert.equal((await store.listSessions()).find((x) => x.key === 'main')?.lastAccountId, 'alerts');
+        await store.setRoute('main', 'main', 'telegram', '1001', T0 + 2);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001', accountId: null });
+        assert.equal((await store.getSession('main'))?.lastAccountId, null);
       });
     });
 
@@ -1051,12 +1064,20 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
         await store.finishDelivery(plain.id, A, { kind: 'delivered', at: T0 + 2 }, T0 + 2);
         assert.equal(await store.getRoute('main'), undefined, 'a delivery without a route set one');
-        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 3, route: { sessionKey: 'main', agentId: 'main', channel: 'webhook', to: 'ops' } }, T0 + 3);
+        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 3, route: { sessionKey: 'main', agentId: 'main', channel: 'webhook', to: 'ops', accountId: null } }, T0 + 3);
         const done = await store.getDelivery(ok.id);
         assert.equal(done?.state, 'delivered');
         assert.equal(done?.deliveredAt, T0 + 3);
         assert.equal(done?.lastError, null);
-        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops' });
+        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops', accountId: null });
+        // A later explicit delivery through a named account makes that account part of the last route.
+        const viaAlerts = delivery({ channel: 'telegram', to: 'alerts-chat', accountId: 'alerts', explicitRoute: true });
+        await add(viaAlerts);
+        assert.equal((await store.claimDeliveries(A, T0 + 3, LEASE, 10)).length, 1);
+        const alertsRoute = { sessionKey: 'main', agentId: 'main', channel: 'telegram', to: 'alerts-chat', accountId: 'alerts' };
+        await store.finishDelivery(viaAlerts.id, A, { kind: 'delivered', at: T0 + 3, route: alertsRoute }, T0 + 3);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: 'alerts-chat', accountId: 'alerts' });
+        assert.equal((await store.getDelivery(viaAlerts.id))?.accountId, 'alerts');
 
         await store.finishDelivery(later.id, A, { kind: 'retry', nextAttemptAt: T0 + 500, error: 'HTTP 503' }, T0 + 4);
         const waiting = await store.getDelivery(later.id);

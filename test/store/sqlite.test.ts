@@ -394,6 +394,37 @@ describe('SQLite schema', () => {
     }
   });
 
+  it('carries a version-7 database over: its runs, deliveries and routes read back with the default account (null)', async () => {
+    const path = join(tempDir(), 'v7.db');
+    const old = new Database(path);
+    for (let v = 0; v < 7; v++) old.exec(SQLITE_MIGRATIONS[v]!);
+    old.pragma('user_version = 7');
+    old
+      .prepare(
+        `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, recipient,
+           timeout_seconds, allow_unsafe, content_source, hook_path, created_at, updated_at)
+         VALUES ('run-old', 'queued', 'main', 'hook:x', 'isolated', 'Hook', 'm', 'now', 1, 'telegram', '1001', 600, 0, 'webhook', 'agent', ?, ?)`,
+      )
+      .run(T0, T0);
+    old
+      .prepare(
+        `INSERT INTO deliveries (id, session_key, agent_id, channel, recipient, text, explicit_route, state, next_attempt_at, created_at, updated_at)
+         VALUES ('dlv-old', 'hook:x', 'main', 'telegram', '1001', 'hi', 1, 'pending', ?, ?, ?)`,
+      )
+      .run(T0, T0, T0);
+    old.prepare(`INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES ('main', 'main', 'telegram', '1001', ?, ?)`).run(T0, T0);
+    old.close();
+
+    const store = new SqliteStore({ path, writer: 'inline' });
+    try {
+      assert.equal((await store.getRun('run-old'))?.accountId, null);
+      assert.equal((await store.getDelivery('dlv-old'))?.accountId, null);
+      assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: '1001', accountId: null });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('reports an unopenable path as a StoreError', () => {
     const dir = tempDir();
     assert.throws(

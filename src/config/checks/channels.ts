@@ -1,5 +1,5 @@
 import type { ConfigIssue } from '../../errors.js';
-import { configuredChannelIds, normalizeChannelName } from '../lookup.js';
+import { accountProblem, configuredAccounts, configuredChannelIds, normalizeChannelName } from '../lookup.js';
 import { CORE_CHANNELS } from '../schema/channels.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
@@ -17,6 +17,16 @@ export function channelNameCheck(config: RawConfig, issues: ConfigIssue[]): Chan
     if (c === 'last' || known.includes(c)) return;
     if (mayBePlugin && !(CORE_CHANNELS as readonly string[]).includes(c)) return;
     issues.push({ path, message: `channel "${name}" is not configured (configured: ${['last', ...known].join(', ')})` });
+  };
+}
+
+/** Checks a static `accountId` against a static channel (`last` when unset); templated values are checked per request. */
+export function accountCheck(config: RawConfig, issues: ConfigIssue[]): (channel: string | undefined, accountId: string | undefined, path: string) => void {
+  const accounts = configuredAccounts(config);
+  return (channel, accountId, path) => {
+    if (accountId === undefined || isTemplated(accountId) || (channel !== undefined && isTemplated(channel))) return;
+    const problem = accountProblem(accounts, normalizeChannelName(channel ?? 'last'), accountId.toLowerCase());
+    if (problem) issues.push({ path, message: problem });
   };
 }
 

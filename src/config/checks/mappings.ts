@@ -3,7 +3,7 @@ import { agentAllowed, startsWithAny } from '../lookup.js';
 import { ModelCatalog } from '../model-catalog.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
-import { channelNameCheck } from './channels.js';
+import { accountCheck, channelNameCheck } from './channels.js';
 import { modelRefCheck } from './models.js';
 import type { CheckResult } from './types.js';
 
@@ -16,6 +16,7 @@ export function checkMappings(config: RawConfig): CheckResult {
   const issues: ConfigIssue[] = [];
   const checkModel = modelRefCheck(new ModelCatalog(config), issues);
   const checkChannel = channelNameCheck(config, issues);
+  const checkAccount = accountCheck(config, issues);
   const prefixes = hooks.allowedSessionKeyPrefixes;
   const hasPrefixes = prefixes !== undefined && prefixes.length > 0;
 
@@ -49,6 +50,7 @@ export function checkMappings(config: RawConfig): CheckResult {
       issues.push({ path: `${at}.messageTemplate`, message: 'an agent mapping needs messageTemplate or a transform' });
     checkModel(m.model, `${at}.model`, true);
     checkChannel(m.channel, `${at}.channel`);
+    checkAccount(m.channel, m.accountId, `${at}.accountId`);
     if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
       issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
   });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { withAccounts } from './accounts.js';
 import { httpUrl, nonBlank, port, positiveInt } from './common.js';
 
 /** The nine core messaging platforms of the spec. */
@@ -175,15 +176,15 @@ export const logChannelSchema = z.strictObject({
 export const channelsSchema = z
   .strictObject({
     default: z.strictObject({ channel: nonBlank, to: z.string().optional() }).optional(),
-    telegram: telegramSchema.optional(),
-    slack: slackSchema.optional(),
-    discord: discordSchema.optional(),
-    whatsapp: whatsappSchema.optional(),
-    signal: signalSchema.optional(),
-    imessage: imessageSchema.optional(),
-    googlechat: googlechatSchema.optional(),
-    msteams: msteamsSchema.optional(),
-    irc: ircSchema.optional(),
+    telegram: withAccounts(telegramSchema).optional(),
+    slack: withAccounts(slackSchema).optional(),
+    discord: withAccounts(discordSchema).optional(),
+    whatsapp: withAccounts(whatsappSchema).optional(),
+    signal: withAccounts(signalSchema).optional(),
+    imessage: withAccounts(imessageSchema).optional(),
+    googlechat: withAccounts(googlechatSchema).optional(),
+    msteams: withAccounts(msteamsSchema).optional(),
+    irc: withAccounts(ircSchema).optional(),
     webhook: webhookChannelSchema.optional(),
     log: logChannelSchema.optional(),
     /** ESM modules (.mjs/.js) exporting an extension channel, relative to the config file and inside its directory. */

@@ -99,6 +99,8 @@ export const mappingSchema = z.strictObject({
   deliver: z.boolean().default(true),
   channel: nonBlank.optional(),
   to: z.string().optional(),
+  /** A named account of `channel` (`channels.<platform>.accounts.<id>`); may be a template. */
+  accountId: nonBlank.optional(),
   model: nonBlank.optional(),
   thinking: nonBlank.optional(),
   timeoutSeconds: z.number().positive().optional(),

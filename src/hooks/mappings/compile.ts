@@ -50,6 +50,7 @@ export interface CompiledMapping {
     readonly sessionKey: CompiledTemplate | undefined;
     readonly channel: CompiledTemplate | undefined;
     readonly to: CompiledTemplate | undefined;
+    readonly accountId: CompiledTemplate | undefined;
     readonly model: CompiledTemplate | undefined;
     readonly thinking: CompiledTemplate | undefined;
   };
@@ -126,6 +127,7 @@ function compileMapping(
       sessionKey: optionalTemplate(m.sessionKey),
       channel: optionalTemplate(m.channel),
       to: optionalTemplate(m.to),
+      accountId: optionalTemplate(m.accountId),
       model: optionalTemplate(m.model),
       thinking: optionalTemplate(m.thinking),
     },

@@ -9,7 +9,7 @@ import { HttpError } from '../../errors.js';
 import type { ContentSource, SessionMode, WakeMode } from '../../store/types.js';
 import { describeKind, firstLine } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
-import { type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
+import { accountId, type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
 import { buildRun, resolveWakeSessionKey, type SessionKeySource } from '../policy.js';
 import type { HookRequest } from '../routes.js';
 import { type Compiled, type CompiledMapping, loadTransformOf } from './compile.js';
@@ -50,6 +50,7 @@ export interface Draft {
   deliver: boolean;
   channel: string | undefined;
   to: string | undefined;
+  accountId: string | undefined;
   model: string | undefined;
   thinking: string | undefined;
   timeoutSeconds: number | undefined;
@@ -78,6 +79,7 @@ export function baseDraft(m: CompiledMapping, tctx: TemplateContext): Draft {
     deliver: m.deliver,
     channel: rendered(t.channel, tctx),
     to: rendered(t.to, tctx),
+    accountId: rendered(t.accountId, tctx),
     model: rendered(t.model, tctx),
     thinking: rendered(t.thinking, tctx),
     timeoutSeconds: m.timeoutSeconds,
@@ -131,6 +133,7 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   for (const k of ['deliver', 'allowUnsafeExternalContent'] as const) {
     if (present(k)) out[k] = take(k, () => optionalBoolean(o, k))!;
   }
+  if (present('accountId')) out.accountId = take('accountId', () => accountId(o.accountId));
   if (present('timeoutSeconds')) out.timeoutSeconds = take('timeoutSeconds', () => timeoutSeconds(o.timeoutSeconds));
   return out;
 }
@@ -175,6 +178,7 @@ export function finish(d: Draft, m: CompiledMapping, input: Pick<HookRequest, 'c
     deliver: d.deliver,
     channel: d.channel ?? 'last',
     to: d.to,
+    accountId: d.accountId,
     model: d.model,
     thinking: d.thinking,
     timeoutSeconds: d.timeoutSeconds,

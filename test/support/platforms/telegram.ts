@@ -16,6 +16,11 @@ export interface TelegramMessage {
 
 export interface TelegramStandInOptions {
   token?: string;
+  /**
+   * More bots this stand-in serves, as api.telegram.org serves every bot: a send under any of these tokens is
+   * accepted too, and `requests` shows which token's path it came in on.
+   */
+  extraTokens?: string[];
   /** Chats the bot can write to. */
   chats?: string[];
   /** Users who blocked the bot (403). */
@@ -32,7 +37,7 @@ const err = (code: number, description: string, parameters?: object): Reply => (
 });
 
 export async function startTelegram(options: TelegramStandInOptions = {}): Promise<StandIn<TelegramMessage>> {
-  const token = options.token ?? TELEGRAM_TEST_TOKEN;
+  const tokens = new Set([options.token ?? TELEGRAM_TEST_TOKEN, ...(options.extraTokens ?? [])]);
   const chats = new Set(options.chats ?? ['1001', '-1001234567890', '@hookgate_test']);
   const blocked = new Set(options.blocked ?? []);
   const migrated = options.migrated ?? {};
@@ -42,7 +47,7 @@ export async function startTelegram(options: TelegramStandInOptions = {}): Promi
   return startStandIn<TelegramMessage>((req, ctx): Outcome => {
     const m = /^\/bot([^/]*)\/([^/]+)$/.exec(req.path);
     if (!m) return err(404, 'Not Found');
-    if (decodeURIComponent(m[1] ?? '') !== token) return err(401, 'Unauthorized');
+    if (!tokens.has(decodeURIComponent(m[1] ?? ''))) return err(401, 'Unauthorized');
     if ((m[2] ?? '').toLowerCase() !== 'sendmessage') return err(404, 'Not Found: method not found');
     if (req.method !== 'POST' && req.method !== 'GET') return err(405, 'Method Not Allowed');
 
