@@ -1,3 +1,4 @@
+import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
@@ -27,6 +28,33 @@ export interface RunWorkerOptions {
 export interface RunWorkerHooks {
   /** A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. */
   onFinished(run: Run, committed: boolean): void;
+}
+
+export type RetryDecision = { kind: 'defer'; until: number } | { kind: 'fail'; gaveUp?: string };
+
+/**
+ * After a transient model failure (unreachable, reset, request timed out, 429, 5xx): queue the run again after a
+ * backoff (5 s doubling to 5 min by default, jittered; at least the server's Retry-After), for at most
+ * `retry.maxSeconds` from its first such failure — the last try lands at the window's end. Pure.
+ */
+export function retryDecision(
+  run: Pick<Run, 'retries' | 'retryingSince'>,
+  err: { retryAfterMs?: number | undefined },
+  retry: { maxSeconds: number; initialBackoffMs: number; maxBackoffMs: number },
+  now: number,
+  random: () => number = Math.random,
+): RetryDecision {
+  if (retry.maxSeconds <= 0) return { kind: 'fail' };
+  const since = run.retryingSince ?? now;
+  const end = since + retry.maxSeconds * 1000;
+  if (now >= end) return { kind: 'fail', gaveUp: formatSpan(now - since) };
+  const wait = Math.max(err.retryAfterMs ?? 0, backoffMs(run.retries + 1, { baseDelayMs: retry.initialBackoffMs, maxDelayMs: retry.maxBackoffMs }, random));
+  return { kind: 'defer', until: Math.min(now + wait, end) };
+}
+
+function formatSpan(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s < 120 ? `${s} s` : `${Math.round(s / 60)} min`;
 }
 
 /**
@@ -108,6 +136,20 @@ export class RunWorker {
       } else {
         state = 'failed';
         error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
+        if (err instanceof ProviderError && err.retryable) {
+          const retry = retryDecision(run, err, env.config.agents.defaults.retry, now());
+          if (retry.kind === 'defer') {
+            if (await store.deferRun({ runId: run.id, owner, until: retry.until, error, now: now() })) {
+              logger.warn(
+                { runId: run.id, retry: run.retries + 1, inMs: retry.until - now(), error: logSafe(error) },
+                'model unavailable: the run is queued again and retried later',
+              );
+              this.retryAfter(retry.until - now());
+            }
+            return;
+          }
+          if (retry.gaveUp) error = `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})`;
+        }
       }
     }
 
@@ -157,6 +199,12 @@ export class RunWorker {
       this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (no last route of the main session and no channels.default)');
     }
     return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
+  }
+
+  /** Claim again once a deferred run is due (the poll would find it too, within `pollMs`). */
+  private retryAfter(ms: number): void {
+    const t = setTimeout(() => this.loop.notify(), Math.max(0, ms) + 10);
+    t.unref();
   }
 
   private renewLeases(): void {

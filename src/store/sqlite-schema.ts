@@ -196,4 +196,10 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   ALTER TABLE deliveries ADD COLUMN account_id TEXT;
   ALTER TABLE sessions ADD COLUMN last_account_id TEXT;
   `,
+  `
+  -- Runs retried after a transient model failure: how often, and since when (the retry window runs from the first
+  -- such failure). next_attempt_at (migration 2) holds the time of the next try.
+  ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE runs ADD COLUMN retrying_since INTEGER;
+  `,
 ];

@@ -22,8 +22,16 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     insertReceivedBlock: db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)'),
     requeue: db.prepare(
-      `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL
+      `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL,
+         next_attempt_at = NULL, retries = 0, retrying_since = NULL
        WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`,
+    ),
+    // A transient model failure: queued again for later, not counted as an interrupted start (see releaseRun).
+    deferRun: db.prepare(
+      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0),
+         retries = retries + 1, retrying_since = COALESCE(retrying_since, @now), next_attempt_at = @until,
+         error = @error, updated_at = @now
+       WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
     // unfinished run of its session key. Two queries so each walks a small partial index in order.

@@ -97,6 +97,10 @@ export const WRITE_OPS = {
     return true;
   },
 
+  deferRun(w: SqliteWriter, d: { runId: string; owner: string; until: number; error: string; now: number }): boolean {
+    return w.stmt.deferRun.run(d).changes > 0;
+  },
+
   releaseRuns(w: SqliteWriter, owner: string, ids: string[], now: number): void {
     for (const id of ids) w.stmt.releaseRun.run(now, id, owner);
   },

@@ -58,6 +58,12 @@ export interface Run extends NewRun {
   state: RunState;
   /** How many times a worker started it (a crash mid-run makes the next start attempt 2, same run id). */
   attempts: number;
+  /** Times it was queued again after a transient model failure (not counted in `attempts`). */
+  retries: number;
+  /** The first of those failures (the retry window runs from it); null when none. */
+  retryingSince: number | null;
+  /** A queued run waits until then (a retry's backoff); null: runnable now. */
+  nextAttemptAt: number | null;
   updatedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -265,6 +271,11 @@ export interface RuntimeStore extends RunLookup {
   completeRun(c: RunCompletion): Promise<boolean>;
   /** Give leased runs back (shutdown): queued again, attempt not counted as failed. */
   releaseRuns(owner: string, ids: string[], now: number): Promise<void>;
+  /**
+   * Queue a leased run again for `until` after a transient failure (`error` stays visible meanwhile): its retries
+   * count up, the start is not counted as an attempt. False when the lease was lost.
+   */
+  deferRun(d: { runId: string; owner: string; until: number; error: string; now: number }): Promise<boolean>;
   /** Mark a run failed outside a worker (e.g. it crashed the process too often). */
   failRun(id: string, error: string, now: number): Promise<void>;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { MAX_RUN_STARTS, RunWorker } from '../../src/runtime/run-worker.js';
+import { MAX_RUN_STARTS, retryDecision, RunWorker } from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
@@ -130,6 +130,43 @@ describe('run worker', () => {
     assert.equal(line?.level, 40, 'a failed run is a warning');
   });
 
+  it('a transient model failure (503) queues the run again with its error visible, and the retry succeeds (same id, order kept)', async () => {
+    let failures = 1;
+    kit.model.setHandler(() => (failures-- > 0 ? { status: 503, body: { error: { message: 'overloaded' } } } : 'back online'));
+    kit.env.config = { ...kit.env.config, agents: { ...kit.env.config.agents, defaults: { ...kit.env.config.agents.defaults, retry: { maxSeconds: 60, initialBackoffMs: 200, maxBackoffMs: 400 } } } };
+    const id = await kit.queueRun({ name: 'CI', sessionKey: 'hook:ordered' });
+    const later = await kit.queueRun({ name: 'CI', sessionKey: 'hook:ordered', message: 'second' });
+    startWorker({ pollMs: 50 });
+
+    const waiting = await waitFor('the run queued again', async () => {
+      const r = await kit.store.getRun(id);
+      return r && r.retries === 1 && r.state === 'queued' ? r : undefined;
+    });
+    assert.match(waiting.error ?? '', /503/, 'the error is visible while the run waits');
+    assert.ok(waiting.nextAttemptAt !== null && waiting.nextAttemptAt > Date.now() - 1000);
+    assert.equal((await kit.store.getRun(later))?.state, 'queued', 'the session\'s next run waits behind it');
+    assert.equal(kit.logged('model unavailable: the run is queued again and retried later').length, 1);
+
+    const run = await waitForRun(kit.store, id);
+    assert.equal(run.state, 'succeeded');
+    assert.equal(run.reply, 'back online');
+    assert.equal(run.error, null);
+    assert.equal(run.attempts, 1, 'a retry is not an interrupted start');
+    assert.equal(run.retries, 1);
+    const second = await waitForRun(kit.store, later);
+    assert.ok((second.startedAt ?? 0) >= (run.finishedAt ?? Infinity), 'order per session key kept');
+  });
+
+  it('retry.maxSeconds 0 fails a transient failure at once, as before', async () => {
+    kit.model.setHandler(() => ({ status: 503, body: { error: { message: 'overloaded' } } }));
+    kit.env.config = { ...kit.env.config, agents: { ...kit.env.config.agents, defaults: { ...kit.env.config.agents.defaults, retry: { maxSeconds: 0, initialBackoffMs: 200, maxBackoffMs: 400 } } } };
+    const id = await kit.queueRun({ name: 'CI' });
+    startWorker();
+    const run = await waitForRun(kit.store, id);
+    assert.equal(run.state, 'failed');
+    assert.equal(run.retries, 0);
+  });
+
   it('a run that outlives its timeout is timed_out', async () => {
     kit.model.setHandler(() => 'hang');
     const id = await kit.queueRun({ timeoutSeconds: 0.2 });
@@ -238,5 +275,31 @@ describe('run worker', () => {
     assert.equal(run.state, 'failed');
     assert.equal(run.error, `gave up after ${MAX_RUN_STARTS} interrupted attempts`);
     assert.equal(kit.model.calls.length, 0);
+  });
+});
+
+describe('retryDecision', () => {
+  const policy = { maxSeconds: 1800, initialBackoffMs: 5000, maxBackoffMs: 300_000 };
+  const T = 1_000_000;
+  const high = () => 0.999999;
+
+  it('backs off 5 s, 10 s, 20 s … capped at 5 min, from the first failure', () => {
+    assert.deepEqual(retryDecision({ retries: 0, retryingSince: null }, {}, policy, T, high), { kind: 'defer', until: T + 5000 });
+    assert.deepEqual(retryDecision({ retries: 2, retryingSince: T - 15_000 }, {}, policy, T, high), { kind: 'defer', until: T + 20_000 });
+    assert.deepEqual(retryDecision({ retries: 12, retryingSince: T - 60_000 }, {}, policy, T, high), { kind: 'defer', until: T + 300_000 });
+  });
+
+  it("waits at least the server's Retry-After", () => {
+    assert.deepEqual(retryDecision({ retries: 0, retryingSince: null }, { retryAfterMs: 42_000 }, policy, T, high), { kind: 'defer', until: T + 42_000 });
+  });
+
+  it('the last try lands at the end of the window; a failure after it gives up, saying how long it tried', () => {
+    const since = T - 1799 * 1000;
+    assert.deepEqual(retryDecision({ retries: 9, retryingSince: since }, {}, policy, T, high), { kind: 'defer', until: since + 1_800_000 });
+    assert.deepEqual(retryDecision({ retries: 10, retryingSince: T - 1_800_000 }, {}, policy, T, high), { kind: 'fail', gaveUp: '30 min' });
+  });
+
+  it('maxSeconds 0: never retried', () => {
+    assert.deepEqual(retryDecision({ retries: 0, retryingSince: null }, {}, { ...policy, maxSeconds: 0 }, T), { kind: 'fail' });
   });
 });

@@ -694,6 +694,30 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(await store.claimRuns(B, T0 + 101, LEASE, 10), []);
       });
 
+      it('deferRun queues a leased run again for later: not claimable before, its session waits, retries count, the start does not', async () => {
+        const r = run({ sessionKey: 'hook:s' });
+        const next = run({ sessionKey: 'hook:s', name: 'next' });
+        await queue(r, next);
+        await store.claimRuns(A, T0, LEASE, 1);
+        assert.equal(await store.deferRun({ runId: r.id, owner: B, until: T0 + 5000, error: 'provider_unreachable: down', now: T0 + 10 }), false, 'not the owner');
+        assert.equal(await store.deferRun({ runId: r.id, owner: A, until: T0 + 5000, error: 'provider_unreachable: down', now: T0 + 10 }), true);
+        const deferred = await store.getRun(r.id);
+        assert.deepEqual(
+          pick(deferred, ['state', 'attempts', 'retries', 'retryingSince', 'nextAttemptAt', 'error']),
+          { state: 'queued', attempts: 0, retries: 1, retryingSince: T0 + 10, nextAttemptAt: T0 + 5000, error: 'provider_unreachable: down' },
+        );
+        assert.deepEqual(await store.claimRuns(B, T0 + 4999, LEASE, 5), [], 'neither it nor its session’s next run before it is due');
+        const again = await store.claimRuns(B, T0 + 5000, LEASE, 5);
+        assert.deepEqual(again.map((x) => x.id), [r.id]);
+        await store.deferRun({ runId: r.id, owner: B, until: T0 + 20_000, error: 'still down', now: T0 + 6000 });
+        assert.equal((await store.getRun(r.id))?.retryingSince, T0 + 10, 'the window runs from the first failure');
+        assert.equal((await store.getRun(r.id))?.retries, 2);
+        await store.claimRuns(A, T0 + 20_000, LEASE, 1);
+        assert.equal(await store.completeRun(completion(r.id, A, { finishedAt: T0 + 21_000, state: 'failed', error: 'gave up' })), true);
+        const requeued = await store.requeueRun(r.id, T0 + 30_000);
+        assert.deepEqual(pick(requeued, ['state', 'retries', 'retryingSince', 'nextAttemptAt']), { state: 'queued', retries: 0, retryingSince: null, nextAttemptAt: null }, 'a manual retry starts a fresh window');
+      });
+
       it('a leased run is handed out again only after its lease expired: same id, attempt 2', async () => {
         const r = run();
         await queue(r);

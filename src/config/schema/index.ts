@@ -83,6 +83,17 @@ export const configSchema = z.strictObject({
           thinking: nonBlank.optional(),
           /** Agent runs executing at once. */
           maxConcurrent: positiveInt.default(4),
+          /**
+           * A run whose model call fails transiently (unreachable, reset, timed out, 429, 5xx) is queued again with
+           * backoff, for at most `maxSeconds` from its first such failure (0: fail at once, as before).
+           */
+          retry: z
+            .strictObject({
+              maxSeconds: z.number().min(0).default(1800),
+              initialBackoffMs: positiveInt.default(5000),
+              maxBackoffMs: positiveInt.default(300_000),
+            })
+            .prefault({}),
         })
         .prefault({}),
       list: z.array(agentSchema).min(1, 'at least one agent').default([{ id: 'main', default: true }]),
