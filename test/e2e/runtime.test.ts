@@ -251,6 +251,8 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       agents: {
         defaults: {
           maxConcurrent: 2,
+          // Transient model failures are retried (issue 11); a short window keeps these tests quick.
+          retry: { maxSeconds: 1, initialBackoffMs: 200, maxBackoffMs: 400 },
           models: {
             'local/gpt-main': {},
             'local/gpt-fast': { alias: 'fast' },
@@ -474,15 +476,16 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       }
     });
 
-    it('a provider 500 fails the run with a clear error after its retries', async () => {
+    it('a provider 500 fails the run with a clear error after its retries and the run retries window', async () => {
       bad.setMode('server-error');
       try {
         const n0 = bad.calls.length;
         const runId = await postAgent(hg, { message: uniq('boom'), name: 'Boom', model: 'bad/m', deliver: false, wakeMode: 'next-heartbeat' });
         const r = await waitForRun(store, runId, 15_000);
         assert.equal(r.state, 'failed');
-        assert.match(r.error ?? '', /^provider_http: .*HTTP 500/);
-        assert.equal(bad.calls.slice(n0).filter((c) => c.status === 500).length, 3, 'maxAttempts 3 = three requests');
+        assert.match(r.error ?? '', /^provider_http: .*HTTP 500.* \(gave up after \d+ retries over \d+ s\)$/);
+        assert.ok(r.retries >= 1, `queued again at least once (retries: ${r.retries})`);
+        assert.equal(bad.calls.slice(n0).filter((c) => c.status === 500).length, 3 * (r.retries + 1), 'maxAttempts 3 = three requests per try');
         assert.match(summaryOf(runId) ?? '', /^Hook Boom \(error\): provider_http: .*HTTP 500/);
       } finally {
         bad.setMode('ok');
@@ -493,7 +496,7 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const runId = await postAgent(hg, { message: uniq('nobody home'), name: 'Down', model: 'down/m', deliver: false, wakeMode: 'next-heartbeat' });
       const r = await waitForRun(store, runId, 15_000);
       assert.equal(r.state, 'failed');
-      assert.match(r.error ?? '', /^provider_unreachable: .*ECONNREFUSED/);
+      assert.match(r.error ?? '', /^provider_unreachable: .*ECONNREFUSED.*gave up after/);
       assert.match(summaryOf(runId) ?? '', /^Hook Down \(error\): provider_unreachable: /);
     });
 

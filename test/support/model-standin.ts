@@ -111,8 +111,11 @@ export function standinKit<Mode extends string, Body extends MessagesBody>(): St
 }
 
 /** Listens on 127.0.0.1 at a free port; close() drops open connections (hanging requests too) and stops the server. */
-export async function listenLocal(server: Server): Promise<{ port: number; close(): Promise<void> }> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+export async function listenLocal(server: Server, atPort = 0): Promise<{ port: number; close(): Promise<void> }> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(atPort, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     port,

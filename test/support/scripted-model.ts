@@ -68,7 +68,8 @@ export function gate(): { wait: Promise<void>; open: () => void } {
   return { wait, open };
 }
 
-export async function startScriptedModel(handler: ScriptedHandler = (c) => `model: ${c.lastUser}`): Promise<ScriptedModel> {
+/** `port`: listen on this port (a model that comes back where it was unreachable); default any free port. */
+export async function startScriptedModel(handler: ScriptedHandler = (c) => `model: ${c.lastUser}`, opts: { port?: number } = {}): Promise<ScriptedModel> {
   const calls: ScriptedCall[] = [];
   let current = handler;
   let inFlight = 0;
@@ -141,7 +142,7 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
     return json(answer.status, answer.body ?? '', answer.headers);
   };
 
-  const { port, close } = await listenLocal(server);
+  const { port, close } = await listenLocal(server, opts.port);
   return {
     url: `http://127.0.0.1:${port}/v1`,
     calls,
