@@ -1,0 +1,203 @@
+/** The commands that read (and repair) the store: runs, sessions, deliveries, received. They never load the server. */
+import { type Command, Option } from 'commander';
+import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
+import { DELIVERY_STATES, RUN_STATES } from '../enums.js';
+import { CliError } from '../errors.js';
+import type { DeliveryState, RunState } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
+import { fullConfig, withStore } from './context.js';
+import { printJson, table, time } from './format.js';
+import { configOption, jsonOption, limitOption } from './options.js';
+
+interface StoreOpts {
+  config?: string;
+  json?: boolean;
+}
+
+export function addStoreCommands(program: Command): void {
+  addRuns(program);
+  addSessions(program);
+  addDeliveries(program);
+  program
+    .command('received')
+    .description('the record of received hook requests (metadata only: never a payload or a token), newest first')
+    .option('--rejected', 'only requests answered with an error (status 400 or more)')
+    .addOption(limitOption())
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (o: StoreOpts & { rejected?: boolean; limit: number }) => {
+      await withStore(o.config, async (store) => {
+        const list = await store.listReceived(o.limit, { rejected: o.rejected ?? false });
+        if (o.json) return printJson(list);
+        const rows = list.map((r) => ({
+          ...r,
+          at: time(r.at),
+          code: r.code ?? '',
+          mapping: r.mappingId,
+          ids: [...r.eventIds, ...r.runIds].join(' ') || null,
+          ms: r.durationMs.toFixed(1),
+        }));
+        process.stdout.write(`${table(rows, ['at', 'path', 'clientIp', 'status', 'code', 'mapping', 'ids', 'ms'])}\n`);
+      });
+    });
+}
+
+function addRuns(program: Command): void {
+  const runs = program.command('runs').description('agent runs in the store');
+  runs
+    .command('list')
+    .description('list runs, newest first')
+    .addOption(new Option('--state <state>', 'only runs in this state').choices(RUN_STATES))
+    .option('--session <key>', 'only runs of this session key')
+    .addOption(limitOption())
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (o: StoreOpts & { state?: RunState; session?: string; limit: number }) => {
+      await withStore(o.config, async (store) => {
+        const list = await store.listRuns({ state: o.state, sessionKey: o.session, limit: o.limit });
+        if (o.json) return printJson(list);
+        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default' }));
+        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts'])}\n`);
+      });
+    });
+  runs
+    .command('show')
+    .description('one run: state, attempts, error, reply and where it went')
+    .argument('<id>', 'the run id')
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (id: string, o: StoreOpts) => {
+      await withStore(o.config, async (store) => {
+        const run = await store.getRun(id);
+        if (!run) throw new CliError('cli_not_found', `no run ${id}`);
+        if (o.json) return printJson(run);
+        const lines = [
+          `run ${run.id}`,
+          `  state:      ${run.state} (attempts ${run.attempts})`,
+          `  created:    ${time(run.createdAt)}   started: ${time(run.startedAt)}   finished: ${time(run.finishedAt)}`,
+          `  hook:       ${run.name} via ${run.hookPath}${run.mappingId ? ` (mapping ${run.mappingId})` : ''}`,
+          `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
+          `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,
+          `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
+          `  message:    ${logSafe(run.message, 200)}`,
+        ];
+        if (run.error) lines.push(`  error:      ${run.error}`);
+        if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
+        if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
+        for (const d of await store.listDeliveries({ runId: run.id })) {
+          lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
+        }
+        process.stdout.write(`${lines.join('\n')}\n`);
+      });
+    });
+  runs
+    .command('retry')
+    .description('put a finished run back in the queue (same run id)')
+    .argument('<id>', 'the run id')
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (id: string, o: StoreOpts) => {
+      await withStore(o.config, async (store) => {
+        const run = await store.requeueRun(id, Date.now());
+        if (!run) throw new CliError('cli_not_found', `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`);
+        if (o.json) return printJson(run);
+        process.stdout.write(`run ${id} queued again\n`);
+      });
+    });
+}
+
+function addSessions(program: Command): void {
+  const sessions = program.command('sessions').description('sessions and their pending system events');
+  sessions
+    .command('list')
+    .description('list sessions, most recent activity first')
+    .addOption(limitOption('most recent first'))
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (o: StoreOpts & { limit: number }) => {
+      await withStore(o.config, async (store) => {
+        const list = await store.listSessions(o.limit);
+        if (o.json) return printJson(list);
+        const rows = list.map((s) => ({ ...s, last: time(s.lastActivityAt), route: s.lastChannel ? `${s.lastChannel}:${s.lastTo ?? ''}` : null }));
+        process.stdout.write(`${table(rows, ['key', 'agentId', 'pendingEvents', 'runs', 'last', 'route'])}\n`);
+      });
+    });
+  sessions
+    .command('show')
+    .description('one session: last route, transcript, pending system events, recent runs')
+    .argument('<key>', 'the session key (the main session is "main")')
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (key: string, o: StoreOpts) => {
+      await withStore(o.config, async (store) => {
+        const s = await store.getSession(key);
+        if (!s) throw new CliError('cli_not_found', `no session ${key}`);
+        if (o.json) return printJson(s);
+        const out = [
+          `session ${s.key} (agent ${s.agentId})`,
+          `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
+          `  transcript (last ${s.transcript.length} messages):`,
+          ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
+          `  pending system events (${s.pending.length}):`,
+          ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${logSafe(e.text, 160)}  (${e.id})`),
+          `  recent runs (${s.recentRuns.length}):`,
+          ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
+        ];
+        process.stdout.write(`${out.join('\n')}\n`);
+      });
+    });
+  sessions
+    .command('route')
+    .description("set a session's last route by hand: where `channel: last` replies and heartbeat replies go")
+    .argument('<key>', 'the session (usually main)')
+    .requiredOption('--channel <channel>', 'a configured channel (telegram, slack, log, ...)')
+    .requiredOption('--to <to>', 'the recipient on that channel (chat id, channel id, number, ...)')
+    .addOption(configOption())
+    .action(async (key: string, o: { channel: string; to: string; config?: string }) => {
+      // The channel is checked against the whole config, so this one command needs the channels' section valid too.
+      const { config } = fullConfig(o.config);
+      const channel = normalizeChannelName(o.channel);
+      const known = configuredChannelIds(config);
+      if (!known.includes(channel) && config.channels.plugins.length === 0) {
+        throw new CliError('cli_usage', `channel "${o.channel}" is not configured (configured: ${known.join(', ')})`);
+      }
+      await withStore(o.config, async (store) => {
+        await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now());
+        process.stdout.write(`session ${key}: last route ${channel} → ${o.to}\n`);
+      });
+    });
+}
+
+function addDeliveries(program: Command): void {
+  const deliveries = program.command('deliveries').description('the outbox: replies on their way to channels');
+  deliveries
+    .command('list')
+    .description('list deliveries, newest first')
+    .option('--failed', 'only dead-lettered deliveries (same as --state dead)')
+    .addOption(new Option('--state <state>', 'only deliveries in this state').choices(DELIVERY_STATES))
+    .addOption(limitOption())
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (o: StoreOpts & { failed?: boolean; state?: DeliveryState; limit: number }) => {
+      await withStore(o.config, async (store) => {
+        const list = await store.listDeliveries({ state: o.failed ? 'dead' : o.state, limit: o.limit });
+        if (o.json) return printJson(list);
+        const rows = list.map((d) => ({ ...d, created: time(d.createdAt), route: `${d.channel}${d.to ? `:${d.to}` : ''}`, run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null) }));
+        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'route', 'run', 'attempts', 'lastError'])}\n`);
+      });
+    });
+  deliveries
+    .command('retry')
+    .description('send a dead-lettered delivery again (attempts start over); the running service picks it up')
+    .argument('<id>', 'the delivery id')
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action(async (id: string, o: StoreOpts) => {
+      await withStore(o.config, async (store) => {
+        const d = await store.retryDelivery(id, Date.now());
+        if (!d) throw new CliError('cli_not_found', `no dead or pending delivery ${id}`);
+        if (o.json) return printJson(d);
+        process.stdout.write(`delivery ${id} queued again\n`);
+      });
+    });
+}
