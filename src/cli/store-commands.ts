@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
 import { DELIVERY_STATES, RUN_STATES } from '../enums.js';
 import { CliError } from '../errors.js';
-import type { DeliveryState, RunState } from '../store/types.js';
+import type { DeliveryState, OperatorStore, RunState } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { fullConfig, withStore } from './context.js';
 import { printJson, table, time } from './format.js';
@@ -60,50 +60,40 @@ function addRuns(program: Command): void {
         process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts'])}\n`);
       });
     });
-  runs
-    .command('show')
-    .description('one run: state, attempts, error, reply and where it went')
-    .argument('<id>', 'the run id')
-    .addOption(jsonOption())
-    .addOption(configOption())
-    .action(async (id: string, o: StoreOpts) => {
-      await withStore(o.config, async (store) => {
-        const run = await store.getRun(id);
-        if (!run) throw new CliError('cli_not_found', `no run ${id}`);
-        if (o.json) return printJson(run);
-        const lines = [
-          `run ${run.id}`,
-          `  state:      ${run.state} (attempts ${run.attempts})`,
-          `  created:    ${time(run.createdAt)}   started: ${time(run.startedAt)}   finished: ${time(run.finishedAt)}`,
-          `  hook:       ${run.name} via ${run.hookPath}${run.mappingId ? ` (mapping ${run.mappingId})` : ''}`,
-          `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
-          `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,
-          `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
-          `  message:    ${logSafe(run.message, 200)}`,
-        ];
-        if (run.error) lines.push(`  error:      ${run.error}`);
-        if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
-        if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
-        for (const d of await store.listDeliveries({ runId: run.id })) {
-          lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
-        }
-        process.stdout.write(`${lines.join('\n')}\n`);
-      });
-    });
-  runs
-    .command('retry')
-    .description('put a finished run back in the queue (same run id)')
-    .argument('<id>', 'the run id')
-    .addOption(jsonOption())
-    .addOption(configOption())
-    .action(async (id: string, o: StoreOpts) => {
-      await withStore(o.config, async (store) => {
-        const run = await store.requeueRun(id, Date.now());
-        if (!run) throw new CliError('cli_not_found', `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`);
-        if (o.json) return printJson(run);
-        process.stdout.write(`run ${id} queued again\n`);
-      });
-    });
+  recordCommand(runs, {
+    name: 'show',
+    description: 'one run: state, attempts, error, reply and where it went',
+    arg: ['<id>', 'the run id'],
+    get: (store, id) => store.getRun(id),
+    missing: (id) => `no run ${id}`,
+    text: async (run, store) => {
+      const lines = [
+        `run ${run.id}`,
+        `  state:      ${run.state} (attempts ${run.attempts})`,
+        `  created:    ${time(run.createdAt)}   started: ${time(run.startedAt)}   finished: ${time(run.finishedAt)}`,
+        `  hook:       ${run.name} via ${run.hookPath}${run.mappingId ? ` (mapping ${run.mappingId})` : ''}`,
+        `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
+        `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,
+        `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
+        `  message:    ${logSafe(run.message, 200)}`,
+      ];
+      if (run.error) lines.push(`  error:      ${run.error}`);
+      if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
+      if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
+      for (const d of await store.listDeliveries({ runId: run.id })) {
+        lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
+      }
+      return lines;
+    },
+  });
+  recordCommand(runs, {
+    name: 'retry',
+    description: 'put a finished run back in the queue (same run id)',
+    arg: ['<id>', 'the run id'],
+    get: (store, id) => store.requeueRun(id, Date.now()),
+    missing: (id) => `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`,
+    text: (run) => [`run ${run.id} queued again`],
+  });
 }
 
 function addSessions(program: Command): void {
@@ -122,30 +112,23 @@ function addSessions(program: Command): void {
         process.stdout.write(`${table(rows, ['key', 'agentId', 'pendingEvents', 'runs', 'last', 'route'])}\n`);
       });
     });
-  sessions
-    .command('show')
-    .description('one session: last route, transcript, pending system events, recent runs')
-    .argument('<key>', 'the session key (the main session is "main")')
-    .addOption(jsonOption())
-    .addOption(configOption())
-    .action(async (key: string, o: StoreOpts) => {
-      await withStore(o.config, async (store) => {
-        const s = await store.getSession(key);
-        if (!s) throw new CliError('cli_not_found', `no session ${key}`);
-        if (o.json) return printJson(s);
-        const out = [
-          `session ${s.key} (agent ${s.agentId})`,
-          `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
-          `  transcript (last ${s.transcript.length} messages):`,
-          ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
-          `  pending system events (${s.pending.length}):`,
-          ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${logSafe(e.text, 160)}  (${e.id})`),
-          `  recent runs (${s.recentRuns.length}):`,
-          ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
-        ];
-        process.stdout.write(`${out.join('\n')}\n`);
-      });
-    });
+  recordCommand(sessions, {
+    name: 'show',
+    description: 'one session: last route, transcript, pending system events, recent runs',
+    arg: ['<key>', 'the session key (the main session is "main")'],
+    get: (store, key) => store.getSession(key),
+    missing: (key) => `no session ${key}`,
+    text: (s) => [
+      `session ${s.key} (agent ${s.agentId})`,
+      `  last route: ${s.lastChannel ? `${s.lastChannel} → ${s.lastTo ?? ''}` : 'none'}`,
+      `  transcript (last ${s.transcript.length} messages):`,
+      ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
+      `  pending system events (${s.pending.length}):`,
+      ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${logSafe(e.text, 160)}  (${e.id})`),
+      `  recent runs (${s.recentRuns.length}):`,
+      ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
+    ],
+  });
   sessions
     .command('route')
     .description("set a session's last route by hand: where `channel: last` replies and heartbeat replies go")
@@ -186,18 +169,40 @@ function addDeliveries(program: Command): void {
         process.stdout.write(`${table(rows, ['id', 'state', 'created', 'route', 'run', 'attempts', 'lastError'])}\n`);
       });
     });
-  deliveries
-    .command('retry')
-    .description('send a dead-lettered delivery again (attempts start over); the running service picks it up')
-    .argument('<id>', 'the delivery id')
+  recordCommand(deliveries, {
+    name: 'retry',
+    description: 'send a dead-lettered delivery again (attempts start over); the running service picks it up',
+    arg: ['<id>', 'the delivery id'],
+    get: (store, id) => store.retryDelivery(id, Date.now()),
+    missing: (id) => `no dead or pending delivery ${id}`,
+    text: (d) => [`delivery ${d.id} queued again`],
+  });
+}
+
+/** A command on one record by id or key: exit 1 when there is none; --json prints the record, else its text. */
+function recordCommand<T>(
+  parent: Command,
+  spec: {
+    name: string;
+    description: string;
+    arg: [string, string];
+    get: (store: OperatorStore, id: string) => Promise<T | undefined>;
+    missing: (id: string) => string;
+    text: (record: T, store: OperatorStore) => string[] | Promise<string[]>;
+  },
+): void {
+  parent
+    .command(spec.name)
+    .description(spec.description)
+    .argument(...spec.arg)
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (id: string, o: StoreOpts) => {
       await withStore(o.config, async (store) => {
-        const d = await store.retryDelivery(id, Date.now());
-        if (!d) throw new CliError('cli_not_found', `no dead or pending delivery ${id}`);
-        if (o.json) return printJson(d);
-        process.stdout.write(`delivery ${id} queued again\n`);
+        const record = await spec.get(store, id);
+        if (record === undefined) throw new CliError('cli_not_found', spec.missing(id));
+        if (o.json) return printJson(record);
+        process.stdout.write(`${(await spec.text(record, store)).join('\n')}\n`);
       });
     });
 }
