@@ -42,10 +42,26 @@ export type ChannelErrorCode =
 /** A transform module could not be imported, or does not export a usable function. */
 export type TransformErrorCode = 'transform_invalid' | 'transform_load_failed' | 'transform_loader_disposed';
 
+/** The CLI could not do what was asked (src/cli): each is exit code 1 with a message naming what it looked for. */
+export type CliErrorCode =
+  | 'cli_usage' // a bad argument or option value
+  | 'cli_config_missing' // a config file that was named (--config, $HOOKGATE_CONFIG) does not exist
+  | 'cli_store_missing' // no store to read: the commands that read it never create one
+  | 'cli_token_missing' // send found no hook token: it never invents one
+  | 'cli_not_found' // the id or key asked for is not in the store or the config
+  | 'cli_unreachable'; // send could not reach the service
+
 /**
  * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
  */
-export type ErrorCode = HttpErrorCode | ProviderErrorCode | ChannelErrorCode | TransformErrorCode | 'config_invalid' | 'store_unavailable';
+export type ErrorCode =
+  | HttpErrorCode
+  | ProviderErrorCode
+  | ChannelErrorCode
+  | TransformErrorCode
+  | CliErrorCode
+  | 'config_invalid'
+  | 'store_unavailable';
 
 export class HookgateError extends Error {
   readonly code: ErrorCode;
@@ -100,6 +116,14 @@ export function formatIssues(issues: ConfigIssue[], file?: string): string {
 export class StoreError extends HookgateError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('store_unavailable', message, options);
+  }
+}
+
+/** A CLI command failed for a reason the user can fix; main prints `hookgate: <message>` and exits 1. */
+export class CliError extends HookgateError {
+  declare readonly code: CliErrorCode;
+  constructor(code: CliErrorCode, message: string) {
+    super(code, message);
   }
 }
 

@@ -1,37 +1,110 @@
-import { readFileSync } from 'node:fs';
-import { embeddedTokenFile } from '../config/defaults.js';
-import { type Config, configPath, findConfigFile } from '../config/load.js';
-import { loadServeConfig } from '../config/serve-config.js';
+/**
+ * What a CLI command acts on: the config and store found the way `serve` finds them. Nothing here creates a store,
+ * a directory or a token; when there is nothing to act on, the error names what was looked for.
+ */
+import { existsSync } from 'node:fs';
+import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
+import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
+import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
 import type { OperatorStore } from '../store/types.js';
 
-/** The config a CLI command acts on: `--config`, `HOOKGATE_CONFIG`, `./hookgate.json5`, else the embedded default. */
-export function cliConfig(flag: string | undefined): Config {
-  const file = findConfigFile(flag);
-  return loadServeConfig(file, process.cwd(), process.env).config;
+/** Set once from the global `--verbose` before a command runs. */
+export const cliFlags = { verbose: false };
+
+/** A line for people about what the command uses: with --verbose, or when stderr is a terminal (never in a pipe). */
+export function announce(line: string): void {
+  if (cliFlags.verbose || process.stderr.isTTY) process.stderr.write(`hookgate: ${line}\n`);
 }
 
-export async function withStore<T>(flag: string | undefined, fn: (store: OperatorStore, config: Config) => Promise<T>): Promise<T> {
-  const config = cliConfig(flag);
-  const store = await openStore(config.storage, (p) => configPath(config, p), { writer: 'inline', checkpoints: 'auto' });
+/** Only with --verbose (details a script may want on stderr, like the HTTP status). */
+export function verbose(line: string): void {
+  if (cliFlags.verbose) process.stderr.write(`hookgate: ${line}\n`);
+}
+
+function locate(flag: string | undefined): ConfigLocation {
+  const loc = locateConfigFile(flag);
+  if (loc.file && !existsSync(loc.file)) throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
+  return loc;
+}
+
+const configLabel = (loc: ConfigLocation) => (loc.file ? `config ${loc.file} (from ${loc.from})` : 'no config file: the embedded default');
+
+/** The whole config, for commands that need more than the store (send, sessions route). Creates no token. */
+export function fullConfig(flag: string | undefined): { config: Config; location: ConfigLocation } {
+  const location = locate(flag);
+  if (location.file) return { config: loadConfigFile(location.file), location };
+  const token = existingEmbeddedToken(process.cwd(), process.env)?.token;
+  return { config: validateConfig(embeddedConfig(token), undefined, process.cwd()), location };
+}
+
+/**
+ * Open the store named by the config's storage section (the only part loaded, so the service's other secrets need
+ * not be set), after checking that it exists: a command run from the wrong directory must not start an empty one.
+ */
+export async function withStore<T>(flag: string | undefined, fn: (store: OperatorStore) => Promise<T>): Promise<T> {
+  const location = locate(flag);
+  const target = loadStorageConfig(location.file);
+  const storage = target.storage;
+  if (storage.driver === 'sqlite' && storage.path !== ':memory:') {
+    const path = configPath(target, storage.path);
+    if (!existsSync(path)) throw storeMissing(location, path);
+    announce(`${configLabel(location)}; store ${path}`);
+  } else {
+    announce(`${configLabel(location)}; store ${storage.driver}`);
+  }
+  const store = await openStore(storage, (p) => configPath(target, p), { writer: 'inline', checkpoints: 'auto' });
   try {
-    return await fn(store, config);
+    return await fn(store);
   } finally {
     await store.close();
   }
 }
 
-/** Base URL and token of the running service, from the config. */
-export function serviceEndpoint(config: Config): { url: string; token: string | undefined } {
+function storeMissing(loc: ConfigLocation, path: string): CliError {
+  if (loc.file) {
+    return new CliError(
+      'cli_store_missing',
+      `no store at ${path} (storage.path of ${loc.file}, from ${loc.from}); \`hookgate serve --config ${loc.file}\` creates it when it starts`,
+    );
+  }
+  return new CliError(
+    'cli_store_missing',
+    [
+      'nothing to read: no config file and no store of the embedded default. Looked for:',
+      ...[...loc.looked, `${path} (no such file)`].map((l) => `  ${l}`),
+      'Run this where `hookgate serve` runs, or pass --config FILE (or set HOOKGATE_CONFIG).',
+    ].join('\n'),
+  );
+}
+
+/** Base URL and hook token of the running service, as the service itself reads them. Never creates a token. */
+export function serviceEndpoint(flag: string | undefined): { config: Config; url: string; token: string } {
+  const { config, location } = fullConfig(flag);
   const bind = config.gateway.bind;
   const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
-  let token = config.hooks.token;
-  if (!token && !config.file) {
-    try {
-      token = readFileSync(embeddedTokenFile(process.cwd()), 'utf8').trim();
-    } catch {
-      /* no token yet: the request will be answered 401 */
+  const url = `http://${host}:${config.gateway.port}${config.hooks.path}`;
+  let token: string | undefined;
+  let from: string;
+  if (location.file) {
+    token = config.hooks.token;
+    from = `hooks.token of ${location.file}`;
+    if (!token) throw new CliError('cli_token_missing', `no hook token: hooks.token is not set in ${location.file} (from ${location.from}); send never makes one up`);
+  } else {
+    const found = existingEmbeddedToken(process.cwd(), process.env);
+    if (!found) {
+      throw new CliError(
+        'cli_token_missing',
+        [
+          'no hook token: no config file, $HOOKGATE_TOKEN is not set and the embedded default has no token yet. Looked for:',
+          ...[...location.looked, '$HOOKGATE_TOKEN (not set)', `${embeddedTokenFile(process.cwd())} (no such file)`].map((l) => `  ${l}`),
+          'Run this where `hookgate serve` runs, or pass --config FILE; send never makes a token up.',
+        ].join('\n'),
+      );
     }
+    token = found.token;
+    from = found.from;
   }
-  return { url: `http://${host}:${config.gateway.port}${config.hooks.path}`, token };
+  announce(`${configLabel(location)}; token from ${from}`);
+  return { config, url, token };
 }

@@ -14,38 +14,48 @@ export interface EmbeddedDefault {
   token: string;
 }
 
-/**
- * The config used when there is no config file: SQLite at ./data/hookgate.db, hooks on, the token from
- * HOOKGATE_TOKEN or ./data/hook-token (created once, mode 0600), the echo model, the log channel.
- */
-export function embeddedDefault(cwd: string, env: NodeJS.ProcessEnv): EmbeddedDefault {
-  const dataDir = join(cwd, 'data');
-  let token = env.HOOKGATE_TOKEN?.trim();
-  let generatedTokenFile: string | undefined;
-  if (!token) {
-    const file = join(dataDir, 'hook-token');
-    if (existsSync(file)) token = readFileSync(file, 'utf8').trim();
-    if (!token) {
-      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-      token = newToken();
-      writeFileSync(file, `${token}\n`, { mode: 0o600 });
-      chmodSync(file, 0o600);
-      generatedTokenFile = file;
-    }
-  }
+/** The embedded default's store, relative to the directory it runs in. */
+export const EMBEDDED_STORAGE = { driver: 'sqlite', path: './data/hookgate.db' } as const;
+
+/** The embedded default config; without a token (the CLI reading an unstarted default) hooks are off. */
+export function embeddedConfig(token: string | undefined): Record<string, unknown> {
   return {
-    token,
-    generatedTokenFile,
-    config: {
-      storage: { driver: 'sqlite', path: './data/hookgate.db' },
-      hooks: { enabled: true, token },
-      agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
-      channels: { default: { channel: 'log' }, log: {} },
-    },
+    storage: { ...EMBEDDED_STORAGE },
+    hooks: token ? { enabled: true, token } : { enabled: false },
+    agents: { defaults: { model: 'echo/echo' }, list: [{ id: 'main', default: true }] },
+    channels: { default: { channel: 'log' }, log: {} },
   };
 }
 
-/** Where the CLI finds the token of the embedded default without starting anything. */
+/** The embedded default's token if there is one already: HOOKGATE_TOKEN, else ./data/hook-token. Creates nothing. */
+export function existingEmbeddedToken(cwd: string, env: NodeJS.ProcessEnv): { token: string; from: string } | undefined {
+  const fromEnv = env.HOOKGATE_TOKEN?.trim();
+  if (fromEnv) return { token: fromEnv, from: '$HOOKGATE_TOKEN' };
+  const file = embeddedTokenFile(cwd);
+  const fromFile = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+  return fromFile ? { token: fromFile, from: file } : undefined;
+}
+
+/**
+ * The config used when there is no config file: SQLite at ./data/hookgate.db, hooks on, the token from
+ * HOOKGATE_TOKEN or ./data/hook-token (created once, mode 0600), the echo model, the log channel. Only `serve`
+ * calls this: it is the one place a token is created.
+ */
+export function embeddedDefault(cwd: string, env: NodeJS.ProcessEnv): EmbeddedDefault {
+  let token = existingEmbeddedToken(cwd, env)?.token;
+  let generatedTokenFile: string | undefined;
+  if (!token) {
+    const file = embeddedTokenFile(cwd);
+    mkdirSync(join(cwd, 'data'), { recursive: true, mode: 0o700 });
+    token = newToken();
+    writeFileSync(file, `${token}\n`, { mode: 0o600 });
+    chmodSync(file, 0o600);
+    generatedTokenFile = file;
+  }
+  return { token, generatedTokenFile, config: embeddedConfig(token) };
+}
+
+/** Where the embedded default keeps its generated token. */
 export function embeddedTokenFile(cwd: string): string {
   return join(cwd, 'data', 'hook-token');
 }

@@ -8,9 +8,10 @@ import { keyPath } from '../errors.js';
  * any value written as `{ "env": "NAME" }` or `{ "file": "path" }` (exactly that one key) becomes the
  * variable's value or the file's content (trimmed; relative to the config file's directory).
  * `$${VAR}` stays a literal `${VAR}`. Unset variables are problems reported by key path, never empty strings.
+ * `at` is where `value` sits in the file, when it is one section of it (issues are reported by their full path).
  */
-export function interpolate(value: unknown, env: NodeJS.ProcessEnv, configDir: string, issues: ConfigIssue[]): unknown {
-  return walk(value, [], env, configDir, issues);
+export function interpolate(value: unknown, env: NodeJS.ProcessEnv, configDir: string, issues: ConfigIssue[], at: PropertyKey[] = []): unknown {
+  return walk(value, at, env, configDir, issues);
 }
 
 function walk(value: unknown, path: PropertyKey[], env: NodeJS.ProcessEnv, dir: string, issues: ConfigIssue[]): unknown {

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import JSON5 from 'json5';
 import type { z } from 'zod';
 import { ConfigError, type ConfigIssue, keyPath } from '../errors.js';
+import { EMBEDDED_STORAGE } from './defaults.js';
 import { interpolate } from './interpolate.js';
 import { configSchema, type RawConfig } from './schema/index.js';
 import { checkTransformPaths } from './transform-paths.js';
@@ -25,6 +26,11 @@ export interface LoadOptions {
 
 /** Parse and validate config text. Throws ConfigError listing every problem by key path. */
 export function parseConfig(text: string, file: string | undefined, dir: string, opts: LoadOptions = {}): Config {
+  return validateConfig(parseObject(text, file), file, dir, opts);
+}
+
+/** The JSON5 text as an object, before interpolation and validation. */
+function parseObject(text: string, file: string | undefined): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = text.trim() === '' ? {} : JSON5.parse(text);
@@ -34,7 +40,7 @@ export function parseConfig(text: string, file: string | undefined, dir: string,
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new ConfigError([{ path: '', message: 'the config must be an object' }], file);
   }
-  return validateConfig(parsed, file, dir, opts);
+  return parsed as Record<string, unknown>;
 }
 
 /** Validate an already-parsed config object (the embedded default goes through here too). */
@@ -69,21 +75,64 @@ function withoutHoles(issues: ConfigIssue[], holes: ConfigIssue[]): ConfigIssue[
 
 export function loadConfigFile(file: string, opts: LoadOptions = {}): Config {
   const abs = resolve(file);
-  let text: string;
+  return parseConfig(readConfigText(abs), abs, dirname(abs), opts);
+}
+
+function readConfigText(abs: string): string {
   try {
-    text = readFileSync(abs, 'utf8');
+    return readFileSync(abs, 'utf8');
   } catch (err) {
     throw new ConfigError([{ path: '', message: `cannot read ${abs}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }], abs);
   }
-  return parseConfig(text, abs, dirname(abs), opts);
+}
+
+export type StorageConfig = RawConfig['storage'];
+
+/** Only the storage section of a config file, with its directory (relative store paths resolve against it). */
+export interface StorageOnly {
+  /** Undefined for the embedded default (its store is relative to the working directory). */
+  readonly file: string | undefined;
+  readonly dir: string;
+  readonly storage: StorageConfig;
+}
+
+/**
+ * The narrow load for commands that only read the store: the same JSON5 parse and `${ENV}` interpolation, applied
+ * to the storage section alone, so a shell without the service's secrets (a channel token, a signing secret) can
+ * still read it. Problems in that section are reported by key path (`storage.path: ...`); the rest is not checked.
+ */
+export function loadStorageConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): StorageOnly {
+  if (file === undefined) return { file, dir: cwd, storage: configSchema.shape.storage.parse({ ...EMBEDDED_STORAGE }) };
+  const abs = resolve(cwd, file);
+  const obj = parseObject(readConfigText(abs), abs);
+  const issues: ConfigIssue[] = [];
+  const storage = interpolate(obj.storage, env, dirname(abs), issues, ['storage']);
+  if (issues.length) throw new ConfigError(issues, abs);
+  const result = configSchema.shape.storage.safeParse(storage);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath(['storage', ...i.path]), message: describeIssue(i) })), abs);
+  return { file: abs, dir: dirname(abs), storage: result.data };
+}
+
+/** Where a config comes from: the first of `--config`, `HOOKGATE_CONFIG`, `./hookgate.json5` that applies. */
+export interface ConfigLocation {
+  /** Absolute path, or undefined for the embedded default. */
+  file: string | undefined;
+  from: '--config' | '$HOOKGATE_CONFIG' | './hookgate.json5' | 'embedded default';
+  /** What was looked for, in order, for a message when nothing is found. */
+  looked: string[];
+}
+
+export function locateConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigLocation {
+  if (flag) return { file: resolve(cwd, flag), from: '--config', looked: [] };
+  if (env.HOOKGATE_CONFIG) return { file: resolve(cwd, env.HOOKGATE_CONFIG), from: '$HOOKGATE_CONFIG', looked: [] };
+  const local = resolve(cwd, 'hookgate.json5');
+  const looked = ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${local} (no such file)`];
+  return existsSync(local) ? { file: local, from: './hookgate.json5', looked: [] } : { file: undefined, from: 'embedded default', looked };
 }
 
 /** `--config`, else `HOOKGATE_CONFIG`, else `./hookgate.json5` when it exists, else undefined (embedded default). */
 export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string | undefined {
-  if (flag) return resolve(cwd, flag);
-  if (env.HOOKGATE_CONFIG) return resolve(cwd, env.HOOKGATE_CONFIG);
-  const local = resolve(cwd, 'hookgate.json5');
-  return existsSync(local) ? local : undefined;
+  return locateConfigFile(flag, env, cwd).file;
 }
 
 /** Resolve a path from the config against the config's directory. */

@@ -26,6 +26,12 @@ export function prepareWriteStatements(db: Database.Database) {
          next_attempt_at = NULL, retries = 0, retrying_since = NULL
        WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`,
     ),
+    // `runs retry --failed`: every failed run finished since a time, queued again with a fresh retry window.
+    requeueFailed: db.prepare(
+      `UPDATE runs SET state = 'queued', updated_at = @now, finished_at = NULL, lease_owner = NULL, lease_until = NULL,
+         next_attempt_at = NULL, retries = 0, retrying_since = NULL
+       WHERE state = 'failed' AND finished_at >= @since RETURNING id`,
+    ),
     // A transient model failure: queued again for later, not counted as an interrupted start (see releaseRun).
     deferRun: db.prepare(
       `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0),

@@ -61,6 +61,10 @@ export const WRITE_OPS = {
     w.insertReceived(rec);
   },
 
+  requeueFailedRuns(w: SqliteWriter, since: number, now: number): string[] {
+    return (w.stmt.requeueFailed.all({ since, now }) as Array<{ id: string }>).map((r) => r.id);
+  },
+
   requeueRun(w: SqliteWriter, id: string, now: number): Run | undefined {
     const row = w.stmt.requeue.get(now, id) as Row | undefined;
     return row && rowToRun(row);

@@ -312,6 +312,8 @@ export interface ReadStore extends RunLookup {
 export interface OperatorStore extends ReadStore {
   /** Put a finished (failed / timed_out / succeeded) run back in the queue. */
   requeueRun(id: string, now: number): Promise<Run | undefined>;
+  /** Queue again every failed run that finished at or after `since` (oldest first); their ids. */
+  requeueFailedRuns(since: number, now: number): Promise<string[]>;
   /** A dead (or pending) delivery back to pending now, attempts reset. */
   retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
   /** `accountId` null or omitted: the channel's default account. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { configPath, findConfigFile, loadConfigFile, parseConfig, validateConfig } from '../../src/config/load.js';
+import { configPath, findConfigFile, loadConfigFile, loadStorageConfig, locateConfigFile, parseConfig, validateConfig } from '../../src/config/load.js';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/config/schema/index.js';
 import { ConfigError, formatIssues, keyPath } from '../../src/errors.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -558,4 +558,29 @@ describe('transform paths are config problems (CONTRACT §3)', () => {
       }
     },
   );
+});
+
+describe('loadStorageConfig and locateConfigFile (the CLI reading the store)', () => {
+  it('resolves only the storage section: unset variables elsewhere are not looked at; its own are, by key path', () => {
+    const dir = tempDir('hookgate-storage-');
+    const file = join(dir, 'hg.json5');
+    writeFileSync(file, '{ storage: { path: "${HG_STORE_DIR}/x.db" }, hooks: { token: "${NOT_SET_ANYWHERE}" }, channels: { bogus: 1 } }');
+    const s = loadStorageConfig(file, { HG_STORE_DIR: '/srv/hg' });
+    assert.deepEqual({ file: s.file, dir: s.dir, storage: s.storage }, { file, dir, storage: { driver: 'sqlite', path: '/srv/hg/x.db', synchronous: 'normal' } });
+    const err = configError(() => loadStorageConfig(file, {}));
+    assert.deepEqual(err.issues, [{ path: 'storage.path', message: 'environment variable HG_STORE_DIR is not set' }]);
+    const embedded = loadStorageConfig(undefined, {}, dir);
+    assert.deepEqual({ ...embedded }, { file: undefined, dir, storage: { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' } });
+  });
+
+  it('locateConfigFile says where the config came from and, for the embedded default, what it looked for', () => {
+    const dir = tempDir('hookgate-locate-');
+    assert.deepEqual(locateConfigFile('a.json5', {}, dir), { file: join(dir, 'a.json5'), from: '--config', looked: [] });
+    assert.equal(locateConfigFile(undefined, { HOOKGATE_CONFIG: 'b.json5' }, dir).from, '$HOOKGATE_CONFIG');
+    const none = locateConfigFile(undefined, {}, dir);
+    assert.equal(none.file, undefined);
+    assert.deepEqual(none.looked, ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${join(dir, 'hookgate.json5')} (no such file)`]);
+    writeFileSync(join(dir, 'hookgate.json5'), '{}');
+    assert.equal(locateConfigFile(undefined, {}, dir).from, './hookgate.json5');
+  });
 });

@@ -9,7 +9,7 @@ import type { SqliteStore } from '../../src/store/sqlite.js';
 import { closedPortUrl } from '../support/platforms/index.js';
 import { openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
 import { type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
-import type { Hookgate } from '../support/server.js';
+import { type Hookgate, runCli } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 describe('a model outage (real process)', { timeout: 90_000 }, () => {
@@ -68,5 +68,57 @@ describe('a model outage (real process)', { timeout: 90_000 }, () => {
       return got.length === 2 ? got.map((d) => d.body.text) : undefined;
     });
     assert.deepEqual(texts, ['done: first', 'done: second']);
+  });
+});
+
+describe('after an outage: runs retry --failed (real process and CLI)', { timeout: 90_000 }, () => {
+  let hg: Hookgate;
+  let store: SqliteStore;
+  let model: ScriptedModel | undefined;
+  let port: number;
+
+  before(async () => {
+    const url = await closedPortUrl();
+    port = Number(new URL(url).port);
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      models: { providers: { local: { api: 'openai-chat', baseUrl: `${url}/v1`, apiKey: 'test-key', maxAttempts: 1 } } },
+      // Retries off: the runs fail at once, as they would once the retry window has passed.
+      agents: { defaults: { retry: { maxSeconds: 0 } }, list: [{ id: 'main', default: true, model: 'local/main-model' }] },
+      channels: { default: { channel: 'log' } },
+    });
+    store = openServerStore(hg);
+  });
+  after(async () => {
+    store?.close();
+    await hg?.cleanup();
+    await model?.close();
+  });
+
+  const cli = (...args: string[]) => runCli([...args, '--config', hg.configFile], { cwd: hg.dir });
+
+  it('queues every failed run again in one command, and they succeed once the model is back', async () => {
+    const ids = [await postAgent(hg, { message: 'one', wakeMode: 'next-heartbeat' }), await postAgent(hg, { message: 'two', wakeMode: 'next-heartbeat' })];
+    for (const id of ids) assert.equal((await waitForRun(store, id)).state, 'failed');
+
+    const usage = await cli('runs', 'retry');
+    assert.equal(usage.code, 1);
+    assert.match(usage.stderr, /give a run id, or --failed/);
+    const badSince = await cli('runs', 'retry', '--failed', '--since', 'yesterday-ish');
+    assert.equal(badSince.code, 1);
+    assert.match(badSince.stderr, /--since: expected a duration/);
+
+    model = await startScriptedModel(() => 'recovered', { port });
+    const r = await cli('runs', 'retry', '--failed', '--since', '1h', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual((JSON.parse(r.stdout) as string[]).sort(), [...ids].sort());
+    for (const id of ids) {
+      const run = await waitForRun(store, id, 15_000);
+      assert.equal(run.state, 'succeeded');
+      assert.equal(run.reply, 'recovered');
+    }
+    const none = await cli('runs', 'retry', '--failed');
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /no failed runs in that time/);
   });
 });

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { signatureSchema, type SignatureConfig } from '../../src/config/schema/hooks.js';
-import { standardWebhooksKeys, verifySignature, type SignatureHeaders } from '../../src/hooks/mappings/signatures.js';
+import { signRequest, standardWebhooksKeys, verifySignature, type SignatureHeaders } from '../../src/hooks/mappings/signatures.js';
 
 /** Builds a config the way the config loader does (defaults, `secret` → `secrets`). */
 function cfg(input: Record<string, unknown>): SignatureConfig {
@@ -484,4 +484,28 @@ describe('verifySignature: properties', () => {
       { numRuns: 1500 },
     );
   });
+});
+
+describe('signRequest (hookgate send hook --sign)', () => {
+  const body = Buffer.from('{"id":"evt_1","event_id":"Ev1","action":"opened"}');
+  const now = 1_700_000_000_000;
+  const configs: Array<Record<string, unknown>> = [
+    { scheme: 'github', secret: 'gh-secret' },
+    { scheme: 'stripe', secrets: ['whsec_first', 'whsec_second'] },
+    { scheme: 'slack', secret: 'slack-secret' },
+    { scheme: 'standard-webhooks', secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}` },
+    { scheme: 'standard-webhooks', secret: 'plain-unprefixed-secret' },
+    { scheme: 'hmac-sha256', secret: 'generic' },
+    { scheme: 'hmac-sha256', secret: 'generic', header: 'X-Acme-Sig', prefix: 'sha256=', encoding: 'base64' },
+  ];
+  for (const raw of configs) {
+    it(`${JSON.stringify(raw)}: what it signs, verifySignature accepts; another body or secret it does not`, () => {
+      const cfg = signatureSchema.parse(raw);
+      const headers = signRequest(cfg, body, now);
+      assert.deepEqual(verifySignature(cfg, { rawBody: body, headers }, now).ok, true);
+      assert.equal(verifySignature(cfg, { rawBody: Buffer.from(`${body.toString()} `), headers }, now).ok, false);
+      const other = signatureSchema.parse({ ...raw, secret: undefined, secrets: ['some-other-secret'] });
+      assert.equal(verifySignature(other, { rawBody: body, headers }, now).ok, false);
+    });
+  }
 });

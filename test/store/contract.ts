@@ -718,6 +718,20 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(pick(requeued, ['state', 'retries', 'retryingSince', 'nextAttemptAt']), { state: 'queued', retries: 0, retryingSince: null, nextAttemptAt: null }, 'a manual retry starts a fresh window');
       });
 
+      it('requeueFailedRuns queues again the failed runs finished since a time, and nothing else', async () => {
+        const [old, recent, ok] = [run({ name: 'old' }), run({ name: 'recent' }), run({ name: 'ok' })];
+        await queue(old, recent, ok);
+        await store.claimRuns(A, T0, LEASE, 3);
+        await store.completeRun(completion(old.id, A, { state: 'failed', error: 'x', finishedAt: T0 + 100 }));
+        await store.completeRun(completion(recent.id, A, { state: 'failed', error: 'x', finishedAt: T0 + 5000 }));
+        await store.completeRun(completion(ok.id, A, { state: 'succeeded', finishedAt: T0 + 5000 }));
+        assert.deepEqual(await store.requeueFailedRuns(T0 + 1000, T0 + 9000), [recent.id]);
+        assert.equal((await store.getRun(recent.id))?.state, 'queued');
+        assert.equal((await store.getRun(old.id))?.state, 'failed');
+        assert.equal((await store.getRun(ok.id))?.state, 'succeeded');
+        assert.deepEqual(await store.requeueFailedRuns(0, T0 + 9000), [old.id]);
+      });
+
       it('a leased run is handed out again only after its lease expired: same id, attempt 2', async () => {
         const r = run();
         await queue(r);

@@ -149,10 +149,14 @@ export async function request(url: string, init: RequestInit): Promise<HttpResul
   return { status: res.status, headers: res.headers, body, text };
 }
 
-/** Run the CLI to completion. */
-export function runCli(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Run the CLI to completion; `input` is written to its stdin (which is closed either way). */
+export function runCli(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; input?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '', ...opts.env } });
+    p.stdin.end(opts.input ?? '');
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => (stdout += d));

@@ -12,7 +12,7 @@
  * - Timestamped schemes check the signature first and the freshness second, so a stale but authentic delivery logs
  *   "timestamp outside tolerance" while a forgery logs "signature mismatch".
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { SignatureConfig } from '../../config/schema/hooks.js';
 
 export type SignatureHeaders = Record<string, string | string[] | undefined>;
@@ -324,6 +324,39 @@ export function verifySignature(cfg: SignatureConfig, req: SignedRequest, nowMs:
     default: {
       const unknown: never = cfg.scheme;
       return fail(`unsupported scheme ${String(unknown)}`);
+    }
+  }
+}
+
+/**
+ * The headers a sender of `cfg.scheme` would add to `rawBody` at `nowMs`, signed with the first secret: what
+ * `hookgate send hook --sign` presents. It sits next to the verifiers so a change to a scheme changes both (and the
+ * tests verify every signed request with `verifySignature`).
+ */
+export function signRequest(cfg: SignatureConfig, rawBody: Buffer, nowMs: number): Record<string, string> {
+  const secret = cfg.secrets[0];
+  if (secret === undefined) throw new Error('no secret configured');
+  const t = String(Math.floor(nowMs / 1000));
+  switch (cfg.scheme) {
+    case 'github':
+      return { 'x-hub-signature-256': `sha256=${hmac(secret, rawBody).toString('hex')}`, 'x-github-delivery': randomUUID() };
+    case 'stripe':
+      return { 'stripe-signature': `t=${t},v1=${hmac(secret, `${t}.`, rawBody).toString('hex')}` };
+    case 'slack':
+      return { 'x-slack-request-timestamp': t, 'x-slack-signature': `v0=${hmac(secret, `v0:${t}:`, rawBody).toString('hex')}` };
+    case 'standard-webhooks': {
+      const key = standardWebhooksKeys(secret)[0];
+      if (key === undefined) throw new Error('invalid secret');
+      const id = `msg_${randomUUID()}`;
+      return { 'webhook-id': id, 'webhook-timestamp': t, 'webhook-signature': `v1,${hmac(key, `${id}.${t}.`, rawBody).toString('base64')}` };
+    }
+    case 'hmac-sha256': {
+      const digest = hmac(secret, rawBody).toString(cfg.encoding ?? 'hex');
+      return { [cfg.header ?? 'x-signature']: `${cfg.prefix ?? ''}${digest}` };
+    }
+    default: {
+      const unknown: never = cfg.scheme;
+      throw new Error(`unsupported scheme ${String(unknown)}`);
     }
   }
 }

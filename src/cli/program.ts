@@ -1,0 +1,24 @@
+/** The hookgate command tree, built without parsing: main.ts runs it, completion and the tests read it. */
+import { Command } from 'commander';
+import { cliFlags } from './context.js';
+import { addSendCommands } from './send.js';
+import { addSetupCommands } from './setup-commands.js';
+import { addStoreCommands } from './store-commands.js';
+
+export function buildProgram(): Command {
+  const program = new Command('hookgate')
+    .description('Self-hosted webhook ingress for AI agents')
+    .version('0.1.0', '-V, --version', 'print the version')
+    .helpOption('-h, --help', 'show help for the command')
+    .helpCommand('help [command]', 'show help for a command')
+    .option('--verbose', 'say on stderr which config, store and token a command uses (and the HTTP status of send)')
+    .showHelpAfterError()
+    .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 1));
+  program.hook('preAction', (_root, action) => {
+    cliFlags.verbose = action.optsWithGlobals<{ verbose?: boolean }>().verbose === true;
+  });
+  addSetupCommands(program);
+  addSendCommands(program);
+  addStoreCommands(program);
+  return program;
+}

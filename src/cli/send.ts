@@ -1,0 +1,179 @@
+/**
+ * `hookgate send`: a client of the running service. Stdout is the answer's body alone (one line of JSON, for jq);
+ * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Command, Option } from 'commander';
+import { type MappingConfig, normalizeMatchPath } from '../config/schema/hooks.js';
+import type { Config } from '../config/load.js';
+import { SESSION_MODES, WAKE_MODES } from '../enums.js';
+import { CliError } from '../errors.js';
+import { headersMatch } from '../hooks/mappings/compile.js';
+import { signRequest } from '../hooks/mappings/signatures.js';
+import { serviceEndpoint, verbose } from './context.js';
+import { configOption, parsePositiveNumber } from './options.js';
+
+interface SendOpts {
+  config?: string;
+  url?: string;
+  idempotencyKey?: string;
+}
+
+const urlOption = () => new Option('--url <url>', "the service's base URL (default: from gateway.bind and gateway.port)");
+const idempotencyOption = () => new Option('--idempotency-key <key>', 'sent as Idempotency-Key: a repeat is answered as a duplicate, not run again');
+
+export function addSendCommands(program: Command): void {
+  const send = program
+    .command('send')
+    .description('send a request to the running service (URL and token from the config); prints the answer, exit 0 on 2xx');
+  send
+    .command('wake')
+    .description('POST /wake: a system event for the main session')
+    .argument('<text>', 'the event text')
+    .addOption(new Option('--mode <mode>', 'when the main agent sees it').choices(WAKE_MODES).default('now'))
+    .addOption(idempotencyOption())
+    .addOption(configOption())
+    .addOption(urlOption())
+    .action(async (text: string, opts: SendOpts & { mode: string }) => {
+      await post(opts, 'wake', Buffer.from(JSON.stringify({ text, mode: opts.mode })));
+    });
+  send
+    .command('agent')
+    .description('POST /agent: an isolated agent run')
+    .argument('<message>', 'the prompt for the agent')
+    .option('--name <name>', 'hook name used in the summary')
+    .option('--agent-id <id>', 'which agent runs it (default: the default agent)')
+    .option('--session-key <key>', 'the session to run in (needs hooks.allowRequestSessionKey)')
+    .addOption(new Option('--session-mode <mode>', 'isolated (a new session per run) or persistent').choices(SESSION_MODES))
+    .addOption(new Option('--wake-mode <mode>', "when the main session hears of the run's summary").choices(WAKE_MODES))
+    .option('--no-deliver', 'do not deliver the reply to a channel')
+    .option('--channel <channel>', 'where the reply goes (default: last)')
+    .option('--to <to>', 'the recipient on that channel')
+    .option('--account-id <id>', "one of the channel's accounts (channels.<platform>.accounts; needs --channel)")
+    .option('--wait', 'hold the answer until the run ends (waitForCompletion): prints its completion, reply included')
+    .option('--model <model>', 'a model override: <provider>/<model> or an alias')
+    .option('--thinking <level>', 'thinking level passed to the provider')
+    .addOption(new Option('--timeout <seconds>', 'timeoutSeconds of the run').argParser(parsePositiveNumber))
+    .addOption(idempotencyOption())
+    .addOption(configOption())
+    .addOption(urlOption())
+    .action(async (message: string, o: SendOpts & Record<string, unknown>) => {
+      const body = {
+        message,
+        name: o.name,
+        agentId: o.agentId,
+        sessionKey: o.sessionKey,
+        sessionMode: o.sessionMode,
+        wakeMode: o.wakeMode,
+        deliver: o.deliver,
+        channel: o.channel,
+        to: o.to,
+        accountId: o.accountId,
+        model: o.model,
+        thinking: o.thinking,
+        timeoutSeconds: o.timeout,
+        ...(o.wait ? { waitForCompletion: true } : {}),
+      };
+      await post(o, 'agent', Buffer.from(JSON.stringify(body)));
+    });
+  send
+    .command('hook')
+    .description('POST a JSON body to a mapped hook ({hooks.path}/NAME)')
+    .argument('<name>', 'the mapped hook name (path under hooks.path)')
+    .requiredOption('--data <json>', 'the JSON body: inline, @FILE to read a file, or - to read stdin (sent byte for byte)')
+    .option('-H, --header <name:value>', 'an extra request header (repeatable), e.g. for match.headers', collect, [])
+    .option('--sign', "sign the body the way the matching mapping's signature expects, with its secret from the config")
+    .addOption(idempotencyOption())
+    .addOption(configOption())
+    .addOption(urlOption())
+    .action(async (name: string, o: SendOpts & { data: string; header: string[]; sign?: boolean }) => {
+      const raw = readData(o.data);
+      let payload: unknown;
+      try {
+        payload = JSON.parse(raw.toString('utf8'));
+      } catch (err) {
+        throw new CliError('cli_usage', `--data is not valid JSON: ${(err as Error).message}`);
+      }
+      const headers = Object.fromEntries(o.header.map(parseHeader));
+      await post(o, name, raw, headers, o.sign ? (config) => signatureHeaders(config, name, payload, headers, raw) : undefined);
+    });
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+function parseHeader(h: string): [string, string] {
+  const colon = h.indexOf(':');
+  if (colon <= 0) throw new CliError('cli_usage', `--header ${JSON.stringify(h)}: expected name:value`);
+  return [h.slice(0, colon).trim().toLowerCase(), h.slice(colon + 1).trim()];
+}
+
+/** `--data`: inline text, `@file`, or `-` for stdin. The bytes are sent as they are (a signature covers them). */
+function readData(spec: string): Buffer {
+  if (spec === '-') return readFileSync(0);
+  if (!spec.startsWith('@')) return Buffer.from(spec);
+  const file = resolve(spec.slice(1));
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new CliError('cli_usage', `--data ${spec}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+}
+
+/**
+ * The mapping the service would pick for this request (first match on path, `source` and `match.headers`, in
+ * config order) and the headers its signature scheme expects.
+ */
+function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Record<string, string> {
+  const subPath = normalizeMatchPath(name);
+  const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as { source: unknown }).source : undefined;
+  const matches = (m: MappingConfig) =>
+    (m.match?.path === undefined || m.match.path === subPath) &&
+    (m.match?.source === undefined || m.match.source === source) &&
+    (m.match?.headers === undefined || headersMatch(Object.entries(m.match.headers), headers));
+  const index = config.hooks.mappings.findIndex(matches);
+  const m = config.hooks.mappings[index];
+  if (!m) throw new CliError('cli_not_found', `--sign: no mapping in hooks.mappings matches "${subPath}" with this body and these headers`);
+  if (!m.signature) {
+    throw new CliError('cli_usage', `--sign: hooks.mappings[${index}] (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
+  }
+  verbose(`signing for hooks.mappings[${index}] (${m.signature.scheme})`);
+  return signRequest(m.signature, raw, Date.now());
+}
+
+async function post(
+  opts: SendOpts,
+  path: string,
+  body: Buffer,
+  extra: Record<string, string> = {},
+  sign?: (config: Config) => Record<string, string>,
+): Promise<void> {
+  const { config, url: configured, token } = serviceEndpoint(opts.config);
+  const base = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : configured;
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
+  // A signed request is authenticated by its signature alone: the hook token is not sent along with it.
+  if (sign) Object.assign(headers, sign(config));
+  else headers.authorization = `Bearer ${token}`;
+  if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
+  const target = `${base}/${path}`;
+  let res: Response;
+  try {
+    res = await fetch(target, { method: 'POST', headers, body });
+  } catch (err) {
+    throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`);
+  }
+  const text = await res.text();
+  verbose(`POST ${target} → ${res.status} ${res.statusText}`);
+  process.stdout.write(oneLine(text));
+  process.exitCode = res.ok ? 0 : 1;
+}
+
+/** The body on one line: JSON re-printed compactly, anything else as it came; nothing for an empty body. */
+function oneLine(text: string): string {
+  if (text.trim() === '') return '';
+  try {
+    return `${JSON.stringify(JSON.parse(text))}\n`;
+  } catch {
+    return text.endsWith('\n') ? text : `${text}\n`;
+  }
+}
