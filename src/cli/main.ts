@@ -19,6 +19,9 @@ const program = new Command('hookgate')
   .showHelpAfterError()
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 1));
 
+/** After a forced stop, the longest wait for the runs to be given back and the store closed. */
+const FORCED_EXIT_MS = 5000;
+
 const configOption = () => new Option('-c, --config <file>', 'config file (default: $HOOKGATE_CONFIG, ./hookgate.json5, else the embedded default)');
 const urlOption = () => new Option('--url <url>', 'the service\'s base URL (default: from gateway.bind and gateway.port)');
 
@@ -31,11 +34,20 @@ program
     const { startApp } = await import('../app.js');
     const app = await startApp({ configFile: findConfigFile(opts.config), watchConfig: true });
     process.on('SIGHUP', () => void app.reload());
-    const stop = () => {
-      app.close().then(() => process.exit(0), () => process.exit(1));
+    // The first SIGTERM/SIGINT stops gracefully; a second one (Ctrl-C again) forces it: see docs/operations.md.
+    let signals = 0;
+    const onSignal = () => {
+      if (++signals > 1) {
+        app.force();
+        // Should closing the store hang, exit anyway: the 'exit' handler still kills the agents' process groups.
+        setTimeout(() => process.exit(1), FORCED_EXIT_MS).unref();
+        return;
+      }
+      const hint = process.stdin.isTTY || process.stdout.isTTY ? 'press Ctrl-C again to stop at once' : undefined;
+      app.close({ hint }).then(() => process.exit(0), () => process.exit(1));
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
 
 program
@@ -166,7 +178,8 @@ runs
         `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
         `  message:    ${logSafe(run.message, 200)}`,
       ];
-      if (run.error) lines.push(`  error:      ${run.error}`);
+      // On an unfinished run, `error` holds why it was given back to the queue (a stop interrupted it): a note.
+      if (run.error) lines.push(run.state === 'queued' || run.state === 'running' ? `  note:       ${run.error}` : `  error:      ${run.error}`);
       if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
       if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
       for (const d of await store.listDeliveries({ runId: run.id })) {
