@@ -42,6 +42,38 @@ describe('log channel', () => {
     await ch.close?.();
   });
 
+  it('on a terminal, prints a reply for a person: time, channel, recipient, hook, then the text indented; escape sequences removed', async () => {
+    const out = Object.assign(new PassThrough(), { isTTY: true });
+    const chunks: string[] = [];
+    out.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const ch = createLogChannel(undefined, ctx, { stdout: out });
+    const m = { ...message(1, 'Build failed.\r\nSee \u001b[31mred\u001b[0m\u0007 log\rfake line\n\n'), to: 'ops', hookName: 'GitHub CI' };
+    assert.deepEqual(await ch.send(m), { ok: true });
+    assert.deepEqual(await ch.send({ ...message(2, 'HEARTBEAT summary'), hookName: null }), { ok: true });
+    const time = new Date(m.createdAt).toTimeString().slice(0, 8);
+    assert.match(time, /^\d\d:\d\d:\d\d$/);
+    assert.equal(chunks.length, 2, 'one write per message');
+    assert.equal(chunks[0], `${time} log → ops · hook GitHub CI\n  Build failed.\n  See [31mred[0m log\n  fake line\n`);
+    assert.equal(chunks[1], `${time} log → stdout · heartbeat\n  HEARTBEAT summary\n`);
+    await ch.close?.();
+  });
+
+  it('not on a terminal (piped stdout, isTTY false or absent) and to a file: JSON lines, whatever stdout is', async () => {
+    const piped = Object.assign(new PassThrough(), { isTTY: false });
+    const chunks: string[] = [];
+    piped.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const ch = createLogChannel(undefined, ctx, { stdout: piped });
+    await ch.send(message(1));
+    assert.deepEqual(JSON.parse(chunks[0] ?? ''), deliveryRecord(message(1)));
+
+    const tty = Object.assign(new PassThrough(), { isTTY: true });
+    const toFile = createLogChannel({ path: 'data/tty-but-file.jsonl' }, ctx, { stdout: tty });
+    await toFile.send(message(2));
+    await toFile.close?.();
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'data/tty-but-file.jsonl'), 'utf8')), deliveryRecord(message(2)));
+    await ch.close?.();
+  });
+
   it('appends to a file relative to the config dir, creating the directory, private to the owner', async () => {
     const ch = createLogChannel({ path: 'data/deliveries/out.jsonl' }, ctx);
     assert.deepEqual(await ch.send(message(1)), { ok: true });
