@@ -33,9 +33,10 @@ program
     // Loaded here only: the commands that read the store never load the server (ingress, runtime, channels).
     const { startApp } = await import('../app.js');
     const app = await startApp({ configFile: findConfigFile(opts.config), watchConfig: true });
-    process.on('SIGHUP', () => void app.reload());
     // The first SIGTERM/SIGINT stops gracefully; a second one (Ctrl-C again) forces it: see docs/operations.md.
     let signals = 0;
+    // Not while stopping: a reload would build a generation (channels, connections) that nothing disposes.
+    process.on('SIGHUP', () => signals === 0 && void app.reload());
     const onSignal = () => {
       if (++signals > 1) {
         app.force();

@@ -25,11 +25,17 @@ function message(i: number, text = `reply ${i}`): OutboundMessage {
   };
 }
 
+/** A stdout stand-in that keeps each write; `isTTY` as a terminal (true), a pipe (false) or a plain stream has it. */
+function capture(isTTY?: boolean): { out: PassThrough & { isTTY?: boolean }; chunks: string[] } {
+  const out = Object.assign(new PassThrough(), isTTY === undefined ? {} : { isTTY });
+  const chunks: string[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c.toString()));
+  return { out, chunks };
+}
+
 describe('log channel', () => {
   it('writes one JSON line per delivery to stdout, the same object as the webhook body', async () => {
-    const out = new PassThrough();
-    const chunks: string[] = [];
-    out.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const { out, chunks } = capture();
     const ch = createLogChannel(undefined, ctx, { stdout: out });
     assert.equal(ch.id, 'log');
     assert.equal(ch.maxTextLength, LOG_MAX_TEXT_LENGTH);
@@ -43,9 +49,7 @@ describe('log channel', () => {
   });
 
   it('on a terminal, prints a reply for a person: time, channel, recipient, hook, then the text indented; escape sequences removed', async () => {
-    const out = Object.assign(new PassThrough(), { isTTY: true });
-    const chunks: string[] = [];
-    out.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const { out, chunks } = capture(true);
     const ch = createLogChannel(undefined, ctx, { stdout: out });
     const m = { ...message(1, 'Build failed.\r\nSee \u001b[31mred\u001b[0m\u0007 log\rfake line\n\n'), to: 'ops', hookName: 'GitHub CI' };
     assert.deepEqual(await ch.send(m), { ok: true });
@@ -59,15 +63,12 @@ describe('log channel', () => {
   });
 
   it('not on a terminal (piped stdout, isTTY false or absent) and to a file: JSON lines, whatever stdout is', async () => {
-    const piped = Object.assign(new PassThrough(), { isTTY: false });
-    const chunks: string[] = [];
-    piped.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const { out: piped, chunks } = capture(false);
     const ch = createLogChannel(undefined, ctx, { stdout: piped });
     await ch.send(message(1));
     assert.deepEqual(JSON.parse(chunks[0] ?? ''), deliveryRecord(message(1)));
 
-    const tty = Object.assign(new PassThrough(), { isTTY: true });
-    const toFile = createLogChannel({ path: 'data/tty-but-file.jsonl' }, ctx, { stdout: tty });
+    const toFile = createLogChannel({ path: 'data/tty-but-file.jsonl' }, ctx, { stdout: capture(true).out });
     await toFile.send(message(2));
     await toFile.close?.();
     assert.deepEqual(JSON.parse(readFileSync(join(dir, 'data/tty-but-file.jsonl'), 'utf8')), deliveryRecord(message(2)));

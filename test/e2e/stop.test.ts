@@ -7,23 +7,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { INTERRUPTED_NOTE } from '../../src/runtime/run-worker.js';
 import { AGENT_SCRIPT, cli, openServerStore, postAgent, startServer, waitFor } from '../support/runtime-kit.js';
 import { delay, startScriptedModel } from '../support/scripted-model.js';
 import { type Hookgate, TOKEN } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
-
-const cleanups: Array<() => Promise<unknown>> = [];
-after(async () => {
-  for (const c of cleanups.reverse()) {
-    try {
-      await c();
-    } catch {
-      /* keep cleaning up */
-    }
-  }
-});
 
 const exited = (hg: Hookgate) =>
   new Promise<number | null>((resolve) => (hg.proc.exitCode !== null ? resolve(hg.proc.exitCode) : hg.proc.once('exit', (code) => resolve(code))));
@@ -59,14 +48,14 @@ function alive(pid: number): boolean {
 describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
   it('a slow client cannot hold the stop past the grace period; a request in flight is answered; idle connections close at once', async (t) => {
     const hg = await startServer({ gateway: { stopGraceSeconds: 2 }, heartbeat: { every: 'off' } });
-    cleanups.push(() => hg.cleanup());
+    t.after(() => hg.cleanup());
 
     const finishing = JSON.stringify({ text: 'sent during the stop', mode: 'next-heartbeat' });
     const inFlight = await openRequest(hg, finishing);
     inFlight.socket.write(finishing.slice(0, 10));
     const trickler = await openRequest(hg, JSON.stringify({ text: 'x'.repeat(1000) }));
     const trickle = setInterval(() => trickler.socket.writable && trickler.socket.write('{'), 100);
-    cleanups.push(async () => clearInterval(trickle));
+    t.after(async () => clearInterval(trickle));
     // A keep-alive connection that answered a request and now sits idle.
     const idle = await openRequest(hg, JSON.stringify({ text: 'before the stop', mode: 'next-heartbeat' }));
     idle.socket.write(JSON.stringify({ text: 'before the stop', mode: 'next-heartbeat' }));
@@ -114,7 +103,7 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
       }
       return hang && c.lastUser.includes('stuck-run') ? 'hang' : `done: ${/\w+-run-?\d*/.exec(c.lastUser)?.[0] ?? '?'}`;
     });
-    cleanups.push(() => model.close());
+    t.after(() => model.close());
     const hg = await startServer({
       gateway: { stopGraceSeconds: 3 },
       hooks: { allowRequestSessionKey: true },
@@ -122,7 +111,7 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
       models: { providers: { slow: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
       agents: { defaults: { maxConcurrent: 2 }, list: [{ id: 'main', default: true, model: 'slow/m' }] },
     });
-    cleanups.push(() => hg.cleanup());
+    t.after(() => hg.cleanup());
 
     const quick = await postAgent(hg, { message: 'quick-run', sessionKey: 'hook:quick', deliver: false, wakeMode: 'next-heartbeat' });
     const stuck = await postAgent(hg, { message: 'stuck-run', sessionKey: 'hook:stuck', deliver: false, wakeMode: 'next-heartbeat' });
@@ -182,7 +171,7 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
       models: { providers: { agent: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'sleep-once', '--pid-file', pidFile] } } },
       agents: { list: [{ id: 'main', default: true, model: 'agent/cli' }] },
     });
-    cleanups.push(() => hg.cleanup());
+    t.after(() => hg.cleanup());
     const runId = await postAgent(hg, { message: 'work that takes a while', deliver: false, wakeMode: 'next-heartbeat' });
     const pids = await waitFor('the agent and its child started', () => {
       const text = existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n') : [];
