@@ -304,7 +304,7 @@ describe('ingress (CONTRACT §4)', () => {
         to: 'ops',
         thinking: 'low',
         timeoutSeconds: 42,
-        sessionMode: 'persistent',
+        sessionMode: 'isolated',
       });
       assert.equal(r.status, 200);
       assert.deepEqual(Object.keys(r.body ?? {}).sort(), ['ok', 'runId']);
@@ -321,7 +321,8 @@ describe('ingress (CONTRACT §4)', () => {
         assert.equal(run.to, 'ops');
         assert.equal(run.thinking, 'low');
         assert.equal(run.timeoutSeconds, 42);
-        assert.equal(run.sessionMode, 'persistent');
+        // 'persistent' without a session key is refused now (issue 10): test/e2e/openclaw-fields.test.ts.
+        assert.equal(run.sessionMode, 'isolated');
         assert.equal(run.contentSource, 'webhook');
         assert.match(run.sessionKey, /^hook:[0-9a-f-]{36}$/);
         assert.equal(run.agentId, 'main');
