@@ -6,12 +6,13 @@ import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
 import { createHandler, IngressState } from './ingress/handler.js';
-import { listen } from './ingress/server.js';
+import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
+import { killAgents } from './providers/command.js';
 import { startPruner } from './runtime/pruner.js';
-import { startRuntime } from './runtime/runtime.js';
+import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
-import type { ReadStore } from './store/types.js';
+import type { ReadStore, Store } from './store/types.js';
 
 export interface AppOptions {
   /** The config file; undefined → the embedded default. */
@@ -32,7 +33,14 @@ export interface App {
   config(): Config;
   /** Re-read the config; an invalid file is logged and the old config stays. Resolves to whether it applied. */
   reload(): Promise<boolean>;
-  close(): Promise<void>;
+  /**
+   * Stop (docs/operations.md, "Stopping"): claim nothing more at once, stop accepting, give requests in flight and
+   * running turns `gateway.stopGraceSeconds`, then cut them off (runs go back to the queue), close the store.
+   * `hint` is added to the "stopping" log line (the CLI's "Ctrl-C again to force" on a terminal).
+   */
+  close(opts?: { hint?: string }): Promise<void>;
+  /** End a stop now, as if its grace period were over, and SIGKILL the agent children's process groups at once. */
+  force(): void;
 }
 
 /** The service: store, one config generation at a time, runtime, hooks listener, config watcher and pruner. */
@@ -47,7 +55,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const store = await openStore(first.storage, (p) => configPath(first, p), { onWarning: (message) => logger.warn(message) });
   // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
   const recovered = first.storage.driver === 'sqlite' ? await store.recoverLeases(Date.now()) : 0;
-  if (recovered) logger.warn({ runs: recovered }, 'recovered runs interrupted by the last stop; they run again with the same ids');
+  if (recovered) logger.warn({ runs: recovered }, 'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids');
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -65,18 +73,58 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
 
+  const stop = stopper({ listener, runtime, generations, store, logger, stopBackground: () => (stopWatching?.(), stopPruning()) });
+  return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+}
+
+interface StopParts {
+  listener: Listener;
+  runtime: Runtime;
+  generations: Generations;
+  store: Store;
+  logger: Logger;
+  stopBackground(): void;
+}
+
+/** The stop of a started app: `close` (once, however often called) and `force`. */
+function stopper({ listener, runtime, generations, store, logger, stopBackground }: StopParts): Pick<App, 'close' | 'force'> {
+  const deadline = new AbortController();
   let closing: Promise<void> | undefined;
-  const close = () =>
+  const close = (opts: { hint?: string } = {}) =>
     (closing ??= (async () => {
-      stopWatching?.();
-      stopPruning();
-      runtime.releaseWaiters(); // held answers would keep the listener from closing
-      await listener.close();
-      await runtime.close();
+      // First, before anything awaits: not one more run, delivery or heartbeat is claimed after the signal.
+      runtime.stopClaiming();
+      stopBackground();
+      const started = Date.now();
+      const graceSeconds = generations.current.config.gateway.stopGraceSeconds;
+      const { runs, heartbeats, deliveries } = runtime.load();
+      const { connections, requests } = listener.load();
+      const fields = { runs, heartbeats, deliveries, connections, requests, graceSeconds };
+      logger.info(fields, `stopping: draining ${runs} runs, ${connections} connections${opts.hint ? ` (${opts.hint})` : ''}`);
+      const timer = setTimeout(() => {
+        logger.warn({ graceSeconds }, 'stop grace period over: closing open connections, giving unfinished runs back to the queue');
+        deadline.abort();
+      }, graceSeconds * 1000);
+      runtime.releaseWaiters(); // held answers (waitForCompletion) would keep the listener from closing
+      try {
+        await Promise.all([listener.close(deadline.signal), runtime.drain(deadline.signal)]);
+      } finally {
+        clearTimeout(timer);
+      }
       await generations.dispose();
       await store.close();
-      logger.info('hookgate stopped');
+      logger.info({ ms: Date.now() - started }, 'hookgate stopped');
       logger.flush();
     })());
-  return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), close };
+  const force = () => {
+    const stopping = close();
+    void stopping.catch(() => {});
+    if (!deadline.signal.aborted) {
+      logger.warn('forced stop: closing open connections, killing agent processes, giving unfinished runs back to the queue');
+      deadline.abort();
+    }
+    // After the abort (which records why each run ends), so a killed agent's run is given back, not failed.
+    killAgents('SIGKILL');
+  };
+  return { close, force };
 }

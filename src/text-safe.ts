@@ -44,6 +44,15 @@ export function logSafe(text: string, max = 500): string {
   return truncateWithEllipsis(flat, max);
 }
 
+/**
+ * Text shown on a terminal as it is, several lines allowed: line breaks kept (a CR alone becomes one: it would let
+ * the text overwrite what was printed before it), tabs kept, every other control character (escape sequences that
+ * recolour, move the cursor or retitle the window) and the bidi controls removed.
+ */
+export function terminalSafe(text: string): string {
+  return String(text).replace(/\r\n?/g, '\n').replace(/[\v\f\u2028\u2029]/g, '\n').replace(NON_WHITESPACE_CONTROLS, '');
+}
+
 /** `logSafe` for an optional value: a non-string or a blank result is `undefined`. */
 export function logSafeOptional(value: unknown, max = 200): string | undefined {
   if (typeof value !== 'string') return undefined;

@@ -1,6 +1,8 @@
 /**
  * Extension channel `log`: each delivery becomes one JSON line — the same object a `webhook` delivery POSTs — on
- * stdout, or appended to `channels.log.path` (relative to the config file's directory).
+ * stdout, or appended to `channels.log.path` (relative to the config file's directory). When stdout is a terminal
+ * (someone is watching `hookgate serve`), a reply is printed for a person instead: `HH:MM:SS log → to · hook X`,
+ * then its text, indented. Piped or redirected stdout, and a file, get the JSON lines.
  *
  * Lines never interleave: each message is one `write` of one complete line. A file is opened once in append mode
  * (O_APPEND: the kernel puts every write at the end, even with other writers); stdout writes go through the
@@ -12,6 +14,7 @@ import type { Writable } from 'node:stream';
 import type { z } from 'zod';
 import type { logChannelSchema } from '../config/schema/channels.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+import { logSafe, terminalSafe } from '../text-safe.js';
 import { deliveryRecord } from './webhook.js';
 
 export type LogChannelConfig = z.output<typeof logChannelSchema>;
@@ -26,8 +29,22 @@ export const LOG_MAX_TEXT_LENGTH = 1_000_000;
 const PERMANENT_FS_ERRORS = new Set(['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'EEXIST', 'EROFS', 'ENAMETOOLONG', 'ELOOP']);
 
 export interface LogChannelOptions {
-  /** For tests: where lines go when no `path` is configured (default process.stdout). */
-  stdout?: Writable;
+  /** For tests: where lines go when no `path` is configured (default process.stdout). Its `isTTY` picks the format. */
+  stdout?: Writable & { isTTY?: boolean };
+}
+
+/** A delivery for a person at a terminal: a header line (local time, channel, recipient, hook), the text indented. */
+export function humanLine(m: OutboundMessage): string {
+  const at = new Date(m.createdAt);
+  const time = Number.isNaN(at.getTime()) ? '--:--:--' : at.toTimeString().slice(0, 8);
+  const source = m.hookName === null ? 'heartbeat' : `hook ${logSafe(m.hookName, 80)}`;
+  const header = `${time} ${logSafe(m.channel, 40)} → ${logSafe(m.to, 80) || '-'} · ${source}`;
+  const body = terminalSafe(m.text)
+    .trim()
+    .split('\n')
+    .map((l) => `  ${l}`.trimEnd())
+    .join('\n');
+  return `${header}\n${body}\n`;
 }
 
 export function createLogChannel(config: LogChannelConfig | undefined, ctx: ChannelContext, options: LogChannelOptions = {}): Channel {
@@ -50,10 +67,14 @@ export function createLogChannel(config: LogChannelConfig | undefined, ctx: Chan
     return handle;
   }
 
+  const stdout = options.stdout ?? process.stdout;
+  // Decided once: a terminal stays a terminal, a pipe a pipe, for the life of the process.
+  const human = path === undefined && stdout.isTTY === true;
+
   async function send(message: OutboundMessage): Promise<SendResult> {
-    const line = Buffer.from(`${JSON.stringify(deliveryRecord(message))}\n`, 'utf8');
+    const line = Buffer.from(human ? humanLine(message) : `${JSON.stringify(deliveryRecord(message))}\n`, 'utf8');
     try {
-      if (path === undefined) await writeStream(options.stdout ?? process.stdout, line);
+      if (path === undefined) await writeStream(stdout, line);
       else {
         const fh = await file(path);
         let written = 0;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensurePrivateDir, PRIVATE_FILE_MODE } from '../private-files.js';
 
 /** A new random token: 32 random bytes, base64url (43 characters). */
 export function newToken(): string {
@@ -46,10 +47,10 @@ export function embeddedDefault(cwd: string, env: NodeJS.ProcessEnv): EmbeddedDe
   let generatedTokenFile: string | undefined;
   if (!token) {
     const file = embeddedTokenFile(cwd);
-    mkdirSync(join(cwd, 'data'), { recursive: true, mode: 0o700 });
+    ensurePrivateDir(join(cwd, 'data'));
     token = newToken();
-    writeFileSync(file, `${token}\n`, { mode: 0o600 });
-    chmodSync(file, 0o600);
+    writeFileSync(file, `${token}\n`, { mode: PRIVATE_FILE_MODE });
+    chmodSync(file, PRIVATE_FILE_MODE);
     generatedTokenFile = file;
   }
   return { token, generatedTokenFile, config: embeddedConfig(token) };

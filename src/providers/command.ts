@@ -71,6 +71,30 @@ export function childEnv(config: CommandConfig, request: Pick<ModelRequest, 'mod
   return env;
 }
 
+/**
+ * Every agent child alive in this process, across providers and config generations. On any exit of hookgate
+ * (a forced stop, an uncaught error, `process.exit` anywhere) their process groups get SIGKILL, synchronously in
+ * the 'exit' handler: a child left running would go on acting on its own while its run is started again.
+ */
+const liveChildren = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function track(child: ChildProcess): void {
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => killAgents('SIGKILL'));
+  }
+}
+
+/** Signals the process group of every agent child still running; returns how many there were. */
+export function killAgents(sig: NodeJS.Signals): number {
+  const n = liveChildren.size;
+  for (const child of liveChildren) signalTree(child, sig);
+  return n;
+}
+
 export function createCommandProvider(id: string, config: CommandConfig, options: CommandOptions = {}): ModelProvider {
   const label = `command provider "${id}"`;
   // Retrying a timed-out agent could repeat its side effects; only an explicit EX_TEMPFAIL is retried.
@@ -156,6 +180,7 @@ class Running {
       return void this.settle(this.spawnFailed(err));
     }
     this.child = child;
+    if (child.pid !== undefined) track(child);
     const maxOut = this.options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     child.stdout?.on('data', (chunk: Buffer) => {
       if (this.failure) return;

@@ -23,6 +23,8 @@ export interface ClaimLoopOptions<T extends { id: string }> {
 export class ClaimLoop<T extends { id: string }> {
   private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
   private claiming = false;
+  /** The claim under way, so a stop can wait for what it brings in (leased before the stop: it is worked). */
+  private filling: Promise<void> | undefined;
   private again = false;
   private stopping = false;
   private readonly poll: NodeJS.Timeout;
@@ -47,8 +49,9 @@ export class ClaimLoop<T extends { id: string }> {
       return;
     }
     this.claiming = true;
-    void this.fill().finally(() => {
+    this.filling = this.fill().finally(() => {
       this.claiming = false;
+      this.filling = undefined;
       if (this.again) {
         this.again = false;
         this.notify();
@@ -84,13 +87,40 @@ export class ClaimLoop<T extends { id: string }> {
     this.inHand.set(item.id, { abort, done });
   }
 
-  async close(graceMs: number): Promise<void> {
+  /** Claim nothing more, from now on (the first thing a stop does). */
+  stop(): void {
     this.stopping = true;
     clearInterval(this.poll);
-    const timer = setTimeout(() => {
+  }
+
+  /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */
+  async drain(deadline: AbortSignal): Promise<void> {
+    this.stop();
+    await this.filling;
+    const abortAll = () => {
       for (const { abort } of this.inHand.values()) abort.abort();
-    }, graceMs);
+    };
+    if (deadline.aborted) abortAll();
+    else deadline.addEventListener('abort', abortAll, { once: true });
     await Promise.allSettled([...this.inHand.values()].map((h) => h.done));
+    deadline.removeEventListener('abort', abortAll);
+  }
+
+  close(graceMs: number): Promise<void> {
+    return drainWithin(graceMs, (deadline) => this.drain(deadline));
+  }
+}
+
+/**
+ * `drain` with a deadline that aborts after `graceMs`. Its timer keeps the process alive until then, unlike
+ * `AbortSignal.timeout` (unref'd: a process waiting only on it would exit with the drain unfinished).
+ */
+export async function drainWithin(graceMs: number, drain: (deadline: AbortSignal) => Promise<void>): Promise<void> {
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), graceMs);
+  try {
+    await drain(deadline.signal);
+  } finally {
     clearTimeout(timer);
   }
 }

@@ -198,11 +198,29 @@ export class Heartbeat {
   /** Told when a heartbeat queued a delivery. */
   onDelivery: (() => void) | undefined;
 
-  async close(): Promise<void> {
+  /** Schedule no more beats. */
+  stop(): void {
     this.stopping = true;
     clearTimeout(this.timer);
     clearInterval(this.periodic);
-    this.abort.abort();
+  }
+
+  /** A turn under way: true while the model is working for this session. */
+  get busy(): boolean {
+    return this.running !== undefined;
+  }
+
+  /** Stop; a turn under way goes on until `deadline` aborts it (its events then stay pending for the next start). */
+  async drain(deadline: AbortSignal): Promise<void> {
+    this.stop();
+    const abort = () => this.abort.abort();
+    if (deadline.aborted) abort();
+    else deadline.addEventListener('abort', abort, { once: true });
     await this.running;
+    deadline.removeEventListener('abort', abort);
+  }
+
+  close(): Promise<void> {
+    return this.drain(AbortSignal.abort());
   }
 }

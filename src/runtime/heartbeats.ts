@@ -78,8 +78,22 @@ export class Heartbeats {
     for (const key of keys) if (key !== MAIN_SESSION_KEY) this.request(reason, key);
   }
 
-  async close(): Promise<void> {
+  /** Heartbeat turns under way now. */
+  get busy(): number {
+    return [this.main, ...this.others.values()].filter((hb) => hb.busy).length;
+  }
+
+  stop(): void {
     this.stopping = true;
-    await Promise.all([this.main.close(), ...[...this.others.values()].map((hb) => hb.close())]);
+    for (const hb of [this.main, ...this.others.values()]) hb.stop();
+  }
+
+  async drain(deadline: AbortSignal): Promise<void> {
+    this.stop();
+    await Promise.all([this.main, ...this.others.values()].map((hb) => hb.drain(deadline)));
+  }
+
+  close(): Promise<void> {
+    return this.drain(AbortSignal.abort());
   }
 }

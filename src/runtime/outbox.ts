@@ -90,6 +90,20 @@ export class Outbox {
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
   }
 
+  /** Claim no more deliveries. */
+  stop(): void {
+    this.loop.stop();
+  }
+
+  /** Sends under way go on until `deadline` aborts them; an aborted one is sent again at the next start. */
+  drain(deadline: AbortSignal): Promise<void> {
+    return this.loop.drain(deadline);
+  }
+
+  get sending(): number {
+    return this.loop.size;
+  }
+
   async close(graceMs = 5000): Promise<void> {
     await this.loop.close(graceMs);
   }

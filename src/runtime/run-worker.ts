@@ -3,7 +3,7 @@ import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
-import { ClaimLoop } from './claim-loop.js';
+import { ClaimLoop, drainWithin } from './claim-loop.js';
 import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
@@ -16,6 +16,8 @@ export const RUN_LEASE_MS = 30_000;
 export const MAX_RUN_STARTS = 5;
 const POLL_MS = 1000;
 const HISTORY_TURNS = 40;
+/** Kept on a run given back by a stop (shown by `runs show`); a finished run replaces it with its own error or none. */
+export const INTERRUPTED_NOTE = 'interrupted: hookgate stopped while this run was working; it was given back to the queue and runs again (same id)';
 
 /** Timings; the defaults are production's (tests shorten them). */
 export interface RunWorkerOptions {
@@ -126,8 +128,9 @@ export class RunWorker {
       reply = r.text;
     } catch (err) {
       if (shutdown.aborted) {
-        // Stopping: give the run back; it starts again (same id) on the next start.
-        await store.releaseRuns(owner, [run.id], now());
+        // Stopping: give the run back; it starts again (same id) on the next start, this attempt not counted.
+        await store.releaseRuns(owner, [run.id], now(), INTERRUPTED_NOTE);
+        logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
         return;
       }
       if (timeout.aborted) {
@@ -214,9 +217,18 @@ export class RunWorker {
       .catch((err) => this.deps.logger.warn({ err: errorMessage(err) }, 'renewing run leases failed'));
   }
 
-  /** Stop claiming; give running runs `graceMs` to finish, then abort them (they are released, not failed). */
-  async close(graceMs = 5000): Promise<void> {
+  /** Claim no more runs. */
+  stop(): void {
+    this.loop.stop();
+  }
+
+  /** Stop claiming; running runs go on until `deadline` aborts them (they are then released, not failed). */
+  async drain(deadline: AbortSignal): Promise<void> {
+    await this.loop.drain(deadline);
     clearInterval(this.renew);
-    await this.loop.close(graceMs);
+  }
+
+  close(graceMs = 5000): Promise<void> {
+    return drainWithin(graceMs, (deadline) => this.drain(deadline));
   }
 }

@@ -2,9 +2,13 @@ import type { RunCompletions } from '../hooks/completion.js';
 import type { RuntimeSignals } from '../hooks/dispatch.js';
 import { CompletionWaiters } from './completions.js';
 import type { RuntimeDeps } from './env.js';
+import { drainWithin } from './claim-loop.js';
 import { Heartbeats } from './heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
+
+/** How long running turns get to finish when the runtime closes without a deadline of its own (tests, embedding). */
+const DEFAULT_STOP_GRACE_MS = 5000;
 
 export interface Runtime {
   /** What the ingress calls after a commit. */
@@ -15,6 +19,15 @@ export interface Runtime {
   releaseWaiters(): void;
   /** The config was reloaded (RuntimeEnv swapped): pick up new timings. */
   reconfigure(): void;
+  /** What is being worked on now: agent runs, heartbeat turns, deliveries being sent. */
+  load(): { runs: number; heartbeats: number; deliveries: number };
+  /** Claim no more runs or deliveries and schedule no more heartbeats, at once. */
+  stopClaiming(): void;
+  /**
+   * Stop claiming, and wait for the work in hand; when `deadline` aborts, the rest is aborted: runs go back to the
+   * queue (not failed), heartbeat events stay pending, deliveries are sent again at the next start.
+   */
+  drain(deadline: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,7 +52,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   await heartbeat.start();
   worker.notify();
   outbox.notify();
-  return {
+  const runtime: Runtime = {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
       runsQueued: () => worker.notify(),
@@ -47,11 +60,20 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     completions,
     releaseWaiters: () => completions.close(),
     reconfigure: () => heartbeat.reconfigure(),
-    async close() {
+    load: () => ({ runs: worker.running, heartbeats: heartbeat.busy, deliveries: outbox.sending }),
+    stopClaiming() {
+      worker.stop();
+      heartbeat.stop();
+      outbox.stop();
+    },
+    async drain(deadline) {
+      runtime.stopClaiming();
+      await Promise.all([worker.drain(deadline), heartbeat.drain(deadline), outbox.drain(deadline)]);
+    },
+    close() {
       completions.close();
-      await worker.close();
-      await heartbeat.close();
-      await outbox.close();
+      return drainWithin(DEFAULT_STOP_GRACE_MS, (deadline) => runtime.drain(deadline));
     },
   };
+  return runtime;
 }

@@ -1,11 +1,14 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { ensurePrivateFile } from '../private-files.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 
-/** Open (creating if needed) a SQLite database in WAL mode and bring its schema up to date. */
+/**
+ * Open (creating if needed) a SQLite database in WAL mode and bring its schema up to date. A new database is created
+ * 0600 in a 0700 directory before SQLite opens it: SQLite gives its -wal and -shm files the mode of the database
+ * file, and would itself create the database 0644 (less the umask).
+ */
 export function openSqlite(path: string, synchronous: 'normal' | 'full', busyTimeoutMs = 5000): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:') ensurePrivateFile(path);
   const db = new Database(path);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);

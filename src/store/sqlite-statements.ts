@@ -65,8 +65,8 @@ export function prepareWriteStatements(db: Database.Database) {
        WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
     ),
     releaseRun: db.prepare(
-      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ?
-       WHERE id = ? AND lease_owner = ? AND state = 'running'`,
+      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ?,
+         error = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`,
     ),
     recoverLeases: db.prepare(`UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`),
     recoverDeliveries: db.prepare(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`),

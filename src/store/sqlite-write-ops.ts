@@ -105,8 +105,8 @@ export const WRITE_OPS = {
     return w.stmt.deferRun.run(d).changes > 0;
   },
 
-  releaseRuns(w: SqliteWriter, owner: string, ids: string[], now: number): void {
-    for (const id of ids) w.stmt.releaseRun.run(now, id, owner);
+  releaseRuns(w: SqliteWriter, owner: string, ids: string[], now: number, note: string): void {
+    for (const id of ids) w.stmt.releaseRun.run(now, note, id, owner);
   },
 
   recoverLeases(w: SqliteWriter, now: number): number {

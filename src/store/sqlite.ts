@@ -1,6 +1,9 @@
+import { dirname } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
+import { exposedPaths } from '../private-files.js';
+import { logPath } from '../text-safe.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
@@ -67,12 +70,17 @@ export class SqliteStore implements Store {
   constructor(opts: SqliteStoreOptions) {
     this.writes = new GroupCommit((ops) => this.commit(ops));
     const synchronous = opts.synchronous ?? 'normal';
+    // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
+    const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
     try {
       this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
     } catch (err) {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
     this.onWarning = opts.onWarning;
+    if (exposed.length) {
+      this.onWarning?.(`the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`);
+    }
     if ((opts.writer ?? 'thread') === 'inline' || opts.path === ':memory:') {
       this.inlineWriter = new SqliteWriter(this.db);
       if (opts.checkpoints === 'thread' && opts.path !== ':memory:') {

@@ -67,6 +67,7 @@ export interface Run extends NewRun {
   updatedAt: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /** Why it failed; on an unfinished run, why it was given back (a stop interrupted it). */
   error: string | null;
   reply: string | null;
   /** Where the reply went: `outbox` (a delivery row), `suppressed:<why>`, `nowhere:no_route`; null until finished. */
@@ -269,8 +270,11 @@ export interface RuntimeStore extends RunLookup {
   claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]>;
   renewRunLeases(owner: string, ids: string[], until: number): Promise<void>;
   completeRun(c: RunCompletion): Promise<boolean>;
-  /** Give leased runs back (shutdown): queued again, attempt not counted as failed. */
-  releaseRuns(owner: string, ids: string[], now: number): Promise<void>;
+  /**
+   * Give leased runs back (a stop): queued again, the attempt not counted, `note` (why) kept in the run's `error`
+   * until it finishes (`runs show` prints it as a note while the run is unfinished).
+   */
+  releaseRuns(owner: string, ids: string[], now: number, note: string): Promise<void>;
   /**
    * Queue a leased run again for `until` after a transient failure (`error` stays visible meanwhile): its retries
    * count up, the start is not counted as an attempt. False when the lease was lost.

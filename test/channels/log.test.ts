@@ -25,11 +25,17 @@ function message(i: number, text = `reply ${i}`): OutboundMessage {
   };
 }
 
+/** A stdout stand-in that keeps each write; `isTTY` as a terminal (true), a pipe (false) or a plain stream has it. */
+function capture(isTTY?: boolean): { out: PassThrough & { isTTY?: boolean }; chunks: string[] } {
+  const out = Object.assign(new PassThrough(), isTTY === undefined ? {} : { isTTY });
+  const chunks: string[] = [];
+  out.on('data', (c: Buffer) => chunks.push(c.toString()));
+  return { out, chunks };
+}
+
 describe('log channel', () => {
   it('writes one JSON line per delivery to stdout, the same object as the webhook body', async () => {
-    const out = new PassThrough();
-    const chunks: string[] = [];
-    out.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const { out, chunks } = capture();
     const ch = createLogChannel(undefined, ctx, { stdout: out });
     assert.equal(ch.id, 'log');
     assert.equal(ch.maxTextLength, LOG_MAX_TEXT_LENGTH);
@@ -39,6 +45,33 @@ describe('log channel', () => {
     assert.ok(chunks[0]?.endsWith('\n'));
     assert.equal(chunks[0]?.split('\n').length, 2, 'newlines in the text are escaped, the line stays one line');
     assert.deepEqual(JSON.parse(chunks[0] ?? ''), deliveryRecord(m));
+    await ch.close?.();
+  });
+
+  it('on a terminal, prints a reply for a person: time, channel, recipient, hook, then the text indented; escape sequences removed', async () => {
+    const { out, chunks } = capture(true);
+    const ch = createLogChannel(undefined, ctx, { stdout: out });
+    const m = { ...message(1, 'Build failed.\r\nSee \u001b[31mred\u001b[0m\u0007 log\rfake line\n\n'), to: 'ops', hookName: 'GitHub CI' };
+    assert.deepEqual(await ch.send(m), { ok: true });
+    assert.deepEqual(await ch.send({ ...message(2, 'HEARTBEAT summary'), hookName: null }), { ok: true });
+    const time = new Date(m.createdAt).toTimeString().slice(0, 8);
+    assert.match(time, /^\d\d:\d\d:\d\d$/);
+    assert.equal(chunks.length, 2, 'one write per message');
+    assert.equal(chunks[0], `${time} log → ops · hook GitHub CI\n  Build failed.\n  See [31mred[0m log\n  fake line\n`);
+    assert.equal(chunks[1], `${time} log → stdout · heartbeat\n  HEARTBEAT summary\n`);
+    await ch.close?.();
+  });
+
+  it('not on a terminal (piped stdout, isTTY false or absent) and to a file: JSON lines, whatever stdout is', async () => {
+    const { out: piped, chunks } = capture(false);
+    const ch = createLogChannel(undefined, ctx, { stdout: piped });
+    await ch.send(message(1));
+    assert.deepEqual(JSON.parse(chunks[0] ?? ''), deliveryRecord(message(1)));
+
+    const toFile = createLogChannel({ path: 'data/tty-but-file.jsonl' }, ctx, { stdout: capture(true).out });
+    await toFile.send(message(2));
+    await toFile.close?.();
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'data/tty-but-file.jsonl'), 'utf8')), deliveryRecord(message(2)));
     await ch.close?.();
   });
 

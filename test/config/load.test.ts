@@ -169,7 +169,7 @@ describe('defaults of every section', () => {
   const c = parse({});
 
   it('gateway: 127.0.0.1:18789, no trusted proxies', () => {
-    assert.deepEqual(c.gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [] });
+    assert.deepEqual(c.gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
   });
 
   it('storage: sqlite at ./data/hookgate.db', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { MAX_RUN_STARTS, retryDecision, RunWorker } from '../../src/runtime/run-worker.js';
+import { INTERRUPTED_NOTE, MAX_RUN_STARTS, retryDecision, RunWorker } from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
@@ -253,7 +253,7 @@ describe('run worker', () => {
     await worker!.close(20);
     const released = (await kit.store.getRun(id))!;
     assert.equal(released.state, 'queued');
-    assert.equal(released.error, null);
+    assert.equal(released.error, INTERRUPTED_NOTE, 'the run says why it is queued again');
     assert.deepEqual(finished, [], 'a released run is not finished');
     assert.deepEqual(await kit.store.pendingEvents('main'), [], 'and has no summary');
 

@@ -859,18 +859,22 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         }
       });
 
-      it('releaseRuns gives leased runs back without counting the attempt; only the owner can', async () => {
+      it('releaseRuns gives leased runs back with a note, without counting the attempt; only the owner can', async () => {
         const r = run();
         await queue(r);
         await store.claimRuns(A, T0, LEASE, 5);
-        await store.releaseRuns(B, [r.id], T0 + 5);
+        await store.releaseRuns(B, [r.id], T0 + 5, 'not yours');
         assert.equal((await store.getRun(r.id))?.state, 'running');
-        await store.releaseRuns(A, [r.id], T0 + 10);
+        assert.equal((await store.getRun(r.id))?.error, null);
+        await store.releaseRuns(A, [r.id], T0 + 10, 'interrupted by a stop');
         const back = await store.getRun(r.id);
         assert.equal(back?.state, 'queued');
         assert.equal(back?.attempts, 0);
+        assert.equal(back?.error, 'interrupted by a stop', 'the reason is kept on the run');
         const again = await store.claimRuns(B, T0 + 11, LEASE, 5);
         assert.deepEqual(again.map((x) => [x.id, x.attempts]), [[r.id, 1]]);
+        await store.completeRun(completion(r.id, B));
+        assert.equal((await store.getRun(r.id))?.error, null, 'a finished run keeps no note of an earlier interruption');
       });
 
       it('recoverLeases puts every running run back in the queue (same id) and counts them', async () => {

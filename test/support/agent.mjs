@@ -6,6 +6,7 @@
 //   fail      writes 20 numbered stderr lines (the last one mentions $AGENT_SECRET), exits with --code (default 2)
 //   sleep     writes "<pid>\n<grandchild pid>\n" to --pid-file, then sleeps forever (the grandchild too)
 //   stubborn  like sleep, but ignores SIGTERM (only SIGKILL ends it)
+//   sleep-once  like sleep when --pid-file does not exist yet, else like reply (a run interrupted, then run again)
 //   big       writes --bytes bytes of "x" to stdout
 //   no-read   replies "ok" and exits without reading stdin
 //   tempfail  exits 75 while the counter in --count-file is below --fail-times (default 1), then replies "recovered"
@@ -61,6 +62,15 @@ switch (mode) {
     for (let i = 1; i <= 20; i++) process.stderr.write(`stderr line ${i}\n`);
     process.stderr.write(`fatal: upstream rejected key ${process.env.AGENT_SECRET ?? ''}\n`);
     process.exitCode = Number(opt('code', '2'));
+    break;
+  }
+  case 'sleep-once': {
+    if (!existsSync(opt('pid-file'))) {
+      sleepForever(false);
+      break;
+    }
+    const input = await readStdin();
+    process.stdout.write(`agent: ${input}`);
     break;
   }
   case 'sleep':

@@ -48,6 +48,11 @@ export const configSchema = z.strictObject({
       bind: nonBlank.default('127.0.0.1'),
       port: port.default(18789),
       trustedProxies: z.array(ipOrCidr).default([]),
+      /**
+       * On SIGTERM/SIGINT: how long requests in flight and running turns get to finish before they are cut off
+       * (runs given back to the queue, agent children killed). examples/systemd's TimeoutStopSec allows for it.
+       */
+      stopGraceSeconds: z.number().min(0).max(3600).default(10),
     })
     .prefault({}),
   storage: z.preprocess(
