@@ -2,17 +2,15 @@
  * `hookgate send`: a client of the running service. Stdout is the answer's body alone (one line of JSON, for jq);
  * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
-import { type MappingConfig, normalizeMatchPath } from '../config/schema/hooks.js';
+import { normalizeMatchPath } from '../config/schema/hooks.js';
 import type { Config } from '../config/load.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
-import { headersMatch } from '../hooks/mappings/compile.js';
 import { signRequest } from '../hooks/mappings/signatures.js';
 import { serviceEndpoint, verbose } from './context.js';
 import { configOption, parsePositiveNumber } from './options.js';
+import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
 
 interface SendOpts {
   config?: string;
@@ -89,51 +87,21 @@ export function addSendCommands(program: Command): void {
     .addOption(urlOption())
     .action(async (name: string, o: SendOpts & { data: string; header: string[]; sign?: boolean }) => {
       const raw = readData(o.data);
-      let payload: unknown;
-      try {
-        payload = JSON.parse(raw.toString('utf8'));
-      } catch (err) {
-        throw new CliError('cli_usage', `--data is not valid JSON: ${(err as Error).message}`);
-      }
+      const payload = parseJsonData(raw);
       const headers = Object.fromEntries(o.header.map(parseHeader));
       await post(o, name, raw, headers, o.sign ? (config) => signatureHeaders(config, name, payload, headers, raw) : undefined);
     });
 }
 
-const collect = (value: string, previous: string[]) => [...previous, value];
-
-function parseHeader(h: string): [string, string] {
-  const colon = h.indexOf(':');
-  if (colon <= 0) throw new CliError('cli_usage', `--header ${JSON.stringify(h)}: expected name:value`);
-  return [h.slice(0, colon).trim().toLowerCase(), h.slice(colon + 1).trim()];
-}
-
-/** `--data`: inline text, `@file`, or `-` for stdin. The bytes are sent as they are (a signature covers them). */
-function readData(spec: string): Buffer {
-  if (spec === '-') return readFileSync(0);
-  if (!spec.startsWith('@')) return Buffer.from(spec);
-  const file = resolve(spec.slice(1));
-  try {
-    return readFileSync(file);
-  } catch (err) {
-    throw new CliError('cli_usage', `--data ${spec}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  }
-}
-
 /**
- * The mapping the service would pick for this request (first match on path, `source` and `match.headers`, in
- * config order) and the headers its signature scheme expects.
+ * The headers the matching mapping's signature scheme expects for this body (the service picks the first mapping
+ * matching path, `source` and `match.headers`, in config order).
  */
 function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Record<string, string> {
+  const found = matchingMapping(config, name, payload, headers);
   const subPath = normalizeMatchPath(name);
-  const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as { source: unknown }).source : undefined;
-  const matches = (m: MappingConfig) =>
-    (m.match?.path === undefined || m.match.path === subPath) &&
-    (m.match?.source === undefined || m.match.source === source) &&
-    (m.match?.headers === undefined || headersMatch(Object.entries(m.match.headers), headers));
-  const index = config.hooks.mappings.findIndex(matches);
-  const m = config.hooks.mappings[index];
-  if (!m) throw new CliError('cli_not_found', `--sign: no mapping in hooks.mappings matches "${subPath}" with this body and these headers`);
+  if (!found) throw new CliError('cli_not_found', `--sign: no mapping in hooks.mappings matches "${subPath}" with this body and these headers`);
+  const { index, mapping: m } = found;
   if (!m.signature) {
     throw new CliError('cli_usage', `--sign: hooks.mappings[${index}] (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
   }

@@ -8,6 +8,7 @@ export function starterConfig(token: string): string {
     bind: "127.0.0.1",        // keep loopback; put a reverse proxy in front to expose it
     port: 18789,
     trustedProxies: [],       // IPs/CIDRs of your proxy, whose X-Forwarded-For is believed
+    stopGraceSeconds: 10,     // on SIGTERM: how long running turns and open requests may finish
   },
   storage: { driver: "sqlite", path: "./data/hookgate.db" },
   hooks: {
@@ -27,7 +28,11 @@ export function starterConfig(token: string): string {
     mappings: [],
   },
   agents: {
-    defaults: { model: "echo/echo", timeoutSeconds: 600 },
+    defaults: {
+      model: "echo/echo",
+      timeoutSeconds: 600,
+      retry: { maxSeconds: 1800 },     // a model outage: runs wait and retry this long (0: fail at once)
+    },
     list: [{ id: "main", default: true }],
   },
   models: {

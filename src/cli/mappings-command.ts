@@ -1,0 +1,87 @@
+/**
+ * `hookgate mappings test NAME --data JSON`: what a request to `{hooks.path}/NAME` would become, rendered by the
+ * service's own routes (templates, transforms, presets, fan-out, policy), with nothing queued and no service needed.
+ * A signed mapping is signed here with its own secret from the config, so its verifier runs as for a real sender.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Command } from 'commander';
+import { normalizeMatchPath } from '../config/schema/hooks.js';
+import { CliError, HttpError } from '../errors.js';
+import { buildHooksContext } from '../hooks/context.js';
+import type { HookAction } from '../hooks/dispatch.js';
+import { MappingFailure } from '../hooks/mappings/render.js';
+import { signRequest } from '../hooks/mappings/signatures.js';
+import { createHookRoutes, type RouteResult } from '../hooks/routes.js';
+import { createLogger } from '../log.js';
+import { logSafe } from '../text-safe.js';
+import { fullConfig } from './context.js';
+import { printJson } from './format.js';
+import { configOption, jsonOption } from './options.js';
+import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
+
+interface TestOpts {
+  data: string;
+  header: string[];
+  config?: string;
+  json?: boolean;
+}
+
+export function addMappingsCommands(program: Command): void {
+  const mappings = program.command('mappings').description('hook mappings (hooks.mappings and presets)');
+  mappings
+    .command('test')
+    .description('render the mapping a request to NAME would reach and print the action it would queue (nothing is queued)')
+    .argument('<name>', 'the mapped hook name (path under hooks.path), e.g. github')
+    .requiredOption('--data <json>', 'the JSON body: inline, @FILE to read a file, or - to read stdin')
+    .option('-H, --header <name:value>', 'a request header (repeatable), e.g. for match.headers: -H x-github-event:pull_request', collect, [])
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action((name: string, o: TestOpts) => testMapping(name, o));
+}
+
+async function testMapping(name: string, o: TestOpts): Promise<void> {
+  const { config } = fullConfig(o.config);
+  const raw = readData(o.data);
+  const payload = parseJsonData(raw);
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
+  const headers: Record<string, string> = Object.fromEntries(o.header.map(parseHeader));
+  const subPath = normalizeMatchPath(name);
+  const signed = matchingMapping(config, subPath, payload, headers)?.mapping.signature;
+  const rawHeaders: IncomingHttpHeaders = signed ? { ...headers, ...signRequest(signed, raw, Date.now()) } : headers;
+
+  const ctx = buildHooksContext(config, 1);
+  // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
+  const routes = createHookRoutes({ logger: createLogger('warn', { destination: process.stderr, pretty: false }) });
+  routes.prepare(ctx);
+  let result: RouteResult;
+  try {
+    result = await routes.resolve({ ctx, subPath, payload: payload as Record<string, unknown>, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(), now: Date.now() });
+  } catch (err) {
+    if (err instanceof HttpError) throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
+    if (err instanceof MappingFailure) throw new CliError('cli_usage', `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`);
+    throw err;
+  }
+  if (result.kind === 'none') throw new CliError('cli_not_found', `no mapping or preset matches "${subPath}" (the service would answer 404)`);
+  if (result.kind === 'unauthorized') throw new CliError('cli_usage', `the service would answer 401: ${result.reason}`);
+  if (o.json) return printJson({ ...result, signed: signed?.scheme ?? null });
+  process.stdout.write(`${describe(result, signed?.scheme).join('\n')}\nnothing was queued\n`);
+}
+
+function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, scheme: string | undefined): string[] {
+  const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
+  if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.emptyAnswer ? '200 with an empty body' : '204'} (a transform returned null, or the fan-out had no items)`];
+  if (r.kind === 'reply') return [`${via(r.mappingId)} → a handshake answered ${r.status} ${JSON.stringify(r.body)}`];
+  const lines = [`${via(r.mappingId)} → ${r.actions.length} action${r.actions.length > 1 ? 's' : ''}${r.dropped ? ` (${r.dropped} fan-out items over hooks.maxFanOut dropped)` : ''}`];
+  for (const a of r.actions) lines.push(...describeAction(a));
+  return lines;
+}
+
+function describeAction(a: HookAction): string[] {
+  if (a.kind === 'wake') return [`  wake (${a.mode}) for session ${a.sessionKey}: ${logSafe(a.text, 300)}`];
+  const r = a.run;
+  return [
+    `  agent run "${r.name}" as ${r.agentId} in session ${r.sessionKey} (${r.sessionMode}), model ${r.model ?? 'the agent default'}, timeout ${r.timeoutSeconds}s`,
+    `    delivery: ${r.deliver ? `${r.channel}${r.to ? ` → ${r.to}` : ''}${r.accountId ? ` (account ${r.accountId})` : ''}` : 'off'}, wakeMode ${r.wakeMode}${r.allowUnsafeExternalContent ? ', UNWRAPPED (allowUnsafeExternalContent)' : ''}`,
+    `    message: ${logSafe(r.message, 500)}`,
+  ];
+}

@@ -1,0 +1,90 @@
+/**
+ * Issue 11 item 9: `hookgate mappings test NAME --data …` renders what a request would become — through the
+ * service's own routes (templates, transforms, presets, signatures, policy) — and queues nothing. Real binary.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { runCli } from '../support/server.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TOKEN } from '../support/token.js';
+
+describe('cli: mappings test', () => {
+  let dir: string;
+  const cli = (...args: string[]) => runCli(['mappings', 'test', ...args, '--config', join(dir, 'hookgate.json5')], { cwd: dir, env: { GH_SECRET: 'gh-secret-for-tests' } });
+
+  before(() => {
+    dir = tempDir('hookgate-mappings-test-');
+    mkdirSync(join(dir, 'hooks/transforms'), { recursive: true });
+    writeFileSync(join(dir, 'hooks/transforms/alert.mjs'), 'export default ({ payload }) => payload.status === "resolved" ? null : { message: `ALERT ${payload.name}`, name: "Alertmanager" };\n');
+    writeFileSync(
+      join(dir, 'hookgate.json5'),
+      JSON.stringify({
+        storage: { path: './data/hookgate.db' },
+        hooks: {
+          enabled: true,
+          token: TOKEN,
+          presets: ['gmail'],
+          mappings: [
+            {
+              id: 'gh-pr',
+              match: { path: 'github', headers: { 'x-github-event': 'pull_request' } },
+              name: 'GitHub',
+              messageTemplate: 'PR #{{pull_request.number}} {{action}}: {{pull_request.title}}',
+              signature: { scheme: 'github', secret: '${GH_SECRET}' },
+            },
+            { id: 'door', match: { path: 'door' }, action: 'wake', textTemplate: 'door {{state}}' },
+            { id: 'alerts', match: { path: 'alerts' }, transform: { module: 'alert.mjs' } },
+            { id: 'strict', match: { path: 'strict' }, messageTemplate: 'x', model: '{{model}}' },
+          ],
+        },
+        channels: { default: { channel: 'log' } },
+      }),
+    );
+  });
+
+  it('renders a signed GitHub mapping (signed here with its own secret): the agent run it would queue', async () => {
+    const r = await cli('github', '--data', '{"action":"opened","pull_request":{"number":7,"title":"Fix login"}}', '-H', 'x-github-event:pull_request');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^mapping gh-pr \(signed here as github with its secret\) → 1 action$/m);
+    assert.match(r.stdout, /message: PR #7 opened: Fix login$/m);
+    assert.match(r.stdout, /^nothing was queued$/m);
+    assert.ok(!r.stdout.includes('gh-secret-for-tests') && !r.stderr.includes('gh-secret-for-tests'), 'the secret is never printed');
+    assert.equal(existsSync(join(dir, 'data')), false, 'no store was created or written');
+  });
+
+  it('a wake mapping, a transform (also its null → skip), and the gmail preset', async () => {
+    const wake = await cli('door', '--data', '{"state":"open"}', '--json');
+    assert.equal(wake.code, 0, wake.stderr);
+    assert.deepEqual((JSON.parse(wake.stdout) as { actions: unknown[] }).actions, [{ kind: 'wake', text: 'door open', mode: 'now', sessionKey: 'main' }]);
+
+    const alert = await cli('alerts', '--data', '{"name":"DiskFull","status":"firing"}');
+    assert.equal(alert.code, 0, alert.stderr);
+    assert.match(alert.stdout, /agent run "Alertmanager"/);
+    assert.match(alert.stdout, /message: ALERT DiskFull/);
+    const resolved = await cli('alerts', '--data', '{"name":"DiskFull","status":"resolved"}');
+    assert.equal(resolved.code, 0, resolved.stderr);
+    assert.match(resolved.stdout, /skipped: the service would answer 204/);
+
+    const mail = await runCli(['mappings', 'test', 'gmail', '--data', '-', '--config', join(dir, 'hookgate.json5')], {
+      cwd: dir,
+      env: { GH_SECRET: 'x' },
+      input: JSON.stringify({ messages: [{ id: 'm1', from: 'ada@example.com', subject: 'Hi', snippet: 'hello', body: 'hello there' }] }),
+    });
+    assert.equal(mail.code, 0, mail.stderr);
+    assert.match(mail.stdout, /session hook:gmail:m1/);
+  });
+
+  it('says what the service would refuse, with its status and code, and exits 1', async () => {
+    const none = await cli('nowhere', '--data', '{}');
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no mapping or preset matches "nowhere" \(the service would answer 404\)/);
+    const policy = await cli('strict', '--data', '{"model":"nope/none"}');
+    assert.equal(policy.code, 1);
+    assert.match(policy.stderr, /the service would answer 400 model_not_allowed/);
+    const badJson = await cli('door', '--data', '{not json');
+    assert.equal(badJson.code, 1);
+    assert.match(badJson.stderr, /--data is not valid JSON/);
+  });
+});
