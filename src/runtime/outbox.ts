@@ -86,8 +86,17 @@ export class Outbox {
       return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
     }
     const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to, accountId: d.accountId } : undefined;
+    // Read only for explicit deliveries (the ones that move the route), so the usual delivery pays nothing.
+    const before = route ? await store.getRoute(MAIN_SESSION_KEY) : undefined;
     await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
+    if (route && (before?.channel !== route.channel || before.to !== route.to || (before.accountId ?? null) !== (route.accountId ?? null))) {
+      // Heartbeat replies and `channel: last` follow the main session's last route: say so once, when it moves.
+      logger.info(
+        { ...meta, from: before ? `${before.channel}:${before.to}` : null, to: `${route.channel}:${route.to}`, routeAccountId: route.accountId },
+        "the main session's last route changed: heartbeat replies and `channel: last` now go here",
+      );
+    }
   }
 
   /** Claim no more deliveries. */

@@ -10,7 +10,7 @@ import { telegramSchema } from '../../src/config/schema/channels.js';
 import { createLogger } from '../../src/log.js';
 import type { RuntimeEnv } from '../../src/runtime/env.js';
 import { deliveryRetryDelayMs, MIN_HINTED_WAIT_MS, Outbox } from '../../src/runtime/outbox.js';
-import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js';
+import type { Delivery, DeliveryOutcome, SessionRoute, Store } from '../../src/store/types.js';
 import { recordingContext } from '../support/platforms/fixtures.js';
 import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/telegram.js';
 import type { StandIn } from '../support/platforms/base.js';
@@ -59,7 +59,7 @@ interface Attempt {
  * Runs one delivery through a real Outbox with a store that holds just that row, and returns how the outbox finished
  * it. A delivery that is not finished within 3 s would only come back when its lease lapses: that fails the test.
  */
-async function attempt(channel: Channel, d: Delivery, accounts: Record<string, Channel> = {}): Promise<Attempt> {
+async function attempt(channel: Channel, d: Delivery, accounts: Record<string, Channel> = {}, lastRoute?: SessionRoute): Promise<Attempt> {
   const logs: Attempt['logs'] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -74,6 +74,7 @@ async function attempt(channel: Channel, d: Delivery, accounts: Record<string, C
     claimDeliveries: async (_owner: string, _now: number, _lease: number, n: number) => queue.splice(0, n),
     deliveryProgress: async () => undefined,
     finishDelivery: async (_id: string, _owner: string, outcome: DeliveryOutcome) => finish(outcome),
+    getRoute: async () => lastRoute,
   } as unknown as Store;
   const channels: ChannelRegistry = {
     get: (id, accountId) => (id !== channel.id ? undefined : accountId === undefined ? channel : accounts[accountId]),
@@ -176,6 +177,23 @@ describe('outbox: channel accounts', () => {
     assert.match(a.outcome.kind === 'dead' ? a.outcome.error : '', /^account "alerts" of channel "test" is not configured \(any more\); add it back under channels\.test\.accounts/);
     const logged = a.logs.find((l) => l.msg === 'delivery dead-lettered');
     assert.equal(logged?.accountId, 'alerts');
+  });
+});
+
+describe("outbox: the main session's last route", () => {
+  const moved = (a: Attempt) => a.logs.filter((l) => l.msg === "the main session's last route changed: heartbeat replies and `channel: last` now go here");
+
+  it('an explicit delivery that moves the route says so once, naming where replies go now', async () => {
+    const a = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: true }), {}, { channel: 'telegram', to: '42', accountId: null });
+    assert.equal(moved(a).length, 1);
+    assert.deepEqual([moved(a)[0]?.from, moved(a)[0]?.to], ['telegram:42', 'test:1001']);
+  });
+
+  it('says nothing when the route stays where it was, or for a delivery that does not set it', async () => {
+    const same = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: true }), {}, { channel: 'test', to: '1001', accountId: null });
+    assert.equal(moved(same).length, 0);
+    const implicit = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: false }), {}, undefined);
+    assert.equal(moved(implicit).length, 0);
   });
 });
 
