@@ -1,6 +1,7 @@
 /** The hookgate command tree, built without parsing: main.ts runs it, completion and the tests read it. */
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
+import { addDoctorCommand } from './doctor.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
@@ -20,5 +21,6 @@ export function buildProgram(): Command {
   addSetupCommands(program);
   addSendCommands(program);
   addStoreCommands(program);
+  addDoctorCommand(program);
   return program;
 }
