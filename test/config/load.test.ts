@@ -217,7 +217,7 @@ describe('defaults of every section', () => {
 
   it('agents: echo/echo, 600 s, one default agent "main"', () => {
     assert.deepEqual(c.agents, {
-      defaults: { model: 'echo/echo', timeoutSeconds: 600, maxConcurrent: 4 },
+      defaults: { model: 'echo/echo', timeoutSeconds: 600, maxConcurrent: 4, retry: { maxSeconds: 1800, initialBackoffMs: 5000, maxBackoffMs: 300_000 } },
       list: [{ id: 'main', default: true }],
     });
   });
