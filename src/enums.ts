@@ -39,6 +39,10 @@ export type EventOrigin = (typeof EVENT_ORIGINS)[number];
 export const EVENT_OUTCOMES = ['queued', 'coalesced'] as const;
 export type EventOutcome = (typeof EVENT_OUTCOMES)[number];
 
+/** What one `hookgate doctor` check found: only `fail` makes the doctor exit 1. */
+export const CHECK_STATUSES = ['ok', 'warn', 'fail'] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
 /** A type guard for any of the lists above. */
 export function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
   return typeof value === 'string' && (list as readonly string[]).includes(value);

@@ -52,3 +52,9 @@ export function errorCode(err: unknown, depth = 0): string | undefined {
   }
   return errorCode(e.cause, depth + 1);
 }
+
+/** Whether a host name or address (`[::1]` brackets allowed) is this machine's loopback: traffic that never leaves it. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '::ffff:127.0.0.1';
+}

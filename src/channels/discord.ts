@@ -13,10 +13,13 @@ import type { z } from 'zod';
 import type { discordSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
+import { checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import {
   asRecord,
+  checkFromFailure,
   failure,
+  getJson,
   postJson,
   secondsToMs,
   statusFailure,
@@ -33,6 +36,8 @@ export const DISCORD_MAX_TEXT = 2000;
 
 /** Discord asks bots for `DiscordBot ($url, $version)`; requests without a proper User-Agent may be blocked. */
 const USER_AGENT = 'DiscordBot (hookgate, 0.1.0)';
+
+const FIX = 'check botToken (Developer Portal → your application → Bot → Reset Token; without the "Bot " prefix)';
 
 /** A nonce is at most 25 characters; derive it from the delivery id so every retry of one chunk carries the same. */
 export function discordNonce(deliveryId: string): string {
@@ -59,6 +64,15 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext)
       if (sent) return sent;
       if (outcome.status === 429) return rateLimited(json, outcome.headers);
       return statusFailure('discord', outcome.status, errorDetail(json), outcome.headers);
+    },
+    async check(signal) {
+      // GET /users/@me: the bot's user { id, username, bot: true, ... }.
+      const outcome = await getJson(joinUrl(config.apiBaseUrl, 'users/@me'), { headers, timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return checkFromFailure(transportFailure('discord', outcome), FIX);
+      const json = asRecord(outcome.json);
+      if (outcome.status === 200) return checkOk(`bot ${logSafeOptional(json.username, 64) ?? '?'} (id ${logSafeOptional(json.id, 24) ?? '?'})`);
+      if (outcome.status === 429) return checkFromFailure(rateLimited(json, outcome.headers), FIX);
+      return checkFromFailure(statusFailure('discord', outcome.status, errorDetail(json), outcome.headers), FIX);
     },
   };
 }

@@ -15,11 +15,13 @@ import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { googlechatSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
+import { checkWarn } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import {
   AccessTokenCache,
   asRecord,
   callWithToken,
+  checkToken,
   failure,
   postJson,
   requestOAuthToken,
@@ -71,8 +73,15 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const hint = HINTS[outcome.status];
       return statusFailure('googlechat', outcome.status, `${detail}${hint ? ` (${hint})` : ''}` || undefined, outcome.headers);
     },
+    async check() {
+      // A configured accessToken is used as it is: only a send can tell whether it still works.
+      if (config.accessToken) return checkWarn('a static accessToken is configured: not checked (it expires within an hour)', 'configure serviceAccountFile so hookgate refreshes tokens itself');
+      return checkToken(tokens, FIX, 'the JWT grant of the service account');
+    },
   };
 }
+
+const FIX = 'check the service-account key (serviceAccountFile / serviceAccount) and that the key is not deleted or disabled';
 
 const HINTS: Record<number, string> = {
   401: 'the access token or service-account key is not accepted',

@@ -7,6 +7,7 @@
  */
 import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { type CheckResult, checkFail, checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import type { SendResult } from './types.js';
 
@@ -34,18 +35,23 @@ export function postJson(url: string, body: unknown, options: RequestOptions): P
   return request(url, JSON.stringify(body), 'application/json; charset=utf-8', options);
 }
 
+/** A GET: the platforms' "who am I" calls (`hookgate doctor`). */
+export function getJson(url: string, options: RequestOptions): Promise<HttpOutcome> {
+  return request(url, undefined, undefined, options);
+}
+
 /** application/x-www-form-urlencoded: the OAuth token endpoints (RFC 6749) take nothing else. */
 export function postForm(url: string, form: Record<string, string>, options: RequestOptions): Promise<HttpOutcome> {
   return request(url, new URLSearchParams(form).toString(), 'application/x-www-form-urlencoded', options);
 }
 
-async function request(url: string, body: string, contentType: string, options: RequestOptions): Promise<HttpOutcome> {
+async function request(url: string, body: string | undefined, contentType: string | undefined, options: RequestOptions): Promise<HttpOutcome> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   try {
     const res = await fetch(url, {
-      method: 'POST',
-      headers: { accept: 'application/json', ...options.headers, 'content-type': contentType },
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { accept: 'application/json', ...options.headers, ...(contentType ? { 'content-type': contentType } : {}) },
       body,
       signal,
       // A redirect on an API call is a misconfigured base URL; following it would re-send credentials elsewhere
@@ -107,6 +113,24 @@ export function transportFailure(platform: string, outcome: Exclude<HttpOutcome,
     case 'network':
       return failure(`${platform} unreachable (${outcome.code})`, true);
   }
+}
+
+/**
+ * A failed "who am I" call as a doctor finding: the same words a send failing the same way logs (the platform's
+ * error mapping made them), plus what to change when the platform refused the credentials.
+ */
+export function checkFromFailure(f: SendFailure, credentialFix: string): CheckResult {
+  const refused = f.status === 401 || f.status === 403;
+  return checkFail(f.error, refused ? credentialFix : f.status === undefined ? 'check the base URL and that this host can reach it' : undefined);
+}
+
+/** Obtaining an OAuth token is the check of the platforms that use one (Google Chat, MS Teams). */
+export async function checkToken(source: TokenSource, credentialFix: string, what: string): Promise<CheckResult> {
+  const tok = await source.get();
+  if (tok.ok) return checkOk(`obtained an access token (${what})`);
+  // A token endpoint refuses bad credentials with 400 invalid_grant / invalid_client as often as with 401.
+  const f = tok.failure;
+  return f.status === 400 ? checkFail(f.error, credentialFix) : checkFromFailure(f, credentialFix);
 }
 
 /** A plain object view of a parsed JSON body, for reading optional fields without casts at every step. */

@@ -14,7 +14,8 @@ import type { z } from 'zod';
 import type { imessageSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { logSafeOptional } from '../text-safe.js';
-import { asRecord, failure, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import { checkFail, checkOk, checkWarn } from '../check.js';
+import { asRecord, checkFromFailure, failure, getJson, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;
@@ -24,6 +25,8 @@ export type IMessageConfig = z.output<typeof imessageSchema>;
  * a chunk readable in one bubble and well inside what AppleScript and the Private API handle without trouble.
  */
 export const IMESSAGE_MAX_TEXT = 10_000;
+
+const FIX = 'check password (the BlueBubbles server password) and serverUrl';
 
 /** `iMessage;-;+1555…` / `SMS;+;chat…`: a service, a direct (-) or group (+) marker, an identifier. */
 const CHAT_GUID = /^[A-Za-z]+;[-+];.+$/;
@@ -42,7 +45,8 @@ export function blueBubblesTempGuid(deliveryId: string): string {
 }
 
 export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContext): Channel {
-  const url = `${joinUrl(config.serverUrl, 'api/v1/message/text')}?password=${encodeURIComponent(config.password)}`;
+  const auth = `?password=${encodeURIComponent(config.password)}`;
+  const url = `${joinUrl(config.serverUrl, 'api/v1/message/text')}${auth}`;
   return {
     id: 'imessage',
     maxTextLength: IMESSAGE_MAX_TEXT,
@@ -68,6 +72,22 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
       // 500 "iMessage Error" covers both a Messages.app hiccup and an unknown chat; retries then dead-lettering
       // is the safe reading of an answer that does not say which.
       return statusFailure('imessage', outcome.status, detail, outcome.headers);
+    },
+    async check(signal) {
+      // GET /api/v1/server/info: { status, message, data: { os_version, server_version, private_api, ... } }.
+      const outcome = await getJson(`${joinUrl(config.serverUrl, 'api/v1/server/info')}${auth}`, { timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return checkFromFailure(transportFailure('imessage', outcome), FIX);
+      const data = asRecord(asRecord(outcome.json).data);
+      if (outcome.status === 200) {
+        const privateApi = data.private_api === true ? 'on' : 'off';
+        const warn = config.method === 'private-api' && data.private_api !== true;
+        const detail = `BlueBubbles ${logSafeOptional(data.server_version, 20) ?? '?'} on macOS ${logSafeOptional(data.os_version, 20) ?? '?'} (Private API ${privateApi})`;
+        return warn ? checkWarn(detail, 'method is private-api but the server has the Private API off: enable it, or use apple-script') : checkOk(detail);
+      }
+      if (outcome.status === 401) return checkFail('imessage: BlueBubbles rejected the password', FIX);
+      const json = asRecord(outcome.json);
+      const detail = logSafeOptional(asRecord(json.error).message) ?? logSafeOptional(json.message);
+      return checkFromFailure(statusFailure('imessage', outcome.status, detail, outcome.headers), FIX);
     },
   };
 }

@@ -8,13 +8,15 @@
  * (O_APPEND: the kernel puts every write at the end, even with other writers); stdout writes go through the
  * process's single stdout stream, in order.
  */
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { z } from 'zod';
 import type { logChannelSchema } from '../config/schema/channels.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
-import { logSafe, terminalSafe } from '../text-safe.js';
+import { type CheckResult, checkFail, checkOk } from '../check.js';
+import { logPath, logSafe, terminalSafe } from '../text-safe.js';
 import { deliveryRecord } from './webhook.js';
 
 export type LogChannelConfig = z.output<typeof logChannelSchema>;
@@ -95,7 +97,36 @@ export function createLogChannel(config: LogChannelConfig | undefined, ctx: Chan
     if (h) await (await h.catch(() => undefined))?.close();
   }
 
-  return { id: 'log', maxTextLength: LOG_MAX_TEXT_LENGTH, send, close };
+  // `hookgate doctor`: the file (or the directory it would be created in) must be writable; nothing is created.
+  const check = async (): Promise<CheckResult> => (path === undefined ? checkOk(human ? 'stdout (a terminal: readable lines)' : 'stdout (JSON lines)') : writableFile(path));
+
+  return { id: 'log', maxTextLength: LOG_MAX_TEXT_LENGTH, send, close, check };
+}
+
+async function writableFile(path: string): Promise<CheckResult> {
+  const shown = logPath(path, 300);
+  try {
+    await access(path, constants.W_OK);
+    return checkOk(`appends to ${shown}`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return checkFail(`cannot write ${shown} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, 'fix the file\'s owner or mode, or change path');
+  }
+  // Not there yet: the first delivery creates it (and missing directories) in the nearest existing ancestor.
+  let dir = dirname(path);
+  while (dirname(dir) !== dir) {
+    try {
+      await access(dir, constants.F_OK);
+      break;
+    } catch {
+      dir = dirname(dir);
+    }
+  }
+  try {
+    await access(dir, constants.W_OK);
+    return checkOk(`will create ${shown} on the first delivery`);
+  } catch (err) {
+    return checkFail(`cannot create ${shown}: ${logPath(dir, 300)} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})`, 'change path, or the directory\'s owner or mode');
+  }
 }
 
 function writeStream(stream: Writable, chunk: Buffer): Promise<void> {

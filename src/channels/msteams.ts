@@ -16,6 +16,7 @@ import {
   AccessTokenCache,
   asRecord,
   callWithToken,
+  checkToken,
   failure,
   postJson,
   requestOAuthToken,
@@ -82,8 +83,12 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       const hint = HINTS[outcome.status];
       return statusFailure('msteams', outcome.status, [detail, hint && `(${hint})`].filter(Boolean).join(' ') || undefined, outcome.headers);
     },
+    // The client-credentials grant is the whole credential: the Connector has no "who am I" call for a bot.
+    check: () => checkToken(tokens, FIX, 'client credentials of the app'),
   };
 }
+
+const FIX = 'check appId, appPassword (a client secret of the app registration; they expire) and tenantId';
 
 const HINTS: Record<number, string> = {
   401: 'the app id/password are not accepted for this bot',

@@ -57,7 +57,8 @@ const PLATFORM_FACTORIES: { [K in CorePlatform]: () => Promise<PlatformFactory> 
   irc: async () => createIrcChannel as PlatformFactory,
 };
 
-async function createPlatform(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
+/** One core platform's channel for one account's section (the doctor builds them one by one, to check each). */
+export async function createPlatformChannel(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
   return (await PLATFORM_FACTORIES[name]())(config, ctx);
 }
 
@@ -72,8 +73,8 @@ export async function createChannelRegistry(config: ChannelsConfig, ctx: Channel
     for (const name of CORE_CHANNELS) {
       const section = config[name];
       if (!section) continue;
-      channels.set(name, await createPlatform(name, section, ctx));
-      for (const [id, account] of Object.entries(section.accounts)) accounts.set(accountKey(name, id), await createPlatform(name, account, ctx));
+      channels.set(name, await createPlatformChannel(name, section, ctx));
+      for (const [id, account] of Object.entries(section.accounts)) accounts.set(accountKey(name, id), await createPlatformChannel(name, account, ctx));
     }
     if (config.webhook) channels.set('webhook', createWebhookChannel(config.webhook, ctx));
     channels.set('log', createLogChannel(config.log, ctx));

@@ -14,7 +14,8 @@ import type { signalSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { logSafeOptional } from '../text-safe.js';
-import { acceptedWithoutBody, asRecord, failure, is2xx, postJson, statusFailure, transportFailure } from './http.js';
+import { checkFail, checkOk } from '../check.js';
+import { acceptedWithoutBody, asRecord, checkFromFailure, failure, getJson, is2xx, postJson, statusFailure, transportFailure } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type SignalConfig = z.output<typeof signalSchema>;
@@ -25,6 +26,8 @@ export type SignalConfig = z.output<typeof signalSchema>;
  * linked devices and bridges. 2,000 keeps every chunk an ordinary inline message everywhere.
  */
 export const SIGNAL_MAX_TEXT = 2000;
+
+const FIX = 'check apiBaseUrl (your signal-cli-rest-api server) and that it runs';
 
 /** signal-cli messages for failures of the network or of Signal's servers, which a later attempt can survive. */
 const TRANSIENT = /timed? ?out|timeout|network|connection|unavailable|temporar|try again|IOException/i;
@@ -59,6 +62,24 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
         return failure(`signal-cli send failed: ${detail}`, true, { status: 400 });
       }
       return statusFailure('signal', outcome.status, detail, outcome.headers);
+    },
+    async check(signal) {
+      // The REST API has no authentication: "who am I" is the server answering and knowing our number.
+      const about = await getJson(joinUrl(config.apiBaseUrl, 'v1/about'), { timeoutMs: config.timeoutMs, signal });
+      if (about.kind !== 'response') return checkFromFailure(transportFailure('signal', about), FIX);
+      if (!is2xx(about.status)) return checkFromFailure(statusFailure('signal', about.status, logSafeOptional(asRecord(about.json).error), about.headers), FIX);
+      const info = asRecord(about.json);
+      const accounts = await getJson(joinUrl(config.apiBaseUrl, 'v1/accounts'), { timeoutMs: config.timeoutMs, signal });
+      if (accounts.kind !== 'response') return checkFromFailure(transportFailure('signal', accounts), FIX);
+      if (!is2xx(accounts.status)) return checkFromFailure(statusFailure('signal', accounts.status, logSafeOptional(asRecord(accounts.json).error), accounts.headers), FIX);
+      const list = Array.isArray(accounts.json) ? accounts.json : [];
+      if (!list.includes(config.number)) {
+        return checkFail(
+          `signal-cli-rest-api has no account ${config.number} (it has ${list.length})`,
+          'register or link the number in signal-cli (POST /v1/register/{number}, or /v1/qrcodelink), or fix `number`',
+        );
+      }
+      return checkOk(`signal-cli-rest-api ${logSafeOptional(info.version, 20) ?? '?'} (mode ${logSafeOptional(info.mode, 20) ?? '?'}), ${config.number} registered`);
     },
   };
 }

@@ -9,10 +9,12 @@ import type { z } from 'zod';
 import type { slackSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
+import { checkFail, checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
+  checkFromFailure,
   failure,
   is2xx,
   postJson,
@@ -44,6 +46,7 @@ const RETRYABLE_ERRORS = new Set([
 
 export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Channel {
   const url = joinUrl(config.apiBaseUrl, 'chat.postMessage');
+  const authTest = joinUrl(config.apiBaseUrl, 'auth.test');
   const headers = { authorization: `Bearer ${config.botToken}` };
   return {
     id: 'slack',
@@ -60,8 +63,25 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
       if (outcome.json === undefined) return acceptedWithoutBody('slack', outcome.status, ctx.logger);
       return slackFailure(outcome.status, body, outcome.headers);
     },
+    async check(signal) {
+      // auth.test: { ok: true, team, user, user_id, ... } or, like every method, HTTP 200 { ok: false, error }.
+      const outcome = await postJson(authTest, {}, { headers, timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return checkFromFailure(transportFailure('slack', outcome), FIX);
+      const body = asRecord(outcome.json);
+      if (is2xx(outcome.status) && body.ok === true) {
+        return checkOk(`bot ${logSafeOptional(body.user, 64) ?? logSafeOptional(body.user_id, 64) ?? '?'} in workspace ${logSafeOptional(body.team, 80) ?? '?'}`);
+      }
+      if (!is2xx(outcome.status)) return checkFromFailure(statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers), FIX);
+      const code = logSafeOptional(body.error, 80);
+      const f = slackFailure(outcome.status, body, outcome.headers);
+      return checkFail(f.error, code && AUTH_ERRORS.has(code) ? FIX : undefined);
+    },
   };
 }
+
+const FIX = 'check botToken (the Bot User OAuth Token, xoxb-...; reinstall the app if it was revoked)';
+/** auth.test's answers that are about the token (HTTP 200 like every Slack error). */
+const AUTH_ERRORS = new Set(['not_authed', 'invalid_auth', 'token_revoked', 'token_expired', 'account_inactive']);
 
 function slackFailure(status: number, body: Record<string, unknown>, headers: Headers): SendFailure {
   const code = logSafeOptional(body.error, 80) ?? 'unknown_error';

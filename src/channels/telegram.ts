@@ -7,11 +7,14 @@ import type { z } from 'zod';
 import type { telegramSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { isRetryableStatus, joinUrl } from '../http-util.js';
+import { checkFail, checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
+  checkFromFailure,
   failure,
+  getJson,
   is2xx,
   postJson,
   secondsToMs,
@@ -19,6 +22,8 @@ import {
   type SendFailure,
 } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
+
+const FIX = 'check botToken (the token @BotFather gave, 123456789:AA...)';
 
 export type TelegramConfig = z.output<typeof telegramSchema>;
 
@@ -28,6 +33,7 @@ export const TELEGRAM_MAX_TEXT = 4096;
 export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContext): Channel {
   // The token is part of the path; this URL must never reach a log or an error string.
   const url = joinUrl(config.apiBaseUrl, `bot${config.botToken}/sendMessage`);
+  const getMe = joinUrl(config.apiBaseUrl, `bot${config.botToken}/getMe`);
   return {
     id: 'telegram',
     maxTextLength: TELEGRAM_MAX_TEXT,
@@ -41,6 +47,19 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       }
       if (is2xx(outcome.status) && outcome.json === undefined) return acceptedWithoutBody('telegram', outcome.status, ctx.logger);
       return telegramFailure(outcome.status, body, outcome.headers);
+    },
+    async check(signal) {
+      // getMe: { ok: true, result: { id, is_bot, username, ... } }.
+      const outcome = await getJson(getMe, { timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return checkFromFailure(transportFailure('telegram', outcome), FIX);
+      const body = asRecord(outcome.json);
+      const me = asRecord(body.result);
+      if (is2xx(outcome.status) && body.ok === true) {
+        return checkOk(`bot @${logSafeOptional(me.username, 64) ?? '?'} (id ${logSafeOptional(String(me.id), 20) ?? '?'})`);
+      }
+      // Telegram answers a wrong token with 404 on some paths and 401 on others: both mean the token.
+      const f = telegramFailure(outcome.status, body, outcome.headers);
+      return outcome.status === 404 ? checkFail(f.error, FIX) : checkFromFailure(f, FIX);
     },
   };
 }

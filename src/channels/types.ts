@@ -1,3 +1,4 @@
+import type { CheckResult } from '../check.js';
 import { type ChannelErrorCode, HookgateError } from '../errors.js';
 
 /**
@@ -39,6 +40,11 @@ export interface Channel {
   /** The platform's limit for one message's text, in characters. */
   readonly maxTextLength: number;
   send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult>;
+  /**
+   * `hookgate doctor`: the platform's "who am I" call with the configured credentials (Telegram getMe, Slack
+   * auth.test...), mapped through the same error handling as `send`, so a refused token reads the same.
+   */
+  check?(signal: AbortSignal): Promise<CheckResult>;
   /** Release sockets (IRC), flush files (log). */
   close?(): Promise<void>;
 }

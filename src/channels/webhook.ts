@@ -10,7 +10,9 @@
 import { createHmac } from 'node:crypto';
 import type { z } from 'zod';
 import type { webhookChannelSchema } from '../config/schema/channels.js';
-import { errorCode } from '../http-util.js';
+import { type CheckResult, checkFail, checkOk, checkWarn } from '../check.js';
+import { errorCode, isLoopbackHost } from '../http-util.js';
+import { logSafe } from '../text-safe.js';
 import { parseRetryAfter } from '../retry-after.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
@@ -121,5 +123,29 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     return { ok: false, retryable: false, status, error: `${label} answered ${status}` };
   }
 
-  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send };
+  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send, check: async () => checkTargets(config) };
+}
+
+/**
+ * `hookgate doctor`: no call (a POST would be a delivery the receiver acts on); each target's URL must parse, and a
+ * plain-http URL to another host sends the signed reply, agent text and all, readable on the way.
+ */
+export function checkTargets(config: WebhookChannelConfig): CheckResult {
+  const names = Object.keys(config.targets);
+  if (names.length === 0) return checkWarn('no targets configured: nothing can be sent here', 'add channels.webhook.targets.<name>: { url, secret }');
+  const plain: string[] = [];
+  const shown: string[] = [];
+  for (const [name, target] of Object.entries(config.targets)) {
+    let url: URL;
+    try {
+      url = new URL(target.url);
+    } catch {
+      return checkFail(`target "${logSafe(name, 60)}": the url does not parse`, `fix targets.${logSafe(name, 60)}.url`);
+    }
+    // The origin only: a path or query may carry a receiver's token.
+    shown.push(`${logSafe(name, 60)} → ${url.origin}`);
+    if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) plain.push(logSafe(name, 60));
+  }
+  const detail = `${names.length} target${names.length > 1 ? 's' : ''}, not called: ${shown.join(', ')}`;
+  return plain.length ? checkWarn(`${detail}; plain http to another host: ${plain.join(', ')}`, 'use https:// for targets off this machine') : checkOk(detail);
 }

@@ -10,11 +10,14 @@ import type { z } from 'zod';
 import type { whatsappSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { isRetryableStatus, joinUrl } from '../http-util.js';
+import { checkFail, checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
 import {
   acceptedWithoutBody,
   asRecord,
+  checkFromFailure,
   failure,
+  getJson,
   is2xx,
   postJson,
   transportFailure,
@@ -27,6 +30,8 @@ export type WhatsAppConfig = z.output<typeof whatsappSchema>;
 /** text.body: "Maximum 4096 characters". */
 export const WHATSAPP_MAX_TEXT = 4096;
 
+const FIX = 'check accessToken (a System User token with whatsapp_business_messaging; temporary tokens expire after 24 h)';
+
 /**
  * Graph error codes meaning "slow down": 4 (application request limit), 80007 (WABA rate limit),
  * 130429 (throughput), 131056 (business/consumer pair rate limit), 131048 (spam rate limit).
@@ -37,7 +42,8 @@ const RATE_LIMIT_CODES = new Set([4, 80007, 130429, 131056, 131048]);
 const TRANSIENT_CODES = new Set([1, 2, 131000, 131016, 133004]);
 
 export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContext): Channel {
-  const url = joinUrl(config.apiBaseUrl, `${config.apiVersion}/${encodeURIComponent(config.phoneNumberId)}/messages`);
+  const phoneNumber = joinUrl(config.apiBaseUrl, `${config.apiVersion}/${encodeURIComponent(config.phoneNumberId)}`);
+  const url = `${phoneNumber}/messages`;
   const headers = { authorization: `Bearer ${config.accessToken}` };
   return {
     id: 'whatsapp',
@@ -61,6 +67,21 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
         return ids.length ? { ok: true, platformIds: ids } : { ok: true };
       }
       return graphFailure(outcome.status, asRecord(json.error), outcome.headers);
+    },
+    async check(signal) {
+      // GET /{version}/{phone-number-id}: { verified_name, display_phone_number, id, quality_rating }.
+      const outcome = await getJson(phoneNumber, { headers, timeoutMs: config.timeoutMs, signal });
+      if (outcome.kind !== 'response') return checkFromFailure(transportFailure('whatsapp', outcome), FIX);
+      const json = asRecord(outcome.json);
+      if (is2xx(outcome.status)) {
+        return checkOk(`phone number ${logSafeOptional(json.display_phone_number, 40) ?? config.phoneNumberId} (${logSafeOptional(json.verified_name, 80) ?? 'no verified name'})`);
+      }
+      const error = asRecord(json.error);
+      const f = graphFailure(outcome.status, error, outcome.headers);
+      // Graph refuses a token with 190 (HTTP 400 or 401) and an unknown phone number id with 100/33.
+      if (error.code === 190) return checkFail(f.error, FIX);
+      if (error.code === 100) return checkFail(f.error, 'check phoneNumberId (WhatsApp Manager → Phone numbers: the Phone number ID, not the number)');
+      return checkFromFailure(f, FIX);
     },
   };
 }

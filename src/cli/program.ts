@@ -1,6 +1,7 @@
 /** The hookgate command tree, built without parsing: main.ts runs it, completion and the tests read it. */
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
+import { addDoctorCommand } from './doctor.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
@@ -22,5 +23,6 @@ export function buildProgram(): Command {
   addSendCommands(program);
   addStoreCommands(program);
   addMappingsCommands(program);
+  addDoctorCommand(program);
   return program;
 }

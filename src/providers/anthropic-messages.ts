@@ -1,7 +1,7 @@
 /** Anthropic Messages API: `POST {baseUrl}/v1/messages`, non-streaming. */
 import { joinUrl } from '../http-util.js';
 import type { ProviderConfig } from '../config/schema/models.js';
-import { badResponse, mergeHeaders, postJson } from './http.js';
+import { badResponse, checkModelList, mergeHeaders, postJson } from './http.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
 import { asRecord, usageOf } from './shape.js';
 import type { ModelProvider, ModelReply, ModelRequest } from './types.js';
@@ -81,5 +81,7 @@ export function createAnthropicProvider(id: string, config: AnthropicConfig, opt
         return parseAnthropicReply(json, label);
       });
     },
+    check: (signal) =>
+      checkModelList({ url: joinUrl(config.baseUrl, 'v1/models'), headers, signal, label, secrets }, 'check apiKey (an Anthropic API key, sk-ant-...)'),
   };
 }

@@ -28,8 +28,11 @@
  * have had side effects). More than `maxOutputBytes` on stdout → provider_bad_response.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
+import { type CheckResult, checkFail, checkOk } from '../check.js';
 import type { ProviderConfig } from '../config/schema/models.js';
-import { redactSecrets } from '../text-safe.js';
+import { logPath, logSafe, redactSecrets } from '../text-safe.js';
 import { badResponse } from './http.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
 import { ProviderError, type ModelProvider, type ModelReply, type ModelRequest } from './types.js';
@@ -110,10 +113,47 @@ export function createCommandProvider(id: string, config: CommandConfig, options
         return run.done.finally(() => running.delete(run));
       });
     },
+    check: async () => checkCommand(config),
     async close() {
       await Promise.all([...running].map((r) => r.stop()));
     },
   };
+}
+
+/**
+ * `hookgate doctor`: the command resolves to an executable file the way spawn will find it: a path with a slash
+ * against `cwd`, a bare name through the PATH the child gets. Nothing is run (an agent may act when started).
+ */
+export function checkCommand(config: CommandConfig): CheckResult {
+  const cwd = resolve(config.cwd ?? process.cwd());
+  if (config.cwd !== undefined && !isDirectory(cwd)) return checkFail(`cwd ${logPath(cwd, 300)} is not a directory`, 'fix cwd of this provider');
+  const name = config.command;
+  const found = name.includes('/')
+    ? [resolve(cwd, name)].filter(isExecutableFile)
+    : (config.env?.PATH ?? process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(resolve(cwd, d), name)).filter(isExecutableFile);
+  const hit = found[0];
+  if (hit) return checkOk(`${logSafe(name, 100)} → ${logPath(hit, 300)}`);
+  return checkFail(
+    name.includes('/') ? `${logPath(resolve(cwd, name), 300)} is not an executable file` : `"${logSafe(name, 100)}" is not on PATH`,
+    'install it, give command as an absolute path, or fix env.PATH of this provider',
+  );
+}
+
+function isExecutableFile(p: string): boolean {
+  try {
+    accessSync(p, constants.X_OK);
+    return statSync(p).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** One child process, from spawn to its settled result. */

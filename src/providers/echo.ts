@@ -9,6 +9,7 @@
  *   the security notice around the block is not echoed. Several wrapped blocks are joined by a blank line.
  * - `system`, earlier turns and `thinking` are ignored; no usage is reported.
  */
+import { checkOk } from '../check.js';
 import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_META_LABELS, EXTERNAL_CONTENT_WORD, HEARTBEAT_TOKEN, endMarker } from '../prompt-markers.js';
 import { abortedError } from './retry.js';
 import type { ModelProvider, ModelRequest } from './types.js';
@@ -67,5 +68,6 @@ export function createEchoProvider(id = 'echo'): ModelProvider {
       if (request.signal.aborted) throw abortedError(`echo provider "${id}"`, request.signal.reason);
       return { text: echoReplyText(request) };
     },
+    check: async () => checkOk('built in: answers with the message it is given'),
   };
 }

@@ -8,12 +8,14 @@
 import { Agent, fetch, type Response } from 'undici';
 import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
+import { type CheckResult, checkFail, checkOk, checkWarn } from '../check.js';
 import { redactSecrets } from '../text-safe.js';
 import { ProviderError } from './types.js';
 
 export interface JsonPost {
   url: string;
   headers: Record<string, string>;
+  /** Undefined: a GET (the doctor's "list models" call). */
   body: unknown;
   signal: AbortSignal;
   /** Prefix of every error message, e.g. `openai-chat provider "local"`. */
@@ -66,11 +68,12 @@ export const modelDispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 export async function postJson(req: JsonPost): Promise<JsonReply> {
   let res: Response;
   try {
+    const get = req.body === undefined;
     res = await fetch(req.url, {
       dispatcher: modelDispatcher,
-      method: 'POST',
-      headers: mergeHeaders(req.headers, { 'content-type': 'application/json', accept: 'application/json' }),
-      body: JSON.stringify(req.body),
+      method: get ? 'GET' : 'POST',
+      headers: mergeHeaders(req.headers, get ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' }),
+      body: get ? undefined : JSON.stringify(req.body),
       signal: req.signal,
       // A redirect would replay credentials to another URL; surface it as an HTTP error instead.
       redirect: 'manual',
@@ -96,6 +99,26 @@ export async function postJson(req: JsonPost): Promise<JsonReply> {
     return { json: JSON.parse(text) as unknown, status: res.status };
   } catch (err) {
     throw badResponse(req.label, 'the body is not JSON', err);
+  }
+}
+
+/**
+ * `hookgate doctor` for an HTTP model API: GET its model list (`{ data: [...] }` at OpenAI and Anthropic), which
+ * costs no tokens, with the key the runs use; the failure read through the same mapping as a run's.
+ */
+export async function checkModelList(req: Omit<JsonPost, 'body'>, keyFix: string): Promise<CheckResult> {
+  // The CLI names the provider already: the label in front of every message would only repeat it.
+  const strip = (m: string) => (m.startsWith(`${req.label}: `) ? m.slice(req.label.length + 2) : m);
+  try {
+    const { json } = await postJson({ ...req, body: undefined });
+    const data = json && typeof json === 'object' ? (json as Record<string, unknown>)['data'] : undefined;
+    return checkOk(`${origin(req.url)} answers${Array.isArray(data) ? `; ${data.length} model${data.length === 1 ? '' : 's'} listed` : ''}`);
+  } catch (err) {
+    if (!(err instanceof ProviderError)) throw err;
+    if (err.status === 401 || err.status === 403) return checkFail(`the API key is refused (${strip(err.message)})`, keyFix);
+    // Some OpenAI-compatible servers have no model list: the server answered, which is what can be told.
+    if (err.status === 404 || err.status === 405) return checkWarn(`${origin(req.url)} answers but has no model list (${strip(err.message)}); the key is not checked`);
+    return checkFail(strip(err.message), err.code === 'provider_unreachable' ? 'check baseUrl, and that the server runs and this host can reach it' : undefined);
   }
 }
 

@@ -4,7 +4,7 @@
  */
 import { joinUrl } from '../http-util.js';
 import type { ProviderConfig } from '../config/schema/models.js';
-import { badResponse, mergeHeaders, postJson } from './http.js';
+import { badResponse, checkModelList, mergeHeaders, postJson } from './http.js';
 import { policyOf, withRetry, type ProviderOptions } from './retry.js';
 import { asRecord, usageOf } from './shape.js';
 import type { ModelProvider, ModelReply, ModelRequest } from './types.js';
@@ -73,5 +73,7 @@ export function createOpenAIChatProvider(id: string, config: OpenAIChatConfig, o
         return parseOpenAIChatReply(json, label);
       });
     },
+    check: (signal) =>
+      checkModelList({ url: joinUrl(config.baseUrl, 'models'), headers, signal, label, secrets }, 'check apiKey (and headers) of this provider'),
   };
 }

@@ -1,3 +1,4 @@
+import type { CheckResult } from '../check.js';
 import { HookgateError, type ProviderErrorCode } from '../errors.js';
 
 /** One turn of a conversation as sent to a model. */
@@ -30,6 +31,8 @@ export interface ModelProvider {
   /** The wire protocol: openai-chat | anthropic-messages | command | echo. */
   readonly api: string;
   complete(request: ModelRequest): Promise<ModelReply>;
+  /** `hookgate doctor`: a call that costs nothing where the API has one (the model list), else a local check. */
+  check?(signal: AbortSignal): Promise<CheckResult>;
   close?(): Promise<void>;
 }
 

@@ -27,6 +27,14 @@ describe('irc against ngircd', { skip }, () => {
     await server?.dispose();
   });
 
+  it('check (hookgate doctor): connects, registers and QUITs, leaving no connection open', async () => {
+    const probe = ircChannel({ host: server.host, port: server.port, nick: 'hgdoctor' }, {}, ctx);
+    const r = await probe.check(AbortSignal.timeout(10_000));
+    assert.deepEqual(r, { status: 'ok', detail: `registered on ${server.host}:${server.port} as hgdoctor` });
+    assert.equal(probe.connected, false);
+    await probe.close();
+  });
+
   it('joins the channel and sends one PRIVMSG per line, in order', async () => {
     const r = await ch.send(message('#hookgate', 'line one\nline two\n\nline three'));
     assert.deepEqual(r, { ok: true });

@@ -61,9 +61,21 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
   const fail = (req: IncomingMessage, res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>) =>
     send(req, res, status, { type: 'error', error: { type, message }, request_id: `req_standin_${kit.calls.length + 1}` }, headers);
 
+  // GET /v1/models: the same key and version checks, then { data: [{ type: "model", id, display_name, created_at }], has_more, first_id, last_id }.
+  const listModels = (req: IncomingMessage, res: ServerResponse) => {
+    const key = req.headers['x-api-key'];
+    if (typeof key !== 'string' || !key) return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
+    if (key !== apiKey || kit.takeMode().mode === 'unauthorized') return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
+    const version = req.headers['anthropic-version'];
+    if (typeof version !== 'string' || !VERSIONS.has(version)) return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    const data = ['claude-sonnet-4-5', 'claude-haiku-4-5'].map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-09-29T00:00:00Z' }));
+    return send(req, res, 200, { data, has_more: false, first_id: data[0]!.id, last_id: data.at(-1)!.id });
+  };
+
   return kit.serve(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const raw = await readBody(req);
+    if (req.method === 'GET' && path === '/v1/models') return listModels(req, res);
     if (path !== '/v1/messages') return fail(req, res, 404, 'not_found_error', 'Not Found');
     if (req.method !== 'POST') return fail(req, res, 405, 'invalid_request_error', `Method Not Allowed`);
     const { mode: current, retryAfter } = kit.takeMode();

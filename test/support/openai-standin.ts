@@ -57,9 +57,21 @@ export async function startOpenAIStandin(options: OpenAIStandinOptions = {}): Pr
   const fail = (req: IncomingMessage, res: ServerResponse, status: number, message: string, type: string, code: string | null = null, param: string | null = null, headers?: Record<string, string>) =>
     kit.send(req, res, status, { error: { message, type, param, code } }, headers);
 
+  // GET /v1/models: { object: "list", data: [{ id, object: "model", created, owned_by }] }, behind the same key check.
+  const listModels = (req: IncomingMessage, res: ServerResponse) => {
+    const m = /^Bearer (.+)$/.exec(String(req.headers['authorization'] ?? ''));
+    if (apiKey !== null && !m) return fail(req, res, 401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error');
+    if ((apiKey !== null && m?.[1] !== apiKey) || kit.takeMode().mode === 'unauthorized') {
+      return fail(req, res, 401, `Incorrect API key provided: ${m?.[1] ?? ''}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_request_error', 'invalid_api_key');
+    }
+    const data = (options.models ?? ['gpt-4o-mini', 'gpt-4o']).map((id) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'standin' }));
+    return kit.send(req, res, 200, { object: 'list', data });
+  };
+
   return kit.serve(async (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const raw = await readBody(req);
+    if (req.method === 'GET' && path === '/v1/models') return listModels(req, res);
     if (req.method !== 'POST' || path !== '/v1/chat/completions') {
       return fail(req, res, 404, `Invalid URL (${req.method} ${path})`, 'invalid_request_error');
     }

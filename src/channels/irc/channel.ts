@@ -1,5 +1,6 @@
 /** The IRC channel: one kept-open connection, reconnect with backoff, joins, paced PRIVMSGs confirmed by a PING. */
 import { randomBytes } from 'node:crypto';
+import { type CheckResult, checkFail, checkOk } from '../../check.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from '../types.js';
 import { codeOf, FloodGate, IrcConnection, sleep } from './connection.js';
 import {
@@ -31,6 +32,7 @@ export interface IrcChannelOptions {
 /** The IRC channel; `close()` sends QUIT and stops reconnecting. */
 export interface IrcChannel extends Channel {
   close(): Promise<void>;
+  check(signal: AbortSignal): Promise<CheckResult>;
   /** Whether a registered connection is open now (for health reporting and tests). */
   readonly connected: boolean;
 }
@@ -81,6 +83,23 @@ class IrcClient implements IrcChannel {
     const run = this.queue.then(() => this.deliver(message, signal));
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** `hookgate doctor`: connect (TLS if configured), register with the configured nick and credentials, QUIT. */
+  async check(signal: AbortSignal): Promise<CheckResult> {
+    const where = `${this.cfg.host}:${this.cfg.port}${this.cfg.tls ? ' (TLS)' : ''}`;
+    let conn: IrcConnection | undefined;
+    try {
+      conn = new IrcConnection(await dial(this.cfg, this.cfg.timeoutMs, signal), this.cfg.nick, new FloodGate(this.cfg.floodBurst, 0));
+      await register(conn, this.cfg, this.cfg.timeoutMs, signal);
+      const nick = conn.nick;
+      await conn.quit('hookgate doctor');
+      return checkOk(`registered on ${where} as ${nick}`);
+    } catch (err) {
+      conn?.destroy('check failed');
+      const message = err instanceof IrcError ? err.message : `IRC connection failed (${codeOf(err)})`;
+      return checkFail(`${where}: ${message}`, 'check host, port, tls, and password / saslPassword');
+    }
   }
 
   async close(): Promise<void> {

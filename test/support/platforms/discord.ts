@@ -43,6 +43,11 @@ export async function startDiscord(options: DiscordStandInOptions = {}): Promise
   let seq = 1;
 
   return startStandIn<DiscordMessage>((req, ctx): Outcome => {
+    if (req.path === '/users/@me' || req.path === '/users/%40me') {
+      if (req.method !== 'GET') return discordError(405, '405: Method Not Allowed', 0);
+      if (req.headers.authorization !== `Bot ${token}`) return discordError(401, '401: Unauthorized', 0);
+      return { status: 200, body: { id: '1000', username: 'hookgate-test', discriminator: '0', global_name: null, avatar: null, bot: true, verified: true, flags: 0 } };
+    }
     const m = /^\/channels\/([^/]+)\/messages$/.exec(req.path);
     if (!m) return discordError(404, '404: Not Found', 0);
     if (req.method !== 'POST') return discordError(405, '405: Method Not Allowed', 0);

@@ -42,6 +42,19 @@ export async function startIMessage(options: IMessageStandInOptions = {}): Promi
   const inFlight = new Set<string>();
 
   const base = await startStandIn<IMessageMessage>((req, ctx): Outcome => {
+    if (req.path === '/api/v1/server/info' && req.method === 'GET') {
+      if ((req.query.get('password') ?? req.query.get('guid') ?? req.query.get('token')) !== password) {
+        return bbError(401, 'You are not authorized to access this resource', 'Authentication Error', 'Unauthorized');
+      }
+      return {
+        status: 200,
+        body: {
+          status: 200,
+          message: 'Successfully fetched server info',
+          data: { computer_id: 'hookgate-mac', os_version: '14.5', server_version: '1.9.9', private_api: false, proxy_service: 'Cloudflare', helper_connected: false, detected_icloud: 'test@icloud.com' },
+        },
+      };
+    }
     if (req.path !== '/api/v1/message/text' || req.method !== 'POST') {
       return bbError(404, 'The requested resource was not found', 'Database Error', 'Route not found');
     }

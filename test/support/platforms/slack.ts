@@ -36,11 +36,17 @@ export async function startSlack(options: SlackStandInOptions = {}): Promise<Sta
   let tsSeq = 100;
 
   return startStandIn<SlackMessage>((req, ctx): Outcome => {
-    if (req.path !== '/chat.postMessage') return { status: 404, body: { ok: false, error: 'unknown_method' } };
+    if (req.path !== '/chat.postMessage' && req.path !== '/auth.test') return { status: 404, body: { ok: false, error: 'unknown_method' } };
     if (req.method !== 'POST' && req.method !== 'GET') return slackError('method_not_supported_for_channel_type');
     const presented = bearer(req.headers) ?? (typeof obj(req.body).token === 'string' ? String(obj(req.body).token) : undefined);
     if (!presented) return slackError('not_authed');
     if (presented !== token) return slackError('invalid_auth');
+    if (req.path === '/auth.test') {
+      return {
+        status: 200,
+        body: { ok: true, url: 'https://hookgate-test.slack.com/', team: 'hookgate test', user: 'hookgate_bot', team_id: 'T0HOOKGATE', user_id: 'U0HOOKGATE', bot_id: 'B0HOOKGATE', is_enterprise_install: false },
+      };
+    }
 
     const failure = ctx.takeFailure();
     if (failure) {

@@ -48,7 +48,13 @@ export async function startTelegram(options: TelegramStandInOptions = {}): Promi
     const m = /^\/bot([^/]*)\/([^/]+)$/.exec(req.path);
     if (!m) return err(404, 'Not Found');
     if (!tokens.has(decodeURIComponent(m[1] ?? ''))) return err(401, 'Unauthorized');
-    if ((m[2] ?? '').toLowerCase() !== 'sendmessage') return err(404, 'Not Found: method not found');
+    const method = (m[2] ?? '').toLowerCase();
+    if (method === 'getme') {
+      // getMe: the bot's User object; the id is the number before the colon of its token.
+      const token = decodeURIComponent(m[1] ?? '');
+      return { status: 200, body: { ok: true, result: { id: Number(token.split(':')[0]), is_bot: true, first_name: 'hookgate test', username: 'hookgate_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } } };
+    }
+    if (method !== 'sendmessage') return err(404, 'Not Found: method not found');
     if (req.method !== 'POST' && req.method !== 'GET') return err(405, 'Method Not Allowed');
 
     const failure = ctx.takeFailure();

@@ -38,6 +38,18 @@ export async function startWhatsApp(options: WhatsAppStandInOptions = {}): Promi
   let seq = 1;
 
   return startStandIn<WhatsAppMessage>((req, ctx): Outcome => {
+    const node = /^\/(v\d+\.\d+)\/([^/]+)$/.exec(req.path);
+    if (node && req.method === 'GET') {
+      // Reading the phone number node: { verified_name, code_verification_status, display_phone_number, quality_rating, id }.
+      const presented = bearer(req.headers);
+      if (!presented) return graphError(400, 2500, 'An active access token must be used to query information about the current user.');
+      if (presented !== token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
+      const id = decodeURIComponent(node[2] ?? '');
+      if (id !== phoneNumberId) {
+        return graphError(400, 100, `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { error_subcode: 33 });
+      }
+      return { status: 200, body: { verified_name: 'Hookgate Test', code_verification_status: 'VERIFIED', display_phone_number: '+1 555-010-0000', quality_rating: 'GREEN', id } };
+    }
     const m = /^\/(v\d+\.\d+)\/([^/]+)\/messages$/.exec(req.path);
     if (!m) return graphError(400, 2500, `Unknown path components: ${req.path}`);
     if (req.method !== 'POST') return graphError(400, 100, 'Unsupported get request.');
