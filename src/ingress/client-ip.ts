@@ -78,6 +78,11 @@ export class ClientIpResolver {
     return ip;
   }
 
+  /** Whether `ip` (a `canonicalIp` result) is one of `gateway.trustedProxies`. */
+  isTrustedProxy(ip: string): boolean {
+    return this.trusted !== undefined && this.isTrusted(ip);
+  }
+
   private isTrusted(ip: string): boolean {
     const family = isIP(ip);
     if (family === 6) return this.trusted!.check(ip, 'ipv6');

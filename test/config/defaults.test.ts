@@ -76,7 +76,13 @@ describe('embeddedDefault', () => {
     assert.equal(c.file, undefined);
     assert.equal(c.dir, cwd);
     assert.deepEqual(c.warnings, []);
-    assert.deepEqual(c.gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
+    assert.deepEqual(c.gateway, {
+      bind: '127.0.0.1',
+      port: 18789,
+      trustedProxies: [],
+      stopGraceSeconds: 10,
+      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5000, maxConnections: 512, maxConnectionsPerAddress: 32 },
+    });
     assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' });
     assert.equal(c.hooks.enabled, true);
     assert.equal(c.hooks.token, 'env-token-0123456789abcdef');
