@@ -15,6 +15,8 @@ export function canonicalIp(ip: string | undefined): string {
   const family = isIP(ip);
   if (family === 4) return ip;
   if (family !== 6) return ip.toLowerCase();
+  // The dotted IPv4-mapped form a dual-stack socket reports, without the URL round trip.
+  if ((ip.startsWith('::ffff:') || ip.startsWith('::FFFF:')) && isIP(ip.slice(7)) === 4) return ip.slice(7);
   const zone = ip.indexOf('%');
   // The WHATWG URL serialiser writes IPv6 hosts in RFC 5952 form (and IPv4 tails as hex groups).
   const v6 = new URL(`http://[${zone < 0 ? ip : ip.slice(0, zone)}]`).hostname.slice(1, -1);

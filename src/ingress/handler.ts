@@ -119,7 +119,8 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       const form = plan.auth === 'signature' && isFormContentType(req.headers['content-type']);
       const body = new LazyPayload(rawBody, form);
       // Signatures are verified over the raw bytes before any parse: without a valid token, a body that no candidate
-      // verifies is refused unparsed (a 240 KB forgery cost 27 ms of CPU when parsed first; see operations.md).
+      // verifies is refused unparsed. Measured on 240 KB forgeries (operations.md): 1.85 → 0.90 ms CPU per 401, and
+      // 1.70 → 0.35 ms per 429 once locked out (refused before the body); a wake's p95 under 8 such clients 74 → 19 ms.
       const signatures = plan.auth === 'signature' && !tokenVerified ? plan.verify(rawBody, req.headers, now, body) : undefined;
       if (signatures && !signatures.any) {
         return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${signatures.reason}`, true);

@@ -174,7 +174,7 @@ describe('defaults of every section', () => {
       port: 18789,
       trustedProxies: [],
       stopGraceSeconds: 10,
-      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5000, maxConnections: 512, maxConnectionsPerAddress: 32 },
+      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5000, maxConnections: 512, maxConnectionsPerAddress: 64 },
     });
   });
 

@@ -41,7 +41,7 @@ const connectionLimits = z
      * Open connections per client address (an IPv6 client per /64); the next one is closed at once. Trusted proxies
      * (`trustedProxies`) are exempt: every client behind them shares their address.
      */
-    maxConnectionsPerAddress: positiveInt.default(32),
+    maxConnectionsPerAddress: positiveInt.default(64),
   })
   .refine((l) => l.headersTimeoutMs <= l.requestTimeoutMs, {
     message: 'headersTimeoutMs must not exceed requestTimeoutMs',
