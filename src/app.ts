@@ -68,7 +68,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const listener = await listen(createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes }), first.gateway);
+  const listener = await listen(createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes }), first.gateway, logger);
+  generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);

@@ -11,6 +11,7 @@ export type HttpErrorCode =
   | 'rate_limited'
   | 'payload_too_large'
   | 'body_timeout'
+  | 'request_timeout'
   | 'body_aborted'
   | 'invalid_json'
   | 'invalid_payload'

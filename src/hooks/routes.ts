@@ -5,13 +5,16 @@
  *
  * Authentication rule (CONTRACT §4.3, §6): `wake`, `agent`, the base path itself and every mapped path that is not
  * signature-capable are authenticated by the shared token before the body is read. On a signature-capable mapped
- * path the body is read first and `resolve` authenticates the request (see mappings/routes.ts).
+ * path the body is read first, the candidates' signatures are verified over its raw bytes (`verify`) before it is
+ * parsed, and `resolve` authenticates the request by the mapping that matches (see mappings/routes.ts).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
+import type { SignatureConfig } from '../config/schema/hooks.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
+import type { SignatureResult } from './mappings/signatures.js';
 import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
 
@@ -27,11 +30,21 @@ export type RoutePlan =
       auth: 'signature';
       bodyLimit: number;
       /**
-       * For a body that is not a JSON object, sent without a valid token: whether any candidate mapping's signature
-       * verifies the raw bytes (then the JSON error is answered; else 401).
+       * Verifies the candidate mappings' signatures over the raw bytes, before any parse, in order until one
+       * verifies. Without a valid token, a body no signature verifies is answered 401 unparsed. `payload` is only
+       * read by a verifier whose signature verified (Stripe and Slack take the delivery id from the signed body).
        */
-      verifiesRawBody(rawBody: Buffer, rawHeaders: IncomingHttpHeaders, now: number): boolean;
+      verify(rawBody: Buffer, rawHeaders: IncomingHttpHeaders, now: number, payload: { peek(): unknown }): SignatureChecks;
     };
+
+/** What `verify` found, passed to `resolve` so no signature is verified twice. */
+export interface SignatureChecks {
+  /** Some candidate's signature verified the body. */
+  readonly any: boolean;
+  /** Why none did (for the log line), when none did. */
+  readonly reason: string;
+  readonly results: ReadonlyMap<SignatureConfig, SignatureResult>;
+}
 
 export interface HookRequest {
   ctx: HooksContext;
@@ -49,6 +62,8 @@ export interface HookRequest {
    * was read); on `signature` plans it is the result of the deferred token check. Omitted → true.
    */
   tokenVerified?: boolean;
+  /** The signature checks `plan.verify` made (signature plans), reused instead of verifying again. */
+  signatures?: SignatureChecks;
   /**
    * The body was `application/x-www-form-urlencoded` (parsed into `payload`). The ingress parses forms on `signature`
    * plans only, and only a mapping with a `signature` accepts one.

@@ -3,19 +3,42 @@ import { HttpError } from '../errors.js';
 
 const EMPTY = Buffer.alloc(0);
 
+/** Node's own test for `Expect: 100-continue` (HTTP/1.1, the token anywhere in the value), as its `checkContinue`. */
+const CONTINUE_RE = /(?:^|\W)100-continue(?:$|\W)/i;
+
+/** Requests whose client was sent `100 Continue` (by `readBody`). */
+const invited = new WeakSet<IncomingMessage>();
+
+/**
+ * Whether the client is waiting for `100 Continue` before it sends its body, and has not been sent one: an answer
+ * written now must close the connection (the body, never invited, may still follow and would be read as the next
+ * request; respond.ts `sendError`).
+ */
+export function awaitsContinue(req: IncomingMessage): boolean {
+  const expect = req.headers.expect;
+  return expect !== undefined && req.httpVersion === '1.1' && !invited.has(req) && CONTINUE_RE.test(expect);
+}
+
 /**
  * Reads the request body into one Buffer, bounded in size and time:
  * - a Content-Length over `maxBytes` → 413 before a byte is read;
  * - streaming past `maxBytes` → 413 at once; what was read is dropped and the rest is not buffered;
  * - no complete body within `timeoutMs` → 408.
  * Rejections leave the request paused: the caller answers with `Connection: close`.
+ * A client that sent `Expect: 100-continue` is sent `100 Continue` on `res` here, after the Content-Length check:
+ * calling `readBody` is the decision to read the body, so every check that can refuse a request before its body
+ * (token, lockout, declared size) has passed, and a refused client is never invited to upload.
  */
-export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number, res?: { writeContinue(): void }): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined) {
     const n = Number(declared);
     if (Number.isFinite(n) && n > maxBytes) return Promise.reject(tooLarge(maxBytes));
     if (n === 0) return Promise.resolve(EMPTY);
+  }
+  if (res && awaitsContinue(req)) {
+    invited.add(req);
+    res.writeContinue();
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -67,7 +90,7 @@ export const DISCARD_LIMITS = { maxBytes: 256 * 1024 * 1024, maxMs: 10_000 } as 
  * limits, false when they were hit (the caller then closes the connection under the client).
  */
 export function discardBody(req: IncomingMessage, limits: { maxBytes: number; maxMs: number } = DISCARD_LIMITS): Promise<boolean> {
-  if (req.complete) return Promise.resolve(true);
+  if (req.complete || awaitsContinue(req)) return Promise.resolve(true); // no body comes before `100 Continue`
   return new Promise((resolve) => {
     let seen = 0;
     const finish = (complete: boolean) => {
@@ -117,6 +140,44 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
     throw new HttpError(400, 'invalid_payload', 'body must be a JSON object');
   }
   return value as Record<string, unknown>;
+}
+
+/**
+ * A request's payload, parsed (`parseFormObject` for forms, else `parseJsonObject`) at most once and only when first
+ * asked for: on signature paths the body is parsed only after a signature verified it (or the token did), and a
+ * verifier that reads an id from the signed body (Stripe, Slack) shares this parse with the handler.
+ */
+export class LazyPayload {
+  private parsed: { ok: true; value: Record<string, unknown> } | { ok: false; err: unknown } | undefined;
+
+  constructor(
+    private readonly raw: Buffer,
+    private readonly form: boolean,
+  ) {}
+
+  /** The payload; throws the parse's HttpError (invalid_json, invalid_payload). */
+  get(): Record<string, unknown> {
+    const p = this.parse();
+    if (!p.ok) throw p.err;
+    return p.value;
+  }
+
+  /** The payload, or null when the body is not an object: never throws. */
+  peek(): Record<string, unknown> | null {
+    const p = this.parse();
+    return p.ok ? p.value : null;
+  }
+
+  private parse() {
+    if (this.parsed === undefined) {
+      try {
+        this.parsed = { ok: true, value: this.form ? parseFormObject(this.raw) : parseJsonObject(this.raw) };
+      } catch (err) {
+        this.parsed = { ok: false, err };
+      }
+    }
+    return this.parsed;
+  }
 }
 
 /** `application/x-www-form-urlencoded`, with or without parameters (`; charset=utf-8`), in any letter case. */

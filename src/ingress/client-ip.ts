@@ -1,11 +1,51 @@
 import { BlockList, isIP } from 'node:net';
 
-/** `::ffff:1.2.3.4` → `1.2.3.4`, so one client has one key whichever way the socket reports it. */
+/** `::ffff:` + two hex groups (the form the URL serialiser gives an IPv4-mapped address). */
+const MAPPED_V4_RE = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
+
+/**
+ * One spelling per client, so one client has one limiter key and one connection count however the socket or a proxy
+ * writes its address: IPv4 as is; IPv4-mapped IPv6 (`::ffff:203.0.113.7`, `::ffff:cb00:7107`, any letter case or
+ * zero padding) → `203.0.113.7`; every other IPv6 in RFC 5952 form (lower case, leading zeros dropped, the longest
+ * run of zero groups compressed: `2001:0DB8:0:0::0:1` → `2001:db8::1`). A zone (`fe80::1%eth0`) is kept after the
+ * canonical address; what is not an IP address is only lower-cased.
+ */
 export function canonicalIp(ip: string | undefined): string {
   if (!ip) return 'unknown';
-  const lower = ip.toLowerCase();
-  if (lower.startsWith('::ffff:') && isIP(lower.slice(7)) === 4) return lower.slice(7);
-  return lower;
+  const family = isIP(ip);
+  if (family === 4) return ip;
+  if (family !== 6) return ip.toLowerCase();
+  // The dotted IPv4-mapped form a dual-stack socket reports, without the URL round trip.
+  if ((ip.startsWith('::ffff:') || ip.startsWith('::FFFF:')) && isIP(ip.slice(7)) === 4) return ip.slice(7);
+  const zone = ip.indexOf('%');
+  // The WHATWG URL serialiser writes IPv6 hosts in RFC 5952 form (and IPv4 tails as hex groups).
+  const v6 = new URL(`http://[${zone < 0 ? ip : ip.slice(0, zone)}]`).hostname.slice(1, -1);
+  const mapped = MAPPED_V4_RE.exec(v6);
+  if (mapped) {
+    const hi = parseInt(mapped[1]!, 16);
+    const lo = parseInt(mapped[2]!, 16);
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return zone < 0 ? v6 : v6 + ip.slice(zone).toLowerCase();
+}
+
+/**
+ * The key a client's address is counted under (auth failures, open connections), from a `canonicalIp` result: an
+ * IPv4 address is its own bucket; an IPv6 address counts for its /64 (`2001:db8:0:0:…` → `2001:db8::/64`), the
+ * smallest block a single site is normally given, so rotating through the 2^64 addresses of one network does not
+ * buy fresh buckets. Anything else (`unknown`) is its own bucket.
+ */
+export function addressBucket(ip: string): string {
+  if (ip.indexOf(':') < 0) return ip;
+  const zone = ip.indexOf('%');
+  const bare = zone < 0 ? ip : ip.slice(0, zone);
+  if (isIP(bare) !== 6) return ip;
+  const halves = bare.split('::');
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length > 1 && halves[1] ? halves[1].split(':') : [];
+  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  // The upper four groups followed by zeros: its canonical form always ends in `::`.
+  return `${canonicalIp(`${groups.slice(0, 4).join(':')}::`)}/64`;
 }
 
 /**
@@ -38,6 +78,11 @@ export class ClientIpResolver {
       if (!this.isTrusted(hop)) return hop;
     }
     return ip;
+  }
+
+  /** Whether `ip` (a `canonicalIp` result) is one of `gateway.trustedProxies`. */
+  isTrustedProxy(ip: string): boolean {
+    return this.trusted !== undefined && this.isTrusted(ip);
   }
 
   private isTrusted(ip: string): boolean {

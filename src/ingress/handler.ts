@@ -11,7 +11,7 @@ import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
-import { isFormContentType, parseFormObject, parseJsonObject, readBody } from './body.js';
+import { isFormContentType, LazyPayload, readBody } from './body.js';
 import { ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
@@ -105,24 +105,27 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     if (plan.auth === 'token') {
       if (!tokenVerified) return rejectAuth(res, state, clientIp, now, logger, record, received);
       state.limiter.reset(clientIp);
+    } else if (!tokenVerified && state.limiter.retryAfter(clientIp, now) > 0) {
+      // Locked out: refused before its body is read (rejectAuth answers 429 and closes the connection).
+      return rejectAuth(res, state, clientIp, now, logger, record, received);
     }
     // Otherwise deferred: the mapping that matches decides whether its signature or the token authenticates it.
 
     try {
-      const rawBody = await readBody(req, plan.bodyLimit, ctx.config.hooks.bodyTimeoutMs);
+      // Invites an `Expect: 100-continue` upload only now, after the token or lockout check.
+      const rawBody = await readBody(req, plan.bodyLimit, ctx.config.hooks.bodyTimeoutMs, res);
       // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
       // signature is checked over `rawBody`, never over the parsed form.
       const form = plan.auth === 'signature' && isFormContentType(req.headers['content-type']);
-      let payload: Record<string, unknown>;
-      try {
-        payload = form ? parseFormObject(rawBody) : parseJsonObject(rawBody);
-      } catch (err) {
-        // Not yet authenticated: an anonymous sender learns nothing about the body rules, and the failure counts.
-        if (plan.auth === 'signature' && !tokenVerified && !plan.verifiesRawBody(rawBody, req.headers, now)) {
-          return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: no signature verifies the body`, true);
-        }
-        throw err;
+      const body = new LazyPayload(rawBody, form);
+      // Signatures are verified over the raw bytes before any parse: without a valid token, a body that no candidate
+      // verifies is refused unparsed. Measured on 240 KB forgeries (operations.md): 1.85 → 0.90 ms CPU per 401, and
+      // 1.70 → 0.35 ms per 429 once locked out (refused before the body); a wake's p95 under 8 such clients 74 → 19 ms.
+      const signatures = plan.auth === 'signature' && !tokenVerified ? plan.verify(rawBody, req.headers, now, body) : undefined;
+      if (signatures && !signatures.any) {
+        return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${signatures.reason}`, true);
       }
+      const payload = body.get();
 
       let stripped: IncomingMessage['headers'] | undefined;
       const routed = await routes.resolve({
@@ -139,6 +142,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
         now,
         tokenVerified,
         form,
+        ...(signatures ? { signatures } : {}),
       });
       if (routed.kind === 'none') throw NOT_FOUND;
       if (routed.kind === 'unauthorized') {
@@ -199,9 +203,11 @@ function rejectAuth(
 ): void {
   const retryAfter = state.limiter.retryAfter(clientIp, now);
   if (retryAfter > 0) {
-    // Not recorded in the store: a locked-out client must not be able to make us write.
+    // Not recorded in the store: a locked-out client must not be able to make us write. The connection is closed: an
+    // unread body is not uploaded, and a locked-out client keeps no connection open.
     return sendError(res, new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`), {
       'retry-after': String(retryAfter),
+      connection: 'close',
     });
   }
   if (reason !== undefined) logger.warn({ client: clientIp }, reason);

@@ -1,3 +1,5 @@
+import { addressBucket } from './client-ip.js';
+
 export interface AuthFailureLimits {
   maxFailures: number;
   windowSeconds: number;
@@ -17,6 +19,8 @@ interface Entry {
  * Memory is bounded: at most `maxTrackedClients` entries; the least recently failing unlocked entry is evicted
  * first, and when every entry is locked the oldest lock goes (a flood of fresh addresses can shorten a lockout,
  * but cannot grow memory).
+ * Clients are counted by `addressBucket`: an IPv6 client by its /64, so one network cannot rotate addresses to
+ * escape a lockout.
  */
 export class AuthFailureLimiter {
   private readonly entries = new Map<string, Entry>();
@@ -31,7 +35,8 @@ export class AuthFailureLimiter {
 
   /** Seconds until the client may try again (≥ 1), or 0 when it is not locked. */
   retryAfter(client: string, now: number): number {
-    const e = this.entries.get(client);
+    if (this.entries.size === 0) return 0;
+    const e = this.entries.get(addressBucket(client));
     if (!e || e.lockedUntil <= now) return 0;
     return Math.max(1, Math.ceil((e.lockedUntil - now) / 1000));
   }
@@ -39,13 +44,14 @@ export class AuthFailureLimiter {
   /** Record a failure; returns the Retry-After seconds when this failure locked the client, else 0. */
   fail(client: string, now: number): number {
     const { maxFailures, windowSeconds, lockoutSeconds } = this.limits;
-    let e = this.entries.get(client);
-    if (e) this.entries.delete(client); // re-insert below: Map order = recency of failure
+    const key = addressBucket(client);
+    let e = this.entries.get(key);
+    if (e) this.entries.delete(key); // re-insert below: Map order = recency of failure
     else {
       e = { failures: [], lockedUntil: 0 };
       this.evictIfFull(now);
     }
-    this.entries.set(client, e);
+    this.entries.set(key, e);
     const windowStart = now - windowSeconds * 1000;
     while (e.failures.length && e.failures[0]! <= windowStart) e.failures.shift();
     e.failures.push(now);
@@ -59,7 +65,7 @@ export class AuthFailureLimiter {
   }
 
   reset(client: string): void {
-    if (this.entries.size) this.entries.delete(client);
+    if (this.entries.size) this.entries.delete(addressBucket(client));
   }
 
   get size(): number {

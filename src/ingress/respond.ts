@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpError } from '../errors.js';
-import { discardBody } from './body.js';
+import { awaitsContinue, discardBody } from './body.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -34,10 +34,16 @@ export function closedSignal(res: ServerResponse): AbortSignal {
   return ac.signal;
 }
 
-/** Every error body is `{ ok: false, error, code }`. */
+/**
+ * Every error body is `{ ok: false, error, code }`. A request refused while its client waits for `100 Continue`
+ * (`Expect: 100-continue`, never invited) is answered with `Connection: close`: its body is not read.
+ */
 export function sendError(res: ServerResponse, err: HttpError, extraHeaders?: Record<string, string>): void {
-  sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, { ...err.headers, ...extraHeaders });
+  const close = res.req !== undefined && awaitsContinue(res.req) ? CLOSE : undefined;
+  sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, { ...err.headers, ...extraHeaders, ...close });
 }
+
+const CLOSE = { connection: 'close' } as const;
 
 /**
  * An error answer to a request whose body was refused unread (413, or a body that failed mid-stream): the whole

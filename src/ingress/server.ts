@@ -1,11 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Logger } from 'pino';
+import type { HttpErrorCode } from '../errors.js';
+import { ConnectionGuard, type ConnectionLimits } from './connections.js';
 
 export interface Listener {
   readonly url: string;
   readonly port: number;
   /** Open connections, and requests being handled now (for the stop's log line). */
   load(): { connections: number; requests: number };
+  /** A reload's `gateway.limits` and `trustedProxies` (the header-time check interval stays as started). */
+  setLimits(limits: ConnectionLimits, trustedProxies: readonly string[]): void;
   /**
    * Stop accepting and close idle keep-alive connections; requests in flight are handled to the end and answered
    * with `Connection: close`. When `deadline` aborts, every connection still open is closed (a client trickling
@@ -15,15 +20,45 @@ export interface Listener {
   close(deadline?: AbortSignal): Promise<void>;
 }
 
-/** The hooks listener: `node:http` on `bind:port`, a malformed request answered 400 and closed. */
+export interface ListenOptions {
+  bind: string;
+  port: number;
+  trustedProxies: readonly string[];
+  limits: ConnectionLimits;
+}
+
+/** Node's answer to a request not received within the header or request time (its own default would be 400 here). */
+const TIMEOUT_ANSWER = answer(408, 'Request Timeout', 'request_timeout', 'request not received in time');
+const MALFORMED_ANSWER = 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n';
+
+function answer(status: number, reason: string, code: HttpErrorCode, error: string): string {
+  const body = JSON.stringify({ ok: false, error, code });
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+function applyLimits(server: Server, limits: ConnectionLimits): void {
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+}
+
+/**
+ * The hooks listener: `node:http` on `bind:port` under `gateway.limits` (header and request time, keep-alive time, a
+ * total and a per-address connection cap); a request not received in time is answered 408, a malformed one 400, and
+ * the connection closed. `Expect: 100-continue` is not answered here: the handler invites the body
+ * (`res.writeContinue()`) once the request may send it (body.ts `readBody`).
+ */
 export async function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
-  where: { bind: string; port: number },
+  where: ListenOptions,
+  logger?: Logger,
 ): Promise<Listener> {
   const sockets = new Set<Socket>();
   const inFlight = new Map<ServerResponse, Promise<void>>();
   let closing = false;
-  const server: Server = createServer({ keepAliveTimeout: 5000 }, (req, res) => {
+  const guard = new ConnectionGuard(where.limits, where.trustedProxies, logger);
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (closing) res.shouldKeepAlive = false;
     const done = handler(req, res).finally(() => {
       inFlight.delete(res);
@@ -31,13 +66,27 @@ export async function listen(
       if (closing) server.closeIdleConnections();
     });
     inFlight.set(res, done);
-  });
+  };
+  const server: Server = createServer(
+    {
+      // Node checks the header and request times on this interval (default 30 s, which would stretch a 10 s limit to 40).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(where.limits.headersTimeoutMs / 4))),
+    },
+    onRequest,
+  );
+  applyLimits(server, where.limits);
+  server.on('checkContinue', onRequest);
   server.on('connection', (socket: Socket) => {
+    if (!guard.admit(socket)) return;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  server.on('drop', () => guard.dropped());
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    // Not when an answer has started on this connection: a second one would corrupt it.
+    const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (!socket.writable || started) return void socket.destroy();
+    socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_ANSWER : MALFORMED_ANSWER);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -52,6 +101,10 @@ export async function listen(
     url: `http://${host}:${addr.port}`,
     port: addr.port,
     load: () => ({ connections: sockets.size, requests: inFlight.size }),
+    setLimits(limits, trustedProxies) {
+      applyLimits(server, limits);
+      guard.setLimits(limits, trustedProxies);
+    },
     async close(deadline) {
       closing = true;
       for (const res of inFlight.keys()) if (!res.headersSent) res.shouldKeepAlive = false;

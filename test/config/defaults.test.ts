@@ -76,7 +76,9 @@ describe('embeddedDefault', () => {
     assert.equal(c.file, undefined);
     assert.equal(c.dir, cwd);
     assert.deepEqual(c.warnings, []);
-    assert.deepEqual(c.gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
+    const { limits, ...gateway } = c.gateway; // the limits' defaults: test/config/load.test.ts
+    assert.deepEqual(gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
+    assert.equal(limits.headersTimeoutMs, 10_000);
     assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' });
     assert.equal(c.hooks.enabled, true);
     assert.equal(c.hooks.token, 'env-token-0123456789abcdef');

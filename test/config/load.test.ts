@@ -168,8 +168,22 @@ describe('every problem is reported at once, by key path', () => {
 describe('defaults of every section', () => {
   const c = parse({});
 
-  it('gateway: 127.0.0.1:18789, no trusted proxies', () => {
-    assert.deepEqual(c.gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
+  it('gateway: 127.0.0.1:18789, no trusted proxies, connection limits', () => {
+    assert.deepEqual(c.gateway, {
+      bind: '127.0.0.1',
+      port: 18789,
+      trustedProxies: [],
+      stopGraceSeconds: 10,
+      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5000, maxConnections: 512, maxConnectionsPerAddress: 64 },
+    });
+  });
+
+  it('gateway.limits: the header time within the request time, the per-address cap within the total', () => {
+    const paths = (limits: Record<string, unknown>) => issuesOf({ gateway: { limits } }).map((i) => i.path);
+    assert.deepEqual(paths({ headersTimeoutMs: 70_000 }), ['gateway.limits.headersTimeoutMs']);
+    assert.deepEqual(paths({ maxConnections: 10, maxConnectionsPerAddress: 11 }), ['gateway.limits.maxConnectionsPerAddress']);
+    assert.ok(paths({ maxConnections: 0 }).includes('gateway.limits.maxConnections'));
+    assert.equal(parse({ gateway: { limits: { headersTimeoutMs: 500, requestTimeoutMs: 1000, maxConnections: 4, maxConnectionsPerAddress: 2 } } }).gateway.limits.maxConnections, 4);
   });
 
   it('storage: sqlite at ./data/hookgate.db', () => {

@@ -221,9 +221,14 @@ describe('mapped hooks (real process)', () => {
       assert.equal(locked.status, 429);
       assert.equal(locked.body?.code, 'rate_limited');
       assert.ok(Number(locked.headers.get('retry-after')) >= 1);
-      // Locked out, but a verified delivery is a success, not a failed attempt: accepted, and the count is reset.
+      // Locked out: refused before the body is read (issue 12 item 4), so even a delivery that would verify waits
+      // out the lockout (senders retry a 429); the connection is closed so no body is uploaded.
       const good = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: { ...headers(body), ...ip } });
-      assert.equal(good.status, 200, 'a verified delivery is not a failed attempt and resets the count');
+      assert.equal(good.status, 429, 'the lockout is checked before the body, so before its signature');
+      assert.equal(good.headers.get('connection'), 'close');
+      // Another address is not locked: its verified delivery is accepted.
+      const other = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: { ...headers(body), 'x-forwarded-for': '10.200.0.2' } });
+      assert.equal(other.status, 200);
       const line = await hg.waitForLog((l) => l.msg === 'hook github rejected: github signature signature mismatch');
       assert.equal(line.level, 40);
       assert.ok(!JSON.stringify(hg.logs).includes(GITHUB_SECRET));

@@ -697,13 +697,20 @@ describe('signatures', () => {
     assert.deepEqual(await resolve(s, 'ingest', { source: 'other' }, { tokenVerified: true }), { kind: 'none' });
   });
 
-  it('plan.verifiesRawBody: whether any candidate signature verifies a body that is not JSON', () => {
+  it('plan.verify: whether any candidate signature verifies the raw bytes, without parsing them', () => {
     const s = setup({ mappings: [ghMapping] });
     const raw = Buffer.from('payload=%7B%7D');
     const plan = s.routes.plan(s.ctx, 'github');
     assert.ok(plan.auth === 'signature');
-    assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }, NOW), true);
-    assert.equal(plan.verifiesRawBody(raw, { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }, NOW), false);
+    let parsed = 0;
+    const payload = { peek: () => (parsed++, null) };
+    const good = plan.verify(raw, { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }, NOW, payload);
+    assert.equal(good.any, true);
+    assert.equal(good.results.size, 1);
+    const bad = plan.verify(raw, { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }, NOW, payload);
+    assert.equal(bad.any, false);
+    assert.equal(bad.reason, 'github signature signature mismatch');
+    assert.equal(parsed, 0, 'GitHub takes its delivery id from a header: the body is never parsed');
   });
 });
 

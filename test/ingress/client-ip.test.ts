@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonicalIp, ClientIpResolver } from '../../src/ingress/client-ip.js';
+import { addressBucket, canonicalIp, ClientIpResolver } from '../../src/ingress/client-ip.js';
 
 describe('canonicalIp', () => {
   it('unwraps IPv4-mapped IPv6 and lower-cases IPv6', () => {
@@ -12,13 +12,46 @@ describe('canonicalIp', () => {
   it('keeps a ::ffff: address that is not a mapped IPv4 as IPv6', () => {
     assert.equal(canonicalIp('::ffff:abcd'), '::ffff:abcd');
   });
+  it('writes one IPv6 address one way, however it was spelled (RFC 5952: lower case, zeros compressed)', () => {
+    const spellings = ['2001:db8::1', '2001:DB8::1', '2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8:0:0::1', '2001:db8::0:1', '2001:0DB8::0001'];
+    assert.deepEqual(new Set(spellings.map(canonicalIp)), new Set(['2001:db8::1']));
+    assert.equal(canonicalIp('2001:db8:0:0:1:0:0:1'), '2001:db8::1:0:0:1'); // the first of two equal zero runs
+    assert.equal(canonicalIp('fe80::1%ETH0'), 'fe80::1%eth0');
+  });
+  it('folds IPv4-mapped IPv6 written in hex groups into IPv4', () => {
+    assert.equal(canonicalIp('::ffff:cb00:7107'), '203.0.113.7');
+    assert.equal(canonicalIp('::FFFF:CB00:7107'), '203.0.113.7');
+    assert.equal(canonicalIp('0:0:0:0:0:ffff:203.0.113.7'), '203.0.113.7');
+  });
+  it('leaves what is not an IP address as it came (lower-cased)', () => {
+    assert.equal(canonicalIp('Not-An-IP'), 'not-an-ip');
+  });
   it('names a missing address "unknown"', () => {
     assert.equal(canonicalIp(undefined), 'unknown');
     assert.equal(canonicalIp(''), 'unknown');
   });
 });
 
+describe('addressBucket', () => {
+  it('is the address itself for IPv4 and the /64 for IPv6', () => {
+    assert.equal(addressBucket('203.0.113.7'), '203.0.113.7');
+    assert.equal(addressBucket('2001:db8::1'), '2001:db8::/64');
+    assert.equal(addressBucket('2001:db8::ffff:1'), '2001:db8::/64');
+    assert.equal(addressBucket('2001:db8:0:0:aaaa:bbbb:cccc:dddd'), '2001:db8::/64');
+    assert.equal(addressBucket('2001:db8:0:1::1'), '2001:db8:0:1::/64');
+    assert.equal(addressBucket('::1'), '::/64');
+    assert.equal(addressBucket('unknown'), 'unknown');
+  });
+});
+
 describe('ClientIpResolver', () => {
+  it('canonicalises socket and forwarded addresses', () => {
+    const r = new ClientIpResolver(['10.0.0.1']);
+    assert.equal(r.resolve('2001:0DB8:0::1', undefined), '2001:db8::1');
+    assert.equal(r.resolve('::ffff:10.0.0.1', '::FFFF:CB00:7107'), '203.0.113.7');
+    assert.equal(r.resolve('10.0.0.1', '2001:DB8:0:0::1'), '2001:db8::1');
+  });
+
   it('without trusted proxies uses the socket address and ignores X-Forwarded-For', () => {
     const r = new ClientIpResolver([]);
     assert.equal(r.resolve('198.51.100.7', '203.0.113.5'), '198.51.100.7');

@@ -1,8 +1,9 @@
 /**
  * The handler in-process, where the e2e tests cannot reach: a store that really fails (its database locked by
- * another connection) must give 503 and never a 2xx.
+ * another connection) must give 503 and never a 2xx; a forged signature over a large body is refused unparsed.
  */
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,11 +12,31 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.js';
 import { PENDING } from '../../src/hooks/completion.js';
+import type { RuntimeSignals } from '../../src/hooks/dispatch.js';
 import { buildHooksContext } from '../../src/hooks/context.js';
 import { createHandler, IngressState } from '../../src/ingress/handler.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
+
+/** The handler on a plain `node:http` server, with `hooks` (plus the test token) as its config. */
+async function serve(
+  dir: string,
+  hooks: Record<string, unknown>,
+  store: SqliteStore,
+  signals: RuntimeSignals = { heartbeatRequested: () => {}, runsQueued: () => {} },
+): Promise<{ server: Server; url: string }> {
+  const config = validateConfig({ hooks: { enabled: true, token: TOKEN, ...hooks } }, undefined, dir, { env: {} });
+  const handler = createHandler(new IngressState(buildHooksContext(config, 1)), {
+    store,
+    signals,
+    completions: { wait: async () => PENDING },
+    logger: pino({ level: 'silent' }),
+  });
+  const server = createServer((req, res) => void handler(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
 
 describe('handler: store failures', () => {
   let dir: string;
@@ -26,17 +47,8 @@ describe('handler: store failures', () => {
 
   before(async () => {
     dir = tempDir('hookgate-handler-');
-    const config = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, dir, { env: {} });
     store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'thread', busyTimeoutMs: 100 });
-    const handler = createHandler(new IngressState(buildHooksContext(config, 1)), {
-      store,
-      signals: { heartbeatRequested: () => void signals.heartbeats++, runsQueued: () => void signals.runs++ },
-      completions: { wait: async () => PENDING },
-      logger: pino({ level: 'silent' }),
-    });
-    server = createServer((req, res) => void handler(req, res));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, url } = await serve(dir, {}, store, { heartbeatRequested: () => void signals.heartbeats++, runsQueued: () => void signals.runs++ }));
   });
   after(async () => {
     server.close();
@@ -71,5 +83,72 @@ describe('handler: store failures', () => {
     assert.equal(signals.runs, 1);
     const main = await store.getSession('main');
     assert.deepEqual(main?.pending.map((e) => e.text), ['before lock']);
+  });
+});
+
+// Signed paths refuse a forgery before parsing it (issue 12 item 4): in-process, so JSON.parse can be watched.
+const SECRET = 'gh-secret-for-refusal-tests';
+const sign = (body: string, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+describe('handler: signed paths verify before they parse', () => {
+  let store: SqliteStore;
+  let server: Server;
+  let url: string;
+
+  before(async () => {
+    const dir = tempDir('hookgate-refusal-');
+    store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
+    const mappings = [
+      { id: 'gh', match: { path: 'github' }, messageTemplate: 'PR {{action}}', signature: { scheme: 'github', secret: SECRET } },
+      { id: 'stripe', match: { path: 'stripe' }, messageTemplate: 'event {{type}}', signature: { scheme: 'stripe', secret: 'whsec_test' } },
+    ];
+    ({ server, url } = await serve(dir, { mappings }, store));
+  });
+  after(async () => {
+    server.close();
+    await store.close();
+  });
+
+  /** Calls of JSON.parse on a text at least `min` long while `fn` runs. */
+  async function bigParses<T>(min: number, fn: () => Promise<T>): Promise<{ result: T; parses: number }> {
+    const original = JSON.parse;
+    let parses = 0;
+    JSON.parse = ((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
+      if (typeof text === 'string' && text.length >= min) parses++;
+      return original(text, reviver);
+    }) as typeof JSON.parse;
+    try {
+      return { result: await fn(), parses };
+    } finally {
+      JSON.parse = original;
+    }
+  }
+
+  const big = JSON.stringify({ action: 'opened', items: Array.from({ length: 5000 }, (_, i) => ({ i, s: 'abcdefghijklmnop' })) });
+  const post = (path: string, body: string, headers: Record<string, string>) =>
+    fetch(`${url}/hooks/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+
+  it('a forged signature over a large JSON body is 401 without the body ever being parsed', async () => {
+    const { result, parses } = await bigParses(100_000, () => post('github', big, { 'x-hub-signature-256': sign(big, 'forged') }));
+    assert.equal(result.status, 401);
+    assert.equal(((await result.json()) as { error: string }).error, 'missing or invalid signature');
+    assert.equal(parses, 0);
+  });
+
+  it('a verified delivery is parsed once (Stripe reads its event id from the same parse)', async () => {
+    const gh = await bigParses(100_000, () => post('github', big, { 'x-hub-signature-256': sign(big) }));
+    assert.equal(gh.result.status, 200);
+    assert.equal(gh.parses, 1);
+    const body = JSON.stringify({ id: 'evt_1', type: 'invoice.paid', pad: 'x'.repeat(120_000) });
+    const t = Math.floor(Date.now() / 1000);
+    const sig = createHmac('sha256', 'whsec_test').update(`${t}.${body}`).digest('hex');
+    const st = await bigParses(100_000, () => post('stripe', body, { 'stripe-signature': `t=${t},v1=${sig}` }));
+    assert.equal(st.result.status, 200);
+    assert.equal(st.parses, 1);
+  });
+
+  it('with the token on a signed path the token authenticates as before: a mapping without a signature is not there, so 401 for a forgery', async () => {
+    const r = await post('github', big, { authorization: `Bearer ${TOKEN}`, 'x-hub-signature-256': sign(big, 'forged') });
+    assert.equal(r.status, 401);
   });
 });

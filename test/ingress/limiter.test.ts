@@ -143,4 +143,15 @@ describe('AuthFailureLimiter', () => {
     for (let i = 0; i < 100; i++) l.fail(`n${i}`, T0 + 1000 + i);
     assert.ok(l.size <= 10, `size ${l.size} after shrinking maxTrackedClients to 10`);
   });
+
+  it('counts IPv6 clients by /64: another address of the same network is locked too, another network is not', () => {
+    const l = new AuthFailureLimiter({ ...LIMITS });
+    for (let i = 0; i < 20; i++) l.fail(`2001:db8::${(i + 1).toString(16)}`, T0 + i);
+    assert.equal(l.retryAfter('2001:db8::ffff', T0 + 100), 60);
+    assert.equal(l.retryAfter('2001:db8:0:0:1:2:3:4', T0 + 100), 60);
+    assert.equal(l.retryAfter('2001:db8:0:1::1', T0 + 100), 0);
+    assert.equal(l.size, 1);
+    l.reset('2001:db8::abcd');
+    assert.equal(l.retryAfter('2001:db8::1', T0 + 100), 0);
+  });
 });

@@ -23,6 +23,36 @@ const ipOrCidr = z
     return /^\d+$/.test(bits) && n >= 0 && n <= (family === 4 ? 32 : 128);
   }, 'must be an IP address or CIDR block like 10.0.0.0/8');
 
+/**
+ * The listener's connection-level limits (docs/config.md#gatewaylimits): what one client can hold open, and for how
+ * long, before a request is even read. Applied at start and at every reload.
+ */
+const connectionLimits = z
+  .strictObject({
+    /** Time to receive a request's headers (from the connection's start, or the end of its previous request). */
+    headersTimeoutMs: positiveInt.default(10_000),
+    /** Time to receive a whole request, headers and body (`hooks.bodyTimeoutMs` bounds the body alone). */
+    requestTimeoutMs: positiveInt.default(60_000),
+    /** How long a connection is kept open, idle, after an answer, for the client's next request. */
+    keepAliveTimeoutMs: positiveInt.default(5_000),
+    /** Open connections in all; the next one is closed at once. Keep it below the process's file limit. */
+    maxConnections: positiveInt.default(512),
+    /**
+     * Open connections per client address (an IPv6 client per /64); the next one is closed at once. Trusted proxies
+     * (`trustedProxies`) are exempt: every client behind them shares their address.
+     */
+    maxConnectionsPerAddress: positiveInt.default(64),
+  })
+  .refine((l) => l.headersTimeoutMs <= l.requestTimeoutMs, {
+    message: 'headersTimeoutMs must not exceed requestTimeoutMs',
+    path: ['headersTimeoutMs'],
+  })
+  .refine((l) => l.maxConnectionsPerAddress <= l.maxConnections, {
+    message: 'maxConnectionsPerAddress must not exceed maxConnections',
+    path: ['maxConnectionsPerAddress'],
+  })
+  .prefault({});
+
 const agentSchema = z.strictObject({
   id: z
     .string()
@@ -53,6 +83,7 @@ export const configSchema = z.strictObject({
        * (runs given back to the queue, agent children killed). examples/systemd's TimeoutStopSec allows for it.
        */
       stopGraceSeconds: z.number().min(0).max(3600).default(10),
+      limits: connectionLimits,
     })
     .prefault({}),
   storage: z.preprocess(

@@ -8,11 +8,14 @@
  *
  * Authentication rule for signatures (CONTRACT §4.3, §6): a sub-path is *signature-capable* when any mapping that
  * could match it by path (same `match.path`, or no `match.path`) has a `signature`. On such a path the body is read
- * before authentication and the mapping that actually matches (path + source) decides: its signature when it has one
+ * before authentication; the candidates' signatures are verified over the raw bytes before it is parsed (`plan`'s
+ * `verify`: without a valid token, a body none of them verifies is refused unparsed), then the mapping that actually
+ * matches (path + source) decides: its signature when it has one
  * (the shared token is then not an alternative), the shared token otherwise; when nothing matches, the shared token
  * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
  * is read, as for `/wake` and `/agent`.
  */
+import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
@@ -23,7 +26,7 @@ import { candidates, type Compiled, type CompiledMapping, compileMappings, isSig
 import { handshakeOf } from './handshakes.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
-import { verifySignature } from './signatures.js';
+import { type SignatureResult, type SignedRequest, verifySignature } from './signatures.js';
 import type { TemplateContext } from './templates.js';
 
 /**
@@ -72,9 +75,24 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       return {
         auth: 'signature',
         bodyLimit,
-        verifiesRawBody(rawBody, rawHeaders, now) {
-          const signed = { rawBody, headers: rawHeaders };
-          return candidates(c, subPath).some((m) => m.signature !== undefined && verifySignature(m.signature, signed, now).ok);
+        verify(rawBody, rawHeaders, now, payload) {
+          const signed: SignedRequest = {
+            rawBody,
+            headers: rawHeaders,
+            get payload() {
+              return payload.peek();
+            },
+          };
+          const results = new Map<SignatureConfig, SignatureResult>();
+          let reason: string | undefined;
+          for (const m of candidates(c, subPath)) {
+            if (m.signature === undefined || results.has(m.signature)) continue;
+            const v = verifySignature(m.signature, signed, now);
+            results.set(m.signature, v);
+            if (v.ok) return { any: true, reason: '', results };
+            reason ??= `${m.signature.scheme} signature ${v.reason}`;
+          }
+          return { any: false, reason: reason ?? 'missing or invalid hook token', results };
         },
       };
     },
@@ -88,7 +106,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       if (hs) {
         for (const cand of candidates(c, input.subPath)) {
           if (cand.signature?.scheme !== hs.scheme) continue;
-          if (verifySignature(cand.signature, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now).ok) {
+          if (checkSignature(cand.signature, input).ok) {
             return { kind: 'reply', mappingId: cand.id, status: 200, body: hs.answer };
           }
         }
@@ -100,7 +118,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
 
       let deliveryId: string | undefined;
       if (m.signature) {
-        const v = verifySignature(m.signature, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now);
+        const v = checkSignature(m.signature, input);
         if (!v.ok) return { kind: 'unauthorized', reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
         deliveryId = v.deliveryId;
       } else if (!tokenVerified) {
@@ -162,4 +180,12 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       };
     },
   };
+}
+
+/** `cfg` verified against the request: the ingress's check before the parse when it made one, else now. */
+function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResult {
+  return (
+    input.signatures?.results.get(cfg) ??
+    verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
+  );
 }
