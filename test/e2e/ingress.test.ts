@@ -45,6 +45,7 @@ describe('ingress (CONTRACT §4)', () => {
           bodyTimeoutMs: 400,
           authFailureLimit: { maxFailures: 5, windowSeconds: 60, lockoutSeconds: 2 },
           idempotencyTtlSeconds: 2,
+          refusals: { windowSeconds: 1 },
         },
         agents: { defaults: { models: { 'echo/echo': { alias: 'fast' }, 'echo/ack': {} } }, list: [{ id: 'main', default: true }, { id: 'ops' }] },
         channels: { webhook: { targets: { ops: { url: 'http://127.0.0.1:9/x', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } } } },
@@ -350,9 +351,9 @@ describe('ingress (CONTRACT §4)', () => {
       await hg.post('/hooks/agent', { message: 'secret payload 12345' }, { authorization: 'Bearer bad' });
       const store = openStore(hg);
       try {
-        // A rejection is recorded after its answer (only accepted work is committed first): give it a moment.
+        // A rejection is counted, and its window (1 s here) stored once it ends: give it a moment.
         let recs = await store.listReceived(10);
-        for (let i = 0; i < 100 && !recs.some((x) => x.status === 401); i++) {
+        for (let i = 0; i < 150 && !recs.some((x) => x.status === 401); i++) {
           await new Promise((res) => setTimeout(res, 20));
           recs = await store.listReceived(10);
         }
@@ -361,7 +362,7 @@ describe('ingress (CONTRACT §4)', () => {
         assert.equal(accepted.status, 200);
         assert.equal(accepted.path, 'agent');
         assert.equal(accepted.clientIp, '127.0.0.1');
-        assert.ok(recs.some((x) => x.status === 401 && x.code === 'unauthorized'));
+        assert.ok(recs.some((x) => x.status === 401 && x.code === 'unauthorized' && x.count! >= 1 && x.clientIp === '127.0.0.1'));
         const dump = JSON.stringify(recs);
         assert.ok(!dump.includes('secret payload'), 'no payload in the record');
         assert.ok(!dump.includes(TOKEN), 'no token in the record');
