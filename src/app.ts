@@ -68,13 +68,14 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const listener = await listen(createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes }), first.gateway, logger);
+  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes });
+  const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
 
-  const stop = stopper({ listener, runtime, generations, store, logger, stopBackground: () => (stopWatching?.(), stopPruning()) });
+  const stop = stopper({ listener, runtime, generations, store, logger, stopBackground: () => (stopWatching?.(), stopPruning()), flushIngress: handler.flushRefusals });
   return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
@@ -85,10 +86,12 @@ interface StopParts {
   store: Store;
   logger: Logger;
   stopBackground(): void;
+  /** Store what the ingress holds in memory (the current window of refusal counts) once no request is left. */
+  flushIngress(): void;
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, runtime, generations, store, logger, stopBackground }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, runtime, generations, store, logger, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -112,6 +115,7 @@ function stopper({ listener, runtime, generations, store, logger, stopBackground
       } finally {
         clearTimeout(timer);
       }
+      flushIngress();
       await generations.dispose();
       await store.close();
       logger.info({ ms: Date.now() - started }, 'hookgate stopped');

@@ -22,8 +22,8 @@ export function addStoreCommands(program: Command): void {
   addDeliveries(program);
   program
     .command('received')
-    .description('the record of received hook requests (metadata only: never a payload or a token), newest first')
-    .option('--rejected', 'only requests answered with an error (status 400 or more)')
+    .description('the record of received hook requests (metadata only: never a payload or a token), newest first; refusals as counts per time window')
+    .option('--rejected', 'only requests answered with an error (status 400 or more): counts per window, status, code, path class and address')
     .addOption(limitOption())
     .addOption(jsonOption())
     .addOption(configOption())
@@ -31,15 +31,19 @@ export function addStoreCommands(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listReceived(o.limit, { rejected: o.rejected ?? false });
         if (o.json) return printJson(list);
+        // A count of refusals (`count`) stands for many requests: its time is the window's start, its path the path
+        // class, its address the bucket (IPv6 by /64); it has no ids and no duration.
         const rows = list.map((r) => ({
           ...r,
           at: time(r.at),
+          window: r.windowMs ? `${r.windowMs / 1000} s` : null,
+          count: r.count ?? 1,
           code: r.code ?? '',
           mapping: r.mappingId,
           ids: [...r.eventIds, ...r.runIds].join(' ') || null,
-          ms: r.durationMs.toFixed(1),
+          ms: r.count === undefined ? r.durationMs.toFixed(1) : null,
         }));
-        process.stdout.write(`${table(rows, ['at', 'path', 'clientIp', 'status', 'code', 'mapping', 'ids', 'ms'])}\n`);
+        process.stdout.write(`${table(rows, ['at', 'window', 'count', 'path', 'clientIp', 'status', 'code', 'mapping', 'ids', 'ms'])}\n`);
       });
     });
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { HooksConfig } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
 import type { IdempotencyClaim } from '../store/types.js';
 
@@ -26,11 +27,24 @@ export function extractIdempotencyKey(
   return key;
 }
 
-export function idempotencyClaim(scope: string, key: string, rawBody: Buffer, ttlSeconds: number, now: number): IdempotencyClaim {
+/**
+ * The claim of a key. `sender` is who the key counts against for `hooks.idempotencyMaxKeys`: the client's address
+ * bucket (IPv6 by /64). Not the credential: the shared token is one credential for every sender, and a mapping's
+ * signature secret is usually one per platform, so per-credential caps would let one client evict everyone's keys.
+ */
+export function idempotencyClaim(
+  scope: string,
+  key: string,
+  rawBody: Buffer,
+  by: { sender: string; hooks: Pick<HooksConfig, 'idempotencyTtlSeconds' | 'idempotencyMaxKeys'> },
+  now: number,
+): IdempotencyClaim {
   return {
     scope,
     keyHash: createHash('sha256').update(key).digest('hex'),
     fingerprint: createHash('sha256').update(rawBody).digest('hex'),
-    expiresAt: now + ttlSeconds * 1000,
+    expiresAt: now + by.hooks.idempotencyTtlSeconds * 1000,
+    sender: by.sender,
+    maxPerSender: by.hooks.idempotencyMaxKeys,
   };
 }

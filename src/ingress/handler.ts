@@ -12,8 +12,10 @@ import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
 import { isFormContentType, LazyPayload, readBody } from './body.js';
-import { ClientIpResolver } from './client-ip.js';
+import { addressBucket, ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
+import { RepeatLimitedLog } from './log-repeats.js';
+import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
@@ -50,19 +52,40 @@ export class IngressState {
 const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
 const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
 
+/** A refusal, counted (not stored one by one: see refusals.ts). */
+type Refuse = (status: number, code: HttpErrorCode) => void;
+
+export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
+  /** Store the refusal counts of the current window now (at a stop, before the store closes). */
+  flushRefusals(): void;
+};
+
 /**
  * The request handler, in the contract's order: query token → method → credentials → body → route →
  * validation and policy → durable commit → answer.
  */
-export function createHandler(state: IngressState, deps: HandlerDeps) {
+export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
   const { store, signals, completions, logger } = deps;
   const routes = deps.routes ?? createHookRoutes({ logger });
+  // Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary.
+  const log = new RepeatLimitedLog(logger);
+  const storeFailed = (what: string) => (err: unknown) =>
+    log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message }, `could not record ${what}`);
 
   const record = (rec: ReceivedHook) => {
-    store.recordReceived(rec).catch((err) => logger.warn({ err: (err as Error).message }, 'could not record a received hook'));
+    store.recordReceived(rec).catch(storeFailed('a received hook'));
   };
+  const refusals = new RefusalAggregator(state.ctx.config.hooks.refusals, (window) => {
+    store.recordRefusals(window, state.ctx.config.hooks.refusals.maxStoredWindows).catch(storeFailed('refusal counts'));
+  });
+  const refuser = (ctx: HooksContext, now: number, subPath: string, clientIp: string): Refuse => (status, code) => {
+    refusals.setLimits(ctx.config.hooks.refusals);
+    refusals.add(now, status, code, pathClass(subPath, knownRoutes(ctx.config.hooks)), addressBucket(clientIp));
+  };
+  const refuseEarly = (ctx: HooksContext, req: IncomingMessage, pathname: string): Refuse =>
+    refuser(ctx, Date.now(), normalizeMatchPath(pathname.slice(ctx.basePath.length)), state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']));
 
-  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const handle = async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const ctx = state.ctx; // one generation for the whole request, even if a reload lands meanwhile
     const url = req.url ?? '/';
@@ -75,12 +98,14 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     }
     const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
     if (qIndex >= 0 && query.has('token')) {
+      refuseEarly(ctx, req, pathname)(400, 'query_token');
       return sendError(
         res,
         new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
       );
     }
     if (req.method !== 'POST') {
+      refuseEarly(ctx, req, pathname)(405, 'method_not_allowed');
       return sendError(res, new HttpError(405, 'method_not_allowed', 'only POST is accepted here'), { allow: 'POST' });
     }
 
@@ -99,15 +124,16 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       mappingId: null,
       durationMs: performance.now() - started,
     });
+    const refuse = refuser(ctx, now, subPath, clientIp);
 
     const plan = routes.plan(ctx, subPath);
     const tokenVerified = tokenMatches(extractToken(req.headers), state.token);
     if (plan.auth === 'token') {
-      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, logger, record, received);
+      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse);
       state.limiter.reset(clientIp);
     } else if (!tokenVerified && state.limiter.retryAfter(clientIp, now) > 0) {
       // Locked out: refused before its body is read (rejectAuth answers 429 and closes the connection).
-      return rejectAuth(res, state, clientIp, now, logger, record, received);
+      return rejectAuth(res, state, clientIp, now, log, refuse);
     }
     // Otherwise deferred: the mapping that matches decides whether its signature or the token authenticates it.
 
@@ -123,7 +149,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       // 1.70 → 0.35 ms per 429 once locked out (refused before the body); a wake's p95 under 8 such clients 74 → 19 ms.
       const signatures = plan.auth === 'signature' && !tokenVerified ? plan.verify(rawBody, req.headers, now, body) : undefined;
       if (signatures && !signatures.any) {
-        return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${signatures.reason}`, true);
+        return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${signatures.reason}`, true);
       }
       const payload = body.get();
 
@@ -146,7 +172,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       });
       if (routed.kind === 'none') throw NOT_FOUND;
       if (routed.kind === 'unauthorized') {
-        return rejectAuth(res, state, clientIp, now, logger, record, received, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
+        return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
       if (routed.kind === 'reply') {
@@ -161,7 +187,8 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
       if (unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, unknownFields }, 'request fields hookgate does not read');
 
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
-      const idempotency = key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, ctx.config.hooks.idempotencyTtlSeconds, now);
+      const idempotency =
+        key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, { sender: addressBucket(clientIp), hooks: ctx.config.hooks }, now);
       const answer = await dispatch(ctx, store, signals, {
         actions,
         idempotency,
@@ -176,17 +203,18 @@ export function createHandler(state: IngressState, deps: HandlerDeps) {
     } catch (err) {
       if (err instanceof HttpError) {
         // The store records a 409 itself (in the transaction that found the conflict): not a second time here.
-        if ((err.status !== 404 || subPath) && err.code !== 'idempotency_conflict') record(received(err.status, err.code));
-        if (err.status === 503) logger.error({ path: subPath }, 'store unavailable: hook refused with 503');
+        if (err.code !== 'idempotency_conflict') refuse(err.status, err.code);
+        if (err.status === 503) log.error(err.code, { path: logPath(subPath) }, 'store unavailable: hook refused with 503');
         if (err.status === 413) return sendErrorDiscardingBody(req, res, err);
         const closing = err.status === 408 || err.code === 'body_aborted';
         return sendError(res, err, closing ? { connection: 'close' } : undefined);
       }
-      logger.error({ err, path: subPath }, 'hook handler failed');
-      record(received(500, 'internal'));
+      log.error('internal', { err, path: logPath(subPath) }, 'hook handler failed');
+      refuse(500, 'internal');
       return sendError(res, new HttpError(500, 'internal', 'internal error; nothing was accepted'));
     }
   };
+  return Object.assign(handle, { flushRefusals: () => refusals.flush() });
 }
 
 function rejectAuth(
@@ -194,25 +222,25 @@ function rejectAuth(
   state: IngressState,
   clientIp: string,
   now: number,
-  logger: Logger,
-  record: (r: ReceivedHook) => void,
-  received: (status: number, code: HttpErrorCode | null) => ReceivedHook,
+  log: RepeatLimitedLog,
+  refuse: Refuse,
   /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
   reason?: string,
   signature = false,
 ): void {
   const retryAfter = state.limiter.retryAfter(clientIp, now);
   if (retryAfter > 0) {
-    // Not recorded in the store: a locked-out client must not be able to make us write. The connection is closed: an
-    // unread body is not uploaded, and a locked-out client keeps no connection open.
+    // Counted in memory only, like every refusal: a locked-out client cannot make us write. The connection is closed:
+    // an unread body is not uploaded, and a locked-out client keeps no connection open.
+    refuse(429, 'rate_limited');
     return sendError(res, new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`), {
       'retry-after': String(retryAfter),
       connection: 'close',
     });
   }
-  if (reason !== undefined) logger.warn({ client: clientIp }, reason);
+  if (reason !== undefined) log.warn('unauthorized', { client: clientIp }, reason);
   const lockedFor = state.limiter.fail(clientIp, now);
-  if (lockedFor > 0) logger.warn({ client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
-  record(received(401, 'unauthorized'));
+  if (lockedFor > 0) log.warn('rate_limited', { client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
+  refuse(401, 'unauthorized');
   sendError(res, new HttpError(401, 'unauthorized', signature ? 'missing or invalid signature' : 'missing or invalid hook token'));
 }

@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, ReceivedCode, ReceivedHook, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -126,4 +126,23 @@ export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
   const rec: ReceivedHook = { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
   if (unknownFields?.length) rec.unknownFields = unknownFields;
   return rec;
+}
+
+/** One count of a `refusal_log` row: `[status, code, pathClass, addressBucket, count]`. */
+export type RefusalTuple = [number, string | null, string, string, number];
+
+export function refusalsToJson(w: RefusalWindow): string {
+  return JSON.stringify(w.counts.map((c): RefusalTuple => [c.status, c.code, c.path, c.bucket, c.count]));
+}
+
+/** A `refusal_log` row as received records (one per count, largest first), in the shape `listReceived` returns. */
+export function rowToRefusals(r: Row): ReceivedHook[] {
+  const at = r.at as number;
+  const windowMs = r.window_ms as number;
+  const tuples = JSON.parse(r.counts as string) as RefusalTuple[];
+  return tuples
+    .map(([status, code, path, bucket, count]) => ({
+      at, method: 'POST', path, clientIp: bucket, status, code: code as RefusalCount['code'], eventIds: [], runIds: [], mappingId: null, durationMs: 0, count, windowMs,
+    }))
+    .sort((a, b) => b.count - a.count);
 }

@@ -202,4 +202,17 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   ALTER TABLE runs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE runs ADD COLUMN retrying_since INTEGER;
   `,
+  `
+  -- Refusals are counted, not recorded one by one (ingress/refusals.ts): one row per window of counts, a JSON array
+  -- of [status, code, pathClass, addressBucket, count]; at most hooks.refusals.maxStoredWindows rows are kept.
+  CREATE TABLE refusal_log (
+    seq       INTEGER PRIMARY KEY,
+    at        INTEGER NOT NULL,
+    window_ms INTEGER NOT NULL,
+    counts    TEXT NOT NULL
+  );
+  -- Who stored each idempotency key (the client's address bucket), so each sender's keys can be capped, oldest first.
+  ALTER TABLE idempotency ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+  CREATE INDEX idempotency_by_sender ON idempotency (sender, created_at);
+  `,
 ];

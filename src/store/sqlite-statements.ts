@@ -15,11 +15,19 @@ export function prepareWriteStatements(db: Database.Database) {
          recipient, account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
        VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    getIdem: db.prepare('SELECT fingerprint, status, body, expires_at FROM idempotency WHERE scope = ? AND key_hash = ?'),
+    getIdem: db.prepare('SELECT fingerprint, status, body, expires_at, sender FROM idempotency WHERE scope = ? AND key_hash = ?'),
     deleteIdem: db.prepare('DELETE FROM idempotency WHERE scope = ? AND key_hash = ?'),
     insertIdem: db.prepare(
-      'INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    countIdemOf: db.prepare('SELECT COUNT(*) AS n FROM idempotency WHERE sender = ?'),
+    dropOldestIdemOf: db.prepare(
+      'DELETE FROM idempotency WHERE (scope, key_hash) IN (SELECT scope, key_hash FROM idempotency WHERE sender = ? ORDER BY created_at LIMIT ?)',
+    ),
+    insertRefusals: db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, ?, ?) RETURNING seq'),
+    // Rows are appended in time order: the oldest are the lowest seqs.
+    capRefusals: db.prepare('DELETE FROM refusal_log WHERE seq <= ?'),
+    pruneRefusals: db.prepare('DELETE FROM refusal_log WHERE at + window_ms <= ?'),
     insertReceivedBlock: db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)'),
     requeue: db.prepare(
       `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL,

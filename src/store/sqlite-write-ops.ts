@@ -4,7 +4,7 @@
  * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
  * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
  */
-import { type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type {
   AcceptCommand,
@@ -14,7 +14,9 @@ import type {
   DeliveryOutcome,
   HeartbeatCompletion,
   NewSystemEvent,
+  IdempotencyClaim,
   ReceivedHook,
+  RefusalWindow,
   Replay,
   Run,
   RunCompletion,
@@ -35,7 +37,10 @@ export const WRITE_OPS = {
         w.insertReceived({ ...cmd.received, status: row.status as number, code: 'duplicate', eventIds: replay.outcome.events.map((e) => e.eventId) });
         return { kind: 'duplicate', replay, status: row.status as number };
       }
-      if (row) w.stmt.deleteIdem.run(idem.scope, idem.keyHash);
+      if (row) {
+        w.stmt.deleteIdem.run(idem.scope, idem.keyHash);
+        w.idemSenders.delete(row.sender as string); // counted again when next needed
+      }
     }
 
     const outcome: AcceptOutcome = { events: [] };
@@ -51,7 +56,8 @@ export const WRITE_OPS = {
     for (const run of cmd.runs) w.insertRun(run);
     if (idem) {
       const replay: Replay = { spec: cmd.answerSpec, outcome };
-      w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt);
+      w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt, idem.sender);
+      capSenderKeys(w, idem);
     }
     w.insertReceived({ ...cmd.received, eventIds: outcome.events.map((e) => e.eventId), runIds: cmd.runs.map((r) => r.id) });
     return { kind: 'accepted', outcome };
@@ -59,6 +65,11 @@ export const WRITE_OPS = {
 
   recordReceived(w: SqliteWriter, rec: ReceivedHook): void {
     w.insertReceived(rec);
+  },
+
+  recordRefusals(w: SqliteWriter, window: RefusalWindow, keepWindows: number): void {
+    const { seq } = w.stmt.insertRefusals.get(window.at, window.windowMs, refusalsToJson(window)) as { seq: number };
+    if (seq > keepWindows) w.stmt.capRefusals.run(seq - keepWindows);
   },
 
   requeueFailedRuns(w: SqliteWriter, since: number, now: number): string[] {
@@ -71,7 +82,10 @@ export const WRITE_OPS = {
   },
 
   prune(w: SqliteWriter, now: number, receivedBefore: number): { idempotency: number; received: number } {
-    return { idempotency: w.stmt.pruneIdem.run(now).changes, received: pruneReceived(w, receivedBefore) };
+    w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
+    const idempotency = w.stmt.pruneIdem.run(now).changes;
+    const received = pruneReceived(w, receivedBefore) + w.stmt.pruneRefusals.run(receivedBefore).changes;
+    return { idempotency, received };
   },
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
@@ -174,6 +188,20 @@ export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args
 /** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
 export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
   return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);
+}
+
+/**
+ * Keep at most `maxPerSender` keys of the claim's sender (the one just stored included): the oldest go first. The
+ * count is kept in the writer after one COUNT per sender, so a request with a key pays no scan of the sender's keys.
+ */
+function capSenderKeys(w: SqliteWriter, idem: IdempotencyClaim): void {
+  let n = w.idemSenders.get(idem.sender);
+  if (n === undefined) {
+    n = (w.stmt.countIdemOf.get(idem.sender) as { n: number }).n;
+    if (w.idemSenders.size >= 10_000) w.idemSenders.clear(); // bounded; a forgotten sender is counted again
+  } else n++;
+  if (n > idem.maxPerSender) n -= w.stmt.dropOldestIdemOf.run(idem.sender, n - idem.maxPerSender).changes;
+  w.idemSenders.set(idem.sender, n);
 }
 
 /**

@@ -24,8 +24,11 @@ export class SqliteWriter {
   private readonly lastPending = new Map<string, { id: string; text: string } | null>();
   /** Received-hook records of the current transaction, stored together at its end as one `received_log` block. */
   private receivedRows: ReceivedTuple[] = [];
+  /** Idempotency keys stored per sender, for the per-sender cap (sqlite-write-ops.ts); counted once per sender. */
+  readonly idemSenders = new Map<string, number>();
   private readonly rolledBack = () => {
     this.lastPending.clear();
+    this.idemSenders.clear();
     this.receivedRows = [];
   };
 

@@ -6,7 +6,7 @@ import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import type { CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
@@ -201,14 +201,26 @@ export class SqliteStore implements Store {
   }
 
   async listReceived(limit = 50, filter: { rejected?: boolean } = {}): Promise<ReceivedHook[]> {
+    if (limit <= 0) return [];
+    const records = this.receivedRecords(limit, filter.rejected ?? false);
+    const counts: ReceivedHook[] = [];
+    for (const row of this.db.prepare('SELECT at, window_ms, counts FROM refusal_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+      counts.push(...rowToRefusals(row));
+      if (counts.length >= limit) break;
+    }
+    if (counts.length === 0) return records;
+    // Both lists are newest first; a window's counts sort by the window's start (stable: largest count first).
+    return [...records, ...counts].sort((a, b) => b.at - a.at).slice(0, limit);
+  }
+
+  private receivedRecords(limit: number, rejected: boolean): ReceivedHook[] {
     const out: ReceivedHook[] = [];
-    if (limit <= 0) return out;
     // Blocks newest first, each block's records newest first; stops as soon as `limit` records are found.
     for (const row of this.db.prepare('SELECT records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<{ records: string }>) {
       const block = JSON.parse(row.records) as ReceivedTuple[];
       for (let i = block.length - 1; i >= 0; i--) {
         const rec = tupleToReceived(block[i]!);
-        if (filter.rejected && rec.status < 400) continue;
+        if (rejected && rec.status < 400) continue;
         out.push(rec);
         if (out.length >= limit) return out;
       }

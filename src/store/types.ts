@@ -169,6 +169,29 @@ export interface ReceivedHook {
   durationMs: number;
   /** Top-level fields of a direct request that hookgate does not read (at most 20 names); absent when none. */
   unknownFields?: string[];
+  /**
+   * Present on a count of refusals (`recordRefusals`), not a single request: `count` requests were refused this way
+   * in the window of `windowMs` from `at`; `path` is the path class and `clientIp` the address bucket.
+   */
+  count?: number;
+  windowMs?: number;
+}
+
+/** Refused requests of one kind in one window: the path class (see ingress/refusals.ts) and the address bucket. */
+export interface RefusalCount {
+  status: number;
+  code: HttpErrorCode | null;
+  path: string;
+  bucket: string;
+  count: number;
+}
+
+/** The counts of one window of refusals, stored as one record. */
+export interface RefusalWindow {
+  /** Start of the window (epoch ms). */
+  at: number;
+  windowMs: number;
+  counts: RefusalCount[];
 }
 
 export interface IdempotencyClaim {
@@ -179,6 +202,12 @@ export interface IdempotencyClaim {
   /** SHA-256 of the request body: the same key with another body is a conflict, not a duplicate. */
   fingerprint: string;
   expiresAt: number;
+  /**
+   * Who stored the key (the client's address bucket): each sender keeps at most `maxPerSender` keys, the oldest
+   * expiring first when a new one would pass it (`hooks.idempotencyMaxKeys`).
+   */
+  sender: string;
+  maxPerSender: number;
 }
 
 /** What a repeated key gets back: the caller's own description of its answer, and the first outcome. */
@@ -247,8 +276,13 @@ export interface IngressStore {
    * the first answer's spec and outcome; the same key with another body is a conflict.
    */
   accept(cmd: AcceptCommand): Promise<AcceptResult>;
-  /** Record a request that was answered without an accept (rejections). Batched like accept. */
+  /** Record a request that was answered without an accept (a mapping's reply or skip). Batched like accept. */
   recordReceived(rec: ReceivedHook): Promise<void>;
+  /**
+   * Store one window of refusal counts as one record, then keep only the newest `keepWindows` such records (the
+   * oldest go first): refusals cost bounded storage whatever their number.
+   */
+  recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void>;
   /** A session's last route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
   getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
 }
@@ -306,7 +340,10 @@ export interface ReadStore extends RunLookup {
   listRuns(q?: ListRunsQuery): Promise<Run[]>;
   listSessions(limit?: number): Promise<SessionSummary[]>;
   getSession(key: string): Promise<SessionDetail | undefined>;
-  /** Received-hook records, newest first; `rejected`: only those answered with a status of 400 or more. */
+  /**
+   * Received-hook records and refusal counts (those with `count`; older stores may hold single refusal records too),
+   * newest first; `rejected`: only those answered with a status of 400 or more.
+   */
   listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]>;
   listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]>;
   getDelivery(id: string): Promise<Delivery | undefined>;
@@ -331,7 +368,7 @@ export interface MaintenanceStore {
    * to the queue (same id), deliveries become claimable again. Returns the number of runs recovered.
    */
   recoverLeases(now: number): Promise<number>;
-  /** Delete expired idempotency keys and received-hook records older than `receivedBefore`. */
+  /** Delete expired idempotency keys, and received-hook records and refusal counts older than `receivedBefore`. */
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }>;
   close(): Promise<void>;
 }

@@ -78,7 +78,8 @@ describe('cli: against a running service', () => {
   let hg: Hookgate;
   const cli = (args: string[]) => runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], { cwd: hg.dir });
   before(async () => {
-    hg = await startHookgate();
+    // Refusals are stored as counts once their window ends: a short window, so `received` shows them soon.
+    hg = await startHookgate({ config: { hooks: { refusals: { windowSeconds: 1 } } } });
   });
   after(() => hg.cleanup());
 
@@ -166,17 +167,21 @@ describe('cli: against a running service', () => {
     const eventId = /"eventId":"([0-9a-f-]+)"/.exec(ok.stdout)![1]!;
     const refused = await fetch(`${hg.url}/hooks/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token' }, body: '{}' });
     assert.equal(refused.status, 401);
-    // A rejection is recorded just after its answer: read again if it is not there yet.
+    // A refusal is counted, and stored when its window (1 s here) ends: read again until it is there.
     let all = await cli(['received', '--json']);
-    for (let i = 0; i < 5 && all.code === 0 && !all.stdout.includes('"status": 401'); i++) all = await cli(['received', '--json']);
+    for (let i = 0; i < 40 && all.code === 0 && !all.stdout.includes('"status": 401'); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      all = await cli(['received', '--json']);
+    }
     assert.equal(all.code, 0, all.stderr);
-    const recs = JSON.parse(all.stdout) as Array<{ status: number; code: string | null; path: string; eventIds: string[] }>;
-    assert.deepEqual(pickFirst(recs), { status: 401, code: 'unauthorized', path: 'wake' });
+    const recs = JSON.parse(all.stdout) as Array<{ status: number; code: string | null; path: string; clientIp: string; eventIds: string[]; count?: number }>;
+    const refusal = recs.find((r) => r.status === 401);
+    assert.deepEqual(refusal && { ...pickFirst([refusal]), clientIp: refusal.clientIp, count: refusal.count }, { status: 401, code: 'unauthorized', path: 'wake', clientIp: '127.0.0.1', count: 1 });
     assert.ok(recs.some((r) => r.status === 200 && r.eventIds.includes(eventId)), 'the accepted wake, with its event id');
     const rejected = await cli(['received', '--rejected']);
     assert.equal(rejected.code, 0, rejected.stderr);
-    assert.match(rejected.stdout, /^AT\s+PATH\s+CLIENTIP\s+STATUS\s+CODE/m);
-    assert.match(rejected.stdout, /\swake\s+127\.0\.0\.1\s+401\s+unauthorized\s/);
+    assert.match(rejected.stdout, /^AT\s+WINDOW\s+COUNT\s+PATH\s+CLIENTIP\s+STATUS\s+CODE/m);
+    assert.match(rejected.stdout, /\s1 s\s+1\s+wake\s+127\.0\.0\.1\s+401\s+unauthorized\s/);
     assert.doesNotMatch(rejected.stdout, /\s200\s/, 'no accepted request among the refusals');
     assert.doesNotMatch(rejected.stdout + all.stdout, /wrong-token/, 'never the presented token');
   });

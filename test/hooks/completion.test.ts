@@ -70,7 +70,7 @@ describe('dispatch with waitForCompletion', () => {
   });
 
   it('a replay waits for the first run and says duplicate; the stored answer stays the plain accept answer', async () => {
-    const claim = () => idempotencyClaim('agent', 'key-1', Buffer.from('{"message":"m","waitForCompletion":true}'), 3600, Date.now());
+    const claim = () => idempotencyClaim('agent', 'key-1', Buffer.from('{"message":"m","waitForCompletion":true}'), { sender: '127.0.0.1', hooks: { idempotencyTtlSeconds: 3600, idempotencyMaxKeys: 10_000 } }, Date.now());
     const first = await dispatch(ctx, store, noSignals, request(600, { idempotency: claim(), wait: { completions, signal } }));
     const runId = first.body.runId as string;
 

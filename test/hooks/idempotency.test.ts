@@ -73,21 +73,24 @@ describe('extractIdempotencyKey: length in characters', () => {
 });
 
 describe('idempotencyClaim', () => {
+  const claimBy = (ttl: number) => ({ sender: '203.0.113.7', hooks: { idempotencyTtlSeconds: ttl, idempotencyMaxKeys: 10_000 } });
   const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
   it('stores hashes, never the key in clear, and expires after the TTL', () => {
     const body = Buffer.from('{"message":"hi"}');
-    const c = idempotencyClaim('agent', 'my-key', body, 86_400, 1_000);
-    assert.deepEqual(c, { scope: 'agent', keyHash: sha('my-key'), fingerprint: sha(body), expiresAt: 1_000 + 86_400_000 });
+    const c = idempotencyClaim('agent', 'my-key', body, claimBy(86_400), 1_000);
+    assert.deepEqual(c, {
+      scope: 'agent', keyHash: sha('my-key'), fingerprint: sha(body), expiresAt: 1_000 + 86_400_000, sender: '203.0.113.7', maxPerSender: 10_000,
+    });
     assert.ok(!JSON.stringify(c).includes('my-key'));
   });
 
   it('gives the same key and body the same claim, another body another fingerprint', () => {
-    const a = idempotencyClaim('wake', 'k', Buffer.from('{"text":"a"}'), 60, 0);
-    assert.deepEqual(idempotencyClaim('wake', 'k', Buffer.from('{"text":"a"}'), 60, 0), a);
-    const b = idempotencyClaim('wake', 'k', Buffer.from('{"text":"b"}'), 60, 0);
+    const a = idempotencyClaim('wake', 'k', Buffer.from('{"text":"a"}'), claimBy(60), 0);
+    assert.deepEqual(idempotencyClaim('wake', 'k', Buffer.from('{"text":"a"}'), claimBy(60), 0), a);
+    const b = idempotencyClaim('wake', 'k', Buffer.from('{"text":"b"}'), claimBy(60), 0);
     assert.equal(b.keyHash, a.keyHash);
     assert.notEqual(b.fingerprint, a.fingerprint);
-    assert.notEqual(idempotencyClaim('wake', 'k2', Buffer.from('{"text":"a"}'), 60, 0).keyHash, a.keyHash);
+    assert.notEqual(idempotencyClaim('wake', 'k2', Buffer.from('{"text":"a"}'), claimBy(60), 0).keyHash, a.keyHash);
   });
 });

@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { StoreError } from '../../src/errors.js';
+import { type HttpErrorCode, StoreError } from '../../src/errors.js';
 import type {
   AcceptCommand,
   AcceptResult,
@@ -19,6 +19,7 @@ import type {
   NewRun,
   NewSystemEvent,
   ReceivedHook,
+  RefusalWindow,
   RunCompletion,
   RunState,
   SessionMessage,
@@ -80,7 +81,7 @@ export function received(over: Partial<ReceivedHook> = {}): ReceivedHook {
 }
 
 export function claim(over: Partial<IdempotencyClaim> = {}): IdempotencyClaim {
-  return { scope: 'agent', keyHash: 'k'.repeat(64), fingerprint: 'f'.repeat(64), expiresAt: T0 + 86_400_000, ...over };
+  return { scope: 'agent', keyHash: 'k'.repeat(64), fingerprint: 'f'.repeat(64), expiresAt: T0 + 86_400_000, sender: '127.0.0.1', maxPerSender: 10_000, ...over };
 }
 
 export function command(over: Partial<AcceptCommand> = {}): AcceptCommand {
@@ -519,6 +520,60 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => [r.at, r.code]), [[T0 + 4, 'payload_too_large'], [T0 + 2, 'unauthorized']]);
         assert.deepEqual((await store.listReceived(1, { rejected: true })).map((r) => r.at), [T0 + 4]);
         assert.equal((await store.listReceived(10)).length, 5);
+      });
+    });
+
+    describe('refusal counts', () => {
+      const windowOf = (at: number, ...counts: Array<[number, HttpErrorCode, string, string, number]>): RefusalWindow => ({
+        at,
+        windowMs: 60_000,
+        counts: counts.map(([status, code, path, bucket, count]) => ({ status, code, path, bucket, count })),
+      });
+
+      it('recordRefusals stores a window as counts; listReceived shows them (largest first) among older single records', async () => {
+        // An older store's single refusal record still reads, in time order with the counts.
+        await store.recordReceived(received({ at: T0, status: 401, code: 'unauthorized', path: 'agent', clientIp: '198.51.100.7' }));
+        accepted(await store.accept(command({ events: [event()], received: received({ at: T0 + 1, status: 200 }) })));
+        await store.recordRefusals(windowOf(T0 + 60_000, [401, 'unauthorized', 'agent', '203.0.113.7', 3], [401, 'unauthorized', 'other', '2001:db8:0:1::/64', 9000]), 10);
+        const rejected = await store.listReceived(10, { rejected: true });
+        assert.deepEqual(
+          rejected.map((r) => [r.at, r.status, r.code, r.path, r.clientIp, r.count, r.windowMs]),
+          [
+            [T0 + 60_000, 401, 'unauthorized', 'other', '2001:db8:0:1::/64', 9000, 60_000],
+            [T0 + 60_000, 401, 'unauthorized', 'agent', '203.0.113.7', 3, 60_000],
+            [T0, 401, 'unauthorized', 'agent', '198.51.100.7', undefined, undefined],
+          ],
+        );
+        assert.equal((await store.listReceived(10)).length, 4);
+        assert.deepEqual((await store.listReceived(1, { rejected: true })).map((r) => r.count), [9000]);
+      });
+
+      it('keeps only the newest `keepWindows` windows, the oldest deleted first', async () => {
+        for (let i = 0; i < 5; i++) await store.recordRefusals(windowOf(T0 + i * 60_000, [404, 'not_found', 'other', '192.0.2.1', i + 1]), 3);
+        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => r.count), [5, 4, 3]);
+      });
+
+      it('prune deletes the windows that ended before the cut-off', async () => {
+        await store.recordRefusals(windowOf(T0, [401, 'unauthorized', 'wake', '192.0.2.1', 2]), 10);
+        await store.recordRefusals(windowOf(T0 + 60_000, [401, 'unauthorized', 'wake', '192.0.2.1', 7]), 10);
+        await store.prune(T0, T0 + 60_000);
+        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => r.count), [7]);
+      });
+    });
+
+    describe('idempotency keys per sender', () => {
+      const key = (n: number, sender: string, at: number) =>
+        command({ runs: [run()], idempotency: claim({ keyHash: String(n).padStart(64, '0'), sender, maxPerSender: 2 }), received: received({ at }) });
+
+      it('keeps at most maxPerSender keys of a sender, the oldest expiring first; other senders keep theirs', async () => {
+        accepted(await store.accept(key(1, 'A', T0)));
+        accepted(await store.accept(key(9, 'B', T0 + 1)));
+        accepted(await store.accept(key(2, 'A', T0 + 2)));
+        accepted(await store.accept(key(3, 'A', T0 + 3))); // A's third: its first key goes
+        accepted(await store.accept(key(1, 'A', T0 + 4))); // so this is new again (and pushes key 2 out)
+        duplicate(await store.accept(key(3, 'A', T0 + 5)));
+        duplicate(await store.accept(key(9, 'B', T0 + 6)));
+        accepted(await store.accept(key(2, 'A', T0 + 7)));
       });
     });
 

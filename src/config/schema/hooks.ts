@@ -167,6 +167,18 @@ export const hooksSchema = z
       })
       .prefault({}),
     idempotencyTtlSeconds: positiveInt.default(86400),
+    /** Idempotency keys kept per sender (client address, IPv6 by /64); a new key past it expires the sender's oldest. */
+    idempotencyMaxKeys: positiveInt.default(10000),
+    /** Refused requests are counted per window, not stored one by one (docs/operations.md, "Data kept"). */
+    refusals: z
+      .strictObject({
+        windowSeconds: positiveInt.default(60),
+        /** Distinct (status, code, path class, address bucket) keys per window; more fold into one `other` key. */
+        maxKeys: positiveInt.default(256),
+        /** Windows of counts kept in the store; the oldest are deleted first. */
+        maxStoredWindows: positiveInt.default(1440),
+      })
+      .prefault({}),
     agentAcceptedStatus: z.union([z.literal(200), z.literal(202)]).default(200),
     /** Cap on items of one `forEach` fan-out; the rest are refused (413-free, logged). */
     maxFanOut: positiveInt.default(200),
