@@ -43,6 +43,18 @@ export type ChannelErrorCode =
 /** A transform module could not be imported, or does not export a usable function. */
 export type TransformErrorCode = 'transform_invalid' | 'transform_load_failed' | 'transform_loader_disposed';
 
+/**
+ * Why a mapped hook could not be turned into an action (answered 500 `mapping_failed`). Logged as `code`: the log
+ * line carries this word and the thrown error's class, never its message (which may quote the payload), unless
+ * `logging.level` is `debug`.
+ */
+export type MappingFailureCode =
+  | 'transform_unavailable' // the module was refused when the generation was compiled
+  | 'transform_load_failed' // importing it failed, or it exports no usable function
+  | 'transform_threw' // the transform threw (or rejected)
+  | 'transform_bad_result' // it returned something other than an object, null or undefined
+  | 'transform_invalid_field'; // a field it returned breaks the rules of a direct request
+
 /** The CLI could not do what was asked (src/cli): each is exit code 1 with a message naming what it looked for. */
 export type CliErrorCode =
   | 'cli_usage' // a bad argument or option value
@@ -60,6 +72,7 @@ export type ErrorCode =
   | ProviderErrorCode
   | ChannelErrorCode
   | TransformErrorCode
+  | MappingFailureCode
   | CliErrorCode
   | 'config_invalid'
   | 'store_unavailable';

@@ -72,6 +72,15 @@ export function describeKind(v: unknown): string {
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
+/**
+ * A short identifier from a thrown value (its class name, its `code` property) for a log line, or `undefined` when it
+ * is not one: only `[A-Za-z0-9_.$-]`, at most 64 characters, starting with a letter. Anything else could be data (a
+ * transform may build an error's name or code from its input), so it is dropped rather than cleaned.
+ */
+export function identifierOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' && /^[A-Za-z][A-Za-z0-9_.$-]{0,63}$/.test(value) ? value : undefined;
+}
+
 /** The first line of a thrown value's message, made log-safe and bounded. */
 export function firstLine(err: unknown, max = 200): string {
   return logSafe(errorMessage(err).split('\n')[0] ?? '', max);

@@ -4,7 +4,7 @@
  * generation's transforms are compiled (hooks/mappings) and when channel plugins are loaded (channels/registry), so
  * every path loaded from disk obeys the same rules.
  */
-import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../errors.js';
 
@@ -48,10 +48,19 @@ export function realpathOfNearest(p: string): string | undefined {
   }
 }
 
+/** Where `p` points when it is a symbolic link; undefined when it is anything else or does not exist. */
+function symlinkTarget(p: string): string | undefined {
+  try {
+    return lstatSync(p).isSymbolicLink() ? readlinkSync(p) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The directory transform modules are loaded from: `<configDir>/hooks/transforms`, or `transformsDir` (relative to
- * `configDir`, or absolute) if it lies inside that root — both as written and after resolving symlinks. The
- * directory need not exist yet. Throws a ConfigError at `hooks.transformsDir`.
+ * `configDir`, or absolute) if it lies inside that root — both as written and after resolving symlinks. The root
+ * (and its `hooks` parent) must not be symlinks. The directory need not exist yet. Throws a ConfigError at `hooks.transformsDir`.
  */
 export function resolveTransformsDir(configDir: string, transformsDir?: string): string {
   const root = path.resolve(configDir, 'hooks', 'transforms');
@@ -60,6 +69,14 @@ export function resolveTransformsDir(configDir: string, transformsDir?: string):
   const issue = (message: string) => new ConfigError([{ path: 'hooks.transformsDir', message }]);
   if (raw?.includes('\0')) throw issue('must not contain NUL characters');
   if (!isInside(root, target)) throw issue(`must be within ${root} (resolves to ${target})`);
+  // The root itself must not be a link either: transforms are code the service runs, and a link would let whoever
+  // can replace it (or what it points to) choose that code from outside the config dir. An operator who keeps
+  // transforms elsewhere moves them into the root instead; links below the root are checked per module.
+  for (const dir of [path.dirname(root), root]) {
+    const link = symlinkTarget(dir);
+    if (link !== undefined)
+      throw issue(`${dir} is a symlink (to ${link}); the transforms root must be a real directory: move the transforms into it`);
+  }
   const realRoot = realpathOfNearest(root);
   const realTarget = realpathOfNearest(target);
   if (realRoot === undefined || realTarget === undefined)

@@ -118,13 +118,13 @@ describe('resolveTransformsDir', () => {
     configIssue(() => resolveTransformsDir(configDir, 'hooks/transforms/dangling/x'), 'hooks.transformsDir', /dangling/);
   });
 
-  it('allows the root itself to be a symlink (the check is against its real location)', () => {
+  it('refuses a root that is itself a symlink (whoever controls the link would choose the code run)', () => {
     const cfg2 = path.join(tmp, 'config2');
     const realTransforms = path.join(tmp, 'shared-transforms');
     mkdirSync(path.join(realTransforms, 'team'), { recursive: true });
     mkdirSync(path.join(cfg2, 'hooks'), { recursive: true });
     symlinkSync(realTransforms, path.join(cfg2, 'hooks', 'transforms'));
-    assert.equal(resolveTransformsDir(cfg2, 'hooks/transforms/team'), path.join(cfg2, 'hooks', 'transforms', 'team'));
+    configIssue(() => resolveTransformsDir(cfg2, 'hooks/transforms/team'), 'hooks.transformsDir', /is a symlink/);
   });
 });
 

@@ -5,9 +5,9 @@
  * Transforms are trusted code (see transforms.ts): they run in this process with its privileges.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { HttpError } from '../../errors.js';
+import { HttpError, type MappingFailureCode } from '../../errors.js';
 import type { ContentSource, SessionMode, WakeMode } from '../../store/types.js';
-import { describeKind, firstLine } from '../../text-safe.js';
+import { describeKind, firstLine, identifierOrUndefined } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
 import { accountId, type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
 import { buildRun, resolveWakeSessionKey, type SessionKeySource } from '../policy.js';
@@ -87,14 +87,28 @@ export function baseDraft(m: CompiledMapping, tctx: TemplateContext): Draft {
   };
 }
 
-/** A mapping failure: answered 500 `mapping_failed` with `reason` (short, never payload data); `detail` is logged. */
+/**
+ * A mapping failure: answered 500 `mapping_failed` with `reason` (short, never payload data). The log line carries
+ * `code` and, for a throw, the thrown value's class and `code` property; `detail` (an error message, which may quote
+ * the payload: V8's JSON.parse error does) is logged only at `debug`.
+ */
 export class MappingFailure extends Error {
   constructor(
     readonly reason: string,
+    readonly code: MappingFailureCode,
     readonly detail?: string,
+    readonly thrown?: { errorClass: string; errorCode?: string },
   ) {
     super(reason);
   }
+}
+
+/** What a transform threw, as identifiers only (see `MappingFailure`). */
+function thrownOf(err: unknown): { errorClass: string; errorCode?: string } {
+  const errorClass = err instanceof Error ? (identifierOrUndefined(err.name) ?? 'Error') : typeof err;
+  const raw = err !== null && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
+  const errorCode = identifierOrUndefined(typeof raw === 'number' ? String(raw) : raw);
+  return errorCode === undefined ? { errorClass } : { errorClass, errorCode };
 }
 
 const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model', 'thinking'] as const;
@@ -110,7 +124,7 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
     try {
       return parse();
     } catch (err) {
-      if (err instanceof HttpError) throw new MappingFailure(`transform returned an invalid ${field}`, err.message);
+      if (err instanceof HttpError) throw new MappingFailure(`transform returned an invalid ${field}`, 'transform_invalid_field', err.message);
       throw err;
     }
   };
@@ -118,7 +132,7 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   const out: Draft = { ...d };
   if (present('kind')) {
     if (o.kind !== 'wake' && o.kind !== 'agent') {
-      throw new MappingFailure('transform returned an invalid kind', `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`);
+      throw new MappingFailure('transform returned an invalid kind', 'transform_invalid_field', `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`);
     }
     out.kind = o.kind;
   }
@@ -140,23 +154,23 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
 
 export async function runTransform(m: CompiledMapping, c: Compiled, input: TransformInput): Promise<Record<string, unknown> | null | undefined> {
   const t = m.transform!;
-  if (t.unavailable !== undefined) throw new MappingFailure('transform module unavailable', t.unavailable);
+  if (t.unavailable !== undefined) throw new MappingFailure('transform module unavailable', 'transform_unavailable', t.unavailable);
   let fn: TransformFn;
   try {
     fn = await loadTransformOf(t, c.loader!);
   } catch (err) {
-    throw new MappingFailure('transform module could not be loaded', firstLine(err));
+    throw new MappingFailure('transform module could not be loaded', 'transform_load_failed', firstLine(err));
   }
   let out: unknown;
   try {
     out = await fn(input);
   } catch (err) {
-    const name = err instanceof Error ? err.name : typeof err;
-    throw new MappingFailure('transform threw', `${name}: ${firstLine(err)}`);
+    const thrown = thrownOf(err);
+    throw new MappingFailure('transform threw', 'transform_threw', `${thrown.errorClass}: ${firstLine(err)}`, thrown);
   }
   if (out === null || out === undefined) return out;
   if (typeof out !== 'object' || Array.isArray(out)) {
-    throw new MappingFailure(`transform returned ${describeKind(out)}`, 'expected an action object, or null to skip');
+    throw new MappingFailure(`transform returned ${describeKind(out)}`, 'transform_bad_result', 'expected an action object, or null to skip');
   }
   return out as Record<string, unknown>;
 }

@@ -24,6 +24,7 @@ import { fanOutPayloads } from '../fan-out.js';
 import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
 import { candidates, type Compiled, type CompiledMapping, compileMappings, isSignaturePath, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
+import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
 import { type SignatureResult, type SignedRequest, verifySignature } from './signatures.js';
@@ -57,8 +58,11 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
   };
 
   const fail = (input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError => {
+    // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
+    // choked on): only the code and the thrown class are logged unless the operator asked for debug.
+    const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
     logger.warn(
-      { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, detail: err.detail },
+      { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
       `hook mapping failed: ${err.reason}`,
     );
     return mappingFailed(err.reason);
@@ -130,16 +134,23 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       // Slack shows a slash command's answer to the user and reads Interactivity's as a modal response: an empty 200.
       const emptyAnswer = input.form === true && m.signature?.scheme === 'slack';
 
+      const maxFanOut = input.ctx.config.hooks.maxFanOut;
       let items: Array<Record<string, unknown>> = [input.payload];
+      // What the transform sees: the same items, from a copy without prototype keys (see withoutPrototypeKeys).
+      let transformItems: Array<Record<string, unknown>> | undefined;
+      if (m.transform) {
+        const safe = withoutPrototypeKeys(input.payload) as Record<string, unknown>;
+        transformItems = m.forEach === undefined ? [safe] : fanOutPayloads(safe, m.forEach, maxFanOut).payloads;
+      }
       let dropped = 0;
       if (m.forEach !== undefined) {
-        const fan = fanOutPayloads(input.payload, m.forEach, input.ctx.config.hooks.maxFanOut);
+        const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
         if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
         items = fan.payloads;
         dropped = fan.dropped;
         if (dropped > 0) {
           logger.warn(
-            { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: items.length, dropped, maxFanOut: input.ctx.config.hooks.maxFanOut },
+            { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: items.length, dropped, maxFanOut },
             `hook fan-out over "${m.forEach}" capped at ${items.length} items: dropped ${dropped}`,
           );
         }
@@ -150,7 +161,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
       const actions: HookAction[] = [];
       try {
-        for (const payload of items) {
+        for (const [i, payload] of items.entries()) {
           const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
           let draft = baseDraft(m, tctx);
           if (m.preset !== undefined) {
@@ -158,7 +169,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
             if (key !== undefined) draft = { ...draft, sessionKey: key };
           }
           if (m.transform) {
-            const out = await runTransform(m, c, { payload, headers, query, path: input.subPath });
+            const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
             if (out === null) continue; // this item (or the whole request) is skipped
             if (out !== undefined) draft = applyOverride(draft, out);
           }
