@@ -52,7 +52,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
   if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
-  const store = await openStore(first.storage, (p) => configPath(first, p), { onWarning: (message) => logger.warn(message) });
+  const store = await openStore(first.storage, (p) => configPath(first, p), {
+    onWarning: (message) => logger.warn(message),
+    onError: (message) => logger.error(message),
+  });
   // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
   const recovered = first.storage.driver === 'sqlite' ? await store.recoverLeases(Date.now()) : 0;
   if (recovered) logger.warn({ runs: recovered }, 'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids');

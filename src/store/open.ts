@@ -10,6 +10,7 @@ export interface OpenStoreOptions {
   /** "thread" (default, the service) or "auto" (short-lived commands): see SqliteStoreOptions.checkpoints. */
   checkpoints?: 'thread' | 'auto';
   onWarning?: (message: string) => void;
+  onError?: (message: string) => void;
 }
 
 export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -21,6 +22,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
         checkpoints: opts.checkpoints ?? 'thread',
         ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+        ...(opts.onError ? { onError: opts.onError } : {}),
       });
     case 'postgres':
       throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');

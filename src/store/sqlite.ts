@@ -9,7 +9,8 @@ import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
-import type { CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
+import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
+import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import { startWorker } from './start-worker.js';
 import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
 
@@ -28,6 +29,8 @@ export interface SqliteStoreOptions {
   checkpoints?: 'thread' | 'auto';
   /** Told about a degraded but working store (the checkpoint thread stopped); the service logs it. */
   onWarning?: (message: string) => void;
+  /** Told once when the store stops accepting writes for good (its file was deleted); the service logs it as an error. */
+  onError?: (message: string) => void;
 }
 
 /** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
@@ -65,6 +68,9 @@ export class SqliteStore implements Store {
   private readonly inlineWriter: SqliteWriter | undefined;
   private checkpointer: Worker | undefined;
   private readonly onWarning: ((message: string) => void) | undefined;
+  private readonly onError: ((message: string) => void) | undefined;
+  private readonly identity: StoreFileIdentity | undefined;
+  private walBound: WalBound | undefined;
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
@@ -72,12 +78,15 @@ export class SqliteStore implements Store {
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
+    if (opts.path !== ':memory:') assertWritableStore(opts.path);
     try {
       this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
     } catch (err) {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
+    this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
     this.onWarning = opts.onWarning;
+    this.onError = opts.onError;
     if (exposed.length) {
       this.onWarning?.(`the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`);
     }
@@ -99,30 +108,70 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** The writing connection stops checkpointing; a thread of its own does it (see sqlite-checkpoint-worker.ts). */
+  /**
+   * The writing connection stops checkpointing; a thread of its own does it (see sqlite-checkpoint-worker.ts), and
+   * `WalBound` holds the writes for a moment when the WAL passes its size. A WAL started over is cut back to
+   * WAL_KEEP_BYTES (journal_size_limit, on this connection: the one that starts it over).
+   */
   private startCheckpointer(data: CheckpointWorkerData): void {
     this.db.pragma('wal_autocheckpoint = 0');
+    this.db.pragma(`journal_size_limit = ${WAL_KEEP_BYTES}`);
     const worker = startWorker('./sqlite-checkpoint-worker', import.meta.url, data);
     worker.unref();
     this.checkpointer = worker;
+    const bound = new WalBound(`${data.path}-wal`, worker);
+    this.walBound = bound;
+    worker.on('message', (msg: CheckpointReply) => {
+      if ('seq' in msg) bound.answered(msg);
+      else if ('failing' in msg) {
+        this.onWarning?.(`WAL checkpoints are failing (${msg.failing.code}: ${msg.failing.message}); retried every ${data.intervalMs} ms, the WAL grows until one succeeds`);
+      } else this.onWarning?.('WAL checkpoints work again');
+    });
     const fallBack = (why: string) => {
+      bound.release();
       if (this.closed || this.checkpointer !== worker) return;
       this.checkpointer = undefined;
       this.db.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
       this.onWarning?.(`the WAL checkpoint thread stopped (${why}); checkpoints run on the writing connection again`);
     };
-    worker.on('error', (err) => fallBack(err.message));
+    // An error crossing the thread may arrive as a plain object: its code and message are read, not assumed.
+    worker.on('error', (err: unknown) => {
+      const e = (err ?? {}) as { code?: unknown; message?: unknown };
+      fallBack([e.code, e.message ?? String(err)].filter((x) => typeof x === 'string' && x).join(': '));
+    });
     worker.on('exit', (code) => fallBack(`exit code ${code}`));
   }
 
   private commit(ops: WriteOp[]): Promise<WriteResult[]> {
     const broken = this.writes.failure;
     if (broken) return Promise.reject(broken);
-    if (this.inlineWriter) return Promise.resolve(this.inlineWriter.runBatch(ops));
-    return new Promise((resolve, reject) => {
+    const hold = this.walBound?.hold;
+    if (hold) return hold.then(() => this.commit(ops));
+    if (this.inlineWriter) return this.committed(this.inlineWriter.runBatch(ops));
+    return new Promise<WriteResult[]>((resolve, reject) => {
       this.workerWaiters.push({ resolve, reject });
       this.worker!.postMessage({ batch: ops });
-    });
+    }).then((results) => this.committed(results));
+  }
+
+  /**
+   * A batch is answered only if the database is still the file at its path after it committed: once it was
+   * deleted, moved or replaced, this batch and every later write fail (503). So at most the batches already
+   * answered when the file went away can be answered 200 after it did (one batch, about 15–20 requests at 50
+   * connections); nothing checked after that is.
+   */
+  private committed(results: WriteResult[]): Promise<WriteResult[]> {
+    const lost = this.identity?.lost();
+    if (lost) {
+      const err = new StoreError(
+        `the SQLite store ${this.db.name} ${lost} while hookgate was running: every write is refused from now on (503), as what it accepted would not be there after a restart; put the file back or restart on a new store`,
+      );
+      if (!this.writes.failure) this.onError?.(err.message);
+      this.fail(err);
+      return Promise.reject(err);
+    }
+    this.walBound?.afterCommit();
+    return Promise.resolve(results);
   }
 
   /** The writer thread is gone: fail the batches it had, and every write from now on. */
@@ -278,6 +327,7 @@ export class SqliteStore implements Store {
       });
     }
     this.db.close();
+    this.identity?.close();
   }
 }
 

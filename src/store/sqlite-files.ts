@@ -1,0 +1,134 @@
+/**
+ * The SQLite store's files, watched from the outside: that they can be written at all (checked before opening),
+ * that the open database is still the file at its path (checked after every commit), and the WAL's size (kept
+ * bounded with the checkpoint thread's help).
+ */
+import { closeSync, fstatSync, openSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import { StoreError } from '../errors.js';
+import { logPath } from '../text-safe.js';
+import type { CheckpointReply } from './sqlite-checkpoint-worker.js';
+
+/**
+ * Refuse a store hookgate cannot write: each existing file (database, -wal, -shm) is opened read-write and the
+ * directory gets a probe file. An immutable (`chattr +i`) or read-only store would otherwise open, and the first
+ * write to the memory-mapped -shm kills the process with SIGBUS, which no handler can catch or log. Open(2) itself
+ * is the probe: as root, mode bits and access(2) say nothing about attributes. A full disk is not refused here.
+ */
+export function assertWritableStore(path: string): void {
+  const refuse = (what: string, file: string, err: unknown) => {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    return new StoreError(
+      `the store ${what} ${logPath(file, 300)} cannot be written (${code}); hookgate needs to write the database, ` +
+        'its -wal and -shm files and their directory: is one immutable or append-only (lsattr; chattr -i -a), or the filesystem read-only?',
+      { cause: err },
+    );
+  };
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    let fd: number;
+    try {
+      fd = openSync(file, 'r+');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw refuse('file', file, err);
+    }
+    closeSync(fd);
+  }
+  const probe = join(dirname(path), `.hookgate-write-probe-${process.pid}`);
+  try {
+    writeFileSync(probe, '');
+    unlinkSync(probe);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // ENOENT: a new store, its directory is created when it opens; a full disk is answered 503, not refused here.
+    if (code !== 'ENOENT' && code !== 'ENOSPC' && code !== 'EDQUOT') throw refuse('directory', dirname(path), err);
+  }
+}
+
+/**
+ * The identity of the open database file, compared with the file at its path: unlinked (nlink 0), moved away, or
+ * replaced (another dev/inode). SQLite keeps writing to an unlinked file, so without this check the service would
+ * answer 200 for writes that vanish at the next start. Costs one fstat and one stat (about 2 µs) per commit.
+ */
+export class StoreFileIdentity {
+  private readonly fd: number;
+  private readonly dev: number;
+  private readonly ino: number;
+
+  constructor(private readonly path: string) {
+    this.fd = openSync(path, 'r');
+    const s = fstatSync(this.fd);
+    this.dev = s.dev;
+    this.ino = s.ino;
+  }
+
+  /** Why the open database is no longer the store at its path, or undefined while it is. */
+  lost(): string | undefined {
+    if (fstatSync(this.fd).nlink === 0) return 'was deleted';
+    const now = statSync(this.path, { throwIfNoEntry: false });
+    if (!now) return 'was moved away';
+    if (now.dev !== this.dev || now.ino !== this.ino) return 'was replaced by another file';
+    return undefined;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * When the WAL file passes `WAL_CHECKPOINT_BYTES`, the writer asks the checkpoint thread for a checkpoint and holds
+ * its next batch (requests queue, the event loop stays free) until the thread answers; with nothing appended
+ * meanwhile the checkpoint copies every frame back, the next commit starts the WAL over, and `journal_size_limit`
+ * (`WAL_KEEP_BYTES`) truncates the file. Measured in docs/operations.md ("Storage: the WAL's bound").
+ */
+export const WAL_CHECKPOINT_BYTES = 8 * 1024 * 1024;
+export const WAL_KEEP_BYTES = 2 * 1024 * 1024;
+/** A checkpoint that does not answer within this (a stalled disk) lets the writes go on; the next batch asks again. */
+const HOLD_MAX_MS = 1000;
+/** After a checkpoint that could not copy everything (a reader's snapshot, a full disk), wait before holding again. */
+const RETRY_AFTER_MS = 100;
+
+export class WalBound {
+  private seq = 0;
+  private waiting: { seq: number; resolve: () => void } | undefined;
+  private notBefore = 0;
+  /** Resolves when the requested checkpoint answered; the writer awaits it before its next batch. */
+  hold: Promise<void> | undefined;
+
+  constructor(
+    private readonly walPath: string,
+    private readonly worker: Worker,
+  ) {}
+
+  /** After a commit: ask for a checkpoint if the WAL passed its size (one stat, about 1 µs). */
+  afterCommit(): void {
+    if (this.hold || Date.now() < this.notBefore) return;
+    const size = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
+    if (size < WAL_CHECKPOINT_BYTES) return;
+    const seq = ++this.seq;
+    this.hold = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => this.answered({ seq, done: false }), HOLD_MAX_MS);
+      this.waiting = { seq, resolve: () => (clearTimeout(timer), resolve()) };
+    });
+    this.worker.postMessage({ checkpoint: seq });
+  }
+
+  /** The checkpoint thread's answer (or the timeout's): release the held writes. */
+  answered(reply: Extract<CheckpointReply, { seq: number }>): void {
+    const w = this.waiting;
+    if (!w || w.seq !== reply.seq) return;
+    this.waiting = undefined;
+    this.hold = undefined;
+    if (!reply.done) this.notBefore = Date.now() + RETRY_AFTER_MS;
+    w.resolve();
+  }
+
+  /** The thread is gone: never hold again. */
+  release(): void {
+    const w = this.waiting;
+    if (w) this.answered({ seq: w.seq, done: false });
+    this.notBefore = Number.POSITIVE_INFINITY;
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Store faults (issue 12, items 1, 3 and 6): a disk that fills (a 4 MiB tmpfs) is answered 503, never 200, and the
+ * service recovers by itself once space is freed; a store file deleted under load is noticed and answered 503 from
+ * then on; an immutable store is refused at start with a message instead of a SIGBUS.
+ * Needs root for mount and chattr (skipped with the reason otherwise; HOOKGATE_REQUIRE_SERVICES=1 makes that an
+ * error). Run `npm run build` first when running this file alone.
+ */
+import assert from 'node:assert/strict';
+import { closeSync, existsSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { immutableCapable, mountTmpfs } from '../support/fs-faults.js';
+import { type Hookgate, runCli, startHookgate } from '../support/server.js';
+import { tempDir } from '../support/temp-dir.js';
+import { waitFor } from '../support/wait.js';
+
+/** Fill the filesystem of `file` until it is full. */
+function fill(file: string): void {
+  const fd = openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** `clients` concurrent loops posting wakes until `stop()` holds; every status seen, in order per client. */
+async function hammer(hg: Hookgate, clients: number, stop: () => boolean, onAnswer?: (status: number, text: string) => void): Promise<number[]> {
+  const statuses: number[] = [];
+  let n = 0;
+  const client = async () => {
+    while (!stop()) {
+      const text = `wake ${n++}`;
+      const r = await hg.post('/hooks/wake', { text, mode: 'next-heartbeat' });
+      statuses.push(r.status);
+      onAnswer?.(r.status, text);
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, client));
+  return statuses;
+}
+
+/** The service on a 4 MiB tmpfs (its store directory), one wake accepted; the skip reason without mount. */
+async function startOnTmpfs(): Promise<{ skip: string } | { hg: Hookgate; data: string; fs: { unmount: () => void } }> {
+  const dir = tempDir('hookgate-full-');
+  const data = join(dir, 'data');
+  const fs = mountTmpfs(data, 4);
+  if (fs.skip) return { skip: fs.skip };
+  const hg = await startHookgate({ dir, config: { logging: { level: 'info' } } });
+  assert.equal((await hg.post('/hooks/wake', { text: 'before', mode: 'next-heartbeat' })).status, 200);
+  return { hg, data, fs };
+}
+
+describe('store faults', { timeout: 120_000 }, () => {
+  it('a full disk: 503, never another error or a crash; space freed: 200 again without a restart', async (t) => {
+    const started = await startOnTmpfs();
+    if ('skip' in started) return t.skip(started.skip);
+    const { hg, data, fs } = started;
+    try {
+      fill(join(data, 'filler'));
+      let refused = 0;
+      const full = await hammer(hg, 4, () => refused >= 50, (s) => s === 503 && refused++);
+      assert.deepEqual([...new Set(full)].filter((s) => s !== 200 && s !== 503), [], 'a full disk is answered 200 or 503 only');
+
+      rmSync(join(data, 'filler'));
+      await waitFor('a wake accepted again after space was freed', async () => (await hg.post('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status === 200, 15_000);
+      const again = await hammer(hg, 4, (() => { let i = 0; return () => i++ >= 400; })());
+      assert.ok(again.filter((s) => s === 200).length >= again.length - 4, `after recovery: ${JSON.stringify(again.filter((s) => s !== 200))}`);
+      const warnings = hg.logs.filter((l) => /checkpoint/i.test(String(l.msg)));
+      for (const w of warnings) assert.doesNotMatch(String(w.msg), /undefined/, 'a checkpoint warning names the SQLite code and message');
+    } finally {
+      await hg.cleanup();
+      fs.unmount();
+    }
+  });
+
+  // Not done: opening the store on a full disk fails ("disk I/O error": SQLite cannot size the -shm), and the
+  // service exits 1 with that message instead of starting and answering 503. Reported by the runner, not failed.
+  it('a restart on a full disk starts and answers 503', { todo: 'issue 12 item 1: start with the store unavailable and open it once space is back' }, async (t) => {
+    const started = await startOnTmpfs();
+    if ('skip' in started) return t.skip(started.skip);
+    const { hg, data, fs } = started;
+    try {
+      await hg.stop();
+      fill(join(data, 'filler'));
+      await hg.restart();
+      assert.equal((await hg.post('/hooks/wake', { text: 'restarted full', mode: 'next-heartbeat' })).status, 503);
+    } finally {
+      await hg.cleanup();
+      fs.unmount();
+    }
+  });
+
+  it('a store deleted under load: an error logged once, every answer after it is 503', async () => {
+    const hg = await startHookgate({ config: { logging: { level: 'info' } } });
+    try {
+      const db = join(hg.dir, 'data/hookgate.db');
+      let deletedAt = -1;
+      let answers = 0;
+      const after: number[] = [];
+      const statuses = await hammer(hg, 8, () => answers >= 3000, (s) => {
+        answers++;
+        if (deletedAt >= 0) after.push(s);
+        if (answers === 500) (unlinkSync(db), (deletedAt = answers));
+      });
+      assert.ok(statuses.slice(0, 500).every((s) => s === 200));
+      // Answers sent after the unlink that were already committed and checked before it: at most one batch.
+      const ok = after.findLastIndex((s) => s === 200);
+      assert.ok(ok < 40, `a 200 was answered ${ok + 1} answers after the deletion`);
+      assert.ok(after.slice(ok + 1).every((s) => s === 503) && after.length > 2000);
+      const errors = hg.logs.filter((l) => l.level === 50 && /was deleted/.test(String(l.msg)));
+      assert.equal(errors.length, 1, 'one error line');
+    } finally {
+      await hg.cleanup();
+    }
+  });
+
+  it('an immutable store file (chattr +i) is refused at start with a message, not killed by SIGBUS', async (t) => {
+    const cap = immutableCapable();
+    if (cap.skip) return t.skip(cap.skip);
+    const hg = await startHookgate({ dir: cap.dir!, config: { logging: { level: 'info' } } });
+    const db = join(hg.dir, 'data/hookgate.db');
+    try {
+      assert.equal((await hg.post('/hooks/wake', { text: 'x', mode: 'next-heartbeat' })).status, 200);
+      await hg.stop();
+      assert.ok(existsSync(db));
+      cap.set(db, true);
+      const r = await runCli(['serve', '--config', hg.configFile], { cwd: hg.dir });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr + r.stdout, /cannot be written \(EPERM\).*chattr -i/s);
+    } finally {
+      cap.set(db, false);
+      await hg.cleanup();
+    }
+  });
+});
