@@ -19,6 +19,7 @@ const CODES: Record<HttpErrorCode, true> = {
   rate_limited: true,
   payload_too_large: true,
   body_timeout: true,
+  request_timeout: true,
   body_aborted: true,
   invalid_json: true,
   invalid_payload: true,
