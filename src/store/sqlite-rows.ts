@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -145,4 +145,16 @@ export function rowToRefusals(r: Row): ReceivedHook[] {
       at, method: 'POST', path, clientIp: bucket, status, code: code as RefusalCount['code'], eventIds: [], runIds: [], mappingId: null, durationMs: 0, count, windowMs,
     }))
     .sort((a, b) => b.count - a.count);
+}
+
+export function rowToNode(r: Row): NodeInfo {
+  return {
+    id: r.id as string,
+    host: r.host as string,
+    pid: r.pid as number,
+    version: r.version as string,
+    url: r.url as string,
+    startedAt: r.started_at as number,
+    lastSeenAt: r.last_seen_at as number,
+  };
 }

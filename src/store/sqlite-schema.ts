@@ -215,4 +215,17 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   ALTER TABLE idempotency ADD COLUMN sender TEXT NOT NULL DEFAULT '';
   CREATE INDEX idempotency_by_sender ON idempotency (sender, created_at);
   `,
+  `
+  -- The node registry (hookgate nodes): one row per running service process, refreshed while it runs, removed when it
+  -- stops. On SQLite there is one node at a time; a row left by a kill -9 shows as gone once its last_seen_at is old.
+  CREATE TABLE nodes (
+    id           TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    version      TEXT NOT NULL,
+    url          TEXT NOT NULL,
+    started_at   INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];

@@ -76,6 +76,11 @@ export function prepareWriteStatements(db: Database.Database) {
       `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = MAX(attempts - 1, 0), updated_at = ?,
          error = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`,
     ),
+    upsertNode: db.prepare(
+      `INSERT INTO nodes (id, host, pid, version, url, started_at, last_seen_at) VALUES (@id, @host, @pid, @version, @url, @startedAt, @lastSeenAt)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, url = excluded.url, version = excluded.version`,
+    ),
+    deleteNode: db.prepare(`DELETE FROM nodes WHERE id = ?`),
     recoverLeases: db.prepare(`UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`),
     recoverDeliveries: db.prepare(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`),
     failRun: db.prepare(

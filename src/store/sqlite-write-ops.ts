@@ -15,6 +15,7 @@ import type {
   HeartbeatCompletion,
   NewSystemEvent,
   IdempotencyClaim,
+  NodeInfo,
   ReceivedHook,
   RefusalWindow,
   Replay,
@@ -123,6 +124,12 @@ export const WRITE_OPS = {
     for (const id of ids) w.stmt.releaseRun.run(now, note, id, owner);
   },
 
+  registerNode(w: SqliteWriter, node: NodeInfo): void {
+    w.stmt.upsertNode.run(node);
+  },
+  removeNode(w: SqliteWriter, id: string): void {
+    w.stmt.deleteNode.run(id);
+  },
   recoverLeases(w: SqliteWriter, now: number): number {
     w.stmt.recoverDeliveries.run();
     return w.stmt.recoverLeases.run(now).changes;

@@ -6,13 +6,14 @@ import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
+import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import { startWorker } from './start-worker.js';
-import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
+import { LocalCluster } from './local-cluster.js';
+import type { ClusterNotice, Delivery, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -180,6 +181,28 @@ export class SqliteStore implements Store {
     this.workerWaiters = [];
     for (const w of waiters) w.reject(err);
     this.writes.fail(err);
+  }
+
+  // One process holds a SQLite store: the cluster seams are in memory (local-cluster.ts), the registry a table.
+  private readonly cluster = new LocalCluster();
+  readonly shared = false;
+  leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
+    return this.cluster.leaseHeartbeat(sessionKey, owner, now, leaseMs);
+  }
+  releaseHeartbeat(sessionKey: string, owner: string): Promise<void> {
+    return this.cluster.releaseHeartbeat(sessionKey, owner);
+  }
+  shareLockout(bucket: string, until: number): Promise<void> {
+    return this.cluster.shareLockout(bucket, until);
+  }
+  activeLockouts(now: number): Promise<{ bucket: string; until: number }[]> {
+    return this.cluster.activeLockouts(now);
+  }
+  subscribe(listener: (notice: ClusterNotice) => void): () => void {
+    return this.cluster.subscribe(listener);
+  }
+  async listNodes(): Promise<NodeInfo[]> {
+    return (this.db.prepare('SELECT * FROM nodes ORDER BY last_seen_at DESC').all() as Row[]).map(rowToNode);
   }
 
   async getRun(id: string): Promise<Run | undefined> {

@@ -373,4 +373,58 @@ export interface MaintenanceStore {
   close(): Promise<void>;
 }
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore {}
+/** One `hookgate serve` process, as the node registry knows it. */
+export interface NodeInfo {
+  /** The runtime's lease owner (`host:pid:random`): unique per process. */
+  id: string;
+  host: string;
+  pid: number;
+  /** hookgate's version (package.json). */
+  version: string;
+  /** The hooks listener's URL, as the node itself sees it. */
+  url: string;
+  startedAt: number;
+  lastSeenAt: number;
+}
+
+/**
+ * What other processes sharing the store tell this one (PostgreSQL: `LISTEN/NOTIFY`), so this node's runtime looks at
+ * once instead of at its next poll. A shared driver sends `runs` / `deliveries` in the same transaction as any write
+ * that makes runs / deliveries claimable now (an accept, a finished run or heartbeat, a requeue), and `lockout` from
+ * `shareLockout`: the address bucket `bucket` is locked out until `until` (epoch ms).
+ */
+export type ClusterNotice = { kind: 'runs' } | { kind: 'deliveries' } | { kind: 'lockout'; bucket: string; until: number };
+
+/**
+ * What a driver does for several processes on one store. A single-process driver (SQLite) keeps the same semantics
+ * within its one process: heartbeat leases and lockouts in memory, no notices (the process signals itself), and a
+ * node registry of the one node.
+ */
+export interface ClusterStore {
+  /** True when other processes may share this store (PostgreSQL): nobody's leases are taken back at start. */
+  readonly shared: boolean;
+  /**
+   * Take (or renew, for the same owner) the lease of `sessionKey`'s heartbeat until `now + leaseMs`; false while
+   * another owner's lease has not expired. One heartbeat turn at a time per session, cluster-wide.
+   */
+  leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean>;
+  /** Give the lease back (only the owner's own lease is released). */
+  releaseHeartbeat(sessionKey: string, owner: string): Promise<void>;
+  /** Record a lockout decided by this node and tell the others (`lockout` notice). Keeps the later `until`. */
+  shareLockout(bucket: string, until: number): Promise<void>;
+  /** Lockouts still running at `now` (a node starting, or catching up after a missed notice). */
+  activeLockouts(now: number): Promise<{ bucket: string; until: number }[]>;
+  /** Insert or refresh this node's row (`lastSeenAt`). */
+  registerNode(node: NodeInfo): Promise<void>;
+  /** This node stops: remove its row. */
+  removeNode(id: string): Promise<void>;
+  /** Every registered node, most recently seen first (the caller decides which are live by `lastSeenAt`). */
+  listNodes(): Promise<NodeInfo[]>;
+  /**
+   * Be told of other processes' notices until the returned function is called. Delivery is best-effort (a lost
+   * connection loses notices while it is down): the runtime also polls, slowly.
+   */
+  subscribe(listener: (notice: ClusterNotice) => void): () => void;
+}
+
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore {}
