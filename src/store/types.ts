@@ -373,6 +373,11 @@ export interface MaintenanceStore {
   close(): Promise<void>;
 }
 
+/** How often a running node refreshes its registry row (`lastSeenAt`). */
+export const NODE_REFRESH_MS = 5_000;
+/** A node not seen for this long is shown as gone (`hookgate nodes`): it was killed, or lost the database. */
+export const NODE_LIVE_MS = 30_000;
+
 /** One `hookgate serve` process, as the node registry knows it. */
 export interface NodeInfo {
   /** The runtime's lease owner (`host:pid:random`): unique per process. */
