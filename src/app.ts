@@ -53,6 +53,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
   const store = await openStore(first.storage, (p) => configPath(first, p), {
+    retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
   });

@@ -1,6 +1,9 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../text-safe.js';
 
+/** While claims keep failing (a store that is not open, a full disk), the failure is logged again this often. */
+const FAILURE_RELOG_MS = 60_000;
+
 export interface ClaimLoopOptions<T extends { id: string }> {
   /** For log lines: "runs", "deliveries". */
   label: string;
@@ -27,6 +30,8 @@ export class ClaimLoop<T extends { id: string }> {
   private filling: Promise<void> | undefined;
   private again = false;
   private stopping = false;
+  /** Claims failing in a row: logged at the first and then once a minute, not at every poll. */
+  private failing: { count: number; loggedAt: number } | undefined;
   private readonly poll: NodeJS.Timeout;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
@@ -67,12 +72,26 @@ export class ClaimLoop<T extends { id: string }> {
       try {
         items = await this.opts.claim(free);
       } catch (err) {
-        this.opts.logger.error({ err: errorMessage(err) }, `claiming ${this.opts.label} failed`);
+        this.claimFailed(err);
         return;
+      }
+      if (this.failing) {
+        this.opts.logger.info({ failures: this.failing.count }, `claiming ${this.opts.label} works again`);
+        this.failing = undefined;
       }
       if (items.length === 0) return;
       for (const item of items) this.start(item);
     }
+  }
+
+  private claimFailed(err: unknown): void {
+    const now = Date.now();
+    const f = (this.failing ??= { count: 0, loggedAt: 0 });
+    f.count++;
+    if (f.count > 1 && now - f.loggedAt < FAILURE_RELOG_MS) return;
+    f.loggedAt = now;
+    const fields = { err: errorMessage(err), ...(f.count > 1 ? { failures: f.count } : {}) };
+    this.opts.logger.error(fields, f.count > 1 ? `claiming ${this.opts.label} still fails` : `claiming ${this.opts.label} failed`);
   }
 
   private start(item: T): void {

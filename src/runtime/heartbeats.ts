@@ -4,6 +4,8 @@ import { Heartbeat, type HeartbeatOptions } from './heartbeat.js';
 
 /** At most this many sessions are swept per periodic tick or start (the rest wait for the next tick). */
 const SWEEP_LIMIT = 1000;
+/** A store that cannot be read at start (opened later: a full disk) is looked at again this often. */
+const START_RETRY_MS = 1000;
 
 /**
  * One heartbeat per session with pending system events. The main session's beats periodically and on request; a
@@ -16,6 +18,7 @@ export class Heartbeats {
   readonly main: Heartbeat;
   private readonly others = new Map<string, Heartbeat>();
   private stopping = false;
+  private startRetry: NodeJS.Timeout | undefined;
   private onDeliveryFn: (() => void) | undefined;
 
   constructor(
@@ -25,10 +28,29 @@ export class Heartbeats {
     this.main = new Heartbeat(deps, { ...options, onPeriodic: () => void this.sweep('interval') });
   }
 
-  /** Start the main heartbeat, and beat every other session that already has pending events (a restart). */
-  async start(): Promise<void> {
-    await this.main.start();
-    await this.sweep('startup');
+  /**
+   * Start the main heartbeat, and beat every session that already has pending events (a restart). While the store
+   * cannot be read (not open yet: a full disk at start) this look is retried every second, logged once, so the
+   * events left by the restart are beaten once it opens rather than at the next periodic tick.
+   */
+  start(): Promise<void> {
+    return this.lookAtStart(0);
+  }
+
+  private async lookAtStart(failures: number): Promise<void> {
+    if (this.stopping) return;
+    try {
+      await this.main.start();
+      await this.beatPending('startup');
+      if (failures) this.deps.logger.info({ failures }, 'the store can be read again: sessions with pending events are beaten');
+    } catch (err) {
+      if (failures === 0) {
+        this.deps.logger.warn({ err: logSafe(errorMessage(err)) }, `looking for pending events at start failed; looked at again every ${START_RETRY_MS / 1000} s`);
+      }
+      if (this.stopping) return;
+      this.startRetry = setTimeout(() => void this.lookAtStart(failures + 1), START_RETRY_MS);
+      this.startRetry.unref();
+    }
   }
 
   request(reason: string, sessionKey: string = MAIN_SESSION_KEY): void {
@@ -68,13 +90,16 @@ export class Heartbeats {
   }
 
   private async sweep(reason: string): Promise<void> {
-    let keys: string[];
     try {
-      keys = await this.deps.store.sessionsWithPendingEvents(SWEEP_LIMIT);
+      await this.beatPending(reason);
     } catch (err) {
       this.deps.logger.warn({ err: logSafe(errorMessage(err)) }, 'listing sessions with pending events failed; the next tick tries again');
-      return;
     }
+  }
+
+  /** Beat every other session with pending events (throws when the store cannot list them). */
+  private async beatPending(reason: string): Promise<void> {
+    const keys = await this.deps.store.sessionsWithPendingEvents(SWEEP_LIMIT);
     for (const key of keys) if (key !== MAIN_SESSION_KEY) this.request(reason, key);
   }
 
@@ -85,6 +110,7 @@ export class Heartbeats {
 
   stop(): void {
     this.stopping = true;
+    clearTimeout(this.startRetry);
     for (const hb of [this.main, ...this.others.values()]) hb.stop();
   }
 

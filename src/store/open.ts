@@ -1,5 +1,7 @@
 import type { RawConfig } from '../config/schema/index.js';
 import { StoreError } from '../errors.js';
+import { DeferredStore } from './deferred.js';
+import { diskFullAtOpen } from './sqlite-files.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
@@ -9,22 +11,40 @@ export interface OpenStoreOptions {
   writer?: 'thread' | 'inline';
   /** "thread" (default, the service) or "auto" (short-lived commands): see SqliteStoreOptions.checkpoints. */
   checkpoints?: 'thread' | 'auto';
+  /**
+   * The service: when the store cannot be opened because its disk is full, return a `DeferredStore` (every call
+   * refused with a StoreError, the open retried every second) instead of throwing. Every other failure still throws.
+   */
+  retryWhenFull?: boolean;
   onWarning?: (message: string) => void;
   onError?: (message: string) => void;
 }
 
 export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
   switch (storage.driver) {
-    case 'sqlite':
-      return new SqliteStore({
-        path: storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path),
-        synchronous: storage.synchronous,
-        writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
-        checkpoints: opts.checkpoints ?? 'thread',
-        ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
-        ...(opts.onError ? { onError: opts.onError } : {}),
-      });
+    case 'sqlite': {
+      const path = storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path);
+      const open = () =>
+        new SqliteStore({
+          path,
+          synchronous: storage.synchronous,
+          writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
+          checkpoints: opts.checkpoints ?? 'thread',
+          ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+          ...(opts.onError ? { onError: opts.onError } : {}),
+        });
+      try {
+        return open();
+      } catch (err) {
+        const full = opts.retryWhenFull && path !== ':memory:' ? diskFullAtOpen(err, path) : undefined;
+        if (!full) throw err;
+        const firstFailure = `${full}: ${(err as Error).message}`;
+        return new DeferredStore({ open, firstFailure, hint: 'free space on that filesystem', shared: false, ...pick(opts) });
+      }
+    }
     case 'postgres':
       throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');
   }
 }
+
+const pick = ({ onWarning, onError }: OpenStoreOptions) => ({ ...(onWarning ? { onWarning } : {}), ...(onError ? { onError } : {}) });

@@ -3,7 +3,7 @@
  * that the open database is still the file at its path (checked after every commit), and the WAL's size (kept
  * bounded with the checkpoint thread's help).
  */
-import { closeSync, fstatSync, openSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { StoreError } from '../errors.js';
@@ -44,6 +44,43 @@ export function assertWritableStore(path: string): void {
     // ENOENT: a new store, its directory is created when it opens; a full disk is answered 503, not refused here.
     if (code !== 'ENOENT' && code !== 'ENOSPC' && code !== 'EDQUOT') throw refuse('directory', dirname(path), err);
   }
+}
+
+/** Errors that say "no space" themselves: SQLite's SQLITE_FULL (a write got ENOSPC), and the OS's (a quota too). */
+const NO_SPACE_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT']);
+/**
+ * Below this much free space an I/O error at open is taken for a full disk: SQLite reports a -shm it cannot size
+ * (tmpfs, ENOSPC) as SQLITE_IOERR_SHMSIZE and a -wal it cannot create (no inode left) as SQLITE_CANTOPEN, never
+ * with the errno; the -shm alone needs 32 KiB.
+ */
+const NEARLY_FULL_BYTES = 1024 * 1024;
+
+/**
+ * Whether opening the store at `path` failed because its filesystem is full, which passes once space is freed (the
+ * service then starts and retries: see deferred.ts): a description for the log, or undefined for every other
+ * failure (a corrupt file, one refused by `assertWritableStore`, permissions, a lock held past the busy timeout),
+ * which stays fatal.
+ */
+export function diskFullAtOpen(err: unknown, path: string): string | undefined {
+  const codes: string[] = [];
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e && codes.length < 8; e = e.cause as typeof e) {
+    if (typeof e.code === 'string') codes.push(e.code);
+  }
+  const direct = codes.find((c) => NO_SPACE_CODES.has(c));
+  const io = codes.find((c) => c.startsWith('SQLITE_IOERR') || c === 'SQLITE_CANTOPEN');
+  if (!direct && !io) return undefined;
+  let free: { bytes: number; inodes: number } | undefined;
+  try {
+    const s = statfsSync(dirname(path));
+    // As root the blocks reserved for root are usable too.
+    free = { bytes: (process.getuid?.() === 0 ? s.bfree : s.bavail) * s.bsize, inodes: s.ffree };
+  } catch {
+    free = undefined;
+  }
+  const room = free ? `; ${free.bytes} bytes and ${free.inodes} inodes free on ${logPath(dirname(path), 300)}` : '';
+  if (direct) return `the disk is full (${direct}${room})`;
+  if (free && (free.bytes < NEARLY_FULL_BYTES || free.inodes === 0)) return `the disk is full (${io}${room})`;
+  return undefined;
 }
 
 /**

@@ -10,15 +10,21 @@ import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 export function openSqlite(path: string, synchronous: 'normal' | 'full', busyTimeoutMs = 5000): Database.Database {
   if (path !== ':memory:') ensurePrivateFile(path);
   const db = new Database(path);
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
-  const version = db.pragma('user_version', { simple: true }) as number;
-  for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(SQLITE_MIGRATIONS[v]!);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    const version = db.pragma('user_version', { simple: true }) as number;
+    for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {
+      db.transaction(() => {
+        db.exec(SQLITE_MIGRATIONS[v]!);
+        db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  } catch (err) {
+    // Closed, not leaked: a service that retries the open (a full disk at start) would otherwise gather descriptors.
+    db.close();
+    throw err;
   }
   return db;
 }

@@ -24,7 +24,8 @@ function harness(over: Partial<ClaimLoopOptions<Item>> & { limit?: () => number 
   let inWork = 0;
   let maxInWork = 0;
   const logs: Array<{ obj: Record<string, unknown>; msg: string }> = [];
-  const logger = { error: (obj: Record<string, unknown>, msg: string) => logs.push({ obj, msg }) } as unknown as ClaimLoopOptions<Item>['logger'];
+  const log = (obj: Record<string, unknown>, msg: string) => logs.push({ obj, msg });
+  const logger = { error: log, info: log } as unknown as ClaimLoopOptions<Item>['logger'];
   const loop = new ClaimLoop<Item>({
     label: 'items',
     logger,
@@ -178,8 +179,14 @@ describe('claim loop', () => {
     h.loop.notify();
     await waitFor('the claim failure logged', () => h.logs.some((l) => l.msg === 'claiming items failed'));
     assert.equal(h.logs[0]?.obj.err, 'database is locked');
+    // Failing again at every wake-up is not logged again (once a minute at most), and the recovery is.
+    h.loop.notify();
+    h.loop.notify();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(h.logs.filter((l) => /^claiming items/.test(l.msg)).length, 1);
     fail = false;
     h.loop.notify();
+    await waitFor('the recovery logged', () => h.logs.some((l) => l.msg === 'claiming items works again'));
     await waitFor('the work failure logged', () => h.logs.some((l) => l.msg === 'working on items failed'));
     assert.deepEqual(h.logs.find((l) => l.msg === 'working on items failed')?.obj, { id: 'x', err: 'boom' });
     await waitFor('the slot freed', () => h.loop.size === 0);
