@@ -183,7 +183,8 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       const app = `hookgate-test-${schema}`;
       const store = await openTestStore(schema, { applicationName: app });
       try {
-        const stop = store.subscribe(() => {});
+        const got: ClusterNotice[] = [];
+        const stop = store.subscribe((n) => got.push(n));
         await store.noticesReady();
         // Kill every connection of this schema's store (a server restart, as the store sees it).
         await sqlIn(schema, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [app]);
@@ -197,6 +198,18 @@ describe('postgres driver', { skip: skip ?? false }, () => {
           }
         }
         assert.ok(ok);
+        // The LISTEN connection comes back by itself: notices arrive again.
+        const other = await openTestStore(schema);
+        try {
+          const deadline = Date.now() + 8000;
+          while (Date.now() < deadline && !got.some((n) => n.kind === 'lockout')) {
+            await other.shareLockout('198.51.100.0/24', T0);
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        } finally {
+          await other.close();
+        }
+        assert.ok(got.some((n) => n.kind === 'lockout'), 'a notice after the reconnect');
         stop();
       } finally {
         await store.close();
