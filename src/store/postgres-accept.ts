@@ -8,7 +8,7 @@
  * whole; each command is then sent alone, so only the one that fails again fails (as commitIsolated does for SQLite).
  */
 import { GroupCommit, type WriteResult } from './group-commit.js';
-import { isConnectionError } from './postgres-connect.js';
+import { isDataError } from './postgres-connect.js';
 import type { PgDb } from './postgres-db.js';
 import { eventRow, runRow } from './postgres-rows.js';
 import { receivedToTuple } from './sqlite-rows.js';
@@ -68,8 +68,9 @@ export class PgAcceptPath {
     try {
       return (await this.send(ops)).map((value) => ({ ok: true, value: value ?? undefined }));
     } catch (err) {
-      // Unreachable or restarting: the whole batch gets its 503 (GroupCommit rejects each op with the StoreError).
-      if (ops.length === 1 || isConnectionError((err as Error).cause ?? err)) throw err;
+      // Only a command's own data can make it fail alone (a constraint, bad data): then each is tried alone. Anything
+      // else (unreachable, restarting, a timeout) fails the whole batch with its 503: N retries would only wait N times.
+      if (ops.length === 1 || !isDataError((err as Error).cause ?? err)) throw err;
     }
     const results: WriteResult[] = [];
     for (const op of ops) {

@@ -75,3 +75,9 @@ export function isConnectionError(err: unknown): boolean {
   if (typeof code !== 'string') return true; // a socket error (ECONNREFUSED, ECONNRESET, timeout): no SQLSTATE
   return code.startsWith('08') || code.startsWith('57P') || code === '53300';
 }
+
+/** SQLSTATE classes of a statement's own data: data exceptions (22) and integrity constraints (23). */
+export function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}

@@ -18,7 +18,7 @@ const CLAIM_RUNS = `
     SELECT r.id, r.state AS was FROM runs r
     WHERE ((r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= $1)) OR (r.state = 'running' AND r.lease_until < $1))
       AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq AND p.state IN ('queued', 'running'))
-    ORDER BY r.seq LIMIT $4
+    ORDER BY r.state = 'running' DESC, r.seq LIMIT $4
     FOR UPDATE OF r SKIP LOCKED)
   UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1
   FROM cand WHERE runs.id = cand.id RETURNING runs.*, cand.was`;

@@ -32,9 +32,17 @@ export interface PostgresStoreOptions extends PgConnectOptions {
   onWarning?: (message: string) => void;
 }
 
-/** The Store methods served by the writes and reads objects, forwarded as they are. */
-type Forwarded = Omit<PgWrites, never> & Omit<PgReads, never>;
-export interface PostgresStore extends Forwarded {}
+/** The Store methods served as they are by the writes (postgres-writes.ts) and reads (postgres-reads.ts). */
+const WRITE_METHODS = [
+  'claimRuns', 'renewRunLeases', 'completeRun', 'releaseRuns', 'deferRun', 'failRun', 'addEvents', 'completeHeartbeat', 'setRoute',
+  'claimDeliveries', 'deliveryProgress', 'finishDelivery', 'retryDelivery', 'requeueRun', 'requeueFailedRuns', 'recordRefusals', 'prune',
+] as const satisfies readonly (keyof PgWrites & keyof Store)[];
+const READ_METHODS = [
+  'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',
+  'getRoute', 'listDeliveries', 'getDelivery',
+] as const satisfies readonly (keyof PgReads & keyof Store)[];
+// Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
+export interface PostgresStore extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -50,13 +58,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    // Forwarders for every method of PgWrites and PgReads (their names are Store methods, their signatures too).
-    for (const [proto, field] of [
-      [PgWrites.prototype, 'writes'],
-      [PgReads.prototype, 'reads'],
-    ] as const) {
-      for (const name of Object.getOwnPropertyNames(proto)) {
-        if (name === 'constructor' || name.startsWith('_')) continue;
+    const forward = (names: readonly string[], field: 'writes' | 'reads') => {
+      for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
             const target = this[field] as unknown as Record<string, (...a: unknown[]) => unknown>;
@@ -66,7 +69,9 @@ export class PostgresStore implements Store {
           configurable: true,
         });
       }
-    }
+    };
+    forward(WRITE_METHODS, 'writes');
+    forward(READ_METHODS, 'reads');
   }
 
   readonly shared = true;

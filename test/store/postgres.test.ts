@@ -66,6 +66,18 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.equal(rows[0]!.n, 1);
     });
 
+    it('one bad command of a batch fails alone; the others of its batch are committed', async () => {
+      const taken = run();
+      await a.accept(command({ runs: [taken], received: received() }));
+      const good = Array.from({ length: 5 }, () => command({ runs: [run()], received: received() }));
+      const bad = command({ runs: [{ ...taken }], received: received() }); // the same run id again: a unique violation
+      const results = await Promise.allSettled([...good.map((c) => a.accept(c)), a.accept(bad)]);
+      assert.deepEqual(results.map((r) => r.status), [...good.map(() => 'fulfilled'), 'rejected']);
+      const err = (results[5] as PromiseRejectedResult).reason as unknown;
+      assert.ok(err instanceof StoreError && err.code === 'store_unavailable');
+      for (const c of good) assert.equal((await b.getRun(c.runs[0]!.id))?.state, 'queued');
+    });
+
     it('an idempotency replay on another node gets the first answer with duplicate', async () => {
       const c = command({ runs: [run()], idempotency: claim({ keyHash: 'x'.repeat(64) }), answerSpec: { status: 202, runId: 'r1' }, received: received({ status: 202 }) });
       const first = await a.accept(c);
