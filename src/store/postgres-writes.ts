@@ -65,11 +65,14 @@ export class PgWrites {
 
   completeRun(c: RunCompletion): Promise<boolean> {
     return this.db.tx(async (q) => {
+      // The session's next run (if one is queued) becomes runnable now: a 'runs' notice, in the same statement.
       const { rowCount } = await q(
-        `UPDATE runs SET state = $1, finished_at = $2, updated_at = $2, error = $3, reply = $4, delivery_status = $5,
-           lease_owner = NULL, lease_until = NULL
-         WHERE id = $6 AND lease_owner = $7 AND state = 'running'`,
-        [c.state, c.finishedAt, c.error, c.reply, c.deliveryStatus, c.runId, c.owner],
+        `WITH done AS (
+           UPDATE runs SET state = $1, finished_at = $2, updated_at = $2, error = $3, reply = $4, delivery_status = $5,
+             lease_owner = NULL, lease_until = NULL
+           WHERE id = $6 AND lease_owner = $7 AND state = 'running' RETURNING session_key)
+         SELECT (SELECT pg_notify($8, '${RUNS}') FROM runs n WHERE n.session_key = done.session_key AND n.state = 'queued' LIMIT 1) FROM done`,
+        [c.state, c.finishedAt, c.error, c.reply, c.deliveryStatus, c.runId, c.owner, this.channel],
       );
       if (!rowCount) return false; // the lease was lost (expired and taken over): the other worker's result counts
       await this.insertRest(q, c.events, c.deliveries.map(deliveryRow), c.messages.map(messageRow));

@@ -113,7 +113,17 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.deepEqual(taken.map((x) => [x.id, x.attempts]), [[r.id, 2]]);
       const done = { runId: r.id, state: 'succeeded' as const, finishedAt: T0 + 2500, error: null, reply: 'ok', deliveryStatus: 'suppressed:test', events: [], deliveries: [], messages: [] };
       assert.equal(await a.completeRun({ ...done, owner: 'nodeA' }), false);
+      const got: ClusterNotice[] = [];
+      const stop = a.subscribe((n) => got.push(n));
+      await a.noticesReady();
+      const next = run({ sessionKey: r.sessionKey });
+      await b.accept(command({ runs: [next], received: received() }));
       assert.equal(await b.completeRun({ ...done, owner: 'nodeB' }), true);
+      // The session's next run is runnable now: a 'runs' notice besides the accept's own.
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && got.length < 2) await new Promise((res) => setTimeout(res, 20));
+      stop();
+      assert.deepEqual(got, [{ kind: 'runs' }, { kind: 'runs' }]);
     });
 
     it('heartbeat leases and lockouts hold across nodes', async () => {
