@@ -1,6 +1,8 @@
 import type { RawConfig } from '../config/schema/index.js';
-import { StoreError } from '../errors.js';
 import { DeferredStore } from './deferred.js';
+import { errorMessage } from '../text-safe.js';
+import { isConnectionError } from './postgres-connect.js';
+import { openPostgresStore } from './postgres.js';
 import { diskFullAtOpen } from './sqlite-files.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
@@ -12,8 +14,9 @@ export interface OpenStoreOptions {
   /** "thread" (default, the service) or "auto" (short-lived commands): see SqliteStoreOptions.checkpoints. */
   checkpoints?: 'thread' | 'auto';
   /**
-   * The service: when the store cannot be opened because its disk is full, return a `DeferredStore` (every call
-   * refused with a StoreError, the open retried every second) instead of throwing. Every other failure still throws.
+   * The service: when the store cannot be opened for a reason that passes (SQLite: its disk is full; PostgreSQL: the
+   * server does not answer), return a `DeferredStore` (every call refused with a StoreError, the open retried every
+   * second) instead of throwing. Every other failure still throws.
    */
   retryWhenFull?: boolean;
   onWarning?: (message: string) => void;
@@ -42,8 +45,17 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         return new DeferredStore({ open, firstFailure, hint: 'free space on that filesystem', shared: false, ...pick(opts) });
       }
     }
-    case 'postgres':
-      throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');
+    case 'postgres': {
+      const open = () => openPostgresStore({ url: storage.url, poolSize: storage.poolSize, ...(opts.onWarning ? { onWarning: opts.onWarning } : {}) });
+      try {
+        return await open();
+      } catch (err) {
+        // PostgreSQL not answering yet (a node started before the database, or during its restart): serve 503 and
+        // keep trying, as a running node does when it loses the server. A refused schema or a bad URL still throws.
+        if (!opts.retryWhenFull || !isConnectionError((err as { cause?: unknown }).cause ?? err)) throw err;
+        return new DeferredStore({ open, firstFailure: errorMessage(err), hint: 'start PostgreSQL or check storage.url', shared: true, ...pick(opts) });
+      }
+    }
   }
 }
 
