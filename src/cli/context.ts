@@ -7,7 +7,10 @@ import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../con
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
-import type { OperatorStore } from '../store/types.js';
+import type { ClusterStore, OperatorStore } from '../store/types.js';
+
+/** What the CLI's store commands use: read and repair, and the node registry. */
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes'>;
 
 /** Set once from the global `--verbose` before a command runs. */
 export const cliFlags = { verbose: false };
@@ -22,7 +25,7 @@ export function verbose(line: string): void {
   if (cliFlags.verbose) process.stderr.write(`hookgate: ${line}\n`);
 }
 
-function locate(flag: string | undefined): ConfigLocation {
+export function locate(flag: string | undefined): ConfigLocation {
   const loc = locateConfigFile(flag);
   if (loc.file && !existsSync(loc.file)) throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
   return loc;
@@ -42,7 +45,7 @@ export function fullConfig(flag: string | undefined): { config: Config; location
  * Open the store named by the config's storage section (the only part loaded, so the service's other secrets need
  * not be set), after checking that it exists: a command run from the wrong directory must not start an empty one.
  */
-export async function withStore<T>(flag: string | undefined, fn: (store: OperatorStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(flag: string | undefined, fn: (store: CliStore) => Promise<T>): Promise<T> {
   const location = locate(flag);
   const target = loadStorageConfig(location.file);
   const storage = target.storage;
