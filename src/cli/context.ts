@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
+import { redactDatabaseUrl } from '../config/database-url.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
 import type { ClusterStore, OperatorStore } from '../store/types.js';
@@ -53,6 +54,9 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
     const path = configPath(target, storage.path);
     if (!existsSync(path)) throw storeMissing(location, path);
     announce(`${configLabel(location)}; store ${path}`);
+  } else if (storage.driver === 'postgres') {
+    announce(`${configLabel(location)}; store ${redactDatabaseUrl(storage.url)}`);
+    await assertPostgresSchema(location, storage.url);
   } else {
     announce(`${configLabel(location)}; store ${storage.driver}`);
   }
@@ -62,6 +66,18 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
   } finally {
     await store.close();
   }
+}
+
+/** Opening the store migrates it: on a database without hookgate's schema yet, that would create one. Refuse. */
+async function assertPostgresSchema(loc: ConfigLocation, url: string): Promise<void> {
+  // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
+  const { checkPostgres } = await import('../store/postgres.js');
+  const { schemaVersion } = await checkPostgres(url);
+  if (schemaVersion !== null) return;
+  throw new CliError(
+    'cli_store_missing',
+    `nothing to read: ${redactDatabaseUrl(url)} (storage.url of ${loc.file ?? 'the config'}, from ${loc.from}) has no hookgate schema yet; \`hookgate serve\` creates it when it starts`,
+  );
 }
 
 function storeMissing(loc: ConfigLocation, path: string): CliError {

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { databaseUrlProblem, isPostgresUrl, redactDatabaseUrl } from '../config/database-url.js';
 import { loadStorageConfig } from '../config/load.js';
 import { CliError, StoreCopyError } from '../errors.js';
-import { type CopyTableResult, copySqliteToPostgres } from '../store/copy-to-postgres.js';
+import type { CopyTableResult } from '../store/copy-to-postgres.js';
 import { logPath } from '../text-safe.js';
 import { announce, locate } from './context.js';
 import { printJson } from './format.js';
@@ -40,6 +40,8 @@ export function addStoreCopyCommand(program: Command): void {
       const shown = redactDatabaseUrl(to);
       announce(`copying ${logPath(from, 300)} into ${shown}`);
       process.stderr.write('hookgate: the service using the source must be stopped: work it accepts after the copy starts is not copied\n');
+      // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
+      const { copySqliteToPostgres } = await import('../store/copy-to-postgres.js');
       const bar = !o.json && process.stderr.isTTY ? new ProgressBar() : undefined;
       const results = await copySqliteToPostgres({
         from,
