@@ -64,6 +64,17 @@ export type CliErrorCode =
   | 'cli_not_found' // the id or key asked for is not in the store or the config
   | 'cli_unreachable'; // send could not reach the service
 
+/** `hookgate store copy` (src/store/copy-to-postgres.ts) refused its source or its destination. */
+export type StoreCopyErrorCode =
+  | 'copy_source_missing' // no file at --from
+  | 'copy_source_invalid' // not a hookgate SQLite store (or unreadable)
+  | 'copy_source_outdated' // an older hookgate's schema: migrate it first (start hookgate once on it)
+  | 'copy_source_newer' // written by a newer hookgate than this one
+  | 'copy_source_in_use' // a hookgate service still runs on it (a live node row)
+  | 'copy_destination_invalid' // --to is not a PostgreSQL URL
+  | 'copy_destination_schema' // a source table or column has no counterpart in the PostgreSQL schema
+  | 'copy_destination_conflict'; // the destination holds other records under the same keys
+
 /**
  * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
  */
@@ -74,6 +85,7 @@ export type ErrorCode =
   | TransformErrorCode
   | MappingFailureCode
   | CliErrorCode
+  | StoreCopyErrorCode
   | 'config_invalid'
   | 'store_unavailable';
 
@@ -130,6 +142,14 @@ export function formatIssues(issues: ConfigIssue[], file?: string): string {
 export class StoreError extends HookgateError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('store_unavailable', message, options);
+  }
+}
+
+/** `hookgate store copy` cannot copy: the message says what to do (stop the service, migrate the source, ...). */
+export class StoreCopyError extends HookgateError {
+  declare readonly code: StoreCopyErrorCode;
+  constructor(code: StoreCopyErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
   }
 }
 

@@ -5,9 +5,13 @@
 import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
+import { redactDatabaseUrl } from '../config/database-url.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
-import type { OperatorStore } from '../store/types.js';
+import type { ClusterStore, OperatorStore } from '../store/types.js';
+
+/** What the CLI's store commands use: read and repair, and the node registry. */
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes'>;
 
 /** Set once from the global `--verbose` before a command runs. */
 export const cliFlags = { verbose: false };
@@ -22,7 +26,7 @@ export function verbose(line: string): void {
   if (cliFlags.verbose) process.stderr.write(`hookgate: ${line}\n`);
 }
 
-function locate(flag: string | undefined): ConfigLocation {
+export function locate(flag: string | undefined): ConfigLocation {
   const loc = locateConfigFile(flag);
   if (loc.file && !existsSync(loc.file)) throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
   return loc;
@@ -42,7 +46,7 @@ export function fullConfig(flag: string | undefined): { config: Config; location
  * Open the store named by the config's storage section (the only part loaded, so the service's other secrets need
  * not be set), after checking that it exists: a command run from the wrong directory must not start an empty one.
  */
-export async function withStore<T>(flag: string | undefined, fn: (store: OperatorStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(flag: string | undefined, fn: (store: CliStore) => Promise<T>): Promise<T> {
   const location = locate(flag);
   const target = loadStorageConfig(location.file);
   const storage = target.storage;
@@ -50,6 +54,9 @@ export async function withStore<T>(flag: string | undefined, fn: (store: Operato
     const path = configPath(target, storage.path);
     if (!existsSync(path)) throw storeMissing(location, path);
     announce(`${configLabel(location)}; store ${path}`);
+  } else if (storage.driver === 'postgres') {
+    announce(`${configLabel(location)}; store ${redactDatabaseUrl(storage.url)}`);
+    await assertPostgresSchema(location, storage.url);
   } else {
     announce(`${configLabel(location)}; store ${storage.driver}`);
   }
@@ -59,6 +66,18 @@ export async function withStore<T>(flag: string | undefined, fn: (store: Operato
   } finally {
     await store.close();
   }
+}
+
+/** Opening the store migrates it: on a database without hookgate's schema yet, that would create one. Refuse. */
+async function assertPostgresSchema(loc: ConfigLocation, url: string): Promise<void> {
+  // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
+  const { checkPostgres } = await import('../store/postgres.js');
+  const { schemaVersion } = await checkPostgres(url);
+  if (schemaVersion !== null) return;
+  throw new CliError(
+    'cli_store_missing',
+    `nothing to read: ${redactDatabaseUrl(url)} (storage.url of ${loc.file ?? 'the config'}, from ${loc.from}) has no hookgate schema yet; \`hookgate serve\` creates it when it starts`,
+  );
 }
 
 function storeMissing(loc: ConfigLocation, path: string): CliError {

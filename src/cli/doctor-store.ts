@@ -18,10 +18,7 @@ const BUSY_WAIT_MS = 2000;
  * `fromFile`: the store is named by a config file, so serve will create it there when missing; without one (the
  * embedded default) a missing store more likely means the doctor runs in the wrong directory.
  */
-export function checkStore(storage: StorageConfig, dir: string, fromFile: boolean): Finding[] {
-  if (storage.driver === 'postgres') {
-    return [finding('fail', 'store', 'storage.driver "postgres" is not available yet in this version', 'use "sqlite"')];
-  }
+export function checkStore(storage: Extract<StorageConfig, { driver: 'sqlite' }>, dir: string, fromFile: boolean): Finding[] {
   if (storage.path === ':memory:') return [finding('warn', 'store', 'in memory (:memory:): runs and deliveries do not survive a restart', 'set storage.path to a file')];
   const path = resolve(dir, storage.path);
   const shown = logPath(path, 300);

@@ -14,9 +14,9 @@ import { firstLine, logPath } from '../text-safe.js';
 import { fullConfig } from './context.js';
 import { type Finding, finding, formatFindings } from './doctor-format.js';
 import { checkChannels, checkProviders } from './doctor-remote.js';
-import { checkStore } from './doctor-store.js';
 import { printJson } from './format.js';
 import { configOption, jsonOption } from './options.js';
+import { checkStoreConnection } from './store-connect.js';
 
 export interface DoctorOptions {
   config?: string;
@@ -47,12 +47,12 @@ export async function runDoctor(opts: DoctorOptions): Promise<Finding[]> {
   const out: Finding[] = [];
   const config = loadForDoctor(location, opts.config, out);
   if (config) {
-    out.push(...checkStore(config.storage, config.dir, location.file !== undefined));
+    out.push(...(await checkStoreConnection(config.storage, config.dir, location.file !== undefined)));
   } else {
     // An invalid config still names its store: check it from the storage section alone when that part is readable.
     try {
       const storage = loadStorageConfig(location.file);
-      out.push(...checkStore(storage.storage, storage.dir, location.file !== undefined));
+      out.push(...(await checkStoreConnection(storage.storage, storage.dir, location.file !== undefined)));
     } catch {
       out.push(finding('fail', 'store', 'not checked: the config\'s storage section cannot be read (see above)'));
     }

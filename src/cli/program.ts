@@ -3,9 +3,11 @@ import { Command } from 'commander';
 import { cliFlags } from './context.js';
 import { addDoctorCommand } from './doctor.js';
 import { addMappingsCommands } from './mappings-command.js';
+import { addNodesCommand } from './nodes-command.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
+import { addStoreCopyCommand } from './store-copy.js';
 
 export function buildProgram(): Command {
   const program = new Command('hookgate')
@@ -22,6 +24,8 @@ export function buildProgram(): Command {
   addSetupCommands(program);
   addSendCommands(program);
   addStoreCommands(program);
+  addNodesCommand(program);
+  addStoreCopyCommand(program);
   addMappingsCommands(program);
   addDoctorCommand(program);
   return program;

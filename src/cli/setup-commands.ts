@@ -5,12 +5,14 @@ import { Argument, type Command } from 'commander';
 import { existingEmbeddedToken, newToken } from '../config/defaults.js';
 import { findConfigFile } from '../config/load.js';
 import { CliError, ConfigError } from '../errors.js';
+import { logSafe } from '../text-safe.js';
 import { completionScript, type Shell, SHELLS } from './completion.js';
 import { fullConfig } from './context.js';
 import { printJson } from './format.js';
 import { ignoreInGit } from './git-ignore.js';
 import { configOption, jsonOption } from './options.js';
 import { starterConfig } from './starter-config.js';
+import { checkStoreConnection } from './store-connect.js';
 
 /** After a forced stop, the longest wait for the runs to be given back and the store closed. */
 const FORCED_EXIT_MS = 5000;
@@ -53,10 +55,11 @@ export function addSetupCommands(program: Command): void {
     .command('config')
     .description('config file tools')
     .command('check')
-    .description('validate the config; exit 1 listing every problem by key path')
+    .description('validate the config; exit 1 listing every problem by key path. --connect: also open the store (PostgreSQL: server and schema version)')
     .addOption(configOption())
     .addOption(jsonOption())
-    .action((opts: { config?: string; json?: boolean }) => {
+    .option('--connect', 'also connect to the store (PostgreSQL: server version, schema none/current/older/newer; SQLite: the file opens), creating nothing')
+    .action(async (opts: { config?: string; json?: boolean; connect?: boolean }) => {
       let config;
       try {
         config = fullConfig(opts.config).config;
@@ -66,9 +69,13 @@ export function addSetupCommands(program: Command): void {
         process.exitCode = 1;
         return;
       }
-      if (opts.json) return printJson({ ok: true, config: config.file ?? null, warnings: config.warnings });
+      const store = opts.connect ? await checkStoreConnection(config.storage, config.dir, config.file !== undefined) : undefined;
+      const ok = !store?.some((f) => f.status === 'fail');
+      if (!ok) process.exitCode = 1;
+      if (opts.json) return printJson({ ok, config: config.file ?? null, warnings: config.warnings, ...(store ? { store } : {}) });
       for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
-      process.stdout.write(`${config.file ?? 'embedded default'}: ok\n`);
+      for (const f of store ?? []) process.stdout.write(`${f.what}: ${f.status}: ${logSafe(f.detail, 600)}${f.fix && f.status !== 'ok' ? ` → ${f.fix}` : ''}\n`);
+      process.stdout.write(`${config.file ?? 'embedded default'}: ${ok ? 'ok' : 'the config is valid, but its store cannot be used'}\n`);
     });
 
   program

@@ -4,6 +4,7 @@ import { durationMs, modelRef, nonBlank, port, positiveInt } from './common.js';
 import { channelsSchema, CORE_CHANNELS } from './channels.js';
 import { hooksSchema } from './hooks.js';
 import { modelsSchema } from './models.js';
+import { databaseUrlProblem } from '../database-url.js';
 
 export const DEFAULT_HEARTBEAT_PROMPT =
   'Heartbeat. Read the system events above, if any, and act on what needs doing. ' +
@@ -103,8 +104,13 @@ export const configSchema = z.strictObject({
       }),
       z.strictObject({
         driver: z.literal('postgres'),
-        url: nonBlank,
-        poolSize: positiveInt.default(10),
+        /** A secret (it carries the password): `{ env: "DATABASE_URL" }`, `{ file }` or `${VAR}` like any other. */
+        url: nonBlank.superRefine((url, ctx) => {
+          const problem = databaseUrlProblem(url);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
+        /** Connections each node keeps to the database (plus one for LISTEN): see docs/scale-out.md#sizing-the-pool. */
+        poolSize: positiveInt.max(1000, 'at most 1000 connections per node').default(10),
       }),
     ]),
   ).prefault({}),

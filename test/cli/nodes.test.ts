@@ -1,0 +1,79 @@
+/**
+ * Issue 13: `hookgate nodes` lists the node registry (SQLite here: the store of one node at a time, and the rows a
+ * kill -9 left), live or gone by NODE_LIVE_MS; --json for scripts; never creates a store.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ago, nodeView } from '../../src/cli/nodes-command.js';
+import { NODE_LIVE_MS, type NodeInfo } from '../../src/store/types.js';
+import { runCli } from '../support/server.js';
+import { withStoreAt } from '../support/store-at.js';
+import { removeDir, tempDir } from '../support/temp-dir.js';
+
+const node = (id: string, lastSeenAt: number): NodeInfo => ({
+  id,
+  host: 'box-1',
+  pid: 4242,
+  version: '0.1.0',
+  url: 'http://127.0.0.1:18789/hooks',
+  startedAt: lastSeenAt - 60_000,
+  lastSeenAt,
+});
+
+describe('cli: hookgate nodes (SQLite)', () => {
+  let dir: string;
+  const now = Date.now();
+  before(async () => {
+    dir = tempDir();
+    mkdirSync(join(dir, 'data'), { mode: 0o700 });
+    await withStoreAt(dir, async (s) => {
+      await s.registerNode(node('box-1:4242:live', now));
+      await s.registerNode(node('box-1:4100:killed', now - NODE_LIVE_MS - 5_000));
+    });
+  });
+  after(() => removeDir(dir));
+
+  it('--json: every registered node, most recently seen first, live or gone', async () => {
+    const r = await runCli(['nodes', '--json'], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    const list = JSON.parse(r.stdout) as Array<NodeInfo & { state: string }>;
+    assert.deepEqual(
+      list.map((n) => [n.id, n.state]),
+      [
+        ['box-1:4242:live', 'live'],
+        ['box-1:4100:killed', 'gone'],
+      ],
+    );
+    assert.deepEqual(list[0], { ...node('box-1:4242:live', now), state: 'live' });
+  });
+
+  it('a table for people: id, state, host, pid, version, url, started, last seen (relative), and a count', async () => {
+    const r = await runCli(['nodes'], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.match(lines[0]!, /^ID\s+STATE\s+HOST\s+PID\s+VERSION\s+URL\s+STARTED\s+LASTSEEN$/);
+    assert.match(lines[1]!, /^box-1:4242:live\s+live\s+box-1\s+4242\s+0\.1\.0\s+http:\/\/127\.0\.0\.1:18789\/hooks\s+\S+ \S+Z\s+\d+ s ago$/);
+    assert.match(lines[2]!, /^box-1:4100:killed\s+gone\s.*\s3\d s ago$/);
+    assert.equal(lines.at(-1), '1 live, 1 gone');
+  });
+
+  it('never creates a store: where there is none, it says what it looked for', async () => {
+    const empty = tempDir();
+    try {
+      const r = await runCli(['nodes'], { cwd: empty });
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /nothing to read: no config file and no store of the embedded default/);
+      assert.equal(existsSync(join(empty, 'data')), false);
+    } finally {
+      removeDir(empty);
+    }
+  });
+
+  it('live up to NODE_LIVE_MS since last seen, gone after; relative times', () => {
+    assert.equal(nodeView(node('a', 1000), 1000 + NODE_LIVE_MS).state, 'live');
+    assert.equal(nodeView(node('a', 1000), 1001 + NODE_LIVE_MS).state, 'gone');
+    assert.deepEqual([ago(4_000), ago(300_000), ago(3 * 3_600_000), ago(3 * 86_400_000)], ['4 s ago', '5 min ago', '3 h ago', '3 d ago']);
+  });
+});
