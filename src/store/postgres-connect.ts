@@ -3,6 +3,7 @@
  * how a driver error becomes a `StoreError` without the URL's password.
  */
 import pg from 'pg';
+import { redactDatabaseUrl, scrubUrlSecrets } from '../config/database-url.js';
 import { StoreError } from '../errors.js';
 
 export interface PgConnectOptions {
@@ -44,29 +45,11 @@ export function pgClientConfig(o: PgConnectOptions): pg.ClientConfig {
   };
 }
 
-/** The URL as it may be printed: no password (nor anything after `?`, which may carry one). */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    u.search = '';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparsable url)';
-  }
-}
-
-/** A driver error as a StoreError (503), its message scrubbed of the URL's password. */
+/** A driver error as a StoreError (503), its message scrubbed of the URL's password (config/database-url.ts). */
 export function pgError(what: string, err: unknown, url: string): StoreError {
   if (err instanceof StoreError) return err;
-  let message = err instanceof Error ? err.message : String(err);
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    if (password) message = message.split(password).join('***');
-  } catch {
-    // not a URL: nothing to scrub
-  }
-  return new StoreError(`PostgreSQL ${what} failed (${redactUrl(url)}): ${message}`, { cause: err });
+  const message = scrubUrlSecrets(err instanceof Error ? err.message : String(err), url);
+  return new StoreError(`PostgreSQL ${what} failed (${redactDatabaseUrl(url)}): ${message}`, { cause: err });
 }
 
 /** SQLSTATE classes of a lost or refused connection (08), shutdown (57P), or too many clients (53300). */
