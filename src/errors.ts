@@ -74,6 +74,9 @@ export type StoreCopyErrorCode =
   | 'copy_destination_invalid' // --to is not a PostgreSQL URL
   | 'copy_destination_schema' // a source table or column has no counterpart in the PostgreSQL schema
   | 'copy_destination_conflict'; // the destination holds other records under the same keys
+/** The runtime gave work up (src/runtime). */
+export type RuntimeErrorCode =
+  | 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
 
 /**
  * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
@@ -86,6 +89,7 @@ export type ErrorCode =
   | MappingFailureCode
   | CliErrorCode
   | StoreCopyErrorCode
+  | RuntimeErrorCode
   | 'config_invalid'
   | 'store_unavailable';
 

@@ -1,8 +1,6 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../text-safe.js';
-
-/** While claims keep failing (a store that is not open, a full disk), the failure is logged again this often. */
-const FAILURE_RELOG_MS = 60_000;
+import { OutageLog } from './outage.js';
 
 export interface ClaimLoopOptions<T extends { id: string }> {
   /** For log lines: "runs", "deliveries". */
@@ -14,14 +12,19 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   claim: (n: number) => Promise<T[]>;
   /** Work one item; `signal` aborts when the loop closes and the grace period ran out. */
   work: (item: T, signal: AbortSignal) => Promise<void>;
-  /** Also look for work this often (expired leases, retries that came due). */
+  /**
+   * Also look for work this often: expired leases, retries that came due, and on a shared store the work another
+   * node queued whose notice was lost (notices are best-effort; this poll is what makes them optional).
+   */
   pollMs: number;
 }
 
 /**
  * The loop shared by the run worker and the outbox: when told there may be work (or every `pollMs`), claim as many
  * items as there are free slots and work them concurrently; one claim at a time; on close, stop claiming and give
- * the items in hand a grace period before aborting them.
+ * the items in hand a grace period before aborting them. When claiming fails (the store is unreachable) the loop
+ * pauses with backoff (1 s doubling to 30 s): notices and polls meanwhile wait for the retry, so an outage neither
+ * spins nor floods the log (one line when it starts, one when claiming works again).
  */
 export class ClaimLoop<T extends { id: string }> {
   private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
@@ -30,13 +33,15 @@ export class ClaimLoop<T extends { id: string }> {
   private filling: Promise<void> | undefined;
   private again = false;
   private stopping = false;
-  /** Claims failing in a row: logged at the first and then once a minute, not at every poll. */
-  private failing: { count: number; loggedAt: number } | undefined;
   private readonly poll: NodeJS.Timeout;
+  private readonly outage: OutageLog;
+  /** Set while paused after a failed claim: the retry that ends the pause. */
+  private resume: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
     this.poll = setInterval(() => this.notify(), opts.pollMs);
     this.poll.unref();
+    this.outage = new OutageLog(opts.logger, `claiming ${opts.label}`);
   }
 
   get size(): number {
@@ -47,8 +52,13 @@ export class ClaimLoop<T extends { id: string }> {
     return [...this.inHand.keys()];
   }
 
+  /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`. */
+  abort(id: string, reason: Error): void {
+    this.inHand.get(id)?.abort.abort(reason);
+  }
+
   notify(): void {
-    if (this.stopping) return;
+    if (this.stopping || this.resume) return;
     if (this.claiming) {
       this.again = true;
       return;
@@ -72,26 +82,23 @@ export class ClaimLoop<T extends { id: string }> {
       try {
         items = await this.opts.claim(free);
       } catch (err) {
-        this.claimFailed(err);
+        this.pause(this.outage.failed(err));
         return;
       }
-      if (this.failing) {
-        this.opts.logger.info({ failures: this.failing.count }, `claiming ${this.opts.label} works again`);
-        this.failing = undefined;
-      }
+      this.outage.succeeded();
       if (items.length === 0) return;
       for (const item of items) this.start(item);
     }
   }
 
-  private claimFailed(err: unknown): void {
-    const now = Date.now();
-    const f = (this.failing ??= { count: 0, loggedAt: 0 });
-    f.count++;
-    if (f.count > 1 && now - f.loggedAt < FAILURE_RELOG_MS) return;
-    f.loggedAt = now;
-    const fields = { err: errorMessage(err), ...(f.count > 1 ? { failures: f.count } : {}) };
-    this.opts.logger.error(fields, f.count > 1 ? `claiming ${this.opts.label} still fails` : `claiming ${this.opts.label} failed`);
+  private pause(ms: number): void {
+    if (this.stopping) return;
+    this.again = false;
+    this.resume = setTimeout(() => {
+      this.resume = undefined;
+      this.notify();
+    }, ms);
+    this.resume.unref();
   }
 
   private start(item: T): void {
@@ -110,6 +117,7 @@ export class ClaimLoop<T extends { id: string }> {
   stop(): void {
     this.stopping = true;
     clearInterval(this.poll);
+    clearTimeout(this.resume);
   }
 
   /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */
