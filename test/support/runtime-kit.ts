@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { openStore } from '../../src/store/open.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Run, Store } from '../../src/store/types.js';
-import { type Hookgate, runCli, startHookgate } from './server.js';
+import { type Hookgate, runCli, type StartOptions, startHookgate, storageByDir } from './server.js';
 import { waitFor } from './wait.js';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.js';
 
@@ -23,8 +23,8 @@ export function webhookSecret(): string {
 export { waitFor };
 
 /** `startHookgate` with a config object, in a temp dir of its own (removed by `hg.cleanup()`, or when the file's tests end). */
-export function startServer(config: Record<string, unknown>): Promise<Hookgate> {
-  return startHookgate({ config });
+export function startServer(config: Record<string, unknown>, opts: Omit<StartOptions, 'config'> = {}): Promise<Hookgate> {
+  return startHookgate({ ...opts, config });
 }
 
 /**
@@ -34,8 +34,14 @@ export function startServer(config: Record<string, unknown>): Promise<Hookgate> 
  * store on first use; a SQLite-only method is undefined there).
  */
 export function openServerStore(hg: Hookgate): SqliteStore {
-  if (hg.storage.driver === 'sqlite') return new SqliteStore({ path: join(hg.dir, 'data/hookgate.db'), writer: 'inline' });
-  return lazyStore(openStore({ driver: 'postgres', url: hg.storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto' }));
+  return openStoreAt(hg.dir);
+}
+
+/** `openServerStore` by the server's dir (`data/hookgate.db` in it, or its PostgreSQL database). */
+export function openStoreAt(dir: string): SqliteStore {
+  const storage = storageByDir.get(dir);
+  if (storage?.driver !== 'postgres') return new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
+  return lazyStore(openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto' }));
 }
 
 /** A Store whose methods wait for `opening`; `close` before any use closes it once opened. */

@@ -23,6 +23,9 @@ export { TOKEN };
 /** The store a test server is on. */
 export type TestStorage = { driver: 'sqlite'; path: string } | { driver: 'postgres'; url: string; db: TestDatabase };
 
+/** The store of each server started here, by its dir (test/support/db.ts and runtime-kit.ts look it up). */
+export const storageByDir = new Map<string, TestStorage>();
+
 /** The store `HOOKGATE_TEST_STORE` asks for: `postgres`, or `sqlite` (the default). */
 export function testStoreKind(): 'sqlite' | 'postgres' {
   const v = (process.env.HOOKGATE_TEST_STORE ?? '').trim().toLowerCase();
@@ -98,6 +101,7 @@ export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> 
           2,
         );
   writeFileSync(configFile, text);
+  storageByDir.set(dir, storage);
 
   const hg = {
     url: '',
