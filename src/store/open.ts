@@ -1,5 +1,5 @@
 import type { RawConfig } from '../config/schema/index.js';
-import { StoreError } from '../errors.js';
+import { openPostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 import type { Store } from './types.js';
 
@@ -25,6 +25,6 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         ...(opts.onError ? { onError: opts.onError } : {}),
       });
     case 'postgres':
-      throw new StoreError('storage.driver "postgres" is not available yet in this version; use "sqlite"');
+      return openPostgresStore({ url: storage.url, poolSize: storage.poolSize, ...(opts.onWarning ? { onWarning: opts.onWarning } : {}) });
   }
 }

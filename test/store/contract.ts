@@ -18,6 +18,7 @@ import type {
   NewDelivery,
   NewRun,
   NewSystemEvent,
+  NodeInfo,
   ReceivedHook,
   RefusalWindow,
   RunCompletion,
@@ -936,6 +937,12 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const rs = [run(), run(), run()];
         await queue(...rs);
         assert.equal((await store.claimRuns(A, T0, LEASE, 2)).length, 2);
+        if (store.shared) {
+          // Another node may hold these leases: a shared store takes nobody's back (expired ones are claimable).
+          assert.equal(await store.recoverLeases(T0 + 5), 0);
+          assert.deepEqual((await store.claimRuns(B, T0 + 6, LEASE, 10)).map((x) => x.id), [rs[2]!.id]);
+          return;
+        }
         assert.equal(await store.recoverLeases(T0 + 5), 2);
         for (const r of rs) assert.equal((await store.getRun(r.id))?.state, 'queued');
         const again = await store.claimRuns(B, T0 + 6, LEASE, 10);
@@ -1130,6 +1137,11 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal((await store.claimDeliveries(A, T0, LEASE, 10)).length, 2);
         assert.deepEqual(await store.claimDeliveries(B, T0 + LEASE - 1, LEASE, 10), []);
         assert.deepEqual((await store.claimDeliveries(B, T0 + LEASE + 1, LEASE, 10)).map((x) => [x.id, x.attempts]).sort(), [[d.id, 2], [e.id, 2]].sort());
+        if (store.shared) {
+          assert.equal(await store.recoverLeases(T0 + LEASE + 2), 0);
+          assert.deepEqual(await store.claimDeliveries(A, T0 + LEASE + 3, LEASE, 10), [], 'a shared store frees no lease');
+          return;
+        }
         await store.recoverLeases(T0 + LEASE + 2);
         const freed = await store.claimDeliveries(A, T0 + LEASE + 3, LEASE, 10);
         assert.deepEqual(freed.map((x) => x.id).sort(), [d.id, e.id].sort());
@@ -1225,6 +1237,65 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(await store.retryDelivery(ok.id, T0 + 60), undefined);
         assert.equal((await store.getDelivery(ok.id))?.state, 'delivered');
         assert.equal(await store.retryDelivery('no-such-delivery', T0 + 60), undefined);
+      });
+    });
+
+    describe('cluster seams (ClusterStore)', () => {
+      const node = (id: string, lastSeenAt: number): NodeInfo => ({
+        id, host: 'host-a', pid: 4242, version: '1.2.3', url: 'http://127.0.0.1:8080', startedAt: T0, lastSeenAt,
+      });
+
+      it('heartbeat lease: another owner is refused while held, the owner renews, it is granted after expiry', async () => {
+        assert.equal(await store.leaseHeartbeat('main', 'A', T0, 1000), true);
+        assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 500, 1000), false);
+        assert.equal(await store.leaseHeartbeat('main', 'A', T0 + 900, 1000), true, 'the owner renews');
+        assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 1500, 1000), false, 'renewed until T0 + 1900');
+        assert.equal(await store.leaseHeartbeat('other', 'B', T0 + 1500, 1000), true, 'sessions are independent');
+        assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 1900, 1000), true, 'granted once expired');
+        assert.equal(await store.leaseHeartbeat('main', 'A', T0 + 2000, 1000), false);
+      });
+
+      it('releaseHeartbeat frees only the caller\'s own lease', async () => {
+        assert.equal(await store.leaseHeartbeat('main', 'A', T0, 60_000), true);
+        await store.releaseHeartbeat('main', 'B');
+        assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 1, 60_000), false, 'B released nothing of A');
+        await store.releaseHeartbeat('main', 'A');
+        assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 2, 60_000), true);
+      });
+
+      it('shareLockout keeps the later until; activeLockouts lists those running and drops expired ones', async () => {
+        await store.shareLockout('10.0.0.0/24', T0 + 5000);
+        await store.shareLockout('10.0.0.0/24', T0 + 3000); // earlier: ignored
+        await store.shareLockout('192.0.2.7', T0 + 1000);
+        const byBucket = (l: { bucket: string }[]) => [...l].sort((a, b) => a.bucket.localeCompare(b.bucket));
+        assert.deepEqual(byBucket(await store.activeLockouts(T0)), [
+          { bucket: '10.0.0.0/24', until: T0 + 5000 },
+          { bucket: '192.0.2.7', until: T0 + 1000 },
+        ]);
+        assert.deepEqual(await store.activeLockouts(T0 + 1000), [{ bucket: '10.0.0.0/24', until: T0 + 5000 }], 'until is exclusive');
+        await store.shareLockout('10.0.0.0/24', T0 + 8000);
+        assert.deepEqual(await store.activeLockouts(T0 + 6000), [{ bucket: '10.0.0.0/24', until: T0 + 8000 }]);
+        assert.deepEqual(await store.activeLockouts(T0 + 8000), []);
+      });
+
+      it('registerNode / listNodes / removeNode: round trip, refresh, most recently seen first', async () => {
+        assert.deepEqual(await store.listNodes(), []);
+        await store.registerNode(node('n1', T0));
+        await store.registerNode(node('n2', T0 + 10));
+        assert.deepEqual(await store.listNodes(), [node('n2', T0 + 10), node('n1', T0)]);
+        await store.registerNode(node('n1', T0 + 20)); // refresh
+        assert.deepEqual((await store.listNodes()).map((n) => [n.id, n.lastSeenAt]), [['n1', T0 + 20], ['n2', T0 + 10]]);
+        assert.equal((await store.listNodes())[0]!.startedAt, T0, 'a refresh keeps startedAt');
+        await store.removeNode('n1');
+        assert.deepEqual((await store.listNodes()).map((n) => n.id), ['n2']);
+        await store.removeNode('unknown');
+      });
+
+      it('subscribe returns an unsubscribe function', async () => {
+        const stop = store.subscribe(() => {});
+        assert.equal(typeof stop, 'function');
+        stop();
+        stop(); // twice: harmless
       });
     });
 

@@ -1,0 +1,85 @@
+/**
+ * The accept path of the PostgreSQL driver: `GroupCommit` gathers the accepts and received records of one turn of
+ * the event loop, and the whole batch goes to the server as ONE statement, `SELECT hookgate_accept($1::jsonb, $2)`
+ * (postgres-schema.ts, migration 2), which is one round trip and one transaction (autocommit of a single statement:
+ * no BEGIN/COMMIT round trips). Callers are answered only after it returned, i.e. after COMMIT.
+ *
+ * If the batch fails for a reason other than the connection (one command breaks a constraint), it was rolled back
+ * whole; each command is then sent alone, so only the one that fails again fails (as commitIsolated does for SQLite).
+ */
+import { GroupCommit, type WriteResult } from './group-commit.js';
+import { isConnectionError } from './postgres-connect.js';
+import type { PgDb } from './postgres-db.js';
+import { eventRow, runRow } from './postgres-rows.js';
+import { receivedToTuple } from './sqlite-rows.js';
+import type { AcceptCommand, AcceptResult, ReceivedHook } from './types.js';
+
+/** One command of the batch, as hookgate_accept reads it: `k: 'a'` an accept, `k: 'r'` a received record only. */
+type AcceptOp = { kind: 'accept'; cmd: AcceptCommand } | { kind: 'received'; rec: ReceivedHook };
+
+function toJson(op: AcceptOp): unknown {
+  if (op.kind === 'received') return { k: 'r', rec: receivedToTuple(op.rec) };
+  const { cmd } = op;
+  const idem = cmd.idempotency;
+  return {
+    k: 'a',
+    // Ids are filled in by the function (event ids depend on coalescing); run ids are known here.
+    rec: receivedToTuple({ ...cmd.received, eventIds: [], runIds: cmd.received.runIds }),
+    runIds: cmd.runs.map((r) => r.id),
+    events: cmd.events.map(eventRow),
+    runs: cmd.runs.map(runRow),
+    idem: idem
+      ? { scope: idem.scope, keyHash: idem.keyHash, fingerprint: idem.fingerprint, expiresAt: idem.expiresAt, sender: idem.sender, maxPerSender: idem.maxPerSender }
+      : null,
+    spec: cmd.answerSpec,
+  };
+}
+
+export class PgAcceptPath {
+  private readonly writes: GroupCommit<AcceptOp>;
+
+  constructor(
+    private readonly db: PgDb,
+    private readonly channel: string,
+  ) {
+    this.writes = new GroupCommit((ops) => this.commit(ops));
+  }
+
+  accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    return this.writes.write({ kind: 'accept', cmd }) as Promise<AcceptResult>;
+  }
+
+  recordReceived(rec: ReceivedHook): Promise<void> {
+    return this.writes.write({ kind: 'received', rec }).then(() => undefined);
+  }
+
+  /** Wait for the batch in flight, then refuse new writes. */
+  async close(): Promise<void> {
+    await this.writes.idle();
+    this.writes.close();
+  }
+
+  private async send(ops: AcceptOp[]): Promise<unknown[]> {
+    const { rows } = await this.db.query<{ r: unknown[] }>('SELECT hookgate_accept($1::jsonb, $2) AS r', [JSON.stringify(ops.map(toJson)), this.channel]);
+    return rows[0]!.r;
+  }
+
+  private async commit(ops: AcceptOp[]): Promise<WriteResult[]> {
+    try {
+      return (await this.send(ops)).map((value) => ({ ok: true, value: value ?? undefined }));
+    } catch (err) {
+      // Unreachable or restarting: the whole batch gets its 503 (GroupCommit rejects each op with the StoreError).
+      if (ops.length === 1 || isConnectionError((err as Error).cause ?? err)) throw err;
+    }
+    const results: WriteResult[] = [];
+    for (const op of ops) {
+      try {
+        const [value] = await this.send([op]);
+        results.push({ ok: true, value: value ?? undefined });
+      } catch (err) {
+        results.push({ ok: false, error: (err as Error).message });
+      }
+    }
+    return results;
+  }
+}

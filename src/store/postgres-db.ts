@@ -1,0 +1,95 @@
+/**
+ * The PostgreSQL driver's pool: every statement goes through `query` or `tx`, which turn any failure into a
+ * `StoreError` (→ 503) and count round trips (`queries`, read by the tests of group commit). Transactions run on
+ * one pooled client; one that broke mid-way is destroyed, not returned to the pool.
+ */
+import pg from 'pg';
+import { StoreError } from '../errors.js';
+import { isConnectionError, pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
+
+export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<pg.QueryResult<R>>;
+
+export class PgDb {
+  readonly pool: pg.Pool;
+  /** Statements sent (each one round trip; BEGIN and COMMIT count too). */
+  queries = 0;
+  private closed = false;
+
+  constructor(
+    private readonly opts: PgConnectOptions & { poolSize?: number },
+    onError: (message: string) => void = () => {},
+  ) {
+    this.pool = new pg.Pool({ ...pgClientConfig(opts), max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
+    // An idle client whose connection dropped (server restart): the pool discards it; never an unhandled 'error'.
+    this.pool.on('error', (err) => onError(pgError('idle connection', err, opts.url).message));
+  }
+
+  readonly query: Query = async (sql, params) => {
+    if (this.closed) throw new StoreError('the store is closed');
+    this.queries++;
+    try {
+      return await this.pool.query(sql, params);
+    } catch (err) {
+      throw pgError('query', err, this.opts.url);
+    }
+  };
+
+  /** Run `fn` in one transaction (BEGIN … COMMIT); rolled back if it throws. */
+  async tx<T>(fn: (q: Query) => Promise<T>): Promise<T> {
+    if (this.closed) throw new StoreError('the store is closed');
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw pgError('connection', err, this.opts.url);
+    }
+    const q: Query = async (sql, params) => {
+      this.queries++;
+      return client.query(sql, params);
+    };
+    let broken: unknown;
+    // A connection dropping between two statements is emitted on the checked-out client: noted, never unhandled.
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
+    try {
+      await q('BEGIN');
+      const value = await fn(q);
+      await q('COMMIT');
+      return value;
+    } catch (err) {
+      if (isConnectionError(err)) broken = err;
+      else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
+      throw pgError('transaction', err, this.opts.url);
+    } finally {
+      client.off('error', onError);
+      client.release(broken instanceof Error ? broken : broken ? new Error('connection lost') : undefined);
+    }
+  }
+
+  /** One client for a sequence of statements of our own (migrations), released after. */
+  async withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw pgError('connection', err, this.opts.url);
+    }
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
+    try {
+      return await fn(client);
+    } catch (err) {
+      throw pgError('statement', err, this.opts.url);
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end().catch(() => {});
+  }
+}

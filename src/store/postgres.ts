@@ -1,0 +1,173 @@
+/**
+ * PostgreSQL driver: many `hookgate serve` processes on one database (CONTRACT §8).
+ *
+ * Client: `pg` (node-postgres), chosen by measurement of the accept path (one `SELECT hookgate_accept($1::jsonb, $2)`
+ * per batch, PostgreSQL 15 on the same host, batches of accepts with a run and an idempotency key each, µs per
+ * accept, one round trip per batch whatever its size):
+ *   batch  1: pg 728 (named statement 583), postgres.js 706
+ *   batch 16: pg 221 (named 214),           postgres.js 300
+ *   batch 64: pg 213 (named 273),           postgres.js 300
+ * The server's work dominates (the commit, the function's statements); the clients are level at batch 1 and pg is
+ * ahead on larger batches, so pg stays (postgres.js did not clearly win).
+ *
+ * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts; the other writes
+ * postgres-writes.ts; reads postgres-reads.ts; notices postgres-notices.ts; schema and migrations
+ * postgres-schema.ts, postgres-migrate.ts; connections postgres-connect.ts, postgres-db.ts.
+ */
+import { PgAcceptPath } from './postgres-accept.js';
+import type { PgConnectOptions } from './postgres-connect.js';
+import { PgDb } from './postgres-db.js';
+import { migrate } from './postgres-migrate.js';
+import { noticeChannel, PgListener } from './postgres-notices.js';
+import { PgReads } from './postgres-reads.js';
+import { rowToNode } from './postgres-rows.js';
+import { PgWrites } from './postgres-writes.js';
+import type { AcceptCommand, AcceptResult, ClusterNotice, NodeInfo, ReceivedHook, Store } from './types.js';
+
+export { checkPostgres } from './postgres-migrate.js';
+
+export interface PostgresStoreOptions extends PgConnectOptions {
+  poolSize?: number;
+  /** A degraded but working store (an idle connection dropped, notices reconnecting); the service logs it. */
+  onWarning?: (message: string) => void;
+}
+
+/** The Store methods served by the writes and reads objects, forwarded as they are. */
+type Forwarded = Omit<PgWrites, never> & Omit<PgReads, never>;
+export interface PostgresStore extends Forwarded {}
+
+/** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const db = new PgDb(opts, opts.onWarning);
+  try {
+    const schema = await db.withClient((client) => migrate(client, Date.now()));
+    return new PostgresStore(db, opts, noticeChannel(schema));
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}
+
+export class PostgresStore implements Store {
+  static {
+    // Forwarders for every method of PgWrites and PgReads (their names are Store methods, their signatures too).
+    for (const [proto, field] of [
+      [PgWrites.prototype, 'writes'],
+      [PgReads.prototype, 'reads'],
+    ] as const) {
+      for (const name of Object.getOwnPropertyNames(proto)) {
+        if (name === 'constructor' || name.startsWith('_')) continue;
+        Object.defineProperty(PostgresStore.prototype, name, {
+          value: function (this: PostgresStore, ...args: unknown[]) {
+            const target = this[field] as unknown as Record<string, (...a: unknown[]) => unknown>;
+            return target[name]!(...args);
+          },
+          writable: true,
+          configurable: true,
+        });
+      }
+    }
+  }
+
+  readonly shared = true;
+  private readonly acceptPath: PgAcceptPath;
+  private readonly writes: PgWrites;
+  private readonly reads: PgReads;
+  private readonly listener: PgListener;
+  private closed = false;
+
+  constructor(
+    /** The pool (tests count its round trips: `db.queries`). */
+    readonly db: PgDb,
+    opts: PostgresStoreOptions,
+    /** The LISTEN/NOTIFY channel of this store's schema. */
+    readonly channel: string,
+  ) {
+    this.acceptPath = new PgAcceptPath(db, channel);
+    this.writes = new PgWrites(db, channel);
+    this.reads = new PgReads(db);
+    this.listener = new PgListener(opts, channel, opts.onWarning);
+  }
+
+  accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    return this.acceptPath.accept(cmd);
+  }
+
+  recordReceived(rec: ReceivedHook): Promise<void> {
+    return this.acceptPath.recordReceived(rec);
+  }
+
+  /** Nobody's leases are taken back on a shared store: expired ones are simply claimable (see claimRuns). */
+  async recoverLeases(_now: number): Promise<number> {
+    return 0;
+  }
+
+  // ——— cluster ———
+  /** One row per session key: taken when free, expired, or already ours (a conditional upsert). */
+  async leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `INSERT INTO heartbeat_leases (session_key, owner, until) VALUES ($1, $2, $3)
+       ON CONFLICT (session_key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
+       WHERE heartbeat_leases.owner = EXCLUDED.owner OR heartbeat_leases.until <= $4`,
+      [sessionKey, owner, now + leaseMs, now],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async releaseHeartbeat(sessionKey: string, owner: string): Promise<void> {
+    await this.db.query('DELETE FROM heartbeat_leases WHERE session_key = $1 AND owner = $2', [sessionKey, owner]);
+  }
+
+  /** The later `until` is kept; the notice goes out with the row (one statement: one transaction). */
+  async shareLockout(bucket: string, until: number): Promise<void> {
+    await this.db.query(
+      `WITH up AS (
+         INSERT INTO lockouts (bucket, until) VALUES ($1, $2)
+         ON CONFLICT (bucket) DO UPDATE SET until = GREATEST(lockouts.until, EXCLUDED.until) RETURNING until)
+       SELECT pg_notify($3, json_build_object('kind', 'lockout', 'bucket', $1::text, 'until', up.until)::text) FROM up`,
+      [bucket, until, this.channel],
+    );
+  }
+
+  /** Expired rows are dropped on the way (the table stays as small as the lockouts running). */
+  async activeLockouts(now: number): Promise<{ bucket: string; until: number }[]> {
+    await this.db.query('DELETE FROM lockouts WHERE until <= $1', [now]);
+    const { rows } = await this.db.query<{ bucket: string; until: number }>('SELECT bucket, until FROM lockouts WHERE until > $1 ORDER BY bucket', [now]);
+    return rows;
+  }
+
+  async registerNode(n: NodeInfo): Promise<void> {
+    await this.db.query(
+      `INSERT INTO nodes (id, host, pid, version, url, started_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, url = EXCLUDED.url, version = EXCLUDED.version`,
+      [n.id, n.host, n.pid, n.version, n.url, n.startedAt, n.lastSeenAt],
+    );
+  }
+
+  async removeNode(id: string): Promise<void> {
+    await this.db.query('DELETE FROM nodes WHERE id = $1', [id]);
+  }
+
+  async listNodes(): Promise<NodeInfo[]> {
+    const { rows } = await this.db.query('SELECT * FROM nodes ORDER BY last_seen_at DESC, id');
+    return rows.map(rowToNode);
+  }
+
+  subscribe(listener: (notice: ClusterNotice) => void): () => void {
+    if (this.closed) return () => {};
+    return this.listener.subscribe(listener);
+  }
+
+  /** Resolves once the LISTEN connection listens (tests: notify only after it does). */
+  noticesReady(): Promise<void> {
+    return this.listener.ready();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.acceptPath.close();
+    await this.listener.close();
+    await this.db.close();
+  }
+}

@@ -1,0 +1,220 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { StoreError } from '../../src/errors.js';
+import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
+import { checkPostgres, type PostgresStore } from '../../src/store/postgres.js';
+import type { ClusterNotice, RunState } from '../../src/store/types.js';
+import { openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
+import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const skip = await postgresSkipReason();
+
+async function harness(): Promise<StoreHarness> {
+  const { schema, drop } = await testSchema();
+  const store = await openTestStore(schema);
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      await drop();
+    },
+    setRunState: async (id: string, state: RunState, at: number) => {
+      const finished = state === 'failed' || state === 'timed_out' || state === 'succeeded';
+      const { rowCount } = await sqlIn(schema, 'UPDATE runs SET state = $1, updated_at = $2, started_at = $2, finished_at = $3 WHERE id = $4', [
+        state, at, finished ? at : null, id,
+      ]);
+      assert.equal(rowCount, 1);
+    },
+  };
+}
+
+describe('postgres driver', { skip: skip ?? false }, () => {
+  storeContract('postgres', harness);
+
+  describe('postgres: several stores ("nodes") on one schema', { timeout: 60_000 }, () => {
+    let schema: string;
+    let drop: () => Promise<void>;
+    let a: PostgresStore;
+    let b: PostgresStore;
+    before(async () => {
+      ({ schema, drop } = await testSchema());
+      // Three nodes opening together on an empty schema: the migrations run once (under the advisory lock).
+      const stores = await Promise.all([openTestStore(schema), openTestStore(schema), openTestStore(schema)]);
+      [a, b] = [stores[0]!, stores[1]!];
+      await stores[2]!.close();
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+      await drop?.();
+    });
+
+    it('migrated once: one row per migration step', async () => {
+      const { rows } = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
+      assert.deepEqual(rows.map((r) => r.version), Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1));
+    });
+
+    it('group commit: N concurrent accepts are one statement (one round trip, one transaction)', async () => {
+      await a.accept(command({ events: [event()], received: received() })); // warm
+      const before = a.db.queries;
+      const cmds = Array.from({ length: 40 }, (_, i) => command({ runs: [run()], idempotency: claim({ keyHash: String(i).padStart(64, "g") }), received: received() }));
+      const results = await Promise.all([...cmds.map((c) => a.accept(c)), a.recordReceived(received({ status: 401, code: 'unauthorized' }))]);
+      assert.equal(a.db.queries - before, 1);
+      assert.equal(results.filter((r) => (r as { kind?: string } | undefined)?.kind === 'accepted').length, 40);
+      const { rows } = await sqlIn<{ n: number }>(schema, 'SELECT count(*)::int AS n FROM received_log WHERE records LIKE $1', ['%unauthorized%']);
+      assert.equal(rows[0]!.n, 1);
+    });
+
+    it('an idempotency replay on another node gets the first answer with duplicate', async () => {
+      const c = command({ runs: [run()], idempotency: claim({ keyHash: 'x'.repeat(64) }), answerSpec: { status: 202, runId: 'r1' }, received: received({ status: 202 }) });
+      const first = await a.accept(c);
+      assert.equal(first.kind, 'accepted');
+      const again = await b.accept(command({ ...c, runs: [run()], received: received({ status: 202 }) }));
+      assert.equal(again.kind, 'duplicate');
+      assert.deepEqual(again.kind === 'duplicate' && again.replay, { spec: { status: 202, runId: 'r1' }, outcome: first.kind === 'accepted' && first.outcome });
+    });
+
+    it('concurrent requests with one key on two nodes: exactly one is accepted', async () => {
+      const c = () => command({ events: [event({ text: 'k2' })], idempotency: claim({ keyHash: 'y'.repeat(64) }), received: received() });
+      const results = await Promise.all([...Array.from({ length: 10 }, () => a.accept(c())), ...Array.from({ length: 10 }, () => b.accept(c()))]);
+      assert.equal(results.filter((r) => r.kind === 'accepted').length, 1);
+      assert.equal(results.filter((r) => r.kind === 'duplicate').length, 19);
+    });
+
+    it('two nodes claiming concurrently never get the same run', async () => {
+      await sqlIn(schema, 'DELETE FROM runs');
+      await a.accept(command({ runs: Array.from({ length: 60 }, () => run()), received: received() }));
+      const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).claimRuns(`node${i % 2}`, T0, 60_000, 7)));
+      const ids = claims.flat().map((r) => r.id);
+      assert.equal(ids.length, 60);
+      assert.equal(new Set(ids).size, 60);
+    });
+
+    it("an expired lease of one node is claimed by the other; the first node's completion is then refused", async () => {
+      await sqlIn(schema, 'DELETE FROM runs');
+      const r = run();
+      await a.accept(command({ runs: [r], received: received() }));
+      assert.equal((await a.claimRuns('nodeA', T0, 1000, 5)).length, 1);
+      assert.equal((await b.claimRuns('nodeB', T0 + 500, 1000, 5)).length, 0);
+      const taken = await b.claimRuns('nodeB', T0 + 2000, 1000, 5);
+      assert.deepEqual(taken.map((x) => [x.id, x.attempts]), [[r.id, 2]]);
+      const done = { runId: r.id, state: 'succeeded' as const, finishedAt: T0 + 2500, error: null, reply: 'ok', deliveryStatus: 'suppressed:test', events: [], deliveries: [], messages: [] };
+      assert.equal(await a.completeRun({ ...done, owner: 'nodeA' }), false);
+      assert.equal(await b.completeRun({ ...done, owner: 'nodeB' }), true);
+    });
+
+    it('heartbeat leases and lockouts hold across nodes', async () => {
+      assert.equal(await a.leaseHeartbeat('main', 'nodeA', T0, 1000), true);
+      assert.equal(await b.leaseHeartbeat('main', 'nodeB', T0 + 10, 1000), false);
+      assert.equal(await b.leaseHeartbeat('main', 'nodeB', T0 + 1000, 1000), true);
+      await a.shareLockout('10.0.0.0/24', T0 + 5000);
+      assert.deepEqual(await b.activeLockouts(T0), [{ bucket: '10.0.0.0/24', until: T0 + 5000 }]);
+    });
+
+    it("notices from one node arrive at the other's subscribe: runs, deliveries, lockout", async () => {
+      const got: ClusterNotice[] = [];
+      const stop = b.subscribe((n) => got.push(n));
+      await b.noticesReady();
+      await a.accept(command({ runs: [run()], received: received() }));
+      await a.shareLockout('192.0.2.0/24', T0 + 9000);
+      const d = await a.accept(command({ runs: [run()], received: received() }));
+      assert.equal(d.kind, 'accepted');
+      const [leased] = await a.claimRuns('nodeA', Date.now() + 10 * 86_400_000 * 365, 60_000, 1);
+      if (leased) {
+        const delivery = { id: `d-${leased.id}`, runId: leased.id, heartbeatId: null, sessionKey: leased.sessionKey, agentId: 'main', hookName: null, channel: 'slack', to: 'C1', accountId: null, text: 'hi', explicitRoute: false, createdAt: T0 };
+        await a.completeRun({ runId: leased.id, owner: 'nodeA', state: 'succeeded', finishedAt: T0, error: null, reply: 'hi', deliveryStatus: 'outbox', events: [], deliveries: [delivery], messages: [] });
+      }
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && !(got.some((n) => n.kind === 'deliveries') && got.some((n) => n.kind === 'lockout'))) await new Promise((r) => setTimeout(r, 20));
+      stop();
+      assert.ok(got.some((n) => n.kind === 'runs'), JSON.stringify(got));
+      assert.ok(got.some((n) => n.kind === 'deliveries'), JSON.stringify(got));
+      assert.deepEqual(got.find((n) => n.kind === 'lockout'), { kind: 'lockout', bucket: '192.0.2.0/24', until: T0 + 9000 });
+    });
+  });
+
+  describe('postgres: schema versions and failures', { timeout: 60_000 }, () => {
+    it('refuses a schema newer than it knows, with a clear message', async () => {
+      const { schema, drop } = await testSchema();
+      try {
+        await (await openTestStore(schema)).close();
+        await sqlIn(schema, 'INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [PG_SCHEMA_VERSION + 1]);
+        await assert.rejects(openTestStore(schema), (err: unknown) => {
+          assert.ok(err instanceof StoreError);
+          assert.match(err.message, new RegExp(`schema is version ${PG_SCHEMA_VERSION + 1}, newer than this hookgate \\(${PG_SCHEMA_VERSION}\\) knows: upgrade hookgate`));
+          return true;
+        });
+      } finally {
+        await drop();
+      }
+    });
+
+    it('checkPostgres reports the server and schema versions without migrating', async () => {
+      const { schema, drop } = await testSchema();
+      try {
+        const fresh = await checkPostgres(PG_URL, { schema });
+        assert.equal(fresh.schemaVersion, null);
+        assert.equal(fresh.knownVersion, PG_SCHEMA_VERSION);
+        assert.match(fresh.serverVersion, /^\d+/);
+        await (await openTestStore(schema)).close();
+        assert.equal((await checkPostgres(PG_URL, { schema })).schemaVersion, PG_SCHEMA_VERSION);
+      } finally {
+        await drop();
+      }
+    });
+
+    it('PostgreSQL unreachable: open and check reject with a StoreError quickly, without the password', async () => {
+      const url = 'postgres://hookgate:s3cret-pw@127.0.0.1:9/test';
+      const t0 = Date.now();
+      for (const p of [openTestStore('public', { url, connectionTimeoutMs: 2000 }), checkPostgres(url, { connectionTimeoutMs: 2000 })]) {
+        await assert.rejects(p, (err: unknown) => {
+          assert.ok(err instanceof StoreError, String(err));
+          assert.equal(err.code, 'store_unavailable');
+          assert.doesNotMatch(err.message, /s3cret/);
+          return true;
+        });
+      }
+      assert.ok(Date.now() - t0 < 5000);
+    });
+
+    it('a store whose server goes away answers StoreError (503), and its notices reconnect without crashing', async () => {
+      const { schema, drop } = await testSchema();
+      const app = `hookgate-test-${schema}`;
+      const store = await openTestStore(schema, { applicationName: app });
+      try {
+        const got: ClusterNotice[] = [];
+        const stop = store.subscribe((n) => got.push(n));
+        await store.noticesReady();
+        // Kill every connection of this schema's store (a server restart, as the store sees it).
+        await sqlIn(schema, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [app]);
+        // The pool replaces broken connections: a later accept works again (possibly after one failed attempt).
+        let ok = false;
+        for (let i = 0; i < 5 && !ok; i++) {
+          try {
+            ok = (await store.accept(command({ events: [event()], received: received() }))).kind === 'accepted';
+          } catch (err) {
+            assert.ok(err instanceof StoreError);
+          }
+        }
+        assert.ok(ok);
+        // The LISTEN connection comes back by itself: notices arrive again.
+        const other = await openTestStore(schema);
+        try {
+          const deadline = Date.now() + 8000;
+          while (Date.now() < deadline && !got.some((n) => n.kind === 'lockout')) {
+            await other.shareLockout('198.51.100.0/24', T0);
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        } finally {
+          await other.close();
+        }
+        assert.ok(got.some((n) => n.kind === 'lockout'), 'a notice after the reconnect');
+        stop();
+      } finally {
+        await store.close();
+        await drop();
+      }
+    });
+  });
+});
