@@ -6,13 +6,16 @@ import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
 import { createHandler, IngressState } from './ingress/handler.js';
+import { shareLockouts } from './ingress/lockout-sync.js';
 import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
 import { killAgents } from './providers/command.js';
+import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
+import { VERSION } from './version.js';
 
 export interface AppOptions {
   /** The config file; undefined → the embedded default. */
@@ -56,9 +59,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
   });
-  // Single-writer store: whatever was leased belonged to a process that is gone (a crash): take it back now.
-  const recovered = first.storage.driver === 'sqlite' ? await store.recoverLeases(Date.now()) : 0;
-  if (recovered) logger.warn({ runs: recovered }, 'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids');
+  await recoverLeases(store, logger);
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -77,13 +78,28 @@ export async function startApp(opts: AppOptions): Promise<App> {
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
+  const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
+  const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
-  const stop = stopper({ listener, runtime, generations, store, logger, stopBackground: () => (stopWatching?.(), stopPruning()), flushIngress: handler.flushRefusals });
+  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts());
+  const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
   return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+}
+
+/**
+ * A single-process store (SQLite): whatever was leased belonged to a process that is gone (a crash), so take it back
+ * now. A shared store (PostgreSQL) never does: those leases may be other live nodes'; they lapse if their node died.
+ */
+async function recoverLeases(store: Store, logger: Logger): Promise<void> {
+  if (store.shared) return;
+  const recovered = await store.recoverLeases(Date.now());
+  if (recovered) logger.warn({ runs: recovered }, 'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids');
 }
 
 interface StopParts {
   listener: Listener;
+  /** This node's row in the node registry: removed once the work is drained, before the store closes. */
+  registry: NodeRegistration;
   runtime: Runtime;
   generations: Generations;
   store: Store;
@@ -94,7 +110,7 @@ interface StopParts {
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, runtime, generations, store, logger, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -119,6 +135,7 @@ function stopper({ listener, runtime, generations, store, logger, stopBackground
         clearTimeout(timer);
       }
       flushIngress();
+      await registry.stop();
       await generations.dispose();
       await store.close();
       logger.info({ ms: Date.now() - started }, 'hookgate stopped');

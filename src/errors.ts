@@ -64,6 +64,10 @@ export type CliErrorCode =
   | 'cli_not_found' // the id or key asked for is not in the store or the config
   | 'cli_unreachable'; // send could not reach the service
 
+/** The runtime gave work up (src/runtime). */
+export type RuntimeErrorCode =
+  | 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
+
 /**
  * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
  */
@@ -74,6 +78,7 @@ export type ErrorCode =
   | TransformErrorCode
   | MappingFailureCode
   | CliErrorCode
+  | RuntimeErrorCode
   | 'config_invalid'
   | 'store_unavailable';
 

@@ -6,11 +6,12 @@ import { addMappingsCommands } from './mappings-command.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
+import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
   const program = new Command('hookgate')
     .description('Self-hosted webhook ingress for AI agents')
-    .version('0.1.0', '-V, --version', 'print the version')
+    .version(VERSION, '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help for the command')
     .helpCommand('help [command]', 'show help for a command')
     .option('--verbose', 'say on stderr which config, store and token a command uses (and the HTTP status of send)')

@@ -7,6 +7,9 @@ export interface AuthFailureLimits {
   maxTrackedClients: number;
 }
 
+/** A lockout from another node is kept at most this long, whatever it says (a wrong clock or value cannot lock forever). */
+const MAX_EXTERNAL_LOCK_MS = 24 * 3_600_000;
+
 interface Entry {
   /** Times of recent failures, oldest first; never longer than maxFailures. */
   failures: number[];
@@ -21,9 +24,15 @@ interface Entry {
  * but cannot grow memory).
  * Clients are counted by `addressBucket`: an IPv6 client by its /64, so one network cannot rotate addresses to
  * escape a lockout.
+ *
+ * Several nodes (one shared store): failures are counted per node, in memory only, so a flood of bad tokens is
+ * never a flood of writes; the failure that locks a client calls `onLocked` once (lockout-sync.ts shares it), and
+ * `lock` applies a lockout another node decided. Both kinds of lock share the bound above.
  */
 export class AuthFailureLimiter {
   private readonly entries = new Map<string, Entry>();
+  /** Told when a failure locks a bucket (not for `lock`): once per lockout, never per failure. */
+  onLocked: ((bucket: string, until: number) => void) | undefined;
 
   constructor(private limits: AuthFailureLimits) {}
 
@@ -59,9 +68,29 @@ export class AuthFailureLimiter {
     if (e.failures.length >= maxFailures) {
       e.lockedUntil = now + lockoutSeconds * 1000;
       e.failures = [];
+      this.onLocked?.(key, e.lockedUntil);
       return lockoutSeconds;
     }
     return 0;
+  }
+
+  /**
+   * Lock the address bucket `bucket` (as `addressBucket` makes it) until `until`: a lockout decided by another node.
+   * A longer lock already here is kept. Returns whether this changed anything.
+   */
+  lock(bucket: string, until: number, now: number): boolean {
+    const lockedUntil = Math.min(until, now + MAX_EXTERNAL_LOCK_MS);
+    if (lockedUntil <= now) return false;
+    let e = this.entries.get(bucket);
+    if (e && e.lockedUntil >= lockedUntil) return false;
+    if (e) this.entries.delete(bucket);
+    else {
+      e = { failures: [], lockedUntil: 0 };
+      this.evictIfFull(now);
+    }
+    e.lockedUntil = lockedUntil;
+    this.entries.set(bucket, e);
+    return true;
   }
 
   reset(client: string): void {

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../text-safe.js';
+import { OutageLog } from './outage.js';
 
 export interface ClaimLoopOptions<T extends { id: string }> {
   /** For log lines: "runs", "deliveries". */
@@ -11,14 +12,19 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   claim: (n: number) => Promise<T[]>;
   /** Work one item; `signal` aborts when the loop closes and the grace period ran out. */
   work: (item: T, signal: AbortSignal) => Promise<void>;
-  /** Also look for work this often (expired leases, retries that came due). */
+  /**
+   * Also look for work this often: expired leases, retries that came due, and on a shared store the work another
+   * node queued whose notice was lost (notices are best-effort; this poll is what makes them optional).
+   */
   pollMs: number;
 }
 
 /**
  * The loop shared by the run worker and the outbox: when told there may be work (or every `pollMs`), claim as many
  * items as there are free slots and work them concurrently; one claim at a time; on close, stop claiming and give
- * the items in hand a grace period before aborting them.
+ * the items in hand a grace period before aborting them. When claiming fails (the store is unreachable) the loop
+ * pauses with backoff (1 s doubling to 30 s): notices and polls meanwhile wait for the retry, so an outage neither
+ * spins nor floods the log (one line when it starts, one when claiming works again).
  */
 export class ClaimLoop<T extends { id: string }> {
   private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
@@ -28,10 +34,14 @@ export class ClaimLoop<T extends { id: string }> {
   private again = false;
   private stopping = false;
   private readonly poll: NodeJS.Timeout;
+  private readonly outage: OutageLog;
+  /** Set while paused after a failed claim: the retry that ends the pause. */
+  private resume: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
     this.poll = setInterval(() => this.notify(), opts.pollMs);
     this.poll.unref();
+    this.outage = new OutageLog(opts.logger, `claiming ${opts.label}`);
   }
 
   get size(): number {
@@ -42,8 +52,13 @@ export class ClaimLoop<T extends { id: string }> {
     return [...this.inHand.keys()];
   }
 
+  /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`. */
+  abort(id: string, reason: Error): void {
+    this.inHand.get(id)?.abort.abort(reason);
+  }
+
   notify(): void {
-    if (this.stopping) return;
+    if (this.stopping || this.resume) return;
     if (this.claiming) {
       this.again = true;
       return;
@@ -67,12 +82,23 @@ export class ClaimLoop<T extends { id: string }> {
       try {
         items = await this.opts.claim(free);
       } catch (err) {
-        this.opts.logger.error({ err: errorMessage(err) }, `claiming ${this.opts.label} failed`);
+        this.pause(this.outage.failed(err));
         return;
       }
+      this.outage.succeeded();
       if (items.length === 0) return;
       for (const item of items) this.start(item);
     }
+  }
+
+  private pause(ms: number): void {
+    if (this.stopping) return;
+    this.again = false;
+    this.resume = setTimeout(() => {
+      this.resume = undefined;
+      this.notify();
+    }, ms);
+    this.resume.unref();
   }
 
   private start(item: T): void {
@@ -91,6 +117,7 @@ export class ClaimLoop<T extends { id: string }> {
   stop(): void {
     this.stopping = true;
     clearInterval(this.poll);
+    clearTimeout(this.resume);
   }
 
   /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */

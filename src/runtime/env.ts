@@ -3,7 +3,7 @@ import type { Config } from '../config/load.js';
 import type { ModelCatalog } from '../config/model-catalog.js';
 import type { Logger } from '../log.js';
 import type { ModelProvider } from '../providers/types.js';
-import type { RuntimeStore } from '../store/types.js';
+import type { ClusterStore, RuntimeStore } from '../store/types.js';
 
 export { MAIN_SESSION_KEY } from '../store/types.js';
 
@@ -16,8 +16,11 @@ export interface RuntimeEnv {
   defaultAgentId: string;
 }
 
+/** The runtime's store: its role, and the cluster seams it uses (heartbeat leases, notices). */
+export type RuntimeClusterStore = RuntimeStore & Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'subscribe'>;
+
 export interface RuntimeDeps {
-  store: RuntimeStore;
+  store: RuntimeClusterStore;
   logger: Logger;
   /** Unique per process: leases are held in its name. */
   owner: string;

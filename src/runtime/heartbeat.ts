@@ -3,6 +3,8 @@ import { newId } from '../ids.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { type DeliveryPlan, planDelivery } from './delivery-plan.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { LeaseKeeper, leaseLost, storeUnavailable, writeWhileLeased } from './lease-keeper.js';
+import { OUTAGE_BACKOFF, OutageLog } from './outage.js';
 import { heartbeatPrompt } from './prompt.js';
 import { agentTimeoutSeconds, runTurn } from './turn.js';
 
@@ -21,6 +23,37 @@ const HEARTBEAT_OUTCOMES: Readonly<Record<DeliveryPlan['status'], string>> = {
   'nowhere:no_route': 'nowhere:no_route',
 };
 
+/**
+ * The lease of a session's heartbeat (one turn at a time per session, cluster-wide), renewed every third of it while
+ * the turn runs. 30 s, like a run's: a node that dies mid-turn keeps the session's events waiting at most that long
+ * (they stay pending, never lost), and a store outage of about 20 s is ridden out before the turn is given up.
+ */
+export const HEARTBEAT_LEASE_MS = 30_000;
+/** Another node beats the session now: ask for the lease again after 1–2 s (jittered) while the request stands. */
+const BUSY_RETRY_MS = 1_000;
+
+/** What the heartbeats of one runtime share: the lease keeper (one timer for all sessions) and the outage log. */
+export interface HeartbeatShared {
+  leases: LeaseKeeper;
+  outage: OutageLog;
+}
+
+export function heartbeatShared(deps: RuntimeDeps, leaseMs = HEARTBEAT_LEASE_MS): HeartbeatShared {
+  const { store, owner } = deps;
+  return {
+    leases: new LeaseKeeper({
+      label: 'heartbeat lease',
+      logger: deps.logger,
+      leaseMs,
+      renew: async (keys, until) => {
+        const ok = await Promise.all(keys.map((key) => store.leaseHeartbeat(key, owner, until - leaseMs, leaseMs)));
+        return keys.filter((_, i) => !ok[i]);
+      },
+    }),
+    outage: new OutageLog(deps.logger, 'heartbeat'),
+  };
+}
+
 /** The wait before the heartbeat after `failures` failed turns in a row. */
 export function heartbeatRetryDelayMs(failures: number, random: () => number = Math.random): number {
   return backoffMs(failures, RETRY_BACKOFF, random);
@@ -37,6 +70,8 @@ export interface HeartbeatOptions {
   onPeriodic?: () => void;
   /** Called when a beat ended and nothing else is scheduled. */
   onIdle?: () => void;
+  /** Shared with the runtime's other heartbeats (heartbeats.ts); default: this heartbeat's own, closed with it. */
+  shared?: HeartbeatShared;
 }
 
 /**
@@ -45,6 +80,11 @@ export interface HeartbeatOptions {
  * event in the prompt; only when the turn finished are the events marked consumed, in the same transaction that
  * queues the reply for delivery — so a crash mid-turn replays them. A heartbeat with nothing pending does not call
  * the model. A failed turn leaves the events pending and tries again with backoff and jitter.
+ *
+ * Cluster-wide, a turn holds the session's heartbeat lease (`leaseHeartbeat`) from before it reads the events until
+ * it committed: a refused lease (another node beats the session) is asked for again shortly, and that retry then
+ * usually finds nothing pending. A lease that cannot be renewed aborts the turn uncompleted (its events stay pending
+ * for whoever holds the lease). A store outage pauses the beats with backoff, logged once per outage.
  */
 export class Heartbeat {
   private timer: NodeJS.Timeout | undefined;
@@ -64,6 +104,8 @@ export class Heartbeat {
   private readonly periodicEnabled: boolean;
   private readonly onPeriodic: (() => void) | undefined;
   private readonly onIdle: (() => void) | undefined;
+  private readonly shared: HeartbeatShared;
+  private readonly ownsShared: boolean;
 
   constructor(
     private readonly deps: RuntimeDeps,
@@ -74,6 +116,8 @@ export class Heartbeat {
     this.periodicEnabled = options.periodic ?? true;
     this.onPeriodic = options.onPeriodic;
     this.onIdle = options.onIdle;
+    this.ownsShared = !options.shared;
+    this.shared = options.shared ?? heartbeatShared(deps);
   }
 
   /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
@@ -117,7 +161,14 @@ export class Heartbeat {
       this.timer = undefined;
       const reasons = [...this.reasons];
       this.reasons.clear();
-      this.running = this.beat(reasons).finally(() => {
+      this.running = this.beat(reasons)
+        .catch((err) => {
+          // Not a store outage (those back off inside beat): a bug; logged, and tried again like a failed turn.
+          this.failures++;
+          this.retryDelay = this.retryDelayMs(this.failures);
+          this.deps.logger.error({ sessionKey: this.sessionKey, err: logSafe(errorMessage(err)), retryInMs: this.retryDelay }, 'heartbeat failed; events stay pending');
+        })
+        .finally(() => {
         this.running = undefined;
         const retry = this.retryDelay;
         this.retryDelay = undefined;
@@ -135,7 +186,39 @@ export class Heartbeat {
     }, delayMs);
   }
 
+  /** One beat: take the session's lease, run the turn under it, give it back; store failures back off. */
   private async beat(reasons: string[]): Promise<void> {
+    const { store, owner } = this.deps;
+    const key = this.sessionKey;
+    const { leases, outage } = this.shared;
+    try {
+      // A read first: an idle beat (the periodic one, on every node) writes nothing, not even a lease.
+      if ((await store.pendingEvents(key, 1)).length === 0) return outage.succeeded();
+      const now = Date.now();
+      if (!(await store.leaseHeartbeat(key, owner, now, leases.leaseMs))) {
+        outage.succeeded();
+        this.retryDelay = BUSY_RETRY_MS + Math.round(Math.random() * BUSY_RETRY_MS);
+        this.deps.logger.debug({ sessionKey: key, retryInMs: this.retryDelay }, 'heartbeat: another node beats this session now; asking again shortly');
+        return;
+      }
+      outage.succeeded();
+      const lease = new AbortController();
+      leases.hold(key, now + leases.leaseMs, (err) => lease.abort(err));
+      try {
+        await this.turn(reasons, lease.signal);
+      } finally {
+        leases.release(key);
+        // Best-effort: a release that fails leaves a lease that lapses by itself within HEARTBEAT_LEASE_MS.
+        await store.releaseHeartbeat(key, owner).catch(() => {});
+      }
+    } catch (err) {
+      if (this.abort.signal.aborted) return;
+      if (!storeUnavailable(err)) throw err;
+      this.retryDelay = outage.failed(err, { sessionKey: key });
+    }
+  }
+
+  private async turn(reasons: string[], lease: AbortSignal): Promise<void> {
     const { store, logger } = this.deps;
     const env = this.deps.env();
     const events = await store.pendingEvents(this.sessionKey);
@@ -146,13 +229,14 @@ export class Heartbeat {
     const started = Date.now();
     const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
     const history = (await store.sessionMessages(agentId, this.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
-    const signal = AbortSignal.any([AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000), this.abort.signal]);
+    const signal = AbortSignal.any([AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000), this.abort.signal, lease]);
 
     let reply: string;
     try {
       reply = (await runTurn(env, { agentId, model: null, thinking: null, messages: [...history, { role: 'user', content: prompt }], signal })).text;
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
+      if (leaseLost(lease)) return this.dropLost(heartbeatId, events.length, lease);
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
       logger.error({ heartbeatId, sessionKey: this.sessionKey, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
@@ -160,6 +244,7 @@ export class Heartbeat {
       return;
     }
     this.failures = 0;
+    if (leaseLost(lease)) return this.dropLost(heartbeatId, events.length, lease);
 
     const finished = Date.now();
     const plan = planDelivery({
@@ -180,7 +265,7 @@ export class Heartbeat {
     if (plan.status === 'nowhere:no_route') {
       logger.warn({ heartbeatId, sessionKey: this.sessionKey }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
     }
-    await store.completeHeartbeat({
+    await writeWhileLeased(AbortSignal.any([lease, this.abort.signal]), () => store.completeHeartbeat({
       heartbeatId,
       sessionKey: this.sessionKey,
       eventIds: events.map((e) => e.id),
@@ -190,9 +275,18 @@ export class Heartbeat {
         { sessionKey: this.sessionKey, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
         { sessionKey: this.sessionKey, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
       ],
-    });
+    }), (n) => backoffMs(n, OUTAGE_BACKOFF));
     logger.info({ heartbeatId, sessionKey: this.sessionKey, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
     if (deliveries.length) this.onDelivery?.();
+  }
+
+  /** The lease was lost mid-turn: the reply is dropped, the events stay pending; asked again after a backoff. */
+  private dropLost(heartbeatId: string, events: number, lease: AbortSignal): void {
+    this.retryDelay = backoffMs(1, OUTAGE_BACKOFF);
+    this.deps.logger.warn(
+      { heartbeatId, sessionKey: this.sessionKey, events, code: 'lease_lost', why: errorMessage(lease.reason) },
+      'heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending',
+    );
   }
 
   /** Told when a heartbeat queued a delivery. */
@@ -218,6 +312,7 @@ export class Heartbeat {
     else deadline.addEventListener('abort', abort, { once: true });
     await this.running;
     deadline.removeEventListener('abort', abort);
+    if (this.ownsShared) this.shared.leases.close();
   }
 
   close(): Promise<void> {

@@ -1,6 +1,6 @@
 import { errorMessage, logSafe } from '../text-safe.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
-import { Heartbeat, type HeartbeatOptions } from './heartbeat.js';
+import { Heartbeat, type HeartbeatOptions, type HeartbeatShared, heartbeatShared } from './heartbeat.js';
 
 /** At most this many sessions are swept per periodic tick or start (the rest wait for the next tick). */
 const SWEEP_LIMIT = 1000;
@@ -17,12 +17,14 @@ export class Heartbeats {
   private readonly others = new Map<string, Heartbeat>();
   private stopping = false;
   private onDeliveryFn: (() => void) | undefined;
+  private readonly shared: HeartbeatShared;
 
   constructor(
     private readonly deps: RuntimeDeps,
-    private readonly options: Pick<HeartbeatOptions, 'retryDelayMs'> = {},
+    private readonly options: Pick<HeartbeatOptions, 'retryDelayMs'> & { leaseMs?: number } = {},
   ) {
-    this.main = new Heartbeat(deps, { ...options, onPeriodic: () => void this.sweep('interval') });
+    this.shared = heartbeatShared(deps, options.leaseMs);
+    this.main = new Heartbeat(deps, { ...options, shared: this.shared, onPeriodic: () => void this.sweep('interval') });
   }
 
   /** Start the main heartbeat, and beat every other session that already has pending events (a restart). */
@@ -40,6 +42,7 @@ export class Heartbeats {
         ...this.options,
         sessionKey,
         periodic: false,
+        shared: this.shared,
         onIdle: () => {
           if (this.others.get(sessionKey) === created && created.idle) this.others.delete(sessionKey);
         },
@@ -91,6 +94,7 @@ export class Heartbeats {
   async drain(deadline: AbortSignal): Promise<void> {
     this.stop();
     await Promise.all([this.main, ...this.others.values()].map((hb) => hb.drain(deadline)));
+    this.shared.leases.close();
   }
 
   close(): Promise<void> {

@@ -5,8 +5,16 @@ import type { Delivery, DeliveryOutcome } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { ClaimLoop } from './claim-loop.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { LeaseLostError, leaseLost, writeWhileLeased } from './lease-keeper.js';
+import { OUTAGE_BACKOFF } from './outage.js';
+import { errorMessage } from '../text-safe.js';
 
 export const DELIVERY_LEASE_MS = 60_000;
+/**
+ * A delivery's lease is not renewed (the store has no call for it): a send stops this long before its lease ends,
+ * so it is never still sending when another node (or this one) may claim the delivery again and send it twice.
+ */
+const DELIVERY_LEASE_MARGIN_MS = 10_000;
 const POLL_MS = 1000;
 
 /**
@@ -19,16 +27,49 @@ const POLL_MS = 1000;
  */
 export class Outbox {
   private readonly loop: ClaimLoop<Delivery>;
+  /** Until when each delivery in hand may be worked on (its lease's end, less the margin). */
+  private readonly deadlines = new Map<string, number>();
 
-  constructor(private readonly deps: RuntimeDeps) {
+  constructor(
+    private readonly deps: RuntimeDeps,
+    options: { leaseMs?: number; marginMs?: number } = {},
+  ) {
+    const leaseMs = options.leaseMs ?? DELIVERY_LEASE_MS;
+    const marginMs = options.marginMs ?? DELIVERY_LEASE_MARGIN_MS;
     this.loop = new ClaimLoop<Delivery>({
       label: 'deliveries',
       logger: deps.logger,
       limit: () => deps.env().config.channels.outbox.concurrency,
-      claim: (n) => deps.store.claimDeliveries(deps.owner, Date.now(), DELIVERY_LEASE_MS, n),
-      work: (d, signal) => this.send(d, signal),
+      claim: async (n) => {
+        const now = Date.now();
+        const rows = await deps.store.claimDeliveries(deps.owner, now, leaseMs, n);
+        for (const d of rows) this.deadlines.set(d.id, now + leaseMs - marginMs);
+        return rows;
+      },
+      work: (d, signal) => this.leased(d, signal).finally(() => this.deadlines.delete(d.id)),
       pollMs: POLL_MS,
     });
+  }
+
+  /** `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. */
+  private async leased(d: Delivery, signal: AbortSignal): Promise<void> {
+    const lease = new AbortController();
+    const t = setTimeout(
+      () => lease.abort(new LeaseLostError(`the delivery lease of ${d.id} is about to run out`)),
+      Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()),
+    );
+    t.unref();
+    try {
+      await this.send(d, AbortSignal.any([signal, lease.signal]));
+    } finally {
+      clearTimeout(t);
+    }
+    if (leaseLost(lease.signal) && !signal.aborted) {
+      this.deps.logger.warn(
+        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.signal.reason) },
+        'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
+      );
+    }
   }
 
   notify(): void {
@@ -39,7 +80,9 @@ export class Outbox {
     const { store, logger, owner } = this.deps;
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
-    const finish = (outcome: DeliveryOutcome) => store.finishDelivery(d.id, owner, outcome, Date.now());
+    // Tried again while the store is briefly unreachable, as long as the lease lasts (then the lease lapses instead).
+    const finish = (outcome: DeliveryOutcome) =>
+      leaseLost(signal) ? undefined : writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF));
     const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
 
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);
@@ -56,6 +99,7 @@ export class Outbox {
     // Trimmed here, once, for every channel: a recipient pasted with a space or newline still names the same chat.
     const to = d.to.trim();
     for (let i = d.chunksSent; i < chunks.length; i++) {
+      if (signal.aborted) return;
       const message: OutboundMessage = {
         // Stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
         deliveryId: chunks.length > 1 ? `${d.id}_${i + 1}` : d.id,
@@ -74,7 +118,8 @@ export class Outbox {
         continue;
       }
       const error = logSafe(result.error, 300);
-      if (signal.aborted) return; // stopping: the lease lapses and the delivery is sent at the next start
+      // Stopping, or the lease is running out: the lease lapses and the delivery is sent again (next start, any node).
+      if (signal.aborted) return;
       // Chunks sent before this failure are never sent again.
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
@@ -87,7 +132,7 @@ export class Outbox {
     }
     const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to, accountId: d.accountId } : undefined;
     // Read only for explicit deliveries (the ones that move the route), so the usual delivery pays nothing.
-    const before = route ? await store.getRoute(MAIN_SESSION_KEY) : undefined;
+    const before = route ? await store.getRoute(MAIN_SESSION_KEY).catch(() => undefined) : undefined;
     await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
     if (route && (before?.channel !== route.channel || before.to !== route.to || (before.accountId ?? null) !== (route.accountId ?? null))) {

@@ -4,6 +4,8 @@ import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { ClaimLoop, drainWithin } from './claim-loop.js';
+import { LeaseKeeper, leaseLost, writeWhileLeased } from './lease-keeper.js';
+import { OUTAGE_BACKOFF } from './outage.js';
 import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
@@ -21,7 +23,10 @@ export const INTERRUPTED_NOTE = 'interrupted: hookgate stopped while this run wa
 
 /** Timings; the defaults are production's (tests shorten them). */
 export interface RunWorkerOptions {
-  /** How long a claimed run is leased; renewed every third of it while the run works. */
+  /**
+   * How long a claimed run is leased; renewed every third of it while the run works. A run whose lease cannot be
+   * renewed (the store unreachable for about two thirds of it) is aborted and not completed (lease-keeper.ts).
+   */
   leaseMs?: number;
   /** Also look for runnable runs this often (expired leases of a dead process). */
   pollMs?: number;
@@ -67,25 +72,33 @@ function formatSpan(ms: number): string {
  */
 export class RunWorker {
   private readonly loop: ClaimLoop<Run>;
-  private readonly renew: NodeJS.Timeout;
-  private readonly leaseMs: number;
+  private readonly leases: LeaseKeeper;
 
   constructor(
     private readonly deps: RuntimeDeps,
     private readonly hooks: RunWorkerHooks,
     options: RunWorkerOptions = {},
   ) {
-    const leaseMs = (this.leaseMs = options.leaseMs ?? RUN_LEASE_MS);
+    const leaseMs = options.leaseMs ?? RUN_LEASE_MS;
+    this.leases = new LeaseKeeper({
+      label: 'run lease',
+      logger: deps.logger,
+      leaseMs,
+      renew: (ids, until) => deps.store.renewRunLeases(deps.owner, ids, until),
+    });
     this.loop = new ClaimLoop<Run>({
       label: 'runs',
       logger: deps.logger,
       limit: () => deps.env().config.agents.defaults.maxConcurrent,
-      claim: (n) => deps.store.claimRuns(deps.owner, Date.now(), leaseMs, n),
-      work: (run, signal) => this.execute(run, signal),
+      claim: async (n) => {
+        const now = Date.now();
+        const runs = await deps.store.claimRuns(deps.owner, now, leaseMs, n);
+        for (const run of runs) this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
+        return runs;
+      },
+      work: (run, signal) => this.execute(run, signal).finally(() => this.leases.release(run.id)),
       pollMs: options.pollMs ?? POLL_MS,
     });
-    this.renew = setInterval(() => this.renewLeases(), leaseMs / 3);
-    this.renew.unref();
   }
 
   get running(): number {
@@ -127,6 +140,7 @@ export class RunWorker {
       const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages: [...history, { role: 'user', content: prompt }], signal });
       reply = r.text;
     } catch (err) {
+      if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
       if (shutdown.aborted) {
         // Stopping: give the run back; it starts again (same id) on the next start, this attempt not counted.
         await store.releaseRuns(owner, [run.id], now(), INTERRUPTED_NOTE);
@@ -156,10 +170,11 @@ export class RunWorker {
       }
     }
 
+    if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
     const finishedAt = now();
     const { deliveries, deliveryStatus } = reply !== null ? await this.planDelivery(run, reply, finishedAt) : { deliveries: [], deliveryStatus: `nowhere:${state}` };
     const summary = hookSummary(run.name, reply !== null ? { ok: true, reply } : { ok: false, error: error ?? state });
-    const committed = await store.completeRun({
+    const committed = await writeWhileLeased(shutdown, () => store.completeRun({
       runId: run.id,
       owner,
       state,
@@ -173,7 +188,7 @@ export class RunWorker {
         { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
         ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
       ],
-    });
+    }), (n) => backoffMs(n, OUTAGE_BACKOFF));
     const level = state === 'succeeded' ? 'info' : 'warn';
     logger[level](
       { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
@@ -210,11 +225,16 @@ export class RunWorker {
     t.unref();
   }
 
-  private renewLeases(): void {
-    if (this.loop.size === 0) return;
-    this.deps.store
-      .renewRunLeases(this.deps.owner, this.loop.ids(), Date.now() + this.leaseMs)
-      .catch((err) => this.deps.logger.warn({ err: errorMessage(err) }, 'renewing run leases failed'));
+  /**
+   * The run's lease could not be kept: stop here without completing or releasing it (another node may have it now,
+   * or claims it once the lease lapses; it then runs again, same id). Its reply, if any, is dropped: delivering it
+   * here too could deliver it twice.
+   */
+  private dropLost(run: Run, signal: AbortSignal): void {
+    this.deps.logger.warn(
+      { runId: run.id, attempt: run.attempts, code: 'lease_lost', why: errorMessage(signal.reason) },
+      'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses',
+    );
   }
 
   /** Claim no more runs. */
@@ -225,7 +245,7 @@ export class RunWorker {
   /** Stop claiming; running runs go on until `deadline` aborts them (they are then released, not failed). */
   async drain(deadline: AbortSignal): Promise<void> {
     await this.loop.drain(deadline);
-    clearInterval(this.renew);
+    this.leases.close();
   }
 
   close(graceMs = 5000): Promise<void> {

@@ -49,7 +49,16 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     },
   });
   heartbeat.onDelivery = () => outbox.notify();
-  await heartbeat.start();
+  // Other nodes on a shared store say when they made work claimable: look now rather than at the next poll (the
+  // claim loops still poll every second, which covers a lost notice). A single-process store sends none.
+  const unsubscribe = deps.store.subscribe((notice) => {
+    if (notice.kind === 'runs') worker.notify();
+    else if (notice.kind === 'deliveries') outbox.notify();
+  });
+  await heartbeat.start().catch((err) => {
+    unsubscribe();
+    throw err;
+  });
   worker.notify();
   outbox.notify();
   const runtime: Runtime = {
@@ -62,6 +71,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     reconfigure: () => heartbeat.reconfigure(),
     load: () => ({ runs: worker.running, heartbeats: heartbeat.busy, deliveries: outbox.sending }),
     stopClaiming() {
+      unsubscribe();
       worker.stop();
       heartbeat.stop();
       outbox.stop();

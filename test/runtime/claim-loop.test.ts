@@ -24,7 +24,8 @@ function harness(over: Partial<ClaimLoopOptions<Item>> & { limit?: () => number 
   let inWork = 0;
   let maxInWork = 0;
   const logs: Array<{ obj: Record<string, unknown>; msg: string }> = [];
-  const logger = { error: (obj: Record<string, unknown>, msg: string) => logs.push({ obj, msg }) } as unknown as ClaimLoopOptions<Item>['logger'];
+  const push = (obj: Record<string, unknown>, msg: string) => logs.push({ obj, msg });
+  const logger = { error: push, warn: push, info: push } as unknown as ClaimLoopOptions<Item>['logger'];
   const loop = new ClaimLoop<Item>({
     label: 'items',
     logger,
@@ -158,13 +159,15 @@ describe('claim loop', () => {
     await waitFor('found by the poll', () => h.started.includes('found'));
   });
 
-  it('a failing claim is logged and the next wake-up claims again; a failing item frees its slot', async () => {
+  it('a failing claim pauses the loop with backoff (logged once), resumes by itself; a failing item frees its slot', async () => {
     let fail = true;
+    let tries = 0;
     const h = track(
       harness({
         limit: () => 1,
         async claim(n) {
-          if (fail) throw new Error('database is locked');
+          tries++;
+          if (fail) throw Object.assign(new Error('database is locked'), { code: 'store_unavailable' });
           return n > 0 ? [{ id: 'x' }] : [];
         },
         async work(item) {
@@ -176,10 +179,19 @@ describe('claim loop', () => {
       }),
     );
     h.loop.notify();
-    await waitFor('the claim failure logged', () => h.logs.some((l) => l.msg === 'claiming items failed'));
+    const paused = 'claiming items failed: paused, retrying with backoff (logged once until it works again)';
+    await waitFor('the claim failure logged', () => h.logs.some((l) => l.msg === paused));
     assert.equal(h.logs[0]?.obj.err, 'database is locked');
+    assert.equal(h.logs[0]?.obj.code, 'store_unavailable');
+    // Paused: wake-ups meanwhile do not claim (no spinning against a store that is down).
+    for (let i = 0; i < 100; i++) h.loop.notify();
+    assert.equal(tries, 1);
     fail = false;
-    h.loop.notify();
+    // The backoff's first wait is 0.5–1 s: the loop resumes by itself, without another wake-up.
+    await waitFor('claiming resumed', () => h.logs.some((l) => l.msg === 'claiming items works again: resumed'), 3000);
+    const resumedAt = h.logs.findIndex((l) => l.msg === 'claiming items works again: resumed');
+    assert.equal(h.logs.slice(0, resumedAt).filter((l) => l.msg === paused).length, 1, 'logged once per outage');
+    assert.ok(tries >= 2);
     await waitFor('the work failure logged', () => h.logs.some((l) => l.msg === 'working on items failed'));
     assert.deepEqual(h.logs.find((l) => l.msg === 'working on items failed')?.obj, { id: 'x', err: 'boom' });
     await waitFor('the slot freed', () => h.loop.size === 0);
