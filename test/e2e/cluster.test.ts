@@ -254,17 +254,19 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     const c = await cluster({
       nodes: 3,
       model: async (call) => {
-        if (call.heartbeat) await delay(300);
+        if (call.heartbeat) await delay(150);
         return 'HEARTBEAT_OK';
       },
     });
     const texts: string[] = [];
-    for (let round = 0; round < 10; round++) {
+    // Each round reaches the three nodes at once, so all three want the main session's heartbeat at once; rounds are
+    // spaced so that many heartbeats happen (wakes within 250 ms coalesce into one).
+    for (let round = 0; round < 12; round++) {
       const batch = c.nodes.map((_, n) => `cluster wake r${round} n${n} ${Math.random().toString(36).slice(2, 8)}`);
       texts.push(...batch);
       const answers = await Promise.all(c.nodes.map((hg, n) => hg.post('/hooks/wake', { text: batch[n], mode: 'now' })));
       for (const a of answers) assert.equal(a.status, 200, a.text);
-      await delay(150);
+      await delay(500);
     }
     const beats = () => c.models.flatMap((m, node) => m.calls.filter((x) => x.heartbeat).map((call) => ({ node, call })));
     await waitFor('every wake in a heartbeat', () => texts.every((x) => beats().some((b) => b.call.lastUser.includes(x))), { timeoutMs: 60_000, intervalMs: 100 });
