@@ -2,6 +2,7 @@
 // npm run bench: the ingress against a bare node:http server, in the same run, same machine, same load.
 // Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
 // BENCH_WRITER (inline | thread: storage.writer).
+// `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,18 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { pipelineBench } from './pipeline.mjs';
+import { storesBench } from './stores.mjs';
+
+const storeArg = process.argv.indexOf('--store');
+if (storeArg !== -1) {
+  const store = process.argv[storeArg + 1];
+  if (store !== 'postgres' && store !== 'sqlite') {
+    console.error('usage: npm run bench -- --store postgres|sqlite');
+    process.exit(1);
+  }
+  process.stdout.write(`${await storesBench(store === 'sqlite' ? ['sqlite'] : ['sqlite', 'postgres'])}\n`);
+  process.exit(0);
+}
 
 const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);

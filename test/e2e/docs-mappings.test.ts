@@ -18,9 +18,10 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import JSON5 from 'json5';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite.js';
 import { request, ROOT, startHookgate } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
+import { openStoreAt } from '../support/runtime-kit.js';
 
 const DOC = join(ROOT, 'docs/mappings.md');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -218,7 +219,7 @@ describe('docs/mappings.md worked examples', () => {
             last = r.body ?? undefined;
             sent = undefined;
           } else {
-            const store = new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
+            const store = openStoreAt(dir);
             try {
               if (step.kind === 'event') {
                 const main = await store.getSession('main');

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { SqliteStore } from '../../src/store/sqlite.js';
 import { storedEvents } from '../support/db.js';
 import { startHookgate } from '../support/server.js';
+import { openServerStore } from '../support/runtime-kit.js';
 
 describe('durability', () => {
   it('kill -9 during a burst loses no accepted wake or agent run', async () => {
@@ -41,7 +41,7 @@ describe('durability', () => {
       assert.equal(refused, 0);
       assert.ok(accepted.length >= 600, `accepted ${accepted.length}`);
 
-      const store = new SqliteStore({ path: join(hg.dir, 'data/hookgate.db'), writer: 'inline' });
+      const store = openServerStore(hg);
       try {
         const runs = new Map((await store.listRuns({ limit: 10_000 })).map((r) => [r.id, r]));
         // Pending or already fed to a heartbeat: either way it must be there.

@@ -6,14 +6,15 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite.js';
 import { storedEvents } from '../support/db.js';
 import { type Hookgate, request, startHookgate, TOKEN } from '../support/server.js';
+import { openServerStore } from '../support/runtime-kit.js';
 
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 function openStore(hg: Hookgate): SqliteStore {
-  return new SqliteStore({ path: join(hg.dir, 'data/hookgate.db'), writer: 'inline' });
+  return openServerStore(hg);
 }
 
 /** Raw HTTP over a socket: what fetch cannot do (lying Content-Length, slow bodies). Resolves with the status line and body. */

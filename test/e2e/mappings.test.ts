@@ -8,9 +8,10 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, startHookgate, TOKEN } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
+import { openStoreAt } from '../support/runtime-kit.js';
 
 const GITHUB_SECRET = "It's a Secret to Everybody";
 const STRIPE_SECRET = 'whsec_test_stripe_0123456789';
@@ -36,7 +37,7 @@ describe('mapped hooks (real process)', () => {
     request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...client(), ...headers } });
 
   const withStore = async <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => {
-    const store = new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
+    const store = openStoreAt(dir);
     try {
       return await fn(store);
     } finally {

@@ -50,7 +50,7 @@ async function startOnTmpfs(): Promise<{ skip: string } | { hg: Hookgate; data: 
   const data = join(dir, 'data');
   const fs = mountTmpfs(data, 4);
   if (fs.skip) return { skip: fs.skip };
-  const hg = await startHookgate({ dir, config: { logging: { level: 'info' } } });
+  const hg = await startHookgate({ store: 'sqlite', dir, config: { logging: { level: 'info' } } });
   assert.equal((await hg.post('/hooks/wake', { text: 'before', mode: 'next-heartbeat' })).status, 200);
   return { hg, data, fs };
 }
@@ -114,7 +114,7 @@ describe('store faults', { timeout: 120_000 }, () => {
   });
 
   it('a store deleted under load: an error logged once, every answer after it is 503', async () => {
-    const hg = await startHookgate({ config: { logging: { level: 'info' } } });
+    const hg = await startHookgate({ store: 'sqlite', config: { logging: { level: 'info' } } });
     try {
       const db = join(hg.dir, 'data/hookgate.db');
       let deletedAt = -1;
@@ -140,7 +140,7 @@ describe('store faults', { timeout: 120_000 }, () => {
   it('an immutable store file (chattr +i) is refused at start with a message, not killed by SIGBUS', async (t) => {
     const cap = immutableCapable();
     if (cap.skip) return t.skip(cap.skip);
-    const hg = await startHookgate({ dir: cap.dir!, config: { logging: { level: 'info' } } });
+    const hg = await startHookgate({ store: 'sqlite', dir: cap.dir!, config: { logging: { level: 'info' } } });
     const db = join(hg.dir, 'data/hookgate.db');
     try {
       assert.equal((await hg.post('/hooks/wake', { text: 'x', mode: 'next-heartbeat' })).status, 200);

@@ -16,7 +16,7 @@ const BOUND = 64 * 1024 * 1024;
 
 describe('WAL bound (slow: 60 s of load)', { timeout: 120_000 }, () => {
   it(`${CLIENTS} closed-loop clients for ${SECONDS} s keep the WAL at most 64 MB, every answer 200`, async () => {
-    const hg = await startHookgate({ config: { logging: { level: 'info' } } });
+    const hg = await startHookgate({ store: 'sqlite', config: { logging: { level: 'info' } } }) // SQLite-specific: the WAL file;
     try {
       const wal = join(hg.dir, 'data/hookgate.db-wal');
       let peak = 0;

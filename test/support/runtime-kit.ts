@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { openStore } from '../../src/store/open.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { Run } from '../../src/store/types.js';
-import { type Hookgate, runCli, startHookgate } from './server.js';
+import type { Run, Store } from '../../src/store/types.js';
+import { type Hookgate, runCli, type StartOptions, startHookgate, storageByDir } from './server.js';
 import { waitFor } from './wait.js';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.js';
 
@@ -22,13 +23,41 @@ export function webhookSecret(): string {
 export { waitFor };
 
 /** `startHookgate` with a config object, in a temp dir of its own (removed by `hg.cleanup()`, or when the file's tests end). */
-export function startServer(config: Record<string, unknown>): Promise<Hookgate> {
-  return startHookgate({ config });
+export function startServer(config: Record<string, unknown>, opts: Omit<StartOptions, 'config'> = {}): Promise<Hookgate> {
+  return startHookgate({ ...opts, config });
 }
 
-/** A second connection to the server's SQLite file, for reads (the server keeps writing through its own). */
+/**
+ * A second connection to the server's store, for reads (the server keeps writing through its own): its SQLite file,
+ * or under HOOKGATE_TEST_STORE=postgres its database through the PostgreSQL driver. Typed as the SQLite store so
+ * the tests need no change; on PostgreSQL only the Store interface's methods are there (each opens the driver's
+ * store on first use; a SQLite-only method is undefined there).
+ */
 export function openServerStore(hg: Hookgate): SqliteStore {
-  return new SqliteStore({ path: join(hg.dir, 'data/hookgate.db'), writer: 'inline' });
+  return openStoreAt(hg.dir);
+}
+
+/** `openServerStore` by the server's dir (`data/hookgate.db` in it, or its PostgreSQL database). */
+export function openStoreAt(dir: string): SqliteStore {
+  const storage = storageByDir.get(dir);
+  if (storage?.driver !== 'postgres') return new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
+  return lazyStore(openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto' }));
+}
+
+/** A Store whose methods wait for `opening`; `close` before any use closes it once opened. */
+function lazyStore(opening: Promise<Store>): SqliteStore {
+  opening.catch(() => undefined); // reported by the first call
+  return new Proxy({} as Record<string | symbol, unknown>, {
+    get(_, name) {
+      if (name === 'then') return undefined; // not a thenable
+      return async (...args: unknown[]) => {
+        const store = (await opening) as unknown as Record<string | symbol, (...a: unknown[]) => unknown>;
+        const fn = store[name];
+        if (typeof fn !== 'function') throw new Error(`openServerStore: ${String(name)} is not a method of the PostgreSQL store`);
+        return fn.apply(store, args);
+      };
+    },
+  }) as unknown as SqliteStore;
 }
 
 /** `hookgate <args> --config <the server's config>`, run from the server's directory. */

@@ -1,11 +1,18 @@
 /**
  * Starts the real hookgate process (the built CLI: `node dist/cli/main.js serve`) in a temp dir with a config,
  * for end-to-end tests. `npm test` builds dist first; to run one e2e file alone, `npm run build` before.
+ *
+ * The store: SQLite at `<dir>/data/hookgate.db` by default. `HOOKGATE_TEST_STORE=postgres` gives every server
+ * started here a fresh PostgreSQL database instead (test/support/pg-database.ts; dropped by `cleanup()`), except a
+ * server whose test is SQLite-specific: one started with `store: 'sqlite'` (the test reads the SQLite file, or tests
+ * WAL, file faults or file modes), one whose config names its own `storage`, and one with a raw-text config. A
+ * server can also be put on a given database (`database`, e.g. a cluster's shared one; not dropped by `cleanup()`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { createTestDatabase, type TestDatabase } from './pg-database.js';
 import { removeDir, tempDir } from './temp-dir.js';
 import { TOKEN } from './token.js';
 
@@ -13,10 +20,28 @@ export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'dist/cli/main.js');
 export { TOKEN };
 
+/** The store a test server is on. */
+export type TestStorage = { driver: 'sqlite'; path: string } | { driver: 'postgres'; url: string; db: TestDatabase };
+
+/** The store of each server started here, by its dir (test/support/db.ts and runtime-kit.ts look it up). */
+export const storageByDir = new Map<string, TestStorage>();
+
+/** The store `HOOKGATE_TEST_STORE` asks for: `postgres`, or `sqlite` (the default). */
+export function testStoreKind(): 'sqlite' | 'postgres' {
+  const v = (process.env.HOOKGATE_TEST_STORE ?? '').trim().toLowerCase();
+  if (v === '' || v === 'sqlite') return 'sqlite';
+  if (v === 'postgres' || v === 'postgresql' || v === 'pg') return 'postgres';
+  throw new Error(`HOOKGATE_TEST_STORE=${v}: expected sqlite or postgres`);
+}
+
+/** True when the suite runs on PostgreSQL: a SQLite-specific test skips itself with this as the reason. */
+export const onPostgres = (): string | false => (testStoreKind() === 'postgres' ? 'SQLite-specific (HOOKGATE_TEST_STORE=postgres)' : false);
+
 export interface Hookgate {
   url: string;
   dir: string;
   configFile: string;
+  storage: TestStorage;
   proc: ChildProcess;
   /** Every stdout/stderr line so far (JSON log lines are parsed into `logs`). */
   lines: string[];
@@ -38,9 +63,27 @@ export interface HttpResult {
 }
 
 /** A config object (merged over a minimal base) or raw JSON5 text. */
-export async function startHookgate(opts: { config?: Record<string, unknown> | string; env?: Record<string, string>; dir?: string } = {}): Promise<Hookgate> {
+export interface StartOptions {
+  config?: Record<string, unknown> | string;
+  env?: Record<string, string>;
+  dir?: string;
+  /** 'sqlite': this server keeps SQLite even under HOOKGATE_TEST_STORE=postgres (a SQLite-specific test). */
+  store?: 'sqlite' | 'postgres';
+  /** Run on this PostgreSQL database (made by the caller, who drops it). */
+  database?: TestDatabase;
+}
+
+export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> {
   const dir = opts.dir ?? tempDir('hookgate-e2e-');
   const configFile = join(dir, 'hookgate.json5');
+  const ownsStorage = typeof opts.config === 'string' || (opts.config !== undefined && 'storage' in opts.config);
+  const wantsPostgres = opts.database !== undefined || (!ownsStorage && (opts.store ?? testStoreKind()) === 'postgres');
+  let storage: TestStorage = { driver: 'sqlite', path: join(dir, 'data/hookgate.db') };
+  let ownDb: TestDatabase | undefined;
+  if (wantsPostgres) {
+    const db = opts.database ?? (ownDb = await createTestDatabase());
+    storage = { driver: 'postgres', url: db.url, db };
+  }
   const text =
     typeof opts.config === 'string'
       ? opts.config
@@ -48,7 +91,7 @@ export async function startHookgate(opts: { config?: Record<string, unknown> | s
           deepMerge(
             {
               gateway: { port: 0 },
-              storage: { driver: 'sqlite', path: './data/hookgate.db' },
+              storage: storage.driver === 'postgres' ? { driver: 'postgres', url: storage.url, poolSize: 5 } : { driver: 'sqlite', path: './data/hookgate.db' },
               hooks: { enabled: true, token: TOKEN },
               logging: { level: 'debug' },
             },
@@ -58,11 +101,13 @@ export async function startHookgate(opts: { config?: Record<string, unknown> | s
           2,
         );
   writeFileSync(configFile, text);
+  storageByDir.set(dir, storage);
 
   const hg = {
     url: '',
     dir,
     configFile,
+    storage,
     proc: undefined as unknown as ChildProcess,
     lines: [] as string[],
     logs: [] as Array<Record<string, unknown>>,
@@ -99,6 +144,12 @@ export async function startHookgate(opts: { config?: Record<string, unknown> | s
       throw err;
     }
   };
+  /** The first start failed: nothing of it is kept (its database, its dir). */
+  const cleanUpFailedStart = async (err: unknown) => {
+    await ownDb?.drop().catch(() => undefined);
+    if (!opts.dir) removeDir(dir);
+    throw err;
+  };
 
   hg.waitForLog = (pred, timeoutMs = 5000) =>
     new Promise((resolve, reject) => {
@@ -130,10 +181,16 @@ export async function startHookgate(opts: { config?: Record<string, unknown> | s
     await launch();
   };
   hg.cleanup = async () => {
-    if (hg.proc.exitCode === null && hg.proc.signalCode === null) await hg.stop();
+    if (hg.proc.exitCode === null && hg.proc.signalCode === null) {
+      // Bounded: a server that does not stop (its store gone) must not hang the test's clean-up.
+      const killer = setTimeout(() => hg.proc.kill('SIGKILL'), 20_000);
+      await hg.stop();
+      clearTimeout(killer);
+    }
     if (!opts.dir) removeDir(dir);
+    await ownDb?.drop();
   };
-  await launch();
+  await launch().catch(cleanUpFailedStart);
   return hg;
 }
 
