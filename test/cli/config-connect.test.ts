@@ -12,24 +12,12 @@ import pg from 'pg';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { runCli } from '../support/server.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
+import { PG_URL, postgresSkipReason } from '../support/postgres.js';
 
-const SERVER = process.env.HOOKGATE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SERVER = PG_URL;
 const PASSWORD = 'hunter2-not-needed';
 
-async function postgresAvailable(): Promise<string | undefined> {
-  const c = new pg.Client({ connectionString: SERVER, connectionTimeoutMillis: 2000 });
-  c.on('error', () => {});
-  try {
-    await c.connect();
-    return undefined;
-  } catch (err) {
-    return `PostgreSQL not reachable at ${SERVER} (${(err as Error).message})`;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-const skip = await postgresAvailable();
-if (skip && process.env.HOOKGATE_REQUIRE_SERVICES === '1') throw new Error(`HOOKGATE_REQUIRE_SERVICES=1: ${skip}`);
+const skip = await postgresSkipReason();
 
 /** A port nothing listens on: bound, then closed. */
 async function closedPort(): Promise<number> {

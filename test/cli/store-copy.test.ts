@@ -18,26 +18,13 @@ import type { AcceptResult, Store } from '../../src/store/types.js';
 import { runCli } from '../support/server.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { claim, command, completion, delivery, event, message, received, run } from '../store/contract.js';
+import { PG_URL, postgresSkipReason } from '../support/postgres.js';
 
-const SERVER = process.env.HOOKGATE_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SERVER = PG_URL;
 const PASSWORD = 'hunter2-not-needed'; // trust auth ignores it; it must never be printed
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
-async function postgresAvailable(): Promise<string | undefined> {
-  const c = new pg.Client({ connectionString: SERVER, connectionTimeoutMillis: 2000 });
-  c.on('error', () => {});
-  try {
-    await c.connect();
-    return undefined;
-  } catch (err) {
-    return `PostgreSQL not reachable at ${SERVER} (${(err as Error).message})`;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
-const skip = await postgresAvailable();
-if (skip && process.env.HOOKGATE_REQUIRE_SERVICES === '1') throw new Error(`HOOKGATE_REQUIRE_SERVICES=1: ${skip}`);
+const skip = await postgresSkipReason();
 
 /** A URL to a schema of its own (search_path), with a password that must never be shown. */
 function schemaUrl(schema: string): string {

@@ -1,25 +1,14 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { addressBucket } from '../../src/ingress/client-ip.js';
 import { AuthFailureLimiter } from '../../src/ingress/limiter.js';
 import { type LockoutStore, shareLockouts } from '../../src/ingress/lockout-sync.js';
-import { createLogger } from '../../src/log.js';
 import type { ClusterNotice } from '../../src/store/types.js';
 import { waitFor } from '../support/wait.js';
+import { captureLogger } from '../support/log-capture.js';
 
 const LIMITS = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 300, maxTrackedClients: 100 };
 
-function logger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _e, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger('info', { pretty: false, destination }) };
-}
 
 /** The cluster's lockouts: one table and one notice bus for every node's store. */
 function cluster() {
@@ -50,7 +39,7 @@ describe('auth-failure lockouts across nodes', () => {
     const c = cluster();
     const a = new AuthFailureLimiter(LIMITS);
     const b = new AuthFailureLimiter(LIMITS);
-    const stops = [shareLockouts(a, c.store(), logger().logger), shareLockouts(b, c.store(), logger().logger)];
+    const stops = [shareLockouts(a, c.store(), captureLogger().logger), shareLockouts(b, c.store(), captureLogger().logger)];
     const now = Date.now();
     assert.equal(a.fail('203.0.113.9', now), 0);
     assert.equal(a.fail('203.0.113.9', now), 0);
@@ -74,7 +63,7 @@ describe('auth-failure lockouts across nodes', () => {
     c.table.set(addressBucket('198.51.100.1'), now + 60_000);
     c.table.set(addressBucket('198.51.100.2'), now - 1); // over
     const b = new AuthFailureLimiter(LIMITS);
-    const stop = shareLockouts(b, c.store({ subscribe: () => () => {} }), logger().logger, { syncMs: 20 });
+    const stop = shareLockouts(b, c.store({ subscribe: () => () => {} }), captureLogger().logger, { syncMs: 20 });
     try {
       await waitFor('the start sync', () => b.retryAfter('198.51.100.1', Date.now()) > 0);
       assert.equal(b.retryAfter('198.51.100.2', Date.now()), 0);
@@ -99,7 +88,7 @@ describe('auth-failure lockouts across nodes', () => {
   });
 
   it('a store that fails is logged (rate-limited), never thrown; a single-process store shares nothing', async () => {
-    const { lines, logger: log } = logger();
+    const { lines, logger: log } = captureLogger();
     const failing = cluster().store({
       shareLockout: () => Promise.reject(Object.assign(new Error('connection lost'), { code: 'store_unavailable' })),
       activeLockouts: () => Promise.reject(Object.assign(new Error('connection lost'), { code: 'store_unavailable' })),

@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogger } from '../../src/log.js';
 import { startNodeRegistry } from '../../src/runtime/node-registry.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { NodeInfo } from '../../src/store/types.js';
 import { VERSION } from '../../src/version.js';
 import { waitFor } from '../support/wait.js';
+import { captureLogger } from '../support/log-capture.js';
 
-function logger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _e, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: createLogger('info', { pretty: false, destination }) };
-}
 
 const NODE = { id: 'host-a:123:abcd1234', host: 'host-a', pid: 123, version: VERSION, url: 'http://127.0.0.1:8787', startedAt: Date.now() };
 
@@ -25,7 +14,7 @@ describe('node registry', () => {
   it('registers at start, refreshes lastSeenAt, removes the row at a clean stop', async () => {
     const store = new SqliteStore({ path: ':memory:', writer: 'inline' });
     try {
-      const reg = startNodeRegistry({ store, logger: logger().logger, node: NODE, refreshMs: 20 });
+      const reg = startNodeRegistry({ store, logger: captureLogger().logger, node: NODE, refreshMs: 20 });
       await waitFor('registered', async () => (await store.listNodes()).length === 1);
       const first = (await store.listNodes())[0]!;
       assert.deepEqual({ ...first, lastSeenAt: 0 }, { ...NODE, lastSeenAt: 0 });
@@ -40,7 +29,7 @@ describe('node registry', () => {
   });
 
   it('a failing store is logged once per outage and retried at the next tick; it never throws', async () => {
-    const { lines, logger: log } = logger();
+    const { lines, logger: log } = captureLogger();
     let down = true;
     const rows: NodeInfo[] = [];
     const store = {

@@ -6,9 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { PG_ADMIN_URL, skipWithoutPostgres } from './pg-database.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres.js';
 
-export const PG_URL = process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+/** The test server (pg-database.ts's admin URL: one home for it). */
+export const PG_URL = PG_ADMIN_URL;
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
@@ -21,18 +23,13 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Why the PostgreSQL tests must be skipped, or undefined when the server answers. */
+/**
+ * Why the PostgreSQL tests must be skipped, or undefined when the server answers (pg-database.ts checks, once per
+ * process); with HOOKGATE_REQUIRE_SERVICES=1 a missing server throws instead.
+ */
 export async function postgresSkipReason(): Promise<string | undefined> {
-  try {
-    await admin((c) => c.query('SELECT 1'));
-    return undefined;
-  } catch (err) {
-    const url = new URL(PG_URL);
-    url.password = url.password ? '***' : '';
-    const why = `PostgreSQL at ${url} does not answer (${(err as Error).message}); set HOOKGATE_TEST_PG_URL or start it`;
-    if (process.env.HOOKGATE_REQUIRE_SERVICES === '1') throw new Error(`HOOKGATE_REQUIRE_SERVICES=1 but ${why}`);
-    return `${why}; skipping the PostgreSQL tests`;
-  }
+  const why = await skipWithoutPostgres(PG_URL);
+  return why ? `${why}; set HOOKGATE_TEST_PG_URL or start it; skipping the PostgreSQL tests` : undefined;
 }
 
 /** A fresh, empty schema; `drop` removes it with everything in it. */
