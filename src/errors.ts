@@ -74,6 +74,11 @@ export type StoreCopyErrorCode =
   | 'copy_destination_invalid' // --to is not a PostgreSQL URL
   | 'copy_destination_schema' // a source table or column has no counterpart in the PostgreSQL schema
   | 'copy_destination_conflict'; // the destination holds other records under the same keys
+/** Codes of the admin listener (src/admin) besides the ingress's `unauthorized`, `not_found` and `unavailable`. */
+export type AdminErrorCode =
+  | 'invalid_query' // a query parameter (or cursor) the endpoint cannot use: the message names it
+  | 'not_retryable'; // retry asked of a run or delivery that is not failed / dead-lettered
+
 /** The runtime gave work up (src/runtime). */
 export type RuntimeErrorCode =
   | 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
@@ -89,6 +94,7 @@ export type ErrorCode =
   | MappingFailureCode
   | CliErrorCode
   | StoreCopyErrorCode
+  | AdminErrorCode
   | RuntimeErrorCode
   | 'config_invalid'
   | 'store_unavailable';

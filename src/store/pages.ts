@@ -1,0 +1,69 @@
+/**
+ * What the admin listener reads (CONTRACT.md §7): cursor-paged lists, newest first, and the figures of the queues.
+ * A cursor is opaque to callers (the driver encodes the last row's sort key); a bad one is the caller's error.
+ */
+import type { DeliveryState, RunState } from '../enums.js';
+import type { Delivery, ReceivedHook, Run } from './types.js';
+
+export interface Page<T> {
+  items: T[];
+  /** Pass back as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface PageQuery {
+  /** 1..200. */
+  limit: number;
+  cursor?: string;
+}
+
+export interface RunPageQuery extends PageQuery {
+  state?: RunState;
+  sessionKey?: string;
+}
+
+export interface DeliveryPageQuery extends PageQuery {
+  state?: DeliveryState;
+  channel?: string;
+}
+
+export interface ReceivedPageQuery extends PageQuery {
+  /** `accepted`: status < 400; `rejected`: status ≥ 400 (refusal counts included). */
+  outcome?: 'accepted' | 'rejected';
+  /** Records whose path is exactly this (a hook sub-path, `/hooks/wake`). */
+  path?: string;
+}
+
+/** A received record with the id it is paged by. */
+export interface ReceivedRecord extends ReceivedHook {
+  id: string;
+}
+
+/** How much work waits, read in one cheap query (metrics gauges, `hookgate status`, the dashboard's headline). */
+export interface QueueDepths {
+  runs: Record<RunState, number>;
+  /** Deliveries not yet sent (pending, including those waiting for a retry). */
+  outboxPending: number;
+  /** Dead-lettered deliveries. */
+  deliveriesDead: number;
+  /** System events not yet consumed by a heartbeat, all sessions. */
+  systemEventsPending: number;
+}
+
+/** Failures since a time (`hookgate status`, the dashboard's "failures in the last hour"). */
+export interface RecentFailures {
+  runsFailed: number;
+  deliveriesDead: number;
+  refused: number;
+}
+
+/** Thrown (as a HookgateError with code `invalid_query`) for a cursor this driver did not make. */
+export interface AdminStore {
+  pageRuns(q: RunPageQuery): Promise<Page<Run>>;
+  pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>>;
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>>;
+  queueDepths(): Promise<QueueDepths>;
+  failuresSince(since: number): Promise<RecentFailures>;
+  /** A small write that proves the store commits (`/readyz`); throws when it cannot. */
+  probeWrite(now: number): Promise<void>;
+}
