@@ -130,10 +130,11 @@ export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> 
     };
     createInterface({ input: proc.stdout! }).on('line', onLine);
     createInterface({ input: proc.stderr! }).on('line', onLine);
-    // The "listening" line is logged at info: configs given to this harness must not set a higher level.
+    // The "listening" line is logged at info: configs given to this harness must not set a higher level. 30 s: three
+    // nodes starting together on a loaded 2-core CI machine took over 10 s to migrate and listen.
     try {
       const listening = await Promise.race([
-        hg.waitForLog((l) => l.msg === 'hookgate listening', 10_000),
+        hg.waitForLog((l) => l.msg === 'hookgate listening', 30_000),
         new Promise<never>((_, reject) =>
           proc.once('exit', (code) => reject(new Error(`hookgate exited with ${code} before listening:\n${hg.lines.join('\n')}`))),
         ),
