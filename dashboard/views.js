@@ -62,12 +62,12 @@ function runRow(r) {
   const button = el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${r.id}`, onclick: () => openRun(r.id, button) }, shortId(r.id));
   const tr = el(
     'tr',
-    { 'data-run': r.id },
-    el('td', { class: 'c-time' }, timeEl(r.createdAt ?? r.at)),
-    el('td', { class: 'c-state' }, badge(r.state, r.state.replace('_', ' '))),
-    el('td', { class: 'c-hook' }, hookOf(r)),
-    el('td', { class: 'c-session' }, r.sessionKey ?? ''),
-    el('td', { class: 'c-id' }, button),
+    { 'data-run': r.id, role: 'row' },
+    el('td', { class: 'c-time', role: 'cell' }, timeEl(r.createdAt ?? r.at)),
+    el('td', { class: 'c-state', role: 'cell' }, badge(r.state, r.state.replace('_', ' '))),
+    el('td', { class: 'c-hook', role: 'cell' }, hookOf(r)),
+    el('td', { class: 'c-session', role: 'cell' }, r.sessionKey ?? ''),
+    el('td', { class: 'c-id', role: 'cell' }, button),
   );
   if (r.error) tr.title = r.error;
   return tr;
