@@ -19,7 +19,8 @@ function receivedItem(r) {
   const ids = [...(r.runIds ?? []).map((id) => `run ${shortId(id)}`), ...(r.eventIds ?? []).map((id) => `event ${shortId(id)}`)];
   return el(
     'li',
-    { class: `recv ${ok ? 'ok' : 'refused'}` },
+    // The full ids, for finding a request's line (tests, the browser's find); the text shows short ones.
+    { class: `recv ${ok ? 'ok' : 'refused'}`, 'data-ids': [...(r.eventIds ?? []), ...(r.runIds ?? [])].join(' ') },
     timeEl(r.at),
     badge(ok ? 'ok' : 'refused', String(r.status)),
     el('span', { class: 'path' }, r.path),
