@@ -13,7 +13,7 @@ let rateTimer = null;
 
 // ---- signing in and out ----------------------------------------------------------------------------------------
 
-function showLogin(message = '') {
+function showLogin(message = '', moveFocus = false) {
   feed?.stop();
   feed = null;
   clearInterval(rateTimer);
@@ -24,7 +24,9 @@ function showLogin(message = '') {
   $('login').hidden = false;
   $('token-error').textContent = message;
   $('token').setAttribute('aria-invalid', message ? 'true' : 'false');
-  $('token').focus();
+  // Focus moves to the field only when the page took it elsewhere (signed out, token refused); on a fresh load the
+  // page starts at the top, where Tab leads to the skip link and then the field.
+  if (message || moveFocus) $('token').focus();
 }
 
 async function signIn(ev) {
@@ -72,7 +74,7 @@ function refused() {
 
 function signOut() {
   token.clear();
-  showLogin();
+  showLogin('', true);
 }
 
 // ---- the live page ---------------------------------------------------------------------------------------------
