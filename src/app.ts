@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { createObservability, type Observability } from './admin/observe.js';
 import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
@@ -14,6 +15,7 @@ import { type NodeRegistration, startNodeRegistry } from './runtime/node-registr
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
+import type { AdminStore } from './store/pages.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
 
@@ -33,6 +35,8 @@ export interface App {
   /** For a look at the record; the app itself writes (ingress, runtime) and closes it. */
   readonly store: ReadStore;
   readonly logger: Logger;
+  /** The live feed's bus and the metrics (the admin listener serves their routes: `observability.routes()`). */
+  readonly observability: Observability;
   config(): Config;
   /** Re-read the config; an invalid file is logged and the old config stays. Resolves to whether it applied. */
   reload(): Promise<boolean>;
@@ -55,7 +59,10 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
   if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const obs = createObservability({ logger, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
   const store = await openStore(first.storage, (p) => configPath(first, p), {
+    onCommit: obs.onCommit,
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
@@ -63,8 +70,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   await recoverLeases(store, logger);
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
-  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current });
+  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs.feed });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });
   routes.prepare(state.ctx);
@@ -73,7 +79,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes });
+  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes, feed: obs.feed });
+  obs.attach({ store, depths: () => queueDepths(store), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
@@ -82,9 +89,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
-  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts());
+  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
   const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
-  return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+  return { url: listener.url, port: listener.port, store, logger, observability: obs, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+}
+
+/** The queue gauges' source (AdminStore.queueDepths, on both drivers once the admin API's store reads are in). */
+function queueDepths(store: Store): ReturnType<AdminStore['queueDepths']> {
+  const read = (store as Partial<AdminStore>).queueDepths;
+  return read ? read.call(store) : Promise.reject(new Error('this store has no queueDepths yet'));
 }
 
 /**

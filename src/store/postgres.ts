@@ -18,7 +18,7 @@ import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
-import { noticeChannel, PgListener } from './postgres-notices.js';
+import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgReads } from './postgres-reads.js';
 import { rowToNode } from './postgres-rows.js';
 import { PgWrites } from './postgres-writes.js';
@@ -30,6 +30,8 @@ export interface PostgresStoreOptions extends PgConnectOptions {
   poolSize?: number;
   /** A degraded but working store (an idle connection dropped, notices reconnecting); the service logs it. */
   onWarning?: (message: string) => void;
+  /** Told how long each group commit of the accept path took (metrics). */
+  onCommit?: (ms: number, ops: number) => void;
 }
 
 /** The Store methods served as they are by the writes (postgres-writes.ts) and reads (postgres-reads.ts). */
@@ -88,7 +90,7 @@ export class PostgresStore implements Store {
     /** The LISTEN/NOTIFY channel of this store's schema. */
     readonly channel: string,
   ) {
-    this.acceptPath = new PgAcceptPath(db, channel);
+    this.acceptPath = new PgAcceptPath(db, channel, opts.onCommit);
     this.writes = new PgWrites(db, channel);
     this.reads = new PgReads(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
@@ -156,6 +158,12 @@ export class PostgresStore implements Store {
   async listNodes(): Promise<NodeInfo[]> {
     const { rows } = await this.db.query('SELECT * FROM nodes ORDER BY last_seen_at DESC, id');
     return rows.map(rowToNode);
+  }
+
+  /** One NOTIFY carrying a batch of feed events (the caller keeps it under FEED_NOTICE_MAX_BYTES). */
+  async publishFeed(node: string, events: readonly string[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db.query('SELECT pg_notify($1, $2)', [this.channel, feedNoticePayload(node, events)]);
   }
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {

@@ -32,6 +32,8 @@ export interface SqliteStoreOptions {
   onWarning?: (message: string) => void;
   /** Told once when the store stops accepting writes for good (its file was deleted); the service logs it as an error. */
   onError?: (message: string) => void;
+  /** Told how long each group commit took (metrics). */
+  onCommit?: (ms: number, ops: number) => void;
 }
 
 /** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
@@ -75,7 +77,7 @@ export class SqliteStore implements Store {
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
-    this.writes = new GroupCommit((ops) => this.commit(ops));
+    this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit);
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
@@ -200,6 +202,9 @@ export class SqliteStore implements Store {
   }
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
     return this.cluster.subscribe(listener);
+  }
+  publishFeed(node: string, events: readonly string[]): Promise<void> {
+    return this.cluster.publishFeed(node, events);
   }
   async listNodes(): Promise<NodeInfo[]> {
     return (this.db.prepare('SELECT * FROM nodes ORDER BY last_seen_at DESC').all() as Row[]).map(rowToNode);
