@@ -125,6 +125,9 @@ function onEvent(type, e) {
   } else if (type === 'heartbeat') {
     reloadPending();
   }
+  // `reset` (the server could not resume from our Last-Event-ID) needs nothing more: it comes right after a
+  // (re)connection, on which the lists were reloaded anyway.
+
   reloadFigures();
 }
 
