@@ -11,8 +11,8 @@ import { RunWorker } from './run-worker.js';
 const DEFAULT_STOP_GRACE_MS = 5000;
 
 export interface Runtime {
-  /** What the ingress calls after a commit. */
-  signals: RuntimeSignals;
+  /** What the ingress calls after a commit; `deliveriesQueued` is the admin API's (a dead delivery retried). */
+  signals: RuntimeSignals & { deliveriesQueued(): void };
   /** What the ingress waits on for `waitForCompletion`. */
   completions: RunCompletions;
   /** Answer every held `waitForCompletion` request now (`pending`): the process is stopping. */
@@ -65,6 +65,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
       runsQueued: () => worker.notify(),
+      deliveriesQueued: () => outbox.notify(),
     },
     completions,
     releaseWaiters: () => completions.close(),
