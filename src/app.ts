@@ -18,6 +18,8 @@ import { openStore } from './store/open.js';
 import type { AdminStore } from './store/pages.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
+import { adminNotice, configTokens, startAdmin } from './admin/routes.js';
+import type { AdminListener } from './admin/server.js';
 
 export interface AppOptions {
   /** The config file; undefined → the embedded default. */
@@ -32,6 +34,8 @@ export interface AppOptions {
 export interface App {
   readonly url: string;
   readonly port: number;
+  /** The admin listener's URL (docs/admin.md); undefined when `admin.enabled` is false. */
+  readonly adminUrl: string | undefined;
   /** For a look at the record; the app itself writes (ingress, runtime) and closes it. */
   readonly store: ReadStore;
   readonly logger: Logger;
@@ -50,14 +54,13 @@ export interface App {
   force(): void;
 }
 
-/** The service: store, one config generation at a time, runtime, hooks listener, config watcher and pruner. */
+/** The service: store, one config generation at a time, runtime, hooks listener, admin listener, config watcher and pruner. */
 export async function startApp(opts: AppOptions): Promise<App> {
   const env = opts.env ?? process.env;
   const { config: first, notice } = loadServeConfig(opts.configFile, opts.cwd ?? process.cwd(), env);
   if (notice) process.stderr.write(notice);
   const logger = opts.logger ?? createLogger(first.logging.level);
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
-  if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const obs = createObservability({ logger, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
@@ -83,15 +86,19 @@ export async function startApp(opts: AppOptions): Promise<App> {
   obs.attach({ store, depths: () => queueDepths(store), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
-  logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
+  const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
+    store, signals: runtime.signals, logger, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
+  });
+  if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
+  logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
   const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
-  const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
-  return { url: listener.url, port: listener.port, store, logger, observability: obs, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
+  return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, observability: obs, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
 /** The queue gauges' source (AdminStore.queueDepths, on both drivers once the admin API's store reads are in). */
@@ -112,6 +119,8 @@ async function recoverLeases(store: Store, logger: Logger): Promise<void> {
 
 interface StopParts {
   listener: Listener;
+  /** Closed first, with every connection (live feed streams too): operators reconnect to the next process. */
+  admin: AdminListener | undefined;
   /** This node's row in the node registry: removed once the work is drained, before the store closes. */
   registry: NodeRegistration;
   runtime: Runtime;
@@ -124,7 +133,7 @@ interface StopParts {
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -132,6 +141,7 @@ function stopper({ listener, runtime, generations, store, logger, registry, stop
       // First, before anything awaits: not one more run, delivery or heartbeat is claimed after the signal.
       runtime.stopClaiming();
       stopBackground();
+      const adminClosed = admin?.close();
       const started = Date.now();
       const graceSeconds = generations.current.config.gateway.stopGraceSeconds;
       const { runs, heartbeats, deliveries } = runtime.load();
@@ -149,6 +159,7 @@ function stopper({ listener, runtime, generations, store, logger, registry, stop
         clearTimeout(timer);
       }
       flushIngress();
+      await adminClosed;
       await registry.stop();
       await generations.dispose();
       await store.close();
