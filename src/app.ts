@@ -87,7 +87,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
-    store, signals: runtime.signals, logger, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
+    store, signals: runtime.signals, logger, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined, observability: obs,
   });
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');

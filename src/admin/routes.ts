@@ -6,7 +6,9 @@ import type { Config } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { Store } from '../store/types.js';
 import { type AdminSignals, apiRoutes } from './api.js';
+import { dashboardRoutes } from './dashboard.js';
 import { healthRoutes } from './health.js';
+import type { Observability } from './observe.js';
 import type { AdminRoute } from './route.js';
 import { type AdminListener, type AdminTokens, startAdminServer } from './server.js';
 
@@ -19,12 +21,16 @@ export interface AdminDeps {
   ingressListening(): boolean;
   /** Whether a config generation is loaded (`/readyz`). */
   configLoaded(): boolean;
+  /** The live feed and the metrics (`GET /api/v1/events`, `GET /metrics`). */
+  observability?: Pick<Observability, 'routes'>;
 }
 
 export function adminRoutes(deps: AdminDeps): AdminRoute[] {
   return [
     ...healthRoutes({ probeWrite: (now) => deps.store.probeWrite(now), ingressListening: deps.ingressListening, configLoaded: deps.configLoaded }),
     ...apiRoutes({ store: deps.store, signals: deps.signals }),
+    ...(deps.observability?.routes() ?? []),
+    ...dashboardRoutes(),
   ];
 }
 
