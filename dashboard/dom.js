@@ -46,10 +46,13 @@ export function timeEl(ms) {
   return el('time', { datetime: d.toISOString(), title: d.toISOString() }, text);
 }
 
-/** A short id for tables (the full one in the title and the detail view). */
+/**
+ * A short id for lists: the end of it. Ids are time-ordered (ULID-like), so ids made close together share their
+ * start and differ at the end. The full id is in the row's button label and the detail view.
+ */
 export function shortId(id) {
   const s = String(id ?? '');
-  return s.length > 14 ? `${s.slice(0, 6)}…${s.slice(-6)}` : s;
+  return s.length > 12 ? `…${s.slice(-8)}` : s;
 }
 
 /** A coloured state label; the word is always there, colour is only a second cue. */

@@ -1,7 +1,7 @@
 // The headline figures: requests/s (counted here from the feed's `received` events, with a one-minute sparkline)
 // and the queue depths and failures of the last hour (from GET /api/v1/overview when the server has it; otherwise
 // estimated from the lists, and the page says so).
-import { api, ApiError, qs } from './api.js';
+import { api, ApiError, qs, token } from './api.js';
 import { fill, svg } from './dom.js';
 
 const WINDOW_S = 60;
@@ -60,9 +60,13 @@ export async function loadFigures() {
   }
   const note = document.getElementById('overview-note');
   if (!f) {
-    f = await estimate();
+    // Without the overview endpoint: the queue gauges of /metrics (the store's own counts), failures from the lists.
+    const [gauges, lists] = await Promise.all([fromMetrics(), estimate()]);
+    f = { ...lists, ...(gauges ?? {}) };
     note.hidden = false;
-    note.textContent = 'Queue figures are counted from the first page of each list (this server has no /api/v1/overview); “200+” means at least.';
+    note.textContent = gauges
+      ? 'Failures in the last hour are counted from the first page of each list (this server has no /api/v1/overview).'
+      : 'Figures are counted from the first page of each list (this server has no /api/v1/overview); “200+” means at least.';
   } else note.hidden = true;
   const set = (id, v) => (document.getElementById(id).textContent = v ?? '–');
   set('f-queued', f.queued);
@@ -89,6 +93,33 @@ function normalise(body) {
   };
 }
 
+let metricsMissing = false;
+
+/** The queue gauges of GET /metrics (Prometheus text), summed over any extra labels (a cluster's node). */
+async function fromMetrics() {
+  if (metricsMissing) return null;
+  const res = await fetch('/metrics', { headers: { authorization: `Bearer ${token.get() ?? ''}` }, cache: 'no-store' });
+  if (!res.ok) {
+    if (res.status === 404) metricsMissing = true;
+    return null;
+  }
+  const sums = new Map();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^(hookgate_runs|hookgate_outbox_pending|hookgate_system_events_pending)(?:\{([^}]*)\})?\s+([0-9.eE+-]+)$/.exec(line);
+    if (!m) continue;
+    const state = /(?:^|,)state="([^"]*)"/.exec(m[2] ?? '')?.[1];
+    const key = state ? `${m[1]}:${state}` : m[1];
+    sums.set(key, (sums.get(key) ?? 0) + Number(m[3]));
+  }
+  if (!sums.has('hookgate_outbox_pending')) return null;
+  return {
+    queued: sums.get('hookgate_runs:queued') ?? 0,
+    running: sums.get('hookgate_runs:running') ?? 0,
+    outboxPending: sums.get('hookgate_outbox_pending'),
+    systemEventsPending: sums.get('hookgate_system_events_pending') ?? 0,
+  };
+}
+
 async function estimate() {
   const LIMIT = 200;
   const count = (page) => (page?.nextCursor ? `${LIMIT}+` : (page?.items?.length ?? 0));
@@ -102,7 +133,7 @@ async function estimate() {
     api(`/received${qs({ outcome: 'rejected', limit: LIMIT })}`),
     api('/sessions/main').catch(() => null),
   ]);
-  const recent = (items, key) => (items ?? []).filter((x) => (x[key] ?? x.updatedAt ?? 0) >= hourAgo);
+  const recent = (items, key) => (items ?? []).filter((x) => (x[key] ?? x.updatedAt ?? x.createdAt ?? 0) >= hourAgo);
   const failures =
     recent(failedRuns?.items, 'finishedAt').length +
     recent(dead?.items, 'updatedAt').length +

@@ -67,7 +67,7 @@ function runRow(r) {
     el('td', { class: 'c-time', role: 'cell' }, timeEl(r.createdAt ?? r.at)),
     el('td', { class: 'c-state', role: 'cell' }, badge(r.state, r.state.replace('_', ' '))),
     el('td', { class: 'c-hook', role: 'cell' }, hookOf(r)),
-    el('td', { class: 'c-session', role: 'cell' }, r.sessionKey ?? ''),
+    el('td', { class: 'c-session', role: 'cell', title: r.sessionKey ?? '' }, r.sessionKey ?? ''),
     el('td', { class: 'c-id', role: 'cell' }, button),
   );
   if (r.error) tr.title = r.error;
@@ -129,7 +129,9 @@ function renderDelivery(li, d) {
   const retry = dead
     ? el('button', { type: 'button', class: 'primary small', 'aria-label': `Retry delivery to ${d.channel} ${d.to}`, onclick: () => retryDelivery(d.id) }, 'Retry')
     : null;
-  const run = d.runId ? el('button', { type: 'button', class: 'link', onclick: (ev) => openRun(d.runId, ev.currentTarget) }, `run ${shortId(d.runId)}`) : 'heartbeat reply';
+  const run = d.runId
+    ? el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${d.runId}`, onclick: (ev) => openRun(d.runId, ev.currentTarget) }, `run ${shortId(d.runId)}`)
+    : 'heartbeat reply';
   fill(
     li,
     el(

@@ -205,7 +205,7 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     // Both attempts refused: the delivery is dead-lettered.
     receiver.script.push({ status: 500 }, { status: 500 });
     const runId = await postAgent(hg, { message: uniq('page the on-call'), channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-    const item = page.locator('#deliveries-list li', { has: page.getByRole('button', { name: `run ${runId.slice(0, 6)}…${runId.slice(-6)}` }) });
+    const item = page.locator('#deliveries-list li', { has: page.getByRole('button', { name: `Details of run ${runId}` }) });
     await item.waitFor({ timeout: 15_000 });
     await item.locator('.badge', { hasText: 'failed' }).waitFor();
     const before = receiver.received.length;
