@@ -15,7 +15,6 @@ import { type NodeRegistration, startNodeRegistry } from './runtime/node-registr
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
-import type { AdminStore } from './store/pages.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
 
@@ -80,7 +79,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     runtime.reconfigure();
   });
   const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes, feed: obs.feed });
-  obs.attach({ store, depths: () => queueDepths(store), lockouts: () => state.limiter.lockedCount(Date.now()) });
+  obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
@@ -92,12 +91,6 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
   const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
   return { url: listener.url, port: listener.port, store, logger, observability: obs, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
-}
-
-/** The queue gauges' source (AdminStore.queueDepths, on both drivers once the admin API's store reads are in). */
-function queueDepths(store: Store): ReturnType<AdminStore['queueDepths']> {
-  const read = (store as Partial<AdminStore>).queueDepths;
-  return read ? read.call(store) : Promise.reject(new Error('this store has no queueDepths yet'));
 }
 
 /**

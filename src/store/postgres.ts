@@ -11,7 +11,7 @@
  * ahead on larger batches, so pg stays (postgres.js did not clearly win).
  *
  * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts; the other writes
- * postgres-writes.ts; reads postgres-reads.ts; notices postgres-notices.ts; schema and migrations
+ * postgres-writes.ts; reads postgres-reads.ts (the admin listener's pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations
  * postgres-schema.ts, postgres-migrate.ts; connections postgres-connect.ts, postgres-db.ts.
  */
 import { PgAcceptPath } from './postgres-accept.js';
@@ -19,6 +19,7 @@ import type { PgConnectOptions } from './postgres-connect.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
+import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
 import { rowToNode } from './postgres-rows.js';
 import { PgWrites } from './postgres-writes.js';
@@ -43,8 +44,10 @@ const READ_METHODS = [
   'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',
   'getRoute', 'listDeliveries', 'getDelivery',
 ] as const satisfies readonly (keyof PgReads & keyof Store)[];
+const PAGE_METHODS = ['pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite'] as const satisfies readonly (keyof PgPages & keyof Store)[];
 // Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
-export interface PostgresStore extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]> {}
+export interface PostgresStore
+  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]>, Pick<PgPages, (typeof PAGE_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -60,7 +63,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads') => {
+    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages') => {
       for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
@@ -74,12 +77,14 @@ export class PostgresStore implements Store {
     };
     forward(WRITE_METHODS, 'writes');
     forward(READ_METHODS, 'reads');
+    forward(PAGE_METHODS, 'pages');
   }
 
   readonly shared = true;
   private readonly acceptPath: PgAcceptPath;
   private readonly writes: PgWrites;
   private readonly reads: PgReads;
+  private readonly pages: PgPages;
   private readonly listener: PgListener;
   private closed = false;
 
@@ -93,6 +98,7 @@ export class PostgresStore implements Store {
     this.acceptPath = new PgAcceptPath(db, channel, opts.onCommit);
     this.writes = new PgWrites(db, channel);
     this.reads = new PgReads(db);
+    this.pages = new PgPages(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
   }
 

@@ -9,6 +9,8 @@ import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
+import { SqlitePages } from './sqlite-pages.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import { startWorker } from './start-worker.js';
@@ -208,6 +210,27 @@ export class SqliteStore implements Store {
   }
   async listNodes(): Promise<NodeInfo[]> {
     return (this.db.prepare('SELECT * FROM nodes ORDER BY last_seen_at DESC').all() as Row[]).map(rowToNode);
+  }
+
+  // ——— the admin listener's reads (sqlite-pages.ts) ———
+  private pagesOf: SqlitePages | undefined;
+  private get pages(): SqlitePages {
+    return (this.pagesOf ??= new SqlitePages(this.db));
+  }
+  pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    return this.pages.pageRuns(q);
+  }
+  pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    return this.pages.pageDeliveries(q);
+  }
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return this.pages.pageReceived(q);
+  }
+  queueDepths(): Promise<QueueDepths> {
+    return this.pages.queueDepths();
+  }
+  failuresSince(since: number): Promise<RecentFailures> {
+    return this.pages.failuresSince(since);
   }
 
   async getRun(id: string): Promise<Run | undefined> {

@@ -10,6 +10,7 @@ export const MAIN_SESSION_KEY = 'main';
 import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
 import type { HttpErrorCode } from '../errors.js';
 import type { FeedEvent } from '../feed.js';
+import type { AdminStore } from './pages.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
 
@@ -446,4 +447,4 @@ export interface ClusterStore {
   publishFeed(node: string, events: readonly string[]): Promise<void>;
 }
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore {}
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, AdminStore {}
