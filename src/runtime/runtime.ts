@@ -12,8 +12,8 @@ import { RunWorker } from './run-worker.js';
 const DEFAULT_STOP_GRACE_MS = 5000;
 
 export interface Runtime {
-  /** What the ingress calls after a commit. */
-  signals: RuntimeSignals;
+  /** What the ingress calls after a commit; `deliveriesQueued` is the admin API's (a dead delivery retried). */
+  signals: RuntimeSignals & { deliveriesQueued(): void };
   /** What the ingress waits on for `waitForCompletion`. */
   completions: RunCompletions;
   /** Answer every held `waitForCompletion` request now (`pending`): the process is stopping. */
@@ -70,6 +70,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
         for (const run of runs ?? []) announce.run(run, 'queued');
         worker.notify();
       },
+      deliveriesQueued: () => outbox.notify(),
     },
     completions,
     releaseWaiters: () => completions.close(),
