@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createObservability, type Observability } from './admin/observe.js';
+import { createObservability } from './admin/observe.js';
 import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
@@ -15,7 +15,6 @@ import { type NodeRegistration, startNodeRegistry } from './runtime/node-registr
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
-import type { AdminStore } from './store/pages.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
 import { adminNotice, configTokens, startAdmin } from './admin/routes.js';
@@ -39,8 +38,6 @@ export interface App {
   /** For a look at the record; the app itself writes (ingress, runtime) and closes it. */
   readonly store: ReadStore;
   readonly logger: Logger;
-  /** The live feed's bus and the metrics (the admin listener serves their routes: `observability.routes()`). */
-  readonly observability: Observability;
   config(): Config;
   /** Re-read the config; an invalid file is logged and the old config stays. Resolves to whether it applied. */
   reload(): Promise<boolean>;
@@ -83,11 +80,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
     runtime.reconfigure();
   });
   const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes, feed: obs.feed });
-  obs.attach({ store, depths: () => queueDepths(store), lockouts: () => state.limiter.lockedCount(Date.now()) });
+  obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
-    store, signals: runtime.signals, logger, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined, observability: obs,
+    store, signals: runtime.signals, logger, observability: obs, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   });
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
@@ -98,13 +95,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
   const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
-  return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, observability: obs, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
-}
-
-/** The queue gauges' source (AdminStore.queueDepths, on both drivers once the admin API's store reads are in). */
-function queueDepths(store: Store): ReturnType<AdminStore['queueDepths']> {
-  const read = (store as Partial<AdminStore>).queueDepths;
-  return read ? read.call(store) : Promise.reject(new Error('this store has no queueDepths yet'));
+  return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Logger } from '../log.js';
 import { RUN_STATES } from '../enums.js';
 import type { QueueDepths } from '../store/pages.js';
 import { errorMessage } from '../text-safe.js';
+import { KeyedCounter, KeyedHistogram } from './fast-metrics.js';
 import type { AdminRoute } from './route.js';
 
 /** Queue depths are read from the store at most this often (a scrape in between gets the cached figures). */
@@ -38,8 +39,8 @@ const DELIVERY_OUTCOMES = { sent: 'sent', retry: 'failed', dead: 'dead' } as con
 
 export class HookgateMetrics {
   readonly registry = new client.Registry();
-  private readonly requests: Counter<'route' | 'status'>;
-  private readonly requestSeconds: Histogram<'route'>;
+  private readonly requests: KeyedCounter;
+  private readonly requestSeconds: KeyedHistogram;
   private readonly commitSeconds: Histogram;
   private readonly runSeconds: Histogram;
   private readonly deliveries: Counter<'channel' | 'outcome'>;
@@ -54,8 +55,8 @@ export class HookgateMetrics {
     const registers = [this.registry];
     if (opts.node) this.registry.setDefaultLabels({ node: opts.node });
     client.collectDefaultMetrics({ register: this.registry });
-    this.requests = new client.Counter({ name: 'hookgate_hook_requests_total', help: 'Hook requests answered, by route (wake, agent, mapping id, other) and HTTP status.', labelNames: ['route', 'status'], registers });
-    this.requestSeconds = new client.Histogram({ name: 'hookgate_hook_request_duration_seconds', help: 'Time from a hook request to its answer, by route.', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers });
+    this.requests = new KeyedCounter({ name: 'hookgate_hook_requests_total', help: 'Hook requests answered, by route (wake, agent, mapping id, other) and HTTP status.', labelNames: ['route', 'status'], registry: this.registry });
+    this.requestSeconds = new KeyedHistogram('hookgate_hook_request_duration_seconds', 'Time from a hook request to its answer, by route.', LATENCY_BUCKETS, this.registry);
     this.commitSeconds = new client.Histogram({ name: 'hookgate_store_commit_duration_seconds', help: 'Time of one group commit of the store (a batch of accepted hooks).', buckets: LATENCY_BUCKETS, registers });
     this.runSeconds = new client.Histogram({ name: 'hookgate_run_duration_seconds', help: 'Time of an agent run from its start to its end (succeeded, failed or timed out).', buckets: RUN_BUCKETS, registers });
     this.deliveries = new client.Counter({ name: 'hookgate_deliveries_total', help: 'Delivery attempts by channel and outcome: sent, failed (retried later), dead (dead-lettered).', labelNames: ['channel', 'outcome'], registers });
@@ -113,9 +114,9 @@ export class HookgateMetrics {
   private count(e: FeedEvent): void {
     switch (e.type) {
       case 'received': {
-        const status = e.status;
-        (this.child(`r ${e.route} ${status}`, () => this.requests.labels(e.route, String(status))) as { inc(): void }).inc();
-        (this.child(`d ${e.route}`, () => this.requestSeconds.labels(e.route)) as { observe(v: number): void }).observe(e.durationMs / 1000);
+        const { route, status } = e;
+        this.requests.inc(`${route} ${status}`, () => ({ route, status: String(status) }));
+        this.requestSeconds.observe(route, () => ({ route }), e.durationMs / 1000);
         if (status === 401) this.authFailures.inc();
         return;
       }

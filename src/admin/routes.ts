@@ -21,8 +21,8 @@ export interface AdminDeps {
   ingressListening(): boolean;
   /** Whether a config generation is loaded (`/readyz`). */
   configLoaded(): boolean;
-  /** The live feed and the metrics (`GET /api/v1/events`, `GET /metrics`). */
-  observability?: Pick<Observability, 'routes'>;
+  /** The live feed and the metrics (`/api/v1/events`, `/metrics`). */
+  observability?: Observability;
 }
 
 export function adminRoutes(deps: AdminDeps): AdminRoute[] {

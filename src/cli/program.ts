@@ -8,6 +8,7 @@ import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
 import { addStoreCopyCommand } from './store-copy.js';
+import { addTailCommand } from './tail.js';
 import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
@@ -29,5 +30,6 @@ export function buildProgram(): Command {
   addStoreCopyCommand(program);
   addMappingsCommands(program);
   addDoctorCommand(program);
+  addTailCommand(program);
   return program;
 }
