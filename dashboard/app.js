@@ -86,7 +86,8 @@ const guard = (p) =>
     setConn('error', `A list failed to load: ${err.message}`);
   });
 
-const reloadFigures = throttle(() => guard(loadFigures()), 2000);
+// Figures cost several reads without an overview endpoint: at most one refresh per 3 s, however busy the feed.
+const reloadFigures = throttle(() => guard(loadFigures()), 3000);
 const reloadPending = throttle(() => guard(loadPending()), 500);
 const reloadDeliveries = throttle(() => guard(loadDeliveries()), 1000);
 const reloadOpenRun = throttle(() => guard(refreshRun()), 300);

@@ -61,8 +61,8 @@ export async function loadFigures() {
   const note = document.getElementById('overview-note');
   if (!f) {
     // Without the overview endpoint: the queue gauges of /metrics (the store's own counts), failures from the lists.
-    const [gauges, lists] = await Promise.all([fromMetrics(), estimate()]);
-    f = { ...lists, ...(gauges ?? {}) };
+    const gauges = await fromMetrics();
+    f = { ...(await estimate({ depths: !gauges })), ...(gauges ?? {}) };
     note.hidden = false;
     note.textContent = gauges
       ? 'Failures in the last hour are counted from the first page of each list (this server has no /api/v1/overview).'
@@ -120,24 +120,27 @@ async function fromMetrics() {
   };
 }
 
-async function estimate() {
+/** Failures in the last hour (and, with `depths`, the queue depths) from the first page of each list. */
+async function estimate({ depths }) {
   const LIMIT = 200;
   const count = (page) => (page?.nextCursor ? `${LIMIT}+` : (page?.items?.length ?? 0));
   const hourAgo = Date.now() - 3600_000;
-  const [queued, running, pending, failedRuns, dead, refused, main] = await Promise.all([
-    api(`/runs${qs({ state: 'queued', limit: LIMIT })}`),
-    api(`/runs${qs({ state: 'running', limit: LIMIT })}`),
-    deliveries('pending', LIMIT),
+  const none = Promise.resolve(null);
+  const [failedRuns, dead, refused, queued, running, pending, main] = await Promise.all([
     api(`/runs${qs({ state: 'failed', limit: LIMIT })}`),
     deliveries('failed', LIMIT),
     api(`/received${qs({ outcome: 'rejected', limit: LIMIT })}`),
-    api('/sessions/main').catch(() => null),
+    depths ? api(`/runs${qs({ state: 'queued', limit: LIMIT })}`) : none,
+    depths ? api(`/runs${qs({ state: 'running', limit: LIMIT })}`) : none,
+    depths ? deliveries('pending', LIMIT) : none,
+    depths ? api('/sessions/main').catch(() => null) : none,
   ]);
   const recent = (items, key) => (items ?? []).filter((x) => (x[key] ?? x.updatedAt ?? x.createdAt ?? 0) >= hourAgo);
   const failures =
     recent(failedRuns?.items, 'finishedAt').length +
     recent(dead?.items, 'updatedAt').length +
     recent(refused?.items, 'at').reduce((n, r) => n + (r.count ?? 1), 0);
+  if (!depths) return { failures };
   return {
     queued: count(queued),
     running: count(running),
