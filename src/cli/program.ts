@@ -4,6 +4,7 @@ import { cliFlags } from './context.js';
 import { addDoctorCommand } from './doctor.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addNodesCommand } from './nodes-command.js';
+import { addStatusCommand } from './status-command.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   addSendCommands(program);
   addStoreCommands(program);
   addNodesCommand(program);
+  addStatusCommand(program);
   addStoreCopyCommand(program);
   addMappingsCommands(program);
   addDoctorCommand(program);
