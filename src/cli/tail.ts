@@ -26,6 +26,10 @@ export function adminEndpoint(flag: string | undefined): { url: string; token: s
   const url = `http://${host}:${config.admin.port}`;
   let token = config.admin.token;
   let from = `admin.token of ${location.file}`;
+  if (!token && !location.file && process.env.HOOKGATE_ADMIN_TOKEN?.trim()) {
+    token = process.env.HOOKGATE_ADMIN_TOKEN.trim();
+    from = '$HOOKGATE_ADMIN_TOKEN';
+  }
   if (!token && !location.file) {
     const file = embeddedAdminTokenFile(process.cwd());
     token = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
