@@ -18,7 +18,7 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
 
 // The functions given to page.evaluate run in the page; the tests are compiled without the DOM's types.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-declare const document: any, window: any, sessionStorage: any, localStorage: any, location: any;
+declare const document: any, window: any, sessionStorage: any, localStorage: any, location: any, getComputedStyle: any;
 
 const ADMIN_TOKEN = 'test-admin-token-fedcba9876543210';
 const uniq = (label: string) => `${label} ${Math.random().toString(36).slice(2, 8)}`;
@@ -218,6 +218,19 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(await item.getByRole('button', { name: /^Retry/ }).count(), 0);
     assert.equal(await page.evaluate(() => document.activeElement?.classList.contains('delivery')), true);
     assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('follows prefers-color-scheme: light and dark backgrounds and text', async () => {
+    const page = await liveDashboard();
+    const colours = () => page.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor, fg: getComputedStyle(document.body).color }));
+    await page.emulateMedia({ colorScheme: 'light' });
+    const light = await colours();
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await colours();
+    const lum = (c: string) => (c.match(/\d+/g) ?? []).slice(0, 3).reduce((a, v) => a + Number(v), 0);
+    assert.ok(lum(light.bg) > lum(light.fg), `light: ${JSON.stringify(light)}`);
+    assert.ok(lum(dark.bg) < lum(dark.fg), `dark: ${JSON.stringify(dark)}`);
     await page.close();
   });
 
