@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { createObservability } from './admin/observe.js';
 import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
@@ -16,6 +17,8 @@ import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
+import { adminNotice, configTokens, startAdmin } from './admin/routes.js';
+import type { AdminListener } from './admin/server.js';
 
 export interface AppOptions {
   /** The config file; undefined → the embedded default. */
@@ -30,6 +33,8 @@ export interface AppOptions {
 export interface App {
   readonly url: string;
   readonly port: number;
+  /** The admin listener's URL (docs/admin.md); undefined when `admin.enabled` is false. */
+  readonly adminUrl: string | undefined;
   /** For a look at the record; the app itself writes (ingress, runtime) and closes it. */
   readonly store: ReadStore;
   readonly logger: Logger;
@@ -46,16 +51,18 @@ export interface App {
   force(): void;
 }
 
-/** The service: store, one config generation at a time, runtime, hooks listener, config watcher and pruner. */
+/** The service: store, one config generation at a time, runtime, hooks listener, admin listener, config watcher and pruner. */
 export async function startApp(opts: AppOptions): Promise<App> {
   const env = opts.env ?? process.env;
   const { config: first, notice } = loadServeConfig(opts.configFile, opts.cwd ?? process.cwd(), env);
   if (notice) process.stderr.write(notice);
   const logger = opts.logger ?? createLogger(first.logging.level);
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
-  if (first.admin.enabled) logger.warn('admin.enabled: the admin listener is not part of this version yet; nothing listens on admin.port');
 
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const obs = createObservability({ logger, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
   const store = await openStore(first.storage, (p) => configPath(first, p), {
+    onCommit: obs.onCommit,
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
@@ -63,8 +70,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   await recoverLeases(store, logger);
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
-  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current });
+  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs.feed });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });
   routes.prepare(state.ctx);
@@ -73,18 +79,23 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes });
+  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes, feed: obs.feed });
+  obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
-  logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
+  const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
+    store, signals: runtime.signals, logger, observability: obs, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
+  });
+  if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
+  logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
   const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
   const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
-  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts());
-  const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
-  return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
+  return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
 /**
@@ -99,6 +110,8 @@ async function recoverLeases(store: Store, logger: Logger): Promise<void> {
 
 interface StopParts {
   listener: Listener;
+  /** Closed first, with every connection (live feed streams too): operators reconnect to the next process. */
+  admin: AdminListener | undefined;
   /** This node's row in the node registry: removed once the work is drained, before the store closes. */
   registry: NodeRegistration;
   runtime: Runtime;
@@ -111,7 +124,7 @@ interface StopParts {
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -119,6 +132,7 @@ function stopper({ listener, runtime, generations, store, logger, registry, stop
       // First, before anything awaits: not one more run, delivery or heartbeat is claimed after the signal.
       runtime.stopClaiming();
       stopBackground();
+      const adminClosed = admin?.close();
       const started = Date.now();
       const graceSeconds = generations.current.config.gateway.stopGraceSeconds;
       const { runs, heartbeats, deliveries } = runtime.load();
@@ -136,6 +150,7 @@ function stopper({ listener, runtime, generations, store, logger, registry, stop
         clearTimeout(timer);
       }
       flushIngress();
+      await adminClosed;
       await registry.stop();
       await generations.dispose();
       await store.close();

@@ -120,6 +120,23 @@ export class HttpError extends HookgateError {
   }
 }
 
+/** An answer of the admin listener (src/admin): the ingress's codes it shares, or its own. */
+export class AdminError extends HookgateError {
+  declare readonly code: HttpErrorCode | AdminErrorCode;
+  readonly status: number;
+  readonly headers: Record<string, string> | undefined;
+  constructor(status: number, code: HttpErrorCode | AdminErrorCode, message: string, headers?: Record<string, string>) {
+    super(code, message);
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
+/** A query parameter the endpoint cannot use: 400 `invalid_query`, the message naming the parameter. */
+export function invalidQuery(param: string, why: string): AdminError {
+  return new AdminError(400, 'invalid_query', `${param}: ${why}`);
+}
+
 /**
  * A mapped hook could not be turned into an action (its transform threw, returned something unusable, or could not
  * be loaded): 500 `mapping_failed`. `reason` is short and never contains payload data; details go to the log.

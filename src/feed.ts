@@ -1,9 +1,12 @@
 /**
- * The live feed's events (CONTRACT.md §7, `GET /api/v1/events`): what the ingress and the runtime announce as it
- * happens, for the admin listener's SSE clients, `hookgate tail` and the dashboard. Ids only, never a payload, a
- * message or a reply (a client reads those through the API). On a shared store every node's events reach every
- * node's feed.
+ * The live feed (CONTRACT.md §7, `GET /api/v1/events`): the events the ingress and the runtime announce as things
+ * happen, and the in-process bus that carries them to the admin listener's SSE clients, `/metrics` and, on a shared
+ * store, the other nodes. Ids only, never a payload, a message or a reply (a client reads those through the API).
+ *
+ * Publishing costs the hot path one small object and a slot in a ring buffer: no store read, no serialization.
+ * An event is turned into its SSE frame (JSON) only when a client reads it, once, however many clients read it.
  */
+import { randomBytes } from 'node:crypto';
 import type { DeliveryState, RunState } from './enums.js';
 
 /** A hook request answered: accepted (2xx) or refused (its code). */
@@ -11,15 +14,21 @@ export interface ReceivedFeedEvent {
   type: 'received';
   at: number;
   path: string;
+  /** Bounded: `wake`, `agent`, a mapping's id, or `other` (the metrics' `route` label). */
+  route: string;
   status: number;
   /** Null when accepted; `duplicate` for an idempotent replay. */
   code: string | null;
   clientIp: string;
   eventIds: string[];
   runIds: string[];
+  /** Ids left out of `eventIds` + `runIds` (a large fan-out): the feed keeps events small. */
+  omittedIds?: number;
+  /** From the request's start to its answer. */
+  durationMs: number;
 }
 
-/** A run changed state (queued, running, succeeded, failed, timed_out; queued again on a retry). */
+/** A run changed state (queued, running, succeeded, failed, timed_out; queued again on a defer, release or retry). */
 export interface RunFeedEvent {
   type: 'run';
   at: number;
@@ -29,6 +38,8 @@ export interface RunFeedEvent {
   /** The hook sub-path that produced it. */
   hookName: string;
   error: string | null;
+  /** A finished run: how long its turn took. */
+  durationMs?: number;
 }
 
 /** A delivery was queued, sent, failed an attempt (still pending) or dead-lettered. */
@@ -39,6 +50,8 @@ export interface DeliveryFeedEvent {
   runId: string | null;
   channel: string;
   state: DeliveryState;
+  /** What happened: `queued` (new or retried by an operator), `sent`, `retry` (an attempt failed), `dead`. */
+  change: 'queued' | 'sent' | 'retry' | 'dead';
   attempts: number;
   lastError: string | null;
 }
@@ -55,3 +68,120 @@ export interface HeartbeatFeedEvent {
 
 export type FeedEvent = ReceivedFeedEvent | RunFeedEvent | DeliveryFeedEvent | HeartbeatFeedEvent;
 export type FeedEventType = FeedEvent['type'];
+export const FEED_EVENT_TYPES: readonly FeedEventType[] = ['received', 'run', 'delivery', 'heartbeat'];
+
+/** Where announcements go: the ingress and the runtime see only this (a bus, or nothing in tests). */
+export interface FeedSink {
+  publish(event: FeedEvent): void;
+}
+
+/** Events kept for `Last-Event-ID` resumes (a few seconds at full load, minutes at a usual one). */
+export const FEED_CAPACITY = 4096;
+
+/** A subscriber: `origin` is null for this process's own events, else the node that announced it. */
+export type FeedListener = (event: FeedEvent, seq: number, origin: string | null) => void;
+
+/** Where a `Last-Event-ID` puts a reader: `next` is the first sequence number to send; `reset` when it cannot resume. */
+export type FeedPosition = { kind: 'resume'; next: number } | { kind: 'reset'; reason: 'unknown_id' | 'gap'; next: number };
+
+/**
+ * The bus: a ring buffer of the last `capacity` events, numbered 1, 2, 3… in this process, and synchronous
+ * subscribers. Event ids are `<epoch>-<seq>`: the epoch is random per process, so an id from another node or an
+ * earlier run of this one is recognised as such (a reset), never mistaken for a position here.
+ */
+export class FeedBus implements FeedSink {
+  readonly epoch: string;
+  private readonly events: (FeedEvent | undefined)[];
+  private readonly origins: (string | null)[];
+  private readonly frames: (string | undefined)[];
+  private readonly listeners = new Set<FeedListener>();
+  /** The last sequence number given out (0: none yet). */
+  private head = 0;
+
+  constructor(
+    readonly capacity = FEED_CAPACITY,
+    /** This node's id on a shared store: every event's `data` carries its node (`origin` or this). */
+    readonly node?: string,
+  ) {
+    this.epoch = randomBytes(4).toString('hex');
+    this.events = new Array(capacity);
+    this.origins = new Array(capacity).fill(null);
+    this.frames = new Array(capacity);
+  }
+
+  /** Announce an event of this process (`origin` null) or re-emit one received from node `origin`. */
+  publish(event: FeedEvent, origin: string | null = null): void {
+    const seq = ++this.head;
+    const slot = seq % this.capacity;
+    this.events[slot] = event;
+    this.origins[slot] = origin;
+    this.frames[slot] = undefined;
+    for (const l of this.listeners) {
+      try {
+        l(event, seq, origin);
+      } catch {
+        // a subscriber's failure must never reach the request or the run that announced
+      }
+    }
+  }
+
+  subscribe(listener: FeedListener): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  get subscribers(): number {
+    return this.listeners.size;
+  }
+
+  /** The last sequence number given out. */
+  get last(): number {
+    return this.head;
+  }
+
+  /** The oldest sequence number still in the buffer. */
+  get oldest(): number {
+    return Math.max(1, this.head - this.capacity + 1);
+  }
+
+  idOf(seq: number): string {
+    return `${this.epoch}-${seq}`;
+  }
+
+  /** The event `seq`, or undefined once it left the buffer (or before it exists). */
+  at(seq: number): FeedEvent | undefined {
+    return seq >= this.oldest && seq <= this.head ? this.events[seq % this.capacity] : undefined;
+  }
+
+  /** The SSE frame of event `seq` (`id`, `event`, `data` lines), made once and kept while the event is buffered. */
+  frame(seq: number): string | undefined {
+    const event = this.at(seq);
+    if (!event) return undefined;
+    const slot = seq % this.capacity;
+    let text = this.frames[slot];
+    if (text === undefined) {
+      const node = this.origins[slot] ?? this.node;
+      const data = node === undefined ? event : { ...event, node };
+      text = `id: ${this.idOf(seq)}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+      this.frames[slot] = text;
+    }
+    return text;
+  }
+
+  /**
+   * Where a reader that last saw `lastEventId` continues. Resumes when the id is this process's and every event
+   * after it is still buffered; else a reset (an id of another node or an earlier process, a malformed one, or one
+   * older than the buffer), and the reader continues with what comes next.
+   */
+  position(lastEventId: string | undefined): FeedPosition {
+    const live = this.head + 1;
+    if (lastEventId === undefined || lastEventId === '') return { kind: 'resume', next: live };
+    const dash = lastEventId.lastIndexOf('-');
+    const seq = dash < 0 ? NaN : Number(lastEventId.slice(dash + 1));
+    if (lastEventId.slice(0, dash) !== this.epoch || !Number.isSafeInteger(seq) || seq < 0 || seq > this.head) {
+      return { kind: 'reset', reason: 'unknown_id', next: live };
+    }
+    if (seq + 1 < this.oldest) return { kind: 'reset', reason: 'gap', next: live };
+    return { kind: 'resume', next: seq + 1 };
+  }
+}

@@ -8,10 +8,11 @@ import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStora
 import { redactDatabaseUrl } from '../config/database-url.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
+import type { AdminStore } from '../store/pages.js';
 import type { ClusterStore, OperatorStore } from '../store/types.js';
 
-/** What the CLI's store commands use: read and repair, and the node registry. */
-export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes'>;
+/** What the CLI's store commands use: read and repair, the node registry, and the figures of `status`. */
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'>;
 
 /** Set once from the global `--verbose` before a command runs. */
 export const cliFlags = { verbose: false };

@@ -4,10 +4,12 @@ import { cliFlags } from './context.js';
 import { addDoctorCommand } from './doctor.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addNodesCommand } from './nodes-command.js';
+import { addStatusCommand } from './status-command.js';
 import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
 import { addStoreCopyCommand } from './store-copy.js';
+import { addTailCommand } from './tail.js';
 import { VERSION } from '../version.js';
 
 export function buildProgram(): Command {
@@ -26,8 +28,10 @@ export function buildProgram(): Command {
   addSendCommands(program);
   addStoreCommands(program);
   addNodesCommand(program);
+  addStatusCommand(program);
   addStoreCopyCommand(program);
   addMappingsCommands(program);
   addDoctorCommand(program);
+  addTailCommand(program);
   return program;
 }

@@ -11,7 +11,8 @@ export type HookAction = { kind: 'wake'; text: string; mode: WakeMode; sessionKe
 export interface RuntimeSignals {
   /** A heartbeat of `sessionKey` (the main session when omitted) should run soon. */
   heartbeatRequested(reason: string, sessionKey?: string): void;
-  runsQueued(): void;
+  /** Runs were committed as queued (`runs`: the runtime announces each on the live feed). */
+  runsQueued(runs?: readonly NewRun[]): void;
 }
 
 export interface DispatchRequest {
@@ -77,7 +78,7 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   }
 
   for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
-  if (runs.length) signals.runsQueued();
+  if (runs.length) signals.runsQueued(runs);
   const answer = renderAnswer(spec, result.outcome);
   return req.wait ? holdForCompletion(ctx, req, req.wait, answer) : answer;
 }

@@ -25,14 +25,21 @@ export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHe
  * (for senders written for OpenClaw). Blank values count as absent.
  */
 export function extractToken(headers: IncomingHttpHeaders): string | undefined {
-  const auth = headers.authorization;
-  if (auth && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ') {
-    const t = auth.slice(7).trim();
-    if (t) return t;
-  }
+  const bearer = extractBearer(headers);
+  if (bearer) return bearer;
   for (const name of TOKEN_HEADERS) {
     const v = headers[name];
     const t = (Array.isArray(v) ? v[0] : v)?.trim();
+    if (t) return t;
+  }
+  return undefined;
+}
+
+/** `Authorization: Bearer <t>` alone (the admin listener takes no other header); blank counts as absent. */
+export function extractBearer(headers: IncomingHttpHeaders): string | undefined {
+  const auth = headers.authorization;
+  if (auth && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ') {
+    const t = auth.slice(7).trim();
     if (t) return t;
   }
   return undefined;

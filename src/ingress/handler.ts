@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError, type HttpErrorCode } from '../errors.js';
+import type { FeedSink } from '../feed.js';
 import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
@@ -10,6 +11,7 @@ import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js
 import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
+import { announceReceived } from './announce.js';
 import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
 import { isFormContentType, LazyPayload, readBody } from './body.js';
 import { addressBucket, ClientIpResolver } from './client-ip.js';
@@ -26,6 +28,8 @@ export interface HandlerDeps {
   logger: Logger;
   /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
   routes?: HookRoutes;
+  /** The live feed: every answered request is announced (announce.ts). */
+  feed?: FeedSink;
 }
 
 /** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
@@ -65,7 +69,7 @@ export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<vo
  * validation and policy → durable commit → answer.
  */
 export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
-  const { store, signals, completions, logger } = deps;
+  const { store, signals, completions, logger, feed } = deps;
   const routes = deps.routes ?? createHookRoutes({ logger });
   // Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary.
   const log = new RepeatLimitedLog(logger);
@@ -78,12 +82,13 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
   const refusals = new RefusalAggregator(state.ctx.config.hooks.refusals, (window) => {
     store.recordRefusals(window, state.ctx.config.hooks.refusals.maxStoredWindows).catch(storeFailed('refusal counts'));
   });
-  const refuser = (ctx: HooksContext, now: number, subPath: string, clientIp: string): Refuse => (status, code) => {
+  const refuser = (ctx: HooksContext, now: number, subPath: string, clientIp: string, started: number): Refuse => (status, code) => {
     refusals.setLimits(ctx.config.hooks.refusals);
     refusals.add(now, status, code, pathClass(subPath, knownRoutes(ctx.config.hooks)), addressBucket(clientIp));
+    announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId: null });
   };
-  const refuseEarly = (ctx: HooksContext, req: IncomingMessage, pathname: string): Refuse =>
-    refuser(ctx, Date.now(), normalizeMatchPath(pathname.slice(ctx.basePath.length)), state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']));
+  const refuseEarly = (ctx: HooksContext, req: IncomingMessage, pathname: string, started: number): Refuse =>
+    refuser(ctx, Date.now(), normalizeMatchPath(pathname.slice(ctx.basePath.length)), state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']), started);
 
   const handle = async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -98,14 +103,14 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
     }
     const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
     if (qIndex >= 0 && query.has('token')) {
-      refuseEarly(ctx, req, pathname)(400, 'query_token');
+      refuseEarly(ctx, req, pathname, started)(400, 'query_token');
       return sendError(
         res,
         new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
       );
     }
     if (req.method !== 'POST') {
-      refuseEarly(ctx, req, pathname)(405, 'method_not_allowed');
+      refuseEarly(ctx, req, pathname, started)(405, 'method_not_allowed');
       return sendError(res, new HttpError(405, 'method_not_allowed', 'only POST is accepted here'), { allow: 'POST' });
     }
 
@@ -124,7 +129,9 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       mappingId: null,
       durationMs: performance.now() - started,
     });
-    const refuse = refuser(ctx, now, subPath, clientIp);
+    const refuse = refuser(ctx, now, subPath, clientIp, started);
+    const announce = (status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>) =>
+      announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
 
     const plan = routes.plan(ctx, subPath);
     const tokenVerified = tokenMatches(extractToken(req.headers), state.token);
@@ -177,10 +184,12 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
       if (routed.kind === 'reply') {
         record({ ...received(routed.status, null), mappingId: routed.mappingId });
+        announce(routed.status, null, routed.mappingId);
         return sendJson(res, routed.status, routed.body);
       }
       if (routed.kind === 'skip') {
         record({ ...received(routed.emptyAnswer ? 200 : 204, null), mappingId: routed.mappingId });
+        announce(routed.emptyAnswer ? 200 : 204, null, routed.mappingId);
         return routed.emptyAnswer ? sendEmptyOk(res) : sendNoContent(res);
       }
       const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer, waitForCompletion, unknownFields } = routed; // never empty: an empty fan-out is a `skip`
@@ -199,11 +208,13 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       });
       if (emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(res);
       else sendJson(res, answer.status, answer.body);
+      announce(answer.status, answer.duplicate ? 'duplicate' : null, mappingId, answer.body);
       if (logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
     } catch (err) {
       if (err instanceof HttpError) {
         // The store records a 409 itself (in the transaction that found the conflict): not a second time here.
         if (err.code !== 'idempotency_conflict') refuse(err.status, err.code);
+        else announce(err.status, err.code, null);
         if (err.status === 503) log.error(err.code, { path: logPath(subPath) }, 'store unavailable: hook refused with 503');
         if (err.status === 413) return sendErrorDiscardingBody(req, res, err);
         const closing = err.status === 408 || err.code === 'body_aborted';

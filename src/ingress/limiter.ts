@@ -101,6 +101,13 @@ export class AuthFailureLimiter {
     return this.entries.size;
   }
 
+  /** Address buckets locked out at `now` (the metrics' gauge: read at scrape time, bounded by maxTrackedClients). */
+  lockedCount(now: number): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.lockedUntil > now) n++;
+    return n;
+  }
+
   private evictIfFull(now: number): void {
     if (this.entries.size >= this.limits.maxTrackedClients) this.evictOne(now);
   }

@@ -9,6 +9,8 @@ export interface Listener {
   readonly port: number;
   /** Open connections, and requests being handled now (for the stop's log line). */
   load(): { connections: number; requests: number };
+  /** Whether it accepts connections (false once its stop began): the admin listener's `/readyz` `ingress` check. */
+  listening(): boolean;
   /** A reload's `gateway.limits` and `trustedProxies` (the header-time check interval stays as started). */
   setLimits(limits: ConnectionLimits, trustedProxies: readonly string[]): void;
   /**
@@ -101,6 +103,7 @@ export async function listen(
     url: `http://${host}:${addr.port}`,
     port: addr.port,
     load: () => ({ connections: sockets.size, requests: inFlight.size }),
+    listening: () => server.listening && !closing,
     setLimits(limits, trustedProxies) {
       applyLimits(server, limits);
       guard.setLimits(limits, trustedProxies);

@@ -1,4 +1,5 @@
 import type { ChannelRegistry } from '../channels/registry.js';
+import type { FeedSink } from '../feed.js';
 import type { Config } from '../config/load.js';
 import type { ModelCatalog } from '../config/model-catalog.js';
 import type { Logger } from '../log.js';
@@ -25,4 +26,6 @@ export interface RuntimeDeps {
   /** Unique per process: leases are held in its name. */
   owner: string;
   env: () => RuntimeEnv;
+  /** The live feed: run, delivery and heartbeat changes are announced on it (announce.ts). */
+  feed?: FeedSink;
 }

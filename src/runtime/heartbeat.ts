@@ -1,6 +1,7 @@
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
 import { errorMessage, logSafe } from '../text-safe.js';
+import { RuntimeAnnouncer } from './announce.js';
 import { type DeliveryPlan, planDelivery } from './delivery-plan.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { LeaseKeeper, leaseLost, storeUnavailable, writeWhileLeased } from './lease-keeper.js';
@@ -106,6 +107,7 @@ export class Heartbeat {
   private readonly onIdle: (() => void) | undefined;
   private readonly shared: HeartbeatShared;
   private readonly ownsShared: boolean;
+  private readonly announce: RuntimeAnnouncer;
 
   constructor(
     private readonly deps: RuntimeDeps,
@@ -118,6 +120,7 @@ export class Heartbeat {
     this.onIdle = options.onIdle;
     this.ownsShared = !options.shared;
     this.shared = options.shared ?? heartbeatShared(deps);
+    this.announce = new RuntimeAnnouncer(deps.feed);
   }
 
   /** Start the periodic heartbeat, and run one now if events are already pending (e.g. after a restart). */
@@ -240,6 +243,7 @@ export class Heartbeat {
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
       logger.error({ heartbeatId, sessionKey: this.sessionKey, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
+      this.announce.heartbeat(this.sessionKey, 'failed', events.length);
       this.retryDelay = delay;
       return;
     }
@@ -277,6 +281,8 @@ export class Heartbeat {
       ],
     }), (n) => backoffMs(n, OUTAGE_BACKOFF));
     logger.info({ heartbeatId, sessionKey: this.sessionKey, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
+    this.announce.heartbeat(this.sessionKey, 'ok', events.length);
+    this.announce.queued(deliveries);
     if (deliveries.length) this.onDelivery?.();
   }
 

@@ -3,6 +3,7 @@ import { splitText } from './split.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
 import type { Delivery, DeliveryOutcome } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
+import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop } from './claim-loop.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { LeaseLostError, leaseLost, writeWhileLeased } from './lease-keeper.js';
@@ -29,11 +30,13 @@ export class Outbox {
   private readonly loop: ClaimLoop<Delivery>;
   /** Until when each delivery in hand may be worked on (its lease's end, less the margin). */
   private readonly deadlines = new Map<string, number>();
+  private readonly announce: RuntimeAnnouncer;
 
   constructor(
     private readonly deps: RuntimeDeps,
     options: { leaseMs?: number; marginMs?: number } = {},
   ) {
+    this.announce = new RuntimeAnnouncer(deps.feed);
     const leaseMs = options.leaseMs ?? DELIVERY_LEASE_MS;
     const marginMs = options.marginMs ?? DELIVERY_LEASE_MARGIN_MS;
     this.loop = new ClaimLoop<Delivery>({
@@ -81,8 +84,12 @@ export class Outbox {
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
     // Tried again while the store is briefly unreachable, as long as the lease lasts (then the lease lapses instead).
-    const finish = (outcome: DeliveryOutcome) =>
-      leaseLost(signal) ? undefined : writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF));
+    const finish = async (outcome: DeliveryOutcome) => {
+      if (leaseLost(signal)) return;
+      await writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF));
+      if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
+      else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
+    };
     const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
 
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);

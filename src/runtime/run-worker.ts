@@ -3,6 +3,7 @@ import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
+import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop, drainWithin } from './claim-loop.js';
 import { LeaseKeeper, leaseLost, writeWhileLeased } from './lease-keeper.js';
 import { OUTAGE_BACKOFF } from './outage.js';
@@ -73,6 +74,7 @@ function formatSpan(ms: number): string {
 export class RunWorker {
   private readonly loop: ClaimLoop<Run>;
   private readonly leases: LeaseKeeper;
+  private readonly announce: RuntimeAnnouncer;
 
   constructor(
     private readonly deps: RuntimeDeps,
@@ -80,6 +82,7 @@ export class RunWorker {
     options: RunWorkerOptions = {},
   ) {
     const leaseMs = options.leaseMs ?? RUN_LEASE_MS;
+    this.announce = new RuntimeAnnouncer(deps.feed);
     this.leases = new LeaseKeeper({
       label: 'run lease',
       logger: deps.logger,
@@ -93,7 +96,10 @@ export class RunWorker {
       claim: async (n) => {
         const now = Date.now();
         const runs = await deps.store.claimRuns(deps.owner, now, leaseMs, n);
-        for (const run of runs) this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
+        for (const run of runs) {
+          this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
+          this.announce.run(run, 'running');
+        }
         return runs;
       },
       work: (run, signal) => this.execute(run, signal).finally(() => this.leases.release(run.id)),
@@ -116,7 +122,9 @@ export class RunWorker {
     const now = () => Date.now();
 
     if (run.attempts > MAX_RUN_STARTS) {
-      await store.failRun(run.id, `gave up after ${run.attempts - 1} interrupted attempts`, now());
+      const error = `gave up after ${run.attempts - 1} interrupted attempts`;
+      await store.failRun(run.id, error, now());
+      this.announce.run(run, 'failed', error);
       logger.error({ runId: run.id, attempts: run.attempts }, 'run failed: interrupted too often');
       return;
     }
@@ -144,6 +152,7 @@ export class RunWorker {
       if (shutdown.aborted) {
         // Stopping: give the run back; it starts again (same id) on the next start, this attempt not counted.
         await store.releaseRuns(owner, [run.id], now(), INTERRUPTED_NOTE);
+        this.announce.run(run, 'queued', INTERRUPTED_NOTE);
         logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
         return;
       }
@@ -157,6 +166,7 @@ export class RunWorker {
           const retry = retryDecision(run, err, env.config.agents.defaults.retry, now());
           if (retry.kind === 'defer') {
             if (await store.deferRun({ runId: run.id, owner, until: retry.until, error, now: now() })) {
+              this.announce.run(run, 'queued', error);
               logger.warn(
                 { runId: run.id, retry: run.retries + 1, inMs: retry.until - now(), error: logSafe(error) },
                 'model unavailable: the run is queued again and retried later',
@@ -189,6 +199,10 @@ export class RunWorker {
         ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
       ],
     }), (n) => backoffMs(n, OUTAGE_BACKOFF));
+    if (committed) {
+      this.announce.run(run, state, error, finishedAt - started);
+      this.announce.queued(deliveries);
+    }
     const level = state === 'succeeded' ? 'info' : 'warn';
     logger[level](
       { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },

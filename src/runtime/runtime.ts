@@ -1,5 +1,6 @@
 import type { RunCompletions } from '../hooks/completion.js';
 import type { RuntimeSignals } from '../hooks/dispatch.js';
+import { RuntimeAnnouncer } from './announce.js';
 import { CompletionWaiters } from './completions.js';
 import type { RuntimeDeps } from './env.js';
 import { drainWithin } from './claim-loop.js';
@@ -11,8 +12,8 @@ import { RunWorker } from './run-worker.js';
 const DEFAULT_STOP_GRACE_MS = 5000;
 
 export interface Runtime {
-  /** What the ingress calls after a commit. */
-  signals: RuntimeSignals;
+  /** What the ingress calls after a commit; `deliveriesQueued` is the admin API's (a dead delivery retried). */
+  signals: RuntimeSignals & { deliveriesQueued(): void };
   /** What the ingress waits on for `waitForCompletion`. */
   completions: RunCompletions;
   /** Answer every held `waitForCompletion` request now (`pending`): the process is stopping. */
@@ -38,6 +39,7 @@ export interface Runtime {
  */
 export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const heartbeat = new Heartbeats(deps);
+  const announce = new RuntimeAnnouncer(deps.feed);
   const outbox = new Outbox(deps);
   const completions = new CompletionWaiters({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
   const worker = new RunWorker(deps, {
@@ -64,7 +66,11 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const runtime: Runtime = {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
-      runsQueued: () => worker.notify(),
+      runsQueued: (runs) => {
+        for (const run of runs ?? []) announce.run(run, 'queued');
+        worker.notify();
+      },
+      deliveriesQueued: () => outbox.notify(),
     },
     completions,
     releaseWaiters: () => completions.close(),

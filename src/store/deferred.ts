@@ -16,7 +16,8 @@ const FORWARDED = [
   'claimDeliveries', 'deliveryProgress', 'finishDelivery',
   'listRuns', 'listSessions', 'getSession', 'listReceived', 'listDeliveries', 'getDelivery',
   'requeueRun', 'requeueFailedRuns', 'retryDelivery', 'setRoute', 'prune',
-  'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes',
+  'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes', 'publishFeed',
+  'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite',
 ] as const satisfies readonly (keyof Store)[];
 type Forwarded = Pick<Store, (typeof FORWARDED)[number]>;
 

@@ -5,6 +5,7 @@
  * commits a batch in one transaction and, if one op throws, retries each op alone, so one bad op can neither take
  * the others down nor leave half of itself behind.
  */
+import { performance } from 'node:perf_hooks';
 import { StoreError } from '../errors.js';
 
 /** The outcome of one op of a batch. Plain data: it crosses back from a writer thread by structured clone. */
@@ -23,8 +24,14 @@ export class GroupCommit<Op> {
   private closed = false;
   private broken: StoreError | undefined;
 
-  /** `commit` runs one batch and answers one result per op, in order (see `commitIsolated`). */
-  constructor(private readonly commit: (ops: Op[]) => Promise<WriteResult[]>) {}
+  /**
+   * `commit` runs one batch and answers one result per op, in order (see `commitIsolated`). `onCommit` is told how
+   * long each batch took, failed or not (the `hookgate_store_commit_duration_seconds` histogram).
+   */
+  constructor(
+    private readonly commit: (ops: Op[]) => Promise<WriteResult[]>,
+    private readonly onCommit?: (ms: number, ops: number) => void,
+  ) {}
 
   write(op: Op): Promise<unknown> {
     if (this.broken) return Promise.reject(this.broken);
@@ -66,9 +73,12 @@ export class GroupCommit<Op> {
       const batch = this.queue;
       this.queue = [];
       let results: WriteResult[];
+      const started = performance.now();
       try {
         results = await this.commit(batch.map((p) => p.op));
+        this.onCommit?.(performance.now() - started, batch.length);
       } catch (err) {
+        this.onCommit?.(performance.now() - started, batch.length);
         const e = err instanceof StoreError ? err : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
         for (const p of batch) p.reject(e);
         continue;

@@ -21,6 +21,8 @@ export interface OpenStoreOptions {
   retryWhenFull?: boolean;
   onWarning?: (message: string) => void;
   onError?: (message: string) => void;
+  /** Told how long each group commit took (the service's metrics). */
+  onCommit?: (ms: number, ops: number) => void;
 }
 
 export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -35,6 +37,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
           checkpoints: opts.checkpoints ?? 'thread',
           ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
           ...(opts.onError ? { onError: opts.onError } : {}),
+          ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),
         });
       try {
         return open();
@@ -46,7 +49,13 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
       }
     }
     case 'postgres': {
-      const open = () => openPostgresStore({ url: storage.url, poolSize: storage.poolSize, ...(opts.onWarning ? { onWarning: opts.onWarning } : {}) });
+      const open = () =>
+        openPostgresStore({
+          url: storage.url,
+          poolSize: storage.poolSize,
+          ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
+          ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),
+        });
       try {
         return await open();
       } catch (err) {

@@ -41,8 +41,9 @@ export class PgAcceptPath {
   constructor(
     private readonly db: PgDb,
     private readonly channel: string,
+    onCommit?: (ms: number, ops: number) => void,
   ) {
-    this.writes = new GroupCommit((ops) => this.commit(ops));
+    this.writes = new GroupCommit((ops) => this.commit(ops), onCommit);
   }
 
   accept(cmd: AcceptCommand): Promise<AcceptResult> {

@@ -6,6 +6,7 @@
  */
 import pg from 'pg';
 import { pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
+import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
 import type { ClusterNotice } from './types.js';
 
 /** The channel of a schema's store: `hookgate` in `public`, `hookgate.<schema>` elsewhere (tests, several stores). */
@@ -16,9 +17,18 @@ export function noticeChannel(schema: string): string {
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
 
+/** A `feed` notice: the events are already JSON, joined into the envelope without parsing them again. */
+export function feedNoticePayload(node: string, events: readonly string[]): string {
+  return `{"kind":"feed","node":${JSON.stringify(node)},"events":[${events.join(',')}]}`;
+}
+
+const isFeedEvent = (e: unknown): e is FeedEvent =>
+  typeof e === 'object' && e !== null && (FEED_EVENT_TYPES as readonly unknown[]).includes((e as { type?: unknown }).type) && typeof (e as { at?: unknown }).at === 'number';
+
 function parseNotice(payload: string | undefined): ClusterNotice | undefined {
   try {
     const n = JSON.parse(payload ?? '') as Partial<ClusterNotice>;
+    if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events)) return { kind: 'feed', node: n.node, events: n.events.filter(isFeedEvent) };
     if (n.kind === 'runs' || n.kind === 'deliveries') return { kind: n.kind };
     if (n.kind === 'lockout' && typeof n.bucket === 'string' && typeof n.until === 'number') return { kind: 'lockout', bucket: n.bucket, until: n.until };
   } catch {

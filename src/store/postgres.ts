@@ -11,14 +11,15 @@
  * ahead on larger batches, so pg stays (postgres.js did not clearly win).
  *
  * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts; the other writes
- * postgres-writes.ts; reads postgres-reads.ts; notices postgres-notices.ts; schema and migrations
+ * postgres-writes.ts; reads postgres-reads.ts (the admin listener's pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations
  * postgres-schema.ts, postgres-migrate.ts; connections postgres-connect.ts, postgres-db.ts.
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
-import { noticeChannel, PgListener } from './postgres-notices.js';
+import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
+import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
 import { rowToNode } from './postgres-rows.js';
 import { PgWrites } from './postgres-writes.js';
@@ -30,6 +31,8 @@ export interface PostgresStoreOptions extends PgConnectOptions {
   poolSize?: number;
   /** A degraded but working store (an idle connection dropped, notices reconnecting); the service logs it. */
   onWarning?: (message: string) => void;
+  /** Told how long each group commit of the accept path took (metrics). */
+  onCommit?: (ms: number, ops: number) => void;
 }
 
 /** The Store methods served as they are by the writes (postgres-writes.ts) and reads (postgres-reads.ts). */
@@ -41,8 +44,10 @@ const READ_METHODS = [
   'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',
   'getRoute', 'listDeliveries', 'getDelivery',
 ] as const satisfies readonly (keyof PgReads & keyof Store)[];
+const PAGE_METHODS = ['pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite'] as const satisfies readonly (keyof PgPages & keyof Store)[];
 // Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
-export interface PostgresStore extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]> {}
+export interface PostgresStore
+  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]>, Pick<PgPages, (typeof PAGE_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -58,7 +63,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads') => {
+    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages') => {
       for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
@@ -72,12 +77,14 @@ export class PostgresStore implements Store {
     };
     forward(WRITE_METHODS, 'writes');
     forward(READ_METHODS, 'reads');
+    forward(PAGE_METHODS, 'pages');
   }
 
   readonly shared = true;
   private readonly acceptPath: PgAcceptPath;
   private readonly writes: PgWrites;
   private readonly reads: PgReads;
+  private readonly pages: PgPages;
   private readonly listener: PgListener;
   private closed = false;
 
@@ -88,9 +95,10 @@ export class PostgresStore implements Store {
     /** The LISTEN/NOTIFY channel of this store's schema. */
     readonly channel: string,
   ) {
-    this.acceptPath = new PgAcceptPath(db, channel);
+    this.acceptPath = new PgAcceptPath(db, channel, opts.onCommit);
     this.writes = new PgWrites(db, channel);
     this.reads = new PgReads(db);
+    this.pages = new PgPages(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
   }
 
@@ -156,6 +164,12 @@ export class PostgresStore implements Store {
   async listNodes(): Promise<NodeInfo[]> {
     const { rows } = await this.db.query('SELECT * FROM nodes ORDER BY last_seen_at DESC, id');
     return rows.map(rowToNode);
+  }
+
+  /** One NOTIFY carrying a batch of feed events (the caller keeps it under FEED_NOTICE_MAX_BYTES). */
+  async publishFeed(node: string, events: readonly string[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db.query('SELECT pg_notify($1, $2)', [this.channel, feedNoticePayload(node, events)]);
   }
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {

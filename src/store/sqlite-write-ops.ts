@@ -23,6 +23,9 @@ import type {
   RunCompletion,
 } from './types.js';
 
+/** The id of the row `probeWrite` writes and removes (never seen: it is gone by the commit). */
+const PROBE_NODE_ID = 'hookgate:probe';
+
 export const WRITE_OPS = {
   accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
     const now = cmd.received.at;
@@ -129,6 +132,11 @@ export const WRITE_OPS = {
   },
   removeNode(w: SqliteWriter, id: string): void {
     w.stmt.deleteNode.run(id);
+  },
+  /** `/readyz`: a row written and removed in one transaction, so pages reach the WAL and nothing is left. */
+  probeWrite(w: SqliteWriter, now: number): void {
+    w.stmt.upsertNode.run({ id: PROBE_NODE_ID, host: '', pid: 0, version: '', url: '', startedAt: now, lastSeenAt: now });
+    w.stmt.deleteNode.run(PROBE_NODE_ID);
   },
   recoverLeases(w: SqliteWriter, now: number): number {
     w.stmt.recoverDeliveries.run();

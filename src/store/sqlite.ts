@@ -9,6 +9,8 @@ import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
 import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
+import { SqlitePages } from './sqlite-pages.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import { startWorker } from './start-worker.js';
@@ -32,6 +34,8 @@ export interface SqliteStoreOptions {
   onWarning?: (message: string) => void;
   /** Told once when the store stops accepting writes for good (its file was deleted); the service logs it as an error. */
   onError?: (message: string) => void;
+  /** Told how long each group commit took (metrics). */
+  onCommit?: (ms: number, ops: number) => void;
 }
 
 /** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
@@ -75,7 +79,7 @@ export class SqliteStore implements Store {
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
-    this.writes = new GroupCommit((ops) => this.commit(ops));
+    this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit);
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
@@ -201,8 +205,32 @@ export class SqliteStore implements Store {
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
     return this.cluster.subscribe(listener);
   }
+  publishFeed(node: string, events: readonly string[]): Promise<void> {
+    return this.cluster.publishFeed(node, events);
+  }
   async listNodes(): Promise<NodeInfo[]> {
     return (this.db.prepare('SELECT * FROM nodes ORDER BY last_seen_at DESC').all() as Row[]).map(rowToNode);
+  }
+
+  // ——— the admin listener's reads (sqlite-pages.ts) ———
+  private pagesOf: SqlitePages | undefined;
+  private get pages(): SqlitePages {
+    return (this.pagesOf ??= new SqlitePages(this.db));
+  }
+  pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    return this.pages.pageRuns(q);
+  }
+  pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    return this.pages.pageDeliveries(q);
+  }
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return this.pages.pageReceived(q);
+  }
+  queueDepths(): Promise<QueueDepths> {
+    return this.pages.queueDepths();
+  }
+  failuresSince(since: number): Promise<RecentFailures> {
+    return this.pages.failuresSince(since);
   }
 
   async getRun(id: string): Promise<Run | undefined> {

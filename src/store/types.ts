@@ -9,6 +9,8 @@ export const MAIN_SESSION_KEY = 'main';
 
 import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
 import type { HttpErrorCode } from '../errors.js';
+import type { FeedEvent } from '../feed.js';
+import type { AdminStore } from './pages.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
 
@@ -398,7 +400,15 @@ export interface NodeInfo {
  * that makes runs / deliveries claimable now (an accept, a finished run or heartbeat, a requeue), and `lockout` from
  * `shareLockout`: the address bucket `bucket` is locked out until `until` (epoch ms).
  */
-export type ClusterNotice = { kind: 'runs' } | { kind: 'deliveries' } | { kind: 'lockout'; bucket: string; until: number };
+export type ClusterNotice =
+  | { kind: 'runs' }
+  | { kind: 'deliveries' }
+  | { kind: 'lockout'; bucket: string; until: number }
+  /** Live feed events announced by node `node` (`publishFeed`), for every node's feed. */
+  | { kind: 'feed'; node: string; events: FeedEvent[] };
+
+/** A `feed` notice's payload stays under this (PostgreSQL refuses a NOTIFY payload of 8000 bytes or more). */
+export const FEED_NOTICE_MAX_BYTES = 7500;
 
 /**
  * What a driver does for several processes on one store. A single-process driver (SQLite) keeps the same semantics
@@ -430,6 +440,11 @@ export interface ClusterStore {
    * connection loses notices while it is down): the runtime also polls, slowly.
    */
   subscribe(listener: (notice: ClusterNotice) => void): () => void;
+  /**
+   * Tell the other nodes of live feed events of node `node`: `events` are each one event's JSON, together (with the
+   * envelope) under FEED_NOTICE_MAX_BYTES. Best-effort like every notice. A single-process store does nothing.
+   */
+  publishFeed(node: string, events: readonly string[]): Promise<void>;
 }
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore {}
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, AdminStore {}

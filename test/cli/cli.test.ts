@@ -202,6 +202,11 @@ describe('cli: npm start with no config (embedded default)', () => {
       () => false,
     );
     if (busy) return t.skip('port 18789 is taken on this machine; the embedded default always uses it');
+    const adminBusy = await fetch('http://127.0.0.1:18790/').then(
+      () => true,
+      () => false,
+    );
+    if (adminBusy) return t.skip('port 18790 is taken on this machine; the embedded default always uses it for the admin listener');
     const dir = tempDir('hookgate-default-');
     const start = () =>
       new Promise<{ proc: ChildProcess; stderr: string }>((resolve, reject) => {
@@ -223,6 +228,13 @@ describe('cli: npm start with no config (embedded default)', () => {
       assert.ok(first.stderr.includes(token), 'the generated token is printed at first start');
       const r = await fetch('http://127.0.0.1:18789/hooks/wake', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"text":"hi"}' });
       assert.equal(r.status, 200);
+      // The admin listener: on, its token generated once into ./data/admin-token (0600), its URL printed.
+      const adminToken = readFileSync(join(dir, 'data/admin-token'), 'utf8').trim();
+      assert.equal(statSync(join(dir, 'data/admin-token')).mode & 0o777, 0o600);
+      assert.ok(first.stderr.includes('http://127.0.0.1:18790/'), 'the dashboard URL is printed');
+      assert.ok(!first.stderr.includes(adminToken), 'the admin token is not printed');
+      const runs = await fetch('http://127.0.0.1:18790/api/v1/runs', { headers: { authorization: `Bearer ${adminToken}` } });
+      assert.equal(runs.status, 200);
       await stop(first.proc);
 
       const second = await start();

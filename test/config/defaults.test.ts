@@ -89,7 +89,15 @@ describe('embeddedDefault', () => {
     assert.deepEqual(c.channels.default, { channel: 'log' });
     assert.deepEqual(c.channels.log, {});
     assert.deepEqual(configuredChannelIds(c), ['log']);
-    assert.equal(c.admin.enabled, false);
+    // The admin listener is on, with a token generated once into ./data/admin-token (0600), kept across starts.
+    assert.equal(c.admin.enabled, true);
+    assert.deepEqual({ bind: c.admin.bind, port: c.admin.port }, { bind: '127.0.0.1', port: 18790 });
+    const file = join(cwd, 'data', 'admin-token');
+    assert.equal(c.admin.token, readFileSync(file, 'utf8').trim());
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    assert.notEqual(c.admin.token, c.hooks.token);
+    assert.equal(embeddedDefault(cwd, {}).adminToken, c.admin.token);
+    assert.equal(embeddedDefault(cwd, { HOOKGATE_ADMIN_TOKEN: 'admin-from-env-0123456789' }).adminToken, 'admin-from-env-0123456789');
   });
 });
 

@@ -187,9 +187,18 @@ describe('admin and tokens', () => {
     assert.equal(c.admin.enabled, true);
   });
 
+  it('admin.port may not be the hooks port; the token may be a secret reference like hooks.token', () => {
+    assertIssue({ gateway: { port: 18800 }, admin: { enabled: true, token: 'admin-token-0123456789', port: 18800 } }, 'admin.port', 'must differ from gateway.port (18800): the admin listener never shares the hooks port');
+    assert.equal(parse({ gateway: { port: 18800 }, admin: { enabled: false, port: 18800 } }).admin.enabled, false, 'disabled: no listener, no conflict');
+    const c = parse({ admin: { enabled: true, token: { env: 'HG_ADMIN_TEST' } } }, { HG_ADMIN_TEST: 'admin-from-env-0123456789' });
+    assert.equal(c.admin.token, 'admin-from-env-0123456789');
+    const d = parse({ admin: { enabled: true, token: '${HG_ADMIN_TEST}' } }, { HG_ADMIN_TEST: 'admin-from-env-0123456789' });
+    assert.equal(d.admin.token, 'admin-from-env-0123456789');
+  });
+
   it('hooks.token equal to admin.token is a warning, not an error', () => {
     const c = parse({ hooks: { enabled: true, token: TOKEN }, admin: { enabled: true, token: TOKEN } });
-    assert.ok(c.warnings.includes('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)'));
+    assert.ok(c.warnings.some((w) => w.startsWith('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)')));
   });
 
   it('no channels.default while hooks are on: a warning that replies for `last` have nowhere to go', () => {

@@ -26,6 +26,7 @@ import type {
   SessionMessage,
   Store,
 } from '../../src/store/types.js';
+import { pagesContract } from './contract-pages.js';
 
 export interface StoreHarness {
   store: Store;
@@ -162,6 +163,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     afterEach(async () => {
       await h.cleanup();
     });
+
+    pagesContract(() => h);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {

@@ -1,13 +1,17 @@
 import type { RawConfig } from '../schema/index.js';
 import type { CheckResult } from './types.js';
 
-/** `admin.*`: a token when enabled, and not the hook token. */
+/** `admin.*`: a token when enabled, not the hook token, and a port of its own. */
 export function checkAdmin(config: RawConfig): CheckResult {
   const { admin, hooks } = config;
   const issues: CheckResult['issues'] = [];
   const warnings: string[] = [];
   if (admin.enabled && !admin.token) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
+  // Never the hooks port: the two listeners answer different callers with different credentials.
+  if (admin.enabled && admin.port !== 0 && admin.port === config.gateway.port) {
+    issues.push({ path: 'admin.port', message: `must differ from gateway.port (${config.gateway.port}): the admin listener never shares the hooks port` });
+  }
   if (hooks.token && admin.token && hooks.token === admin.token)
-    warnings.push('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)');
+    warnings.push('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`); the admin listener refuses the hook token, so it accepts no token until they differ');
   return { issues, warnings };
 }

@@ -1,0 +1,212 @@
+// The four live lists: received hooks, runs, failed deliveries, the main session's pending events. Each has a
+// load (a page from the API) and an update from a feed event; the feed's events carry ids and states only, so
+// anything more is read through the API.
+import { api, deliveryWord, isDeadDelivery, qs } from './api.js';
+import { badge, el, fill, shortId, timeEl } from './dom.js';
+import { deliveries, pendingOf } from './overview.js';
+
+const $ = (id) => document.getElementById(id);
+const MAX_ROWS = 100;
+
+// ---- received hooks --------------------------------------------------------------------------------------------
+
+const receivedFilter = () => $('received-filter').value;
+const accepted = (r) => r.status < 400;
+
+function receivedItem(r) {
+  const ok = accepted(r);
+  const outcome = ok ? (r.code === 'duplicate' ? 'duplicate' : 'accepted') : 'refused';
+  const ids = [...(r.runIds ?? []).map((id) => `run ${shortId(id)}`), ...(r.eventIds ?? []).map((id) => `event ${shortId(id)}`)];
+  return el(
+    'li',
+    // The full ids, for finding a request's line (tests, the browser's find); the text shows short ones.
+    { class: `recv ${ok ? 'ok' : 'refused'}`, 'data-ids': [...(r.eventIds ?? []), ...(r.runIds ?? [])].join(' ') },
+    timeEl(r.at),
+    badge(ok ? 'ok' : 'refused', String(r.status)),
+    el('span', { class: 'path' }, r.path),
+    el('span', { class: 'sr-only' }, ` ${outcome}`),
+    r.code ? el('span', { class: 'code' }, r.code) : null,
+    r.count > 1 ? el('span', { class: 'code' }, `×${r.count}`) : null,
+    el('span', { class: 'meta' }, [r.clientIp, ...ids].filter(Boolean).join(' · ')),
+  );
+}
+
+export async function loadReceived() {
+  const outcome = receivedFilter();
+  const page = await api(`/received${qs({ outcome, limit: 50 })}`);
+  fill($('received-list'), ...(page?.items ?? []).map(receivedItem));
+  $('received-empty').hidden = (page?.items?.length ?? 0) > 0;
+  return page?.items ?? [];
+}
+
+export function addReceived(r) {
+  const f = receivedFilter();
+  if ((f === 'accepted' && !accepted(r)) || (f === 'rejected' && accepted(r))) return;
+  const list = $('received-list');
+  list.prepend(receivedItem(r));
+  while (list.children.length > MAX_ROWS) list.lastElementChild.remove();
+  $('received-empty').hidden = true;
+}
+
+// ---- runs ------------------------------------------------------------------------------------------------------
+
+const runRows = new Map(); // run id → <tr>
+let runsCursor = null;
+let openRun = () => {};
+export function onOpenRun(fn) {
+  openRun = fn;
+}
+const runFilter = () => document.querySelector('input[name="run-state"]:checked')?.value ?? '';
+const hookOf = (r) => r.hookName ?? r.hookPath ?? r.name ?? '';
+
+function runRow(r) {
+  const button = el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${r.id}`, onclick: () => openRun(r.id, button) }, shortId(r.id));
+  const tr = el(
+    'tr',
+    { 'data-run': r.id, role: 'row' },
+    el('td', { class: 'c-time', role: 'cell' }, timeEl(r.createdAt ?? r.at)),
+    el('td', { class: 'c-state', role: 'cell' }, badge(r.state, r.state.replace('_', ' '))),
+    el('td', { class: 'c-hook', role: 'cell' }, hookOf(r)),
+    el('td', { class: 'c-session', role: 'cell', title: r.sessionKey ?? '' }, r.sessionKey ?? ''),
+    el('td', { class: 'c-id', role: 'cell' }, button),
+  );
+  if (r.error) tr.title = r.error;
+  return tr;
+}
+
+export async function loadRuns({ more = false } = {}) {
+  const page = await api(`/runs${qs({ state: runFilter(), limit: 50, cursor: more ? runsCursor : undefined })}`);
+  const body = $('runs-body');
+  if (!more) {
+    body.replaceChildren();
+    runRows.clear();
+  }
+  for (const r of page?.items ?? []) {
+    if (runRows.has(r.id)) continue;
+    const tr = runRow(r);
+    runRows.set(r.id, tr);
+    body.append(tr);
+  }
+  runsCursor = page?.nextCursor ?? null;
+  $('runs-more').hidden = !runsCursor;
+  $('runs-empty').hidden = runRows.size > 0;
+}
+
+/** A `run` feed event: update its row in place, or add it on top when the filter shows its state. */
+export function updateRun(e) {
+  const old = runRows.get(e.runId);
+  const shown = !runFilter() || runFilter() === e.state;
+  if (!shown) {
+    old?.remove();
+    runRows.delete(e.runId);
+    $('runs-empty').hidden = runRows.size > 0;
+    return;
+  }
+  const tr = runRow({ id: e.runId, state: e.state, hookName: e.hookName, sessionKey: e.sessionKey, error: e.error, createdAt: e.at });
+  const body = $('runs-body');
+  if (old) {
+    // Keep the row's time (the run's creation); the event's `at` is the time of this change.
+    tr.firstElementChild.replaceWith(old.firstElementChild);
+    old.replaceWith(tr);
+  } else {
+    body.prepend(tr);
+    while (body.children.length > MAX_ROWS * 2) {
+      runRows.delete(body.lastElementChild.dataset.run);
+      body.lastElementChild.remove();
+    }
+  }
+  runRows.set(e.runId, tr);
+  $('runs-empty').hidden = true;
+}
+
+// ---- failed deliveries -----------------------------------------------------------------------------------------
+
+const deliveryRows = new Map(); // delivery id → { d, li }
+
+/** Fill a delivery's row; the <li> itself is kept across updates so focus on it survives a state change. */
+function renderDelivery(li, d) {
+  const dead = isDeadDelivery(d.state);
+  const retry = dead
+    ? el('button', { type: 'button', class: 'primary small', 'aria-label': `Retry delivery to ${d.channel} ${d.to}`, onclick: () => retryDelivery(d.id) }, 'Retry')
+    : null;
+  const run = d.runId
+    ? el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${d.runId}`, onclick: (ev) => openRun(d.runId, ev.currentTarget) }, `run ${shortId(d.runId)}`)
+    : 'heartbeat reply';
+  fill(
+    li,
+    el(
+      'div',
+      { class: 'row-main' },
+      el('span', { class: 'd-state' }, badge(deliveryWord(d.state)), d.retried ? el('span', { class: 'sr-only' }, ' (retry queued)') : null),
+      el('strong', {}, d.channel),
+      el('span', { class: 'to' }, `→ ${d.to ?? ''}`),
+      el('span', { class: 'meta' }, `${d.attempts ?? 0} attempt${d.attempts === 1 ? '' : 's'}`),
+      retry,
+    ),
+    d.lastError ? el('p', { class: 'error-text' }, d.lastError) : null,
+    el('p', { class: 'meta' }, run, ' · ', timeEl(d.updatedAt ?? d.createdAt)),
+  );
+}
+
+function putDelivery(d) {
+  const row = deliveryRows.get(d.id);
+  const li = row?.li ?? el('li', { class: 'delivery', 'data-delivery': d.id, tabindex: '-1' });
+  renderDelivery(li, d);
+  if (!row) $('deliveries-list').append(li);
+  deliveryRows.set(d.id, { d, li });
+  $('deliveries-empty').hidden = deliveryRows.size > 0;
+  return li;
+}
+
+export async function loadDeliveries() {
+  const page = await deliveries('failed', 100);
+  const items = page?.items ?? [];
+  // Rows retried from this page stay (showing pending, then sent) until the next full load after they settle.
+  for (const [id, { d, li }] of deliveryRows) {
+    if (!items.some((x) => x.id === id) && !(d.state === 'pending' && d.retried)) {
+      li.remove();
+      deliveryRows.delete(id);
+    }
+  }
+  for (const d of items) putDelivery(d);
+  $('deliveries-empty').hidden = deliveryRows.size > 0;
+}
+
+async function retryDelivery(id) {
+  const row = deliveryRows.get(id);
+  const button = row?.li.querySelector('button.primary');
+  if (button) button.disabled = true;
+  try {
+    await api(`/deliveries/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+    // The focused Retry button goes away with the new state: keep focus on the row, not lost to the page.
+    // (Unless the feed already told a newer state: the outbox may send it before this answer arrives.)
+    const now = deliveryRows.get(id);
+    if (now.d === row.d) putDelivery({ ...row.d, state: 'pending', retried: true });
+    now.li.focus();
+  } catch (err) {
+    if (button) button.disabled = false;
+    row?.li.append(el('p', { class: 'error', role: 'alert' }, `Retry failed: ${err.message}`));
+  }
+}
+
+/** A `delivery` feed event: a row we show changes state in place; a new dead letter reloads the list. */
+export function updateDelivery(e, reload) {
+  const row = deliveryRows.get(e.deliveryId);
+  if (row) {
+    putDelivery({ ...row.d, state: e.state, attempts: e.attempts, lastError: e.lastError ?? row.d.lastError, updatedAt: e.at, retried: row.d.retried && e.state === 'pending' });
+  } else if (isDeadDelivery(e.state)) reload();
+}
+
+// ---- main session's pending events -----------------------------------------------------------------------------
+
+export async function loadPending() {
+  const body = await api('/sessions/main').catch((err) => (err.status === 404 ? null : Promise.reject(err)));
+  const pending = pendingOf(body);
+  fill(
+    $('pending-list'),
+    ...pending.map((p) =>
+      el('li', { class: 'pending' }, el('div', { class: 'row-main' }, timeEl(p.createdAt), badge('origin', p.origin ?? 'event')), el('p', { class: 'text' }, p.text ?? '')),
+    ),
+  );
+  $('pending-empty').hidden = pending.length > 0;
+}

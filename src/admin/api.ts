@@ -1,0 +1,163 @@
+/**
+ * The admin REST API (CONTRACT.md §7, docs/admin.md): runs, sessions, deliveries, received records, and the two
+ * repairs (retry a failed run, retry a dead delivery). Reads go to the store (the whole cluster's work on
+ * PostgreSQL); a repair commits, then wakes this node's runtime so the work runs at once (other nodes learn of it
+ * from the store's notice).
+ */
+import { AdminError } from '../errors.js';
+import { sendJson } from '../ingress/respond.js';
+import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
+import { apiDeliveryState, parseDeliveriesQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
+import type { AdminRoute } from './route.js';
+
+/** What a repair wakes: this node's run worker and outbox (a no-op once the app stops). */
+export interface AdminSignals {
+  runsQueued(): void;
+  deliveriesQueued(): void;
+}
+
+export interface ApiDeps {
+  store: Store;
+  signals: AdminSignals;
+  now?: () => number;
+}
+
+/** Turns of a run's transcript shown with the run (its session's latest, those of this run). */
+const RUN_TRANSCRIPT_TURNS = 40;
+
+/** A run in a list: §7's fields, times in epoch milliseconds. */
+export function runSummary(r: Run) {
+  return {
+    id: r.id, state: r.state, sessionKey: r.sessionKey, agentId: r.agentId, hookName: r.hookPath, model: r.model, attempts: r.attempts,
+    createdAt: r.createdAt, startedAt: r.startedAt, finishedAt: r.finishedAt, error: r.error,
+  };
+}
+
+export function deliveryView(d: Delivery) {
+  return {
+    id: d.id, runId: d.runId, channel: d.channel, to: d.to, state: apiDeliveryState(d.state), attempts: d.attempts, lastError: d.lastError,
+    nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt : null, createdAt: d.createdAt, deliveredAt: d.deliveredAt,
+  };
+}
+
+const turn = (m: SessionMessage) => ({ role: m.role, content: m.content, runId: m.runId, createdAt: m.createdAt });
+const eventView = (e: SystemEvent) => ({ id: e.id, text: e.text, origin: e.origin, runId: e.runId ?? null, createdAt: e.createdAt });
+
+function sessionView(s: SessionSummary) {
+  return {
+    key: s.key, agentId: s.agentId, pendingEvents: s.pendingEvents, runs: s.runs, lastActivityAt: s.lastActivityAt,
+    lastRoute: s.lastChannel ? { channel: s.lastChannel, to: s.lastTo, accountId: s.lastAccountId } : null,
+  };
+}
+
+function sessionDetailView(s: SessionDetail) {
+  return {
+    ...sessionView(s),
+    pending: s.pending.map(eventView),
+    transcript: s.transcript.map(turn),
+    recentRuns: s.recentRuns.map(runSummary),
+  };
+}
+
+function notFound(what: string): AdminError {
+  return new AdminError(404, 'not_found', `no ${what}`);
+}
+
+export function apiRoutes(deps: ApiDeps): AdminRoute[] {
+  const { store, signals } = deps;
+  const now = deps.now ?? Date.now;
+  return [
+    {
+      method: 'GET',
+      path: '/api/v1/runs',
+      async handle({ res, query }) {
+        const page = await store.pageRuns(parseRunsQuery(query));
+        sendJson(res, 200, { items: page.items.map(runSummary), nextCursor: page.nextCursor });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/runs/:id',
+      async handle({ res, params }) {
+        const run = await store.getRun(params.id!);
+        if (!run) throw notFound(`run ${params.id}`);
+        const [messages, deliveries] = await Promise.all([
+          store.sessionMessages(run.agentId, run.sessionKey, RUN_TRANSCRIPT_TURNS),
+          store.listDeliveries({ runId: run.id, limit: 50 }),
+        ]);
+        sendJson(res, 200, {
+          ...runSummary(run),
+          name: run.name, message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
+          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt,
+          transcript: messages.filter((m) => m.runId === run.id).map(turn),
+          deliveries: deliveries.map(deliveryView),
+        });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/runs/:id/retry',
+      async handle({ res, params }) {
+        const run = await store.getRun(params.id!);
+        if (!run) throw notFound(`run ${params.id}`);
+        if (run.state !== 'failed' && run.state !== 'timed_out') {
+          throw new AdminError(409, 'not_retryable', `run ${run.id} is ${run.state}: only a failed or timed_out run can be retried`);
+        }
+        const queued = await store.requeueRun(run.id, now());
+        // Another retry (or the CLI) got there first: it is queued already, which is what was asked.
+        if (!queued) throw new AdminError(409, 'not_retryable', `run ${run.id} is no longer failed`);
+        signals.runsQueued();
+        sendJson(res, 200, { ok: true, runId: run.id });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/sessions',
+      async handle({ res, query }) {
+        const { limit } = parseSessionsQuery(query);
+        const sessions = await store.listSessions(limit);
+        sendJson(res, 200, { items: sessions.map(sessionView), nextCursor: null });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/sessions/:key',
+      async handle({ res, params }) {
+        const session = await store.getSession(params.key!);
+        if (!session) throw notFound(`session ${params.key}`);
+        sendJson(res, 200, sessionDetailView(session));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/deliveries',
+      async handle({ res, query }) {
+        const page = await store.pageDeliveries(parseDeliveriesQuery(query));
+        sendJson(res, 200, { items: page.items.map(deliveryView), nextCursor: page.nextCursor });
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/deliveries/:id/retry',
+      async handle({ res, params }) {
+        const delivery = await store.getDelivery(params.id!);
+        if (!delivery) throw notFound(`delivery ${params.id}`);
+        if (delivery.state !== 'dead') {
+          throw new AdminError(409, 'not_retryable', `delivery ${delivery.id} is ${apiDeliveryState(delivery.state)}: only a failed (dead-lettered) delivery can be retried`);
+        }
+        const queued = await store.retryDelivery(delivery.id, now());
+        if (!queued) throw notFound(`delivery ${params.id}`);
+        signals.deliveriesQueued();
+        sendJson(res, 200, { ok: true, deliveryId: delivery.id });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/received',
+      async handle({ res, query }) {
+        const page = await store.pageReceived(parseReceivedQuery(query));
+        sendJson(res, 200, { items: page.items, nextCursor: page.nextCursor });
+      },
+    },
+  ];
+}

@@ -1,0 +1,59 @@
+/**
+ * The live feed's bus, the metrics and the feed's cluster bridge of one service, built before the store (which
+ * reports its commit timings to the metrics) and attached once the store and the ingress exist.
+ */
+import { FeedBus } from '../feed.js';
+import type { Logger } from '../log.js';
+import type { QueueDepths } from '../store/pages.js';
+import { type FeedRouteOptions, feedRoutes } from './events.js';
+import { type FeedClusterStore, shareFeed } from './feed-cluster.js';
+import { HookgateMetrics, metricsRoutes } from './metrics.js';
+import type { AdminRoute } from './route.js';
+
+export interface ObservedSources {
+  store: FeedClusterStore;
+  /** The store's queue figures (AdminStore.queueDepths). */
+  depths: () => Promise<QueueDepths>;
+  /** Address buckets locked out now (the ingress's limiter). */
+  lockouts: () => number;
+}
+
+export interface Observability {
+  readonly feed: FeedBus;
+  readonly metrics: HookgateMetrics;
+  /** For OpenStoreOptions.onCommit. */
+  onCommit(ms: number): void;
+  /** Start reading the sources (scrapes before this see empty queue gauges) and, on a shared store, the cluster feed. */
+  attach(sources: ObservedSources): void;
+  /** `GET /api/v1/events` and `GET /metrics`, for the admin listener. */
+  routes(opts?: FeedRouteOptions): AdminRoute[];
+  stop(): void;
+}
+
+/** `node`: this node's id when the store is shared (PostgreSQL): feed events and metrics carry it. */
+export function createObservability(opts: { node?: string; logger: Logger }): Observability {
+  const feed = new FeedBus(undefined, opts.node);
+  let sources: ObservedSources | undefined;
+  let stopSharing = () => {};
+  const metrics = new HookgateMetrics({
+    bus: feed,
+    depths: () => (sources ? sources.depths() : Promise.reject(new Error('not started yet'))),
+    lockouts: () => sources?.lockouts() ?? 0,
+    ...(opts.node ? { node: opts.node } : {}),
+    logger: opts.logger,
+  });
+  return {
+    feed,
+    metrics,
+    onCommit: (ms) => metrics.observeCommit(ms),
+    attach(s) {
+      sources = s;
+      if (opts.node) stopSharing = shareFeed(feed, s.store, opts.node, opts.logger);
+    },
+    routes: (routeOpts = {}) => [...feedRoutes(feed, { logger: opts.logger, ...routeOpts }), ...metricsRoutes(metrics)],
+    stop() {
+      stopSharing();
+      metrics.stop();
+    },
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * The admin API's query strings, parsed and checked (pure): a bad value is 400 `invalid_query` naming the parameter.
+ * The API's words map onto the store's where they differ (a delivery `sent` is the store's `delivered`).
+ */
+import { DELIVERY_STATES, type DeliveryState, RUN_STATES, type RunState } from '../enums.js';
+import { invalidQuery } from '../errors.js';
+import type { DeliveryPageQuery, ReceivedPageQuery, RunPageQuery } from '../store/pages.js';
+
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 200;
+/** Longer values are no key, path or cursor hookgate made. */
+const MAX_VALUE_CHARS = 512;
+
+/** The delivery states of the API, and the store's state each one is. */
+export const API_DELIVERY_STATES = { pending: 'pending', sent: 'delivered', failed: 'dead' } as const satisfies Record<string, DeliveryState>;
+export type ApiDeliveryState = keyof typeof API_DELIVERY_STATES;
+
+/** The store's delivery state in the API's words. */
+export function apiDeliveryState(state: DeliveryState): ApiDeliveryState {
+  return state === 'delivered' ? 'sent' : state === 'dead' ? 'failed' : 'pending';
+}
+
+/** One value of a parameter: absent → undefined; repeated, empty or overlong → invalid_query. */
+export function single(query: URLSearchParams, name: string): string | undefined {
+  const all = query.getAll(name);
+  if (all.length === 0) return undefined;
+  if (all.length > 1) throw invalidQuery(name, 'given more than once');
+  const v = all[0]!;
+  if (v === '') throw invalidQuery(name, 'empty');
+  if (v.length > MAX_VALUE_CHARS) throw invalidQuery(name, `longer than ${MAX_VALUE_CHARS} characters`);
+  return v;
+}
+
+export function parseLimit(query: URLSearchParams): number {
+  const v = single(query, 'limit');
+  if (v === undefined) return DEFAULT_LIMIT;
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > MAX_LIMIT) throw invalidQuery('limit', `an integer from 1 to ${MAX_LIMIT}`);
+  return Number(v);
+}
+
+function oneOf<T extends string>(query: URLSearchParams, name: string, values: readonly T[]): T | undefined {
+  const v = single(query, name);
+  if (v === undefined) return undefined;
+  if (!(values as readonly string[]).includes(v)) throw invalidQuery(name, `one of ${values.join(', ')}`);
+  return v as T;
+}
+
+/** Parameters a list does not know are refused, so a typo (`?status=failed`) is not silently a list of everything. */
+function onlyKnown(query: URLSearchParams, known: readonly string[]): void {
+  for (const name of query.keys()) if (!known.includes(name)) throw invalidQuery(name, `not a parameter of this list (${known.join(', ')})`);
+}
+
+function page(query: URLSearchParams): { limit: number; cursor?: string } {
+  const cursor = single(query, 'cursor');
+  return { limit: parseLimit(query), ...(cursor !== undefined ? { cursor } : {}) };
+}
+
+export function parseRunsQuery(query: URLSearchParams): RunPageQuery {
+  onlyKnown(query, ['state', 'sessionKey', 'limit', 'cursor']);
+  const state = oneOf<RunState>(query, 'state', RUN_STATES);
+  const sessionKey = single(query, 'sessionKey');
+  return { ...page(query), ...(state ? { state } : {}), ...(sessionKey !== undefined ? { sessionKey } : {}) };
+}
+
+export function parseDeliveriesQuery(query: URLSearchParams): DeliveryPageQuery {
+  onlyKnown(query, ['state', 'channel', 'limit', 'cursor']);
+  const state = oneOf(query, 'state', Object.keys(API_DELIVERY_STATES) as ApiDeliveryState[]);
+  const channel = single(query, 'channel');
+  return { ...page(query), ...(state ? { state: API_DELIVERY_STATES[state] } : {}), ...(channel !== undefined ? { channel } : {}) };
+}
+
+export function parseReceivedQuery(query: URLSearchParams): ReceivedPageQuery {
+  onlyKnown(query, ['outcome', 'path', 'limit', 'cursor']);
+  const outcome = oneOf(query, 'outcome', ['accepted', 'rejected'] as const);
+  const path = single(query, 'path');
+  return { ...page(query), ...(outcome ? { outcome } : {}), ...(path !== undefined ? { path: normalisePath(path) } : {}) };
+}
+
+/** Records keep the hook sub-path (`wake`, `github/push`); `/wake` names it too. */
+function normalisePath(path: string): string {
+  return path.replace(/^\/+/, '');
+}
+
+export function parseSessionsQuery(query: URLSearchParams): { limit: number } {
+  onlyKnown(query, ['limit']);
+  return { limit: parseLimit(query) };
+}
+
+/** For the unit tests and the docs: every value each list's `state` takes. */
+export const LIST_STATES = { runs: RUN_STATES, deliveries: Object.keys(API_DELIVERY_STATES), storeDeliveries: DELIVERY_STATES } as const;

@@ -1,0 +1,62 @@
+/**
+ * Every route of the admin listener, composed in one place: each feature adds its list here (one line), so app.ts
+ * stays small and the router sees them all. Order matters only for identical paths (none).
+ */
+import type { Config } from '../config/load.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../store/types.js';
+import { type AdminSignals, apiRoutes } from './api.js';
+import { dashboardRoutes } from './dashboard.js';
+import { healthRoutes } from './health.js';
+import type { Observability } from './observe.js';
+import type { AdminRoute } from './route.js';
+import { type AdminListener, type AdminTokens, startAdminServer } from './server.js';
+
+/** What the admin features read: the app's parts they need. A feature needing more adds a field here. */
+export interface AdminDeps {
+  store: Store;
+  signals: AdminSignals;
+  logger: Logger;
+  /** Whether the hooks listener accepts connections (`/readyz`). */
+  ingressListening(): boolean;
+  /** Whether a config generation is loaded (`/readyz`). */
+  configLoaded(): boolean;
+  /** The live feed and the metrics (`/api/v1/events`, `/metrics`). */
+  observability?: Observability;
+}
+
+export function adminRoutes(deps: AdminDeps): AdminRoute[] {
+  return [
+    ...healthRoutes({ probeWrite: (now) => deps.store.probeWrite(now), ingressListening: deps.ingressListening, configLoaded: deps.configLoaded }),
+    ...apiRoutes({ store: deps.store, signals: deps.signals }),
+    ...(deps.observability?.routes() ?? []),
+    ...dashboardRoutes(),
+  ];
+}
+
+export interface AdminSettings {
+  enabled: boolean;
+  bind: string;
+  port: number;
+}
+
+/**
+ * Start the admin listener when `admin.enabled` (undefined otherwise). Bind and port are the ones at start (a reload
+ * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` applies
+ * at once.
+ */
+export async function startAdmin(settings: AdminSettings, tokens: AdminTokens, deps: AdminDeps): Promise<AdminListener | undefined> {
+  if (!settings.enabled) return undefined;
+  return startAdminServer({ bind: settings.bind, port: settings.port, routes: adminRoutes(deps), tokens, logger: deps.logger });
+}
+
+/** The tokens of the current config, read per request: a reload's new `admin.token` (or hook token) applies at once. */
+export function configTokens(current: () => Config): AdminTokens {
+  return { admin: () => current().admin.token, hooks: () => [current().hooks.token] };
+}
+
+/** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */
+export function adminNotice(url: string, configFile: string | undefined, env: NodeJS.ProcessEnv): string {
+  const token = configFile ? `admin.token in ${configFile}` : env.HOOKGATE_ADMIN_TOKEN?.trim() ? '$HOOKGATE_ADMIN_TOKEN' : './data/admin-token';
+  return `hookgate: dashboard and admin API at ${url}/ (token: ${token})\n`;
+}

@@ -1,0 +1,171 @@
+/**
+ * The admin listener (CONTRACT.md §7): its own `node:http` server on `admin.bind:admin.port`, never the hooks port.
+ * A small router over every feature's `AdminRoute`s, bearer auth with the admin token (constant-time, the hook
+ * token refused), and one error shape `{ ok: false, error, code }`.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AdminError, HookgateError, type ErrorCode } from '../errors.js';
+import { extractBearer, HookToken } from '../ingress/auth.js';
+import { sendJson } from '../ingress/respond.js';
+import type { Logger } from '../log.js';
+import type { AdminRoute } from './route.js';
+
+/** What a request's method and path found: a route and its parameters, or why not (404, 405 with `Allow`). */
+export type RouteMatch =
+  | { kind: 'route'; route: AdminRoute; params: Record<string, string> }
+  | { kind: 'not_found' }
+  | { kind: 'method_not_allowed'; allow: string[] };
+
+interface Compiled {
+  route: AdminRoute;
+  segments: string[];
+}
+
+/** The router: pure, built once from the routes. `:name` segments match one non-empty path segment. */
+export function compileRoutes(routes: readonly AdminRoute[]): (method: string, path: string) => RouteMatch {
+  const compiled: Compiled[] = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
+  return (method, path) => {
+    const parts = path.split('/').slice(1);
+    const allow = new Set<string>();
+    for (const c of compiled) {
+      const params = matchSegments(c.segments, parts);
+      if (!params) continue;
+      if (c.route.method === method) return { kind: 'route', route: c.route, params };
+      allow.add(c.route.method);
+    }
+    return allow.size ? { kind: 'method_not_allowed', allow: [...allow].sort() } : { kind: 'not_found' };
+  };
+}
+
+function matchSegments(pattern: string[], parts: string[]): Record<string, string> | undefined {
+  if (pattern.length !== parts.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i]!;
+    const part = parts[i]!;
+    if (p.startsWith(':')) {
+      if (!part) return undefined;
+      let value: string;
+      try {
+        value = decodeURIComponent(part);
+      } catch {
+        return undefined; // a malformed escape names nothing
+      }
+      params[p.slice(1)] = value;
+    } else if (p !== part) return undefined;
+  }
+  return params;
+}
+
+/** The status of an error a handler threw: by code, never by message. */
+export function statusOf(err: unknown): { status: number; code: ErrorCode; message: string; headers?: Record<string, string> | undefined } {
+  if (err instanceof AdminError) return { status: err.status, code: err.code, message: err.message, headers: err.headers };
+  if (err instanceof HookgateError) {
+    switch (err.code) {
+      case 'invalid_query':
+        return { status: 400, code: err.code, message: err.message };
+      case 'not_retryable':
+        return { status: 409, code: err.code, message: err.message };
+      case 'store_unavailable':
+        return { status: 503, code: 'unavailable', message: 'the store is unavailable; try again shortly' };
+    }
+  }
+  return { status: 500, code: 'internal', message: 'internal error' };
+}
+
+export function sendAdminError(res: ServerResponse, err: unknown): void {
+  const { status, code, message, headers } = statusOf(err);
+  if (res.headersSent) return void res.destroy();
+  sendJson(res, status, { ok: false, error: message, code }, headers);
+}
+
+/** The tokens as the current config has them: read per request, so a reloaded `admin.token` applies at once. */
+export interface AdminTokens {
+  admin(): string | undefined;
+  /** Every token the hooks accept: never accepted here, even if it were also the admin token. */
+  hooks(): ReadonlyArray<string | undefined>;
+}
+
+/** Constant-time checks against the current tokens (the padded compare of ingress/auth.ts, rebuilt when one changes). */
+export function adminAuthorizer(tokens: AdminTokens): (presented: string | undefined) => boolean {
+  const cache = new Map<string, HookToken>();
+  const compare = (token: string) => {
+    let t = cache.get(token);
+    if (!t) {
+      if (cache.size > 16) cache.clear(); // bounded: only reloads add tokens
+      cache.set(token, (t = new HookToken(token)));
+    }
+    return t;
+  };
+  return (presented) => {
+    const admin = tokens.admin();
+    if (!admin || presented === undefined) return false;
+    const isHook = tokens.hooks().some((h) => h !== undefined && h !== '' && compare(h).matches(presented));
+    return compare(admin).matches(presented) && !isHook;
+  };
+}
+
+export interface AdminServerOptions {
+  bind: string;
+  port: number;
+  routes: readonly AdminRoute[];
+  tokens: AdminTokens;
+  logger: Logger;
+}
+
+export interface AdminListener {
+  readonly url: string;
+  readonly port: number;
+  /** Stop accepting and close every connection at once (long-lived feed streams included). */
+  close(): Promise<void>;
+}
+
+export async function startAdminServer(opts: AdminServerOptions): Promise<AdminListener> {
+  const route = compileRoutes(opts.routes);
+  const authorized = adminAuthorizer(opts.tokens);
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://admin.invalid');
+    } catch {
+      throw new AdminError(404, 'not_found', 'no such path');
+    }
+    const found = route(req.method ?? 'GET', url.pathname);
+    if (found.kind === 'not_found') throw new AdminError(404, 'not_found', `no admin endpoint at ${url.pathname.slice(0, 200)}`);
+    if (found.kind === 'method_not_allowed') {
+      throw new AdminError(405, 'method_not_allowed', `use ${found.allow.join(' or ')}`, { allow: found.allow.join(', ') });
+    }
+    if (found.route.auth !== false && !authorized(extractBearer(req.headers))) {
+      throw new AdminError(401, 'unauthorized', 'Authorization: Bearer <admin token> required', { 'www-authenticate': 'Bearer' });
+    }
+    await found.route.handle({ req, res, params: found.params, query: url.searchParams });
+  };
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const { status, code } = statusOf(err);
+      // The code and the class only: a message may quote what a caller sent.
+      if (status >= 500) opts.logger.warn({ code, err: err instanceof Error ? err.name : typeof err, path: req.url?.split('?')[0]?.slice(0, 200) }, 'admin request failed');
+      sendAdminError(res, err);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.bind, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${addr.port}`,
+    port: addr.port,
+    close: () =>
+      (closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      })),
+  };
+}

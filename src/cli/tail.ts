@@ -1,0 +1,173 @@
+/**
+ * `hookgate tail [--json]`: follows the live feed of the running service (`GET /api/v1/events` on the admin
+ * listener): one line per event for people, or the event's JSON per line with --json. Reconnects by itself with
+ * `Last-Event-ID`, so a restart of the listener or a dropped connection loses nothing still in the service's buffer;
+ * when it cannot resume, the service says `reset` and tail says so on stderr. A client of the service only: it loads
+ * neither the server nor the store.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { type Command, Option } from 'commander';
+import { CliError } from '../errors.js';
+import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
+import { terminalSafe } from '../text-safe.js';
+import { announce, fullConfig } from './context.js';
+import { configOption } from './options.js';
+
+/** Where the embedded default keeps its generated admin token (the admin listener writes it at its first start). */
+export const embeddedAdminTokenFile = (cwd: string) => join(cwd, 'data', 'admin-token');
+
+/** The admin listener's URL and token, as the service reads them. Never creates a token. */
+export function adminEndpoint(flag: string | undefined): { url: string; token: string } {
+  const { config, location } = fullConfig(flag);
+  const bind = config.admin.bind;
+  const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
+  const url = `http://${host}:${config.admin.port}`;
+  let token = config.admin.token;
+  let from = `admin.token of ${location.file}`;
+  if (!token && !location.file && process.env.HOOKGATE_ADMIN_TOKEN?.trim()) {
+    token = process.env.HOOKGATE_ADMIN_TOKEN.trim();
+    from = '$HOOKGATE_ADMIN_TOKEN';
+  }
+  if (!token && !location.file) {
+    const file = embeddedAdminTokenFile(process.cwd());
+    token = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+    from = file;
+  }
+  if (!token) {
+    throw new CliError(
+      'cli_token_missing',
+      location.file
+        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from})`
+        : `no admin token: no config file and no ${embeddedAdminTokenFile(process.cwd())}; run this where \`hookgate serve\` runs, or pass --config FILE`,
+    );
+  }
+  announce(`admin listener ${url}; token from ${from}`);
+  return { url, token };
+}
+
+const hhmmss = (at: number) => new Date(at).toISOString().slice(11, 23);
+const s = (v: unknown) => terminalSafe(String(v ?? ''));
+
+/** One line for people. */
+export function eventLine(e: FeedEvent & { node?: string }): string {
+  const node = e.node ? ` [${s(e.node)}]` : '';
+  switch (e.type) {
+    case 'received': {
+      const ids = [...e.eventIds.map((id) => `event ${id}`), ...e.runIds.map((id) => `run ${id}`)].join(', ');
+      return `${hhmmss(e.at)} received  ${e.status} /${s(e.path)} (${s(e.route)})${e.code ? ` ${s(e.code)}` : ''} ${Math.round(e.durationMs)} ms from ${s(e.clientIp)}${ids ? `: ${ids}` : ''}${node}`;
+    }
+    case 'run':
+      return `${hhmmss(e.at)} run       ${e.runId} ${e.state} (${s(e.hookName)}, ${s(e.sessionKey)})${e.durationMs !== undefined ? ` ${Math.round(e.durationMs)} ms` : ''}${e.error ? `: ${s(e.error)}` : ''}${node}`;
+    case 'delivery':
+      return `${hhmmss(e.at)} delivery  ${e.deliveryId} ${e.change} via ${s(e.channel)} (attempt ${e.attempts})${e.runId ? ` run ${e.runId}` : ''}${e.lastError ? `: ${s(e.lastError)}` : ''}${node}`;
+    case 'heartbeat':
+      return `${hhmmss(e.at)} heartbeat ${s(e.sessionKey)} ${e.outcome}, ${e.events} events${node}`;
+  }
+}
+
+interface TailOpts {
+  config?: string;
+  url?: string;
+  json?: boolean;
+  types?: string;
+}
+
+export function addTailCommand(program: Command): void {
+  program
+    .command('tail')
+    .description('follow the live feed of the running service (admin listener): received hooks, runs, deliveries, heartbeats; reconnects by itself')
+    .option('--json', 'one JSON object per line (the event, with its id) instead of text')
+    .addOption(new Option('--types <list>', `only these event types, comma-separated (${FEED_EVENT_TYPES.join(', ')})`))
+    .addOption(new Option('--url <url>', "the admin listener's base URL (default: from admin.bind and admin.port)"))
+    .addOption(configOption())
+    .action(async (o: TailOpts) => {
+      const endpoint = adminEndpoint(o.config);
+      await follow({ url: o.url ?? endpoint.url, token: endpoint.token, json: o.json ?? false, ...(o.types ? { types: o.types } : {}) });
+    });
+}
+
+/** Follow until the process is stopped; a refused token or bad query ends it with an error (exit 1). */
+async function follow(opts: { url: string; token: string; json: boolean; types?: string }): Promise<never> {
+  let lastId: string | undefined;
+  let delay = 500;
+  let said = false;
+  for (;;) {
+    const outcome = await stream(opts, lastId, (id) => {
+      lastId = id;
+      delay = 500;
+      if (said) process.stderr.write('hookgate: live feed connected again\n');
+      said = false;
+    });
+    if (outcome.fatal) throw outcome.fatal;
+    if (!said) process.stderr.write(`hookgate: live feed ${outcome.why}; reconnecting${lastId ? ' from the last event seen' : ''}\n`);
+    said = true;
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 10_000);
+  }
+}
+
+/** One connection: resolves when it ends (`why`), or with `fatal` when retrying cannot help. */
+function stream(opts: { url: string; token: string; json: boolean; types?: string }, lastId: string | undefined, seen: (id: string) => void): Promise<{ why: string; fatal?: CliError }> {
+  const target = new URL('/api/v1/events', opts.url);
+  if (opts.types) target.searchParams.set('types', opts.types);
+  return new Promise((resolve) => {
+    const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${opts.token}` };
+    if (lastId) headers['last-event-id'] = lastId;
+    const req = request(target, { headers });
+    req.on('error', (err) => resolve({ why: `unreachable at ${opts.url} (${(err as NodeJS.ErrnoException).code ?? err.message})` }));
+    req.on('response', (res) => {
+      if (res.statusCode === 401 || res.statusCode === 400) {
+        res.resume();
+        const why = res.statusCode === 401 ? 'the admin listener refused the admin token (401)' : `the admin listener refused the request (400; check --types)`;
+        return resolve({ why, fatal: new CliError(res.statusCode === 401 ? 'cli_token_missing' : 'cli_usage', why) });
+      }
+      if (res.statusCode !== 200) {
+        res.resume();
+        return resolve({ why: `answered ${res.statusCode}` });
+      }
+      let buf = '';
+      let frame: { id?: string; event?: string; data: string[] } = { data: [] };
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buf += chunk;
+        let nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).replace(/\r$/, '');
+          buf = buf.slice(nl + 1);
+          if (line === '') {
+            if (frame.data.length) emit(opts.json, frame.id, frame.event ?? 'message', frame.data.join('\n'), seen);
+            frame = { data: [] };
+          } else if (line.startsWith(':')) continue;
+          else {
+            const colon = line.indexOf(':');
+            const field = colon < 0 ? line : line.slice(0, colon);
+            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+            if (field === 'id') frame.id = value;
+            else if (field === 'event') frame.event = value;
+            else if (field === 'data') frame.data.push(value);
+          }
+        }
+      });
+      res.on('close', () => resolve({ why: 'connection closed' }));
+    });
+    req.end();
+  });
+}
+
+function emit(json: boolean, id: string | undefined, type: string, data: string, seen: (id: string) => void): void {
+  if (id !== undefined) seen(id);
+  let event: Record<string, unknown>;
+  try {
+    event = JSON.parse(data) as Record<string, unknown>;
+  } catch {
+    return;
+  }
+  if (type === 'reset') {
+    process.stderr.write(`hookgate: the service could not resume the feed where it stopped (${s(event.reason)}): events may have been missed; following live\n`);
+    return;
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ id, ...event })}\n`);
+  else if ((FEED_EVENT_TYPES as readonly string[]).includes(type)) process.stdout.write(`${eventLine(event as unknown as FeedEvent)}\n`);
+}

@@ -1,0 +1,40 @@
+/**
+ * The runtime's announcements on the live feed (src/feed.ts): every run state change, every delivery change, every
+ * heartbeat turn, each announced once its write committed. Ids and states only (errors are the runtime's own
+ * one-line, log-safe texts), never a message or a reply.
+ */
+import type { FeedSink } from '../feed.js';
+import type { DeliveryState, RunState } from '../enums.js';
+import type { NewDelivery, NewRun } from '../store/types.js';
+
+type RunRef = Pick<NewRun, 'id' | 'sessionKey' | 'hookPath'>;
+
+export class RuntimeAnnouncer {
+  constructor(private readonly feed: FeedSink | undefined) {}
+
+  run(run: RunRef, state: RunState, error: string | null = null, durationMs?: number): void {
+    this.feed?.publish({
+      type: 'run',
+      at: Date.now(),
+      runId: run.id,
+      state,
+      sessionKey: run.sessionKey,
+      hookName: run.hookPath,
+      error,
+      ...(durationMs !== undefined ? { durationMs } : {}),
+    });
+  }
+
+  /** New outbox rows (a finished run's or heartbeat's reply). */
+  queued(deliveries: readonly NewDelivery[]): void {
+    for (const d of deliveries) this.delivery(d, 'queued', 'pending', 0, null);
+  }
+
+  delivery(d: Pick<NewDelivery, 'id' | 'runId' | 'channel'>, change: 'queued' | 'sent' | 'retry' | 'dead', state: DeliveryState, attempts: number, lastError: string | null): void {
+    this.feed?.publish({ type: 'delivery', at: Date.now(), deliveryId: d.id, runId: d.runId, channel: d.channel, state, change, attempts, lastError });
+  }
+
+  heartbeat(sessionKey: string, outcome: 'ok' | 'failed', events: number): void {
+    this.feed?.publish({ type: 'heartbeat', at: Date.now(), sessionKey, outcome, events });
+  }
+}

@@ -1,0 +1,85 @@
+/** The admin listener's reads on PostgreSQL (pages.ts): the same pages as SQLite's (sqlite-pages.ts), the whole cluster's. */
+import { RUN_STATES } from '../enums.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
+import type { PgDb } from './postgres-db.js';
+import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './postgres-rows.js';
+import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
+import type { Delivery, Run } from './types.js';
+
+function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
+  const present = filters.filter(([, v]) => v !== undefined);
+  const conds = [...present.map(([col], i) => `${col} = $${i + 1}`), `seq < $${present.length + 1}`];
+  return { sql: conds.join(' AND '), params: [...present.map(([, v]) => v), below] };
+}
+
+/** The id of the row `probeWrite` writes and removes in one transaction. */
+const PROBE_NODE_ID = 'hookgate:probe';
+
+export class PgPages {
+  constructor(private readonly db: PgDb) {}
+
+  async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    const w = where([['state', q.state], ['session_key', q.sessionKey]], seqFromCursor('runs', q.cursor));
+    const { rows } = await this.db.query(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`, w.params);
+    return seqPage('runs', rows.map((r) => ({ seq: Number(r.seq), item: rowToRun(r) })), q.limit);
+  }
+
+  async pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    const w = where([['state', q.state], ['channel', q.channel]], seqFromCursor('deliveries', q.cursor));
+    const { rows } = await this.db.query(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`, w.params);
+    return seqPage('deliveries', rows.map((r) => ({ seq: Number(r.seq), item: rowToDelivery(r) })), q.limit);
+  }
+
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return pageReceivedLogs(
+      {
+        records: async (atMost, n) =>
+          (await this.db.query('SELECT seq, records FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [atMost, n])).rows.map((r) =>
+            receivedBlock(Number(r.seq), r.records as string),
+          ),
+        refusals: async (atMost, n) =>
+          (await this.db.query('SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [atMost, n])).rows.map(
+            (r: Row) => ({ seq: Number(r.seq), records: rowToRefusals(r) }),
+          ),
+      },
+      q,
+    );
+  }
+
+  async queueDepths(): Promise<QueueDepths> {
+    const { rows } = await this.db.query(
+      `SELECT ${RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
+         (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
+         (SELECT COUNT(*) FROM deliveries WHERE state = 'dead') AS deliveries_dead,
+         (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`,
+    );
+    return depthsFromRow(rows[0]!);
+  }
+
+  /** received_log has an index on `at` here: the period's blocks are found directly. */
+  async failuresSince(since: number): Promise<RecentFailures> {
+    const { rows } = await this.db.query(
+      `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('failed', 'timed_out') AND finished_at >= $1) AS runs_failed,
+         (SELECT COUNT(*) FROM deliveries WHERE state = 'dead' AND updated_at >= $1) AS deliveries_dead,
+         (SELECT COALESCE(SUM((c.value->>4)::bigint), 0) FROM refusal_log, jsonb_array_elements(refusal_log.counts::jsonb) c
+           WHERE refusal_log.at >= $1) AS refusal_counts,
+         (SELECT COUNT(*) FROM received_log, jsonb_array_elements(received_log.records::jsonb) t
+           WHERE received_log.at >= $1 AND (t.value->>0)::bigint >= $1 AND (t.value->>4)::int >= 400) AS refused_records`,
+      [since],
+    );
+    const r = rows[0]!;
+    return { runsFailed: Number(r.runs_failed), deliveriesDead: Number(r.deliveries_dead), refused: Number(r.refusal_counts) + Number(r.refused_records) };
+  }
+
+  async probeWrite(now: number): Promise<void> {
+    await this.db.tx(async (q) => {
+      await q(
+        `INSERT INTO nodes (id, host, pid, version, url, started_at, last_seen_at) VALUES ($1, '', 0, '', '', $2, $2)
+         ON CONFLICT (id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`,
+        [PROBE_NODE_ID, now],
+      );
+      await q('DELETE FROM nodes WHERE id = $1', [PROBE_NODE_ID]);
+    });
+  }
+}

@@ -1,0 +1,86 @@
+/** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
+import type Database from 'better-sqlite3';
+import { RUN_STATES } from '../enums.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import { type LogBlock, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
+import { type ReceivedTuple, type Row, rowToDelivery, rowToRefusals, rowToRun, tupleToReceived } from './sqlite-rows.js';
+import type { Delivery, Run } from './types.js';
+
+/** `WHERE` of the present filters (column = value), plus `seq < ?`. */
+function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
+  const present = filters.filter(([, v]) => v !== undefined);
+  return { sql: [...present.map(([col]) => `${col} = ?`), 'seq < ?'].join(' AND '), params: [...present.map(([, v]) => v), below] };
+}
+
+/** received_log blocks as log blocks: each block's records newest first. */
+export function receivedBlock(seq: number, records: string): LogBlock {
+  return { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
+}
+
+export class SqlitePages {
+  constructor(private readonly db: Database.Database) {}
+
+  async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    const w = where([['state', q.state], ['session_key', q.sessionKey]], seqFromCursor('runs', q.cursor));
+    const rows = this.db.prepare(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(...w.params, q.limit + 1) as Row[];
+    return seqPage('runs', rows.map((r) => ({ seq: r.seq as number, item: rowToRun(r) })), q.limit);
+  }
+
+  async pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    const w = where([['state', q.state], ['channel', q.channel]], seqFromCursor('deliveries', q.cursor));
+    const rows = this.db.prepare(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(...w.params, q.limit + 1) as Row[];
+    return seqPage('deliveries', rows.map((r) => ({ seq: r.seq as number, item: rowToDelivery(r) })), q.limit);
+  }
+
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return pageReceivedLogs(
+      {
+        records: async (atMost, n) =>
+          (this.db.prepare('SELECT seq, records FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?').all(atMost, n) as Row[]).map((r) =>
+            receivedBlock(r.seq as number, r.records as string),
+          ),
+        refusals: async (atMost, n) =>
+          (this.db.prepare('SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?').all(atMost, n) as Row[]).map(
+            (r) => ({ seq: r.seq as number, records: rowToRefusals(r) }),
+          ),
+      },
+      q,
+    );
+  }
+
+  /** One statement; each count walks an index (the partial ones stay as small as the queues). */
+  async queueDepths(): Promise<QueueDepths> {
+    const row = this.db
+      .prepare(
+        `SELECT ${RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
+           (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
+           (SELECT COUNT(*) FROM deliveries WHERE state = 'dead') AS deliveries_dead,
+           (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`,
+      )
+      .get() as Row;
+    return depthsFromRow(row);
+  }
+
+  async failuresSince(since: number): Promise<RecentFailures> {
+    const row = this.db
+      .prepare(
+        `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('failed', 'timed_out') AND finished_at >= @since) AS runs_failed,
+           (SELECT COUNT(*) FROM deliveries WHERE state = 'dead' AND updated_at >= @since) AS deliveries_dead,
+           (SELECT COALESCE(SUM(json_extract(c.value, '$[4]')), 0) FROM refusal_log, json_each(refusal_log.counts) c
+             WHERE refusal_log.at >= @since) AS refusal_counts`,
+      )
+      .get({ since }) as Row;
+    // Blocks are appended in time order: walk back from the newest while they may hold records of the period.
+    let refused = row.refusal_counts as number;
+    for (const b of this.db.prepare('SELECT at, records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+      if ((b.at as number) < since) break;
+      for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) if (t[0] >= since && t[4] >= 400) refused++;
+    }
+    return { runsFailed: row.runs_failed as number, deliveriesDead: row.deliveries_dead as number, refused };
+  }
+}
+
+export function depthsFromRow(row: Row): QueueDepths {
+  const runs = Object.fromEntries(RUN_STATES.map((s) => [s, Number(row[s])])) as QueueDepths['runs'];
+  return { runs, outboxPending: Number(row.outbox_pending), deliveriesDead: Number(row.deliveries_dead), systemEventsPending: Number(row.events_pending) };
+}

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { adminAuthorizer, compileRoutes, statusOf } from '../../src/admin/server.js';
+import type { AdminRoute } from '../../src/admin/route.js';
+import { AdminError, HookgateError, StoreError } from '../../src/errors.js';
+
+const route = (method: 'GET' | 'POST', path: string): AdminRoute => ({ method, path, handle: () => {} });
+
+describe('admin router', () => {
+  const routes = [route('GET', '/api/v1/runs'), route('GET', '/api/v1/runs/:id'), route('POST', '/api/v1/runs/:id/retry'), route('GET', '/healthz')];
+  const match = compileRoutes(routes);
+
+  it('matches method and path, with :params URL-decoded', () => {
+    const m = match('GET', '/api/v1/runs/abc%3A1');
+    assert.equal(m.kind, 'route');
+    assert.deepEqual(m.kind === 'route' && [m.route.path, m.params], ['/api/v1/runs/:id', { id: 'abc:1' }]);
+    const r = match('POST', '/api/v1/runs/x/retry');
+    assert.deepEqual(r.kind === 'route' && r.params, { id: 'x' });
+    assert.equal(match('GET', '/api/v1/runs').kind, 'route');
+  });
+
+  it('404 for an unknown path (an empty or malformed segment names nothing), 405 with the allowed methods', () => {
+    for (const p of ['/api/v1/runs/', '/api/v1', '/api/v1/runs/x/y', '/', '/api/v1/runs/%E0%A4%A', '/healthz/']) assert.equal(match('GET', p).kind, 'not_found', p);
+    assert.deepEqual(match('POST', '/api/v1/runs'), { kind: 'method_not_allowed', allow: ['GET'] });
+    assert.deepEqual(match('GET', '/api/v1/runs/x/retry'), { kind: 'method_not_allowed', allow: ['POST'] });
+    assert.deepEqual(match('DELETE', '/healthz'), { kind: 'method_not_allowed', allow: ['GET'] });
+  });
+
+  it('errors map by code: invalid_query 400, not_retryable 409, store_unavailable 503 unavailable, others 500 internal', () => {
+    assert.deepEqual(statusOf(new AdminError(404, 'not_found', 'no run')).status, 404);
+    assert.deepEqual([statusOf(new HookgateError('invalid_query', 'cursor: bad')).status, statusOf(new HookgateError('invalid_query', 'cursor: bad')).code], [400, 'invalid_query']);
+    assert.equal(statusOf(new HookgateError('not_retryable', 'no')).status, 409);
+    const s = statusOf(new StoreError('disk at /secret/path is full'));
+    assert.deepEqual([s.status, s.code], [503, 'unavailable']);
+    assert.ok(!s.message.includes('/secret/path'), 'a store message is not passed to callers');
+    assert.deepEqual([statusOf(new Error('boom')).status, statusOf(new Error('boom')).code, statusOf(new Error('boom')).message], [500, 'internal', 'internal error']);
+  });
+});
+
+describe('admin auth', () => {
+  it('accepts the admin token only; never a hook token, a prefix, an extension, or anything without an admin token', () => {
+    let admin: string | undefined = 'admin-secret';
+    const ok = adminAuthorizer({ admin: () => admin, hooks: () => ['hook-secret', undefined] });
+    assert.equal(ok('admin-secret'), true);
+    for (const bad of [undefined, '', 'hook-secret', 'admin-secre', 'admin-secretx', 'ADMIN-SECRET']) assert.equal(ok(bad), false, String(bad));
+    admin = 'rotated'; // a reload: applies at once
+    assert.equal(ok('admin-secret'), false);
+    assert.equal(ok('rotated'), true);
+    admin = undefined;
+    assert.equal(ok('rotated'), false);
+  });
+
+  it('an admin token equal to the hook token is never accepted (config check warns)', () => {
+    const ok = adminAuthorizer({ admin: () => 'same', hooks: () => ['same'] });
+    assert.equal(ok('same'), false);
+  });
+});

@@ -1,0 +1,255 @@
+/**
+ * The dashboard (CONTRACT.md §7, issue 14) in a real headless Chromium against the real server process with its
+ * admin listener: sign in with the token (and a clear message for a wrong one), a wake sent with curl shows up
+ * within a second, an agent run's detail shows its reply, a dead-lettered delivery is retried with a click and
+ * turns `sent`; keyboard-only sign-in, and nothing wider than a 375 px phone. Run `npm run build` first when running
+ * this file alone. Skips without /usr/bin/chromium (fails instead under HOOKGATE_REQUIRE_SERVICES=1).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { Page } from 'playwright-core';
+import { launchChromium, skipWithoutChromium, type TestBrowser } from '../support/browser.js';
+import { postAgent, startServer, waitFor, webhookSecret } from '../support/runtime-kit.js';
+import { type Hookgate, TOKEN } from '../support/server.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+// The functions given to page.evaluate run in the page; the tests are compiled without the DOM's types.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+declare const document: any, window: any, sessionStorage: any, localStorage: any, location: any, getComputedStyle: any;
+
+const ADMIN_TOKEN = 'test-admin-token-fedcba9876543210';
+const uniq = (label: string) => `${label} ${Math.random().toString(36).slice(2, 8)}`;
+
+/** A port free right now, for the admin listener (the config names a port; 0 would leave the test to guess it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const skip = skipWithoutChromium();
+
+describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
+  const secret = webhookSecret();
+  let receiver: WebhookReceiver;
+  let hg: Hookgate;
+  let browser: TestBrowser;
+  let admin = '';
+
+  before(async () => {
+    receiver = await startWebhookReceiver(secret);
+    const port = await freePort();
+    hg = await startServer({
+      heartbeat: { every: 'off' },
+      agents: { defaults: { model: 'echo/echo' } },
+      admin: { enabled: true, bind: '127.0.0.1', port, token: ADMIN_TOKEN },
+      channels: {
+        // Two quick attempts, then a dead letter: the stand-in receiver refuses as scripted.
+        outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 2 },
+        webhook: { targets: { ops: { url: receiver.url, secret } } },
+      },
+    });
+    admin = `http://127.0.0.1:${port}`;
+    await waitFor('the admin listener', async () => (await fetch(`${admin}/healthz`).catch(() => null))?.ok, 10_000);
+    browser = await launchChromium();
+  });
+  after(async () => {
+    for (const c of [() => browser?.close(), () => hg?.cleanup(), () => receiver?.close()]) {
+      try {
+        await c();
+      } catch {
+        /* keep cleaning up */
+      }
+    }
+  });
+
+  /** A new tab with what the page logs and throws collected (a page error fails the test that made the tab). */
+  async function newPage(width = 1280): Promise<Page & { problems: string[] }> {
+    const page = (await browser.context.newPage()) as Page & { problems: string[] };
+    page.problems = [];
+    page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto(`${admin}/`);
+    return page;
+  }
+
+  async function signIn(page: Page, token = ADMIN_TOKEN): Promise<void> {
+    await page.getByLabel('Admin token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  /** Signed in and following the feed (its status line says Live). */
+  async function liveDashboard(width = 1280) {
+    const page = await newPage(width);
+    await signIn(page);
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+    return page;
+  }
+
+  const apiGet = async (path: string) => {
+    const res = await fetch(`${admin}/api/v1${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    assert.equal(res.status, 200, `${path}: ${res.status}`);
+    return (await res.json()) as Record<string, unknown>;
+  };
+
+  it('serves the page with its security headers and no token needed for the files', async () => {
+    const res = await fetch(`${admin}/`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'self'.*connect-src 'self'/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    // The API itself still wants the token.
+    assert.equal((await fetch(`${admin}/api/v1/runs`)).status, 401);
+  });
+
+  it('a wrong token gets a clear message and is not kept', async () => {
+    const page = await newPage();
+    await signIn(page, 'not-the-admin-token-0000000000');
+    const alert = page.getByRole('alert');
+    await alert.filter({ hasText: 'That token was refused (401)' }).waitFor({ timeout: 5000 });
+    assert.equal(await page.getByLabel('Admin token').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    assert.equal(await page.locator('#dash').isVisible(), false);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('keyboard only: Tab reaches the token field, Enter signs in; the token is kept in sessionStorage only', async () => {
+    const page = await newPage();
+    let focused = '';
+    for (let i = 0; i < 5 && focused !== 'token'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement?.id ?? '');
+    }
+    assert.equal(focused, 'token', 'Tab did not reach the token field within 5 presses');
+    await page.keyboard.type(ADMIN_TOKEN);
+    await page.keyboard.press('Enter');
+    await page.locator('#dash').waitFor({ state: 'visible', timeout: 5000 });
+    // Focus moved into the dashboard (its first heading), not left on a vanished form.
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'overview-h');
+    const kept = await page.evaluate(() => ({ session: Object.values(sessionStorage), local: localStorage.length, cookie: document.cookie, url: location.href }));
+    assert.deepEqual(kept.session, [ADMIN_TOKEN]);
+    assert.equal(kept.local, 0);
+    assert.equal(kept.cookie, '');
+    assert.ok(!kept.url.includes(ADMIN_TOKEN));
+    assert.deepEqual(await browser.context.cookies(), []);
+    // A reload keeps the session (the tab's sessionStorage) without asking again.
+    await page.reload();
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('#login').isVisible(), false);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('a wake sent with curl shows up within a second, and so does a refused request', async () => {
+    const page = await liveDashboard();
+    const text = uniq('disk almost full on db-1');
+    const started = Date.now();
+    const { stdout } = await promisify(execFile)('curl', [
+      '-sS', '-X', 'POST', `${hg.url}/hooks/wake`,
+      '-H', `Authorization: Bearer ${TOKEN}`, '-H', 'Content-Type: application/json',
+      '--data', JSON.stringify({ text, mode: 'next-heartbeat' }),
+    ]);
+    const eventId = (JSON.parse(stdout) as { eventId: string }).eventId;
+    assert.ok(eventId, stdout);
+    const line = page.locator(`#received-list li[data-ids~="${eventId}"]`);
+    await line.waitFor({ timeout: 1000 });
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed <= 1000, `the wake showed after ${elapsed} ms`);
+    // The line names the request's hook sub-path and its status, and says accepted (for screen readers too).
+    assert.match((await line.textContent()) ?? '', /200\s*wake\s*accepted/);
+    // Its text is among the main session's pending events (read through the API on the feed's event).
+    await page.locator('#pending-list li', { hasText: text }).waitFor({ timeout: 2000 });
+
+    const refused = await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer wrong-hook-token-000000000' });
+    assert.equal(refused.status, 401);
+    await page.locator('#received-list li.refused', { hasText: '401' }).first().waitFor({ timeout: 1000 });
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it("an agent run's detail shows its message, reply and transcript; Escape closes it and focus returns", async () => {
+    const page = await liveDashboard();
+    const message = uniq('summarise the release notes');
+    const runId = await postAgent(hg, { message, wakeMode: 'next-heartbeat', deliver: false });
+    const row = page.locator(`#runs-body tr[data-run="${runId}"]`);
+    await row.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
+    const reply = ((await apiGet(`/runs/${runId}`)).reply ?? ((await apiGet(`/runs/${runId}`)).run as Record<string, unknown>)?.reply) as string;
+    assert.match(reply, new RegExp(message));
+
+    const opener = row.getByRole('button', { name: `Details of run ${runId}` });
+    await opener.click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await dialog.locator('pre.reply', { hasText: reply }).waitFor({ timeout: 5000 });
+    assert.match((await dialog.textContent()) ?? '', new RegExp(`Message[\\s\\S]*${message}`));
+    await dialog.locator('.turns li', { hasText: reply }).waitFor({ timeout: 5000 });
+
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), `Details of run ${runId}`);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('a dead-lettered delivery is retried with a click and turns sent', async () => {
+    const page = await liveDashboard();
+    // Both attempts refused: the delivery is dead-lettered.
+    receiver.script.push({ status: 500 }, { status: 500 });
+    const runId = await postAgent(hg, { message: uniq('page the on-call'), channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    const item = page.locator('#deliveries-list li', { has: page.getByRole('button', { name: `Details of run ${runId}` }) });
+    await item.waitFor({ timeout: 15_000 });
+    await item.locator('.badge', { hasText: 'failed' }).waitFor();
+    const before = receiver.received.length;
+
+    await item.getByRole('button', { name: /^Retry delivery/ }).click();
+    await item.locator('.badge', { hasText: 'sent' }).waitFor({ timeout: 10_000 });
+    assert.equal(receiver.received.length, before + 1, 'the retry reached the receiver once');
+    assert.equal(receiver.received.at(-1)!.verified, true);
+    // The row is still there, focused, and offers no second retry.
+    assert.equal(await item.getByRole('button', { name: /^Retry/ }).count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement?.classList.contains('delivery')), true);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('follows prefers-color-scheme: light and dark backgrounds and text', async () => {
+    const page = await liveDashboard();
+    const colours = () => page.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor, fg: getComputedStyle(document.body).color }));
+    await page.emulateMedia({ colorScheme: 'light' });
+    const light = await colours();
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await colours();
+    const lum = (c: string) => (c.match(/\d+/g) ?? []).slice(0, 3).reduce((a, v) => a + Number(v), 0);
+    assert.ok(lum(light.bg) > lum(light.fg), `light: ${JSON.stringify(light)}`);
+    assert.ok(lum(dark.bg) < lum(dark.fg), `dark: ${JSON.stringify(dark)}`);
+    await page.close();
+  });
+
+  it('at phone width (375 px) nothing overflows horizontally, the run detail included', async () => {
+    const page = await liveDashboard(375);
+    await page.locator('#runs-body tr').first().waitFor({ timeout: 10_000 });
+    const overflow = () =>
+      page.evaluate(() => {
+        const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && e.getClientRects().length > 0);
+        return { scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth, wide: wide.slice(0, 5).map((e) => `${e.tagName}.${e.className}`) };
+      });
+    const o = await overflow();
+    assert.ok(o.scroll <= 375, `page is ${o.scroll} px wide; too wide: ${o.wide.join(', ')}`);
+    assert.deepEqual(o.wide, []);
+    await page.locator('#runs-body tr button').first().click();
+    await page.getByRole('dialog').locator('pre').first().waitFor();
+    const d = await overflow();
+    assert.deepEqual(d.wide, [], 'the run detail overflows');
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+});
