@@ -47,6 +47,10 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
   const keys: string[] = [];
   if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) keys.push('storage');
   if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) keys.push('gateway.bind/port');
+  // The admin listener is started once; its token is read per request, so a new admin.token applies at once.
+  const a = current.admin;
+  const b = next.admin;
+  if (a.enabled !== b.enabled || a.bind !== b.bind || a.port !== b.port) keys.push('admin.enabled/bind/port');
   return keys;
 }
 

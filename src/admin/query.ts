@@ -2,7 +2,7 @@
  * The admin API's query strings, parsed and checked (pure): a bad value is 400 `invalid_query` naming the parameter.
  * The API's words map onto the store's where they differ (a delivery `sent` is the store's `delivered`).
  */
-import { DELIVERY_STATES, type DeliveryState, RUN_STATES, type RunState } from '../enums.js';
+import { type DeliveryState, RUN_STATES, type RunState } from '../enums.js';
 import { invalidQuery } from '../errors.js';
 import type { DeliveryPageQuery, ReceivedPageQuery, RunPageQuery } from '../store/pages.js';
 
@@ -85,6 +85,3 @@ export function parseSessionsQuery(query: URLSearchParams): { limit: number } {
   onlyKnown(query, ['limit']);
   return { limit: parseLimit(query) };
 }
-
-/** For the unit tests and the docs: every value each list's `state` takes. */
-export const LIST_STATES = { runs: RUN_STATES, deliveries: Object.keys(API_DELIVERY_STATES), storeDeliveries: DELIVERY_STATES } as const;

@@ -190,3 +190,14 @@ describe('SIGHUP (hookgate serve)', () => {
     pid = undefined;
   });
 });
+
+describe('admin settings at reload', () => {
+  it('admin.enabled/bind/port apply at the next start; a new admin.token applies at once (not flagged)', async () => {
+    const { restartOnlyChanges } = await import('../../src/generation.js');
+    const { parse } = await import('./helpers.js');
+    const base = parse({ admin: { enabled: true, token: 'admin-token-0123456789', port: 18801 } });
+    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'admin-token-0123456789', port: 18802 } })), ['admin.enabled/bind/port']);
+    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: false, port: 18801 } })), ['admin.enabled/bind/port']);
+    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'another-admin-token-0123', port: 18801 } })), []);
+  });
+});
