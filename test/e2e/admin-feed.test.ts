@@ -136,6 +136,15 @@ describe('live feed and metrics (e2e)', () => {
     for (const f of m.values()) for (const s2 of f.metrics) assert.ok(!String(s2.labels?.route ?? '').includes('nowhere'), 'never the raw path as a label');
   });
 
+  it('a heartbeat turn appears (a wake with mode now), with the events it read', async () => {
+    const s = await feed(undefined, '?types=heartbeat');
+    assert.equal((await hg.post('/hooks/wake', { text: 'beat now', mode: 'now' })).status, 200);
+    const f = await s.next((x) => x.event === 'heartbeat', 10_000);
+    assert.equal(f.data.outcome, 'ok');
+    assert.equal(f.data.sessionKey, 'main');
+    assert.ok(Number(f.data.events) >= 1);
+  });
+
   it('hookgate tail --json follows the feed (the token from the config)', async () => {
     // --url: the test's config asks for port 0 (any free port); the token still comes from the config
     const tail = spawn(process.execPath, [CLI, 'tail', '--json', '--config', hg.configFile, '--url', admin], { cwd: hg.dir, stdio: ['ignore', 'pipe', 'pipe'] });
