@@ -7,13 +7,16 @@
 import { AdminError } from '../errors.js';
 import { sendJson } from '../ingress/respond.js';
 import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
-import { apiDeliveryState, parseDeliveriesQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
+import { apiDeliveryState, parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
 import type { AdminRoute } from './route.js';
 
-/** What a repair wakes: this node's run worker and outbox (a no-op once the app stops). */
+/**
+ * What a repair wakes: this node's run worker and outbox (a no-op once the app stops). The runs and deliveries
+ * passed are announced on the live feed as queued again.
+ */
 export interface AdminSignals {
-  runsQueued(): void;
-  deliveriesQueued(): void;
+  runsQueued(runs?: readonly Run[]): void;
+  deliveriesQueued(deliveries?: readonly Delivery[]): void;
 }
 
 export interface ApiDeps {
@@ -21,6 +24,9 @@ export interface ApiDeps {
   signals: AdminSignals;
   now?: () => number;
 }
+
+/** The window of `failures` in `GET /api/v1/overview` (the dashboard's and `hookgate status`'s "last hour"). */
+const FAILURE_WINDOW_MS = 3_600_000;
 
 /** Turns of a run's transcript shown with the run (its session's latest, those of this run). */
 const RUN_TRANSCRIPT_TURNS = 40;
@@ -106,7 +112,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const queued = await store.requeueRun(run.id, now());
         // Another retry (or the CLI) got there first: it is queued already, which is what was asked.
         if (!queued) throw new AdminError(409, 'not_retryable', `run ${run.id} is no longer failed`);
-        signals.runsQueued();
+        signals.runsQueued([queued]);
         sendJson(res, 200, { ok: true, runId: run.id });
       },
     },
@@ -147,8 +153,19 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         }
         const queued = await store.retryDelivery(delivery.id, now());
         if (!queued) throw notFound(`delivery ${params.id}`);
-        signals.deliveriesQueued();
+        signals.deliveriesQueued([queued]);
         sendJson(res, 200, { ok: true, deliveryId: delivery.id });
+      },
+    },
+    {
+      // The dashboard's headline: one queue-depth query and one failure count, instead of a page of every list.
+      method: 'GET',
+      path: '/api/v1/overview',
+      async handle({ res, query }) {
+        parseOverviewQuery(query);
+        const since = now() - FAILURE_WINDOW_MS;
+        const [queues, failures] = await Promise.all([store.queueDepths(), store.failuresSince(since)]);
+        sendJson(res, 200, { queues, failures, since });
       },
     },
     {

@@ -81,6 +81,11 @@ function normalisePath(path: string): string {
   return path.replace(/^\/+/, '');
 }
 
+/** `GET /api/v1/overview` takes no parameter: the figures are always of now and the last hour. */
+export function parseOverviewQuery(query: URLSearchParams): void {
+  onlyKnown(query, []);
+}
+
 export function parseSessionsQuery(query: URLSearchParams): { limit: number } {
   onlyKnown(query, ['limit']);
   return { limit: parseLimit(query) };

@@ -7,13 +7,14 @@ import { drainWithin } from './claim-loop.js';
 import { Heartbeats } from './heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
+import type { Delivery } from '../store/types.js';
 
 /** How long running turns get to finish when the runtime closes without a deadline of its own (tests, embedding). */
 const DEFAULT_STOP_GRACE_MS = 5000;
 
 export interface Runtime {
   /** What the ingress calls after a commit; `deliveriesQueued` is the admin API's (a dead delivery retried). */
-  signals: RuntimeSignals & { deliveriesQueued(): void };
+  signals: RuntimeSignals & { deliveriesQueued(deliveries?: readonly Delivery[]): void };
   /** What the ingress waits on for `waitForCompletion`. */
   completions: RunCompletions;
   /** Answer every held `waitForCompletion` request now (`pending`): the process is stopping. */
@@ -70,7 +71,10 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
         for (const run of runs ?? []) announce.run(run, 'queued');
         worker.notify();
       },
-      deliveriesQueued: () => outbox.notify(),
+      deliveriesQueued: (deliveries) => {
+        for (const d of deliveries ?? []) announce.delivery(d, 'queued', d.state, d.attempts, d.lastError);
+        outbox.notify();
+      },
     },
     completions,
     releaseWaiters: () => completions.close(),

@@ -159,6 +159,7 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
       ['/api/v1/deliveries?state=dead', 'state'],
       ['/api/v1/received?outcome=maybe', 'outcome'],
       ['/api/v1/sessions?limit=-1', 'limit'],
+      ['/api/v1/overview?since=0', 'since'],
     ];
     for (const [path, param] of cases) {
       const r = await call(path);
@@ -245,6 +246,18 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     const sentList = await get('/api/v1/deliveries?state=sent&limit=200');
     assert.ok(sentList.items.some((d: Record<string, unknown>) => d.id === dead.id));
     assert.ok(sentList.items.every((d: Record<string, unknown>) => d.state === 'sent'));
+  });
+
+  it('overview: queue depths from the store and the failures of the last hour (the dead letter above counts)', async () => {
+    const text = uniq('overview wake');
+    await postWake(hg, text, 'next-heartbeat');
+    const before = Date.now();
+    const o = await get('/api/v1/overview');
+    assert.ok(o.since <= before - 3_600_000 + 5_000 && o.since >= before - 3_600_000 - 60_000, `since ${o.since}`);
+    assert.deepEqual(Object.keys(o.queues.runs).sort(), ['failed', 'queued', 'running', 'succeeded', 'timed_out']);
+    assert.ok(o.queues.systemEventsPending >= 1, 'the pending wake is counted');
+    for (const k of ['outboxPending', 'deliveriesDead']) assert.equal(typeof o.queues[k], 'number', k);
+    assert.ok(o.failures.runsFailed + o.failures.deliveriesDead + o.failures.refused >= 1, JSON.stringify(o.failures));
   });
 
   it('sessions: list, and one with its pending events, last route and recent turns', async () => {
