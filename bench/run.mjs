@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // npm run bench: the ingress against a bare node:http server, in the same run, same machine, same load.
-// Env: BENCH_SECONDS per round (default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
-// BENCH_WRITER (inline | thread: storage.writer).
+// Default: pinned (bench/pinned.mjs): server on one core, load generator on another; `--json` prints one JSON object,
+// `--admin` enables the admin listener with one client on its live feed, `--only ingress|pipeline` runs half of it.
+// Env: BENCH_SECONDS per round (default 8), BENCH_ROUNDS (default 5), BENCH_CONNECTIONS (default 50), BENCH_RATE and
+// BENCH_PIPELINE_SECONDS (2000 runs/s for 30 s), BENCH_SERVER_CPU / BENCH_LOAD_CPU (0 / 1), BENCH_LOADGEN=autocannon,
+// BENCH_WRITER (inline | thread: storage.writer), BENCH_NODE_ARGS (e.g. --cpu-prof, for the hookgate process).
+// `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +25,12 @@ if (storeArg !== -1) {
   }
   process.stdout.write(`${await storesBench(store === 'sqlite' ? ['sqlite'] : ['sqlite', 'postgres'])}\n`);
   process.exit(0);
+}
+
+if (!process.argv.includes('--unpinned')) {
+  const { pinnedBench } = await import('./pinned.mjs');
+  const ok = await pinnedBench(process.argv.slice(2));
+  process.exit(ok ? 0 : 2);
 }
 
 const root = new URL('..', import.meta.url).pathname;

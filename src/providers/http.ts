@@ -5,7 +5,7 @@
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
 // undici's own fetch, not the global one: a dispatcher only takes effect on the fetch of the same undici copy.
-import { Agent, fetch, type Response } from 'undici';
+import type { Agent, Response } from 'undici';
 import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk, checkWarn } from '../check.js';
@@ -63,12 +63,17 @@ const SLOW_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
  * run's timeout; this dispatcher has no such idle limits. Every call is still bounded: by the run's `timeoutSeconds`
  * and the provider's `requestTimeoutMs`, through the request's abort signal.
  */
-export const modelDispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+// Loaded on the first model call: undici adds about 15 MB of RSS to a process whose config uses only `echo` (or no
+// HTTP provider), measured with the pinned bench (issue 15).
+let undici: Promise<{ fetch: typeof import('undici').fetch; modelDispatcher: Agent }> | undefined;
+const loadUndici = () =>
+  (undici ??= import('undici').then((m) => ({ fetch: m.fetch, modelDispatcher: new m.Agent({ headersTimeout: 0, bodyTimeout: 0 }) })));
 
 export async function postJson(req: JsonPost): Promise<JsonReply> {
   let res: Response;
   try {
     const get = req.body === undefined;
+    const { fetch, modelDispatcher } = await loadUndici();
     res = await fetch(req.url, {
       dispatcher: modelDispatcher,
       method: get ? 'GET' : 'POST',

@@ -17,6 +17,19 @@ export const DELIVERY_LEASE_MS = 60_000;
  */
 const DELIVERY_LEASE_MARGIN_MS = 10_000;
 const POLL_MS = 1000;
+/**
+ * How many deliveries queued behind a route's head are claimed with it and sent after it, in order, by the same
+ * worker: one claim per batch instead of one per delivery (a claim is a write and one of the store's round trips).
+ * Measured (bench/pinned.mjs, echo → log file, one route): the outbox delivered 25-500 lines/s claiming one at a
+ * time; with batches it keeps up with 2,000 runs/s.
+ */
+export const DELIVERY_FOLLOWERS = 63;
+
+/** One route's deliveries in one claim (its head first), sent one after another. */
+interface DeliveryBatch {
+  id: string;
+  rows: Delivery[];
+}
 
 /**
  * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
@@ -27,7 +40,7 @@ const POLL_MS = 1000;
  * from there. A failed delivery is never reported as a success.
  */
 export class Outbox {
-  private readonly loop: ClaimLoop<Delivery>;
+  private readonly loop: ClaimLoop<DeliveryBatch>;
   /** Until when each delivery in hand may be worked on (its lease's end, less the margin). */
   private readonly deadlines = new Map<string, number>();
   private readonly announce: RuntimeAnnouncer;
@@ -39,23 +52,53 @@ export class Outbox {
     this.announce = new RuntimeAnnouncer(deps.feed);
     const leaseMs = options.leaseMs ?? DELIVERY_LEASE_MS;
     const marginMs = options.marginMs ?? DELIVERY_LEASE_MARGIN_MS;
-    this.loop = new ClaimLoop<Delivery>({
+    this.loop = new ClaimLoop<DeliveryBatch>({
       label: 'deliveries',
       logger: deps.logger,
       limit: () => deps.env().config.channels.outbox.concurrency,
       claim: async (n) => {
         const now = Date.now();
-        const rows = await deps.store.claimDeliveries(deps.owner, now, leaseMs, n);
-        for (const d of rows) this.deadlines.set(d.id, now + leaseMs - marginMs);
-        return rows;
+        const rows = await deps.store.claimDeliveries(deps.owner, now, leaseMs, n, DELIVERY_FOLLOWERS);
+        const batches = new Map<string, DeliveryBatch>();
+        for (const d of rows) {
+          this.deadlines.set(d.id, now + leaseMs - marginMs);
+          const route = `${d.channel}\u0000${d.accountId ?? ''}\u0000${d.to}`;
+          const batch = batches.get(route);
+          if (batch) batch.rows.push(d);
+          else batches.set(route, { id: d.id, rows: [d] });
+        }
+        return [...batches.values()];
       },
-      work: (d, signal) => this.leased(d, signal).finally(() => this.deadlines.delete(d.id)),
+      work: (b, signal) => this.sendBatch(b, signal),
       pollMs: POLL_MS,
     });
   }
 
+  /** A route's deliveries in order; after one that is not done with (retry later, lease lost, stop) the rest go back. */
+  private async sendBatch(b: DeliveryBatch, signal: AbortSignal): Promise<void> {
+    for (let i = 0; i < b.rows.length; i++) {
+      const d = b.rows[i]!;
+      const ended: { kind?: DeliveryOutcome['kind'] } = {};
+      try {
+        await this.leased(d, signal, ended);
+      } finally {
+        this.deadlines.delete(d.id);
+        if (ended.kind !== 'delivered' && ended.kind !== 'dead') {
+          const rest = b.rows.slice(i + 1).map((r) => r.id);
+          for (const id of rest) this.deadlines.delete(id);
+          if (rest.length) {
+            await this.deps.store
+              .releaseDeliveries(this.deps.owner, rest, Date.now())
+              .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
+          }
+        }
+      }
+      if (ended.kind !== 'delivered' && ended.kind !== 'dead') return;
+    }
+  }
+
   /** `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. */
-  private async leased(d: Delivery, signal: AbortSignal): Promise<void> {
+  private async leased(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
     const lease = new AbortController();
     const t = setTimeout(
       () => lease.abort(new LeaseLostError(`the delivery lease of ${d.id} is about to run out`)),
@@ -63,7 +106,7 @@ export class Outbox {
     );
     t.unref();
     try {
-      await this.send(d, AbortSignal.any([signal, lease.signal]));
+      await this.send(d, AbortSignal.any([signal, lease.signal]), ended);
     } finally {
       clearTimeout(t);
     }
@@ -79,7 +122,7 @@ export class Outbox {
     this.loop.notify();
   }
 
-  private async send(d: Delivery, signal: AbortSignal): Promise<void> {
+  private async send(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
     const { store, logger, owner } = this.deps;
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
@@ -87,6 +130,7 @@ export class Outbox {
     const finish = async (outcome: DeliveryOutcome) => {
       if (leaseLost(signal)) return;
       await writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF));
+      ended.kind = outcome.kind;
       if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
       else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
     };
@@ -161,8 +205,9 @@ export class Outbox {
     return this.loop.drain(deadline);
   }
 
+  /** Deliveries in hand: claimed and not done with (a batch counts each of its rows until it is sent or given back). */
   get sending(): number {
-    return this.loop.size;
+    return this.deadlines.size;
   }
 
   async close(graceMs = 5000): Promise<void> {

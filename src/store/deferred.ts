@@ -13,7 +13,7 @@ const FORWARDED = [
   'accept', 'recordReceived', 'recordRefusals', 'getRoute', 'getRun',
   'claimRuns', 'renewRunLeases', 'completeRun', 'releaseRuns', 'deferRun', 'failRun',
   'pendingEvents', 'addEvents', 'completeHeartbeat', 'sessionMessages', 'sessionsWithPendingEvents',
-  'claimDeliveries', 'deliveryProgress', 'finishDelivery',
+  'claimDeliveries', 'releaseDeliveries', 'deliveryProgress', 'finishDelivery',
   'listRuns', 'listSessions', 'getSession', 'listReceived', 'listDeliveries', 'getDelivery',
   'requeueRun', 'requeueFailedRuns', 'retryDelivery', 'setRoute', 'prune',
   'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes', 'publishFeed',

@@ -161,6 +161,15 @@ export class PgWrites {
       .map(rowToDelivery);
   }
 
+  async releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.query(
+      `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = GREATEST(0, attempts - 1), updated_at = $1
+       WHERE id = ANY($2) AND lease_owner = $3 AND state = 'pending'`,
+      [now, ids, owner],
+    );
+  }
+
   async deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
     await this.db.query('UPDATE deliveries SET chunks_sent = $1, updated_at = $2 WHERE id = $3 AND lease_owner = $4', [chunksSent, now, id, owner]);
   }

@@ -38,7 +38,7 @@ export interface PostgresStoreOptions extends PgConnectOptions {
 /** The Store methods served as they are by the writes (postgres-writes.ts) and reads (postgres-reads.ts). */
 const WRITE_METHODS = [
   'claimRuns', 'renewRunLeases', 'completeRun', 'releaseRuns', 'deferRun', 'failRun', 'addEvents', 'completeHeartbeat', 'setRoute',
-  'claimDeliveries', 'deliveryProgress', 'finishDelivery', 'retryDelivery', 'requeueRun', 'requeueFailedRuns', 'recordRefusals', 'prune',
+  'claimDeliveries', 'releaseDeliveries', 'deliveryProgress', 'finishDelivery', 'retryDelivery', 'requeueRun', 'requeueFailedRuns', 'recordRefusals', 'prune',
 ] as const satisfies readonly (keyof PgWrites & keyof Store)[];
 const READ_METHODS = [
   'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',

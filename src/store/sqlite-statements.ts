@@ -108,12 +108,25 @@ export function prepareWriteStatements(db: Database.Database) {
        VALUES (@key, @agentId, @channel, @to, @accountId, @now, @now)
        ON CONFLICT (key) DO UPDATE SET last_channel = @channel, last_to = @to, last_account_id = @accountId, updated_at = @now`,
     ),
-    claimableDeliveries: db.prepare(
-      `SELECT d.id FROM deliveries d INDEXED BY deliveries_pending
-       WHERE d.state = 'pending' AND d.next_attempt_at <= @now AND (d.lease_until IS NULL OR d.lease_until < @now)
-         AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.channel = d.channel AND p.recipient = d.recipient
-                         AND p.seq < d.seq AND p.state = 'pending')
-       ORDER BY d.next_attempt_at, d.seq LIMIT @limit`,
+    // Route heads (the first pending delivery of each channel and recipient), one index seek per route: claimDeliveries
+    // walks them instead of scanning every pending row for one without an earlier pending row on its route (which cost
+    // O(pending) per claim, and a claim follows every completed run: 15-20 % of the CPU with a backlog of thousands).
+    firstRouteHead: db.prepare(
+      `SELECT id, channel, recipient, seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+       WHERE state = 'pending' ORDER BY channel, recipient, seq LIMIT 1`,
+    ),
+    nextRouteHead: db.prepare(
+      `SELECT id, channel, recipient, seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+       WHERE state = 'pending' AND (channel, recipient) > (@channel, @recipient) ORDER BY channel, recipient, seq LIMIT 1`,
+    ),
+    /** The pending deliveries after `seq` on one route, in order (claimDeliveries' followers). */
+    routeFollowers: db.prepare(
+      `SELECT id, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+       WHERE state = 'pending' AND channel = @channel AND recipient = @recipient AND seq > @seq ORDER BY seq LIMIT @limit`,
+    ),
+    releaseDelivery: db.prepare(
+      `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?
+       WHERE id = ? AND lease_owner = ? AND state = 'pending'`,
     ),
     leaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now

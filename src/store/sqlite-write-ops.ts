@@ -166,9 +166,30 @@ export const WRITE_OPS = {
     w.stmt.upsertRoute.run({ key: sessionKey, agentId, channel, to, accountId, now });
   },
 
-  claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Delivery[] {
-    const ids = w.stmt.claimableDeliveries.all({ now, limit }) as Array<{ id: string }>;
-    return ids.map(({ id }) => rowToDelivery(w.stmt.leaseDelivery.get({ id, owner, until: now + leaseMs, now }) as Row));
+  claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number, followers = 0): Delivery[] {
+    type Head = { id: string; channel: string; recipient: string; seq: number; next_attempt_at: number; lease_until: number | null };
+    const due: Head[] = [];
+    for (let h = w.stmt.firstRouteHead.get() as Head | undefined; h; h = w.stmt.nextRouteHead.get(h) as Head | undefined) {
+      if (h.next_attempt_at <= now && (h.lease_until === null || h.lease_until < now)) due.push(h);
+    }
+    const heads = due.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq).slice(0, Math.max(0, limit));
+    const lease = (id: string) => rowToDelivery(w.stmt.leaseDelivery.get({ id, owner, until: now + leaseMs, now }) as Row);
+    const out: Delivery[] = [];
+    for (const head of heads) {
+      out.push(lease(head.id));
+      if (followers <= 0) continue;
+      // The head's route, in order, as long as each next one is due and free (see Store.claimDeliveries).
+      const next = w.stmt.routeFollowers.all({ channel: head.channel, recipient: head.recipient, seq: head.seq, limit: followers }) as Row[];
+      for (const f of next) {
+        if ((f.next_attempt_at as number) > now || (f.lease_until !== null && (f.lease_until as number) >= now)) break;
+        out.push(lease(f.id as string));
+      }
+    }
+    return out;
+  },
+
+  releaseDeliveries(w: SqliteWriter, owner: string, ids: string[], now: number): void {
+    for (const id of ids) w.stmt.releaseDelivery.run(now, id, owner);
   },
 
   deliveryProgress(w: SqliteWriter, id: string, owner: string, chunksSent: number, now: number): void {

@@ -332,7 +332,15 @@ export interface RuntimeStore extends RunLookup {
   /** Session keys with pending system events, main session included (a heartbeat serves each). */
   sessionsWithPendingEvents(limit?: number): Promise<string[]>;
 
-  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]>;
+  /**
+   * Lease up to `limit` route heads: due deliveries with no earlier pending one to the same recipient. With
+   * `followers` > 0 a store may also lease, after each head, up to that many of the deliveries queued behind it on
+   * its route, in order, as long as each is due and not leased (SQLite does; PostgreSQL returns heads only). The
+   * caller sends them in order and gives back with `releaseDeliveries` those it will not send (an earlier one failed).
+   */
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]>;
+  /** Give back leased deliveries unsent: lease cleared, the attempt counted by their claim uncounted. */
+  releaseDeliveries(owner: string, ids: string[], now: number): Promise<void>;
   deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void>;
   finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void>;
 }

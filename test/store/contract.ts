@@ -1133,6 +1133,26 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual((await store.claimDeliveries(A, T0 + 1004, LEASE, 10)).map((d) => d.id), [d3.id]);
       });
 
+      it('claimDeliveries with followers: a head, then only its own route in order, while each is due; releaseDeliveries gives them back uncounted', async () => {
+        const r = [1, 2, 3].map((i) => delivery({ channel: 'telegram', to: '3003', createdAt: T0 + i }));
+        const other = delivery({ channel: 'telegram', to: '4004', createdAt: T0 + 4 });
+        await add(...r, other);
+        const got = await store.claimDeliveries(A, T0 + 10, LEASE, 10, 5);
+        const ids = got.map((d) => d.id);
+        // Heads of both routes; a store may add each head's followers right after it (SQLite does), in order.
+        assert.deepEqual(ids.filter((id) => id === r[0]!.id || id === other.id), [r[0]!.id, other.id]);
+        assert.deepEqual(ids.filter((id) => id !== other.id), r.map((d) => d.id).slice(0, ids.length - 1));
+        const followers = ids.filter((id) => id !== r[0]!.id && id !== other.id);
+        assert.deepEqual(await store.claimDeliveries(B, T0 + 11, LEASE, 10, 5), [], 'nothing of a claimed route is handed to another worker');
+        await store.finishDelivery(r[0]!.id, A, { kind: 'retry', nextAttemptAt: T0 + 100, error: 'later' }, T0 + 12);
+        await store.releaseDeliveries(A, followers, T0 + 12);
+        await store.finishDelivery(other.id, A, { kind: 'delivered', at: T0 + 12 }, T0 + 12);
+        assert.deepEqual(await store.claimDeliveries(B, T0 + 13, LEASE, 10, 5), [], 'a released follower does not overtake its head');
+        const again = await store.claimDeliveries(B, T0 + 100, LEASE, 10, 5);
+        assert.deepEqual(again[0] && [again[0].id, again[0].attempts], [r[0]!.id, 2]);
+        for (const d of again.slice(1)) assert.equal(d.attempts, 1, 'a released follower was not counted as tried');
+      });
+
       it('a leased delivery is claimed again only after its lease expired, or at once after recoverLeases', async () => {
         const d = delivery();
         const e = delivery({ to: 'elsewhere' });

@@ -1,0 +1,418 @@
+// `npm run bench` (default): the server pinned to one core, the load generator pinned to another.
+//
+// Both servers (bare node:http and hookgate) run under `taskset -c SERVER_CPU`, so every thread they start (libuv
+// pool, the store's threads, the checkpoint thread) inherits the pin; the load generator (wrk when installed, else
+// autocannon in a process of its own) and this script run on LOAD_CPU. Rounds alternate bare, wake, bare, agent;
+// each hookgate round is compared with the bare round just before it, and the median of those ratios is reported.
+// After an agent round, the next round waits for the runs it queued to finish and their replies to be delivered
+// (the run worker shares the server's core, and a backlog would be billed to the next bare round).
+//
+// Then the pipeline: a fresh pinned hookgate, `/hooks/agent` at a fixed rate (default 2,000/s) for 30 s, every reply
+// delivered to the `log` channel's file; the file is read while it grows, and each delivered line is matched to the
+// time its request was sent (carried in the message), for the end-to-end latency and the backlog each second.
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import Database from 'better-sqlite3';
+
+const root = new URL('..', import.meta.url).pathname;
+const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function which(cmd) {
+  try {
+    return execFileSync('which', [cmd], { encoding: 'utf8' }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** CPU time (user + system) a process has used so far, in microseconds: /proc/<pid>/stat counts all its threads. */
+export function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in USER_HZ (100)
+}
+
+/** Peak resident set (VmHWM) of a process so far, MiB. */
+export function peakRssMiB(pid) {
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** The CPUs each thread of `pid` may run on, as a set of distinct lists (one entry when every thread is pinned alike). */
+function threadAffinity(pid) {
+  const lists = new Set();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      lists.add(/Cpus_allowed_list:\s+(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1]);
+    } catch {
+      /* thread ended */
+    }
+  }
+  return { threads: readdirSync(`/proc/${pid}/task`).length, cpus: [...lists].join(' | ') };
+}
+
+/** Spawn `args` (pinned to `cpu` unless null) and resolve with the first stdout JSON line that has `key`. */
+function startChild(cmd, args, { cpu, env, key }) {
+  const [file, argv] = cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
+  const child = spawn(file, argv, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout });
+    rl.on('line', (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg[key] !== undefined) resolve({ child, info: msg });
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+/** Run the load generator once; resolves with its JSON summary (requests, seconds, non2xx, errors, p50/p90/p99 ms). */
+function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
+  const useWrk = o.wrk && rate === 0;
+  const args = useWrk
+    ? ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', join(root, 'bench/wrk-post.lua'), url, '--', kind, token ?? '']
+    : [join(root, 'bench/autocannon-load.mjs'), url, kind, String(seconds), String(connections), token ?? '', String(rate)];
+  const cmd = useWrk ? o.wrk : process.execPath;
+  const [file, argv] = o.loadCpu === null ? [cmd, args] : ['taskset', ['-c', String(o.loadCpu), cmd, ...args]];
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.once('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code !== 0 || !line) return reject(new Error(`load generator exited ${code}: ${out.slice(-500)}`));
+      resolve(JSON.parse(line));
+    });
+  });
+}
+
+/** One measured round against `pid`: req/s, latency, CPU µs per request of the whole server process. */
+async function round(o, pid, load) {
+  const cpu0 = cpuMicros(pid);
+  const r = await runLoad(o, load);
+  const cpu = cpuMicros(pid) - cpu0;
+  return { rps: r.requests / r.seconds, p50: r.p50, p99: r.p99, non2xx: r.non2xx + r.errors, total: r.requests, cpuPerReq: cpu / Math.max(1, r.requests) };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const medianRow = (rows) => ({
+  rps: median(rows.map((r) => r.rps)),
+  p50: median(rows.map((r) => r.p50)),
+  p99: median(rows.map((r) => r.p99)),
+  cpuPerReq: median(rows.map((r) => r.cpuPerReq)),
+  non2xx: rows.reduce((n, r) => n + r.non2xx, 0),
+});
+
+/** The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. */
+function writeConfig(dir, { admin, adminPort }) {
+  const config = join(dir, 'hookgate.json5');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      gateway: { port: 0 },
+      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}) },
+      hooks: { enabled: true, token: TOKEN },
+      // A summary of each hook run would otherwise wake the main agent too.
+      heartbeat: { every: 'off' },
+      agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
+      channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
+      logging: { level: 'info' },
+      ...(admin ? { admin: { enabled: true, port: adminPort, token: ADMIN_TOKEN } } : {}),
+    }),
+  );
+  return config;
+}
+
+async function startHookgate(o, dir) {
+  const adminPort = o.admin ? await freePort() : 0;
+  const config = writeConfig(dir, { admin: o.admin, adminPort });
+  const hg = await startChild(process.execPath, [...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
+    cpu: o.serverCpu,
+    env: { ...process.env, HOOKGATE_BENCH: '1' },
+    key: 'url',
+  });
+  const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
+  const backlog = db.prepare(
+    `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`,
+  );
+  return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => backlog.get().n, db };
+}
+
+/** `--admin`: one client attached to the live feed for the whole run, reading every byte. */
+async function attachFeed(adminUrl) {
+  const state = { status: 0, bytes: 0, error: undefined };
+  const ac = new AbortController();
+  try {
+    const res = await fetch(`${adminUrl}/api/v1/events`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: ac.signal });
+    state.status = res.status;
+    if (res.ok && res.body) {
+      (async () => {
+        try {
+          for await (const chunk of res.body) state.bytes += chunk.length;
+        } catch {
+          /* aborted at the end */
+        }
+      })();
+    } else await res.body?.cancel();
+  } catch (err) {
+    state.error = `${err.message}${err.cause?.code ? `: ${err.cause.code}, the admin listener is not there on this branch` : ''}`;
+  }
+  return { state, close: () => ac.abort() };
+}
+
+async function drain(hg, limitMs = 60_000) {
+  const t0 = performance.now();
+  while (hg.backlog() > 0 && performance.now() - t0 < limitMs) await sleep(100);
+  return { seconds: (performance.now() - t0) / 1000, left: hg.backlog() };
+}
+
+/** Ingress rounds: bare, wake, bare, agent, `rounds` times. */
+async function ingress(o) {
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
+  const hg = await startHookgate(o, dir);
+  const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
+  try {
+    const bareUrl = `http://127.0.0.1:${bare.info.port}/`;
+    const load = (url, kind, token, seconds = o.seconds) => ({ url, kind, token, seconds, connections: o.connections });
+    // Warm-up (JIT, SQLite page cache), not measured.
+    await runLoad(o, load(bareUrl, 'bare', undefined, 2));
+    await runLoad(o, load(`${hg.url}/hooks/wake`, 'wake', TOKEN, 2));
+    await runLoad(o, load(`${hg.url}/hooks/agent`, 'agent', TOKEN, 2));
+    const warmDrain = await drain(hg);
+    const r = { bareW: [], wake: [], bareA: [], agent: [], drains: [] };
+    for (let i = 0; i < o.rounds; i++) {
+      r.bareW.push(await round(o, bare.child.pid, load(bareUrl, 'bare')));
+      r.wake.push(await round(o, hg.child.pid, load(`${hg.url}/hooks/wake`, 'wake', TOKEN)));
+      r.bareA.push(await round(o, bare.child.pid, load(bareUrl, 'bare')));
+      r.agent.push(await round(o, hg.child.pid, load(`${hg.url}/hooks/agent`, 'agent', TOKEN)));
+      r.drains.push(await drain(hg));
+    }
+    const affinity = { bare: threadAffinity(bare.child.pid), hookgate: threadAffinity(hg.child.pid) };
+    return {
+      rounds: r,
+      bare: medianRow([...r.bareW, ...r.bareA]),
+      wake: medianRow(r.wake),
+      agent: medianRow(r.agent),
+      wakeRatios: r.wake.map((w, i) => w.rps / r.bareW[i].rps),
+      agentRatios: r.agent.map((a, i) => a.rps / r.bareA[i].rps),
+      wakeP99Ratios: r.wake.map((w, i) => w.p99 / r.bareW[i].p99),
+      rss: { bare: peakRssMiB(bare.child.pid), hookgate: peakRssMiB(hg.child.pid) },
+      affinity,
+      warmDrain,
+      feed: feed ? { ...feed.state } : undefined,
+    };
+  } finally {
+    feed?.close();
+    hg.db.close();
+    bare.child.kill();
+    hg.child.kill('SIGTERM');
+    await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Read the log channel's file as it grows: count lines and take each one's latency from the send time in its text. */
+function tailDeliveries(path) {
+  const state = { lines: 0, latencies: [], offset: 0, rest: '' };
+  const read = () => {
+    if (!existsSync(path)) return;
+    const size = statSync(path).size;
+    if (size <= state.offset) return;
+    const buf = Buffer.alloc(size - state.offset);
+    const fd = openSync(path, 'r');
+    readSync(fd, buf, 0, buf.length, state.offset);
+    closeSync(fd);
+    state.offset = size;
+    const now = Date.now();
+    const text = state.rest + buf.toString('utf8');
+    const parts = text.split('\n');
+    state.rest = parts.pop();
+    for (const line of parts) {
+      state.lines++;
+      const m = /@(\d{13})/.exec(line);
+      if (m) state.latencies.push(now - Number(m[1]));
+    }
+  };
+  return { state, read };
+}
+/** The pipeline: `/hooks/agent` at `rate` per second for `seconds`, end to end to the delivered line in the log file. */
+async function pipeline(o) {
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-pipeline-'));
+  const hg = await startHookgate(o, dir);
+  const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
+  try {
+    // Warm-up, then wait for it to be delivered.
+    await runLoad(o, { url: `${hg.url}/hooks/agent`, kind: 'agent', token: TOKEN, seconds: 2, connections: 20, rate: 500 });
+    await drain(hg);
+    const tail = tailDeliveries(join(dir, 'deliveries.jsonl'));
+    tail.read();
+    tail.state.latencies = [];
+    const startLines = tail.state.lines;
+    const cpu0 = cpuMicros(hg.child.pid);
+    const t0 = performance.now();
+    const samples = [];
+    const sampler = setInterval(() => {
+      tail.read();
+      samples.push({ t: (performance.now() - t0) / 1000, delivered: tail.state.lines - startLines, backlog: hg.backlog() });
+    }, 1000);
+    const poll = setInterval(tail.read, 100);
+    const load = await runLoad(o, { url: `${hg.url}/hooks/agent`, kind: 'agent', token: TOKEN, seconds: o.pipelineSeconds, connections: 50, rate: o.rate });
+    const loadEnd = performance.now();
+    tail.read();
+    const deliveredAtEnd = tail.state.lines - startLines;
+    clearInterval(sampler);
+    const d = await drain(hg, 120_000);
+    // The last lines may land a moment after the rows say delivered.
+    await sleep(200);
+    tail.read();
+    clearInterval(poll);
+    const done = performance.now();
+    const cpu = cpuMicros(hg.child.pid) - cpu0;
+    const lat = tail.state.latencies.sort((a, b) => a - b);
+    const pct = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] : NaN);
+    const accepted = load.requests - load.non2xx - load.errors;
+    const delivered = tail.state.lines - startLines;
+    return {
+      rate: o.rate,
+      seconds: o.pipelineSeconds,
+      accepted,
+      acceptedPerSecond: accepted / o.pipelineSeconds,
+      acceptP99: load.p99,
+      non2xx: load.non2xx + load.errors,
+      deliveredDuringLoad: deliveredAtEnd,
+      deliveredPerSecond: deliveredAtEnd / ((loadEnd - t0) / 1000),
+      delivered,
+      drainSeconds: d.seconds,
+      totalSeconds: (done - t0) / 1000,
+      backlog: samples.map((s) => s.backlog),
+      maxBacklog: Math.max(0, ...samples.map((s) => s.backlog)),
+      e2e: { p50: pct(50), p99: pct(99), max: lat.at(-1) ?? NaN },
+      cpuPerRun: cpu / Math.max(1, delivered),
+      rss: peakRssMiB(hg.child.pid),
+      feed: feed ? { ...feed.state } : undefined,
+    };
+  } finally {
+    feed?.close();
+    hg.db.close();
+    hg.child.kill('SIGTERM');
+    await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const TARGETS = { wakeRatio: 0.8, wakeP99: 2, agentRatio: 0.7, runsPerSecond: 2000, rssMiB: 100 };
+
+function verdicts(i, p) {
+  const rss = Math.max(i?.rss.hookgate ?? 0, p?.rss ?? 0);
+  const v = [];
+  if (i) {
+    v.push({ target: `/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`, value: median(i.wakeRatios), ok: median(i.wakeRatios) >= TARGETS.wakeRatio });
+    v.push({ target: `/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`, value: median(i.wakeP99Ratios), ok: median(i.wakeP99Ratios) <= TARGETS.wakeP99 });
+    v.push({ target: `/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`, value: median(i.agentRatios), ok: median(i.agentRatios) >= TARGETS.agentRatio });
+  }
+  if (p) {
+    // Sustained: delivered at the offered rate during the load (within 2 %), and every accepted run delivered after it.
+    const ok = p.deliveredPerSecond >= TARGETS.runsPerSecond * 0.98 && p.acceptedPerSecond >= TARGETS.runsPerSecond * 0.98 && p.delivered >= p.accepted;
+    v.push({ target: `≥ ${TARGETS.runsPerSecond} echo runs/s end to end for ${p.seconds} s, bounded backlog`, value: p.deliveredPerSecond, ok });
+  }
+  v.push({ target: `peak RSS ≤ ${TARGETS.rssMiB} MiB`, value: rss, ok: rss <= TARGETS.rssMiB });
+  return v;
+}
+
+function table(o, i, p) {
+  const f = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+  const lines = [
+    `hookgate bench (pinned: server on CPU ${o.serverCpu}, load generator ${o.wrk ? 'wrk' : 'autocannon'} on CPU ${o.loadCpu}): ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (bare, wake, bare, agent), medians; node ${process.version}, ${new Date().toISOString()}${o.admin ? '; --admin: one client on /api/v1/events' : ''}`,
+  ];
+  if (i) {
+    lines.push(
+      `server threads: bare ${i.affinity.bare.threads} on CPU ${i.affinity.bare.cpus}; hookgate ${i.affinity.hookgate.threads} on CPU ${i.affinity.hookgate.cpus}`,
+      '',
+      '| target | req/s | p50 ms | p99 ms | non-2xx | CPU µs/req | peak RSS MiB | ratio to bare |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      `| bare node:http | ${f(i.bare.rps)} | ${f(i.bare.p50, 2)} | ${f(i.bare.p99, 2)} | ${i.bare.non2xx} | ${f(i.bare.cpuPerReq)} | ${f(i.rss.bare, 1)} | 1.00 |`,
+      `| hookgate /hooks/wake | ${f(i.wake.rps)} | ${f(i.wake.p50, 2)} | ${f(i.wake.p99, 2)} | ${i.wake.non2xx} | ${f(i.wake.cpuPerReq)} | ${f(i.rss.hookgate, 1)} | ${f(median(i.wakeRatios), 2)} |`,
+      `| hookgate /hooks/agent (runs on echo → log file meanwhile) | ${f(i.agent.rps)} | ${f(i.agent.p50, 2)} | ${f(i.agent.p99, 2)} | ${i.agent.non2xx} | ${f(i.agent.cpuPerReq)} | ${f(i.rss.hookgate, 1)} | ${f(median(i.agentRatios), 2)} |`,
+      '',
+      `wake / bare per round: ${i.wakeRatios.map((x) => f(x, 2)).join(' ')}; wake p99 / bare p99: ${i.wakeP99Ratios.map((x) => f(x, 2)).join(' ')}`,
+      `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s`,
+      `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
+    );
+    if (i.feed) lines.push(`--admin feed: ${i.feed.error ? `no answer (${i.feed.error})` : i.feed.status === 404 ? 'GET /api/v1/events answered 404 (not built on this branch)' : `HTTP ${i.feed.status}, ${i.feed.bytes} bytes read`}`);
+  }
+  if (p) {
+    lines.push(
+      '',
+      `| pipeline: /hooks/agent at ${p.rate}/s for ${p.seconds} s (echo → log file) | value |`,
+      '|---|---:|',
+      `| accepted runs/s (non-2xx) | ${f(p.acceptedPerSecond)} (${p.non2xx}) |`,
+      `| accept p99 ms | ${f(p.acceptP99, 1)} |`,
+      `| delivered lines/s during the load | ${f(p.deliveredPerSecond)} |`,
+      `| backlog each second (runs unfinished + deliveries unsent) | ${p.backlog.join(' ')} |`,
+      `| all ${p.delivered} delivered ${f(p.drainSeconds, 1)} s after the load ended | max backlog ${p.maxBacklog} |`,
+      `| POST → delivered line, p50 / p99 / max ms | ${f(p.e2e.p50)} / ${f(p.e2e.p99)} / ${f(p.e2e.max)} |`,
+      `| CPU µs per run (whole process) | ${f(p.cpuPerRun)} |`,
+      `| peak RSS MiB | ${f(p.rss, 1)} |`,
+    );
+    if (p.feed) lines.push(`--admin feed (pipeline): ${p.feed.error ? `no answer (${p.feed.error})` : p.feed.status === 404 ? 'GET /api/v1/events answered 404' : `HTTP ${p.feed.status}, ${p.feed.bytes} bytes read`}`);
+  }
+  lines.push('', '| target | measured | met |', '|---|---:|:---:|');
+  for (const v of verdicts(i, p)) lines.push(`| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} |`);
+  lines.push('', 'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.');
+  return lines.join('\n');
+}
+
+export async function pinnedBench(argv) {
+  const has = (flag) => argv.includes(flag);
+  const arg = (flag, def) => {
+    const k = argv.indexOf(flag);
+    return k === -1 ? def : argv[k + 1];
+  };
+  const o = {
+    serverCpu: Number(process.env.BENCH_SERVER_CPU ?? 0),
+    loadCpu: Number(process.env.BENCH_LOAD_CPU ?? 1),
+    seconds: Number(process.env.BENCH_SECONDS ?? 8),
+    rounds: Math.max(1, Number(process.env.BENCH_ROUNDS ?? 5)),
+    connections: Number(process.env.BENCH_CONNECTIONS ?? 50),
+    rate: Number(arg('--rate', process.env.BENCH_RATE ?? 2000)),
+    pipelineSeconds: Number(process.env.BENCH_PIPELINE_SECONDS ?? 30),
+    wrk: process.env.BENCH_LOADGEN === 'autocannon' ? undefined : which('wrk'),
+    admin: has('--admin'),
+    json: has('--json'),
+    // e.g. BENCH_NODE_ARGS=--cpu-prof to profile the server (the profile is written at its exit, in the cwd).
+    nodeArgs: (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  };
+  if (!which('taskset')) throw new Error('taskset is not installed (util-linux); use --unpinned');
+  // This script (the sampler) stays off the server's core too.
+  execFileSync('taskset', ['-p', '-c', String(o.loadCpu), String(process.pid)], { stdio: 'ignore' });
+  const only = arg('--only', 'all');
+  const i = only === 'pipeline' ? undefined : await ingress(o);
+  const p = only === 'ingress' ? undefined : await pipeline(o);
+  const v = verdicts(i, p);
+  if (o.json) {
+    const { nodeArgs, ...opts } = o;
+    process.stdout.write(`${JSON.stringify({ pinned: true, options: { ...opts, wrk: o.wrk ?? null }, ingress: i, pipeline: p, targets: v, allMet: v.every((x) => x.ok) })}\n`);
+  } else process.stdout.write(`${table(o, i, p)}\n`);
+  return v.every((x) => x.ok);
+}
