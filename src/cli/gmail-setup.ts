@@ -64,8 +64,8 @@ export async function gmailSetup(o: SetupOptions, env: NodeJS.ProcessEnv = proce
   if (o.print) return printPlan(o, plan);
   // The config is checked before anything is created in Google Cloud: a refusal costs nothing to fix and re-run.
   const edit = o.writeConfig ? planConfigEdit(plan) : undefined;
-  const credentials = await adminAccessToken({ accessToken: o.accessToken, credentialsFile: o.credentials, tokenUrl: o.tokenUrl ?? env.HOOKGATE_GOOGLE_TOKEN_URL, env });
-  const target = { baseUrl: o.pubsubUrl ?? env.HOOKGATE_PUBSUB_URL ?? PUBSUB_URL, token: credentials.token, project: o.project };
+  const credentials = await adminAccessToken({ accessToken: o.accessToken, credentialsFile: o.credentials, tokenUrl: o.tokenUrl || env.HOOKGATE_GOOGLE_TOKEN_URL || undefined, env });
+  const target = { baseUrl: o.pubsubUrl || env.HOOKGATE_PUBSUB_URL || PUBSUB_URL, token: credentials.token, project: o.project };
   const steps: Array<{ step: string; resource: string; outcome: StepOutcome; note?: string }> = [];
   const say = (line: string) => !o.json && process.stdout.write(`${line}\n`);
   say(`Google credentials: ${credentials.from}`);
