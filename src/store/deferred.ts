@@ -17,6 +17,7 @@ const FORWARDED = [
   'listRuns', 'listSessions', 'getSession', 'listReceived', 'listDeliveries', 'getDelivery',
   'requeueRun', 'requeueFailedRuns', 'retryDelivery', 'setRoute', 'prune',
   'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes',
+  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
 ] as const satisfies readonly (keyof Store)[];
 type Forwarded = Pick<Store, (typeof FORWARDED)[number]>;
 

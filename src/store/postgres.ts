@@ -16,6 +16,7 @@
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
+import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
 import { noticeChannel, PgListener } from './postgres-notices.js';
@@ -41,8 +42,12 @@ const READ_METHODS = [
   'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',
   'getRoute', 'listDeliveries', 'getDelivery',
 ] as const satisfies readonly (keyof PgReads & keyof Store)[];
+const GMAIL_METHODS = [
+  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
+] as const satisfies readonly (keyof PgGmail & keyof Store)[];
 // Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
-export interface PostgresStore extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]> {}
+export interface PostgresStore
+  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]>, Pick<PgGmail, (typeof GMAIL_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -58,7 +63,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads') => {
+    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'gmail') => {
       for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
@@ -72,12 +77,14 @@ export class PostgresStore implements Store {
     };
     forward(WRITE_METHODS, 'writes');
     forward(READ_METHODS, 'reads');
+    forward(GMAIL_METHODS, 'gmail');
   }
 
   readonly shared = true;
   private readonly acceptPath: PgAcceptPath;
   private readonly writes: PgWrites;
   private readonly reads: PgReads;
+  private readonly gmail: PgGmail;
   private readonly listener: PgListener;
   private closed = false;
 
@@ -91,6 +98,7 @@ export class PostgresStore implements Store {
     this.acceptPath = new PgAcceptPath(db, channel);
     this.writes = new PgWrites(db, channel);
     this.reads = new PgReads(db);
+    this.gmail = new PgGmail(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
   }
 

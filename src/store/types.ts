@@ -9,6 +9,9 @@ export const MAIN_SESSION_KEY = 'main';
 
 import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
 import type { HttpErrorCode } from '../errors.js';
+import type { GmailStore } from './gmail-types.js';
+
+export type { GmailAccountState, GmailFetchCompletion, GmailPush, GmailStatus, GmailStore } from './gmail-types.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
 
@@ -432,4 +435,4 @@ export interface ClusterStore {
   subscribe(listener: (notice: ClusterNotice) => void): () => void;
 }
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore {}
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, GmailStore {}

@@ -26,6 +26,7 @@ import type {
   SessionMessage,
   Store,
 } from '../../src/store/types.js';
+import { gmailContract } from './gmail-contract.js';
 
 export interface StoreHarness {
   store: Store;
@@ -152,7 +153,7 @@ async function assertStoreError(p: Promise<unknown>): Promise<void> {
 
 export function storeContract(name: string, open: () => Promise<StoreHarness>): void {
   // A driver that hangs (a write never resolved) fails instead of stalling the run.
-  describe(`store contract: ${name}`, { timeout: 120_000 }, () => {
+  describe(`store contract: ${name}`, { timeout: 300_000 }, () => {
     let h: StoreHarness;
     let store: Store;
     beforeEach(async () => {
@@ -162,6 +163,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     afterEach(async () => {
       await h.cleanup();
     });
+
+    gmailContract(() => store);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {
