@@ -1,6 +1,7 @@
 /** `hookgate gmail setup / status / stop`: see docs/gmail.md. */
 import { type Command, Option } from 'commander';
 import { gmailSetup, type SetupOptions } from './gmail-setup.js';
+import { gmailStatus, gmailStopCommand } from './gmail-status.js';
 import { configOption, jsonOption } from './options.js';
 
 export function addGmailCommands(program: Command): void {
@@ -29,4 +30,16 @@ export function addGmailCommands(program: Command): void {
     .addOption(jsonOption())
     .addOption(configOption())
     .action((o: SetupOptions) => gmailSetup(o));
+  gmail
+    .command('status')
+    .description("the mailbox's watch as the store knows it: expiry, last history id, last push, messages fetched, last error (reads the store, creates nothing)")
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action((o: { config?: string; json?: boolean }) => gmailStatus(o));
+  gmail
+    .command('stop')
+    .description("stop Gmail's notifications for the mailbox (users.stop, with the OAuth client of hooks.gmail)")
+    .addOption(jsonOption())
+    .addOption(configOption())
+    .action((o: { config?: string; json?: boolean }) => gmailStopCommand(o));
 }
