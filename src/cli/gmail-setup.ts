@@ -104,6 +104,7 @@ function makePlan(o: SetupOptions): Plan {
   }
   const pushPath = o.pushPath.trim().replace(/^\/+|\/+$/g, '');
   if (!/^[\w.~-]+(\/[\w.~-]+)*$/.test(pushPath)) throw new CliError('cli_usage', `--push-path: expected a sub-path like gmail-push, got ${JSON.stringify(o.pushPath)}`);
+  if (['gmail', 'wake', 'agent'].includes(pushPath)) throw new CliError('cli_usage', `--push-path: ${pushPath} is taken (${pushPath === 'gmail' ? "the gmail preset's path" : 'a built-in hook'}); keep the default gmail-push`);
   const labels = o.labels.split(',').map((l) => l.trim()).filter(Boolean);
   if (labels.length === 0) throw new CliError('cli_usage', '--labels: name at least one label (INBOX, or a label id like Label_12)');
 
