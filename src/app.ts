@@ -11,6 +11,7 @@ import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
 import { killAgents } from './providers/command.js';
 import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
+import { type GmailService, startGmail } from './runtime/gmail-watch.js';
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
@@ -73,7 +74,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes });
+  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
+  const signals = { ...runtime.signals, gmailPushed: gmail.notify };
+  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   logger.info({ url: listener.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
@@ -83,7 +86,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts());
-  const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
+  const stop = stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail });
   return { url: listener.url, port: listener.port, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
@@ -108,10 +111,12 @@ interface StopParts {
   stopBackground(): void;
   /** Store what the ingress holds in memory (the current window of refusal counts) once no request is left. */
   flushIngress(): void;
+  /** The Gmail fetcher and watch renewal: stopped (a fetch in flight finishes) before the store closes. */
+  gmail: GmailService;
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, runtime, generations, store, logger, registry, stopBackground, flushIngress, gmail }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -136,6 +141,7 @@ function stopper({ listener, runtime, generations, store, logger, registry, stop
         clearTimeout(timer);
       }
       flushIngress();
+      await gmail.stop();
       await registry.stop();
       await generations.dispose();
       await store.close();

@@ -12,6 +12,8 @@ export interface RuntimeSignals {
   /** A heartbeat of `sessionKey` (the main session when omitted) should run soon. */
   heartbeatRequested(reason: string, sessionKey?: string): void;
   runsQueued(): void;
+  /** A Gmail push of `account` was committed (not a duplicate): its fetch should start now. */
+  gmailPushed?(account: string): void;
 }
 
 export interface DispatchRequest {

@@ -272,7 +272,7 @@ export interface ListRunsQuery {
  */
 
 /** The ingress (HTTP handler and hooks dispatch): commit what a request asks for, or record its rejection. */
-export interface IngressStore {
+export interface IngressStore extends Pick<GmailStore, 'recordGmailPush'> {
   /**
    * Commit what one request asks for, atomically, together with its idempotency key and received record.
    * A repeated key (same scope and body, not expired) commits nothing new but the received record and returns
