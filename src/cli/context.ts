@@ -8,10 +8,10 @@ import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStora
 import { redactDatabaseUrl } from '../config/database-url.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
-import type { ClusterStore, OperatorStore } from '../store/types.js';
+import type { ClusterStore, GmailStore, OperatorStore } from '../store/types.js';
 
-/** What the CLI's store commands use: read and repair, and the node registry. */
-export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes'>;
+/** What the CLI's store commands use: read and repair, the node registry, and a mailbox's Gmail state. */
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes'> & Pick<GmailStore, 'readGmailStatus'>;
 
 /** Set once from the global `--verbose` before a command runs. */
 export const cliFlags = { verbose: false };

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
 import { addDoctorCommand } from './doctor.js';
+import { addGmailCommands } from './gmail-command.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addNodesCommand } from './nodes-command.js';
 import { addSendCommands } from './send.js';
@@ -29,5 +30,6 @@ export function buildProgram(): Command {
   addStoreCopyCommand(program);
   addMappingsCommands(program);
   addDoctorCommand(program);
+  addGmailCommands(program);
   return program;
 }
