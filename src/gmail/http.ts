@@ -1,11 +1,12 @@
 /**
  * The one way hookgate calls Google (the Gmail API, the token endpoint): JSON over fetch with a timeout, and an
  * error that carries the status and Google's wait hint, so callers decide what is transient (429, 5xx, network)
- * and what is not. Errors never quote a token or a response body that may hold mail: only status and Google's
- * short `error.status` / `error` code.
+ * and what is not. Errors never quote a token or a response body that may hold mail: only the status and Google's
+ * error code and message.
  */
 import { backoffMs } from '../backoff.js';
 import { parseRetryAfter } from '../retry-after.js';
+import { logSafe } from '../text-safe.js';
 
 export class GoogleApiError extends Error {
   constructor(
@@ -46,12 +47,20 @@ export async function googleJson<T>(what: string, url: string, init: RequestInit
   }
 }
 
-/** ` (NOT_FOUND)` / ` (invalid_grant)`: Google's error code only, never its message (it may quote input). */
+/**
+ * ` (NOT_FOUND: Requested entity was not found.)` / ` (invalid_grant: Token has been expired or revoked.)`: Google's
+ * error code and its short message (what an operator needs to fix a watch or a grant), cut and made log-safe.
+ * Google's error messages describe the request, not mail content.
+ */
 function googleCode(body: string): string {
   try {
-    const e = (JSON.parse(body) as { error?: unknown }).error;
-    const code = typeof e === 'string' ? e : typeof e === 'object' && e !== null ? (e as { status?: unknown }).status : undefined;
-    return typeof code === 'string' && /^[A-Za-z_]{1,40}$/.test(code) ? ` (${code})` : '';
+    const parsed = JSON.parse(body) as { error?: unknown; error_description?: unknown };
+    const e = parsed.error;
+    const obj = typeof e === 'object' && e !== null ? (e as { status?: unknown; message?: unknown }) : undefined;
+    const code = typeof e === 'string' ? e : obj?.status;
+    const detail = typeof e === 'string' ? parsed.error_description : obj?.message;
+    if (typeof code !== 'string' || !/^[A-Za-z_]{1,40}$/.test(code)) return '';
+    return typeof detail === 'string' && detail.trim() ? ` (${code}: ${logSafe(detail, 160)})` : ` (${code})`;
   } catch {
     return '';
   }

@@ -48,7 +48,13 @@ export class GoogleOAuth {
       this.creds.tokenUrl,
       { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body },
       this.fetchFn,
-    );
+    ).catch((err: unknown) => {
+      // 400 / 401: the grant itself is refused (revoked or expired refresh token, wrong client): say so plainly.
+      if (err instanceof GoogleApiError && (err.status === 400 || err.status === 401)) {
+        throw new GoogleApiError(`Google's token endpoint refused the refresh token${/\(.*\)$/.exec(err.message)?.[0].replace(/^/, ' ') ?? ''}`, err.status);
+      }
+      throw err;
+    });
     if (typeof r.access_token !== 'string' || r.access_token === '') throw new GoogleApiError('Google token endpoint: no access_token in the answer', 502);
     const expiresIn = typeof r.expires_in === 'number' && r.expires_in > 0 ? r.expires_in : 3600;
     this.token = { value: r.access_token, expiresAt: this.now() + expiresIn * 1000 };

@@ -91,7 +91,7 @@ export class GmailWatch {
       const wait = Math.min(RETRY_MAX_MS, everyMs, RETRY_MIN_MS * 2 ** (this.failures - 1));
       const message = logSafe(errorMessage(err), 300);
       logger.warn({ account, retryInMs: wait, err: message }, 'gmail watch renewal failed');
-      await store.recordGmailError(account, `users.watch: ${message}`, Date.now()).catch(() => {});
+      await store.recordGmailError(account, message, Date.now()).catch(() => {});
       return wait;
     }
   }

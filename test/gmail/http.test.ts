@@ -44,11 +44,11 @@ describe('Google HTTP errors and OAuth', () => {
       return new Response(JSON.stringify(a.body), { status: a.status, headers: a.headers });
     }) as unknown as typeof fetch;
 
-  it('an error names the call, the status and Google\'s code, never the body text', async () => {
+  it('an error names the call, the status and Google\'s code and message', async () => {
     const f = fakeFetch([{ status: 404, body: { error: { code: 404, message: 'Requested entity was not found: secret@x', status: 'NOT_FOUND' } } }]);
     const err = (await googleJson('users.history.list', 'http://x', {}, f).catch((e: unknown) => e)) as GoogleApiError;
     assert.equal(err.status, 404);
-    assert.equal(err.message, 'users.history.list: HTTP 404 (NOT_FOUND)');
+    assert.equal(err.message, 'users.history.list: HTTP 404 (NOT_FOUND: Requested entity was not found: secret@x)');
   });
 
   it('refresh_token grant form; the access token is cached until a minute before expiry; invalidate forces a refresh', async () => {
@@ -75,8 +75,9 @@ describe('Google HTTP errors and OAuth', () => {
   });
 
   it('a refused grant is an error without the secret', async () => {
-    const o = new GoogleOAuth({ tokenUrl: 'http://t', clientId: 'c', clientSecret: 'very-secret', refreshToken: 'r' }, fakeFetch([{ status: 400, body: { error: 'invalid_grant' } }]));
+    const o = new GoogleOAuth({ tokenUrl: 'http://t', clientId: 'c', clientSecret: 'very-secret', refreshToken: 'r' }, fakeFetch([{ status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } }]));
     const err = (await o.accessToken().catch((e: unknown) => e)) as Error;
-    assert.equal(err.message, 'Google token endpoint: HTTP 400 (invalid_grant)');
+    assert.equal(err.message, "Google's token endpoint refused the refresh token (invalid_grant: Token has been expired or revoked.)");
+    assert.doesNotMatch(err.message, /very-secret/);
   });
 });

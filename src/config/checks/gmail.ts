@@ -10,6 +10,10 @@ export function checkGmail(config: RawConfig): CheckResult {
   const gmail = config.hooks.gmail;
   const issues: CheckResult['issues'] = [];
   const warnings: string[] = [];
+  const legacy = (['label', 'pushToken', 'hookUrl', 'renewEveryMinutes'] as const).filter((k) => gmail[k] !== undefined);
+  if (legacy.length) {
+    warnings.push(`hooks.gmail.${legacy.join(', ')}: keys of OpenClaw's external Gmail watcher, unused by hookgate (see docs/gmail.md: labels, renewEveryHours)`);
+  }
   if (!gmail.account) return { issues, warnings };
   const need = (key: 'audience' | 'serviceAccountEmail' | 'topic' | 'oauth', why: string) => {
     if (gmail[key] === undefined) issues.push({ path: `hooks.gmail.${key}`, message: `hooks.gmail.account requires hooks.gmail.${key} (${why})` });

@@ -161,10 +161,15 @@ export const gmailSchema = z.strictObject({
   /** An OAuth client and a refresh token of the mailbox (scope gmail.readonly or gmail.modify); secret forms allowed. */
   oauth: z.strictObject({ clientId: nonBlank, clientSecret: nonBlank, refreshToken: nonBlank }).optional(),
   /** `users.watch` again this often (a watch lapses after 7 days). */
-  renewEveryHours: z.number().positive().default(24),
+  renewEveryHours: z.number().positive().lt(168, 'a watch lapses after 7 days (168 h): renew more often').default(24),
   gmailApiBaseUrl: httpUrl.default(GMAIL_API_BASE_URL),
   tokenUrl: httpUrl.default(GOOGLE_TOKEN_URL),
   jwksUrl: httpUrl.default(GOOGLE_JWKS_URL),
+  /** Keys of OpenClaw's external watcher (`gog gmail watch serve`): accepted so such configs validate, unused (a warning). */
+  label: z.string().optional(),
+  pushToken: z.string().optional(),
+  hookUrl: z.string().optional(),
+  renewEveryMinutes: positiveInt.optional(),
   /** Per-message body cap of an external watcher posting to `{hooks.path}/gmail`; sizes that path's body allowance. */
   maxBytes: positiveInt.default(20000),
   allowUnsafeExternalContent: z.boolean().optional(),
