@@ -42,7 +42,8 @@ const POLL_MS = 15_000;
 /** A failed fetch is tried again after this, doubled per failure up to RETRY_MAX_MS. */
 const RETRY_MIN_MS = 5_000;
 const RETRY_MAX_MS = 15 * 60_000;
-const LEASE_MS = 120_000;
+/** The fetch lease (renewed per message): a dead node's lapses after this, like a run's. */
+const LEASE_MS = 30_000;
 /** How many of the latest messages a resync (history id too old, or none yet) looks at. */
 export const RESYNC_MESSAGES = 10;
 /** Message idempotency keys outlive `hooks.idempotencyTtlSeconds`: a resync may meet a message of last week. */
