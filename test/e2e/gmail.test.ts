@@ -86,7 +86,10 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
     assert.match(prompt, /<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]+">>>/);
     const inside = prompt.slice(prompt.indexOf('<<<EXTERNAL_UNTRUSTED_CONTENT'), prompt.indexOf('<<<END_EXTERNAL_UNTRUSTED_CONTENT'));
     for (const s of ['New email from Bob <bob@example.com>', 'Subject: Quarterly numbers', 'Revenue is up 12 percent.']) assert.ok(inside.includes(s), `${s} inside the wrapper`);
-    const status = await store.readGmailStatus(ACCOUNT);
+    const status = await waitFor('the fetch committed', async () => {
+      const st = await store.readGmailStatus(ACCOUNT);
+      return st?.pendingPushes === 0 ? st : undefined;
+    });
     assert.equal(status?.historyId, String(google.historyId));
     assert.equal(status?.messagesFetched, 1);
     assert.equal(status?.pendingPushes, 0);
@@ -151,7 +154,11 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
     const lunch = runs.find((x) => x.sessionKey === 'hook:gmail:m2');
     assert.match(lunch!.message, /Shall we have lunch at noon\?/i);
     assert.doesNotMatch(lunch!.message, /<b>/);
-    assert.equal((await store.readGmailStatus(ACCOUNT))?.historyId, String(google.historyId));
+    // The runs are committed one by one; the history id with the fetch's last commit.
+    await waitFor('the fetch committed at the current history id', async () => {
+      const st = await store.readGmailStatus(ACCOUNT);
+      return st?.historyId === String(google.historyId) && st.pendingPushes === 0;
+    });
     assert.equal(google.fail429, 0);
   });
 
