@@ -12,6 +12,7 @@ import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
 import { killAgents } from './providers/command.js';
 import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
+import { type GmailService, startGmail } from './runtime/gmail-watch.js';
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
@@ -79,7 +80,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const handler = createHandler(state, { store, signals: runtime.signals, completions: runtime.completions, logger, routes, feed: obs.feed });
+  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
+  const signals = { ...runtime.signals, gmailPushed: gmail.notify };
+  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs.feed });
   obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
@@ -94,7 +97,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
-  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals });
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail });
   return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
@@ -121,10 +124,12 @@ interface StopParts {
   stopBackground(): void;
   /** Store what the ingress holds in memory (the current window of refusal counts) once no request is left. */
   flushIngress(): void;
+  /** The Gmail fetcher and watch renewal: stopped (a fetch in flight finishes) before the store closes. */
+  gmail: GmailService;
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress, gmail }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -151,6 +156,7 @@ function stopper({ listener, admin, runtime, generations, store, logger, registr
       }
       flushIngress();
       await adminClosed;
+      await gmail.stop();
       await registry.stop();
       await generations.dispose();
       await store.close();

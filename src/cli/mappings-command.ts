@@ -71,6 +71,7 @@ function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, sc
   const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
   if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.emptyAnswer ? '200 with an empty body' : '204'} (a transform returned null, or the fan-out had no items)`];
   if (r.kind === 'reply') return [`${via(r.mappingId)} → a handshake answered ${r.status} ${JSON.stringify(r.body)}`];
+  if (r.kind === 'gmailPush') return [`the Gmail push receiver → a notification of ${r.push.account} at history ${r.push.historyId} (fetched by the service)`];
   const lines = [`${via(r.mappingId)} → ${r.actions.length} action${r.actions.length > 1 ? 's' : ''}${r.dropped ? ` (${r.dropped} fan-out items over hooks.maxFanOut dropped)` : ''}`];
   for (const a of r.actions) lines.push(...describeAction(a));
   return lines;

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
 import { addDoctorCommand } from './doctor.js';
+import { addGmailCommands } from './gmail-command.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addNodesCommand } from './nodes-command.js';
 import { addStatusCommand } from './status-command.js';
@@ -33,5 +34,6 @@ export function buildProgram(): Command {
   addMappingsCommands(program);
   addDoctorCommand(program);
   addTailCommand(program);
+  addGmailCommands(program);
   return program;
 }

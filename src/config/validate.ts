@@ -1,6 +1,7 @@
 import { checkAdmin } from './checks/admin.js';
 import { checkAgents } from './checks/agents.js';
 import { checkChannels } from './checks/channels.js';
+import { checkGmail } from './checks/gmail.js';
 import { checkHooks, checkHooksEnabled } from './checks/hooks.js';
 import { checkMappings } from './checks/mappings.js';
 import { checkModels } from './checks/models.js';
@@ -8,7 +9,7 @@ import type { CheckResult, SectionCheck } from './checks/types.js';
 import type { RawConfig } from './schema/index.js';
 
 /** Each section's cross-key rules, in the order their findings are listed. */
-const SECTION_CHECKS: readonly SectionCheck[] = [checkHooks, checkAgents, checkModels, checkChannels, checkMappings, checkAdmin, checkHooksEnabled];
+const SECTION_CHECKS: readonly SectionCheck[] = [checkHooks, checkAgents, checkModels, checkChannels, checkMappings, checkGmail, checkAdmin, checkHooksEnabled];
 
 /**
  * Rules that span keys (the schema checks each key alone), one module per section under `checks/`. Pure: no file

@@ -13,6 +13,8 @@ export interface RuntimeSignals {
   heartbeatRequested(reason: string, sessionKey?: string): void;
   /** Runs were committed as queued (`runs`: the runtime announces each on the live feed). */
   runsQueued(runs?: readonly NewRun[]): void;
+  /** A Gmail push of `account` was committed (not a duplicate): its fetch should start now. */
+  gmailPushed?(account: string): void;
 }
 
 export interface DispatchRequest {

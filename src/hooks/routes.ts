@@ -17,6 +17,8 @@ import { createMappedRoutes } from './mappings/routes.js';
 import type { SignatureResult } from './mappings/signatures.js';
 import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
+import { decodePushEnvelope, type OidcCheck, verifyPushToken } from './gmail-push.js';
+import type { GmailPush } from '../store/types.js';
 
 /** How the ingress treats a sub-path before `resolve`. */
 export type RoutePlan =
@@ -35,7 +37,12 @@ export type RoutePlan =
        * read by a verifier whose signature verified (Stripe and Slack take the delivery id from the signed body).
        */
       verify(rawBody: Buffer, rawHeaders: IncomingHttpHeaders, now: number, payload: { peek(): unknown }): SignatureChecks;
-    };
+    }
+  /**
+   * The Gmail push receiver (`hooks.gmail.pushPath`, see gmail-push.ts): the push's OIDC token, checked by `verify`
+   * before the body is read, authenticates it; the hook token does not.
+   */
+  | { auth: 'oidc'; bodyLimit: number; verify(rawHeaders: IncomingHttpHeaders, now: number): Promise<OidcCheck> };
 
 /** What `verify` found, passed to `resolve` so no signature is verified twice. */
 export interface SignatureChecks {
@@ -100,6 +107,8 @@ export type RouteResult =
        */
       waitForCompletion?: boolean;
     }
+  /** A verified Gmail push: the ingress commits it (GmailStore.recordGmailPush) and answers once it is committed. */
+  | { kind: 'gmailPush'; push: Omit<GmailPush, 'receivedAt'> }
   /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
   | { kind: 'unauthorized'; reason: string; signature?: boolean };
 
@@ -164,11 +173,27 @@ export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
       mapped.prepare(ctx);
     },
     plan(ctx, subPath) {
+      const gmail = ctx.config.hooks.gmail;
+      if (gmail.account && subPath === gmail.pushPath) {
+        return { auth: 'oidc', bodyLimit: ctx.config.hooks.maxBodyBytes, verify: (headers, now) => verifyPushToken(headers, gmail, now) };
+      }
       return DIRECT.has(subPath) ? { auth: 'token', bodyLimit: ctx.config.hooks.maxBodyBytes } : mapped.plan(ctx, subPath);
     },
     async resolve(req) {
+      const gmail = req.ctx.config.hooks.gmail;
+      if (gmail.account && req.subPath === gmail.pushPath) return resolveGmailPush(req, gmail.account);
       const direct = DIRECT.get(req.subPath);
       return direct ? direct(req) : mapped.resolve(req);
     },
   };
+}
+
+/**
+ * A verified push: Gmail's notification for the configured mailbox, to commit. A notification of another mailbox
+ * (a topic shared with other watchers) is acknowledged with 204 and dropped: redelivering it could never help.
+ */
+function resolveGmailPush(req: HookRequest, account: string): RouteResult {
+  const push = decodePushEnvelope(req.payload);
+  if (push.account.toLowerCase() !== account.toLowerCase()) return { kind: 'skip', mappingId: 'gmail-push' };
+  return { kind: 'gmailPush', push: { ...push, account } };
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
-import { HttpError, type HttpErrorCode } from '../errors.js';
+import { HttpError, type HttpErrorCode, StoreError } from '../errors.js';
 import type { FeedSink } from '../feed.js';
 import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
@@ -138,6 +138,12 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
     if (plan.auth === 'token') {
       if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse);
       state.limiter.reset(clientIp);
+    } else if (plan.auth === 'oidc') {
+      // The Gmail push receiver: the push's OIDC token (in the header) is checked before the body is read.
+      if (state.limiter.retryAfter(clientIp, now) > 0) return rejectAuth(res, state, clientIp, now, log, refuse);
+      const check = await plan.verify(req.headers, now);
+      if (!check.ok) return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${check.reason}`, 'oidc');
+      state.limiter.reset(clientIp);
     } else if (!tokenVerified && state.limiter.retryAfter(clientIp, now) > 0) {
       // Locked out: refused before its body is read (rejectAuth answers 429 and closes the connection).
       return rejectAuth(res, state, clientIp, now, log, refuse);
@@ -182,6 +188,15 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
         return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
+      if (routed.kind === 'gmailPush') {
+        const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: now }).catch((err: unknown) => {
+          throw err instanceof StoreError ? new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later') : err;
+        });
+        record({ ...received(200, null), code: duplicate ? 'duplicate' : null, mappingId: 'gmail-push' });
+        sendJson(res, 200, duplicate ? { ok: true, duplicate: true } : { ok: true });
+        if (!duplicate) signals.gmailPushed?.(routed.push.account);
+        return;
+      }
       if (routed.kind === 'reply') {
         record({ ...received(routed.status, null), mappingId: routed.mappingId });
         announce(routed.status, null, routed.mappingId);
@@ -237,7 +252,7 @@ function rejectAuth(
   refuse: Refuse,
   /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
   reason?: string,
-  signature = false,
+  signature: boolean | 'oidc' = false,
 ): void {
   const retryAfter = state.limiter.retryAfter(clientIp, now);
   if (retryAfter > 0) {
@@ -253,5 +268,6 @@ function rejectAuth(
   const lockedFor = state.limiter.fail(clientIp, now);
   if (lockedFor > 0) log.warn('rate_limited', { client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
   refuse(401, 'unauthorized');
-  sendError(res, new HttpError(401, 'unauthorized', signature ? 'missing or invalid signature' : 'missing or invalid hook token'));
+  const what = signature === 'oidc' ? 'missing or invalid OIDC token' : signature ? 'missing or invalid signature' : 'missing or invalid hook token';
+  sendError(res, new HttpError(401, 'unauthorized', what));
 }

@@ -101,7 +101,8 @@ export function knownRoutes(hooks: HooksConfig): ReadonlySet<string> {
   let names = routeNames.get(hooks);
   if (!names) {
     const first = (p: string) => p.split('/')[0]!;
-    names = new Set(['', 'wake', 'agent', ...hooks.presets, ...hooks.mappings.map((m) => first(m.match?.path ?? '')).filter(Boolean)]);
+    const gmail = hooks.gmail?.account ? ['gmail', first(hooks.gmail.pushPath)] : [];
+    names = new Set(['', 'wake', 'agent', ...hooks.presets, ...gmail, ...hooks.mappings.map((m) => first(m.match?.path ?? '')).filter(Boolean)]);
     routeNames.set(hooks, names);
   }
   return names;

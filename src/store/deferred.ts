@@ -18,6 +18,7 @@ const FORWARDED = [
   'requeueRun', 'requeueFailedRuns', 'retryDelivery', 'setRoute', 'prune',
   'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes', 'publishFeed',
   'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite',
+  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
 ] as const satisfies readonly (keyof Store)[];
 type Forwarded = Pick<Store, (typeof FORWARDED)[number]>;
 

@@ -248,6 +248,7 @@ export class PgWrites {
         [receivedBefore],
       );
       const ref = await q('DELETE FROM refusal_log WHERE at + window_ms <= $1', [receivedBefore]);
+      await q('DELETE FROM gmail_pushes WHERE fetched_at IS NOT NULL AND received_at < $1', [receivedBefore]);
       return { idempotency: idem.rowCount ?? 0, received: (rec.rows[0]?.n ?? 0) + (ref.rowCount ?? 0) };
     });
   }

@@ -16,6 +16,7 @@
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
+import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
@@ -45,9 +46,15 @@ const READ_METHODS = [
   'getRoute', 'listDeliveries', 'getDelivery',
 ] as const satisfies readonly (keyof PgReads & keyof Store)[];
 const PAGE_METHODS = ['pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite'] as const satisfies readonly (keyof PgPages & keyof Store)[];
+const GMAIL_METHODS = [
+  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
+] as const satisfies readonly (keyof PgGmail & keyof Store)[];
 // Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
 export interface PostgresStore
-  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>, Pick<PgReads, (typeof READ_METHODS)[number]>, Pick<PgPages, (typeof PAGE_METHODS)[number]> {}
+  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>,
+    Pick<PgReads, (typeof READ_METHODS)[number]>,
+    Pick<PgPages, (typeof PAGE_METHODS)[number]>,
+    Pick<PgGmail, (typeof GMAIL_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -63,7 +70,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages') => {
+    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages' | 'gmail') => {
       for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
@@ -78,6 +85,7 @@ export class PostgresStore implements Store {
     forward(WRITE_METHODS, 'writes');
     forward(READ_METHODS, 'reads');
     forward(PAGE_METHODS, 'pages');
+    forward(GMAIL_METHODS, 'gmail');
   }
 
   readonly shared = true;
@@ -85,6 +93,7 @@ export class PostgresStore implements Store {
   private readonly writes: PgWrites;
   private readonly reads: PgReads;
   private readonly pages: PgPages;
+  private readonly gmail: PgGmail;
   private readonly listener: PgListener;
   private closed = false;
 
@@ -99,6 +108,7 @@ export class PostgresStore implements Store {
     this.writes = new PgWrites(db, channel);
     this.reads = new PgReads(db);
     this.pages = new PgPages(db);
+    this.gmail = new PgGmail(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
   }
 

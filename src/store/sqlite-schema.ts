@@ -228,4 +228,29 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     last_seen_at INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  `
+  -- The Gmail push chain (docs/gmail.md). gmail_accounts: per mailbox, the history id fetched up to (Gmail's uint64
+  -- as decimal text), the watch's expiry, counters and the last error. gmail_pushes: every accepted Pub/Sub push, a
+  -- durable queue (fetched_at NULL: still to fetch) whose unique message_id makes a redelivered push a duplicate.
+  CREATE TABLE gmail_accounts (
+    account          TEXT PRIMARY KEY,
+    history_id       TEXT,
+    watch_expiration INTEGER,
+    watch_renewed_at INTEGER,
+    last_push_at     INTEGER,
+    messages_fetched INTEGER NOT NULL DEFAULT 0,
+    last_error       TEXT,
+    last_error_at    INTEGER,
+    updated_at       INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE gmail_pushes (
+    seq         INTEGER PRIMARY KEY,
+    message_id  TEXT NOT NULL UNIQUE,
+    account     TEXT NOT NULL,
+    history_id  TEXT NOT NULL,
+    received_at INTEGER NOT NULL,
+    fetched_at  INTEGER
+  );
+  CREATE INDEX gmail_pushes_pending ON gmail_pushes (account, fetched_at, seq);
+  `,
 ];

@@ -4,6 +4,7 @@
  * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
  * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
  */
+import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
 import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type {
@@ -27,6 +28,8 @@ import type {
 const PROBE_NODE_ID = 'hookgate:probe';
 
 export const WRITE_OPS = {
+  ...GMAIL_WRITE_OPS,
+
   accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
     const now = cmd.received.at;
     const idem = cmd.idempotency;
@@ -89,6 +92,7 @@ export const WRITE_OPS = {
     w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
     const idempotency = w.stmt.pruneIdem.run(now).changes;
     const received = pruneReceived(w, receivedBefore) + w.stmt.pruneRefusals.run(receivedBefore).changes;
+    pruneGmailPushes(w.db, receivedBefore);
     return { idempotency, received };
   },
 

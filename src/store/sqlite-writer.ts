@@ -32,7 +32,7 @@ export class SqliteWriter {
     this.receivedRows = [];
   };
 
-  constructor(db: Database.Database) {
+  constructor(readonly db: Database.Database) {
     this.stmt = prepareWriteStatements(db);
     this.batchTxn = db.transaction((ops: WriteOp[]) => {
       const values = ops.map((op) => executeWrite(this, op));

@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3';
 import { StoreError } from '../errors.js';
 import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
+import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
@@ -15,7 +16,7 @@ import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-
 import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
-import type { ClusterNotice, Delivery, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
+import type { ClusterNotice, Delivery, GmailPush, GmailStatus, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -360,6 +361,13 @@ export class SqliteStore implements Store {
   async getDelivery(id: string): Promise<Delivery | undefined> {
     const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;
     return row && rowToDelivery(row);
+  }
+
+  readGmailStatus(account: string): Promise<GmailStatus | undefined> {
+    return readGmailStatusSqlite(this.db, account);
+  }
+  pendingGmailPushes(account?: string, limit?: number): Promise<GmailPush[]> {
+    return pendingGmailPushesSqlite(this.db, account, limit);
   }
 
   async close(): Promise<void> {

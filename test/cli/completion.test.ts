@@ -41,6 +41,8 @@ describe('cli: help text and completion', () => {
     assert.deepEqual(bashComplete('hookgate runs list --state '), ['queued', 'running', 'succeeded', 'failed', 'timed_out']);
     assert.deepEqual(bashComplete('hookgate send hook gh --si'), ['--sign']);
     assert.deepEqual(bashComplete('hookgate completion '), ['bash', 'zsh', 'fish', '--verbose', '--help']);
+    assert.deepEqual(bashComplete('hookgate gmail '), ['setup', 'status', 'stop', '--verbose', '--help']);
+    assert.deepEqual(bashComplete('hookgate gmail setup --pu'), ['--push-endpoint', '--push-path'], 'the hidden --pubsub-url is not offered');
   });
 
   it('zsh and fish scripts are printed; an unknown shell is a usage error', async () => {

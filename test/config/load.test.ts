@@ -204,7 +204,17 @@ describe('defaults of every section', () => {
     assert.deepEqual(h.presets, []);
     assert.deepEqual(h.mappings, []);
     assert.equal(h.transformsDir, undefined);
-    assert.deepEqual(h.gmail, { includeBody: true, maxBytes: 20000 });
+    assert.deepEqual(h.gmail, {
+      pushPath: 'gmail-push',
+      labels: ['INBOX'],
+      includeBody: true,
+      maxBodyChars: 20000,
+      renewEveryHours: 24,
+      gmailApiBaseUrl: 'https://gmail.googleapis.com',
+      tokenUrl: 'https://oauth2.googleapis.com/token',
+      jwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
+      maxBytes: 20000,
+    });
     assert.deepEqual(h.authFailureLimit, { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 10000 });
     assert.equal(h.idempotencyTtlSeconds, 86400);
     assert.equal(h.agentAcceptedStatus, 200);

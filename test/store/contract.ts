@@ -27,6 +27,7 @@ import type {
   Store,
 } from '../../src/store/types.js';
 import { pagesContract } from './contract-pages.js';
+import { gmailContract } from './gmail-contract.js';
 
 export interface StoreHarness {
   store: Store;
@@ -167,6 +168,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     });
 
     pagesContract(() => h);
+    gmailContract(() => store);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {

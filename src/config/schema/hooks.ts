@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SESSION_MODES, WAKE_MODES } from '../../enums.js';
-import { nonBlank, positiveInt } from './common.js';
+import { httpUrl, nonBlank, positiveInt } from './common.js';
 
 export { SESSION_MODES, WAKE_MODES };
 export const SIGNATURE_SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
@@ -123,21 +123,61 @@ export const mappingSchema = z.strictObject({
 
 export type MappingConfig = z.output<typeof mappingSchema>;
 
+/** Google's endpoints: `hooks.gmail.*Url` point them at a proxy or a local stand-in (tests). */
+export const GMAIL_API_BASE_URL = 'https://gmail.googleapis.com';
+export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
+export const GOOGLE_JWKS_URL = 'https://www.googleapis.com/oauth2/v3/certs';
+
+/**
+ * `hooks.gmail`: the Gmail push chain (docs/gmail.md). With `account` set, hookgate receives Pub/Sub's push at
+ * `{hooks.path}/{pushPath}` (authenticated by the push's OIDC token), fetches the new mail through the Gmail API and
+ * runs it through the `gmail` preset, and keeps the mailbox's watch renewed. `hookgate gmail setup` writes it.
+ */
 export const gmailSchema = z.strictObject({
-  account: z.string().optional(),
+  /** The mailbox (`me` of the OAuth grant), e.g. `alice@example.com`. Setting it turns the chain on. */
+  account: nonBlank.optional(),
+  /** Google Cloud project of the topic and subscription. */
+  project: nonBlank.optional(),
+  /** Pub/Sub topic Gmail publishes to: `projects/<project>/topics/<name>`, or the bare name (with `project`). */
+  topic: nonBlank.optional(),
+  /** The push subscription (shown by `gmail status`, managed by `gmail setup`). */
+  subscription: nonBlank.optional(),
+  /** Sub-path of `hooks.path` the push subscription posts to. */
+  pushPath: z
+    .string()
+    .transform(normalizeMatchPath)
+    .refine((p) => p !== '' && p !== 'wake' && p !== 'agent', 'must be a sub-path other than wake and agent')
+    .default('gmail-push'),
+  /** The push endpoint's OIDC audience (the subscription's `pushConfig.oidcToken.audience`). */
+  audience: nonBlank.optional(),
+  /** The push subscription's service account: the token's `email` must be it. */
+  serviceAccountEmail: nonBlank.optional(),
+  /** Labels watched and fetched. */
+  labels: z.array(nonBlank).min(1).default(['INBOX']),
+  /** Put the mail's text in `messages[].body` (false: snippet only). */
+  includeBody: z.boolean().default(true),
+  /** Body text is cut at this many characters. */
+  maxBodyChars: positiveInt.default(20000),
+  /** An OAuth client and a refresh token of the mailbox (scope gmail.readonly or gmail.modify); secret forms allowed. */
+  oauth: z.strictObject({ clientId: nonBlank, clientSecret: nonBlank, refreshToken: nonBlank }).optional(),
+  /** `users.watch` again this often (a watch lapses after 7 days). */
+  renewEveryHours: z.number().positive().lt(168, 'a watch lapses after 7 days (168 h): renew more often').default(24),
+  gmailApiBaseUrl: httpUrl.default(GMAIL_API_BASE_URL),
+  tokenUrl: httpUrl.default(GOOGLE_TOKEN_URL),
+  jwksUrl: httpUrl.default(GOOGLE_JWKS_URL),
+  /** Keys of OpenClaw's external watcher (`gog gmail watch serve`): accepted so such configs validate, unused (a warning). */
   label: z.string().optional(),
-  topic: z.string().optional(),
-  subscription: z.string().optional(),
   pushToken: z.string().optional(),
   hookUrl: z.string().optional(),
-  includeBody: z.boolean().default(true),
-  /** Per-message body cap of the watcher; also sizes the gmail path's body allowance. */
-  maxBytes: positiveInt.default(20000),
   renewEveryMinutes: positiveInt.optional(),
+  /** Per-message body cap of an external watcher posting to `{hooks.path}/gmail`; sizes that path's body allowance. */
+  maxBytes: positiveInt.default(20000),
   allowUnsafeExternalContent: z.boolean().optional(),
   model: nonBlank.optional(),
   thinking: nonBlank.optional(),
 });
+
+export type GmailConfig = z.output<typeof gmailSchema>;
 
 export const hooksSchema = z
   .strictObject({

@@ -11,15 +11,20 @@ export type { PresetName } from './preset.js';
 
 const PRESETS: Readonly<Record<PresetName, Preset>> = { gmail };
 
-/** The preset mappings named in `hooks.presets`, in order, without duplicates. */
+/** The presets that are on: those named in `hooks.presets`, and `gmail` whenever `hooks.gmail.account` is set. */
+export function activePresets(hooks: Pick<HooksConfig, 'presets' | 'gmail'>): PresetName[] {
+  return [...new Set<PresetName>([...hooks.presets, ...(hooks.gmail.account ? (['gmail'] as const) : [])])];
+}
+
+/** The preset mappings that are on (`activePresets`), in order, without duplicates. */
 export function presetMappings(hooks: HooksConfig): Array<{ name: PresetName; mapping: MappingConfig }> {
-  return [...new Set(hooks.presets)].map((name) => ({ name, mapping: PRESETS[name].mapping(hooks) }));
+  return activePresets(hooks).map((name) => ({ name, mapping: PRESETS[name].mapping(hooks) }));
 }
 
 /** Per-path body limits above `hooks.maxBodyBytes` that the presets turned on in `hooks.presets` need. */
 export function presetBodyLimits(hooks: HooksConfig): Map<string, number> {
   const limits = new Map<string, number>();
-  for (const name of new Set(hooks.presets)) {
+  for (const name of activePresets(hooks)) {
     const preset = PRESETS[name];
     const allowance = preset.bodyAllowance?.(hooks);
     if (allowance !== undefined && allowance > hooks.maxBodyBytes) limits.set(preset.path, allowance);
