@@ -217,9 +217,11 @@ export function runCli(
     p.stdin.end(opts.input ?? '');
     let stdout = '';
     let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+    // Decoded as a stream: a chunk boundary inside a multi-byte character (a `…` in 64 KB of JSON) stays one character.
+    p.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    // 'close', not 'exit': the pipes may still hold output when the process exits.
+    p.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
 }
 
