@@ -28,4 +28,11 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
-run(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files]);
+// A file ends when its tests have: a handle left open by a failed test (a timer, a socket, a sender loop) must not
+// keep its process — and so the whole run — alive until CI's time runs out (it did once: 90 min for one failure).
+// And no single test may hang: 15 min is far past the slowest (the store contract suite on PostgreSQL, ~4 min).
+// (--test-force-exit is Node 20.14+; package.json allows 20.11.)
+const guards = ['--test-timeout=900000'];
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major > 20 || (major === 20 && minor >= 14)) guards.push('--test-force-exit');
+run(process.execPath, ['--import', 'tsx', '--test', ...guards, `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files]);

@@ -253,4 +253,23 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX gmail_pushes_pending ON gmail_pushes (account, fetched_at, seq);
   `,
+  `
+  -- Issue 17. Provenance of system events: untrusted = 1 when the text derives from a sender's payload (a mapped wake
+  -- rendered from it, the summary of a run that read it); the heartbeat prompt shows such text inside the
+  -- external-content wrapper, with \`source\` (the hook's name) outside it.
+  ALTER TABLE system_events ADD COLUMN untrusted INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE system_events ADD COLUMN source TEXT;
+  -- The audit trail (hookgate audit): config reloads, token rotations, admin actions, lockouts. detail is JSON with
+  -- secrets masked; actor says who (an address bucket, "admin", "config"); node the process that wrote it.
+  CREATE TABLE audit_log (
+    seq    INTEGER PRIMARY KEY,
+    id     TEXT NOT NULL UNIQUE,
+    at     INTEGER NOT NULL,
+    kind   TEXT NOT NULL,
+    actor  TEXT NOT NULL,
+    node   TEXT,
+    detail TEXT NOT NULL
+  );
+  CREATE INDEX audit_log_at ON audit_log (at);
+  `,
 ];

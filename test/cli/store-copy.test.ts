@@ -142,7 +142,7 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
     assert.equal(res.ok, true);
     assert.match(res.to, /^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:5432\/test/);
     const by = Object.fromEntries(res.tables.map((t) => [t.table, t]));
-    assert.deepEqual(Object.keys(by).sort(), ['deliveries', 'gmail_accounts', 'gmail_pushes', 'idempotency', 'received_log', 'refusal_log', 'runs', 'session_messages', 'sessions', 'system_events']);
+    assert.deepEqual(Object.keys(by).sort(), ['audit_log', 'deliveries', 'gmail_accounts', 'gmail_pushes', 'idempotency', 'received_log', 'refusal_log', 'runs', 'session_messages', 'sessions', 'system_events']);
     assert.equal(by.runs!.copied, 2);
     assert.equal(by.deliveries!.copied, 1);
     assert.equal(by.session_messages!.copied, 2);

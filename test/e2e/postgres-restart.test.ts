@@ -74,6 +74,10 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
       }
     };
     const senders = Array.from({ length: 6 }, sender);
+    // The senders stop whatever happens: a failed wait below must not leave them looping (the file would never end).
+    t.after(() => {
+      stopLoad = true;
+    });
 
     await waitFor('some load accepted before the restart', () => accepted.length >= 100, 30_000);
     const before = accepted.length;
@@ -92,6 +96,10 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
     const recovered = await waitFor('10 answers 200 from each node after the server came back', () => (okAfter.every((n) => n >= 10) ? Date.now() : undefined), {
       timeoutMs: 60_000,
       intervalMs: 50,
+    }).catch(async (err: Error) => {
+      // Say what each node was doing: the answers so far, each node's last log lines, the server's log.
+      const tails = c.nodes.map((n, i) => `node ${i} (${okAfter[i]} 200s after the start):\n${n.lines.slice(-15).join('\n')}`).join('\n');
+      throw new Error(`${err.message}\nanswers ${JSON.stringify(Object.fromEntries(statuses))}\n${tails}\nPostgreSQL:\n${(await server!.log()).split('\n').slice(-15).join('\n')}`);
     });
     await delay(1000);
     stopLoad = true;
