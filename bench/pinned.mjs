@@ -12,6 +12,7 @@
 // time its request was sent (carried in the message), for the end-to-end latency and the backlog each second.
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 
 const root = new URL('..', import.meta.url).pathname;
-const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+export const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,7 +67,7 @@ function threadAffinity(pid) {
 }
 
 /** Spawn `args` (pinned to `cpu` unless null) and resolve with the first stdout JSON line that has `key`. */
-function startChild(cmd, args, { cpu, env, key }) {
+export function startChild(cmd, args, { cpu, env, key }) {
   const [file, argv] = cpu === null ? [cmd, args] : ['taskset', ['-c', String(cpu), cmd, ...args]];
   const child = spawn(file, argv, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
@@ -84,7 +85,7 @@ function startChild(cmd, args, { cpu, env, key }) {
 }
 
 /** Run the load generator once; resolves with its JSON summary (requests, seconds, non2xx, errors, p50/p90/p99 ms). */
-function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
+export function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
   const useWrk = o.wrk && rate === 0;
   const args = useWrk
     ? ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', join(root, 'bench/wrk-post.lua'), url, '--', kind, token ?? '']
@@ -104,14 +105,14 @@ function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
 }
 
 /** One measured round against `pid`: req/s, latency, CPU µs per request of the whole server process. */
-async function round(o, pid, load) {
+export async function round(o, pid, load) {
   const cpu0 = cpuMicros(pid);
   const r = await runLoad(o, load);
   const cpu = cpuMicros(pid) - cpu0;
   return { rps: r.requests / r.seconds, p50: r.p50, p99: r.p99, non2xx: r.non2xx + r.errors, total: r.requests, cpuPerReq: cpu / Math.max(1, r.requests) };
 }
 
-const median = (xs) => {
+export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
@@ -143,7 +144,7 @@ function writeConfig(dir, { admin, adminPort }) {
   return config;
 }
 
-async function startHookgate(o, dir) {
+export async function startHookgate(o, dir) {
   const adminPort = o.admin ? await freePort() : 0;
   const config = writeConfig(dir, { admin: o.admin, adminPort });
   const hg = await startChild(process.execPath, [...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
@@ -158,26 +159,26 @@ async function startHookgate(o, dir) {
   return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => backlog.get().n, db };
 }
 
-/** `--admin`: one client attached to the live feed for the whole run, reading every byte. */
-async function attachFeed(adminUrl) {
+/**
+ * `--admin`: one client attached to the live feed for the whole run, reading every byte. A plain node:http reader
+ * (not fetch: its web stream costs several times more per chunk), since it shares the load generator's core: a
+ * costly reader would slow the load generator and show up as the ingress's cost.
+ */
+export function attachFeed(adminUrl) {
   const state = { status: 0, bytes: 0, error: undefined };
-  const ac = new AbortController();
-  try {
-    const res = await fetch(`${adminUrl}/api/v1/events`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: ac.signal });
-    state.status = res.status;
-    if (res.ok && res.body) {
-      (async () => {
-        try {
-          for await (const chunk of res.body) state.bytes += chunk.length;
-        } catch {
-          /* aborted at the end */
-        }
-      })();
-    } else await res.body?.cancel();
-  } catch (err) {
-    state.error = `${err.message}${err.cause?.code ? `: ${err.cause.code}, the admin listener is not there on this branch` : ''}`;
-  }
-  return { state, close: () => ac.abort() };
+  return new Promise((resolve) => {
+    const req = httpGet(`${adminUrl}/api/v1/events`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
+      state.status = res.statusCode ?? 0;
+      res.on('data', (chunk) => (state.bytes += chunk.length));
+      res.on('error', () => {});
+      resolve({ state, close: () => req.destroy() });
+    });
+    req.on('error', (err) => {
+      if (state.status) return; // destroyed at the end
+      state.error = `${err.message}${err.code ? `: ${err.code}, the admin listener is not there on this branch` : ''}`;
+      resolve({ state, close: () => {} });
+    });
+  });
 }
 
 async function drain(hg, limitMs = 60_000) {
@@ -407,6 +408,12 @@ export async function pinnedBench(argv) {
   // This script (the sampler) stays off the server's core too.
   execFileSync('taskset', ['-p', '-c', String(o.loadCpu), String(process.pid)], { stdio: 'ignore' });
   const only = arg('--only', 'all');
+  if (only === 'admin-cost') {
+    const { adminCost, adminCostTable } = await import('./admin-cost.mjs');
+    const a = await adminCost(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, adminCost: a })}\n` : `${adminCostTable(o, a)}\n`);
+    return a.ok;
+  }
   const i = only === 'pipeline' ? undefined : await ingress(o);
   const p = only === 'ingress' ? undefined : await pipeline(o);
   const v = verdicts(i, p);

@@ -16,7 +16,7 @@ describe('FeedBus (the live feed ring buffer)', () => {
     assert.equal(bus.at(7), undefined);
   });
 
-  it('a frame is an SSE frame with the id, the type and the JSON data, made once', () => {
+  it('a frame is an SSE frame with the id, the type and the JSON data', () => {
     const bus = new FeedBus(8);
     bus.publish(hb(1));
     const frame = bus.frame(1)!;
