@@ -47,7 +47,9 @@ export function deliveryView(d: Delivery) {
 }
 
 const turn = (m: SessionMessage) => ({ role: m.role, content: m.content, runId: m.runId, createdAt: m.createdAt });
-const eventView = (e: SystemEvent) => ({ id: e.id, text: e.text, origin: e.origin, runId: e.runId ?? null, createdAt: e.createdAt });
+const eventView = (e: SystemEvent) => ({
+  id: e.id, text: e.text, origin: e.origin, runId: e.runId ?? null, createdAt: e.createdAt, untrusted: e.untrusted, source: e.source,
+});
 
 function sessionView(s: SessionSummary) {
   return {

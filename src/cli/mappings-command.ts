@@ -78,7 +78,10 @@ function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, sc
 }
 
 function describeAction(a: HookAction): string[] {
-  if (a.kind === 'wake') return [`  wake (${a.mode}) for session ${a.sessionKey}: ${logSafe(a.text, 300)}`];
+  if (a.kind === 'wake') {
+    const trust = a.untrusted ? ' (untrusted: shown wrapped at the heartbeat)' : '';
+    return [`  wake (${a.mode}) for session ${a.sessionKey}${trust}: ${logSafe(a.text, 300)}`];
+  }
   const r = a.run;
   return [
     `  agent run "${r.name}" as ${r.agentId} in session ${r.sessionKey} (${r.sessionMode}), model ${r.model ?? 'the agent default'}, timeout ${r.timeoutSeconds}s`,

@@ -5,7 +5,7 @@ import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { parseDuration } from '../config/schema/common.js';
 import { DELIVERY_STATES, RUN_STATES } from '../enums.js';
 import { CliError } from '../errors.js';
-import type { DeliveryState, OperatorStore, RunState } from '../store/types.js';
+import type { DeliveryState, OperatorStore, RunState, SystemEvent } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { fullConfig, withStore } from './context.js';
 import { printJson, routeText, table, time } from './format.js';
@@ -147,7 +147,7 @@ function addSessions(program: Command): void {
       `  transcript (last ${s.transcript.length} messages):`,
       ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
       `  pending system events (${s.pending.length}):`,
-      ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}] ${logSafe(e.text, 160)}  (${e.id})`),
+      ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}]${provenance(e)} ${logSafe(e.text, 160)}  (${e.id})`),
       `  recent runs (${s.recentRuns.length}):`,
       ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
     ],
@@ -242,4 +242,10 @@ function sinceTime(value: string, now: number): number {
   const at = Date.parse(value);
   if (Number.isFinite(at)) return at;
   throw new CliError('cli_usage', `--since: expected a duration like "2h" or "30m", or an ISO time like 2026-11-25T08:00:00Z, got ${JSON.stringify(value)}`);
+}
+
+/** An untrusted event's flag and source in `sessions show` (shown wrapped to the model: see runtime/prompt.ts). */
+function provenance(e: SystemEvent): string {
+  if (!e.untrusted) return '';
+  return e.source ? ` [untrusted: ${logSafe(e.source, 60)}]` : ' [untrusted]';
 }

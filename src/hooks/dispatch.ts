@@ -4,8 +4,14 @@ import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRu
 import { type CompletionWait, waitBoundMs } from './completion.js';
 import type { HooksContext } from './context.js';
 
-/** A wake names the session its event goes to (the main session unless a request or mapping chose another). */
-export type HookAction = { kind: 'wake'; text: string; mode: WakeMode; sessionKey: string } | { kind: 'agent'; run: NewRun };
+/**
+ * A wake names the session its event goes to (the main session unless a request or mapping chose another). A mapped
+ * wake's text derives from the payload (`untrusted`, unless the mapping allows unsafe content) and names its mapping
+ * (`source`); a direct `/hooks/wake` is a token holder's own text: trusted, no source.
+ */
+export type HookAction =
+  | { kind: 'wake'; text: string; mode: WakeMode; sessionKey: string; untrusted?: boolean; source?: string }
+  | { kind: 'agent'; run: NewRun };
 
 /** Told about accepted work after the commit, so the runtime can start it without polling. */
 export interface RuntimeSignals {
@@ -57,7 +63,10 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   const runs: NewRun[] = [];
   for (const a of req.actions) {
     if (a.kind === 'wake') {
-      events.push({ id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now });
+      events.push({
+        id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now,
+        ...(a.untrusted ? { untrusted: true, source: a.source ?? null } : {}),
+      });
     } else runs.push(a.run);
   }
   await requireImplicitChannels(ctx, store, runs);

@@ -30,6 +30,11 @@ export interface WrapExternalContentOptions {
   receivedAt?: Date;
   /** Source of the per-wrap boundary id (16 lowercase hex chars). Tests fix it; production uses crypto. */
   randomId?: () => string;
+  /**
+   * Write the security notice above the markers (default true). False only where the caller writes one notice for
+   * several wraps (the heartbeat prompt, see prompt.ts): every wrap still has its own id and sanitised content.
+   */
+  notice?: boolean;
 }
 
 export const MARKER_SANITIZED = '[[MARKER_SANITIZED]]';
@@ -282,10 +287,17 @@ export function sanitizeExternalContent(content: string): string {
   return applySpans(afterTokens, refolded, markerSpans(refolded.text));
 }
 
+/**
+ * A payload-derived value shown OUTSIDE the fence (a hook name, a run id): flattened to one line and sanitised like
+ * the content, so it cannot open or close a boundary.
+ */
+export function outsideValue(value: string): string {
+  return logSafe(sanitizeExternalContent(value), CONTEXT_VALUE_MAX);
+}
+
 function contextLine(opts: WrapExternalContentOptions): string {
-  // The context line sits above the notice, outside the fence, so its payload-derived values are flattened
-  // to one line and sanitised like the content: a hook name must not be able to open or close a boundary.
-  const clean = (value: string): string => logSafe(sanitizeExternalContent(value), CONTEXT_VALUE_MAX);
+  // The context line sits above the notice, outside the fence (see outsideValue).
+  const clean = outsideValue;
   const parts: string[] = [];
   const task = opts.taskName === undefined ? '' : clean(opts.taskName);
   if (task !== '') parts.push(`Task: ${task}`);
@@ -325,7 +337,8 @@ export function wrapExternalContent(content: string, opts: WrapExternalContentOp
   const lines: string[] = [];
   const context = contextLine(opts);
   if (context !== '') lines.push(context, '');
-  lines.push(...SECURITY_NOTICE_LINES, '', startMarker(id), `Source: ${label}`, EXTERNAL_CONTENT_META_END);
+  if (opts.notice !== false) lines.push(...SECURITY_NOTICE_LINES, '');
+  lines.push(startMarker(id), `Source: ${label}`, EXTERNAL_CONTENT_META_END);
   lines.push(sanitizeExternalContent(content), endMarker(id));
   return lines.join('\n');
 }

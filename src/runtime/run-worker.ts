@@ -11,7 +11,7 @@ import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { runPrompt } from './prompt.js';
-import { hookSummary } from './summary.js';
+import { hookSummary, summaryEvent } from './summary.js';
 import { runTurn } from './turn.js';
 
 export const RUN_LEASE_MS = 30_000;
@@ -192,7 +192,7 @@ export class RunWorker {
       error,
       reply,
       deliveryStatus,
-      events: [{ id: newId(), sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, text: summary, origin: 'summary', runId: run.id, createdAt: finishedAt }],
+      events: [summaryEvent(run, summary, env.defaultAgentId, finishedAt)],
       deliveries,
       messages: [
         { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },

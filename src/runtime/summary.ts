@@ -1,7 +1,9 @@
 // Text shaping for what the runtime writes about a hook run: the main-session summary event
 // (`Hook <name>: <reply>`). Log-safe text lives in src/text-safe.ts.
-// Pure functions only: no I/O, no clock, no randomness.
+// Pure functions only: no I/O, no clock (only the event's id is random).
 
+import { newId } from '../ids.js';
+import { MAIN_SESSION_KEY, type NewSystemEvent, type Run } from '../store/types.js';
 import { logSafe, NON_WHITESPACE_CONTROLS, truncateWithEllipsis } from '../text-safe.js';
 
 /** Longest summary body (reply or error text), in UTF-16 code units, including the `…`. */
@@ -44,4 +46,14 @@ export function hookSummary(name: string, outcome: HookOutcome): string {
   }
   const why = summaryBody(outcome.error ?? '');
   return `Hook ${hook} (error): ${why === '' ? 'unknown error' : why}`;
+}
+
+/**
+ * The summary as a main-session system event. The reply comes from a model that has just read the hook's untrusted
+ * content (and obeyed it, if an injection worked), so the event is untrusted, named by the hook's name, unless the run
+ * itself was allowed unsafe content: then it was trusted all along, and so is its summary.
+ */
+export function summaryEvent(run: Pick<Run, 'id' | 'name' | 'allowUnsafeExternalContent'>, text: string, agentId: string, at: number): NewSystemEvent {
+  const event: NewSystemEvent = { id: newId(), sessionKey: MAIN_SESSION_KEY, agentId, text, origin: 'summary', runId: run.id, createdAt: at };
+  return run.allowUnsafeExternalContent ? event : { ...event, untrusted: true, source: summaryHookName(run.name) };
 }

@@ -10,7 +10,10 @@ export { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowT
 export type { Row } from './sqlite-rows.js';
 
 export function eventRow(ev: NewSystemEvent) {
-  return { id: ev.id, session_key: ev.sessionKey, agent_id: ev.agentId, text: ev.text, origin: ev.origin, run_id: ev.runId ?? null, created_at: ev.createdAt };
+  return {
+    id: ev.id, session_key: ev.sessionKey, agent_id: ev.agentId, text: ev.text, origin: ev.origin, run_id: ev.runId ?? null, created_at: ev.createdAt,
+    untrusted: ev.untrusted === true ? 1 : 0, source: ev.source ?? null,
+  };
 }
 
 export function runRow(r: NewRun) {
@@ -35,8 +38,8 @@ export function messageRow(m: SessionMessage) {
 }
 
 /** The multi-row inserts: one statement each, `$1` the jsonb array of rows. */
-export const INSERT_EVENTS = `INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at)
-  SELECT id, session_key, agent_id, text, origin, run_id, created_at FROM jsonb_populate_recordset(NULL::system_events, $1::jsonb)`;
+export const INSERT_EVENTS = `INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source)
+  SELECT id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source FROM jsonb_populate_recordset(NULL::system_events, $1::jsonb)`;
 
 export const INSERT_DELIVERIES = `INSERT INTO deliveries (id, run_id, heartbeat_id, session_key, agent_id, hook_name, channel, recipient,
     account_id, text, explicit_route, state, next_attempt_at, created_at, updated_at)

@@ -1,5 +1,5 @@
 /** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import type { Delivery, NewSystemEvent, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -38,6 +38,23 @@ export function rowToRun(r: Row): Run {
   };
 }
 
+/** The last pending event of a session, as far as coalescing needs it (text and provenance). */
+export interface PendingTail {
+  id: string;
+  text: string;
+  untrusted: boolean;
+  source: string | null;
+}
+
+/**
+ * A wake coalesces into the session's last pending event only when it is the same text with the same provenance: a
+ * trusted and an untrusted event never merge (the heartbeat would show one of them wrongly), nor two sources.
+ * PostgreSQL applies the same rule in hookgate_accept (postgres-schema.ts).
+ */
+export function coalescesInto(last: PendingTail | null, ev: NewSystemEvent): last is PendingTail {
+  return last !== null && last.text === ev.text && last.untrusted === (ev.untrusted === true) && last.source === (ev.source ?? null);
+}
+
 export function rowToEvent(r: Row): SystemEvent {
   return {
     id: r.id as string,
@@ -48,6 +65,8 @@ export function rowToEvent(r: Row): SystemEvent {
     runId: (r.run_id as string | null) ?? null,
     createdAt: r.created_at as number,
     consumedAt: (r.consumed_at as number | null) ?? null,
+    untrusted: Number(r.untrusted) === 1,
+    source: (r.source as string | null) ?? null,
   };
 }
 

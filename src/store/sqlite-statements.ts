@@ -6,9 +6,11 @@ import type Database from 'better-sqlite3';
  */
 export function prepareWriteStatements(db: Database.Database) {
   return {
-    lastPending: db.prepare('SELECT id, text FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1'),
+    lastPending: db.prepare(
+      'SELECT id, text, untrusted, source FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1',
+    ),
     insertEvent: db.prepare(
-      'INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     insertRun: db.prepare(
       `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,

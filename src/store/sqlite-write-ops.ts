@@ -5,7 +5,7 @@
  * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
  */
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
-import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import { coalescesInto, refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type {
   AcceptCommand,
@@ -53,7 +53,7 @@ export const WRITE_OPS = {
     const outcome: AcceptOutcome = { events: [] };
     for (const ev of cmd.events) {
       const last = w.lastPendingOf(ev.sessionKey);
-      if (last && last.text === ev.text) {
+      if (coalescesInto(last, ev)) {
         outcome.events.push({ eventId: last.id, outcome: 'coalesced' });
         continue;
       }

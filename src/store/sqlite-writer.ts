@@ -1,11 +1,12 @@
 import type Database from 'better-sqlite3';
 import { commitIsolated, type WriteResult } from './group-commit.js';
-import { type ReceivedTuple, receivedToTuple, type Row } from './sqlite-rows.js';
+import { type PendingTail, type ReceivedTuple, receivedToTuple, type Row } from './sqlite-rows.js';
 import { prepareWriteStatements, type WriteStatements } from './sqlite-statements.js';
 import { executeWrite, type WriteOp } from './sqlite-write-ops.js';
 import type { NewDelivery, NewRun, NewSystemEvent, ReceivedHook, SessionMessage } from './types.js';
 
 export type { WriteOp } from './sqlite-write-ops.js';
+
 export type { WriteResult } from './group-commit.js';
 
 /**
@@ -21,7 +22,7 @@ export class SqliteWriter {
    * The last pending event of each session (for coalescing), so accepting a wake needs no lookup. Valid because
    * this writer is the only one: every insert and every consume goes through it; a rolled-back batch clears it.
    */
-  private readonly lastPending = new Map<string, { id: string; text: string } | null>();
+  private readonly lastPending = new Map<string, PendingTail | null>();
   /** Received-hook records of the current transaction, stored together at its end as one `received_log` block. */
   private receivedRows: ReceivedTuple[] = [];
   /** Idempotency keys stored per sender, for the per-sender cap (sqlite-write-ops.ts); counted once per sender. */
@@ -51,15 +52,17 @@ export class SqliteWriter {
   }
 
   insertEvent(ev: NewSystemEvent): void {
-    this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt);
-    this.lastPending.set(ev.sessionKey, { id: ev.id, text: ev.text });
+    const untrusted = ev.untrusted === true;
+    const source = ev.source ?? null;
+    this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt, untrusted ? 1 : 0, source);
+    this.lastPending.set(ev.sessionKey, { id: ev.id, text: ev.text, untrusted, source });
   }
 
-  lastPendingOf(sessionKey: string): { id: string; text: string } | null {
+  lastPendingOf(sessionKey: string): PendingTail | null {
     let last = this.lastPending.get(sessionKey);
     if (last === undefined) {
       const row = this.stmt.lastPending.get(sessionKey) as Row | undefined;
-      last = row ? { id: row.id as string, text: row.text as string } : null;
+      last = row ? { id: row.id as string, text: row.text as string, untrusted: Number(row.untrusted) === 1, source: (row.source as string | null) ?? null } : null;
       if (this.lastPending.size > 10_000) this.lastPending.clear(); // bounded: session keys of events are few in practice
       this.lastPending.set(sessionKey, last);
     }

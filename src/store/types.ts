@@ -27,10 +27,19 @@ export interface NewSystemEvent {
   origin: EventOrigin;
   runId?: string | null;
   createdAt: number;
+  /**
+   * True when the text derives from untrusted input (a mapped wake rendered from a payload or made by a transform, the
+   * summary of a hook run): the heartbeat shows it inside the external-content wrapper. Absent: false (trusted).
+   */
+  untrusted?: boolean;
+  /** What produced an untrusted text (the mapping id, the hook run's name), shown outside the wrapper; absent: null. */
+  source?: string | null;
 }
 
 export interface SystemEvent extends NewSystemEvent {
   consumedAt: number | null;
+  untrusted: boolean;
+  source: string | null;
 }
 
 /** An accepted agent run, with every normalised field of the request. */

@@ -57,7 +57,7 @@ describe('cli: mappings test', () => {
   it('a wake mapping, a transform (also its null → skip), and the gmail preset', async () => {
     const wake = await cli('door', '--data', '{"state":"open"}', '--json');
     assert.equal(wake.code, 0, wake.stderr);
-    assert.deepEqual((JSON.parse(wake.stdout) as { actions: unknown[] }).actions, [{ kind: 'wake', text: 'door open', mode: 'now', sessionKey: 'main' }]);
+    assert.deepEqual((JSON.parse(wake.stdout) as { actions: unknown[] }).actions, [{ kind: 'wake', text: 'door open', mode: 'now', sessionKey: 'main', untrusted: true, source: 'door' }]);
 
     const alert = await cli('alerts', '--data', '{"name":"DiskFull","status":"firing"}');
     assert.equal(alert.code, 0, alert.stderr);

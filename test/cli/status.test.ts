@@ -62,7 +62,7 @@ describe('cli: hookgate status', () => {
 
   it('the last heartbeat: newest consumed event or turn outside a run; none seen → null', () => {
     const base = { key: 'main', agentId: 'main', pendingEvents: 0, runs: 0, lastActivityAt: 0, lastChannel: null, lastTo: null, lastAccountId: null, pending: [], recentRuns: [] };
-    const ev = (consumedAt: number | null) => ({ id: 'e', sessionKey: 'main', agentId: 'main', text: 't', origin: 'wake' as const, createdAt: 1, consumedAt });
+    const ev = (consumedAt: number | null) => ({ id: 'e', sessionKey: 'main', agentId: 'main', text: 't', origin: 'wake' as const, createdAt: 1, consumedAt, untrusted: false, source: null });
     const turn = (createdAt: number, runId: string | null) => ({ sessionKey: 'main', agentId: 'main', role: 'assistant' as const, content: 'x', runId, createdAt });
     assert.equal(lastHeartbeatOf(undefined), null);
     assert.equal(lastHeartbeatOf({ ...base, recentEvents: [ev(null)], transcript: [] } as SessionDetail), null);

@@ -48,8 +48,9 @@ describe('run worker', () => {
 
     const events = await kit.store.pendingEvents('main');
     assert.deepEqual(
-      events.map((e) => ({ text: e.text, origin: e.origin, runId: e.runId, agentId: e.agentId })),
-      [{ text: 'Hook GitHub: opened issue #7', origin: 'summary', runId: id, agentId: 'main' }],
+      events.map((e) => ({ text: e.text, origin: e.origin, runId: e.runId, agentId: e.agentId, untrusted: e.untrusted, source: e.source })),
+      [{ text: 'Hook GitHub: opened issue #7', origin: 'summary', runId: id, agentId: 'main', untrusted: true, source: 'GitHub' }],
+      'the reply of a model that read untrusted content is itself untrusted',
     );
 
     const deliveries = await kit.store.listDeliveries({ runId: id });

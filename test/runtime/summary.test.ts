@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { hookSummary } from '../../src/runtime/summary.js';
+import { hookSummary, summaryEvent } from '../../src/runtime/summary.js';
 import { logSafe as sanitizeForLog, truncateWithEllipsis } from '../../src/text-safe.js';
 
 // String.prototype.isWellFormed is ES2024 (the project targets ES2023 lib): look for a lone surrogate instead.
@@ -84,5 +84,17 @@ describe('sanitizeForLog', () => {
       }),
       { numRuns: 300, seed: 99 },
     );
+  });
+});
+
+describe('summaryEvent', () => {
+  const run = { id: 'run-1', name: 'Git\nHub', allowUnsafeExternalContent: false };
+  it('is an untrusted main-session summary named by the hook (flattened), unless the run allowed unsafe content', () => {
+    const e = summaryEvent(run, 'Hook Git Hub: ok', 'main', 5);
+    assert.equal(e.sessionKey, 'main');
+    assert.deepEqual({ ...e, id: '' }, { id: '', sessionKey: 'main', agentId: 'main', text: 'Hook Git Hub: ok', origin: 'summary', runId: 'run-1', createdAt: 5, untrusted: true, source: 'Git Hub' });
+    const trusted = summaryEvent({ ...run, allowUnsafeExternalContent: true }, 'Hook Git Hub: ok', 'main', 5);
+    assert.equal(trusted.untrusted, undefined);
+    assert.equal(trusted.source, undefined);
   });
 });

@@ -179,7 +179,11 @@ export async function runTransform(m: CompiledMapping, c: Compiled, input: Trans
 export function finish(d: Draft, m: CompiledMapping, input: Pick<HookRequest, 'ctx' | 'subPath' | 'now'>, contentSource: ContentSource): HookAction {
   if (d.kind === 'wake') {
     if (d.text === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires text');
-    return { kind: 'wake', text: d.text, mode: d.wakeMode, sessionKey: resolveWakeSessionKey(input.ctx, d.sessionKey, d.sessionKeySource) };
+    const sessionKey = resolveWakeSessionKey(input.ctx, d.sessionKey, d.sessionKeySource);
+    // Rendered from the payload or made by a transform from it: untrusted, shown wrapped at the heartbeat and named by
+    // the mapping's id (config, not payload). `allowUnsafeExternalContent` opts out, as it does for runs.
+    if (d.allowUnsafeExternalContent) return { kind: 'wake', text: d.text, mode: d.wakeMode, sessionKey };
+    return { kind: 'wake', text: d.text, mode: d.wakeMode, sessionKey, untrusted: true, source: m.id };
   }
   if (d.message === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires message');
   const req: AgentRequest = {
