@@ -42,3 +42,21 @@ export const tokenEntrySchema = z.strictObject({
 export type TokenEntry = z.output<typeof tokenEntrySchema>;
 
 export const tokenListSchema = z.array(tokenEntrySchema).optional();
+
+/**
+ * The token a local client of the service uses (`hookgate send`, `hookgate tail`, ...): the single `token` while it
+ * is set, else the newest usable entry of `tokens` (the last one listed that has not expired), with where it is.
+ */
+export function clientToken(
+  section: 'hooks' | 'admin',
+  s: { token?: string | undefined; tokens?: TokenEntry[] | undefined },
+  now: number,
+): { token: string; key: string } | undefined {
+  if (s.token) return { token: s.token, key: `${section}.token` };
+  const list = s.tokens ?? [];
+  for (let i = list.length - 1; i >= 0; i--) {
+    const t = list[i]!;
+    if (t.notAfter === undefined || t.notAfter > now) return { token: t.token, key: `${section}.tokens[${i}] (id "${t.id}")` };
+  }
+  return undefined;
+}
