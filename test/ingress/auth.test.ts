@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
 import { describe, it, mock } from 'node:test';
-import { extractToken, HookToken, TOKEN_WINDOW_BYTES, tokenMatches } from '../../src/ingress/auth.js';
+import { extractToken, HookToken, isExpired, TOKEN_WINDOW_BYTES, tokenMatches, TokenSet, tokenSetOf } from '../../src/ingress/auth.js';
 
 describe('extractToken', () => {
   it('reads Authorization: Bearer, case-insensitively, trimmed', () => {
@@ -90,6 +90,54 @@ describe('tokenMatches', () => {
       const [a, b] = call.arguments as unknown as [Buffer, Buffer];
       assert.equal(a.length, TOKEN_WINDOW_BYTES);
       assert.equal(b.length, TOKEN_WINDOW_BYTES);
+    }
+  });
+});
+
+describe('TokenSet: several tokens (hooks.tokens, admin.tokens)', () => {
+  const now = Date.parse('2026-06-01T00:00:00Z');
+  const set = new TokenSet([
+    { id: 'default', token: 's3cret-token-0123456789' },
+    { id: 'ci', token: 'ci-token-abcdefghijklmnop' },
+    { id: 'old', token: 'old-token-abcdefghijklmnop', notAfter: now },
+    { id: 'long', token: 'L'.repeat(TOKEN_WINDOW_BYTES + 10) },
+  ]);
+
+  it('finds each listed token by its id; an expired one is found but not accepted; nothing else matches', () => {
+    assert.equal(set.size, 4);
+    assert.equal(set.accept('s3cret-token-0123456789', now), 'default');
+    assert.equal(set.accept('ci-token-abcdefghijklmnop', now), 'ci');
+    assert.equal(set.accept('L'.repeat(TOKEN_WINDOW_BYTES + 10), now), 'long');
+    assert.equal(set.find('old-token-abcdefghijklmnop')?.id, 'old');
+    assert.equal(isExpired(set.find('old-token-abcdefghijklmnop')!, now - 1), false, 'valid until notAfter');
+    assert.equal(set.accept('old-token-abcdefghijklmnop', now), undefined, 'refused from notAfter on');
+    for (const bad of [undefined, '', 'ci-token-abcdefghijklmno', 'ci-token-abcdefghijklmnopq', 'L'.repeat(TOKEN_WINDOW_BYTES + 11), 'CI-TOKEN-ABCDEFGHIJKLMNOP']) {
+      assert.equal(set.find(bad), undefined, String(bad));
+    }
+    assert.equal(new TokenSet([]).find('anything'), undefined);
+  });
+
+  it('tokenSetOf: hooks.token is "default", then the list in order', () => {
+    const s = tokenSetOf({ token: 'single-0123456789abc', tokens: [{ id: 'b', token: 'listed-0123456789abc' }] });
+    assert.equal(s.accept('single-0123456789abc', 0), 'default');
+    assert.equal(s.accept('listed-0123456789abc', 0), 'b');
+    assert.equal(tokenSetOf({}).size, 0);
+  });
+
+  it('compares every token, one window as wide as the widest, whichever matches (no early exit)', (t) => {
+    const spy = mock.method(crypto, 'timingSafeEqual');
+    syncBuiltinESMExports();
+    t.after(() => {
+      spy.mock.restore();
+      syncBuiltinESMExports();
+    });
+    const presented = ['s3cret-token-0123456789', 'ci-token-abcdefghijklmnop', 'L'.repeat(TOKEN_WINDOW_BYTES + 10), 'wrong', 'y'.repeat(5000)];
+    for (const p of presented) set.find(p);
+    assert.equal(spy.mock.callCount(), presented.length * 4, 'four compares per request, whether the first, the last or none matched');
+    for (const call of spy.mock.calls) {
+      const [a, b] = call.arguments as unknown as [Buffer, Buffer];
+      assert.equal(a.length, 2 * TOKEN_WINDOW_BYTES);
+      assert.equal(b.length, 2 * TOKEN_WINDOW_BYTES);
     }
   });
 });
