@@ -43,8 +43,8 @@ export interface AdminSettings {
 
 /**
  * Start the admin listener when `admin.enabled` (undefined otherwise). Bind and port are the ones at start (a reload
- * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` applies
- * at once.
+ * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` or
+ * `admin.tokens` applies at once.
  */
 export async function startAdmin(settings: AdminSettings, tokens: AdminTokens, deps: AdminDeps): Promise<AdminListener | undefined> {
   if (!settings.enabled) return undefined;

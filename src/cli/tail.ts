@@ -41,7 +41,7 @@ export function adminEndpoint(flag: string | undefined): { url: string; token: s
     throw new CliError(
       'cli_token_missing',
       location.file
-        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from})`
+        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from}), nor an unexpired admin.tokens entry`
         : `no admin token: no config file and no ${embeddedAdminTokenFile(process.cwd())}; run this where \`hookgate serve\` runs, or pass --config FILE`,
     );
   }
