@@ -4,6 +4,8 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import JSON5 from 'json5';
+import { completionScript } from '../../src/cli/completion.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { starterConfig } from '../../src/cli/starter-config.js';
 import { notAfterFrom } from '../../src/cli/token-command.js';
 import { newTokenId, rotateTokens, type RotateInput } from '../../src/cli/token-rotate-edit.js';
@@ -105,6 +107,15 @@ describe('token rotate: the config edit', () => {
 });
 
 describe('hookgate token rotate (the CLI)', { timeout: 60_000 }, () => {
+  it('is a subcommand of token, completed with its options; plain `hookgate token` still prints a token', async () => {
+    const script = completionScript(buildProgram(), 'bash');
+    assert.match(script, /'token'\) echo 'rotate /);
+    assert.match(script, /'token rotate'\) echo '--admin --id --not-after-old /);
+    const plain = await runCli(['token']);
+    assert.equal(plain.code, 0);
+    assert.match(plain.stdout, /^[A-Za-z0-9_-]{43}\n$/);
+  });
+
   const dir = tempDir('hookgate-rotate-');
   after(() => removeDir(dir));
 
