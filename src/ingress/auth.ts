@@ -119,21 +119,3 @@ export class TokenSet {
 export function tokenSetOf(section: { token?: string | undefined; tokens?: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }> | undefined }): TokenSet {
   return new TokenSet([...(section.token ? [{ id: DEFAULT_ID, token: section.token }] : []), ...(section.tokens ?? [])]);
 }
-
-/** One token alone (tests, and callers with a single secret). */
-export class HookToken {
-  private readonly set: TokenSet;
-
-  constructor(token: string) {
-    this.set = new TokenSet([{ id: DEFAULT_ID, token }]);
-  }
-
-  matches(presented: string | undefined): boolean {
-    return this.set.find(presented) !== undefined;
-  }
-}
-
-/** Whether `presented` is the configured token; with no token configured, nothing matches. */
-export function tokenMatches(presented: string | undefined, expected: HookToken | undefined): boolean {
-  return expected !== undefined && expected.matches(presented);
-}
