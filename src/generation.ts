@@ -1,15 +1,15 @@
 /**
  * One config generation: everything built from one loaded config, as one immutable value — the config, its hooks
  * base path, model catalog, channel ids and default agent (what the request path needs: `HooksContext`), its
- * channels and providers (what the runtime needs: `RuntimeEnv`), and the hook token ready for constant-time
- * compares. Built and disposed as a unit; a reload builds the next one, swaps one reference and disposes the old.
+ * channels and providers (what the runtime needs: `RuntimeEnv`); the ingress builds its token set from the same
+ * config (ingress/handler.ts, `IngressState`). Built and disposed as a unit; a reload builds the next one, swaps one
+ * reference and disposes the old.
  */
 import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
 import type { Config } from './config/load.js';
 import { ConfigError } from './errors.js';
 import type { ModelCatalog } from './config/model-catalog.js';
 import { buildHooksContext, type HooksContext } from './hooks/context.js';
-import { HookToken } from './ingress/auth.js';
 import type { Logger } from './log.js';
 import { closeProviders, createProviders } from './providers/registry.js';
 import type { ModelProvider } from './providers/types.js';
@@ -21,8 +21,6 @@ export interface Generation extends HooksContext, RuntimeEnv {
   readonly defaultAgentId: string;
   readonly providers: Map<string, ModelProvider>;
   readonly channels: ChannelRegistry;
-  /** `hooks.token`, ready for constant-time compares; undefined when none is configured. */
-  readonly hookToken: HookToken | undefined;
   /** Close what this generation opened (channel sockets, provider children). In-flight sends may fail: the outbox retries them. */
   dispose(): Promise<void>;
 }
@@ -35,7 +33,6 @@ export async function buildGeneration(config: Config, number: number, logger: Lo
     ...buildHooksContext(config, number, channels.ids()),
     providers,
     channels,
-    hookToken: config.hooks.token ? new HookToken(config.hooks.token) : undefined,
     async dispose() {
       await Promise.allSettled([channels.close(), closeProviders(providers)]);
     },
@@ -47,7 +44,7 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
   const keys: string[] = [];
   if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) keys.push('storage');
   if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) keys.push('gateway.bind/port');
-  // The admin listener is started once; its token is read per request, so a new admin.token applies at once.
+  // The admin listener is started once; its tokens are read per request, so new admin tokens apply at once.
   const a = current.admin;
   const b = next.admin;
   if (a.enabled !== b.enabled || a.bind !== b.bind || a.port !== b.port) keys.push('admin.enabled/bind/port');

@@ -175,7 +175,8 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
       path: '/api/v1/received',
       async handle({ res, query }) {
         const page = await store.pageReceived(parseReceivedQuery(query));
-        sendJson(res, 200, { items: page.items, nextCursor: page.nextCursor });
+        // `tokenId` always present: the hook token's id when one authenticated the request, else null.
+        sendJson(res, 200, { items: page.items.map((r) => ({ ...r, tokenId: r.tokenId ?? null })), nextCursor: page.nextCursor });
       },
     },
   ];

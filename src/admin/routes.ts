@@ -4,6 +4,7 @@
  */
 import type { Config } from '../config/load.js';
 import type { Logger } from '../log.js';
+import { tokenSetOf, type TokenSet } from '../ingress/auth.js';
 import type { Store } from '../store/types.js';
 import { type AdminSignals, apiRoutes } from './api.js';
 import { dashboardRoutes } from './dashboard.js';
@@ -42,17 +43,27 @@ export interface AdminSettings {
 
 /**
  * Start the admin listener when `admin.enabled` (undefined otherwise). Bind and port are the ones at start (a reload
- * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` applies
- * at once.
+ * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` or
+ * `admin.tokens` applies at once.
  */
 export async function startAdmin(settings: AdminSettings, tokens: AdminTokens, deps: AdminDeps): Promise<AdminListener | undefined> {
   if (!settings.enabled) return undefined;
   return startAdminServer({ bind: settings.bind, port: settings.port, routes: adminRoutes(deps), tokens, logger: deps.logger });
 }
 
-/** The tokens of the current config, read per request: a reload's new `admin.token` (or hook token) applies at once. */
+/**
+ * The tokens of the current config, read per request: a reload's new `admin.token`/`admin.tokens` (or hook tokens)
+ * apply at once. Built once per config object (a reload makes a new one), so a request allocates none.
+ */
 export function configTokens(current: () => Config): AdminTokens {
-  return { admin: () => current().admin.token, hooks: () => [current().hooks.token] };
+  const built = new WeakMap<Config, { admin: TokenSet; hooks: TokenSet }>();
+  const sets = () => {
+    const config = current();
+    let s = built.get(config);
+    if (!s) built.set(config, (s = { admin: tokenSetOf(config.admin), hooks: tokenSetOf(config.hooks) }));
+    return s;
+  };
+  return { admin: () => sets().admin, hooks: () => sets().hooks };
 }
 
 /** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */

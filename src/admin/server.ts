@@ -1,12 +1,12 @@
 /**
  * The admin listener (CONTRACT.md §7): its own `node:http` server on `admin.bind:admin.port`, never the hooks port.
- * A small router over every feature's `AdminRoute`s, bearer auth with the admin token (constant-time, the hook
- * token refused), and one error shape `{ ok: false, error, code }`.
+ * A small router over every feature's `AdminRoute`s, bearer auth with the admin tokens (constant-time, the hook
+ * tokens refused), and one error shape `{ ok: false, error, code }`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AdminError, HookgateError, type ErrorCode } from '../errors.js';
-import { extractBearer, HookToken } from '../ingress/auth.js';
+import { extractBearer, isExpired, type TokenSet } from '../ingress/auth.js';
 import { sendJson } from '../ingress/respond.js';
 import type { Logger } from '../log.js';
 import type { AdminRoute } from './route.js';
@@ -80,29 +80,26 @@ export function sendAdminError(res: ServerResponse, err: unknown): void {
   sendJson(res, status, { ok: false, error: message, code }, headers);
 }
 
-/** The tokens as the current config has them: read per request, so a reloaded `admin.token` applies at once. */
+/**
+ * The tokens as the current config has them, ready for constant-time compares: read per request (built once per
+ * config, see routes.ts), so a reloaded `admin.token` or `admin.tokens` applies at once.
+ */
 export interface AdminTokens {
-  admin(): string | undefined;
-  /** Every token the hooks accept: never accepted here, even if it were also the admin token. */
-  hooks(): ReadonlyArray<string | undefined>;
+  admin(): TokenSet;
+  /** Every token the hooks accept (expired ones too): never accepted here, even if it were also an admin token. */
+  hooks(): TokenSet;
 }
 
-/** Constant-time checks against the current tokens (the padded compare of ingress/auth.ts, rebuilt when one changes). */
-export function adminAuthorizer(tokens: AdminTokens): (presented: string | undefined) => boolean {
-  const cache = new Map<string, HookToken>();
-  const compare = (token: string) => {
-    let t = cache.get(token);
-    if (!t) {
-      if (cache.size > 16) cache.clear(); // bounded: only reloads add tokens
-      cache.set(token, (t = new HookToken(token)));
-    }
-    return t;
-  };
+/**
+ * The id of the admin token `presented` is, or undefined: none, a wrong one, an expired one, or one that is also a
+ * hook token. Both lists are compared in full whatever matched (ingress/auth.ts, `TokenSet`).
+ */
+export function adminAuthorizer(tokens: AdminTokens, now: () => number = Date.now): (presented: string | undefined) => string | undefined {
   return (presented) => {
-    const admin = tokens.admin();
-    if (!admin || presented === undefined) return false;
-    const isHook = tokens.hooks().some((h) => h !== undefined && h !== '' && compare(h).matches(presented));
-    return compare(admin).matches(presented) && !isHook;
+    if (presented === undefined) return undefined;
+    const admin = tokens.admin().find(presented);
+    const hook = tokens.hooks().find(presented);
+    return admin !== undefined && hook === undefined && !isExpired(admin, now()) ? admin.id : undefined;
   };
 }
 
@@ -136,7 +133,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
     if (found.kind === 'method_not_allowed') {
       throw new AdminError(405, 'method_not_allowed', `use ${found.allow.join(' or ')}`, { allow: found.allow.join(', ') });
     }
-    if (found.route.auth !== false && !authorized(extractBearer(req.headers))) {
+    if (found.route.auth !== false && authorized(extractBearer(req.headers)) === undefined) {
       throw new AdminError(401, 'unauthorized', 'Authorization: Bearer <admin token> required', { 'www-authenticate': 'Bearer' });
     }
     await found.route.handle({ req, res, params: found.params, query: url.searchParams });

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
 import { redactDatabaseUrl } from '../config/database-url.js';
+import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
 import type { AdminStore } from '../store/pages.js';
@@ -107,9 +108,10 @@ export function serviceEndpoint(flag: string | undefined): { config: Config; url
   let token: string | undefined;
   let from: string;
   if (location.file) {
-    token = config.hooks.token;
-    from = `hooks.token of ${location.file}`;
-    if (!token) throw new CliError('cli_token_missing', `no hook token: hooks.token is not set in ${location.file} (from ${location.from}); send never makes one up`);
+    const usable = clientToken('hooks', config.hooks, Date.now());
+    token = usable?.token;
+    from = `${usable?.key ?? 'hooks.token'} of ${location.file}`;
+    if (!token) throw new CliError('cli_token_missing', `no hook token: hooks.token is not set in ${location.file} (from ${location.from}), nor an unexpired hooks.tokens entry; send never makes one up`);
   } else {
     const found = existingEmbeddedToken(process.cwd(), process.env);
     if (!found) {

@@ -3,13 +3,14 @@
  * its OIDC identity and audience) through the REST API, then `hooks.gmail` written into the config. Every step is
  * idempotent, so a run that failed half-way is simply run again. `--print` shows the same as gcloud commands instead.
  */
-import { chmodSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import JSON5 from 'json5';
 import { locateConfigFile, parseConfig } from '../config/load.js';
 import { normalizeHooksPath } from '../config/schema/hooks.js';
 import { CliError, ConfigError } from '../errors.js';
 import { type GmailBlock, blockValue, gmailBlockText, insertGmail, type Secret } from './gmail-config-edit.js';
+import { replaceFileKeepingMode } from './json5-edit.js';
 import {
   adminAccessToken,
   createPushSubscription,
@@ -210,11 +211,7 @@ function planConfigEdit(plan: Plan): ConfigEdit {
 /** Written through a temporary file and a rename, keeping the file's mode (it holds secrets). */
 function writeEdit(edit: ConfigEdit): string {
   if (edit.text === undefined) return edit.how;
-  const mode = statSync(edit.file).mode & 0o777;
-  const tmp = join(dirname(edit.file), `.${basename(edit.file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, edit.text, { mode });
-  chmodSync(tmp, mode);
-  renameSync(tmp, edit.file);
+  replaceFileKeepingMode(edit.file, edit.text);
   return edit.how;
 }
 

@@ -1,4 +1,4 @@
-/** Commands that set hookgate up or run it: serve, init, config check, token, completion. */
+/** Commands that set hookgate up or run it: serve, init, config check, token (and token rotate), completion. */
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { Argument, type Command } from 'commander';
@@ -12,6 +12,7 @@ import { printJson } from './format.js';
 import { ignoreInGit } from './git-ignore.js';
 import { configOption, jsonOption } from './options.js';
 import { starterConfig } from './starter-config.js';
+import { addTokenRotateCommand } from './token-command.js';
 import { checkStoreConnection } from './store-connect.js';
 
 /** After a forced stop, the longest wait for the runs to be given back and the store closed. */
@@ -78,12 +79,13 @@ export function addSetupCommands(program: Command): void {
       process.stdout.write(`${config.file ?? 'embedded default'}: ${ok ? 'ok' : 'the config is valid, but its store cannot be used'}\n`);
     });
 
-  program
+  const token = program
     .command('token')
-    .description('print a new random token (32 random bytes, base64url)')
+    .description('print a new random token (32 random bytes, base64url); `token rotate` adds one to the config file')
     .action(() => {
       process.stdout.write(`${newToken()}\n`);
     });
+  addTokenRotateCommand(token);
 
   program
     .command('completion')

@@ -40,10 +40,11 @@ export function addStoreCommands(program: Command): void {
           count: r.count ?? 1,
           code: r.code ?? '',
           mapping: r.mappingId,
+          token: r.tokenId ?? null,
           ids: [...r.eventIds, ...r.runIds].join(' ') || null,
           ms: r.count === undefined ? r.durationMs.toFixed(1) : null,
         }));
-        process.stdout.write(`${table(rows, ['at', 'window', 'count', 'path', 'clientIp', 'status', 'code', 'mapping', 'ids', 'ms'])}\n`);
+        process.stdout.write(`${table(rows, ['at', 'window', 'count', 'path', 'clientIp', 'status', 'code', 'mapping', 'token', 'ids', 'ms'])}\n`);
       });
     });
 }

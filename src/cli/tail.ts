@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
+import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
 import { terminalSafe } from '../text-safe.js';
@@ -24,8 +25,9 @@ export function adminEndpoint(flag: string | undefined): { url: string; token: s
   const bind = config.admin.bind;
   const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
   const url = `http://${host}:${config.admin.port}`;
-  let token = config.admin.token;
-  let from = `admin.token of ${location.file}`;
+  const usable = clientToken('admin', config.admin, Date.now());
+  let token = usable?.token;
+  let from = `${usable?.key ?? 'admin.token'} of ${location.file}`;
   if (!token && !location.file && process.env.HOOKGATE_ADMIN_TOKEN?.trim()) {
     token = process.env.HOOKGATE_ADMIN_TOKEN.trim();
     from = '$HOOKGATE_ADMIN_TOKEN';
@@ -39,7 +41,7 @@ export function adminEndpoint(flag: string | undefined): { url: string; token: s
     throw new CliError(
       'cli_token_missing',
       location.file
-        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from})`
+        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from}), nor an unexpired admin.tokens entry`
         : `no admin token: no config file and no ${embeddedAdminTokenFile(process.cwd())}; run this where \`hookgate serve\` runs, or pass --config FILE`,
     );
   }

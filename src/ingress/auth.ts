@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { DEFAULT_TOKEN_ID as DEFAULT_ID } from '../config/schema/tokens.js';
 
 /** Headers that carry the hook token besides `Authorization: Bearer`, in order of preference. */
 const TOKEN_HEADERS = ['x-hookgate-token', 'x-openclaw-token'] as const;
@@ -48,38 +49,73 @@ export function extractBearer(headers: IncomingHttpHeaders): string | undefined 
 /** Width of the compare window: tokens are padded to a multiple of this many bytes. */
 export const TOKEN_WINDOW_BYTES = 256;
 
-/**
- * The configured hook token, ready for constant-time compares. A presented token is written into a zeroed window as
- * wide as the padded secret and compared with `timingSafeEqual` over the whole window, then the lengths are
- * compared. The work depends on the presented token's length (the sender's own) and on the window's width, never
- * on the secret's bytes; a token up to 256 bytes long shares its window width with every other such token, so its
- * length is not revealed either. This replaced hashing both sides with SHA-256, which cost ~2 µs per request.
- */
-export class HookToken {
-  private readonly padded: Buffer;
-  private readonly window: Buffer;
-  private readonly byteLength: number;
+/** One configured token, as a match names it: its id (for records and logs) and its expiry (epoch ms). */
+export interface ListedToken {
+  readonly id: string;
+  readonly notAfter: number | undefined;
+}
 
-  constructor(token: string) {
-    const bytes = Buffer.from(token, 'utf8');
-    const width = Math.max(1, Math.ceil(bytes.length / TOKEN_WINDOW_BYTES)) * TOKEN_WINDOW_BYTES;
-    this.byteLength = bytes.length;
-    this.padded = Buffer.alloc(width);
-    bytes.copy(this.padded);
+interface Padded extends ListedToken {
+  readonly padded: Buffer;
+  readonly byteLength: number;
+}
+
+/** Whether a matched token is past its `notAfter` (refused like a wrong token). */
+export const isExpired = (t: ListedToken, now: number): boolean => t.notAfter !== undefined && now >= t.notAfter;
+
+/**
+ * The configured tokens of a listener, ready for constant-time compares; built once per config generation. A
+ * presented token is written once into a zeroed window as wide as the widest padded secret, and that window is
+ * compared with `timingSafeEqual` against EVERY secret (all padded to the same width), then the lengths are
+ * compared; the loop never stops at a match. The work depends on the presented token's length (the sender's own),
+ * the window's width and the number of tokens, never on the secrets' bytes nor on which one matched; tokens up to
+ * 256 bytes long share one window width, so their lengths are not revealed either. No allocation per request.
+ * (This replaced hashing both sides with SHA-256, which cost ~2 µs per request.)
+ */
+export class TokenSet {
+  private readonly entries: readonly Padded[];
+  private readonly window: Buffer;
+
+  constructor(tokens: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }>) {
+    const bytes = tokens.map((t) => Buffer.from(t.token, 'utf8'));
+    const widest = bytes.reduce((w, b) => Math.max(w, b.length), 0);
+    const width = Math.max(1, Math.ceil(widest / TOKEN_WINDOW_BYTES)) * TOKEN_WINDOW_BYTES;
+    this.entries = tokens.map((t, i) => {
+      const padded = Buffer.alloc(width);
+      bytes[i]!.copy(padded);
+      return { id: t.id, notAfter: t.notAfter, padded, byteLength: bytes[i]!.length };
+    });
     this.window = Buffer.alloc(width); // reused: requests are checked one at a time on the event loop
   }
 
-  matches(presented: string | undefined): boolean {
-    if (presented === undefined) return false;
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /** The listed token that `presented` is, expired or not (the caller decides: `isExpired`); undefined if none. */
+  find(presented: string | undefined): ListedToken | undefined {
+    if (presented === undefined || this.entries.length === 0) return undefined;
     const window = this.window;
     window.fill(0);
     window.write(presented, 0, 'utf8'); // at most `width` bytes; longer tokens fail on the length below
-    const same = timingSafeEqual(window, this.padded);
-    return same && Buffer.byteLength(presented, 'utf8') === this.byteLength;
+    const length = Buffer.byteLength(presented, 'utf8');
+    let found: Padded | undefined;
+    for (const e of this.entries) {
+      // Every entry is compared, whatever matched before: the secrets are distinct (config check), so one at most.
+      const same = timingSafeEqual(window, e.padded);
+      if (same && length === e.byteLength) found = e;
+    }
+    return found;
+  }
+
+  /** The id of the unexpired token `presented` is, or undefined (none, a wrong one, or an expired one). */
+  accept(presented: string | undefined, now: number): string | undefined {
+    const t = this.find(presented);
+    return t === undefined || isExpired(t, now) ? undefined : t.id;
   }
 }
 
-/** Whether `presented` is the configured token; with no token configured, nothing matches. */
-export function tokenMatches(presented: string | undefined, expected: HookToken | undefined): boolean {
-  return expected !== undefined && expected.matches(presented);
+/** A listener's tokens from its config section: `token` (id `DEFAULT_TOKEN_ID`, "default") first, then `tokens` in order. */
+export function tokenSetOf(section: { token?: string | undefined; tokens?: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }> | undefined }): TokenSet {
+  return new TokenSet([...(section.token ? [{ id: DEFAULT_ID, token: section.token }] : []), ...(section.tokens ?? [])]);
 }

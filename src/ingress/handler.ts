@@ -12,7 +12,7 @@ import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
-import { extractToken, HookToken, tokenMatches, withoutCredentials } from './auth.js';
+import { extractToken, isExpired, tokenSetOf, type TokenSet, withoutCredentials } from './auth.js';
 import { isFormContentType, LazyPayload, readBody } from './body.js';
 import { addressBucket, ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
@@ -36,8 +36,8 @@ export interface HandlerDeps {
 export class IngressState {
   ctx!: HooksContext;
   ipResolver!: ClientIpResolver;
-  /** hooks.token of the same generation as `ctx` (both are read in the synchronous start of a request). */
-  token: HookToken | undefined;
+  /** hooks.token and hooks.tokens of the same generation as `ctx` (both are read in the synchronous start of a request). */
+  tokens!: TokenSet;
   readonly limiter: AuthFailureLimiter;
 
   constructor(ctx: HooksContext) {
@@ -48,7 +48,7 @@ export class IngressState {
   update(ctx: HooksContext): void {
     this.ctx = ctx;
     this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
-    this.token = ctx.config.hooks.token ? new HookToken(ctx.config.hooks.token) : undefined;
+    this.tokens = tokenSetOf(ctx.config.hooks);
     this.limiter.setLimits(ctx.config.hooks.authFailureLimit);
   }
 }
@@ -117,6 +117,12 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
     const subPath = normalizeMatchPath(pathname.slice(base.length));
     const now = Date.now();
     const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const tokens = state.tokens;
+    // Constant time over every listed token; an expired one is refused like a wrong one (its id may be logged).
+    const presented = tokens.find(extractToken(req.headers));
+    const expired = presented !== undefined && isExpired(presented, now);
+    const tokenVerified = presented !== undefined && !expired;
+    const tokenId = tokenVerified ? presented.id : null;
     const received = (status: number, code: HttpErrorCode | null): ReceivedHook => ({
       at: now,
       method: 'POST',
@@ -128,15 +134,15 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       runIds: [],
       mappingId: null,
       durationMs: performance.now() - started,
+      tokenId,
     });
     const refuse = refuser(ctx, now, subPath, clientIp, started);
     const announce = (status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>) =>
       announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
 
     const plan = routes.plan(ctx, subPath);
-    const tokenVerified = tokenMatches(extractToken(req.headers), state.token);
     if (plan.auth === 'token') {
-      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse);
+      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse, expired ? `hook ${logPath(subPath)} rejected: expired token ${presented?.id}` : undefined);
       state.limiter.reset(clientIp);
     } else if (plan.auth === 'oidc') {
       // The Gmail push receiver: the push's OIDC token (in the header) is checked before the body is read.

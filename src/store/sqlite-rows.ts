@@ -126,24 +126,28 @@ export function rowToMessage(r: Row): SessionMessage {
 
 /**
  * One received-hook record inside a `received_log` block:
- * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?]` (the last
- * only when there are some, so older blocks and the usual record stay as they were).
+ * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?, tokenId?]`
+ * (the trailing ones only when set, `unknownFields` then null when there are none, so older blocks decode and a
+ * record without them stays as it was). Both drivers store this shape (PostgreSQL's accept function sets elements
+ * 4 to 7 in place and keeps the rest).
  */
-export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, string[]?];
+export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, (string[] | null)?, string?];
 
 export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
   // Microseconds are plenty, and keep the stored JSON short.
   const durationMs = Math.round(r.durationMs * 1000) / 1000;
   const t: ReceivedTuple = [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
-  if (r.unknownFields?.length) t.push(r.unknownFields);
+  if (r.unknownFields?.length || r.tokenId) t.push(r.unknownFields?.length ? r.unknownFields : null);
+  if (r.tokenId) t.push(r.tokenId);
   return t;
 }
 
 export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
-  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields] = t;
+  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields, tokenId] = t;
   // Only ever written from a ReceivedHook: the stored code is one of ReceivedCode.
   const rec: ReceivedHook = { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
   if (unknownFields?.length) rec.unknownFields = unknownFields;
+  if (tokenId) rec.tokenId = tokenId;
   return rec;
 }
 

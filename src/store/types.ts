@@ -181,6 +181,11 @@ export interface ReceivedHook {
   runIds: string[];
   mappingId: string | null;
   durationMs: number;
+  /**
+   * The id of the hook token the request presented (`hooks.tokens[].id`, "default" for `hooks.token`); null or absent
+   * when it was authenticated otherwise (a signature, an OIDC token) or not at all. Never the token itself.
+   */
+  tokenId?: string | null;
   /** Top-level fields of a direct request that hookgate does not read (at most 20 names); absent when none. */
   unknownFields?: string[];
   /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { adminAuthorizer, compileRoutes, statusOf } from '../../src/admin/server.js';
+import { tokenSetOf } from '../../src/ingress/auth.js';
 import type { AdminRoute } from '../../src/admin/route.js';
 import { AdminError, HookgateError, StoreError } from '../../src/errors.js';
 
@@ -38,20 +39,47 @@ describe('admin router', () => {
 });
 
 describe('admin auth', () => {
+  type Section = Parameters<typeof tokenSetOf>[0];
+  const authorizer = (admin: () => Section, hooks: () => Section, now: () => number = Date.now) =>
+    adminAuthorizer({ admin: () => tokenSetOf(admin()), hooks: () => tokenSetOf(hooks()) }, now);
+
   it('accepts the admin token only; never a hook token, a prefix, an extension, or anything without an admin token', () => {
     let admin: string | undefined = 'admin-secret';
-    const ok = adminAuthorizer({ admin: () => admin, hooks: () => ['hook-secret', undefined] });
-    assert.equal(ok('admin-secret'), true);
-    for (const bad of [undefined, '', 'hook-secret', 'admin-secre', 'admin-secretx', 'ADMIN-SECRET']) assert.equal(ok(bad), false, String(bad));
+    const ok = authorizer(() => ({ token: admin }), () => ({ token: 'hook-secret' }));
+    assert.equal(ok('admin-secret'), 'default');
+    for (const bad of [undefined, '', 'hook-secret', 'admin-secre', 'admin-secretx', 'ADMIN-SECRET']) assert.equal(ok(bad), undefined, String(bad));
     admin = 'rotated'; // a reload: applies at once
-    assert.equal(ok('admin-secret'), false);
-    assert.equal(ok('rotated'), true);
+    assert.equal(ok('admin-secret'), undefined);
+    assert.equal(ok('rotated'), 'default');
     admin = undefined;
-    assert.equal(ok('rotated'), false);
+    assert.equal(ok('rotated'), undefined);
   });
 
   it('an admin token equal to the hook token is never accepted (config check warns)', () => {
-    const ok = adminAuthorizer({ admin: () => 'same', hooks: () => ['same'] });
-    assert.equal(ok('same'), false);
+    const ok = authorizer(() => ({ token: 'same' }), () => ({ token: 'same' }));
+    assert.equal(ok('same'), undefined);
+  });
+
+  it('admin.tokens: every listed unexpired token is accepted by its id; an expired one or one also listed as a hook token is not', () => {
+    const now = Date.parse('2026-06-01T00:00:00Z');
+    const ok = authorizer(
+      () => ({
+        token: 'admin-single',
+        tokens: [
+          { id: 'new', token: 'admin-new' },
+          { id: 'old', token: 'admin-old', notAfter: now + 1 },
+          { id: 'gone', token: 'admin-gone', notAfter: now },
+          { id: 'shared', token: 'hook-listed' },
+        ],
+      }),
+      () => ({ token: 'hook-secret', tokens: [{ id: 'h2', token: 'hook-listed', notAfter: 0 }] }),
+      () => now,
+    );
+    assert.equal(ok('admin-single'), 'default');
+    assert.equal(ok('admin-new'), 'new');
+    assert.equal(ok('admin-old'), 'old');
+    assert.equal(ok('admin-gone'), undefined, 'expired at notAfter');
+    assert.equal(ok('hook-listed'), undefined, 'a hook token, even an expired one, is never an admin token');
+    assert.equal(ok('hook-secret'), undefined);
   });
 });

@@ -63,7 +63,7 @@ describe('unknown keys are rejected by key path', () => {
     ['gateway', { gateway: { host: 'x' } }, 'gateway'],
     ['storage (sqlite)', { storage: { path: './x.db', url: 'postgres://x' } }, 'storage'],
     ['storage (postgres)', { storage: { driver: 'postgres', url: 'postgres://x', path: './x.db' } }, 'storage'],
-    ['hooks', { hooks: { tokens: 'x' } }, 'hooks'],
+    ['hooks', { hooks: { tokn: 'x' } }, 'hooks'], // `tokens` is a key now (issue 17)
     ['hooks.authFailureLimit', { hooks: { authFailureLimit: { max: 1 } } }, 'hooks.authFailureLimit'],
     ['hooks.gmail', { hooks: { gmail: { accountName: 'x' } } }, 'hooks.gmail'],
     ['a mapping', { hooks: { mappings: [{ messageTemplate: 'm', bogus: true }] } }, 'hooks.mappings[0]'],

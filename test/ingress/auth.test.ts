@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { syncBuiltinESMExports } from 'node:module';
 import { describe, it, mock } from 'node:test';
-import { extractToken, HookToken, TOKEN_WINDOW_BYTES, tokenMatches } from '../../src/ingress/auth.js';
+import { extractToken, isExpired, TOKEN_WINDOW_BYTES, TokenSet, tokenSetOf } from '../../src/ingress/auth.js';
 
 describe('extractToken', () => {
   it('reads Authorization: Bearer, case-insensitively, trimmed', () => {
@@ -39,8 +39,12 @@ describe('extractToken', () => {
   });
 });
 
-describe('tokenMatches', () => {
-  const expected = new HookToken('s3cret-token-0123456789');
+/** One token alone, as `hooks.token` by itself is. */
+const single = (token: string) => new TokenSet([{ id: 'default', token }]);
+const tokenMatches = (presented: string | undefined, set: TokenSet | undefined) => set !== undefined && set.find(presented) !== undefined;
+
+describe('one token (hooks.token alone)', () => {
+  const expected = single('s3cret-token-0123456789');
 
   it('accepts the right token and refuses wrong or missing ones', () => {
     assert.equal(tokenMatches('s3cret-token-0123456789', expected), true);
@@ -60,21 +64,21 @@ describe('tokenMatches', () => {
   });
 
   it('compares multi-byte tokens by their UTF-8 bytes', () => {
-    const token = new HookToken('clé-ünïcødé-🔑');
-    assert.equal(token.matches('clé-ünïcødé-🔑'), true);
-    assert.equal(token.matches('cle-unicode-🔑'), false);
-    assert.equal(token.matches('clé-ünïcødé-'), false);
+    const token = single('clé-ünïcødé-🔑');
+    assert.equal(tokenMatches('clé-ünïcødé-🔑', token), true);
+    assert.equal(tokenMatches('cle-unicode-🔑', token), false);
+    assert.equal(tokenMatches('clé-ünïcødé-', token), false);
   });
 
   it('handles tokens longer than one window, and presented tokens that overflow it', () => {
     const long = 'L'.repeat(TOKEN_WINDOW_BYTES + 10);
-    const token = new HookToken(long);
-    assert.equal(token.matches(long), true);
-    assert.equal(token.matches(long.slice(0, -1)), false);
-    assert.equal(token.matches(`${long}L`), false);
-    const exact = new HookToken('E'.repeat(TOKEN_WINDOW_BYTES));
-    assert.equal(exact.matches('E'.repeat(TOKEN_WINDOW_BYTES)), true);
-    assert.equal(exact.matches('E'.repeat(TOKEN_WINDOW_BYTES + 1)), false, 'a longer token with the same first window');
+    const token = single(long);
+    assert.equal(tokenMatches(long, token), true);
+    assert.equal(tokenMatches(long.slice(0, -1), token), false);
+    assert.equal(tokenMatches(`${long}L`, token), false);
+    const exact = single('E'.repeat(TOKEN_WINDOW_BYTES));
+    assert.equal(tokenMatches('E'.repeat(TOKEN_WINDOW_BYTES), exact), true);
+    assert.equal(tokenMatches('E'.repeat(TOKEN_WINDOW_BYTES + 1), exact), false, 'a longer token with the same first window');
   });
 
   it('compares one fixed-width window with timingSafeEqual, whatever the presented length', (t) => {
@@ -90,6 +94,54 @@ describe('tokenMatches', () => {
       const [a, b] = call.arguments as unknown as [Buffer, Buffer];
       assert.equal(a.length, TOKEN_WINDOW_BYTES);
       assert.equal(b.length, TOKEN_WINDOW_BYTES);
+    }
+  });
+});
+
+describe('TokenSet: several tokens (hooks.tokens, admin.tokens)', () => {
+  const now = Date.parse('2026-06-01T00:00:00Z');
+  const set = new TokenSet([
+    { id: 'default', token: 's3cret-token-0123456789' },
+    { id: 'ci', token: 'ci-token-abcdefghijklmnop' },
+    { id: 'old', token: 'old-token-abcdefghijklmnop', notAfter: now },
+    { id: 'long', token: 'L'.repeat(TOKEN_WINDOW_BYTES + 10) },
+  ]);
+
+  it('finds each listed token by its id; an expired one is found but not accepted; nothing else matches', () => {
+    assert.equal(set.size, 4);
+    assert.equal(set.accept('s3cret-token-0123456789', now), 'default');
+    assert.equal(set.accept('ci-token-abcdefghijklmnop', now), 'ci');
+    assert.equal(set.accept('L'.repeat(TOKEN_WINDOW_BYTES + 10), now), 'long');
+    assert.equal(set.find('old-token-abcdefghijklmnop')?.id, 'old');
+    assert.equal(isExpired(set.find('old-token-abcdefghijklmnop')!, now - 1), false, 'valid until notAfter');
+    assert.equal(set.accept('old-token-abcdefghijklmnop', now), undefined, 'refused from notAfter on');
+    for (const bad of [undefined, '', 'ci-token-abcdefghijklmno', 'ci-token-abcdefghijklmnopq', 'L'.repeat(TOKEN_WINDOW_BYTES + 11), 'CI-TOKEN-ABCDEFGHIJKLMNOP']) {
+      assert.equal(set.find(bad), undefined, String(bad));
+    }
+    assert.equal(new TokenSet([]).find('anything'), undefined);
+  });
+
+  it('tokenSetOf: hooks.token is "default", then the list in order', () => {
+    const s = tokenSetOf({ token: 'single-0123456789abc', tokens: [{ id: 'b', token: 'listed-0123456789abc' }] });
+    assert.equal(s.accept('single-0123456789abc', 0), 'default');
+    assert.equal(s.accept('listed-0123456789abc', 0), 'b');
+    assert.equal(tokenSetOf({}).size, 0);
+  });
+
+  it('compares every token, one window as wide as the widest, whichever matches (no early exit)', (t) => {
+    const spy = mock.method(crypto, 'timingSafeEqual');
+    syncBuiltinESMExports();
+    t.after(() => {
+      spy.mock.restore();
+      syncBuiltinESMExports();
+    });
+    const presented = ['s3cret-token-0123456789', 'ci-token-abcdefghijklmnop', 'L'.repeat(TOKEN_WINDOW_BYTES + 10), 'wrong', 'y'.repeat(5000)];
+    for (const p of presented) set.find(p);
+    assert.equal(spy.mock.callCount(), presented.length * 4, 'four compares per request, whether the first, the last or none matched');
+    for (const call of spy.mock.calls) {
+      const [a, b] = call.arguments as unknown as [Buffer, Buffer];
+      assert.equal(a.length, 2 * TOKEN_WINDOW_BYTES);
+      assert.equal(b.length, 2 * TOKEN_WINDOW_BYTES);
     }
   });
 });

@@ -448,6 +448,23 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(withUnknown?.unknownFields, ['sesionKey', 'extra']);
       });
 
+      it('names the hook token id a request presented (accepted, duplicate and refused), and none when there was none', async () => {
+        const ev = event({ text: 'tok' });
+        accepted(await store.accept(command({ events: [ev], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 60, tokenId: 'ci-2026' }) })));
+        duplicate(await store.accept(command({ events: [event({ text: 'tok' })], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 61, tokenId: 'default' }) })));
+        await store.recordReceived(received({ at: T0 + 62, status: 400, code: 'invalid_payload', tokenId: 'ci-2026', unknownFields: ['x'] }));
+        await store.recordReceived(received({ at: T0 + 63, tokenId: null }));
+        const [none, refused, dup, first] = await store.listReceived(4);
+        assert.equal(none?.tokenId, undefined, 'no token: no id, nothing stored');
+        assert.equal(refused?.tokenId, 'ci-2026');
+        assert.deepEqual(refused?.unknownFields, ['x']);
+        assert.equal(dup?.code, 'duplicate');
+        assert.equal(dup?.tokenId, 'default');
+        assert.equal(first?.tokenId, 'ci-2026');
+        const page = (await store.pageReceived({ limit: 4 })).items;
+        assert.deepEqual(page.map((r) => r.tokenId ?? null), [null, 'ci-2026', 'default', 'ci-2026']);
+      });
+
       it('records an accepted request with the ids the store committed', async () => {
         const prior = event({ text: 'x' });
         accepted(await store.accept(command({ events: [prior], received: received({ at: T0 }) })));

@@ -1,4 +1,5 @@
 import type { RawConfig } from '../schema/index.js';
+import { allSecrets, checkTokenList, hasTokens } from './tokens.js';
 import type { CheckResult } from './types.js';
 
 /** `admin.*`: a token when enabled, not the hook token, and a port of its own. */
@@ -6,12 +7,17 @@ export function checkAdmin(config: RawConfig): CheckResult {
   const { admin, hooks } = config;
   const issues: CheckResult['issues'] = [];
   const warnings: string[] = [];
-  if (admin.enabled && !admin.token) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
+  if (admin.enabled && !hasTokens(admin)) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
+  const listed = checkTokenList('admin', admin, Date.now());
+  issues.push(...listed.issues);
+  warnings.push(...listed.warnings);
   // Never the hooks port: the two listeners answer different callers with different credentials.
   if (admin.enabled && admin.port !== 0 && admin.port === config.gateway.port) {
     issues.push({ path: 'admin.port', message: `must differ from gateway.port (${config.gateway.port}): the admin listener never shares the hooks port` });
   }
   if (hooks.token && admin.token && hooks.token === admin.token)
     warnings.push('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`); the admin listener refuses the hook token, so it accepts no token until they differ');
+  else if (allSecrets(admin).some((a) => allSecrets(hooks).includes(a)))
+    warnings.push('an admin token (admin.token or admin.tokens) is also a hook token: the admin listener refuses every hook token, so that one is refused there');
   return { issues, warnings };
 }

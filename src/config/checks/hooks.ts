@@ -1,5 +1,6 @@
 import { startsWithAny } from '../lookup.js';
 import type { RawConfig } from '../schema/index.js';
+import { checkTokenList, hasTokens } from './tokens.js';
 import type { CheckResult } from './types.js';
 
 /** `hooks.*` on its own: a token when enabled, a usable path, session-key prefixes that admit the default key. */
@@ -7,10 +8,13 @@ export function checkHooks(config: RawConfig): CheckResult {
   const { hooks } = config;
   const issues: CheckResult['issues'] = [];
   const warnings: string[] = [];
-  if (hooks.enabled && !hooks.token) issues.push({ path: 'hooks.token', message: 'hooks.enabled requires hooks.token' });
+  if (hooks.enabled && !hasTokens(hooks)) issues.push({ path: 'hooks.token', message: 'hooks.enabled requires hooks.token' });
   if (hooks.path === '/') issues.push({ path: 'hooks.path', message: "hooks.path may not be '/'" });
   if (hooks.token && hooks.token.length < 16)
     warnings.push('hooks.token is shorter than 16 characters: use `hookgate token` for a strong one');
+  const listed = checkTokenList('hooks', hooks, Date.now());
+  issues.push(...listed.issues);
+  warnings.push(...listed.warnings);
 
   const prefixes = hooks.allowedSessionKeyPrefixes;
   if (prefixes !== undefined && prefixes.length > 0) {

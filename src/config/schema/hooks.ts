@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SESSION_MODES, WAKE_MODES } from '../../enums.js';
 import { httpUrl, nonBlank, positiveInt } from './common.js';
+import { tokenListSchema } from './tokens.js';
 
 export { SESSION_MODES, WAKE_MODES };
 export const SIGNATURE_SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
@@ -183,6 +184,8 @@ export const hooksSchema = z
   .strictObject({
     enabled: z.boolean().default(false),
     token: z.string().trim().optional(),
+    /** More tokens beside `token`, each with an id and an optional expiry (schema/tokens.ts). */
+    tokens: tokenListSchema,
     path: z.string().default('/hooks').transform(normalizeHooksPath),
     maxBodyBytes: positiveInt.default(262144),
     bodyTimeoutMs: positiveInt.default(30000),

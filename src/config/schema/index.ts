@@ -4,6 +4,7 @@ import { durationMs, modelRef, nonBlank, port, positiveInt } from './common.js';
 import { channelsSchema, CORE_CHANNELS } from './channels.js';
 import { hooksSchema } from './hooks.js';
 import { modelsSchema } from './models.js';
+import { tokenListSchema } from './tokens.js';
 import { databaseUrlProblem } from '../database-url.js';
 
 export const DEFAULT_HEARTBEAT_PROMPT =
@@ -156,6 +157,7 @@ export const configSchema = z.strictObject({
       bind: nonBlank.default('127.0.0.1'),
       port: port.default(18790),
       token: z.string().trim().optional(),
+      tokens: tokenListSchema,
     })
     .prefault({}),
   logging: z
