@@ -211,7 +211,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
         return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
-      if (gate !== null && !taken && routed.kind !== 'gmailPush') afterRouting(gate, limits!.forMapping(routed.mappingId), clientIp, now);
+      if (gate !== null && !taken && routed.kind !== 'gmailPush') afterRouting(gate, limits!.forMapping(routed.mappingId), clientIp, now, log, subPath);
       if (routed.kind === 'gmailPush') {
         const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: now }).catch((err: unknown) => {
           throw err instanceof StoreError ? new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later') : err;
@@ -271,12 +271,30 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
  * The limits of a route known only now (UNDECIDED: a `match.source` mapping), or the bucket of a signed route, applied
  * once the request is authenticated and routed: throws the 403 or 429 (answered and counted like any refusal).
  */
-function afterRouting(gate: Exclude<Gate, null | typeof FORBIDDEN>, matched: RouteLimit | undefined, clientIp: string, now: number): void {
+function afterRouting(
+  gate: Exclude<Gate, null | typeof FORBIDDEN>,
+  matched: RouteLimit | undefined,
+  clientIp: string,
+  now: number,
+  log: RepeatLimitedLog,
+  subPath: string,
+): void {
   const limit = gate === UNDECIDED ? matched : gate;
   if (limit === undefined) return;
-  if (gate === UNDECIDED && !limit.allows(clientIp)) throw FORBIDDEN_SOURCE;
-  const wait = limit.bucket?.take(now) ?? 0;
-  if (wait > 0) throw routeRateLimited(wait);
+  let err: HttpError | undefined;
+  if (gate === UNDECIDED && !limit.allows(clientIp)) err = FORBIDDEN_SOURCE;
+  else {
+    const wait = limit.bucket?.take(now) ?? 0;
+    if (wait > 0) err = routeRateLimited(wait);
+  }
+  if (err) {
+    logLimitRefusal(log, err, subPath, clientIp);
+    throw err;
+  }
+}
+
+function logLimitRefusal(log: RepeatLimitedLog, err: HttpError, subPath: string, clientIp: string): void {
+  log.warn(`route_${err.code}`, { path: logPath(subPath), client: clientIp }, err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached");
 }
 
 /**
@@ -284,7 +302,7 @@ function afterRouting(gate: Exclude<Gate, null | typeof FORBIDDEN>, matched: Rou
  * answered with `Connection: close` so an unread body is not uploaded.
  */
 function refuseByLimit(res: ServerResponse, log: RepeatLimitedLog, refuse: Refuse, err: HttpError, subPath: string, clientIp: string): void {
-  log.warn(`route_${err.code}`, { path: logPath(subPath), client: clientIp }, err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached");
+  logLimitRefusal(log, err, subPath, clientIp);
   refuse(err.status, err.code);
   sendError(res, err, { connection: 'close' });
 }

@@ -60,6 +60,9 @@ describe('per-route allowFrom and rateLimit (issue 17 item 3)', () => {
               signature: { scheme: 'hmac-sha256', secret: SECRET },
               rateLimit: { perMinute: 1, burst: 1 },
             },
+            // Told apart by a body field: known only after the body.
+            { id: 'partner', match: { path: 'multi', source: 'partner' }, action: 'wake', textTemplate: 'partner', allowFrom: ['203.0.113.0/24'] },
+            { id: 'multi', match: { path: 'multi' }, action: 'wake', textTemplate: 'multi {{source}}' },
           ],
         },
       },
@@ -80,6 +83,9 @@ describe('per-route allowFrom and rateLimit (issue 17 item 3)', () => {
       assert.equal(noToken.status, 403, 'allowFrom comes before authentication');
       // The client is the right-most address a trusted proxy did not add: a forged left part does not help.
       assert.equal((await hg.post('/hooks/office', { n: 1 }, from('203.0.113.5, 198.51.100.9'))).status, 403);
+      const line = await hg.waitForLog((l) => l.msg === 'hook refused: client address not in allowFrom');
+      assert.equal(line.path, 'office');
+      assert.equal(line.client, '198.51.100.9');
     });
 
     it('accepts a client inside (IPv4, IPv6, IPv4-mapped IPv6) through the trusted proxy', async () => {
@@ -95,6 +101,14 @@ describe('per-route allowFrom and rateLimit (issue 17 item 3)', () => {
       assert.equal(r.status, 403);
       assert.ok(r.ms < 5000, `answered after ${r.ms} ms`);
       assert.match(r.text, /connection: close/i);
+    });
+
+    it('a mapping matched by match.source gets its allowFrom applied once the body tells which mapping it is', async () => {
+      const outside = await hg.post('/hooks/multi', { source: 'partner' }, from('198.51.100.9'));
+      assert.equal(outside.status, 403);
+      assert.equal(outside.body?.code, 'forbidden');
+      assert.equal((await hg.post('/hooks/multi', { source: 'partner' }, from('203.0.113.5'))).status, 200);
+      assert.equal((await hg.post('/hooks/multi', { source: 'someone' }, from('198.51.100.9'))).status, 200, 'the next mapping has no list');
     });
 
     it('hooks.routes.agent.allowFrom guards /hooks/agent', async () => {
