@@ -69,8 +69,8 @@ export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<vo
 };
 
 /**
- * The request handler, in the contract's order: query token → method → credentials → body → route →
- * validation and policy → durable commit → answer.
+ * The request handler, in the contract's order: query token → method → the route's allowFrom → credentials → the
+ * route's rateLimit → body → route → validation and policy → durable commit → answer.
  */
 export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
   const { store, signals, completions, logger, feed } = deps;
