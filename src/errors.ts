@@ -8,6 +8,7 @@ export type HttpErrorCode =
   | 'query_token'
   | 'method_not_allowed'
   | 'unauthorized'
+  | 'forbidden' // the client address is not in the route's allowFrom
   | 'rate_limited'
   | 'payload_too_large'
   | 'body_timeout'

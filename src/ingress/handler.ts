@@ -18,6 +18,7 @@ import { addressBucket, ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
 import { RepeatLimitedLog } from './log-repeats.js';
 import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
+import { FORBIDDEN, FORBIDDEN_SOURCE, type Gate, type RouteLimit, RouteLimits, routeRateLimited, UNDECIDED } from './route-limits.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
@@ -39,6 +40,8 @@ export class IngressState {
   /** hooks.token and hooks.tokens of the same generation as `ctx` (both are read in the synchronous start of a request). */
   tokens!: TokenSet;
   readonly limiter: AuthFailureLimiter;
+  /** `allowFrom` / `rateLimit` of the routes (route-limits.ts); null when no route has one. Buckets survive reloads. */
+  limits: RouteLimits | null = null;
 
   constructor(ctx: HooksContext) {
     this.limiter = new AuthFailureLimiter(ctx.config.hooks.authFailureLimit);
@@ -50,6 +53,7 @@ export class IngressState {
     this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
     this.tokens = tokenSetOf(ctx.config.hooks);
     this.limiter.setLimits(ctx.config.hooks.authFailureLimit);
+    this.limits = RouteLimits.compile(ctx.config.hooks, this.limits, Date.now());
   }
 }
 
@@ -65,8 +69,8 @@ export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<vo
 };
 
 /**
- * The request handler, in the contract's order: query token → method → credentials → body → route →
- * validation and policy → durable commit → answer.
+ * The request handler, in the contract's order: query token → method → the route's allowFrom → credentials → the
+ * route's rateLimit → body → route → validation and policy → durable commit → answer.
  */
 export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
   const { store, signals, completions, logger, feed } = deps;
@@ -93,6 +97,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
   const handle = async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const ctx = state.ctx; // one generation for the whole request, even if a reload lands meanwhile
+    const limits = state.limits; // of the same generation (update() sets both)
     const url = req.url ?? '/';
     const qIndex = url.indexOf('?');
     const pathname = qIndex < 0 ? url : url.slice(0, qIndex);
@@ -141,9 +146,22 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
 
     const plan = routes.plan(ctx, subPath);
+    // Per-route limits, before the body (route-limits.ts): the address list before authentication, the bucket after.
+    // (The token was compared above, for the received record's token id; a refused address never counts as an auth failure.)
+    let gate: Gate = null;
+    let taken = false;
+    if (limits !== null && plan.auth !== 'oidc') {
+      gate = limits.gate(subPath, req.headers, clientIp);
+      if (gate === FORBIDDEN) return refuseByLimit(res, log, refuse, FORBIDDEN_SOURCE, subPath, clientIp);
+    }
     if (plan.auth === 'token') {
       if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse, expired ? `hook ${logPath(subPath)} rejected: expired token ${presented?.id}` : undefined);
       state.limiter.reset(clientIp);
+      if (gate !== null && gate !== UNDECIDED && gate.bucket !== undefined) {
+        const wait = gate.bucket.take(now);
+        if (wait > 0) return refuseByLimit(res, log, refuse, routeRateLimited(wait), subPath, clientIp);
+        taken = true;
+      }
     } else if (plan.auth === 'oidc') {
       // The Gmail push receiver: the push's OIDC token (in the header) is checked before the body is read.
       if (state.limiter.retryAfter(clientIp, now) > 0) return rejectAuth(res, state, clientIp, now, log, refuse);
@@ -155,6 +173,12 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       return rejectAuth(res, state, clientIp, now, log, refuse);
     }
     // Otherwise deferred: the mapping that matches decides whether its signature or the token authenticates it.
+    // A signed route's bucket is only looked at here (its token is taken once the signature verified): an exhausted
+    // route refuses unread bodies, and forgeries cannot spend it.
+    if (plan.auth === 'signature' && gate !== null && gate !== UNDECIDED && gate.bucket !== undefined) {
+      const wait = gate.bucket.peek(now);
+      if (wait > 0) return refuseByLimit(res, log, refuse, routeRateLimited(wait), subPath, clientIp);
+    }
 
     try {
       // Invites an `Expect: 100-continue` upload only now, after the token or lockout check.
@@ -194,6 +218,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
         return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
       }
       if (plan.auth === 'signature') state.limiter.reset(clientIp);
+      if (gate !== null && !taken && routed.kind !== 'gmailPush') afterRouting(gate, limits!.forMapping(routed.mappingId), clientIp, now, log, subPath);
       if (routed.kind === 'gmailPush') {
         const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: now }).catch((err: unknown) => {
           throw err instanceof StoreError ? new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later') : err;
@@ -247,6 +272,46 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
     }
   };
   return Object.assign(handle, { flushRefusals: () => refusals.flush() });
+}
+
+/**
+ * The limits of a route known only now (UNDECIDED: a `match.source` mapping), or the bucket of a signed route, applied
+ * once the request is authenticated and routed: throws the 403 or 429 (answered and counted like any refusal).
+ */
+function afterRouting(
+  gate: Exclude<Gate, null | typeof FORBIDDEN>,
+  matched: RouteLimit | undefined,
+  clientIp: string,
+  now: number,
+  log: RepeatLimitedLog,
+  subPath: string,
+): void {
+  const limit = gate === UNDECIDED ? matched : gate;
+  if (limit === undefined) return;
+  let err: HttpError | undefined;
+  if (gate === UNDECIDED && !limit.allows(clientIp)) err = FORBIDDEN_SOURCE;
+  else {
+    const wait = limit.bucket?.take(now) ?? 0;
+    if (wait > 0) err = routeRateLimited(wait);
+  }
+  if (err) {
+    logLimitRefusal(log, err, subPath, clientIp);
+    throw err;
+  }
+}
+
+function logLimitRefusal(log: RepeatLimitedLog, err: HttpError, subPath: string, clientIp: string): void {
+  log.warn(`route_${err.code}`, { path: logPath(subPath), client: clientIp }, err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached");
+}
+
+/**
+ * A request refused by its route's limits before its body was read: counted, logged once per kind (RepeatLimitedLog),
+ * answered with `Connection: close` so an unread body is not uploaded.
+ */
+function refuseByLimit(res: ServerResponse, log: RepeatLimitedLog, refuse: Refuse, err: HttpError, subPath: string, clientIp: string): void {
+  logLimitRefusal(log, err, subPath, clientIp);
+  refuse(err.status, err.code);
+  sendError(res, err, { connection: 'close' });
 }
 
 function rejectAuth(

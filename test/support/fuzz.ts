@@ -16,6 +16,7 @@ const CODES: Record<HttpErrorCode, true> = {
   query_token: true,
   method_not_allowed: true,
   unauthorized: true,
+  forbidden: true,
   rate_limited: true,
   payload_too_large: true,
   body_timeout: true,

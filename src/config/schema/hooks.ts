@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SESSION_MODES, WAKE_MODES } from '../../enums.js';
 import { httpUrl, nonBlank, positiveInt } from './common.js';
+import { directRoutesSchema, routeLimitsShape } from './limits.js';
 import { tokenListSchema } from './tokens.js';
 
 export { SESSION_MODES, WAKE_MODES };
@@ -120,6 +121,8 @@ export const mappingSchema = z.strictObject({
     })
     .optional(),
   signature: signatureSchema.optional(),
+  /** Client addresses allowed and a token bucket for this mapping (limits.ts; src/ingress/route-limits.ts). */
+  ...routeLimitsShape,
 });
 
 export type MappingConfig = z.output<typeof mappingSchema>;
@@ -198,6 +201,8 @@ export const hooksSchema = z
       .optional(),
     presets: z.array(z.enum(PRESETS)).default([]),
     mappings: z.array(mappingSchema).default([]),
+    /** `allowFrom` and `rateLimit` of the direct routes `/wake` and `/agent` (limits.ts). */
+    routes: directRoutesSchema,
     transformsDir: z.string().optional(),
     gmail: gmailSchema.prefault({}),
     authFailureLimit: z
