@@ -28,6 +28,7 @@ import type {
 } from '../../src/store/types.js';
 import { pagesContract } from './contract-pages.js';
 import { gmailContract } from './gmail-contract.js';
+import { auditContract } from './audit-contract.js';
 
 export interface StoreHarness {
   store: Store;
@@ -169,6 +170,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
     pagesContract(() => h);
     gmailContract(() => store);
+    auditContract(() => store);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {
