@@ -89,31 +89,32 @@ export class Audit {
 
   /** Everything queued written (or given up on: a store still refusing at stop loses what it refused). */
   async flush(): Promise<void> {
+    await this.inFlight;
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.inFlight;
-    while (this.queue.length && this.failures === 0) await this.appendBatch();
-    if (this.queue.length) await this.appendBatch();
+    // One try per batch, no waiting: a stop is not held up by a store that refuses.
+    while (this.queue.length && (await this.appendBatch()));
   }
 
   private pump(): void {
     if (this.inFlight || !this.queue.length) return;
-    this.inFlight = this.appendBatch().finally(() => {
+    this.inFlight = this.appendBatch().then(() => {
       this.inFlight = undefined;
-      if (!this.queue.length) return;
+      if (!this.queue.length || this.timer) return;
       if (this.failures === 0) return this.pump();
       this.timer = setTimeout(() => ((this.timer = undefined), this.pump()), backoffMs(this.failures, RETRY));
       this.timer.unref();
     });
   }
 
-  private async appendBatch(): Promise<void> {
+  /** Whether the batch was stored. */
+  private async appendBatch(): Promise<boolean> {
     const batch = this.queue.slice(0, BATCH);
     try {
       await this.opts.store.appendAudit(batch);
     } catch (err) {
       if (this.failures++ === 0) this.opts.logger.warn({ err: errorMessage(err), queued: this.queue.length }, 'audit records not stored yet: retrying');
-      return;
+      return false;
     }
     // Ids are unique: a batch appended again after an unclear failure is not stored twice.
     this.queue.splice(0, this.queue.indexOf(batch[batch.length - 1]!) + 1);
@@ -122,5 +123,6 @@ export class Audit {
     }
     this.failures = 0;
     this.dropped = 0;
+    return true;
   }
 }

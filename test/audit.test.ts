@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Audit } from '../src/audit.js';
+import { Audit, AUDIT_MAX_QUEUED } from '../src/audit.js';
 import { StoreError } from '../src/errors.js';
 import type { AuditEntry } from '../src/store/audit-types.js';
 import { captureLogger } from './support/log-capture.js';
@@ -62,5 +62,17 @@ describe('Audit recorder', () => {
     await audit.flush();
     assert.deepEqual([...store.stored.keys()].sort(), ids.slice(7).sort(), 'the newest 5 are stored');
     await waitFor('the recovery line', () => lines.some((l) => l.msg === 'audit records are stored again' && l.dropped === 7));
+  });
+
+  it(`by default at most ${AUDIT_MAX_QUEUED} (1000) records wait for a refusing store`, async () => {
+    const { logger } = captureLogger();
+    const store = fakeStore();
+    store.down = true;
+    const audit = new Audit({ logger, store, node: null });
+    for (let i = 0; i < 1005; i++) audit.record('lockout', 'x', {});
+    store.down = false;
+    await audit.flush();
+    assert.equal(store.stored.size, 1000);
+    assert.equal(AUDIT_MAX_QUEUED, 1000);
   });
 });

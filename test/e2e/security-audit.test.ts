@@ -100,6 +100,8 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     const api = await admin('/api/v1/audit?kind=config.reload');
     assert.equal(api.status, 200);
     assert.deepEqual(api.body.items.map((r: AuditRecord) => r.id), [reload.id]);
+    const bad = await admin('/api/v1/audit?kind=nope');
+    assert.deepEqual([bad.status, bad.body.code], [400, 'invalid_query']);
   });
 
   it('a refused reload is recorded with the key paths at fault; the old config stays', async () => {
