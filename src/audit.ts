@@ -80,8 +80,15 @@ export class Audit {
   }
 
   /** A reload's records: `config.reload` with the changes, and `token.rotated` per token (list) that changed. */
-  configReloaded(before: unknown, after: unknown, generation: number): ConfigDiff {
-    const diff = diffConfigs(before, after);
+  configReloaded(before: unknown, after: unknown, generation: number): ConfigDiff | undefined {
+    let diff: ConfigDiff;
+    try {
+      diff = diffConfigs(before, after);
+    } catch (err) {
+      // Never in the way of the reload itself: the record says it happened, without the changes.
+      this.record('config.reload', 'config', { generation, changes: [], error: `the changes could not be listed: ${errorMessage(err)}` });
+      return undefined;
+    }
     this.record('config.reload', 'config', { generation, changes: diff.changes, ...(diff.more ? { moreChanges: diff.more } : {}) });
     for (const t of diff.tokens) this.record('token.rotated', 'config', { ...t });
     return diff;
