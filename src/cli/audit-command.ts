@@ -57,7 +57,7 @@ function summary(e: AuditEntry): string {
     case 'admin.retry':
       return d.runId ? `run ${d.runId}` : d.deliveryId ? `delivery ${d.deliveryId}` : logSafe(JSON.stringify(d), 300);
     case 'lockout':
-      return `${d.failures} failures in ${d.windowSeconds} s: locked ${d.lockoutSeconds} s (until ${time(Number(d.until))})`;
+      return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s`;
     default:
       return logSafe(JSON.stringify(d), 300);
   }

@@ -154,7 +154,7 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     assert.equal(auditLines('lockout').length, 1);
     // The table form names it too.
     const table = await cli(hg, 'audit', '--kind', 'lockout', '--since', '1h');
-    assert.match(table.stdout, /lockout\s+127\.0\.0\.1\s+3 failures in 60 s: locked 120 s/);
+    assert.match(table.stdout, /lockout\s+127\.0\.0\.1\s+locked 120 s after 3 failures in 60 s/);
   });
 
   it('no secret value appears anywhere in the logs', () => {
