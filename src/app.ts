@@ -19,6 +19,7 @@ import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
 import { adminNotice, configTokens, startAdmin } from './admin/routes.js';
+import { Audit } from './audit.js';
 import type { AdminListener } from './admin/server.js';
 
 export interface AppOptions {
@@ -71,6 +72,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   await recoverLeases(store, logger);
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
+  const audit = startAudit(generations, store, logger, owner);
   const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs.feed });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });
@@ -84,21 +86,38 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
   const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs.feed });
   obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
+  // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
+  state.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
   const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
-    store, signals: runtime.signals, logger, observability: obs, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
+    store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   });
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
-  const stopPruning = startPruner(store, logger, () => generations.current.config.hooks.receivedRetentionDays);
+  const stopPruning = startPruner(store, logger, {
+    received: () => generations.current.config.hooks.receivedRetentionDays,
+    audit: () => generations.current.config.logging.auditRetentionDays,
+  });
   const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
-  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail });
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail, audit });
   return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+}
+
+/** The audit trail of the service: every reload (applied or refused) is recorded; admin repairs and lockouts by their callers. */
+function startAudit(generations: Generations, store: Store, logger: Logger, owner: string): Audit {
+  const audit = new Audit({ logger, store, node: owner });
+  let config = generations.current.config;
+  generations.onSwap((next) => {
+    audit.configReloaded(config, next.config, next.generation);
+    config = next.config;
+  });
+  generations.onReject((r) => void audit.record('config.rejected', 'config', { reason: r.reason, paths: r.paths, generation: generations.current.generation }));
+  return audit;
 }
 
 /**
@@ -126,10 +145,12 @@ interface StopParts {
   flushIngress(): void;
   /** The Gmail fetcher and watch renewal: stopped (a fetch in flight finishes) before the store closes. */
   gmail: GmailService;
+  /** Audit records still queued are written before the store closes. */
+  audit: Audit;
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress, gmail }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress, gmail, audit }: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -159,6 +180,7 @@ function stopper({ listener, admin, runtime, generations, store, logger, registr
       await gmail.stop();
       await registry.stop();
       await generations.dispose();
+      await audit.flush();
       await store.close();
       logger.info({ ms: Date.now() - started }, 'hookgate stopped');
       logger.flush();

@@ -51,6 +51,12 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
   return keys;
 }
 
+/** A refused reload: why (an invalid file, channels that failed to start) and the key paths at fault (never values). */
+export interface RejectedReload {
+  reason: 'invalid' | 'channels';
+  paths: string[];
+}
+
 /**
  * The current generation and how it is replaced. `reload()` re-reads the config file: an invalid file, or channels
  * that fail to start, are logged by key path and the current generation stays; else the next one is swapped in, the
@@ -59,6 +65,7 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
 export class Generations {
   private gen: Generation;
   private readonly listeners: Array<(next: Generation) => void> = [];
+  private readonly rejectListeners: Array<(rejected: RejectedReload) => void> = [];
 
   private constructor(
     first: Generation,
@@ -80,6 +87,15 @@ export class Generations {
     this.listeners.push(listener);
   }
 
+  /** Told when a reload is refused and the current generation stays (the audit trail records it). */
+  onReject(listener: (rejected: RejectedReload) => void): void {
+    this.rejectListeners.push(listener);
+  }
+
+  private rejected(r: RejectedReload): void {
+    for (const l of this.rejectListeners) l(r);
+  }
+
   /** Resolves to whether the new config applied. */
   async reload(): Promise<boolean> {
     const current = this.gen.config;
@@ -91,6 +107,7 @@ export class Generations {
     } catch (err) {
       const issues = err instanceof ConfigError ? err.issues : [{ path: '', message: (err as Error).message }];
       logger.error({ config: current.file, issues }, 'config reload rejected; the previous config stays active');
+      this.rejected({ reason: 'invalid', paths: issues.map((i) => i.path) });
       return false;
     }
     const restartOnly = restartOnlyChanges(current, next);
@@ -100,6 +117,7 @@ export class Generations {
       built = await buildGeneration(next, this.gen.generation + 1, logger);
     } catch (err) {
       logger.error({ config: next.file, err: (err as Error).message }, 'config reload rejected: channels failed to start; the previous config stays active');
+      this.rejected({ reason: 'channels', paths: ['channels'] });
       return false;
     }
     const old = this.gen;

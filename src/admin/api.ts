@@ -4,6 +4,7 @@
  * PostgreSQL); a repair commits, then wakes this node's runtime so the work runs at once (other nodes learn of it
  * from the store's notice).
  */
+import type { Audit } from '../audit.js';
 import { AdminError } from '../errors.js';
 import { sendJson } from '../ingress/respond.js';
 import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
@@ -22,6 +23,8 @@ export interface AdminSignals {
 export interface ApiDeps {
   store: Store;
   signals: AdminSignals;
+  /** Where repairs are recorded (actor "admin"); none in tests that do not look. */
+  audit?: Pick<Audit, 'record'>;
   now?: () => number;
 }
 
@@ -72,7 +75,7 @@ function notFound(what: string): AdminError {
 }
 
 export function apiRoutes(deps: ApiDeps): AdminRoute[] {
-  const { store, signals } = deps;
+  const { store, signals, audit } = deps;
   const now = deps.now ?? Date.now;
   return [
     {
@@ -114,6 +117,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const queued = await store.requeueRun(run.id, now());
         // Another retry (or the CLI) got there first: it is queued already, which is what was asked.
         if (!queued) throw new AdminError(409, 'not_retryable', `run ${run.id} is no longer failed`);
+        audit?.record('admin.retry', 'admin', { runId: run.id, from: run.state });
         signals.runsQueued([queued]);
         sendJson(res, 200, { ok: true, runId: run.id });
       },
@@ -155,6 +159,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         }
         const queued = await store.retryDelivery(delivery.id, now());
         if (!queued) throw notFound(`delivery ${params.id}`);
+        audit?.record('admin.retry', 'admin', { deliveryId: delivery.id, from: 'dead' });
         signals.deliveriesQueued([queued]);
         sendJson(res, 200, { ok: true, deliveryId: delivery.id });
       },

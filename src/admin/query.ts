@@ -2,7 +2,9 @@
  * The admin API's query strings, parsed and checked (pure): a bad value is 400 `invalid_query` naming the parameter.
  * The API's words map onto the store's where they differ (a delivery `sent` is the store's `delivered`).
  */
+import { AUDIT_KINDS } from '../audit.js';
 import { type DeliveryState, RUN_STATES, type RunState } from '../enums.js';
+import type { AuditPageQuery } from '../store/audit-types.js';
 import { invalidQuery } from '../errors.js';
 import type { DeliveryPageQuery, ReceivedPageQuery, RunPageQuery } from '../store/pages.js';
 
@@ -89,4 +91,14 @@ export function parseOverviewQuery(query: URLSearchParams): void {
 export function parseSessionsQuery(query: URLSearchParams): { limit: number } {
   onlyKnown(query, ['limit']);
   return { limit: parseLimit(query) };
+}
+
+/** `GET /api/v1/audit`: `kind` one of the audit kinds, `since` epoch milliseconds or an ISO time. */
+export function parseAuditQuery(query: URLSearchParams): AuditPageQuery {
+  onlyKnown(query, ['kind', 'since', 'limit', 'cursor']);
+  const kind = oneOf(query, 'kind', AUDIT_KINDS);
+  const s = single(query, 'since');
+  const since = s === undefined ? undefined : /^\d+$/.test(s) ? Number(s) : Date.parse(s);
+  if (since !== undefined && !Number.isSafeInteger(since)) throw invalidQuery('since', 'epoch milliseconds or an ISO time (2026-11-25T08:00:00Z)');
+  return { ...page(query), ...(kind ? { kind } : {}), ...(since !== undefined ? { since } : {}) };
 }

@@ -6,7 +6,9 @@ import type { Config } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { tokenSetOf, type TokenSet } from '../ingress/auth.js';
 import type { Store } from '../store/types.js';
+import type { Audit } from '../audit.js';
 import { type AdminSignals, apiRoutes } from './api.js';
+import { auditRoutes } from './audit-route.js';
 import { dashboardRoutes } from './dashboard.js';
 import { healthRoutes } from './health.js';
 import type { Observability } from './observe.js';
@@ -24,12 +26,15 @@ export interface AdminDeps {
   configLoaded(): boolean;
   /** The live feed and the metrics (`/api/v1/events`, `/metrics`). */
   observability?: Observability;
+  /** The audit trail: repairs are recorded in it (`GET /api/v1/audit` lists it from the store). */
+  audit?: Pick<Audit, 'record'>;
 }
 
 export function adminRoutes(deps: AdminDeps): AdminRoute[] {
   return [
     ...healthRoutes({ probeWrite: (now) => deps.store.probeWrite(now), ingressListening: deps.ingressListening, configLoaded: deps.configLoaded }),
-    ...apiRoutes({ store: deps.store, signals: deps.signals }),
+    ...apiRoutes({ store: deps.store, signals: deps.signals, ...(deps.audit ? { audit: deps.audit } : {}) }),
+    ...auditRoutes(deps.store),
     ...(deps.observability?.routes() ?? []),
     ...dashboardRoutes(),
   ];

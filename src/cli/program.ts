@@ -1,6 +1,7 @@
 /** The hookgate command tree, built without parsing: main.ts runs it, completion and the tests read it. */
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
+import { addAuditCommand } from './audit-command.js';
 import { addDoctorCommand } from './doctor.js';
 import { addGmailCommands } from './gmail-command.js';
 import { addMappingsCommands } from './mappings-command.js';
@@ -35,5 +36,6 @@ export function buildProgram(): Command {
   addDoctorCommand(program);
   addTailCommand(program);
   addGmailCommands(program);
+  addAuditCommand(program);
   return program;
 }

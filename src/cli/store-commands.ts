@@ -7,9 +7,10 @@ import { DELIVERY_STATES, RUN_STATES } from '../enums.js';
 import { CliError } from '../errors.js';
 import type { DeliveryState, OperatorStore, RunState, SystemEvent } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
-import { fullConfig, withStore } from './context.js';
+import { type CliStore, fullConfig, withStore } from './context.js';
 import { printJson, routeText, table, time } from './format.js';
 import { configOption, jsonOption, limitOption } from './options.js';
+import { auditCliRepair } from './audit-command.js';
 
 interface StoreOpts {
   config?: string;
@@ -109,11 +110,13 @@ function addRuns(program: Command): void {
         if (id !== undefined) {
           const run = await store.requeueRun(id, Date.now());
           if (!run) throw new CliError('cli_not_found', `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`);
+          await auditCliRepair(store, { runId: run.id });
           if (o.json) return printJson(run);
           return void process.stdout.write(`run ${run.id} queued again\n`);
         }
         const now = Date.now();
         const ids = await store.requeueFailedRuns(sinceTime(o.since, now), now);
+        if (ids.length) await auditCliRepair(store, { runIds: ids.slice(0, 100), runs: ids.length });
         if (o.json) return printJson(ids);
         process.stdout.write(ids.length ? `${ids.length} failed run${ids.length > 1 ? 's' : ''} queued again:\n${ids.join('\n')}\n` : 'no failed runs in that time\n');
       });
@@ -202,7 +205,11 @@ function addDeliveries(program: Command): void {
     name: 'retry',
     description: 'send a dead-lettered delivery again (attempts start over); the running service picks it up',
     arg: ['<id>', 'the delivery id'],
-    get: (store, id) => store.retryDelivery(id, Date.now()),
+    get: async (store, id) => {
+      const d = await store.retryDelivery(id, Date.now());
+      if (d) await auditCliRepair(store, { deliveryId: d.id });
+      return d;
+    },
     missing: (id) => `no dead or pending delivery ${id}`,
     text: (d) => [`delivery ${d.id} queued again`],
   });
@@ -215,7 +222,7 @@ function recordCommand<T>(
     name: string;
     description: string;
     arg: [string, string];
-    get: (store: OperatorStore, id: string) => Promise<T | undefined>;
+    get: (store: CliStore, id: string) => Promise<T | undefined>;
     missing: (id: string) => string;
     text: (record: T, store: OperatorStore) => string[] | Promise<string[]>;
   },
@@ -237,7 +244,7 @@ function recordCommand<T>(
 }
 
 /** `--since`: a duration back from now ("2h", "30m", "7d") or an ISO time. */
-function sinceTime(value: string, now: number): number {
+export function sinceTime(value: string, now: number): number {
   const span = parseDuration(value);
   if (span !== undefined && span > 0) return now - span;
   const at = Date.parse(value);

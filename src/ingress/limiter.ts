@@ -10,6 +10,9 @@ export interface AuthFailureLimits {
 /** A lockout from another node is kept at most this long, whatever it says (a wrong clock or value cannot lock forever). */
 const MAX_EXTERNAL_LOCK_MS = 24 * 3_600_000;
 
+/** A lockout decided by this limiter: the address bucket, until when, and the limits that decided it. */
+export type LockListener = (bucket: string, until: number, why: { failures: number; windowSeconds: number; lockoutSeconds: number }) => void;
+
 interface Entry {
   /** Times of recent failures, oldest first; never longer than maxFailures. */
   failures: number[];
@@ -26,15 +29,21 @@ interface Entry {
  * escape a lockout.
  *
  * Several nodes (one shared store): failures are counted per node, in memory only, so a flood of bad tokens is
- * never a flood of writes; the failure that locks a client calls `onLocked` once (lockout-sync.ts shares it), and
+ * never a flood of writes; the failure that locks a client tells the `onLocked` listeners once (lockout-sync.ts shares it), and
  * `lock` applies a lockout another node decided. Both kinds of lock share the bound above.
  */
 export class AuthFailureLimiter {
   private readonly entries = new Map<string, Entry>();
   /** Told when a failure locks a bucket (not for `lock`): once per lockout, never per failure. */
-  onLocked: ((bucket: string, until: number) => void) | undefined;
+  private readonly lockListeners = new Set<LockListener>();
 
   constructor(private limits: AuthFailureLimits) {}
+
+  /** Listen to lockouts decided here (lockout-sync.ts shares them, the audit trail records them); returns the remover. */
+  onLocked(listener: LockListener): () => void {
+    this.lockListeners.add(listener);
+    return () => void this.lockListeners.delete(listener);
+  }
 
   setLimits(limits: AuthFailureLimits): void {
     this.limits = limits;
@@ -68,7 +77,7 @@ export class AuthFailureLimiter {
     if (e.failures.length >= maxFailures) {
       e.lockedUntil = now + lockoutSeconds * 1000;
       e.failures = [];
-      this.onLocked?.(key, e.lockedUntil);
+      for (const l of this.lockListeners) l(key, e.lockedUntil, { failures: maxFailures, windowSeconds, lockoutSeconds });
       return lockoutSeconds;
     }
     return 0;

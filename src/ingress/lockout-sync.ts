@@ -23,9 +23,9 @@ export function shareLockouts(limiter: AuthFailureLimiter, store: LockoutStore, 
   const failed = (what: string) => (err: unknown) =>
     log.warn(String((err as { code?: unknown } | null)?.code ?? 'store'), { err: (err as Error)?.message }, what);
 
-  limiter.onLocked = (bucket, until) => {
+  const stopListening = limiter.onLocked((bucket, until) => {
     store.shareLockout(bucket, until).catch(failed('could not share a lockout with the other nodes; they lock the client out when it fails there'));
-  };
+  });
   const unsubscribe = store.subscribe((notice) => {
     if (notice.kind === 'lockout') limiter.lock(notice.bucket, notice.until, Date.now());
   });
@@ -47,6 +47,6 @@ export function shareLockouts(limiter: AuthFailureLimiter, store: LockoutStore, 
   return () => {
     clearInterval(timer);
     unsubscribe();
-    limiter.onLocked = undefined;
+    stopListening();
   };
 }

@@ -19,6 +19,7 @@ const FORWARDED = [
   'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes', 'publishFeed',
   'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite',
   'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
+  'appendAudit', 'pageAudit', 'pruneAudit',
 ] as const satisfies readonly (keyof Store)[];
 type Forwarded = Pick<Store, (typeof FORWARDED)[number]>;
 

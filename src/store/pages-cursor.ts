@@ -27,15 +27,18 @@ function decode(cursor: string): unknown {
   }
 }
 
+/** The lists paged by `seq`. */
+export type SeqList = 'runs' | 'deliveries' | 'audit';
+
 const isSeq = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /** A `seq` cursor of one list (`kind` keeps a runs cursor from being used on deliveries). */
-export function seqCursor(kind: 'runs' | 'deliveries', seq: number): string {
+export function seqCursor(kind: SeqList, seq: number): string {
   return encode({ k: kind, s: seq });
 }
 
 /** The seq to page below; MAX_SAFE_INTEGER when there is no cursor (the first page). */
-export function seqFromCursor(kind: 'runs' | 'deliveries', cursor: string | undefined): number {
+export function seqFromCursor(kind: SeqList, cursor: string | undefined): number {
   if (cursor === undefined) return Number.MAX_SAFE_INTEGER;
   const v = decode(cursor) as { k?: unknown; s?: unknown } | null;
   if (!v || typeof v !== 'object' || v.k !== kind || !isSeq(v.s)) throw badCursor();
@@ -43,7 +46,7 @@ export function seqFromCursor(kind: 'runs' | 'deliveries', cursor: string | unde
 }
 
 /** Rows fetched `limit + 1` at a time, each with its seq: the page and its cursor. */
-export function seqPage<T>(kind: 'runs' | 'deliveries', rows: Array<{ seq: number; item: T }>, limit: number): Page<T> {
+export function seqPage<T>(kind: SeqList, rows: Array<{ seq: number; item: T }>, limit: number): Page<T> {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return { items: items.map((r) => r.item), nextCursor: rows.length > limit && last ? seqCursor(kind, last.seq) : null };

@@ -16,6 +16,7 @@
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
+import { PgAudit } from './postgres-audit.js';
 import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
 import { migrate } from './postgres-migrate.js';
@@ -49,12 +50,14 @@ const PAGE_METHODS = ['pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths
 const GMAIL_METHODS = [
   'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
 ] as const satisfies readonly (keyof PgGmail & keyof Store)[];
+const AUDIT_METHODS = ['appendAudit', 'pageAudit', 'pruneAudit'] as const satisfies readonly (keyof PgAudit & keyof Store)[];
 // Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
 export interface PostgresStore
   extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>,
     Pick<PgReads, (typeof READ_METHODS)[number]>,
     Pick<PgPages, (typeof PAGE_METHODS)[number]>,
-    Pick<PgGmail, (typeof GMAIL_METHODS)[number]> {}
+    Pick<PgGmail, (typeof GMAIL_METHODS)[number]>,
+    Pick<PgAudit, (typeof AUDIT_METHODS)[number]> {}
 
 /** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
@@ -70,7 +73,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages' | 'gmail') => {
+    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages' | 'gmail' | 'audit') => {
       for (const name of names) {
         Object.defineProperty(PostgresStore.prototype, name, {
           value: function (this: PostgresStore, ...args: unknown[]) {
@@ -86,6 +89,7 @@ export class PostgresStore implements Store {
     forward(READ_METHODS, 'reads');
     forward(PAGE_METHODS, 'pages');
     forward(GMAIL_METHODS, 'gmail');
+    forward(AUDIT_METHODS, 'audit');
   }
 
   readonly shared = true;
@@ -94,6 +98,7 @@ export class PostgresStore implements Store {
   private readonly reads: PgReads;
   private readonly pages: PgPages;
   private readonly gmail: PgGmail;
+  private readonly audit: PgAudit;
   private readonly listener: PgListener;
   private closed = false;
 
@@ -109,6 +114,7 @@ export class PostgresStore implements Store {
     this.reads = new PgReads(db);
     this.pages = new PgPages(db);
     this.gmail = new PgGmail(db);
+    this.audit = new PgAudit(db);
     this.listener = new PgListener(opts, channel, opts.onWarning);
   }
 

@@ -4,6 +4,7 @@
  * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
  * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
  */
+import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
 import { coalescesInto, refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
@@ -29,6 +30,7 @@ const PROBE_NODE_ID = 'hookgate:probe';
 
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
+  ...AUDIT_WRITE_OPS,
 
   accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
     const now = cmd.received.at;

@@ -5,6 +5,8 @@ import { StoreError } from '../errors.js';
 import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
+import { pageAuditSqlite } from './sqlite-audit.js';
+import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
@@ -368,6 +370,9 @@ export class SqliteStore implements Store {
   }
   pendingGmailPushes(account?: string, limit?: number): Promise<GmailPush[]> {
     return pendingGmailPushesSqlite(this.db, account, limit);
+  }
+  pageAudit(q: AuditPageQuery): Promise<Page<AuditEntry>> {
+    return pageAuditSqlite(this.db, q);
   }
 
   async close(): Promise<void> {

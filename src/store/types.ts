@@ -12,7 +12,9 @@ import type { HttpErrorCode } from '../errors.js';
 import type { ClusterStore } from './cluster-types.js';
 import type { AdminStore } from './pages.js';
 import type { GmailStore } from './gmail-types.js';
+import type { AuditStore } from './audit-types.js';
 
+export type { AuditEntry, AuditPageQuery, AuditStore } from './audit-types.js';
 export type { GmailAccountState, GmailFetchCompletion, GmailPush, GmailStatus, GmailStore } from './gmail-types.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
@@ -404,4 +406,4 @@ export interface MaintenanceStore {
 export { FEED_NOTICE_MAX_BYTES, NODE_LIVE_MS, NODE_REFRESH_MS } from './cluster-types.js';
 export type { ClusterNotice, ClusterStore, NodeInfo } from './cluster-types.js';
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, AdminStore, GmailStore {}
+export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, AdminStore, GmailStore, AuditStore {}

@@ -266,8 +266,8 @@ describe('defaults of every section', () => {
     assert.deepEqual(c.admin, { enabled: false, bind: '127.0.0.1', port: 18790 });
   });
 
-  it('logging: info', () => {
-    assert.deepEqual(c.logging, { level: 'info' });
+  it('logging: info; the audit trail kept 90 days', () => {
+    assert.deepEqual(c.logging, { level: 'info', auditRetentionDays: 90 });
   });
 
   it('the Config records where it came from', () => {

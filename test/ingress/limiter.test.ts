@@ -154,4 +154,19 @@ describe('AuthFailureLimiter', () => {
     l.reset('2001:db8::abcd');
     assert.equal(l.retryAfter('2001:db8::1', T0 + 100), 0);
   });
+
+  it('tells every onLocked listener once per lockout (the audit trail and lockout sharing), with the limits; a removed one no more', () => {
+    const l = new AuthFailureLimiter({ ...LIMITS, maxFailures: 3 });
+    const a: unknown[] = [];
+    const b: unknown[] = [];
+    l.onLocked((bucket, until, why) => a.push([bucket, until, why]));
+    const stopB = l.onLocked((bucket) => b.push(bucket));
+    failMany(l, '2001:db8::7', 3);
+    assert.deepEqual(a, [['2001:db8::/64', T0 + 20 + 60_000, { failures: 3, windowSeconds: 60, lockoutSeconds: 60 }]]);
+    assert.deepEqual(b, ['2001:db8::/64']);
+    stopB();
+    failMany(l, '9.9.9.9', 3);
+    assert.equal(a.length, 2);
+    assert.equal(b.length, 1);
+  });
 });

@@ -29,6 +29,7 @@ import type {
 import { pagesContract } from './contract-pages.js';
 import { gmailContract } from './gmail-contract.js';
 import { provenanceContract } from './contract-provenance.js';
+import { auditContract } from './audit-contract.js';
 
 export interface StoreHarness {
   store: Store;
@@ -171,6 +172,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     pagesContract(() => h);
     gmailContract(() => store);
     provenanceContract(() => store);
+    auditContract(() => store);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {

@@ -163,6 +163,8 @@ export const configSchema = z.strictObject({
   logging: z
     .strictObject({
       level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+      /** Days the audit trail (`hookgate audit`) is kept in the store; the log lines are the log's business. */
+      auditRetentionDays: positiveInt.default(90),
     })
     .prefault({}),
 });
