@@ -42,9 +42,10 @@ function freePort() {
 }
 
 /** CPU time (user + system) a process has used so far, in microseconds: /proc/<pid>/stat counts all its threads. */
-export function cpuMicros(pid) {
+export function cpuMicros(pid, which = 'both') {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in USER_HZ (100)
+  const [user, sys] = [Number(fields[11]), Number(fields[12])]; // utime, stime in USER_HZ (100)
+  return ((which === 'user' ? user : which === 'sys' ? sys : user + sys) * 1e6) / 100;
 }
 
 /** Peak resident set (VmHWM) of a process so far, MiB. */
@@ -107,9 +108,12 @@ export function runLoad(o, { url, kind, seconds, connections, token, rate = 0 })
 /** One measured round against `pid`: req/s, latency, CPU µs per request of the whole server process. */
 export async function round(o, pid, load) {
   const cpu0 = cpuMicros(pid);
+  const sys0 = cpuMicros(pid, 'sys');
   const r = await runLoad(o, load);
   const cpu = cpuMicros(pid) - cpu0;
-  return { rps: r.requests / r.seconds, p50: r.p50, p99: r.p99, non2xx: r.non2xx + r.errors, total: r.requests, cpuPerReq: cpu / Math.max(1, r.requests) };
+  const sys = cpuMicros(pid, 'sys') - sys0;
+  const n = Math.max(1, r.requests);
+  return { rps: r.requests / r.seconds, p50: r.p50, p99: r.p99, non2xx: r.non2xx + r.errors, total: r.requests, cpuPerReq: cpu / n, sysPerReq: sys / n };
 }
 
 export const median = (xs) => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FeedBus, type FeedEvent } from '../src/feed.js';
+import fc from 'fast-check';
+import { FeedBus, type FeedEvent, receivedJson } from '../src/feed.js';
 
 const hb = (n: number): FeedEvent => ({ type: 'heartbeat', at: n, sessionKey: 'agent:main:main', outcome: 'ok', events: n });
 
@@ -59,5 +60,31 @@ describe('FeedBus (the live feed ring buffer)', () => {
     bus.publish(hb(3));
     assert.deepEqual(seen, [[1, null], [2, 'node-b']]);
     assert.equal(bus.subscribers, 1);
+  });
+
+  it('a received frame made by hand is the JSON.stringify of the event (random events, with and without a node)', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 40 });
+    const received = fc.record(
+      {
+        type: fc.constant('received' as const),
+        at: fc.integer({ min: 0, max: 2 ** 53 - 1 }),
+        path: text,
+        route: text,
+        status: fc.integer({ min: 100, max: 599 }),
+        code: fc.option(text, { nil: null }),
+        clientIp: text,
+        eventIds: fc.array(text, { maxLength: 4 }),
+        runIds: fc.array(text, { maxLength: 4 }),
+        omittedIds: fc.integer({ min: 1, max: 1000 }),
+        durationMs: fc.double({ noNaN: false }),
+      },
+      { requiredKeys: ['type', 'at', 'path', 'route', 'status', 'code', 'clientIp', 'eventIds', 'runIds', 'durationMs'] },
+    );
+    fc.assert(
+      fc.property(received, fc.option(text, { nil: undefined }), (event, node) => {
+        assert.equal(receivedJson(event, node), JSON.stringify(node === undefined ? event : { ...event, node }));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
