@@ -88,6 +88,8 @@ export interface TokenChange {
   added: string[];
   removed: string[];
   replaced: string[];
+  /** A single token (`hooks.token`, `admin.token`): whether it appeared, went or changed. */
+  op?: 'added' | 'removed' | 'changed';
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -111,7 +113,7 @@ export function diffConfigs(before: unknown, after: unknown): ConfigDiff {
     if (b === undefined && Array.isArray(a) && hasIds(a)) b = [];
     // A single token (not one inside a list: that one is named by its id) that appears, goes or changes.
     const scalarToken = TOKEN_KEY.test(key) && !path.includes('[') && (typeof a === 'string' || typeof b === 'string');
-    if (scalarToken) tokens.push({ path, added: [], removed: [], replaced: [] });
+    if (scalarToken) tokens.push({ path, added: [], removed: [], replaced: [], op: a === undefined ? 'added' : b === undefined ? 'removed' : 'changed' });
     if (a === undefined) return void push({ path, op: 'added', to: maskSecrets(b, secret) });
     if (b === undefined) return void push({ path, op: 'removed', from: maskSecrets(a, secret) });
     if (isObject(a) && isObject(b)) {

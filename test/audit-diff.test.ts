@@ -59,7 +59,7 @@ describe('diffConfigs', () => {
       { path: 'hooks.receivedRetentionDays', op: 'changed', from: 7, to: 14 },
       { path: 'storage.url', op: 'changed', from: `postgres://u:${MASK}@h/db`, to: `postgres://u:${MASK}@h/db` },
     ]);
-    assert.deepEqual(d.tokens, [{ path: 'hooks.token', added: [], removed: [], replaced: [] }]);
+    assert.deepEqual(d.tokens, [{ path: 'hooks.token', added: [], removed: [], replaced: [], op: 'changed' }]);
     const text = JSON.stringify(d);
     for (const s of [SECRET, 'another-secret-token', 'other-pass']) assert.equal(text.includes(s), false, s);
   });
@@ -95,7 +95,7 @@ describe('diffConfigs', () => {
   it('a token list that appears whole, and a single token added: both are token changes', () => {
     const d = diffConfigs({ admin: {} }, { admin: { token: 'adm-secret-xyz', tokens: [{ id: 'a', token: 'adm-secret-abc' }] } });
     assert.deepEqual(d.tokens, [
-      { path: 'admin.token', added: [], removed: [], replaced: [] },
+      { path: 'admin.token', added: [], removed: [], replaced: [], op: 'added' },
       { path: 'admin.tokens', added: ['a'], removed: [], replaced: [] },
     ]);
     assert.equal(JSON.stringify(d).includes('adm-secret'), false);

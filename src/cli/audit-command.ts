@@ -50,7 +50,7 @@ function summary(e: AuditEntry): string {
     }
     case 'token.rotated': {
       const parts = [['added', d.added], ['removed', d.removed], ['replaced', d.replaced]].filter(([, v]) => list(v)).map(([k, v]) => `${k} ${list(v)}`);
-      return logSafe(`${d.path}: ${parts.join('; ') || 'changed'}`, 300);
+      return logSafe(`${d.path}: ${parts.join('; ') || (typeof d.op === 'string' ? d.op : 'changed')}`, 300);
     }
     case 'config.rejected':
       return logSafe(`${d.reason}: ${list(d.paths) || '(file)'}`, 300);
