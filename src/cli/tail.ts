@@ -12,6 +12,7 @@ import { type Command, Option } from 'commander';
 import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
+import { SseParser } from '../sse.js';
 import { terminalSafe } from '../text-safe.js';
 import { announce, fullConfig } from './context.js';
 import { configOption } from './options.js';
@@ -129,29 +130,9 @@ function stream(opts: { url: string; token: string; json: boolean; types?: strin
         res.resume();
         return resolve({ why: `answered ${res.statusCode}` });
       }
-      let buf = '';
-      let frame: { id?: string; event?: string; data: string[] } = { data: [] };
+      const parser = new SseParser((m) => emit(opts.json, m.id, m.event, m.data, seen));
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).replace(/\r$/, '');
-          buf = buf.slice(nl + 1);
-          if (line === '') {
-            if (frame.data.length) emit(opts.json, frame.id, frame.event ?? 'message', frame.data.join('\n'), seen);
-            frame = { data: [] };
-          } else if (line.startsWith(':')) continue;
-          else {
-            const colon = line.indexOf(':');
-            const field = colon < 0 ? line : line.slice(0, colon);
-            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-            if (field === 'id') frame.id = value;
-            else if (field === 'event') frame.event = value;
-            else if (field === 'data') frame.data.push(value);
-          }
-        }
-      });
+      res.on('data', (chunk: string) => parser.push(chunk));
       res.on('close', () => resolve({ why: 'connection closed' }));
     });
     req.end();

@@ -1,8 +1,9 @@
 /**
- * A Server-Sent Events reader for the tests of the live feed: parses the stream as EventSource does (`id:`, `event:`,
- * `data:` lines, a blank line ends a frame, `:` lines are comments) and keeps every frame.
+ * A Server-Sent Events reader for the tests of the live feed: parses the stream with src/sse.ts (as EventSource does)
+ * and keeps every frame and comment.
  */
 import { type ClientRequest, type IncomingMessage, request } from 'node:http';
+import { SseParser } from '../../src/sse.js';
 import { waitFor } from './wait.js';
 
 export interface SseFrame {
@@ -47,32 +48,15 @@ export function openSse(url: string, opts: { token?: string; lastEventId?: strin
         res,
         req,
       };
-      let buf = '';
-      let frame: { id?: string; event?: string; data: string[] } = { data: [] };
+      const parser = new SseParser(
+        (m) => {
+          if (m.id !== undefined) s.lastId = m.id;
+          s.frames.push({ id: m.id, event: m.event, data: JSON.parse(m.data) as Record<string, unknown> });
+        },
+        (comment) => s.comments.push(comment),
+      );
       res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          if (line === '') {
-            if (frame.data.length) {
-              if (frame.id !== undefined) s.lastId = frame.id;
-              s.frames.push({ id: frame.id, event: frame.event ?? 'message', data: JSON.parse(frame.data.join('\n')) as Record<string, unknown> });
-            }
-            frame = { data: [] };
-          } else if (line.startsWith(':')) s.comments.push(line.slice(1).trim());
-          else {
-            const colon = line.indexOf(':');
-            const field = colon < 0 ? line : line.slice(0, colon);
-            const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-            if (field === 'id') frame.id = value;
-            else if (field === 'event') frame.event = value;
-            else if (field === 'data') frame.data.push(value);
-          }
-        }
-      });
+      res.on('data', (chunk: string) => parser.push(chunk));
       res.on('close', () => (s.ended = true));
       res.on('error', () => (s.ended = true));
       resolve(s);
