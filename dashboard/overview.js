@@ -1,7 +1,6 @@
 // The headline figures: requests/s (counted here from the feed's `received` events, with a one-minute sparkline)
-// and the queue depths and failures of the last hour (from GET /api/v1/overview when the server has it; otherwise
-// estimated from the lists, and the page says so).
-import { api, ApiError, qs, token } from './api.js';
+// and the queue depths and failures of the last hour (GET /api/v1/overview).
+import { api, qs } from './api.js';
 import { fill, svg } from './dom.js';
 
 const WINDOW_S = 60;
@@ -45,130 +44,23 @@ export function drawRate() {
   fill(document.getElementById('spark-wrap'), root);
 }
 
-let overviewMissing = false;
-
-/** Queue depths and failures: the overview endpoint, else counts from the lists (first pages only). */
+/** Queue depths and failures in the last hour: GET /api/v1/overview (docs/admin.md). */
 export async function loadFigures() {
-  let f = null;
-  if (!overviewMissing) {
-    try {
-      f = normalise(await api('/overview'));
-    } catch (err) {
-      if (!(err instanceof ApiError) || err.status !== 404) throw err;
-      overviewMissing = true;
-    }
-  }
-  const note = document.getElementById('overview-note');
-  if (!f) {
-    // Without the overview endpoint: the queue gauges of /metrics (the store's own counts), failures from the lists.
-    const gauges = await fromMetrics();
-    f = { ...(await estimate({ depths: !gauges })), ...(gauges ?? {}) };
-    note.hidden = false;
-    note.textContent = gauges
-      ? 'Failures in the last hour are counted from the first page of each list (this server has no /api/v1/overview).'
-      : 'Figures are counted from the first page of each list (this server has no /api/v1/overview); “200+” means at least.';
-  } else note.hidden = true;
+  const { queues, failures } = await api('/overview');
   const set = (id, v) => (document.getElementById(id).textContent = v ?? '–');
-  set('f-queued', f.queued);
-  set('f-running', f.running);
-  set('f-outbox', f.outboxPending);
-  set('f-events', f.systemEventsPending);
-  set('f-failures', f.failures);
+  set('f-queued', queues.runs.queued);
+  set('f-running', queues.runs.running);
+  set('f-outbox', queues.outboxPending);
+  set('f-events', queues.systemEventsPending);
+  set('f-failures', failures.runsFailed + failures.deliveriesDead + failures.refused);
 }
 
-/**
- * Accepts `{ queues|depths|queueDepths: QueueDepths, failures|recentFailures: RecentFailures }` or both flat at the
- * top (src/store/pages.ts).
- */
-function normalise(body) {
-  const q = body?.queues ?? body?.depths ?? body?.queueDepths ?? body ?? {};
-  const fl = body?.failures ?? body?.recentFailures ?? body?.failuresLastHour ?? body ?? {};
-  const failures = typeof fl === 'number' ? fl : (fl.runsFailed ?? 0) + (fl.deliveriesDead ?? 0) + (fl.refused ?? 0);
-  return {
-    queued: q.runs?.queued ?? 0,
-    running: q.runs?.running ?? 0,
-    outboxPending: q.outboxPending ?? 0,
-    systemEventsPending: q.systemEventsPending ?? 0,
-    failures,
-  };
+/** A page of deliveries in one of the API's states (`pending`, `sent`, `failed`). */
+export function deliveries(state, limit = 100) {
+  return api(`/deliveries${qs({ state, limit })}`);
 }
 
-let metricsMissing = false;
-
-/** The queue gauges of GET /metrics (Prometheus text), summed over any extra labels (a cluster's node). */
-async function fromMetrics() {
-  if (metricsMissing) return null;
-  const res = await fetch('/metrics', { headers: { authorization: `Bearer ${token.get() ?? ''}` }, cache: 'no-store' });
-  if (!res.ok) {
-    if (res.status === 404) metricsMissing = true;
-    return null;
-  }
-  const sums = new Map();
-  for (const line of (await res.text()).split('\n')) {
-    const m = /^(hookgate_runs|hookgate_outbox_pending|hookgate_system_events_pending)(?:\{([^}]*)\})?\s+([0-9.eE+-]+)$/.exec(line);
-    if (!m) continue;
-    const state = /(?:^|,)state="([^"]*)"/.exec(m[2] ?? '')?.[1];
-    const key = state ? `${m[1]}:${state}` : m[1];
-    sums.set(key, (sums.get(key) ?? 0) + Number(m[3]));
-  }
-  if (!sums.has('hookgate_outbox_pending')) return null;
-  return {
-    queued: sums.get('hookgate_runs:queued') ?? 0,
-    running: sums.get('hookgate_runs:running') ?? 0,
-    outboxPending: sums.get('hookgate_outbox_pending'),
-    systemEventsPending: sums.get('hookgate_system_events_pending') ?? 0,
-  };
-}
-
-/** Failures in the last hour (and, with `depths`, the queue depths) from the first page of each list. */
-async function estimate({ depths }) {
-  const LIMIT = 200;
-  const count = (page) => (page?.nextCursor ? `${LIMIT}+` : (page?.items?.length ?? 0));
-  const hourAgo = Date.now() - 3600_000;
-  const none = Promise.resolve(null);
-  const [failedRuns, dead, refused, queued, running, pending, main] = await Promise.all([
-    api(`/runs${qs({ state: 'failed', limit: LIMIT })}`),
-    deliveries('failed', LIMIT),
-    api(`/received${qs({ outcome: 'rejected', limit: LIMIT })}`),
-    depths ? api(`/runs${qs({ state: 'queued', limit: LIMIT })}`) : none,
-    depths ? api(`/runs${qs({ state: 'running', limit: LIMIT })}`) : none,
-    depths ? deliveries('pending', LIMIT) : none,
-    depths ? api('/sessions/main').catch(() => null) : none,
-  ]);
-  const recent = (items, key) => (items ?? []).filter((x) => (x[key] ?? x.updatedAt ?? x.createdAt ?? 0) >= hourAgo);
-  const failures =
-    recent(failedRuns?.items, 'finishedAt').length +
-    recent(dead?.items, 'updatedAt').length +
-    recent(refused?.items, 'at').reduce((n, r) => n + (r.count ?? 1), 0);
-  if (!depths) return { failures };
-  return {
-    queued: count(queued),
-    running: count(running),
-    outboxPending: count(pending),
-    systemEventsPending: pendingOf(main).length,
-    failures,
-  };
-}
-
-// The contract's delivery states are pending|sent|failed; a server on the store's words (delivered|dead) refuses
-// `failed` with a 400, and the page then asks with `dead` from there on.
-let deadWord = 'failed';
-export async function deliveries(state, limit = 100) {
-  const word = state === 'failed' ? deadWord : state;
-  try {
-    return await api(`/deliveries${qs({ state: word, limit })}`);
-  } catch (err) {
-    if (state === 'failed' && deadWord === 'failed' && err instanceof ApiError && err.status === 400) {
-      deadWord = 'dead';
-      return api(`/deliveries${qs({ state: 'dead', limit })}`);
-    }
-    throw err;
-  }
-}
-
-/** A session's pending system events, whatever the answer's nesting (`{ session: {...} }` or flat). */
+/** A session's pending system events (GET /api/v1/sessions/:key answers them as `pending`). */
 export function pendingOf(body) {
-  const s = body?.session ?? body ?? {};
-  const p = s.pending ?? s.pendingEvents ?? body?.pending;
-  return Array.isArray(p) ? p : [];
+  return Array.isArray(body?.pending) ? body.pending : [];
 }
