@@ -8,7 +8,7 @@
 // `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -37,7 +37,7 @@ const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+const { TOKEN, cpuMicros, peakRssMiB } = await import('./pinned.mjs');
 
 /** Start a child and resolve with the first stdout JSON line that has `key`. */
 function startChild(args, opts, key) {
@@ -60,19 +60,6 @@ function startChild(args, opts, key) {
 function median(results) {
   const sorted = [...results].sort((x, y) => x.rps - y.rps);
   return sorted[Math.floor(sorted.length / 2)];
-}
-
-/** CPU time (user + system) a process has used so far, in microseconds (all its threads). */
-function cpuMicros(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
-  return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
-}
-
-function peakRssMiB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return kb / 1024;
 }
 
 async function load(url, path, makeBody, headers, pid) {
