@@ -38,6 +38,9 @@ export function pgClientConfig(o: PgConnectOptions): pg.ClientConfig {
     statement_timeout: o.statementTimeoutMs ?? 15_000,
     // The lock wait of a claim or an upsert is bounded too (SKIP LOCKED never waits; the rest wait briefly).
     lock_timeout: o.statementTimeoutMs ?? 15_000,
+    // And on the client's side: an answer that never comes (a connection that died without a word) fails the query
+    // instead of holding its request, and every request queued behind its batch, until the socket gives up.
+    query_timeout: (o.statementTimeoutMs ?? 15_000) + 5000,
     keepAlive: true,
     application_name: o.applicationName ?? 'hookgate',
     types,
