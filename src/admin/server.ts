@@ -109,7 +109,18 @@ export interface AdminServerOptions {
   routes: readonly AdminRoute[];
   tokens: AdminTokens;
   logger: Logger;
+  /** Open connections at most (default ADMIN_MAX_CONNECTIONS); the next one is closed at once, unread. */
+  maxConnections?: number;
 }
+
+/**
+ * The admin listener's own bounds: an operator's browser, a scraper and a few `hookgate tail`s need a handful of
+ * connections (the live feed serves at most 64 streams); whoever reaches the port without the token must not be
+ * able to hold more, nor hold one open by sending its headers slowly.
+ */
+export const ADMIN_MAX_CONNECTIONS = 256;
+const ADMIN_HEADERS_TIMEOUT_MS = 10_000;
+const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface AdminListener {
   readonly url: string;
@@ -146,6 +157,10 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
       sendAdminError(res, err);
     });
   });
+  server.maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
+  server.headersTimeout = ADMIN_HEADERS_TIMEOUT_MS;
+  // The time to receive a request, not to answer it: a live-feed stream stays open as long as its client reads.
+  server.requestTimeout = ADMIN_REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.bind, () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { adminAuthorizer, compileRoutes, statusOf } from '../../src/admin/server.js';
+import { connect, type Socket } from 'node:net';
+import { adminAuthorizer, compileRoutes, startAdminServer, statusOf } from '../../src/admin/server.js';
+import { createLogger } from '../../src/log.js';
 import { tokenSetOf } from '../../src/ingress/auth.js';
 import type { AdminRoute } from '../../src/admin/route.js';
 import { AdminError, HookgateError, StoreError } from '../../src/errors.js';
@@ -81,5 +83,41 @@ describe('admin auth', () => {
     assert.equal(ok('admin-gone'), undefined, 'expired at notAfter');
     assert.equal(ok('hook-listed'), undefined, 'a hook token, even an expired one, is never an admin token');
     assert.equal(ok('hook-secret'), undefined);
+  });
+});
+
+describe('admin listener bounds', () => {
+  it('at most maxConnections open connections: the next one is closed unread, the others still answer', async () => {
+    const listener = await startAdminServer({
+      bind: '127.0.0.1',
+      port: 0,
+      routes: [{ method: 'GET', path: '/healthz', auth: false, handle: ({ res }) => void res.end('ok') }],
+      tokens: { admin: () => tokenSetOf({ token: 'a' }), hooks: () => tokenSetOf({}) },
+      logger: createLogger('silent'),
+      maxConnections: 3,
+    });
+    const { port } = new URL(listener.url);
+    const open = (): Promise<Socket> =>
+      new Promise((resolve, reject) => {
+        const s = connect(Number(port), '127.0.0.1', () => resolve(s));
+        s.on('error', reject);
+      });
+    const held = [await open(), await open(), await open()];
+    const extra = await open();
+    const closed = await new Promise<boolean>((resolve) => {
+      extra.on('close', () => resolve(true));
+      extra.on('error', () => resolve(true));
+      setTimeout(() => resolve(false), 3000);
+    });
+    assert.equal(closed, true, 'the connection past the bound was closed');
+    held[0]!.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    const answer = await new Promise<string>((resolve) => {
+      let text = '';
+      held[0]!.on('data', (c) => (text += c));
+      held[0]!.on('end', () => resolve(text));
+    });
+    assert.match(answer, /^HTTP\/1\.1 200/);
+    for (const s of held) s.destroy();
+    await listener.close();
   });
 });
