@@ -98,7 +98,7 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
       intervalMs: 50,
     }).catch(async (err: Error) => {
       // Say what each node was doing: the answers so far, each node's last log lines, the server's log.
-      const tails = c.nodes.map((n, i) => `node ${i} (${okAfter[i]} 200s after the start):\n${n.lines.slice(-15).join('\n')}`).join('\n');
+      const tails = c.nodes.map((n, i) => `node ${i} (${okAfter[i]} 200s after the start):\n${n.lines.slice(-60).join('\n')}`).join('\n');
       throw new Error(`${err.message}\nanswers ${JSON.stringify(Object.fromEntries(statuses))}\n${tails}\nPostgreSQL:\n${(await server!.log()).split('\n').slice(-15).join('\n')}`);
     });
     await delay(1000);
