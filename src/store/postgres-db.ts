@@ -22,9 +22,10 @@ export class PgDb {
     this.pool = new pg.Pool({ ...pgClientConfig(opts), max: opts.poolSize ?? 10, idleTimeoutMillis: 30_000 });
     // An idle client whose connection dropped (server restart): the pool discards it; never an unhandled 'error'.
     this.pool.on('error', (err) => onError(pgError('idle connection', err, opts.url).message));
-    // And every pooled connection keeps a listener of its own for as long as it lives. A restart's "terminating
-    // connection due to administrator command" reached a connection between the listeners of pg-pool and ours and
-    // crashed a node (an unhandled 'error' event: CI, and 1 of 4 runs here under load; none in 6 since). The others still see it.
+    // And every pooled connection keeps a listener of its own for as long as it lives: a restart's "terminating
+    // connection due to administrator command" reached a connection between pg-pool's listeners and ours and crashed
+    // a node (an unhandled 'error' event: on CI, and in 1 of 4 runs here under load; in none of 6 since). The pool's
+    // and our listeners still see every error.
     this.pool.on('connect', (client) => client.on('error', () => {}));
   }
 
