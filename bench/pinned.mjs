@@ -148,10 +148,16 @@ function writeConfig(dir, { admin, adminPort }) {
   return config;
 }
 
+/** The node flags of `npm start` (package.json), so the bench measures hookgate as it is documented to run. */
+export function startFlags() {
+  const start = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start;
+  return start.split(' ').filter((a) => a.startsWith('--') && start.indexOf(a) < start.indexOf('dist/cli/main.js'));
+}
+
 export async function startHookgate(o, dir) {
   const adminPort = o.admin ? await freePort() : 0;
   const config = writeConfig(dir, { admin: o.admin, adminPort });
-  const hg = await startChild(process.execPath, [...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
+  const hg = await startChild(process.execPath, [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
     cpu: o.serverCpu,
     env: { ...process.env, HOOKGATE_BENCH: '1' },
     key: 'url',

@@ -62,7 +62,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
 
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const obs = createObservability({ logger, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
+  const obs = createObservability({ logger, replay: first.admin.enabled, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
   const store = await openStore(first.storage, (p) => configPath(first, p), {
     onCommit: obs.onCommit,
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)

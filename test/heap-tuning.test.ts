@@ -1,0 +1,48 @@
+/**
+ * The service's V8 memory settings (src/heap-tuning.ts, `npm start`, the systemd unit): set where they take effect,
+ * an operator's own flag wins, and the old generation really stays near its live size.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { tuneHeapForService } from '../src/heap-tuning.js';
+
+const root = new URL('..', import.meta.url);
+
+/**
+ * Old space (MiB) at its largest while a window of 600,000 small objects is replaced one by one: each outlives two
+ * young-generation GCs and dies in the old space (the pattern of a busy service's in-flight work). About 1 s.
+ */
+function peakOldSpace(tune: boolean): number {
+  const code = `
+    import { getHeapSpaceStatistics } from 'node:v8';
+    ${tune ? `const { tuneHeapForService } = await import(${JSON.stringify(new URL('src/heap-tuning.ts', root).href)}); tuneHeapForService([], '');` : ''}
+    let peak = 0; const win = new Array(600000);
+    for (let i = 0; i < 6e6; i++) {
+      win[i % 600000] = { i, s: 'x' + i };
+      if (i % 20000 === 0) peak = Math.max(peak, getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size);
+    }
+    console.log(peak / 1048576);`;
+  return Number(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim());
+}
+
+describe('heap tuning (hookgate serve)', () => {
+  it("keeps an operator's own --heap-growing-percent (node flag or NODE_OPTIONS)", () => {
+    assert.equal(tuneHeapForService(['--heap-growing-percent=50'], ''), false);
+    assert.equal(tuneHeapForService([], '--max-old-space-size=512 --heap_growing_percent=50'), false);
+  });
+
+  it('keeps the old generation near its live size where V8 alone lets it grow several times over', () => {
+    const plain = peakOldSpace(false);
+    const tuned = peakOldSpace(true);
+    assert.ok(tuned < plain * 0.6, `old space peak: tuned ${tuned.toFixed(1)} MiB, default ${plain.toFixed(1)} MiB`);
+  });
+
+  it('npm start and the systemd unit run node with the same --max-semi-space-size (read only when the heap is created)', () => {
+    const start = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).scripts.start as string;
+    const unit = readFileSync(new URL('examples/systemd/hookgate.service', root), 'utf8');
+    assert.match(start, /^node --max-semi-space-size=4 dist\/cli\/main\.js serve$/);
+    assert.match(unit, /^ExecStart=\/usr\/bin\/node --max-semi-space-size=4 \/opt\/hookgate\/dist\/cli\/main\.js serve /m);
+  });
+});
