@@ -2,7 +2,7 @@
 // Runs the whole suite: build (the e2e tests start the built server), typecheck the tests,
 // then every test/**/*.test.ts through node's test runner with the tsx loader.
 // `node scripts/test.mjs test/ingress` runs only the files under the given paths.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
@@ -28,11 +28,32 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
-// A file ends when its tests have: a handle left open by a failed test (a timer, a socket, a sender loop) must not
-// keep its process — and so the whole run — alive until CI's time runs out (it did once: 90 min for one failure).
-// And no single test may hang: 15 min is far past the slowest (the store contract suite on PostgreSQL, ~4 min).
-// (--test-force-exit is Node 20.14+; package.json allows 20.11.)
-const guards = ['--test-timeout=900000'];
-const [major, minor] = process.versions.node.split('.').map(Number);
-if (major > 20 || (major === 20 && minor >= 14)) guards.push('--test-force-exit');
-run(process.execPath, ['--import', 'tsx', '--test', ...guards, `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files]);
+// No single test may hang: 15 min is far past the slowest (the store contract suite on PostgreSQL, ~4 min).
+const args = ['--import', 'tsx', '--test', '--test-timeout=900000', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files];
+
+// Nor may a file whose tests are done but whose process stays alive (a handle a failed test left open: a timer, a
+// socket, a sender loop) hold the whole run until CI's time runs out — it did once, 90 min for one failure. The
+// runner prints as tests finish; after STALL_MS without a byte of output the run is stopped and fails, saying so.
+// (Not --test-force-exit: on Node 20 it cut a file's report short, and the tests it never reported were not counted
+// as failures: 2050 tests instead of 2063, "fail 0".)
+const STALL_MS = Number(process.env.TEST_STALL_MS ?? 12 * 60_000);
+// Its own process group, so a stop takes every test file's process and the servers they started with it.
+const child = spawn(process.execPath, args, { cwd: root, stdio: ['inherit', 'pipe', 'pipe'], detached: true });
+let last = Date.now();
+const relay = (out) => (chunk) => {
+  last = Date.now();
+  out.write(chunk);
+};
+child.stdout.on('data', relay(process.stdout));
+child.stderr.on('data', relay(process.stderr));
+const watchdog = setInterval(() => {
+  if (Date.now() - last < STALL_MS) return;
+  console.error(`\nscripts/test.mjs: no test output for ${Math.round(STALL_MS / 1000)} s: a test file is stuck (its tests ended but its process did not, or a test waits forever); stopping the run`);
+  process.kill(-child.pid, 'SIGKILL');
+}, 10_000);
+// Ctrl-C: the group is not in the terminal's foreground group any more, so pass it on.
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.kill(-child.pid, sig));
+child.on('exit', (code, signal) => {
+  clearInterval(watchdog);
+  process.exit(signal ? 1 : (code ?? 1));
+});
