@@ -106,8 +106,10 @@ describe('live feed and metrics (e2e)', () => {
     for (let i = 0; i < wakes; i++) assert.equal((await hg.post('/hooks/wake', { text: `m${i}`, mode: 'next-heartbeat' })).status, 200);
     for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope-nope-nope-nope' })).status, 401);
     assert.equal((await hg.post('/hooks/nowhere', { text: 'x' })).status, 404);
-    const r = await hg.post('/hooks/agent', { message: 'count me', channel: 'log', wakeMode: 'next-heartbeat' });
+    // The feed opens before the run is sent: a run on echo can be delivered before a later subscription starts
+    // (seen on CI: no frame in 10 s).
     const s = await feed(undefined, '?types=delivery');
+    const r = await hg.post('/hooks/agent', { message: 'count me', channel: 'log', wakeMode: 'next-heartbeat' });
     await s.next((f) => f.data.runId === r.body!.runId && f.data.change === 'sent', 10_000);
     await new Promise((res) => setTimeout(res, 1100)); // past the queue gauges' 1 s cache
 
