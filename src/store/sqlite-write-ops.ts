@@ -175,7 +175,9 @@ export const WRITE_OPS = {
   claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number, followers = 0): Delivery[] {
     type Head = { id: string; channel: string; recipient: string; seq: number; next_attempt_at: number; lease_until: number | null };
     const due: Head[] = [];
-    for (let h = w.stmt.firstRouteHead.get() as Head | undefined; h; h = w.stmt.nextRouteHead.get(h) as Head | undefined) {
+    const nextHead = (h: Head) =>
+      (w.stmt.nextRouteHeadSameChannel.get({ channel: h.channel, recipient: h.recipient }) ?? w.stmt.nextRouteHeadLaterChannel.get({ channel: h.channel })) as Head | undefined;
+    for (let h = w.stmt.firstRouteHead.get() as Head | undefined; h; h = nextHead(h)) {
       if (h.next_attempt_at <= now && (h.lease_until === null || h.lease_until < now)) due.push(h);
     }
     const heads = due.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq).slice(0, Math.max(0, limit));
