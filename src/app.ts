@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { createObservability } from './admin/observe.js';
+import type { Observability } from './admin/observe.js';
 import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
@@ -62,9 +62,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
   for (const w of first.warnings) logger.warn({ config: first.file ?? 'embedded default' }, w);
 
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const obs = createObservability({ logger, replay: first.admin.enabled, ...(first.storage.driver === 'postgres' ? { node: owner } : {}) });
+  const obs = await observability(first, logger, owner);
   const store = await openStore(first.storage, (p) => configPath(first, p), {
-    onCommit: obs.onCommit,
+    ...(obs ? { onCommit: obs.onCommit } : {}),
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
@@ -73,7 +73,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const audit = startAudit(generations, store, logger, owner);
-  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs.feed });
+  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });
   routes.prepare(state.ctx);
@@ -84,15 +84,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
   });
   const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
-  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs.feed });
-  obs.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
+  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed });
+  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
   state.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
-  const admin = await startAdmin(first.admin, configTokens(() => generations.current.config), {
+  const admin = obs && (await startAdmin(first.admin, configTokens(() => generations.current.config), {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
-  });
+  }));
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
@@ -103,9 +103,22 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
-  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs.stop());
+  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs?.stop());
   const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail, audit });
   return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+}
+
+/**
+ * The live feed and the metrics, when something can read them: this process's admin listener, or (PostgreSQL) other
+ * nodes' feeds through the cluster bridge. `admin.enabled` applies at the next start, so without either nothing is
+ * built, prom-client is not loaded and the ingress announces nothing: on the bench's wake load that was ~0.4 KB of
+ * garbage per request and a metrics update per request nobody could scrape.
+ */
+async function observability(config: Config, logger: Logger, owner: string): Promise<Observability | undefined> {
+  const shared = config.storage.driver === 'postgres';
+  if (!config.admin.enabled && !shared) return undefined;
+  const { createObservability } = await import('./admin/observe.js');
+  return createObservability({ logger, replay: config.admin.enabled, ...(shared ? { node: owner } : {}) });
 }
 
 /** The audit trail of the service: every reload (applied or refused) is recorded; admin repairs and lockouts by their callers. */

@@ -26,6 +26,7 @@ export interface RuntimeSignals {
 export interface DispatchRequest {
   actions: HookAction[];
   idempotency: IdempotencyClaim | undefined;
+  /** The request's received record, made for this call: dispatch sets its `status` to the answer's. */
   received: ReceivedHook;
   /** True for a `forEach` fan-out: the answer lists every run id. */
   fanOut?: boolean;
@@ -63,18 +64,24 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   const runs: NewRun[] = [];
   for (const a of req.actions) {
     if (a.kind === 'wake') {
-      events.push({
-        id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now,
-        ...(a.untrusted ? { untrusted: true, source: a.source ?? null } : {}),
-      });
+      const ev: NewSystemEvent = { id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now };
+      if (a.untrusted) {
+        ev.untrusted = true;
+        ev.source = a.source ?? null;
+      }
+      events.push(ev);
     } else runs.push(a.run);
   }
-  await requireImplicitChannels(ctx, store, runs);
+  // Awaited only when a run needs the main session's route: the usual request spends no promise on it.
+  if (needsImplicitChannel(ctx, runs)) await requireImplicitChannel(ctx, store);
   const spec = answerSpec(ctx, req, runs);
+  // The caller's record, made for this request: its status is the answer's (not copied, a wake's hot path).
+  const received = req.received;
+  received.status = req.wait ? 200 : spec.status;
 
   let result;
   try {
-    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received: { ...req.received, status: req.wait ? 200 : spec.status } });
+    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received });
   } catch (err) {
     if (err instanceof StoreError) throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
     throw err;
@@ -111,9 +118,12 @@ async function holdForCompletion(ctx: HooksContext, req: DispatchRequest, wait: 
  * `channels.default`'s. With neither it would be accepted and then delivered nowhere: refuse it now instead. Read
  * only for such runs (and only without `channels.default`), so the usual request pays nothing.
  */
-async function requireImplicitChannels(ctx: HooksContext, store: IngressStore, runs: NewRun[]): Promise<void> {
-  const needy = runs.find((r) => r.deliver && r.channel === 'last' && r.to !== null);
-  if (!needy || ctx.config.channels.default) return;
+function needsImplicitChannel(ctx: HooksContext, runs: NewRun[]): boolean {
+  if (runs.length === 0 || ctx.config.channels.default) return false;
+  return runs.some((r) => r.deliver && r.channel === 'last' && r.to !== null);
+}
+
+async function requireImplicitChannel(ctx: HooksContext, store: IngressStore): Promise<void> {
   let route;
   try {
     route = await store.getRoute(MAIN_SESSION_KEY);

@@ -6,9 +6,9 @@ import { HttpError, type HttpErrorCode, StoreError } from '../errors.js';
 import type { FeedSink } from '../feed.js';
 import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
-import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
+import { dispatch, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
+import { createHookRoutes, type HookRequest, type HookRoutes } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
@@ -197,7 +197,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       const payload = body.get();
 
       let stripped: IncomingMessage['headers'] | undefined;
-      const routed = await routes.resolve({
+      const hookRequest: HookRequest = {
         ctx,
         subPath,
         payload,
@@ -211,8 +211,9 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
         now,
         tokenVerified,
         form,
-        ...(signatures ? { signatures } : {}),
-      });
+      };
+      if (signatures) hookRequest.signatures = signatures;
+      const routed = await routes.resolve(hookRequest);
       if (routed.kind === 'none') throw NOT_FOUND;
       if (routed.kind === 'unauthorized') {
         return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
@@ -244,14 +245,14 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       const key = extractIdempotencyKey(req.headers, payload, deliveryId);
       const idempotency =
         key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, { sender: addressBucket(clientIp), hooks: ctx.config.hooks }, now);
-      const answer = await dispatch(ctx, store, signals, {
-        actions,
-        idempotency,
-        received: { ...received(0, null), mappingId, ...(unknownFields ? { unknownFields } : {}) },
-        fanOut,
-        ...(dropped ? { dropped } : {}),
-        ...(waitForCompletion ? { wait: { completions, signal: closedSignal(res) } } : {}),
-      });
+      // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
+      const rec = received(0, null);
+      rec.mappingId = mappingId;
+      if (unknownFields) rec.unknownFields = unknownFields;
+      const request: DispatchRequest = { actions, idempotency, received: rec, fanOut };
+      if (dropped) request.dropped = dropped;
+      if (waitForCompletion) request.wait = { completions, signal: closedSignal(res) };
+      const answer = await dispatch(ctx, store, signals, request);
       if (emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(res);
       else sendJson(res, answer.status, answer.body);
       announce(answer.status, answer.duplicate ? 'duplicate' : null, mappingId, answer.body);

@@ -13,7 +13,50 @@ function recording(answer: (op: string) => WriteResult = (op) => ({ ok: true, va
   return { gc, batches };
 }
 
+/** Commits with the event-loop turn each batch was committed in (a setImmediate chain counts the turns). */
+function turnCounting(fromIngress: (op: string) => boolean) {
+  let turn = 0;
+  let counting = true;
+  const next = () => {
+    turn++;
+    if (counting) setImmediate(next);
+  };
+  setImmediate(next);
+  const batches: Array<{ ops: string[]; turn: number }> = [];
+  const gc = new GroupCommit<string>(
+    async (ops) => {
+      batches.push({ ops, turn });
+      return ops.map((value) => ({ ok: true, value }));
+    },
+    undefined,
+    fromIngress,
+  );
+  return { gc, batches, stop: () => (counting = false) };
+}
+
 describe('GroupCommit', () => {
+  it("commits the runtime's follow-up writes in the same turn (a route's next delivery), at most 16 batches a turn", async () => {
+    const { gc, batches, stop } = turnCounting(() => false);
+    let chain: Promise<unknown> = gc.write('w0');
+    for (let i = 1; i < 40; i++) chain = chain.then(() => gc.write(`w${i}`));
+    await chain;
+    stop();
+    assert.equal(batches.length, 40);
+    const turns = batches.map((b) => b.turn);
+    assert.equal(new Set(turns.slice(0, 16)).size, 1, 'the first 16 in one turn');
+    assert.ok(turns[16]! > turns[15]!, 'the 17th waits for the next turn');
+    assert.ok(new Set(turns).size <= 4, `40 chained writes took ${new Set(turns).size} turns`);
+  });
+
+  it("after a batch with the ingress's writes, the next writes wait for the next turn (requests first)", async () => {
+    const { gc, batches, stop } = turnCounting((op) => op.startsWith('accept'));
+    await gc.write('accept-1').then(() => gc.write('delivered-1')).then(() => gc.write('delivered-2'));
+    stop();
+    assert.deepEqual(batches.map((b) => b.ops), [['accept-1'], ['delivered-1'], ['delivered-2']]);
+    assert.ok(batches[1]!.turn > batches[0]!.turn, 'the runtime write after an accept batch went to the next turn');
+    assert.equal(batches[2]!.turn, batches[1]!.turn, 'runtime writes chain within a turn');
+  });
+
   it('commits the writes of one event-loop turn as one batch, and resolves each with its own result', async () => {
     const { gc, batches } = recording();
     const results = await Promise.all([gc.write('a'), gc.write('b'), gc.write('c')]);
