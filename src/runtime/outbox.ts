@@ -99,20 +99,26 @@ export class Outbox {
 
   /** `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. */
   private async leased(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
-    const lease = new AbortController();
+    // One signal for both ends (the stop, the lease's deadline): the stop is forwarded by a listener, which costs
+    // less per delivery than AbortSignal.any (Node 20 tracks those with weak references until they are collected).
+    const both = new AbortController();
+    const stop = () => both.abort(signal.reason);
+    if (signal.aborted) stop();
+    else signal.addEventListener('abort', stop, { once: true });
     const t = setTimeout(
-      () => lease.abort(new LeaseLostError(`the delivery lease of ${d.id} is about to run out`)),
+      () => both.abort(new LeaseLostError(`the delivery lease of ${d.id} is about to run out`)),
       Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()),
     );
     t.unref();
     try {
-      await this.send(d, AbortSignal.any([signal, lease.signal]), ended);
+      await this.send(d, both.signal, ended);
     } finally {
       clearTimeout(t);
+      signal.removeEventListener('abort', stop);
     }
-    if (leaseLost(lease.signal) && !signal.aborted) {
+    if (leaseLost(both.signal) && !signal.aborted) {
       this.deps.logger.warn(
-        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.signal.reason) },
+        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(both.signal.reason) },
         'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
       );
     }

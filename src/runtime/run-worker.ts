@@ -137,15 +137,25 @@ export class RunWorker {
       run.sessionMode === 'persistent'
         ? (await store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
         : [];
-    const timeout = AbortSignal.timeout(run.timeoutSeconds * 1000);
-    const signal = AbortSignal.any([timeout, shutdown]);
+    // One signal for the run's timeout and the stop: a timer and a listener cost less per run than
+    // AbortSignal.timeout + AbortSignal.any (Node 20 tracks `any` signals with weak references until collected).
+    const turn = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      turn.abort(new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'));
+    }, run.timeoutSeconds * 1000);
+    timer.unref(); // as AbortSignal.timeout's: a stop does not wait for it
+    const stop = () => turn.abort(shutdown.reason);
+    if (shutdown.aborted) stop();
+    else shutdown.addEventListener('abort', stop, { once: true });
 
     let state: RunCompletion['state'] = 'succeeded';
     let reply: string | null = null;
     let error: string | null = null;
     const started = now();
     try {
-      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages: [...history, { role: 'user', content: prompt }], signal });
+      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages: [...history, { role: 'user', content: prompt }], signal: turn.signal });
       reply = r.text;
     } catch (err) {
       if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
@@ -156,7 +166,7 @@ export class RunWorker {
         logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
         return;
       }
-      if (timeout.aborted) {
+      if (timedOut) {
         state = 'timed_out';
         error = `timed out after ${run.timeoutSeconds} s`;
       } else {
@@ -178,6 +188,9 @@ export class RunWorker {
           if (retry.gaveUp) error = `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})`;
         }
       }
+    } finally {
+      clearTimeout(timer);
+      shutdown.removeEventListener('abort', stop);
     }
 
     if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
