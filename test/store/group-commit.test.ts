@@ -48,13 +48,19 @@ describe('GroupCommit', () => {
     assert.ok(new Set(turns).size <= 4, `40 chained writes took ${new Set(turns).size} turns`);
   });
 
-  it("after a batch with the ingress's writes, the next writes wait for the next turn (requests first)", async () => {
+  it('while the ingress is saturated (a batch of 8 or more of its writes), the runtime writes wait for the next turn', async () => {
     const { gc, batches, stop } = turnCounting((op) => op.startsWith('accept'));
-    await gc.write('accept-1').then(() => gc.write('delivered-1')).then(() => gc.write('delivered-2'));
+    const burst = Array.from({ length: 8 }, (_, i) => gc.write(`accept-${i}`));
+    await burst[0]!.then(() => gc.write('delivered-1')).then(() => gc.write('delivered-2'));
+    await Promise.all(burst);
+    // A lone accept is no saturation: what follows it chains in the same turn.
+    await gc.write('accept-lone').then(() => gc.write('delivered-3'));
     stop();
-    assert.deepEqual(batches.map((b) => b.ops), [['accept-1'], ['delivered-1'], ['delivered-2']]);
-    assert.ok(batches[1]!.turn > batches[0]!.turn, 'the runtime write after an accept batch went to the next turn');
-    assert.equal(batches[2]!.turn, batches[1]!.turn, 'runtime writes chain within a turn');
+    assert.deepEqual(batches.map((b) => b.ops.length), [8, 1, 1, 1, 1]);
+    const turn = (op: string) => batches.find((b) => b.ops.includes(op))!.turn;
+    assert.ok(turn('delivered-1') > turn('accept-0'), 'after a saturated batch, the next turn');
+    assert.ok(turn('delivered-2') > turn('delivered-1'), 'and one step per turn while it lasts (within 100 ms)');
+    assert.equal(turn('delivered-3'), turn('accept-lone'), 'after a small ingress batch, the same turn');
   });
 
   it('commits the writes of one event-loop turn as one batch, and resolves each with its own result', async () => {
