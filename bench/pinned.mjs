@@ -424,6 +424,12 @@ export async function pinnedBench(argv) {
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, adminCost: a })}\n` : `${adminCostTable(o, a)}\n`);
     return a.ok;
   }
+  if (only === 'floor') {
+    const { floorBench, floorTable } = await import('./floor.mjs');
+    const f = await floorBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, floor: f })}\n` : `${floorTable(o, f)}\n`);
+    return true;
+  }
   const i = only === 'pipeline' ? undefined : await ingress(o);
   const p = only === 'ingress' ? undefined : await pipeline(o);
   const v = verdicts(i, p);

@@ -3,6 +3,7 @@
  * honoured, and an immediate stop when the run's signal aborts.
  */
 import { backoffMs } from '../backoff.js';
+import { deadline } from '../deadline.js';
 import { ProviderError } from './types.js';
 
 export interface RetryPolicy {
@@ -111,22 +112,12 @@ async function runAttempt<T>(
   attempt: Attempt<T>,
 ): Promise<T> {
   const timeoutMs = policy.requestTimeoutMs;
-  // A private controller (not AbortSignal.any) so the listener on the long-lived run signal is removed every time.
-  const ctrl = new AbortController();
-  const onOuterAbort = () => ctrl.abort(outer.reason);
-  outer.addEventListener('abort', onOuterAbort, { once: true });
-  let timedOut = false;
-  const timer =
-    timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          ctrl.abort(new Error('attempt timeout'));
-        }, timeoutMs);
+  // Its own signal (not AbortSignal.any) so the listener on the long-lived run signal is removed every time.
+  const attemptDeadline = deadline(outer, timeoutMs, () => new Error('attempt timeout'));
   try {
-    return await attempt(ctrl.signal, n);
+    return await attempt(attemptDeadline.signal, n);
   } catch (err) {
-    if (timedOut && !outer.aborted) {
+    if (attemptDeadline.timedOut && !outer.aborted) {
       throw new ProviderError('provider_timeout', `${label}: no answer within requestTimeoutMs (${timeoutMs} ms)`, {
         retryable: policy.retryAttemptTimeout ?? true,
         cause: err,
@@ -134,8 +125,7 @@ async function runAttempt<T>(
     }
     throw err;
   } finally {
-    if (timer) clearTimeout(timer);
-    outer.removeEventListener('abort', onOuterAbort);
+    attemptDeadline.dispose();
   }
 }
 

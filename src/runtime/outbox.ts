@@ -1,4 +1,5 @@
 import { backoffMs } from '../backoff.js';
+import { deadline } from '../deadline.js';
 import { splitText } from './split.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
 import type { Delivery, DeliveryOutcome } from '../store/types.js';
@@ -99,26 +100,16 @@ export class Outbox {
 
   /** `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. */
   private async leased(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
-    // One signal for both ends (the stop, the lease's deadline): the stop is forwarded by a listener, which costs
-    // less per delivery than AbortSignal.any (Node 20 tracks those with weak references until they are collected).
-    const both = new AbortController();
-    const stop = () => both.abort(signal.reason);
-    if (signal.aborted) stop();
-    else signal.addEventListener('abort', stop, { once: true });
-    const t = setTimeout(
-      () => both.abort(new LeaseLostError(`the delivery lease of ${d.id} is about to run out`)),
-      Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()),
-    );
-    t.unref();
+    // Aborted by the stop, or when the lease is about to run out (its deadline in `deadlines`).
+    const lease = deadline(signal, Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()), () => new LeaseLostError(`the delivery lease of ${d.id} is about to run out`), { unref: true });
     try {
-      await this.send(d, both.signal, ended);
+      await this.send(d, lease.signal, ended);
     } finally {
-      clearTimeout(t);
-      signal.removeEventListener('abort', stop);
+      lease.dispose();
     }
-    if (leaseLost(both.signal) && !signal.aborted) {
+    if (leaseLost(lease.signal) && !signal.aborted) {
       this.deps.logger.warn(
-        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(both.signal.reason) },
+        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.signal.reason) },
         'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
       );
     }

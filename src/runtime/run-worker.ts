@@ -1,4 +1,5 @@
 import { backoffMs } from '../backoff.js';
+import { deadline } from '../deadline.js';
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
 import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
@@ -137,18 +138,8 @@ export class RunWorker {
       run.sessionMode === 'persistent'
         ? (await store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
         : [];
-    // One signal for the run's timeout and the stop: a timer and a listener cost less per run than
-    // AbortSignal.timeout + AbortSignal.any (Node 20 tracks `any` signals with weak references until collected).
-    const turn = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      turn.abort(new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'));
-    }, run.timeoutSeconds * 1000);
-    timer.unref(); // as AbortSignal.timeout's: a stop does not wait for it
-    const stop = () => turn.abort(shutdown.reason);
-    if (shutdown.aborted) stop();
-    else shutdown.addEventListener('abort', stop, { once: true });
+    // Aborted by the stop (or a lost lease), or when the run's timeout passes.
+    const turn = deadline(shutdown, run.timeoutSeconds * 1000, () => new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'), { unref: true });
 
     let state: RunCompletion['state'] = 'succeeded';
     let reply: string | null = null;
@@ -166,7 +157,7 @@ export class RunWorker {
         logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
         return;
       }
-      if (timedOut) {
+      if (turn.timedOut) {
         state = 'timed_out';
         error = `timed out after ${run.timeoutSeconds} s`;
       } else {
@@ -189,8 +180,7 @@ export class RunWorker {
         }
       }
     } finally {
-      clearTimeout(timer);
-      shutdown.removeEventListener('abort', stop);
+      turn.dispose();
     }
 
     if (leaseLost(shutdown)) return this.dropLost(run, shutdown);

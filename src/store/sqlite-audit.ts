@@ -3,20 +3,12 @@
  * through the one writer like every write), and its page, on the store's own connection.
  */
 import type Database from 'better-sqlite3';
+import { prepared } from './sqlite-prepared.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
 import { seqFromCursor, seqPage } from './pages-cursor.js';
 import type { Row } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
-
-const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-function prepared(db: Database.Database, sql: string): Database.Statement {
-  let m = statements.get(db);
-  if (!m) statements.set(db, (m = new Map()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
-  return s;
-}
 
 export const AUDIT_WRITE_OPS = {
   appendAudit(w: SqliteWriter, entries: AuditEntry[]): void {

@@ -4,18 +4,10 @@
  * (Gmail's uint64): "later" is the longer, or the same length and greater (no leading zeros).
  */
 import type Database from 'better-sqlite3';
+import { prepared } from './sqlite-prepared.js';
 import type { Row } from './sqlite-rows.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type { GmailFetchCompletion, GmailPush, GmailStatus } from './types.js';
-
-const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-function prepared(db: Database.Database, sql: string): Database.Statement {
-  let m = statements.get(db);
-  if (!m) statements.set(db, (m = new Map()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
-  return s;
-}
 
 const ENSURE_ACCOUNT = 'INSERT INTO gmail_accounts (account, updated_at) VALUES (?, ?) ON CONFLICT (account) DO NOTHING';
 

@@ -1,0 +1,15 @@
+import type Database from 'better-sqlite3';
+
+const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
+
+/**
+ * The statement for `sql` on `db`, prepared once per connection (preparing parses the SQL: `getRoute` prepared on
+ * every run was 1.6 % of the agent bench's profile). For constant SQL only: the cache keeps every text it is given.
+ */
+export function prepared(db: Database.Database, sql: string): Database.Statement {
+  let m = statements.get(db);
+  if (!m) statements.set(db, (m = new Map()));
+  let s = m.get(sql);
+  if (!s) m.set(sql, (s = db.prepare(sql)));
+  return s;
+}
