@@ -7,6 +7,7 @@ import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
 import { createHandler, IngressState } from './ingress/handler.js';
+import { IngressPressure } from './ingress/pressure.js';
 import { shareLockouts } from './ingress/lockout-sync.js';
 import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
@@ -73,7 +74,9 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const audit = startAudit(generations, store, logger, owner);
-  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed });
+  // Tells the runtime when the ingress is saturated, so that a burst's runs wait in the store instead of taking the core.
+  const pressure = new IngressPressure();
+  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed, ingressBusy: () => pressure.busy() });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });
   routes.prepare(state.ctx);
@@ -84,7 +87,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
   });
   const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
-  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed });
+  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure });
   obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
   state.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));

@@ -17,6 +17,7 @@ import { isFormContentType, LazyPayload, readBody } from './body.js';
 import { addressBucket, ClientIpResolver } from './client-ip.js';
 import { AuthFailureLimiter } from './limiter.js';
 import { RepeatLimitedLog } from './log-repeats.js';
+import type { IngressPressure } from './pressure.js';
 import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
 import { FORBIDDEN, FORBIDDEN_SOURCE, type Gate, type RouteLimit, RouteLimits, routeRateLimited, UNDECIDED } from './route-limits.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
@@ -31,6 +32,8 @@ export interface HandlerDeps {
   routes?: HookRoutes;
   /** The live feed: every answered request is announced (announce.ts). */
   feed?: FeedSink;
+  /** Told of every request, to tell the runtime when the ingress is saturated (pressure.ts). */
+  pressure?: IngressPressure;
 }
 
 /** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
@@ -73,7 +76,7 @@ export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<vo
  * route's rateLimit → body → route → validation and policy → durable commit → answer.
  */
 export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
-  const { store, signals, completions, logger, feed } = deps;
+  const { store, signals, completions, logger, feed, pressure } = deps;
   const routes = deps.routes ?? createHookRoutes({ logger });
   // Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary.
   const log = new RepeatLimitedLog(logger);
@@ -96,6 +99,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
 
   const handle = async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
+    pressure?.arrived();
     const ctx = state.ctx; // one generation for the whole request, even if a reload lands meanwhile
     const limits = state.limits; // of the same generation (update() sets both)
     const url = req.url ?? '/';

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../text-safe.js';
 import { OutageLog } from './outage.js';
@@ -17,7 +18,20 @@ export interface ClaimLoopOptions<T extends { id: string }> {
    * node queued whose notice was lost (notices are best-effort; this poll is what makes them optional).
    */
   pollMs: number;
+  /**
+   * Whether the ingress is saturated (ingress/pressure.ts). While it is, the loop claims at most once per
+   * `YIELD_GAP_MS`, at most `YIELD_CLAIM` items: the work in hand goes on, the backlog waits in the store.
+   */
+  ingressBusy?: () => boolean;
 }
+
+/**
+ * While the ingress is saturated a loop claims once per 100 ms, at most 8 items: the run worker and the outbox then
+ * take a bounded share of the core (about 80 runs/s and as many delivery batches) and the accepts the rest.
+ * Measured in the pinned bench's agent rounds (operations.md).
+ */
+export const YIELD_GAP_MS = 100;
+export const YIELD_CLAIM = 8;
 
 /**
  * The loop shared by the run worker and the outbox: when told there may be work (or every `pollMs`), claim as many
@@ -37,6 +51,9 @@ export class ClaimLoop<T extends { id: string }> {
   private readonly outage: OutageLog;
   /** Set while paused after a failed claim: the retry that ends the pause. */
   private resume: NodeJS.Timeout | undefined;
+  /** Set while yielding to a saturated ingress: the next claim. */
+  private yielding: NodeJS.Timeout | undefined;
+  private lastClaimAt = -Infinity;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
     this.poll = setInterval(() => this.notify(), opts.pollMs);
@@ -58,7 +75,7 @@ export class ClaimLoop<T extends { id: string }> {
   }
 
   notify(): void {
-    if (this.stopping || this.resume) return;
+    if (this.stopping || this.resume || this.yielding) return;
     if (this.claiming) {
       this.again = true;
       return;
@@ -76,8 +93,14 @@ export class ClaimLoop<T extends { id: string }> {
 
   private async fill(): Promise<void> {
     while (!this.stopping) {
-      const free = this.opts.limit() - this.inHand.size;
+      let free = this.opts.limit() - this.inHand.size;
       if (free <= 0) return;
+      if (this.opts.ingressBusy?.()) {
+        const wait = this.lastClaimAt + YIELD_GAP_MS - performance.now();
+        if (wait > 0) return this.yieldFor(wait);
+        free = Math.min(free, YIELD_CLAIM);
+      }
+      this.lastClaimAt = performance.now();
       let items: T[];
       try {
         items = await this.opts.claim(free);
@@ -89,6 +112,15 @@ export class ClaimLoop<T extends { id: string }> {
       if (items.length === 0) return;
       for (const item of items) this.start(item);
     }
+  }
+
+  private yieldFor(ms: number): void {
+    this.again = false;
+    this.yielding = setTimeout(() => {
+      this.yielding = undefined;
+      this.notify();
+    }, Math.ceil(ms));
+    this.yielding.unref();
   }
 
   private pause(ms: number): void {
@@ -118,6 +150,7 @@ export class ClaimLoop<T extends { id: string }> {
     this.stopping = true;
     clearInterval(this.poll);
     clearTimeout(this.resume);
+    clearTimeout(this.yielding);
   }
 
   /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */

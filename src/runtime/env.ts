@@ -28,4 +28,6 @@ export interface RuntimeDeps {
   env: () => RuntimeEnv;
   /** The live feed: run, delivery and heartbeat changes are announced on it (announce.ts). */
   feed?: FeedSink;
+  /** Whether the ingress is saturated: the run worker and the outbox then yield the core (claim-loop.ts). */
+  ingressBusy?: () => boolean;
 }

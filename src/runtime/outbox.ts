@@ -72,6 +72,7 @@ export class Outbox {
       },
       work: (b, signal) => this.sendBatch(b, signal),
       pollMs: POLL_MS,
+      ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });
   }
 

@@ -105,6 +105,7 @@ export class RunWorker {
       },
       work: (run, signal) => this.execute(run, signal).finally(() => this.leases.release(run.id)),
       pollMs: options.pollMs ?? POLL_MS,
+      ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });
   }
 

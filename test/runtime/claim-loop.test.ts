@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
-import { ClaimLoop, type ClaimLoopOptions } from '../../src/runtime/claim-loop.js';
+import { performance } from 'node:perf_hooks';
+import { ClaimLoop, type ClaimLoopOptions, YIELD_CLAIM, YIELD_GAP_MS } from '../../src/runtime/claim-loop.js';
 import { waitFor } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
 import { startRuntimeKit } from './kit.js';
@@ -112,6 +113,39 @@ describe('claim loop', () => {
     h.done('e');
     await waitFor('an empty loop', () => h.loop.size === 0);
     assert.equal(h.maxInWork, 3);
+  });
+
+  it('while the ingress is busy, claims once per YIELD_GAP_MS and at most YIELD_CLAIM items; at full speed again once it is not', async () => {
+    let busy = true;
+    const h = track(harness({ limit: () => 20, ingressBusy: () => busy }));
+    h.add(...Array.from({ length: 40 }, (_, i) => `i${i}`));
+    const t0 = performance.now();
+    h.loop.notify();
+    await waitFor('the first claim', () => h.started.length === YIELD_CLAIM);
+    assert.deepEqual(h.claims, [YIELD_CLAIM], 'a busy ingress: a small claim');
+    for (let i = 0; i < YIELD_CLAIM; i++) h.done(`i${i}`);
+    h.loop.notify();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(h.claims.length, 1, 'no second claim within the gap, however often it is told');
+    await waitFor('the second claim', () => h.claims.length === 2);
+    assert.ok(performance.now() - t0 >= YIELD_GAP_MS - 5, `the second claim came after ${performance.now() - t0} ms`);
+    assert.equal(h.claims[1], YIELD_CLAIM);
+    busy = false;
+    for (let i = YIELD_CLAIM; i < 2 * YIELD_CLAIM; i++) h.done(`i${i}`);
+    await waitFor('a full claim', () => h.claims.includes(20));
+    assert.equal(h.started.length, 2 * YIELD_CLAIM + 20);
+  });
+
+  it('a stop while yielding claims nothing more', async () => {
+    const h = track(harness({ limit: () => 4, ingressBusy: () => true }));
+    h.add('a', 'b', 'c', 'd', 'e', 'f');
+    h.loop.notify();
+    await waitFor('a claim', () => h.started.length === 4);
+    for (const id of ['a', 'b', 'c', 'd']) h.done(id);
+    await waitFor('an empty loop', () => h.loop.size === 0);
+    h.loop.stop();
+    await new Promise((r) => setTimeout(r, YIELD_GAP_MS + 30));
+    assert.equal(h.claims.length, 1);
   });
 
   it('reads the limit on every claim (a config reload changes it)', async () => {
