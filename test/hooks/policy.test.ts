@@ -233,6 +233,14 @@ describe('session key policy', () => {
     assert.match(b, UUID_KEY);
     assert.notEqual(a, b);
   });
+
+  it('the fresh keys are UUIDv7s, in creation order (the session indexes then grow at their end, not at random pages)', () => {
+    const ctx = ctxOf();
+    const keys = Array.from({ length: 50 }, () => buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey);
+    for (const k of keys) assert.match(k, /^hook:[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Same millisecond or later: the 48-bit time prefix never goes back.
+    for (let i = 1; i < keys.length; i++) assert.ok(keys[i]!.slice(0, 18) >= keys[i - 1]!.slice(0, 18), `${keys[i]} after ${keys[i - 1]}`);
+  });
 });
 
 describe('agent policy', () => {
