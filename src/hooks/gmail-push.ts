@@ -7,7 +7,7 @@
  * Pub/Sub's envelope `{ message: { data, messageId, … }, subscription }` whose `data` is base64 of Gmail's
  * `{ emailAddress, historyId }`; the ingress commits it (GmailStore.recordGmailPush) before it answers.
  */
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify } from 'jose';
+import type * as Jose from 'jose';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GmailConfig } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
@@ -21,11 +21,18 @@ const JWKS_COOLDOWN_MS = 5_000;
 /** Google rotates its keys over days; they are fetched again at least this often. */
 const JWKS_MAX_AGE_MS = 60 * 60_000;
 
-type Jwks = ReturnType<typeof createRemoteJWKSet>;
+type Jwks = ReturnType<typeof Jose.createRemoteJWKSet>;
 const jwksByUrl = new Map<string, Jwks>();
 
+/**
+ * jose is loaded on the first push, not at start: a process without Gmail (most) keeps ~8 MB less resident
+ * (measured: RSS after importing its 46 modules).
+ */
+let jose: Promise<typeof Jose> | undefined;
+const loadJose = () => (jose ??= import('jose'));
+
 /** One cached key set per JWKS URL, kept across config reloads. */
-function jwksFor(url: string): Jwks {
+function jwksFor({ createRemoteJWKSet }: typeof Jose, url: string): Jwks {
   let jwks = jwksByUrl.get(url);
   if (!jwks) {
     jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: 5_000 });
@@ -46,8 +53,9 @@ export async function verifyPushToken(
   const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
   if (!m) return { ok: false, reason: 'no Bearer OIDC token' };
   if (!gmail.audience || !gmail.serviceAccountEmail) return { ok: false, reason: 'hooks.gmail.audience / serviceAccountEmail not configured' };
+  const lib = await loadJose();
   try {
-    const { payload } = await jwtVerify(m[1]!, jwksFor(gmail.jwksUrl), {
+    const { payload } = await lib.jwtVerify(m[1]!, jwksFor(lib, gmail.jwksUrl), {
       algorithms: ['RS256'],
       issuer: GOOGLE_ISSUERS,
       audience: gmail.audience,
@@ -59,11 +67,11 @@ export async function verifyPushToken(
     if (payload.email_verified !== true && payload.email_verified !== 'true') return { ok: false, reason: 'OIDC token email is not verified' };
     return { ok: true };
   } catch (err) {
-    return { ok: false, reason: `OIDC token rejected: ${describeJoseError(err)}` };
+    return { ok: false, reason: `OIDC token rejected: ${describeJoseError(lib.errors, err)}` };
   }
 }
 
-function describeJoseError(err: unknown): string {
+function describeJoseError(joseErrors: typeof Jose.errors, err: unknown): string {
   if (err instanceof joseErrors.JWTClaimValidationFailed) return `${err.code} (${err.claim})`;
   if (err instanceof joseErrors.JOSEError) return err.code;
   return (err as Error)?.name ?? 'error';
