@@ -9,7 +9,7 @@ import type { Store } from './types.js';
 export interface OpenStoreOptions {
   /** "inline" for short-lived commands (the CLI); the service follows storage.writer. */
   writer?: 'thread' | 'inline';
-  /** "thread" (default, the service) or "auto" (short-lived commands): see SqliteStoreOptions.checkpoints. */
+  /** Overrides storage.checkpoints ("auto" for short-lived commands): see SqliteStoreOptions.checkpoints. */
   checkpoints?: 'thread' | 'auto';
   /**
    * The service: when the store cannot be opened for a reason that passes (SQLite: its disk is full; PostgreSQL: the
@@ -32,7 +32,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
           path,
           synchronous: storage.synchronous,
           writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
-          checkpoints: opts.checkpoints ?? 'thread',
+          checkpoints: opts.checkpoints ?? storage.checkpoints,
           ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
           ...(opts.onError ? { onError: opts.onError } : {}),
           ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),

@@ -30,8 +30,8 @@ export interface SqliteStoreOptions {
   /** How long a write waits for a lock held by another process before it fails (→ 503). */
   busyTimeoutMs?: number;
   /**
-   * Inline writer only: "thread" runs WAL checkpoints on a thread of their own (the service), so their fsyncs never
-   * block the event loop; "auto" (default) leaves them to SQLite, on the committing connection (short-lived CLI use).
+   * Inline writer only: "thread" runs WAL checkpoints on a thread of their own, so their fsyncs never block the event
+   * loop; "auto" (default, storage.checkpoints) leaves them to SQLite, on the committing connection.
    */
   checkpoints?: 'thread' | 'auto';
   /** Told about a degraded but working store (the checkpoint thread stopped); the service logs it. */

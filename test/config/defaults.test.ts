@@ -79,7 +79,7 @@ describe('embeddedDefault', () => {
     const { limits, ...gateway } = c.gateway; // the limits' defaults: test/config/load.test.ts
     assert.deepEqual(gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
     assert.equal(limits.headersTimeoutMs, 10_000);
-    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' });
+    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
     assert.equal(c.hooks.enabled, true);
     assert.equal(c.hooks.token, 'env-token-0123456789abcdef');
     assert.equal(c.hooks.path, '/hooks');

@@ -187,7 +187,7 @@ describe('defaults of every section', () => {
   });
 
   it('storage: sqlite at ./data/hookgate.db', () => {
-    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' });
+    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
   });
 
   it('hooks', () => {
@@ -279,13 +279,18 @@ describe('defaults of every section', () => {
 
 describe('storage', () => {
   it('driver defaults to sqlite: `storage: { path }` is enough', () => {
-    assert.deepEqual(parse({ storage: { path: './other.db' } }).storage, { driver: 'sqlite', path: './other.db', synchronous: 'normal' });
-    assert.deepEqual(parse({ storage: {} }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' });
+    assert.deepEqual(parse({ storage: { path: './other.db' } }).storage, { driver: 'sqlite', path: './other.db', synchronous: 'normal', checkpoints: 'auto' });
+    assert.deepEqual(parse({ storage: {} }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
   });
 
   it('synchronous is normal or full', () => {
-    assert.deepEqual(parse({ storage: { synchronous: 'full' } }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'full' });
+    assert.deepEqual(parse({ storage: { synchronous: 'full', checkpoints: 'auto' } }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'full', checkpoints: 'auto' });
     assertIssue({ storage: { synchronous: 'off' } }, 'storage.synchronous');
+  });
+
+  it('checkpoints is auto (SQLite on the writing connection) or thread', () => {
+    assert.equal((parse({ storage: { checkpoints: 'thread' } }).storage as { checkpoints: string }).checkpoints, 'thread');
+    assertIssue({ storage: { checkpoints: 'never' } }, 'storage.checkpoints');
   });
 
   it('postgres needs url; poolSize defaults to 10', () => {
@@ -590,11 +595,11 @@ describe('loadStorageConfig and locateConfigFile (the CLI reading the store)', (
     const file = join(dir, 'hg.json5');
     writeFileSync(file, '{ storage: { path: "${HG_STORE_DIR}/x.db" }, hooks: { token: "${NOT_SET_ANYWHERE}" }, channels: { bogus: 1 } }');
     const s = loadStorageConfig(file, { HG_STORE_DIR: '/srv/hg' });
-    assert.deepEqual({ file: s.file, dir: s.dir, storage: s.storage }, { file, dir, storage: { driver: 'sqlite', path: '/srv/hg/x.db', synchronous: 'normal' } });
+    assert.deepEqual({ file: s.file, dir: s.dir, storage: s.storage }, { file, dir, storage: { driver: 'sqlite', path: '/srv/hg/x.db', synchronous: 'normal', checkpoints: 'auto' } });
     const err = configError(() => loadStorageConfig(file, {}));
     assert.deepEqual(err.issues, [{ path: 'storage.path', message: 'environment variable HG_STORE_DIR is not set' }]);
     const embedded = loadStorageConfig(undefined, {}, dir);
-    assert.deepEqual({ ...embedded }, { file: undefined, dir, storage: { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal' } });
+    assert.deepEqual({ ...embedded }, { file: undefined, dir, storage: { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' } });
   });
 
   it('locateConfigFile says where the config came from and, for the embedded default, what it looked for', () => {

@@ -9,6 +9,8 @@ import { openSqlite } from '../../src/store/sqlite-open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import { SqliteWriter, type WriteOp } from '../../src/store/sqlite-writer.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { openStore } from '../../src/store/open.js';
+import { validateConfig } from '../../src/config/load.js';
 import type { AcceptResult, RunState } from '../../src/store/types.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { claim, command, delivery, event, received, run, storeContract, type StoreHarness } from './contract.js';
@@ -242,6 +244,25 @@ describe('SqliteStore checkpoint thread (inline writer)', { timeout: 60_000 }, (
       assert.equal(r!.kind, 'accepted', 'the store keeps accepting');
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('openStore: storage.checkpoints', () => {
+  const checkpointer = (store: unknown) => (store as { checkpointer?: unknown }).checkpointer;
+  it('"auto" (the default) leaves checkpoints to SQLite on the writing connection: no thread; "thread" starts one', async () => {
+    const dir = tempDir();
+    try {
+      const auto = (await openStore(validateConfig({ storage: { path: join(dir, 'a.db') } }, undefined, dir).storage, (p) => p)) as SqliteStore;
+      assert.equal(checkpointer(auto), undefined);
+      assert.equal(auto.db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+      await auto.close();
+      const thread = (await openStore(validateConfig({ storage: { path: join(dir, 't.db'), checkpoints: 'thread' } }, undefined, dir).storage, (p) => p)) as SqliteStore;
+      assert.notEqual(checkpointer(thread), undefined);
+      assert.equal(thread.db.pragma('wal_autocheckpoint', { simple: true }), 0);
+      await thread.close();
+    } finally {
+      removeDir(dir);
     }
   });
 });
