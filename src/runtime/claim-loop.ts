@@ -49,10 +49,8 @@ export class ClaimLoop<T extends { id: string }> {
   private stopping = false;
   private readonly poll: NodeJS.Timeout;
   private readonly outage: OutageLog;
-  /** Set while paused after a failed claim: the retry that ends the pause. */
+  /** Set while paused (after a failed claim, or yielding to a saturated ingress): the claim that ends the pause. */
   private resume: NodeJS.Timeout | undefined;
-  /** Set while yielding to a saturated ingress: the next claim. */
-  private yielding: NodeJS.Timeout | undefined;
   private lastClaimAt = -Infinity;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
@@ -75,7 +73,7 @@ export class ClaimLoop<T extends { id: string }> {
   }
 
   notify(): void {
-    if (this.stopping || this.resume || this.yielding) return;
+    if (this.stopping || this.resume) return;
     if (this.claiming) {
       this.again = true;
       return;
@@ -97,7 +95,7 @@ export class ClaimLoop<T extends { id: string }> {
       if (free <= 0) return;
       if (this.opts.ingressBusy?.()) {
         const wait = this.lastClaimAt + YIELD_GAP_MS - performance.now();
-        if (wait > 0) return this.yieldFor(wait);
+        if (wait > 0) return this.pause(Math.ceil(wait));
         free = Math.min(free, YIELD_CLAIM);
       }
       this.lastClaimAt = performance.now();
@@ -112,15 +110,6 @@ export class ClaimLoop<T extends { id: string }> {
       if (items.length === 0) return;
       for (const item of items) this.start(item);
     }
-  }
-
-  private yieldFor(ms: number): void {
-    this.again = false;
-    this.yielding = setTimeout(() => {
-      this.yielding = undefined;
-      this.notify();
-    }, Math.ceil(ms));
-    this.yielding.unref();
   }
 
   private pause(ms: number): void {
@@ -150,7 +139,6 @@ export class ClaimLoop<T extends { id: string }> {
     this.stopping = true;
     clearInterval(this.poll);
     clearTimeout(this.resume);
-    clearTimeout(this.yielding);
   }
 
   /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */
