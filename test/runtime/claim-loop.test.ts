@@ -127,7 +127,7 @@ describe('claim loop', () => {
     h.loop.notify();
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(h.claims.length, 1, 'no second claim within the gap, however often it is told');
-    await waitFor('the second claim', () => h.claims.length === 2);
+    await waitFor('the second claim, its items in work', () => h.claims.length === 2 && h.started.length === 2 * YIELD_CLAIM);
     assert.ok(performance.now() - t0 >= YIELD_GAP_MS - 5, `the second claim came after ${performance.now() - t0} ms`);
     assert.equal(h.claims[1], YIELD_CLAIM);
     busy = false;
