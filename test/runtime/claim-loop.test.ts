@@ -132,7 +132,7 @@ describe('claim loop', () => {
     assert.equal(h.claims[1], YIELD_CLAIM);
     busy = false;
     for (let i = YIELD_CLAIM; i < 2 * YIELD_CLAIM; i++) h.done(`i${i}`);
-    await waitFor('a full claim', () => h.claims.includes(20));
+    await waitFor('a full claim, its items in work', () => h.claims.includes(20) && h.started.length === 2 * YIELD_CLAIM + 20);
     assert.equal(h.started.length, 2 * YIELD_CLAIM + 20);
   });
 
