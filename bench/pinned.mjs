@@ -135,7 +135,7 @@ function writeConfig(dir, { admin, adminPort }) {
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}) },
+      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}) },
       hooks: { enabled: true, token: TOKEN },
       // A summary of each hook run would otherwise wake the main agent too.
       heartbeat: { every: 'off' },

@@ -26,6 +26,12 @@ const POLL_MS = 1000;
  */
 export const DELIVERY_FOLLOWERS = 63;
 
+/** How one delivery of a batch ended: its outcome, and that outcome's write to the store (under way). */
+interface Ended {
+  kind?: DeliveryOutcome['kind'];
+  written?: Promise<void>;
+}
+
 /** One route's deliveries in one claim (its head first), sent one after another. */
 interface DeliveryBatch {
   id: string;
@@ -76,37 +82,58 @@ export class Outbox {
     });
   }
 
-  /** A route's deliveries in order; after one that is not done with (retry later, lease lost, stop) the rest go back. */
+  /**
+   * A route's deliveries in order; after one that is not done with (retry later, lease lost, stop) the rest go back.
+   * Each delivery's outcome is written without waiting for it before the next one is sent: the writes of a batch
+   * share a commit instead of taking one round trip to the store each (measured, pinned pipeline bench with one
+   * route: a batch of 64 waited for 64 commits, and the outbox delivered ~300-500 lines/s while 2,000 runs/s were
+   * accepted). Order is kept: the sends still go one after another. A crash before the outcomes commit sends them
+   * again, in order, as a crash between a send and its write always did (at least once, with a stable delivery id).
+   * A write that fails stops the batch: what was not sent yet goes back.
+   */
   private async sendBatch(b: DeliveryBatch, signal: AbortSignal): Promise<void> {
-    for (let i = 0; i < b.rows.length; i++) {
-      const d = b.rows[i]!;
-      const ended: { kind?: DeliveryOutcome['kind'] } = {};
-      try {
-        await this.leased(d, signal, ended);
-      } finally {
-        this.deadlines.delete(d.id);
-        if (ended.kind !== 'delivered' && ended.kind !== 'dead') {
-          const rest = b.rows.slice(i + 1).map((r) => r.id);
-          for (const id of rest) this.deadlines.delete(id);
-          if (rest.length) {
-            await this.deps.store
-              .releaseDeliveries(this.deps.owner, rest, Date.now())
-              .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
+    const writes: Promise<void>[] = [];
+    let failure: { err: unknown } | undefined;
+    try {
+      for (let i = 0; i < b.rows.length; i++) {
+        const d = b.rows[i]!;
+        const ended: Ended = {};
+        try {
+          if (!failure) await this.leased(d, signal, ended);
+        } finally {
+          this.deadlines.delete(d.id);
+          if (ended.written) writes.push(ended.written.catch((err: unknown) => void (failure ??= { err })));
+          if (failure || (ended.kind !== 'delivered' && ended.kind !== 'dead')) {
+            const rest = b.rows.slice(i + 1).map((r) => r.id);
+            for (const id of rest) this.deadlines.delete(id);
+            if (rest.length) {
+              await this.deps.store
+                .releaseDeliveries(this.deps.owner, rest, Date.now())
+                .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
+            }
           }
         }
+        if (failure || (ended.kind !== 'delivered' && ended.kind !== 'dead')) break;
       }
-      if (ended.kind !== 'delivered' && ended.kind !== 'dead') return;
+    } finally {
+      await Promise.all(writes);
     }
+    // The claim loop logs it, as it did when each write was waited for.
+    if (failure) throw failure.err;
   }
 
-  /** `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. */
-  private async leased(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
+  /**
+   * `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. The lease's
+   * deadline is kept until the outcome's write settles (a write retried through a store outage stops with it).
+   */
+  private async leased(d: Delivery, signal: AbortSignal, ended: Ended): Promise<void> {
     // Aborted by the stop, or when the lease is about to run out (its deadline in `deadlines`).
     const lease = deadline(signal, Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()), () => new LeaseLostError(`the delivery lease of ${d.id} is about to run out`), { unref: true });
     try {
       await this.send(d, lease.signal, ended);
     } finally {
-      lease.dispose();
+      if (ended.written) ended.written.then(() => lease.dispose(), () => lease.dispose());
+      else lease.dispose();
     }
     if (leaseLost(lease.signal) && !signal.aborted) {
       this.deps.logger.warn(
@@ -120,17 +147,19 @@ export class Outbox {
     this.loop.notify();
   }
 
-  private async send(d: Delivery, signal: AbortSignal, ended: { kind?: DeliveryOutcome['kind'] }): Promise<void> {
+  private async send(d: Delivery, signal: AbortSignal, ended: Ended): Promise<void> {
     const { store, logger, owner } = this.deps;
     const env = this.deps.env();
     const limits = env.config.channels.outbox;
     // Tried again while the store is briefly unreachable, as long as the lease lasts (then the lease lapses instead).
-    const finish = async (outcome: DeliveryOutcome) => {
+    // The outcome's write is started, not waited for (see sendBatch): `ended` carries it.
+    const finish = (outcome: DeliveryOutcome): void => {
       if (leaseLost(signal)) return;
-      await writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF));
       ended.kind = outcome.kind;
-      if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
-      else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
+      ended.written = writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF)).then(() => {
+        if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
+        else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
+      });
     };
     const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
 
@@ -182,9 +211,10 @@ export class Outbox {
     const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to, accountId: d.accountId } : undefined;
     // Read only for explicit deliveries (the ones that move the route), so the usual delivery pays nothing.
     const before = route ? await store.getRoute(MAIN_SESSION_KEY).catch(() => undefined) : undefined;
-    await finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
+    finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
     if (route && (before?.channel !== route.channel || before.to !== route.to || (before.accountId ?? null) !== (route.accountId ?? null))) {
+      await ended.written;
       // Heartbeat replies and `channel: last` follow the main session's last route: say so once, when it moves.
       logger.info(
         { ...meta, from: before ? `${before.channel}:${before.to}` : null, to: `${route.channel}:${route.to}`, routeAccountId: route.accountId },

@@ -264,3 +264,77 @@ describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
     assert.equal(deliveryRetryDelayMs(1, 3 * 24 * 3_600_000, limits, low), 8000);
   });
 });
+
+describe("outbox: a route's batch", () => {
+  /** A real Outbox over a store holding `rows` (one route) whose finishDelivery waits for `answer`. */
+  function batchOutbox(rows: Delivery[], finishDelivery: (id: string, outcome: DeliveryOutcome) => Promise<unknown>) {
+    const logs: Array<Record<string, unknown>> = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    let queue = [...rows];
+    const released: string[] = [];
+    const store = {
+      claimDeliveries: async () => queue.splice(0),
+      deliveryProgress: async () => undefined,
+      finishDelivery: async (id: string, _owner: string, outcome: DeliveryOutcome) => finishDelivery(id, outcome),
+      releaseDeliveries: async (_owner: string, ids: string[]) => void released.push(...ids),
+      getRoute: async () => undefined,
+    } as unknown as Store;
+    const channel = recordingChannel({ ok: true });
+    const channels: ChannelRegistry = { get: (id) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n) => n, close: async () => undefined };
+    const env = { config: { channels: { outbox: LIMITS } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
+    const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
+    return { outbox, channel, logs, released, clear: () => (queue = []) };
+  }
+  const until = async (cond: () => boolean, what: string) => {
+    for (let i = 0; i < 300 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(cond(), `timed out waiting for ${what}`);
+  };
+
+  it('sends every delivery in order without waiting for each outcome to commit; the batch ends when they all have', async () => {
+    const rows = [delivery({ text: 'one' }), delivery({ text: 'two' }), delivery({ text: 'three' })];
+    const commits: Array<{ id: string; commit: () => void }> = [];
+    const t = batchOutbox(rows, (id) => new Promise<void>((resolve) => commits.push({ id, commit: resolve })));
+    try {
+      t.outbox.notify();
+      await until(() => commits.length === 3, 'three outcome writes');
+      // All three were sent, in order, while no outcome had committed yet.
+      assert.deepEqual(t.channel.sent.map((m) => m.text), ['one', 'two', 'three']);
+      assert.deepEqual(commits.map((c) => c.id), rows.map((r) => r.id));
+      assert.equal(t.outbox.sending, 0);
+      for (const c of commits) c.commit();
+      await until(() => t.logs.filter((l) => l.msg === 'delivered').length === 3, 'three delivered lines');
+      assert.deepEqual(t.released, []);
+    } finally {
+      for (const c of commits) c.commit();
+      t.clear();
+      await t.outbox.close(100);
+    }
+  });
+
+  it('an outcome whose write fails stops the batch: what was not sent goes back, and the failure is logged', async () => {
+    const rows = [delivery({ text: 'one' }), delivery({ text: 'two' }), delivery({ text: 'three' })];
+    let fail!: (err: Error) => void;
+    const t = batchOutbox(rows, (id) =>
+      id === rows[0]!.id ? new Promise<void>((_, reject) => (fail = reject)) : Promise.resolve(),
+    );
+    try {
+      t.outbox.notify();
+      await until(() => t.channel.sent.length >= 1, 'the first send');
+      // Fails before the second send's turn comes: the write is a programming error, not an outage (not retried).
+      fail(new Error('constraint failed'));
+      await until(() => t.logs.some((l) => l.msg === 'working on deliveries failed'), 'the failure logged');
+      const sent = t.channel.sent.map((m) => m.text);
+      // Whatever was sent before the failure was seen stays sent (at least once); the rest went back, in order.
+      assert.deepEqual(t.released, rows.slice(sent.length).map((r) => r.id));
+      assert.equal(t.logs.find((l) => l.msg === 'working on deliveries failed')?.err, 'constraint failed');
+    } finally {
+      t.clear();
+      await t.outbox.close(100);
+    }
+  });
+});
