@@ -64,8 +64,12 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const obs = await observability(first, logger, owner);
+  // Tells the runtime (and the store's group commit) when the ingress is saturated, so that a burst's runs wait in
+  // the store instead of taking the core.
+  const pressure = new IngressPressure();
   const store = await openStore(first.storage, (p) => configPath(first, p), {
     ...(obs ? { onCommit: obs.onCommit } : {}),
+    ingressBusy: () => pressure.busy(),
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
@@ -74,8 +78,6 @@ export async function startApp(opts: AppOptions): Promise<App> {
 
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const audit = startAudit(generations, store, logger, owner);
-  // Tells the runtime when the ingress is saturated, so that a burst's runs wait in the store instead of taking the core.
-  const pressure = new IngressPressure();
   const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed, ingressBusy: () => pressure.busy() });
   const state = new IngressState(generations.current);
   const routes = createHookRoutes({ logger });

@@ -32,10 +32,10 @@ export class GroupCommit<Op> {
     private readonly commit: (ops: Op[]) => Promise<WriteResult[]>,
     private readonly onCommit?: (ms: number, ops: number) => void,
     /**
-     * Whether an op comes from the ingress (an accept, a received record). While the ingress is saturated (its
-     * recent batches large), the runtime's follow-up writes wait for the next turn (see `flush`).
+     * Whether the ingress is saturated (ingress/pressure.ts, through the store's options): while it is, the writes
+     * that a batch's continuations make wait for the next turn instead of chaining in this one (see `flush`).
      */
-    private readonly fromIngress: (op: Op) => boolean = () => true,
+    private readonly ingressBusy: () => boolean = () => false,
   ) {}
 
   write(op: Op): Promise<unknown> {
@@ -80,11 +80,11 @@ export class GroupCommit<Op> {
       // delivery, which may go only once the last is marked delivered) join a batch in this turn instead of waiting
       // for the next turn of the event loop: a nextTick runs once the promise callbacks of this turn have run. A
       // route's deliveries went one per turn (pinned pipeline bench, 2,000 agent runs/s: 169–660 delivered per
-      // second during the load before, 986 in the last full run with this). Not while the ingress is saturated
-      // (its last batch, within 100 ms, had SATURATED_BATCH writes or more): requests first, the runtime one step
-      // per turn (the pinned agent rounds: 0.08× the bare server when chaining regardless, 0.11–0.12× with this),
-      // its backlog drained once the ingress is quiet. Bounded, so no chain holds the loop.
-      if (rounds >= SAME_TURN_ROUNDS || this.ingressSaturated()) break;
+      // second during the load before, 986 in the last full run with this). Not while the ingress is saturated:
+      // requests first, the runtime one step per turn (the pinned agent rounds: 0.08× the bare server when chaining
+      // regardless, 0.11–0.12× with this), its backlog drained once the ingress is quiet. Bounded, so no chain
+      // holds the loop.
+      if (rounds >= SAME_TURN_ROUNDS || this.ingressBusy()) break;
       await new Promise<void>((resolve) => process.nextTick(resolve));
       if (!this.queue.length) break;
     }
@@ -92,26 +92,12 @@ export class GroupCommit<Op> {
     else this.inFlight = false;
   }
 
-  /** When the last batch with ingress writes was committed, and how many of its writes were the ingress's. */
-  private lastIngressAt = -Infinity;
-  private lastIngressOps = 0;
-
-  private ingressSaturated(): boolean {
-    return this.lastIngressOps >= SATURATED_BATCH && performance.now() - this.lastIngressAt < SATURATED_WINDOW_MS;
-  }
-
   /** Commit what is queued, batch after batch. */
   private async commitQueued(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue;
       this.queue = [];
-      let ingressOps = 0;
-      for (const p of batch) if (this.fromIngress(p.op)) ingressOps++;
       const started = performance.now();
-      if (ingressOps > 0) {
-        this.lastIngressAt = started;
-        this.lastIngressOps = ingressOps;
-      }
       let results: WriteResult[];
       try {
         results = await this.commit(batch.map((p) => p.op));
@@ -133,14 +119,6 @@ export class GroupCommit<Op> {
 
 /** Batches committed in one turn of the event loop at most, one after another (see `flush`). */
 const SAME_TURN_ROUNDS = 16;
-/**
- * An ingress batch this large means requests arrive faster than turns go by: the runtime then waits its turn.
- * Measured: 50 closed-loop connections on /hooks/agent made batches of 50 almost always; the pipeline bench's
- * steady 2,000 requests/s, batches of 1 to 50 (long turns while the runtime works let requests gather).
- */
-const SATURATED_BATCH = 8;
-const SATURATED_WINDOW_MS = 100;
-
 /**
  * Commit `ops` with `all` (one transaction for the whole batch). If it throws, the batch was rolled back: call
  * `rolledBack` (forget what the rolled-back writes cached) and commit each op alone with `one` (its own transaction),

@@ -21,6 +21,8 @@ export interface OpenStoreOptions {
   onError?: (message: string) => void;
   /** Told how long each group commit took (the service's metrics). */
   onCommit?: (ms: number, ops: number) => void;
+  /** Whether the ingress is saturated (the service's IngressPressure; SQLite's group commit reads it). */
+  ingressBusy?: () => boolean;
 }
 
 export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -36,6 +38,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
           ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
           ...(opts.onError ? { onError: opts.onError } : {}),
           ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),
+          ...(opts.ingressBusy ? { ingressBusy: opts.ingressBusy } : {}),
         });
       try {
         return open();

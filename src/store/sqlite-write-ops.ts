@@ -229,9 +229,6 @@ export type WriteValue<K extends WriteKind> = ReturnType<WriteOps[K]>;
 /** A write the SQLite writer performs. Plain data: it crosses to the writer thread by structured clone. */
 export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args: WriteArgs<P> } }[K];
 
-/** The ingress's writes: while its batches of them are large, the runtime's follow-up writes wait a turn (group-commit.ts). */
-export const INGRESS_WRITES: ReadonlySet<WriteKind> = new Set<WriteKind>(['accept', 'recordReceived', 'recordRefusals', 'recordGmailPush']);
-
 /** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
 export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
   return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);

@@ -11,7 +11,7 @@ import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import { prepared } from './sqlite-prepared.js';
 import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
-import { INGRESS_WRITES, type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
+import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { SqlitePages } from './sqlite-pages.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
@@ -40,6 +40,8 @@ export interface SqliteStoreOptions {
   onError?: (message: string) => void;
   /** Told how long each group commit took (metrics). */
   onCommit?: (ms: number, ops: number) => void;
+  /** Whether the ingress is saturated (the service's IngressPressure): the runtime's writes then chain less (group-commit.ts). */
+  ingressBusy?: () => boolean;
 }
 
 /** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
@@ -83,7 +85,7 @@ export class SqliteStore implements Store {
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
-    this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit, (op) => INGRESS_WRITES.has(op.op));
+    this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit, opts.ingressBusy);
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { performance } from 'node:perf_hooks';
-import { ClaimLoop, type ClaimLoopOptions, YIELD_CLAIM, YIELD_GAP_MS } from '../../src/runtime/claim-loop.js';
+import { ClaimLoop, type ClaimLoopOptions } from '../../src/runtime/claim-loop.js';
+
+// Longer than production's gap (25 ms), so that the waits of a busy CI machine cannot pass it unnoticed.
+const YIELD_GAP_MS = 200;
+const YIELD_CLAIM = 8;
+const yieldTo = { gapMs: YIELD_GAP_MS, items: YIELD_CLAIM };
 import { waitFor } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
 import { startRuntimeKit } from './kit.js';
@@ -117,7 +122,7 @@ describe('claim loop', () => {
 
   it('while the ingress is busy, claims once per YIELD_GAP_MS and at most YIELD_CLAIM items; at full speed again once it is not', async () => {
     let busy = true;
-    const h = track(harness({ limit: () => 20, ingressBusy: () => busy }));
+    const h = track(harness({ limit: () => 20, ingressBusy: () => busy, yieldTo }));
     h.add(...Array.from({ length: 40 }, (_, i) => `i${i}`));
     const t0 = performance.now();
     h.loop.notify();
@@ -137,12 +142,14 @@ describe('claim loop', () => {
   });
 
   it('a stop while yielding claims nothing more', async () => {
-    const h = track(harness({ limit: () => 4, ingressBusy: () => true }));
+    const h = track(harness({ limit: () => 4, ingressBusy: () => true, yieldTo: { gapMs: YIELD_GAP_MS, items: 2 } }));
     h.add('a', 'b', 'c', 'd', 'e', 'f');
     h.loop.notify();
-    await waitFor('a claim', () => h.started.length === 4);
-    for (const id of ['a', 'b', 'c', 'd']) h.done(id);
-    await waitFor('an empty loop', () => h.loop.size === 0);
+    await waitFor('a claim', () => h.started.length === 2);
+    for (const id of [...h.started]) h.done(id);
+    // The finished items tell the loop, which is within the gap: it pauses until the gap has passed.
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(h.loop.size, 0);
     h.loop.stop();
     await new Promise((r) => setTimeout(r, YIELD_GAP_MS + 30));
     assert.equal(h.claims.length, 1);
