@@ -11,9 +11,9 @@
 // suspicious phrases is separate: it never changes the message, it only names what it saw so the caller can
 // log the names (never the text).
 
-import { randomBytes } from 'node:crypto';
 import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_WORD, endMarker, startMarker } from '../prompt-markers.js';
 import { logSafe } from '../text-safe.js';
+import { randomHex } from '../ids.js';
 
 export { endMarker, startMarker };
 
@@ -57,7 +57,7 @@ const CONTEXT_VALUE_MAX = 200;
 const ID_PATTERN = /^[0-9a-f]{16}$/;
 
 function defaultRandomId(): string {
-  return randomBytes(8).toString('hex');
+  return randomHex(8);
 }
 
 // ---------------------------------------------------------------------------------------------------------

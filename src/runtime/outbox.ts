@@ -92,6 +92,11 @@ export class Outbox {
    * A write that fails stops the batch: what was not sent yet goes back.
    */
   private async sendBatch(b: DeliveryBatch, signal: AbortSignal): Promise<void> {
+    // One lease for the batch: its rows were claimed together, so their leases end together. Aborted by the stop, or
+    // when the lease is about to run out; kept until the outcomes' writes settle (one retried through a store outage
+    // stops with it).
+    const until = this.deadlines.get(b.id) ?? 0;
+    const lease = deadline(signal, Math.max(0, until - Date.now()), () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`), { unref: true });
     const writes: Promise<void>[] = [];
     let failure: { err: unknown } | undefined;
     try {
@@ -99,7 +104,7 @@ export class Outbox {
         const d = b.rows[i]!;
         const ended: Ended = {};
         try {
-          if (!failure) await this.leased(d, signal, ended);
+          if (!failure) await this.leased(d, lease.signal, signal, ended);
         } finally {
           this.deadlines.delete(d.id);
           if (ended.written) writes.push(ended.written.catch((err: unknown) => void (failure ??= { err })));
@@ -117,27 +122,18 @@ export class Outbox {
       }
     } finally {
       await Promise.all(writes);
+      lease.dispose();
     }
     // The claim loop logs it, as it did when each write was waited for.
     if (failure) throw failure.err;
   }
 
-  /**
-   * `send` under the delivery's lease: aborted (and not finished) when the lease is about to run out. The lease's
-   * deadline is kept until the outcome's write settles (a write retried through a store outage stops with it).
-   */
-  private async leased(d: Delivery, signal: AbortSignal, ended: Ended): Promise<void> {
-    // Aborted by the stop, or when the lease is about to run out (its deadline in `deadlines`).
-    const lease = deadline(signal, Math.max(0, (this.deadlines.get(d.id) ?? 0) - Date.now()), () => new LeaseLostError(`the delivery lease of ${d.id} is about to run out`), { unref: true });
-    try {
-      await this.send(d, lease.signal, ended);
-    } finally {
-      if (ended.written) ended.written.then(() => lease.dispose(), () => lease.dispose());
-      else lease.dispose();
-    }
-    if (leaseLost(lease.signal) && !signal.aborted) {
+  /** `send` under the batch's lease (`lease`): aborted, and not finished, when the lease is about to run out. */
+  private async leased(d: Delivery, lease: AbortSignal, stop: AbortSignal, ended: Ended): Promise<void> {
+    await this.send(d, lease, ended);
+    if (leaseLost(lease) && !stop.aborted) {
       this.deps.logger.warn(
-        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.signal.reason) },
+        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.reason) },
         'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
       );
     }
