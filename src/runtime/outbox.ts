@@ -2,7 +2,7 @@ import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { splitText } from './split.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
-import type { Delivery, DeliveryOutcome } from '../store/types.js';
+import type { Delivery, DeliveryOutcome, NewDelivery } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop } from './claim-loop.js';
@@ -35,8 +35,12 @@ interface Ended {
 /** One route's deliveries in one claim (its head first), sent one after another. */
 interface DeliveryBatch {
   id: string;
+  route: string;
   rows: Delivery[];
 }
+
+/** A recipient: what the outbox keeps in order (channel, account, recipient as stored). */
+const routeKey = (d: Pick<NewDelivery, 'channel' | 'accountId' | 'to'>): string => `${d.channel}\u0000${d.accountId ?? ''}\u0000${d.to}`;
 
 /**
  * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
@@ -50,6 +54,8 @@ export class Outbox {
   private readonly loop: ClaimLoop<DeliveryBatch>;
   /** Until when each delivery in hand may be worked on (its lease's end, less the margin). */
   private readonly deadlines = new Map<string, number>();
+  /** The routes of the batches in hand: a new delivery to one of them is claimed when its batch ends. */
+  private readonly routesInHand = new Set<string>();
   private readonly announce: RuntimeAnnouncer;
 
   constructor(
@@ -69,14 +75,15 @@ export class Outbox {
         const batches = new Map<string, DeliveryBatch>();
         for (const d of rows) {
           this.deadlines.set(d.id, now + leaseMs - marginMs);
-          const route = `${d.channel}\u0000${d.accountId ?? ''}\u0000${d.to}`;
+          const route = routeKey(d);
           const batch = batches.get(route);
           if (batch) batch.rows.push(d);
-          else batches.set(route, { id: d.id, rows: [d] });
+          else batches.set(route, { id: d.id, route, rows: [d] });
         }
+        for (const route of batches.keys()) this.routesInHand.add(route);
         return [...batches.values()];
       },
-      work: (b, signal) => this.sendBatch(b, signal),
+      work: (b, signal) => this.sendBatch(b, signal).finally(() => this.routesInHand.delete(b.route)),
       pollMs: POLL_MS,
       ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });
@@ -139,7 +146,13 @@ export class Outbox {
     }
   }
 
-  notify(): void {
+  /**
+   * There may be deliveries to claim. Told which were queued (a run's completion), it claims only if one of them is
+   * to a route with no batch in hand: a batch in hand claims its route again when it ends, so a claim now would
+   * find nothing (on the pipeline bench, one empty claim, a write, per finished run: ~5 % of the profile).
+   */
+  notify(queued?: readonly Pick<NewDelivery, 'channel' | 'accountId' | 'to'>[]): void {
+    if (queued?.length && queued.every((d) => this.routesInHand.has(routeKey(d)))) return;
     this.loop.notify();
   }
 

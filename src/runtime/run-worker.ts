@@ -35,8 +35,11 @@ export interface RunWorkerOptions {
 }
 
 export interface RunWorkerHooks {
-  /** A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. */
-  onFinished(run: Run, committed: boolean): void;
+  /**
+   * A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. `deliveries`: the outbox rows
+   * its completion queued (none when it was not committed, or its reply goes nowhere).
+   */
+  onFinished(run: Run, committed: boolean, deliveries: readonly NewDelivery[]): void;
 }
 
 export type RetryDecision = { kind: 'defer'; until: number } | { kind: 'fail'; gaveUp?: string };
@@ -212,7 +215,7 @@ export class RunWorker {
       { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
-    this.hooks.onFinished(run, committed);
+    this.hooks.onFinished(run, committed, committed ? deliveries : []);
   }
 
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */

@@ -44,10 +44,11 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const outbox = new Outbox(deps);
   const completions = new CompletionWaiters({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
   const worker = new RunWorker(deps, {
-    onFinished(run, committed) {
+    onFinished(run, committed, deliveries) {
       if (!committed) return;
       completions.finished(run.id);
-      outbox.notify();
+      // Only when it queued a delivery (a run with `deliver: false` queues none: a claim would find nothing).
+      if (deliveries.length) outbox.notify(deliveries);
       if (run.wakeMode === 'now') heartbeat.request(`hook:${run.id}`);
     },
   });

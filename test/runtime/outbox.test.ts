@@ -267,7 +267,7 @@ describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
 
 describe("outbox: a route's batch", () => {
   /** A real Outbox over a store holding `rows` (one route) whose finishDelivery waits for `answer`. */
-  function batchOutbox(rows: Delivery[], finishDelivery: (id: string, outcome: DeliveryOutcome) => Promise<unknown>) {
+  function batchOutbox(rows: Delivery[], finishDelivery: (id: string, outcome: DeliveryOutcome) => Promise<unknown>, concurrency = LIMITS.concurrency) {
     const logs: Array<Record<string, unknown>> = [];
     const destination = new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -277,8 +277,9 @@ describe("outbox: a route's batch", () => {
     });
     let queue = [...rows];
     const released: string[] = [];
+    const claims: number[] = [];
     const store = {
-      claimDeliveries: async () => queue.splice(0),
+      claimDeliveries: async () => (claims.push(Date.now()), queue.splice(0)),
       deliveryProgress: async () => undefined,
       finishDelivery: async (id: string, _owner: string, outcome: DeliveryOutcome) => finishDelivery(id, outcome),
       releaseDeliveries: async (_owner: string, ids: string[]) => void released.push(...ids),
@@ -286,9 +287,9 @@ describe("outbox: a route's batch", () => {
     } as unknown as Store;
     const channel = recordingChannel({ ok: true });
     const channels: ChannelRegistry = { get: (id) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n) => n, close: async () => undefined };
-    const env = { config: { channels: { outbox: LIMITS } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
+    const env = { config: { channels: { outbox: { ...LIMITS, concurrency } } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
     const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
-    return { outbox, channel, logs, released, clear: () => (queue = []) };
+    return { outbox, channel, logs, released, claims, clear: () => (queue = []) };
   }
   const until = async (cond: () => boolean, what: string) => {
     for (let i = 0; i < 300 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -333,6 +334,30 @@ describe("outbox: a route's batch", () => {
       assert.deepEqual(t.released, rows.slice(sent.length).map((r) => r.id));
       assert.equal(t.logs.find((l) => l.msg === 'working on deliveries failed')?.err, 'constraint failed');
     } finally {
+      t.clear();
+      await t.outbox.close(100);
+    }
+  });
+
+  it('told of a new delivery to a route whose batch is in hand, claims nothing then; the batch claims again when it ends', async () => {
+    const commits: Array<() => void> = [];
+    const t = batchOutbox([delivery({ to: '1001' })], () => new Promise<void>((resolve) => commits.push(resolve)), 4);
+    const ticks = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    };
+    try {
+      t.outbox.notify();
+      await until(() => commits.length === 1, 'the batch sent, its outcome not yet committed');
+      const claimed = t.claims.length;
+      t.outbox.notify([{ channel: 'test', accountId: null, to: '1001' }]);
+      await ticks();
+      assert.equal(t.claims.length, claimed, 'same route, batch in hand: no claim');
+      t.outbox.notify([{ channel: 'test', accountId: null, to: '2002' }]);
+      await until(() => t.claims.length === claimed + 1, 'a claim for another route');
+      commits[0]!();
+      await until(() => t.claims.length === claimed + 2, 'the claim once the batch ended');
+    } finally {
+      for (const c of commits) c();
       t.clear();
       await t.outbox.close(100);
     }
