@@ -4,7 +4,7 @@
 // `--admin` enables the admin listener with one client on its live feed, `--only ingress|pipeline` runs half of it.
 // Env: BENCH_SECONDS per round (default 8), BENCH_ROUNDS (default 5), BENCH_CONNECTIONS (default 50), BENCH_RATE and
 // BENCH_PIPELINE_SECONDS (2000 runs/s for 30 s), BENCH_SERVER_CPU / BENCH_LOAD_CPU (0 / 1), BENCH_LOADGEN=autocannon,
-// BENCH_WRITER (inline | thread: storage.writer), BENCH_NODE_ARGS (e.g. --cpu-prof, for the hookgate process).
+// BENCH_WRITER (inline | thread: storage.writer), BENCH_CHECKPOINTS (auto | thread: storage.checkpoints), BENCH_NODE_ARGS (e.g. --cpu-prof, for the hookgate process).
 // `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
 import { spawn } from 'node:child_process';
