@@ -3,20 +3,53 @@ import pino, { type Logger } from 'pino';
 export type { Logger };
 
 /**
+ * At most this much log output waits in memory for stdout. A reader that stops reading (a stuck pipe, a paused
+ * terminal) would otherwise grow the buffer for as long as requests come: past this, lines are dropped and counted,
+ * and one warning says how many once stdout has caught up (`log_lines_dropped`).
+ */
+export const LOG_BUFFER_MAX_BYTES = 64 * 1024 * 1024;
+
+export interface LoggerOptions {
+  pretty?: boolean;
+  /** A stream instead of stdout (tests, the CLI's stderr): written as is, without the buffer below. */
+  destination?: NodeJS.WritableStream;
+  /** Tests: where the buffered destination writes (a file path or a descriptor; default stdout) and its bound. */
+  to?: string | number;
+  bufferMaxBytes?: number;
+}
+
+/**
  * JSON lines on stdout; human-readable when stdout is a TTY. Nothing that logs may pass a token, a secret or a
  * raw payload: payload-derived text goes through text-safe (`logSafe`) first. The redact list is a second net.
  */
-export function createLogger(level: string = 'info', opts: { pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
-  const pretty = opts.pretty ?? (process.stdout.isTTY === true && !opts.destination);
+export function createLogger(level: string = 'info', opts: LoggerOptions = {}): Logger {
+  const pretty = opts.pretty ?? (process.stdout.isTTY === true && !opts.destination && opts.to === undefined);
   const base: pino.LoggerOptions = {
     level,
     base: { svc: 'hookgate' },
     redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'apiKey', '*.apiKey', 'secret', '*.secret', 'password', '*.password'], censor: '[redacted]' },
   };
   if (pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' } } });
+  if (opts.destination) return pino(base, opts.destination as pino.DestinationStream);
   // maxWrite: sonic-boom writes at most this much per write, one write per turn of the event loop. At its default
   // (16 KiB) a busy loop logged faster than that and the buffer grew for as long as the load lasted: the pinned
   // bench's backlog drain (2 lines per run, ~2,500 runs/s) grew the heap's live set 15 -> 34 MiB and peak RSS
   // 97 -> 122 MiB. With 1 MiB each write takes what gathered since the last one: no growth, peak RSS 96 MiB.
-  return pino(base, (opts.destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false, maxWrite: 1024 * 1024 }));
+  const max = opts.bufferMaxBytes ?? LOG_BUFFER_MAX_BYTES;
+  const dest = pino.destination({ dest: opts.to ?? 1, sync: false, maxWrite: 1024 * 1024, maxLength: max });
+  const logger = pino(base, dest);
+  reportDrops(dest, logger, max);
+  return logger;
+}
+
+/** Counts the lines the destination dropped (its buffer full) and logs one warning once it has drained. */
+function reportDrops(dest: ReturnType<typeof pino.destination>, logger: Logger, maxBytes: number): void {
+  let dropped = 0;
+  dest.on('drop', () => void dropped++);
+  dest.on('drain', () => {
+    if (dropped === 0) return;
+    const n = dropped;
+    dropped = 0;
+    logger.warn({ dropped: n, code: 'log_lines_dropped' }, `${n} log lines were dropped: stdout was not read fast enough and ${maxBytes} bytes of log output were waiting`);
+  });
 }

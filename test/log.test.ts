@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { createLogger } from '../src/log.js';
+import { tempDir } from './support/temp-dir.js';
+
+describe('createLogger', () => {
+  it('a destination that cannot keep up drops lines past its bound, counts them, and says so once it has drained', async () => {
+    const dir = tempDir('hookgate-log-');
+    const file = join(dir, 'log.jsonl');
+    const logger = createLogger('info', { to: file, bufferMaxBytes: 600 });
+    // All in one turn: the first line's write is under way, the others wait in the buffer until it is full.
+    for (let i = 0; i < 40; i++) logger.info({ i }, 'line');
+    let lines: Array<Record<string, unknown>> = [];
+    for (let t = 0; t < 200; t++) {
+      await new Promise((r) => setTimeout(r, 10));
+      lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      if (lines.some((l) => l.code === 'log_lines_dropped')) break;
+    }
+    const kept = lines.filter((l) => l.msg === 'line');
+    const warning = lines.find((l) => l.code === 'log_lines_dropped');
+    assert.ok(warning, `no warning among ${lines.length} lines`);
+    assert.equal(warning.level, 40);
+    assert.ok(kept.length > 0 && kept.length < 40, `${kept.length} lines kept`);
+    assert.equal(warning.dropped, 40 - kept.length, 'every line is either written or counted');
+    // The lines kept are the first ones, in order.
+    assert.deepEqual(kept.map((l) => l.i), Array.from({ length: kept.length }, (_, i) => i));
+  });
+
+  it('without drops, no warning', async () => {
+    const dir = tempDir('hookgate-log-');
+    const file = join(dir, 'log.jsonl');
+    const logger = createLogger('info', { to: file });
+    for (let i = 0; i < 40; i++) logger.info({ i }, 'line');
+    let text = '';
+    for (let t = 0; t < 200 && text.split('\n').filter(Boolean).length < 40; t++) {
+      await new Promise((r) => setTimeout(r, 10));
+      text = readFileSync(file, 'utf8');
+    }
+    assert.equal(text.split('\n').filter(Boolean).length, 40);
+    assert.ok(!text.includes('log_lines_dropped'));
+  });
+});
