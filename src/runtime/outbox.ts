@@ -36,6 +36,8 @@ interface Ended {
 interface DeliveryBatch {
   id: string;
   route: string;
+  /** Until when its rows may be worked on: their leases' end (they were claimed together), less the margin. */
+  until: number;
   rows: Delivery[];
 }
 
@@ -52,8 +54,8 @@ const routeKey = (d: Pick<NewDelivery, 'channel' | 'accountId' | 'to'>): string 
  */
 export class Outbox {
   private readonly loop: ClaimLoop<DeliveryBatch>;
-  /** Until when each delivery in hand may be worked on (its lease's end, less the margin). */
-  private readonly deadlines = new Map<string, number>();
+  /** Deliveries in hand not yet sent nor given back (`sending`). */
+  private unsent = 0;
   /** The routes of the batches in hand: a new delivery to one of them is claimed when its batch ends. */
   private readonly routesInHand = new Set<string>();
   private readonly announce: RuntimeAnnouncer;
@@ -74,12 +76,12 @@ export class Outbox {
         const rows = await deps.store.claimDeliveries(deps.owner, now, leaseMs, n, DELIVERY_FOLLOWERS);
         const batches = new Map<string, DeliveryBatch>();
         for (const d of rows) {
-          this.deadlines.set(d.id, now + leaseMs - marginMs);
           const route = routeKey(d);
           const batch = batches.get(route);
           if (batch) batch.rows.push(d);
-          else batches.set(route, { id: d.id, route, rows: [d] });
+          else batches.set(route, { id: d.id, route, until: now + leaseMs - marginMs, rows: [d] });
         }
+        this.unsent += rows.length;
         for (const route of batches.keys()) this.routesInHand.add(route);
         return [...batches.values()];
       },
@@ -102,30 +104,27 @@ export class Outbox {
     // One lease for the batch: its rows were claimed together, so their leases end together. Aborted by the stop, or
     // when the lease is about to run out; kept until the outcomes' writes settle (one retried through a store outage
     // stops with it).
-    const until = this.deadlines.get(b.id) ?? 0;
-    const lease = deadline(signal, Math.max(0, until - Date.now()), () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`), { unref: true });
+    const lease = deadline(signal, Math.max(0, b.until - Date.now()), () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`), { unref: true });
     const writes: Promise<void>[] = [];
     let failure: { err: unknown } | undefined;
     try {
-      for (let i = 0; i < b.rows.length; i++) {
-        const d = b.rows[i]!;
+      // A failed write is seen here, after the send it came during (the only await of a round that goes on).
+      for (let i = 0, goOn = true; goOn && i < b.rows.length; i++) {
         const ended: Ended = {};
         try {
-          if (!failure) await this.leased(d, lease.signal, signal, ended);
+          await this.leased(b.rows[i]!, lease.signal, signal, ended);
         } finally {
-          this.deadlines.delete(d.id);
+          this.unsent--;
           if (ended.written) writes.push(ended.written.catch((err: unknown) => void (failure ??= { err })));
-          if (failure || (ended.kind !== 'delivered' && ended.kind !== 'dead')) {
-            const rest = b.rows.slice(i + 1).map((r) => r.id);
-            for (const id of rest) this.deadlines.delete(id);
-            if (rest.length) {
-              await this.deps.store
-                .releaseDeliveries(this.deps.owner, rest, Date.now())
-                .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
-            }
+          goOn = !failure && (ended.kind === 'delivered' || ended.kind === 'dead');
+          const rest = goOn ? [] : b.rows.slice(i + 1).map((r) => r.id);
+          if (rest.length) {
+            this.unsent -= rest.length;
+            await this.deps.store
+              .releaseDeliveries(this.deps.owner, rest, Date.now())
+              .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
           }
         }
-        if (failure || (ended.kind !== 'delivered' && ended.kind !== 'dead')) break;
       }
     } finally {
       await Promise.all(writes);
@@ -244,7 +243,7 @@ export class Outbox {
 
   /** Deliveries in hand: claimed and not done with (a batch counts each of its rows until it is sent or given back). */
   get sending(): number {
-    return this.deadlines.size;
+    return this.unsent;
   }
 
   async close(graceMs = 5000): Promise<void> {
