@@ -197,23 +197,32 @@ async function drain(hg, limitMs = 60_000) {
   return { seconds: (performance.now() - t0) / 1000, left: hg.backlog() };
 }
 
-/** Ingress rounds: bare, wake, bare, agent, `rounds` times. */
+/**
+ * Ingress rounds: bare, floor, wake, bare, agent, `rounds` times. The floor (bench/floor-server.mjs: the bare server
+ * plus one grouped SQLite commit of two rows per request, answered after it) is what any ingress that commits to
+ * SQLite before answering costs at least; it is measured in every run because the targets are ratios to bare and the
+ * floor's own ratio says which of them a durable SQLite ingress can reach on this machine at all.
+ */
 async function ingress(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
   const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
+  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], { cpu: o.serverCpu, key: 'port' });
   const hg = await startHookgate(o, dir);
   const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
   try {
     const bareUrl = `http://127.0.0.1:${bare.info.port}/`;
+    const floorUrl = `http://127.0.0.1:${floor.info.port}/`;
     const load = (url, kind, token, seconds = o.seconds) => ({ url, kind, token, seconds, connections: o.connections });
     // Warm-up (JIT, SQLite page cache), not measured.
     await runLoad(o, load(bareUrl, 'bare', undefined, 2));
+    await runLoad(o, load(floorUrl, 'wake', undefined, 2));
     await runLoad(o, load(`${hg.url}/hooks/wake`, 'wake', TOKEN, 2));
     await runLoad(o, load(`${hg.url}/hooks/agent`, 'agent', TOKEN, 2));
     const warmDrain = await drain(hg);
-    const r = { bareW: [], wake: [], bareA: [], agent: [], drains: [] };
+    const r = { bareW: [], floor: [], wake: [], bareA: [], agent: [], drains: [] };
     for (let i = 0; i < o.rounds; i++) {
       r.bareW.push(await round(o, bare.child.pid, load(bareUrl, 'bare')));
+      r.floor.push(await round(o, floor.child.pid, load(floorUrl, 'wake')));
       r.wake.push(await round(o, hg.child.pid, load(`${hg.url}/hooks/wake`, 'wake', TOKEN)));
       r.bareA.push(await round(o, bare.child.pid, load(bareUrl, 'bare')));
       r.agent.push(await round(o, hg.child.pid, load(`${hg.url}/hooks/agent`, 'agent', TOKEN)));
@@ -223,12 +232,17 @@ async function ingress(o) {
     return {
       rounds: r,
       bare: medianRow([...r.bareW, ...r.bareA]),
+      floor: medianRow(r.floor),
       wake: medianRow(r.wake),
       agent: medianRow(r.agent),
       wakeRatios: r.wake.map((w, i) => w.rps / r.bareW[i].rps),
       agentRatios: r.agent.map((a, i) => a.rps / r.bareA[i].rps),
       wakeP99Ratios: r.wake.map((w, i) => w.p99 / r.bareW[i].p99),
-      rss: { bare: peakRssMiB(bare.child.pid), hookgate: peakRssMiB(hg.child.pid) },
+      floorRatios: r.floor.map((f, i) => f.rps / r.bareW[i].rps),
+      floorP99Ratios: r.floor.map((f, i) => f.p99 / r.bareW[i].p99),
+      wakeToFloor: r.wake.map((w, i) => w.rps / r.floor[i].rps),
+      agentToFloor: r.agent.map((a, i) => a.rps / r.floor[i].rps),
+      rss: { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), hookgate: peakRssMiB(hg.child.pid) },
       affinity,
       warmDrain,
       feed: feed ? { ...feed.state } : undefined,
@@ -237,6 +251,7 @@ async function ingress(o) {
     feed?.close();
     hg.db.close();
     bare.child.kill();
+    floor.child.kill();
     hg.child.kill('SIGTERM');
     await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
     rmSync(dir, { recursive: true, force: true });
@@ -338,9 +353,12 @@ function verdicts(i, p) {
   const rss = Math.max(i?.rss.hookgate ?? 0, p?.rss ?? 0);
   const v = [];
   if (i) {
-    v.push({ target: `/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`, value: median(i.wakeRatios), ok: median(i.wakeRatios) >= TARGETS.wakeRatio });
-    v.push({ target: `/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`, value: median(i.wakeP99Ratios), ok: median(i.wakeP99Ratios) <= TARGETS.wakeP99 });
-    v.push({ target: `/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`, value: median(i.agentRatios), ok: median(i.agentRatios) >= TARGETS.agentRatio });
+    // `floor`: the same target applied to the floor server (no hookgate code, only the SQLite commit before the answer).
+    const fr = median(i.floorRatios);
+    const fp = median(i.floorP99Ratios);
+    v.push({ target: `/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`, value: median(i.wakeRatios), ok: median(i.wakeRatios) >= TARGETS.wakeRatio, floor: { value: fr, ok: fr >= TARGETS.wakeRatio } });
+    v.push({ target: `/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`, value: median(i.wakeP99Ratios), ok: median(i.wakeP99Ratios) <= TARGETS.wakeP99, floor: { value: fp, ok: fp <= TARGETS.wakeP99 } });
+    v.push({ target: `/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`, value: median(i.agentRatios), ok: median(i.agentRatios) >= TARGETS.agentRatio, floor: { value: fr, ok: fr >= TARGETS.agentRatio } });
   }
   if (p) {
     // Sustained: delivered at the offered rate during the load (within 2 %), and every accepted run delivered after it.
@@ -363,12 +381,15 @@ function table(o, i, p) {
       '| target | req/s | p50 ms | p99 ms | non-2xx | CPU µs/req | peak RSS MiB | ratio to bare |',
       '|---|---:|---:|---:|---:|---:|---:|---:|',
       `| bare node:http | ${f(i.bare.rps)} | ${f(i.bare.p50, 2)} | ${f(i.bare.p99, 2)} | ${i.bare.non2xx} | ${f(i.bare.cpuPerReq)} | ${f(i.rss.bare, 1)} | 1.00 |`,
+      `| floor: bare + grouped SQLite commit of two rows (no hookgate) | ${f(i.floor.rps)} | ${f(i.floor.p50, 2)} | ${f(i.floor.p99, 2)} | ${i.floor.non2xx} | ${f(i.floor.cpuPerReq)} | ${f(i.rss.floor, 1)} | ${f(median(i.floorRatios), 2)} |`,
       `| hookgate /hooks/wake | ${f(i.wake.rps)} | ${f(i.wake.p50, 2)} | ${f(i.wake.p99, 2)} | ${i.wake.non2xx} | ${f(i.wake.cpuPerReq)} | ${f(i.rss.hookgate, 1)} | ${f(median(i.wakeRatios), 2)} |`,
       `| hookgate /hooks/agent (runs on echo → log file meanwhile) | ${f(i.agent.rps)} | ${f(i.agent.p50, 2)} | ${f(i.agent.p99, 2)} | ${i.agent.non2xx} | ${f(i.agent.cpuPerReq)} | ${f(i.rss.hookgate, 1)} | ${f(median(i.agentRatios), 2)} |`,
       '',
       `wake / bare per round: ${i.wakeRatios.map((x) => f(x, 2)).join(' ')}; wake p99 / bare p99: ${i.wakeP99Ratios.map((x) => f(x, 2)).join(' ')}`,
+      `floor / bare per round: ${i.floorRatios.map((x) => f(x, 2)).join(' ')}; floor p99 / bare p99: ${i.floorP99Ratios.map((x) => f(x, 2)).join(' ')}`,
+      `wake / floor per round: ${i.wakeToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.wakeToFloor), 2)}); agent / floor: ${i.agentToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.agentToFloor), 2)})`,
       `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s`,
-      `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
+      `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | floor ${i.rounds.floor.map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
     );
     if (i.feed) lines.push(`--admin feed: ${i.feed.error ? `no answer (${i.feed.error})` : i.feed.status === 404 ? 'GET /api/v1/events answered 404 (not built on this branch)' : `HTTP ${i.feed.status}, ${i.feed.bytes} bytes read`}`);
   }
@@ -388,9 +409,13 @@ function table(o, i, p) {
     );
     if (p.feed) lines.push(`--admin feed (pipeline): ${p.feed.error ? `no answer (${p.feed.error})` : p.feed.status === 404 ? 'GET /api/v1/events answered 404' : `HTTP ${p.feed.status}, ${p.feed.bytes} bytes read`}`);
   }
-  lines.push('', '| target | measured | met |', '|---|---:|:---:|');
-  for (const v of verdicts(i, p)) lines.push(`| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} |`);
-  lines.push('', 'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.');
+  lines.push('', '| target | measured | met | the floor server, same target |', '|---|---:|:---:|---:|');
+  for (const v of verdicts(i, p)) lines.push(`| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} | ${v.floor ? `${f(v.floor.value, 2)} (${v.floor.ok ? 'met' : 'not met'})` : '-'} |`);
+  lines.push(
+    '',
+    'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.',
+    'The floor server does only what any ingress that commits to SQLite before answering must (bench/floor-server.mjs): a target it does not meet is out of reach of such an ingress on this machine (docs/operations.md, "The floor").',
+  );
   return lines.join('\n');
 }
 
