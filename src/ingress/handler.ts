@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
@@ -8,7 +8,7 @@ import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { createHookRoutes, type HookRequest, type HookRoutes } from '../hooks/routes.js';
+import { createHookRoutes, type HookRequest, type HookRoutes, type SignatureChecks } from '../hooks/routes.js';
 import type { IngressStore, ReceivedHook } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
@@ -146,8 +146,10 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       tokenId,
     });
     const refuse = refuser(ctx, now, subPath, clientIp, started);
-    const announce = (status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>) =>
-      announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
+    const announce = (status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>) => {
+      // Without a feed (admin listener off) nothing is built: this runs for every answered request.
+      if (feed) announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
+    };
 
     const plan = routes.plan(ctx, subPath);
     // Per-route limits, before the body (route-limits.ts): the address list before authentication, the bucket after.
@@ -200,22 +202,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       }
       const payload = body.get();
 
-      let stripped: IncomingMessage['headers'] | undefined;
-      const hookRequest: HookRequest = {
-        ctx,
-        subPath,
-        payload,
-        rawBody,
-        // Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy.
-        get headers() {
-          return (stripped ??= withoutCredentials(req.headers));
-        },
-        rawHeaders: req.headers,
-        query,
-        now,
-        tokenVerified,
-        form,
-      };
+      const hookRequest = new IngressHookRequest(ctx, subPath, payload, rawBody, req.headers, query, now, tokenVerified, form);
       if (signatures) hookRequest.signatures = signatures;
       const routed = await routes.resolve(hookRequest);
       if (routed.kind === 'none') throw NOT_FOUND;
@@ -277,6 +264,32 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
     }
   };
   return Object.assign(handle, { flushRefusals: () => refusals.flush() });
+}
+
+/**
+ * A request as the routes see it. A class, not an object literal with a getter: a literal's getter is a new closure
+ * and accessor pair on every request, and this is every accepted request's path.
+ */
+class IngressHookRequest implements HookRequest {
+  signatures?: SignatureChecks;
+  private stripped: IncomingHttpHeaders | undefined;
+
+  constructor(
+    readonly ctx: HooksContext,
+    readonly subPath: string,
+    readonly payload: Record<string, unknown>,
+    readonly rawBody: Buffer,
+    readonly rawHeaders: IncomingHttpHeaders,
+    readonly query: URLSearchParams,
+    readonly now: number,
+    readonly tokenVerified: boolean,
+    readonly form: boolean,
+  ) {}
+
+  /** Without the credential headers. Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy. */
+  get headers(): IncomingHttpHeaders {
+    return (this.stripped ??= withoutCredentials(this.rawHeaders));
+  }
 }
 
 /**
