@@ -13,27 +13,44 @@ export interface Deadline {
 }
 
 export function deadline(outer: AbortSignal, ms: number | undefined, reason: () => unknown, opts: { unref?: boolean } = {}): Deadline {
-  const ctrl = new AbortController();
-  const follow = () => ctrl.abort(outer.reason);
-  if (outer.aborted) follow();
-  else outer.addEventListener('abort', follow, { once: true });
-  let timedOut = false;
-  const timer =
-    ms === undefined
-      ? undefined
-      : setTimeout(() => {
-          timedOut = true;
-          ctrl.abort(reason());
-        }, ms);
-  if (opts.unref) timer?.unref();
-  return {
-    signal: ctrl.signal,
-    get timedOut() {
-      return timedOut;
-    },
-    dispose() {
-      if (timer) clearTimeout(timer);
-      outer.removeEventListener('abort', follow);
-    },
-  };
+  return new TimedSignal(outer, ms, reason, opts.unref ?? false);
+}
+
+/** A class, not an object literal with a getter (a closure and an accessor pair per run and per delivery). */
+class TimedSignal implements Deadline {
+  private readonly ctrl = new AbortController();
+  private readonly timer: NodeJS.Timeout | undefined;
+  private expired = false;
+  private readonly follow = () => this.ctrl.abort(this.outer.reason);
+
+  constructor(
+    private readonly outer: AbortSignal,
+    ms: number | undefined,
+    reason: () => unknown,
+    unref: boolean,
+  ) {
+    if (outer.aborted) this.follow();
+    else outer.addEventListener('abort', this.follow, { once: true });
+    this.timer =
+      ms === undefined
+        ? undefined
+        : setTimeout(() => {
+            this.expired = true;
+            this.ctrl.abort(reason());
+          }, ms);
+    if (unref) this.timer?.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.ctrl.signal;
+  }
+
+  get timedOut(): boolean {
+    return this.expired;
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.outer.removeEventListener('abort', this.follow);
+  }
 }
