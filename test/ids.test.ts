@@ -12,6 +12,18 @@ describe('ids', () => {
     for (let i = 1; i < ms.length; i++) assert.ok(ms[i]! >= ms[i - 1]!);
   });
 
+  it('newId: the time is now, and the variant and random nibbles take every value', () => {
+    const before = Date.now();
+    const ids = Array.from({ length: 2000 }, () => newId());
+    const after = Date.now();
+    for (const id of ids) {
+      const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+      assert.ok(ms >= before && ms <= after, `${id}: ${ms} not within ${before}..${after}`);
+    }
+    assert.deepEqual(new Set(ids.map((id) => id[19])), new Set(['8', '9', 'a', 'b']));
+    for (const at of [15, 20, 35]) assert.equal(new Set(ids.map((id) => id[at])).size, 16, `position ${at}`);
+  });
+
   it('randomHex: the asked number of bytes as lowercase hex, distinct across refills of the pool', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 3000; i++) {
