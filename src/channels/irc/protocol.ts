@@ -95,7 +95,8 @@ export function privmsgTextBudget(nick: string, user: string, target: string): n
   return IRC_LINE_BYTES - prefix - 'PRIVMSG '.length - byteLength(target) - ' :'.length - '\r\n'.length;
 }
 
-const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+// Made on first use: an Intl.Segmenter pages in ~0.8 MiB of ICU data (resident for the process's life).
+let graphemes: Intl.Segmenter | undefined;
 
 /**
  * Splits a message into PRIVMSG texts: one per line (CR, LF and CR LF all end a line; blank lines are dropped, as
@@ -118,7 +119,7 @@ export function splitIrcText(text: string, maxBytes: number): string[] {
 function splitLongLine(line: string, maxBytes: number, out: string[]): void {
   let piece = '';
   let pieceBytes = 0;
-  for (const { segment } of graphemes.segment(line)) {
+  for (const { segment } of (graphemes ??= new Intl.Segmenter(undefined, { granularity: 'grapheme' })).segment(line)) {
     // A single grapheme over the budget (a pathological run of combining marks) is cut between code points.
     const units = byteLength(segment) > maxBytes ? [...segment] : [segment];
     for (const unit of units) {
