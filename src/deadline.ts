@@ -19,6 +19,7 @@ export function deadline(outer: AbortSignal, ms: number | undefined, reason: () 
 /** A class, not an object literal with a getter (a closure and an accessor pair per run and per delivery). */
 class TimedSignal implements Deadline {
   private readonly ctrl = new AbortController();
+  readonly signal = this.ctrl.signal;
   private readonly timer: NodeJS.Timeout | undefined;
   private expired = false;
   private readonly follow = () => this.ctrl.abort(this.outer.reason);
@@ -39,10 +40,6 @@ class TimedSignal implements Deadline {
             this.ctrl.abort(reason());
           }, ms);
     if (unref) this.timer?.unref();
-  }
-
-  get signal(): AbortSignal {
-    return this.ctrl.signal;
   }
 
   get timedOut(): boolean {
