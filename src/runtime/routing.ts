@@ -2,7 +2,7 @@ import type { SessionRoute } from '../store/types.js';
 
 /** Where a reply goes. Pure: the caller supplies the main session's last route and `channels.default`. */
 export interface Route extends SessionRoute {
-  /** The sender named the channel (and recipient): a successful delivery makes it the main session's last route. */
+  /** The sender named the channel and recipient (recorded on the delivery; it never moves a session's route). */
   explicit: boolean;
 }
 
