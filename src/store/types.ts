@@ -392,6 +392,8 @@ export interface OperatorStore extends ReadStore {
   requeueFailedRuns(since: number, now: number): Promise<string[]>;
   /** A dead (or pending) delivery back to pending now, attempts reset. */
   retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
+  /** A session's route: what `setRoute` replaces (its audit record's `from`). */
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
   /** `accountId` null or omitted: the channel's default account. */
   setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void>;
 }
