@@ -1,0 +1,56 @@
+/**
+ * Who decides where the main agent's replies go (docs/security.md, "Who decides where replies go"), against the real
+ * server process and the Discord stand-in: hook requests naming an attacker's channel, directly and through a mapping
+ * whose `to` is a payload field, are delivered where they asked, yet the heartbeat reply that follows a wake goes to
+ * `channels.default`, and once the operator set the main session's route, there; never to an attacker. Runs on
+ * SQLite, and on PostgreSQL with HOOKGATE_TEST_STORE=postgres. `npm run build` first when running this file alone.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { DiscordMessage, StandIn } from '../support/platforms/index.js';
+import { DEFAULT_CHANNEL, hijackConfig, OWNER_CHANNEL, probeRouteHijack, startHijackDiscord } from '../support/route-hijack.js';
+import { cli, startServer } from '../support/runtime-kit.js';
+import type { Hookgate } from '../support/server.js';
+
+const ATTACKS = 4;
+
+describe("security: only the operator decides where the main agent's replies go", { timeout: 180_000 }, () => {
+  let discord: StandIn<DiscordMessage>;
+  let hg: Hookgate;
+
+  before(async () => {
+    discord = await startHijackDiscord(ATTACKS);
+    hg = await startServer(hijackConfig({ heartbeat: { every: 'off' } }, discord.url));
+  });
+  after(async () => {
+    await hg?.cleanup();
+    await discord?.close();
+  });
+
+  const mainRoute = async () => {
+    const show = await cli(hg, 'sessions', 'show', 'main', '--json');
+    assert.equal(show.code, 0, show.stderr);
+    const s = JSON.parse(show.stdout) as { lastChannel: string | null; lastTo: string | null };
+    return s.lastChannel === null ? null : `${s.lastChannel}:${s.lastTo}`;
+  };
+
+  it('with no route set, explicit and templated recipients get their own replies; the heartbeat reply goes to channels.default', async () => {
+    const round = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'no-route' });
+    assert.equal(round.attacksDelivered, ATTACKS, 'an explicit delivery did not reach the recipient it named');
+    assert.equal(round.heartbeats, 1);
+    assert.equal(round.hijacked, 0, 'the heartbeat reply reached an attacker');
+    assert.deepEqual(round.heartbeatChannels, [DEFAULT_CHANNEL]);
+    assert.equal(await mainRoute(), null);
+  });
+
+  it('with the route the operator set, the heartbeat reply goes there, and the attacks leave it as it was', async () => {
+    const set = await cli(hg, 'sessions', 'route', 'main', '--channel', 'discord', '--to', OWNER_CHANNEL);
+    assert.equal(set.code, 0, set.stderr);
+    const round = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'owner-route' });
+    assert.equal(round.attacksDelivered, ATTACKS);
+    assert.equal(round.heartbeats, 1);
+    assert.equal(round.hijacked, 0, 'the heartbeat reply reached an attacker');
+    assert.deepEqual(round.heartbeatChannels, [OWNER_CHANNEL]);
+    assert.equal(await mainRoute(), `discord:${OWNER_CHANNEL}`);
+  });
+});
