@@ -34,6 +34,11 @@ describe("security: only the operator decides where the main agent's replies go"
     return s.lastChannel === null ? null : `${s.lastChannel}:${s.lastTo}`;
   };
 
+  it('at start, a log line names the route in force and who set it', () => {
+    const line = hg.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith("the main agent's replies (heartbeats, `channel: last`) go to this route"));
+    assert.deepEqual([line?.route, line?.setBy], [`discord:${DEFAULT_CHANNEL}`, 'channels.default']);
+  });
+
   it('with no route set, explicit and templated recipients get their own replies; the heartbeat reply goes to channels.default', async () => {
     const round = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'no-route' });
     assert.equal(round.attacksDelivered, ATTACKS, 'an explicit delivery did not reach the recipient it named');
