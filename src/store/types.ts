@@ -310,7 +310,7 @@ export interface IngressStore extends Pick<GmailStore, 'recordGmailPush'> {
    * oldest go first): refusals cost bounded storage whatever their number.
    */
   recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void>;
-  /** A session's last route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
+  /** A session's route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
   getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
 }
 
