@@ -4,7 +4,7 @@
 //   2. fuzz: --requests N (10⁶) mutated requests, then a valid wake must still be accepted;
 //   3. flood: --addresses N (10⁵) distinct client addresses (x-forwarded-for, 127.0.0.1 trusted), every 4th with the
 //      right token, the rest wrong;
-//   4. route hijack: --hijack-rounds N (5) rounds of 20 requests asking for attacker recipients (directly and through a
+//   4. route hijack: --hijack-trials N (5) trials of 20 requests asking for attacker recipients (directly and through a
 //      mapping's templated `to`), then a wake; counts heartbeat replies that reached an attacker (must be 0).
 // RSS, WAL and store size are sampled every 200 ms. Prints one table; exits 1 if anything was lost, duplicated,
 // answered 5xx or crashed. Runs with tsx (the npm script adds it) to share the suite's TypeScript helpers.
@@ -26,7 +26,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     seed: { type: 'string', default: '12' },
     'max-minutes': { type: 'string', default: '60' },
-    'hijack-rounds': { type: 'string', default: '5' },
+    'hijack-trials': { type: 'string', default: '5' },
   },
 });
 const num = (k) => {
@@ -170,7 +170,7 @@ await routeHijackPhase();
 
 /**
  * Requests that name attacker recipients must not move where the main agent's replies go (docs/security.md, "Who
- * decides where replies go"): per round, 20 such requests (half through a mapping's templated `to`), then a wake;
+ * decides where replies go"): per trial, 20 such requests (half through a mapping's templated `to`), then a wake;
  * `bad` counts the heartbeat deliveries that reached an attacker.
  */
 async function routeHijackPhase() {
@@ -178,11 +178,11 @@ async function routeHijackPhase() {
   const discord = await startHijackDiscord(ATTACKS);
   const hg = await startHookgate({ config: hijackConfig(RELIABILITY_CONFIG, discord.url) });
   const s = sampler(hg);
-  const total = { rounds: 0, requests: 0, heartbeats: 0, hijacked: 0, asked: 0 };
+  const total = { trials: 0, requests: 0, heartbeats: 0, hijacked: 0, asked: 0 };
   try {
-    for (let i = 0; i < num('hijack-rounds'); i++) {
+    for (let i = 0; i < num('hijack-trials'); i++) {
       const r = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: `soak-h${i}` });
-      total.rounds++;
+      total.trials++;
       total.requests += ATTACKS + 1;
       total.heartbeats += r.heartbeats;
       total.hijacked += r.hijacked;
@@ -193,9 +193,9 @@ async function routeHijackPhase() {
     await hg.cleanup();
     await discord.close();
   }
-  rows.push({ phase: 'route hijack (heartbeats at an attacker)', trials: total.rounds, requests: total.requests, ok200: total.requests, missing: 'n/a', duplicates: 'n/a', bad: total.hijacked, ...s.peak });
+  rows.push({ phase: 'route hijack (heartbeats at an attacker)', trials: total.trials, requests: total.requests, ok200: total.requests, missing: 'n/a', duplicates: 'n/a', bad: total.hijacked, ...s.peak });
   if (total.hijacked) failures.push(`route hijack: ${total.hijacked} of ${total.heartbeats} heartbeat replies reached an attacker's recipient`);
-  if (total.heartbeats < total.rounds || total.asked < total.rounds * ATTACKS) failures.push(`route hijack: ${total.heartbeats} heartbeat replies for ${total.rounds} wakes, ${total.asked} of ${total.rounds * ATTACKS} attack replies where they asked`);
+  if (total.heartbeats < total.trials || total.asked < total.trials * ATTACKS) failures.push(`route hijack: ${total.heartbeats} heartbeat replies for ${total.trials} wakes, ${total.asked} of ${total.trials * ATTACKS} attack replies where they asked`);
 }
 
 const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;

@@ -40,22 +40,22 @@ describe("security: only the operator decides where the main agent's replies go"
   });
 
   it('with no route set, explicit and templated recipients get their own replies; the heartbeat reply goes to channels.default', async () => {
-    const round = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'no-route' });
-    assert.equal(round.attacksDelivered, ATTACKS, 'an explicit delivery did not reach the recipient it named');
-    assert.equal(round.heartbeats, 1);
-    assert.equal(round.hijacked, 0, 'the heartbeat reply reached an attacker');
-    assert.deepEqual(round.heartbeatChannels, [DEFAULT_CHANNEL]);
+    const probe = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'no-route' });
+    assert.equal(probe.attacksDelivered, ATTACKS, 'an explicit delivery did not reach the recipient it named');
+    assert.equal(probe.heartbeats, 1);
+    assert.equal(probe.hijacked, 0, 'the heartbeat reply reached an attacker');
+    assert.deepEqual(probe.heartbeatChannels, [DEFAULT_CHANNEL]);
     assert.equal(await mainRoute(), null);
   });
 
   it('with the route the operator set, the heartbeat reply goes there, and the attacks leave it as it was', async () => {
     const set = await cli(hg, 'sessions', 'route', 'main', '--channel', 'discord', '--to', OWNER_CHANNEL);
     assert.equal(set.code, 0, set.stderr);
-    const round = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'owner-route' });
-    assert.equal(round.attacksDelivered, ATTACKS);
-    assert.equal(round.heartbeats, 1);
-    assert.equal(round.hijacked, 0, 'the heartbeat reply reached an attacker');
-    assert.deepEqual(round.heartbeatChannels, [OWNER_CHANNEL]);
+    const probe = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: 'owner-route' });
+    assert.equal(probe.attacksDelivered, ATTACKS);
+    assert.equal(probe.heartbeats, 1);
+    assert.equal(probe.hijacked, 0, 'the heartbeat reply reached an attacker');
+    assert.deepEqual(probe.heartbeatChannels, [OWNER_CHANNEL]);
     assert.equal(await mainRoute(), `discord:${OWNER_CHANNEL}`);
   });
 });

@@ -47,7 +47,7 @@ export function hijackConfig(base: Record<string, any>, discordUrl: string): Rec
   };
 }
 
-export interface HijackRound {
+export interface HijackProbe {
   /** Attack runs whose reply arrived at the attacker recipient it asked for (a run's own delivery is its sender's). */
   attacksDelivered: number;
   /** Heartbeat deliveries made after the wake. */
@@ -59,10 +59,10 @@ export interface HijackRound {
 }
 
 /**
- * One round: `attacks` attack requests (every other one through the relay mapping), then, once their replies were
+ * One probe: `attacks` attack requests (every other one through the relay mapping), then, once their replies were
  * delivered, a wake with mode now; waits for the heartbeat's delivery to end and counts where it went.
  */
-export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMessage>, opts: { attacks: number; tag: string; timeoutMs?: number }): Promise<HijackRound> {
+export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMessage>, opts: { attacks: number; tag: string; timeoutMs?: number }): Promise<HijackProbe> {
   const timeoutMs = opts.timeoutMs ?? 60_000 + opts.attacks * 1000;
   const mark = hg.logs.length;
   const since = () => hg.logs.slice(mark);
@@ -70,7 +70,7 @@ export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMes
   for (let i = 0; i < opts.attacks; i++) {
     const to = attackerChannel(i);
     const text = `${opts.tag} attack ${i}`;
-    // next-heartbeat, like the mapping: the wake's heartbeat is then the only one, the one every round looks at.
+    // next-heartbeat, like the mapping: the wake's heartbeat is then the only one, the one each probe looks at.
     const r = i % 2 === 0 ? await hg.post('/hooks/agent', { message: text, name: 'Attack', channel: 'discord', to, wakeMode: 'next-heartbeat' }) : await hg.post('/hooks/relay', { text, to });
     const runId = r.body?.runId;
     if (r.status !== 200 || typeof runId !== 'string') throw new Error(`attack ${i} was not accepted: ${r.status} ${r.text}`);
