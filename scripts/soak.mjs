@@ -3,7 +3,9 @@
 //   1. kill -9 trials under load: --trials N (10) rounds of 8 clients, each killed after --kill-after N (2000) answers;
 //   2. fuzz: --requests N (10⁶) mutated requests, then a valid wake must still be accepted;
 //   3. flood: --addresses N (10⁵) distinct client addresses (x-forwarded-for, 127.0.0.1 trusted), every 4th with the
-//      right token, the rest wrong.
+//      right token, the rest wrong;
+//   4. route hijack: --hijack-trials N (5) trials of 20 requests asking for attacker recipients (directly and through a
+//      mapping's templated `to`), then a wake; counts heartbeat replies that reached an attacker (must be 0).
 // RSS, WAL and store size are sampled every 200 ms. Prints one table; exits 1 if anything was lost, duplicated,
 // answered 5xx or crashed. Runs with tsx (the npm script adds it) to share the suite's TypeScript helpers.
 import { readFileSync, statSync } from 'node:fs';
@@ -13,6 +15,7 @@ import { contractViolation, fuzzRequest, prng, send } from '../test/support/fuzz
 import { killUnderLoad } from '../test/support/kill-load.ts';
 import { startHookgate, TOKEN } from '../test/support/server.ts';
 import { RELIABILITY_CONFIG } from '../test/reliability/config.ts';
+import { hijackConfig, probeRouteHijack, startHijackDiscord } from '../test/support/route-hijack.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     seed: { type: 'string', default: '12' },
     'max-minutes': { type: 'string', default: '60' },
+    'hijack-trials': { type: 'string', default: '5' },
   },
 });
 const num = (k) => {
@@ -159,6 +163,39 @@ const concurrency = num('concurrency');
     s.stop();
     await hg.cleanup();
   }
+}
+
+// 4. route hijack
+await routeHijackPhase();
+
+/**
+ * Requests that name attacker recipients must not move where the main agent's replies go (docs/security.md, "Who
+ * decides where replies go"): per trial, 20 such requests (half through a mapping's templated `to`), then a wake;
+ * `bad` counts the heartbeat deliveries that reached an attacker.
+ */
+async function routeHijackPhase() {
+  const ATTACKS = 20;
+  const discord = await startHijackDiscord(ATTACKS);
+  const hg = await startHookgate({ config: hijackConfig(RELIABILITY_CONFIG, discord.url) });
+  const s = sampler(hg);
+  const total = { trials: 0, requests: 0, heartbeats: 0, hijacked: 0, asked: 0 };
+  try {
+    for (let i = 0; i < num('hijack-trials'); i++) {
+      const r = await probeRouteHijack(hg, discord, { attacks: ATTACKS, tag: `soak-h${i}` });
+      total.trials++;
+      total.requests += ATTACKS + 1;
+      total.heartbeats += r.heartbeats;
+      total.hijacked += r.hijacked;
+      total.asked += r.attacksDelivered;
+    }
+  } finally {
+    s.stop();
+    await hg.cleanup();
+    await discord.close();
+  }
+  rows.push({ phase: 'route hijack (heartbeats at an attacker)', trials: total.trials, requests: total.requests, ok200: total.requests, missing: 'n/a', duplicates: 'n/a', bad: total.hijacked, ...s.peak });
+  if (total.hijacked) failures.push(`route hijack: ${total.hijacked} of ${total.heartbeats} heartbeat replies reached an attacker's recipient`);
+  if (total.heartbeats < total.trials || total.asked < total.trials * ATTACKS) failures.push(`route hijack: ${total.heartbeats} heartbeat replies for ${total.trials} wakes, ${total.asked} of ${total.trials * ATTACKS} attack replies where they asked`);
 }
 
 const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;

@@ -25,6 +25,8 @@ export const AUDIT_KINDS = [
   'admin.retry',
   /** The auth-failure limiter locked a client's address bucket out. */
   'lockout',
+  /** The operator set a session's route (`hookgate sessions route`): `detail.from` → `detail.to`. */
+  'session.route',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 

@@ -1,11 +1,11 @@
-/** `hookgate audit`: the audit trail in the store (config reloads, token rotations, repairs, lockouts), newest first. */
+/** `hookgate audit`: the audit trail in the store (config reloads, token rotations, repairs, lockouts, routes set), newest first. */
 import { type Command, Option } from 'commander';
 import { AUDIT_KINDS, type AuditKind, auditEntry } from '../audit.js';
 import type { AuditEntry } from '../store/audit-types.js';
 import { logSafe } from '../text-safe.js';
 import type { CliStore } from './context.js';
 import { withStore } from './context.js';
-import { printJson, table, time } from './format.js';
+import { printJson, routeText, table, time } from './format.js';
 import { configOption, jsonOption, limitOption } from './options.js';
 import { sinceTime } from './store-commands.js';
 
@@ -15,7 +15,7 @@ const PAGE = 200;
 export function addAuditCommand(program: Command): void {
   program
     .command('audit')
-    .description('the audit trail, newest first: config reloads (changes by key path, secrets masked), token rotations, admin repairs, lockouts')
+    .description("the audit trail, newest first: config reloads (changes by key path, secrets masked), token rotations, admin repairs, lockouts, sessions' routes set")
     .option('--since <when>', 'only records within this long ("2h", "30m", "7d") or since this ISO time')
     .addOption(new Option('--kind <kind>', 'only records of this kind').choices(AUDIT_KINDS))
     .addOption(limitOption())
@@ -58,19 +58,28 @@ function summary(e: AuditEntry): string {
       return d.runId ? `run ${d.runId}` : d.deliveryId ? `delivery ${d.deliveryId}` : logSafe(JSON.stringify(d), 300);
     case 'lockout':
       return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s`;
+    case 'session.route':
+      return logSafe(`session ${d.sessionKey}: ${routeOf(d.from) ?? 'none'} ⇒ ${routeOf(d.to) ?? 'none'}`, 300);
     default:
       return logSafe(JSON.stringify(d), 300);
   }
 }
 
+/** A route in a `session.route` record's detail, as `sessions show` prints one; undefined for none. */
+function routeOf(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const r = v as Record<string, unknown>;
+  return routeText(String(r.channel), String(r.to), typeof r.accountId === 'string' ? r.accountId : null);
+}
+
 /**
- * A repair done by the CLI, recorded with actor "cli". The repair is done already: a record that cannot be stored
- * is said on stderr, not turned into a failure of the command.
+ * A change made by the CLI (a repair, a session's route), recorded with actor "cli". The change is done already: a
+ * record that cannot be stored is said on stderr, not turned into a failure of the command.
  */
-export async function auditCliRepair(store: Pick<CliStore, 'appendAudit'>, detail: Record<string, unknown>): Promise<void> {
+export async function auditCli(store: Pick<CliStore, 'appendAudit'>, kind: AuditKind, detail: Record<string, unknown>): Promise<void> {
   try {
-    await store.appendAudit([auditEntry('admin.retry', 'cli', detail)]);
+    await store.appendAudit([auditEntry(kind, 'cli', detail)]);
   } catch (err) {
-    process.stderr.write(`hookgate: the repair is done, but its audit record could not be stored: ${(err as Error).message}\n`);
+    process.stderr.write(`hookgate: the change is done, but its audit record could not be stored: ${(err as Error).message}\n`);
   }
 }

@@ -23,7 +23,7 @@ export function printJson(v: unknown): void {
   process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
 }
 
-/** A session's last route for people: `telegram → 1001`, with `(account alerts)` when not the default account. */
+/** A session's route for people: `telegram → 1001`, with `(account alerts)` when not the default account. */
 export function routeText(channel: string, to: string, accountId: string | null): string {
   return `${channel} → ${to}${accountId ? ` (account ${accountId})` : ''}`;
 }

@@ -43,7 +43,7 @@ export function starterConfig(token: string): string {
   },
   heartbeat: { every: "30m", ackMaxChars: 300 },
   channels: {
-    default: { channel: "log" },       // where replies go when the main session has no last route
+    default: { channel: "log" },       // where replies go while the main session has no route (hookgate sessions route)
     log: {},                           // deliveries printed to stdout as JSON lines
   },
   logging: { level: "info" },

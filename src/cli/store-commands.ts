@@ -10,7 +10,7 @@ import { logSafe } from '../text-safe.js';
 import { type CliStore, fullConfig, withStore } from './context.js';
 import { printJson, routeText, table, time } from './format.js';
 import { configOption, jsonOption, limitOption } from './options.js';
-import { auditCliRepair } from './audit-command.js';
+import { auditCli } from './audit-command.js';
 
 interface StoreOpts {
   config?: string;
@@ -110,13 +110,13 @@ function addRuns(program: Command): void {
         if (id !== undefined) {
           const run = await store.requeueRun(id, Date.now());
           if (!run) throw new CliError('cli_not_found', `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`);
-          await auditCliRepair(store, { runId: run.id });
+          await auditCli(store, 'admin.retry', { runId: run.id });
           if (o.json) return printJson(run);
           return void process.stdout.write(`run ${run.id} queued again\n`);
         }
         const now = Date.now();
         const ids = await store.requeueFailedRuns(sinceTime(o.since, now), now);
-        if (ids.length) await auditCliRepair(store, { runIds: ids.slice(0, 100), runs: ids.length });
+        if (ids.length) await auditCli(store, 'admin.retry', { runIds: ids.slice(0, 100), runs: ids.length });
         if (o.json) return printJson(ids);
         process.stdout.write(ids.length ? `${ids.length} failed run${ids.length > 1 ? 's' : ''} queued again:\n${ids.join('\n')}\n` : 'no failed runs in that time\n');
       });
@@ -141,13 +141,13 @@ function addSessions(program: Command): void {
     });
   recordCommand(sessions, {
     name: 'show',
-    description: 'one session: last route, transcript, pending system events, recent runs',
+    description: 'one session: its route (where its replies go), transcript, pending system events, recent runs',
     arg: ['<key>', 'the session key (the main session is "main")'],
     get: (store, key) => store.getSession(key),
     missing: (key) => `no session ${key}`,
     text: (s) => [
       `session ${s.key} (agent ${s.agentId})`,
-      `  last route: ${s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : 'none'}`,
+      `  route:      ${s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : 'none (its replies go to channels.default, if set)'}`,
       `  transcript (last ${s.transcript.length} messages):`,
       ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
       `  pending system events (${s.pending.length}):`,
@@ -158,7 +158,7 @@ function addSessions(program: Command): void {
   });
   sessions
     .command('route')
-    .description("set a session's last route by hand: where `channel: last` replies and heartbeat replies go")
+    .description("set a session's route: where its heartbeat replies (and, for main, `channel: last` replies) go; audited")
     .argument('<key>', 'the session (usually main)')
     .requiredOption('--channel <channel>', 'a configured channel (telegram, slack, log, ...)')
     .requiredOption('--to <to>', 'the recipient on that channel (chat id, channel id, number, ...)')
@@ -177,8 +177,11 @@ function addSessions(program: Command): void {
       if (problem) throw new CliError('cli_usage', problem);
       const accountId = account === undefined || account === DEFAULT_ACCOUNT_ID ? null : account;
       await withStore(o.config, async (store) => {
+        const from = (await store.getRoute(key)) ?? null;
         await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now(), accountId);
-        process.stdout.write(`session ${key}: last route ${routeText(channel, o.to, accountId)}\n`);
+        // Where the main agent's replies go is the operator's decision alone (docs/security.md): each one is on record.
+        await auditCli(store, 'session.route', { sessionKey: key, from, to: { channel, to: o.to, accountId } });
+        process.stdout.write(`session ${key}: route ${routeText(channel, o.to, accountId)}\n`);
       });
     });
 }
@@ -207,7 +210,7 @@ function addDeliveries(program: Command): void {
     arg: ['<id>', 'the delivery id'],
     get: async (store, id) => {
       const d = await store.retryDelivery(id, Date.now());
-      if (d) await auditCliRepair(store, { deliveryId: d.id });
+      if (d) await auditCli(store, 'admin.retry', { deliveryId: d.id });
       return d;
     },
     missing: (id) => `no dead or pending delivery ${id}`,

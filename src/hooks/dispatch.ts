@@ -134,7 +134,7 @@ async function requireImplicitChannel(ctx: HooksContext, store: IngressStore): P
   throw new HttpError(
     400,
     'invalid_channel',
-    `"to" was sent without "channel": the main session has no last route and channels.default is not set; send channel too (one of: ${[...ctx.channelIds].join(', ')})`,
+    `"to" was sent without "channel": the main session has no route (set by hookgate sessions route main) and channels.default is not set; send channel too (one of: ${[...ctx.channelIds].join(', ')})`,
   );
 }
 

@@ -267,7 +267,7 @@ export class Heartbeat {
     const deliveries = plan.delivery ? [plan.delivery] : [];
     const outcome = HEARTBEAT_OUTCOMES[plan.status];
     if (plan.status === 'nowhere:no_route') {
-      logger.warn({ heartbeatId, sessionKey: this.sessionKey }, 'heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)');
+      logger.warn({ heartbeatId, sessionKey: this.sessionKey }, 'heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
     }
     await writeWhileLeased(AbortSignal.any([lease, this.abort.signal]), () => store.completeHeartbeat({
       heartbeatId,

@@ -6,7 +6,7 @@ import type { Delivery, DeliveryOutcome, NewDelivery } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop } from './claim-loop.js';
-import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import type { RuntimeDeps } from './env.js';
 import { LeaseLostError, leaseLost, writeWhileLeased } from './lease-keeper.js';
 import { OUTAGE_BACKOFF } from './outage.js';
 import { errorMessage } from '../text-safe.js';
@@ -216,19 +216,10 @@ export class Outbox {
       logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
       return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
     }
-    const route = d.explicitRoute ? { sessionKey: MAIN_SESSION_KEY, agentId: env.defaultAgentId, channel: d.channel, to, accountId: d.accountId } : undefined;
-    // Read only for explicit deliveries (the ones that move the route), so the usual delivery pays nothing.
-    const before = route ? await store.getRoute(MAIN_SESSION_KEY).catch(() => undefined) : undefined;
-    finish({ kind: 'delivered', at: Date.now(), ...(route ? { route } : {}) });
+    // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
+    // operator's to decide (docs/security.md, "Who decides where replies go").
+    finish({ kind: 'delivered', at: Date.now() });
     logger.info({ ...meta, chunks: chunks.length }, 'delivered');
-    if (route && (before?.channel !== route.channel || before.to !== route.to || (before.accountId ?? null) !== (route.accountId ?? null))) {
-      await ended.written;
-      // Heartbeat replies and `channel: last` follow the main session's last route: say so once, when it moves.
-      logger.info(
-        { ...meta, from: before ? `${before.channel}:${before.to}` : null, to: `${route.channel}:${route.to}`, routeAccountId: route.accountId },
-        "the main session's last route changed: heartbeat replies and `channel: last` now go here",
-      );
-    }
   }
 
   /** Claim no more deliveries. */

@@ -1,8 +1,8 @@
 import type { SessionRoute } from '../store/types.js';
 
-/** Where a reply goes. Pure: the caller supplies the main session's last route and `channels.default`. */
+/** Where a reply goes. Pure: the caller supplies the main session's route and `channels.default`. */
 export interface Route extends SessionRoute {
-  /** The sender named the channel (and recipient): a successful delivery makes it the main session's last route. */
+  /** The sender named the channel and recipient (recorded on the delivery; it never moves a session's route). */
   explicit: boolean;
 }
 
@@ -17,10 +17,10 @@ export interface RouteInputs {
 }
 
 /**
- * `channel`/`to` explicit win; `last` is the main session's last route (through the account it used), else
+ * `channel`/`to` explicit win; `last` is the main session's route (through its account), else
  * `channels.default` (its default account); else there is no route (the caller records the reply as delivered
- * nowhere, reason `no_route`). An explicit channel without `to` borrows the recipient of the last route or the
- * default when they are on the same channel; a recipient borrowed from the last route brings its account along
+ * nowhere, reason `no_route`). An explicit channel without `to` borrows the recipient of that route or the
+ * default when they are on the same channel; a recipient borrowed from the route brings its account along
  * unless the run named one (that chat was reached through that account).
  */
 export function resolveRoute(r: RouteInputs): Route | undefined {

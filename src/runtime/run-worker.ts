@@ -235,7 +235,7 @@ export class RunWorker {
       at,
     });
     if (plan.status === 'nowhere:no_route') {
-      this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (no last route of the main session and no channels.default)');
+      this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
     }
     return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
   }

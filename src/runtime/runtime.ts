@@ -2,12 +2,13 @@ import type { RunCompletions } from '../hooks/completion.js';
 import type { RuntimeSignals } from '../hooks/dispatch.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { CompletionWaiters } from './completions.js';
-import type { RuntimeDeps } from './env.js';
+import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { drainWithin } from './claim-loop.js';
 import { Heartbeats } from './heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
 import type { Delivery } from '../store/types.js';
+import { logSafe } from '../text-safe.js';
 
 /** How long running turns get to finish when the runtime closes without a deadline of its own (tests, embedding). */
 const DEFAULT_STOP_GRACE_MS = 5000;
@@ -65,6 +66,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   });
   worker.notify();
   outbox.notify();
+  await sayMainRoute(deps);
   const runtime: Runtime = {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
@@ -97,4 +99,23 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     },
   };
   return runtime;
+}
+
+/**
+ * Says at start where the main agent's replies go (docs/operations.md, "Where replies go"): the route in the store,
+ * whoever wrote it, is what an operator should recognise; `hookgate sessions route` changes it.
+ */
+async function sayMainRoute({ store, logger, env }: RuntimeDeps): Promise<void> {
+  let route;
+  try {
+    route = await store.getRoute(MAIN_SESSION_KEY);
+  } catch {
+    return; // A store that cannot be read now does not stop the start: the heartbeat reads the route when it replies.
+  }
+  const fallback = env().config.channels.default;
+  const where = route
+    ? { route: logSafe(`${route.channel}:${route.to}`, 200), accountId: route.accountId, setBy: 'hookgate sessions route' }
+    : fallback && { route: logSafe(`${fallback.channel}:${fallback.to ?? ''}`, 200), setBy: 'channels.default' };
+  if (where) logger.info(where, "the main agent's replies (heartbeats, `channel: last`) go to this route; `hookgate sessions show main` shows it, `hookgate sessions route main` sets it");
+  else logger.info("the main agent's replies (heartbeats, `channel: last`) go nowhere: no route and no channels.default; `hookgate sessions route main` sets one");
 }

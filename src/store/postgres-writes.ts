@@ -187,15 +187,11 @@ export class PgWrites {
         [o.error, now, id, owner],
       );
     } else {
-      await this.db.tx(async (q) => {
-        const { rowCount } = await q(
-          `UPDATE deliveries SET state = 'delivered', delivered_at = $1, updated_at = $2, lease_owner = NULL, lease_until = NULL, last_error = NULL
-           WHERE id = $3 AND lease_owner = $4`,
-          [o.at, now, id, owner],
-        );
-        const r = o.route;
-        if (rowCount && r) await q(UPSERT_ROUTE, [r.sessionKey, r.agentId, r.channel, r.to, r.accountId, now]);
-      });
+      await this.db.query(
+        `UPDATE deliveries SET state = 'delivered', delivered_at = $1, updated_at = $2, lease_owner = NULL, lease_until = NULL, last_error = NULL
+         WHERE id = $3 AND lease_owner = $4`,
+        [o.at, now, id, owner],
+      );
     }
   }
 

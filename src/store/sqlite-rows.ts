@@ -107,7 +107,7 @@ export function rowToDelivery(r: Row): Delivery {
   };
 }
 
-/** A `sessions` row's last route; undefined when it has none. */
+/** A `sessions` row's route; undefined when it has none. */
 export function rowToRoute(r: Row | undefined): SessionRoute | undefined {
   if (!r?.last_channel) return undefined;
   return { channel: r.last_channel as string, to: (r.last_to as string | null) ?? '', accountId: (r.last_account_id as string | null) ?? null };

@@ -205,13 +205,8 @@ export const WRITE_OPS = {
   },
 
   finishDelivery(w: SqliteWriter, id: string, owner: string, o: DeliveryOutcome, now: number): void {
-    if (o.kind === 'delivered') {
-      const changed = w.stmt.delivered.run(o.at, now, id, owner).changes;
-      if (changed && o.route) {
-        const r = o.route;
-        w.stmt.upsertRoute.run({ key: r.sessionKey, agentId: r.agentId, channel: r.channel, to: r.to, accountId: r.accountId, now });
-      }
-    } else if (o.kind === 'retry') w.stmt.retryLater.run(o.nextAttemptAt, o.error, now, id, owner);
+    if (o.kind === 'delivered') w.stmt.delivered.run(o.at, now, id, owner);
+    else if (o.kind === 'retry') w.stmt.retryLater.run(o.nextAttemptAt, o.error, now, id, owner);
     else w.stmt.dead.run(o.error, now, id, owner);
   },
 

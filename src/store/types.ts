@@ -91,7 +91,10 @@ export interface Run extends NewRun {
 }
 
 
-/** A session's last route: where `last` replies go, through the account the last explicit delivery used. */
+/**
+ * A session's route: where its heartbeat replies and `channel: last` replies go, through that account. Set by the
+ * operator only (`hookgate sessions route`); nothing a hook request or a delivery does changes it.
+ */
 export interface SessionRoute {
   channel: string;
   to: string;
@@ -112,7 +115,10 @@ export interface NewDelivery {
   /** The account of `channel` to send through; null: the default account. One that is gone fails the delivery. */
   accountId: string | null;
   text: string;
-  /** The sender named channel and to: a success makes this the main session's last route. */
+  /**
+   * The sender named channel and to (else the route was resolved from `last` or `channels.default`). A record only:
+   * a delivery never moves any session's route (docs/security.md, "Who decides where replies go").
+   */
   explicitRoute: boolean;
   createdAt: number;
 }
@@ -163,7 +169,7 @@ export interface HeartbeatCompletion {
 }
 
 export type DeliveryOutcome =
-  | { kind: 'delivered'; at: number; route?: { sessionKey: string; agentId: string } & SessionRoute }
+  | { kind: 'delivered'; at: number }
   | { kind: 'retry'; nextAttemptAt: number; error: string }
   | { kind: 'dead'; error: string; at: number };
 
@@ -304,7 +310,7 @@ export interface IngressStore extends Pick<GmailStore, 'recordGmailPush'> {
    * oldest go first): refusals cost bounded storage whatever their number.
    */
   recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void>;
-  /** A session's last route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
+  /** A session's route: read when a request names `to` without a channel, to refuse one that has nowhere to go. */
   getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
 }
 
@@ -386,6 +392,8 @@ export interface OperatorStore extends ReadStore {
   requeueFailedRuns(since: number, now: number): Promise<string[]>;
   /** A dead (or pending) delivery back to pending now, attempts reset. */
   retryDelivery(id: string, now: number): Promise<Delivery | undefined>;
+  /** A session's route: what `setRoute` replaces (its audit record's `from`). */
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
   /** `accountId` null or omitted: the channel's default account. */
   setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void>;
 }

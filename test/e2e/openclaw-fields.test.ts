@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
-import { openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import { cli, openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
 import { type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -25,7 +25,7 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
   before(async () => {
     model = await startScriptedModel((c) => (c.heartbeat ? `heartbeat saw: ${c.lastUser.split('\n').slice(1).join(' | ')}` : 'HEARTBEAT_OK'));
     receiver = await startWebhookReceiver(secret);
-    // No channels.default: a request that names `to` without a channel depends on the main session's last route.
+    // No channels.default: a request that names `to` without a channel depends on the main session's route.
     hg = await startServer({
       heartbeat: { every: 'off' },
       hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'ops:'] },
@@ -62,8 +62,10 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
   });
 
   describe('`to` without `channel`', () => {
-    it('is 400 invalid_channel while the main session has no last route and there is no channels.default', async () => {
-      assert.equal(await store.getRoute('main'), undefined, 'precondition: no last route yet');
+    it('is 400 invalid_channel while the main session has no route and there is no channels.default', async () => {
+      const first = await postAgent(hg, { message: uniq('explicit'), model: 'echo/echo', channel: 'webhook', to: 'ops' });
+      await waitFor('the explicit delivery', () => webhookDeliveries(receiver).find((d) => d.body.runId === first));
+      assert.equal(await store.getRoute('main'), undefined, 'an explicit delivery set the main session route');
       const r = await hg.post('/hooks/agent', { message: 'page the on-call', model: 'echo/echo', to: 'oncall' });
       assert.equal(r.status, 400, r.text);
       assert.equal(r.body?.code, 'invalid_channel');
@@ -76,10 +78,9 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
       assert.equal(r.status, 200, r.text);
     });
 
-    it('once an explicit delivery set the last route, it goes on the last channel to the named recipient', async () => {
-      const first = await postAgent(hg, { message: uniq('explicit'), model: 'echo/echo', channel: 'webhook', to: 'ops' });
-      await waitFor('the explicit delivery', () => webhookDeliveries(receiver).find((d) => d.body.runId === first));
-      await waitFor('the last route', async () => (await store.getRoute('main'))?.channel === 'webhook');
+    it("once the operator set the main session's route, it goes on that route's channel to the named recipient", async () => {
+      const set = await cli(hg, 'sessions', 'route', 'main', '--channel', 'webhook', '--to', 'ops');
+      assert.equal(set.code, 0, set.stderr);
 
       const message = uniq('implicit channel');
       const runId = await postAgent(hg, { message, model: 'echo/echo', to: 'oncall' });

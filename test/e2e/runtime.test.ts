@@ -182,7 +182,7 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     const line = await waitFor('the log-channel line', () => hg.logs.find((l) => l.runId === runId && l.channel === 'log' && 'text' in l));
     assert.deepEqual(line, { runId, sessionKey: run.sessionKey, agentId: 'main', hookName: 'Dflt', channel: 'log', to: '', text: `echo: ${message}`, createdAt: new Date(run.finishedAt!).toISOString() });
     await waitFor('delivered', async () => (await store.listDeliveries({ runId }))[0]?.state === 'delivered');
-    // Delivery to the default is not an explicit route: the main session still has no last route.
+    // A delivery never sets a route: the main session still has none.
     assert.equal(await store.getRoute('main'), undefined);
   });
 });
@@ -364,7 +364,7 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       }
     });
 
-    it('a heartbeat answering HEARTBEAT_OK delivers nothing; any other answer goes to the last route', async () => {
+    it("a heartbeat answering HEARTBEAT_OK delivers nothing; any other answer goes to the main session's route", async () => {
       const route = await cli(hg, 'sessions', 'route', 'main', '--channel', 'webhook', '--to', 'ops');
       assert.equal(route.code, 0, route.stderr);
       const fromHeartbeats = () => webhookDeliveries(receiver).filter((x) => x.body.runId === null);
@@ -666,25 +666,23 @@ describe('routing (no channels.default)', { timeout: 90_000 }, () => {
     assert.equal(receiver.received.length, 0);
   });
 
-  it('a successful explicit delivery sets the main session last route; a later last run goes there', async () => {
+  it("an explicit delivery goes where it asked and leaves the main session's route alone; a later last run still has none", async () => {
     const explicit = await postAgent(hg, { message: 'explicit one', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
     await waitFor('explicit delivery', () => webhookDeliveries(receiver).find((d) => d.body.runId === explicit));
-    await waitFor('route recorded', async () => (await store.getRoute('main'))?.to === 'ops');
+    await waitFor('delivered', async () => (await store.listDeliveries({ runId: explicit }))[0]?.state === 'delivered');
+    assert.equal(await store.getRoute('main'), undefined, 'a hook request moved the main session route');
     const show = await cli(hg, 'sessions', 'show', 'main');
-    assert.match(show.stdout, /last route: webhook → ops\n/);
+    assert.match(show.stdout, /route: {6}none \(its replies go to channels\.default, if set\)\n/);
 
     const follow = await postAgent(hg, { message: 'follow-up', channel: 'last', wakeMode: 'next-heartbeat' });
-    const d = await waitFor('last-route delivery', () => webhookDeliveries(receiver).find((x) => x.body.runId === follow));
-    assert.equal(d.body.channel, 'webhook');
-    assert.equal(d.body.to, 'ops');
-    assert.equal((await store.getRun(follow))?.deliveryStatus, 'outbox');
+    assert.equal((await waitForRun(store, follow)).deliveryStatus, 'nowhere:no_route');
   });
 
   it('hookgate sessions route main --channel webhook --to ops2 sets it by hand', async () => {
     const set = await cli(hg, 'sessions', 'route', 'main', '--channel', 'webhook', '--to', 'ops2');
     assert.equal(set.code, 0, set.stderr);
     const show = await cli(hg, 'sessions', 'show', 'main');
-    assert.match(show.stdout, /last route: webhook → ops2\n/);
+    assert.match(show.stdout, /route: {6}webhook → ops2\n/);
     const runId = await postAgent(hg, { message: 'to the new route', wakeMode: 'next-heartbeat' });
     const d = await waitFor('delivery on the hand-set route', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
     assert.equal(d.body.to, 'ops2');

@@ -2,7 +2,8 @@
  * The audit trail (issue 17.4, docs/security.md "The audit trail") against the real server process: a config reload
  * is one `event: "audit"` log line and a record listed by `hookgate audit --json`, changes by key path with every
  * secret masked (no secret value anywhere in the logs); a refused reload is recorded too; an admin retry (actor
- * "admin") and a CLI retry (actor "cli") are recorded; a flood of bad tokens that locks a client out is one record.
+ * "admin") and a CLI retry (actor "cli") are recorded; a flood of bad tokens that locks a client out is one record;
+ * `hookgate sessions route` is recorded with the route it replaced.
  * Runs on SQLite, and on PostgreSQL with HOOKGATE_TEST_STORE=postgres. `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
@@ -155,6 +156,27 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     // The table form names it too.
     const table = await cli(hg, 'audit', '--kind', 'lockout', '--since', '1h');
     assert.match(table.stdout, /lockout\s+127\.0\.0\.1\s+locked 120 s after 3 failures in 60 s/);
+  });
+
+  it("setting a session's route by hand is recorded (actor cli, the session, old and new route), listed by the CLI and the admin API", async () => {
+    for (const to of ['owner-chat', 'owner-chat-2']) {
+      const set = await cli(hg, 'sessions', 'route', 'main', '--channel', 'log', '--to', to);
+      assert.equal(set.code, 0, set.stderr);
+    }
+    const records = await auditCli('--kind', 'session.route');
+    assert.deepEqual(
+      records.map((r) => [r.actor, r.node, r.detail]),
+      [
+        ['cli', null, { sessionKey: 'main', from: { channel: 'log', to: 'owner-chat', accountId: null }, to: { channel: 'log', to: 'owner-chat-2', accountId: null } }],
+        ['cli', null, { sessionKey: 'main', from: null, to: { channel: 'log', to: 'owner-chat', accountId: null } }],
+      ],
+    );
+    const api = await admin('/api/v1/audit?kind=session.route');
+    assert.equal(api.status, 200);
+    assert.deepEqual(api.body.items.map((r: AuditRecord) => r.id), records.map((r) => r.id));
+    const table = await cli(hg, 'audit', '--kind', 'session.route');
+    assert.match(table.stdout, /session\.route\s+cli\s+session main: log → owner-chat ⇒ log → owner-chat-2/);
+    assert.match(table.stdout, /session main: none ⇒ log → owner-chat\n/);
   });
 
   it('no secret value appears anywhere in the logs', () => {

@@ -185,7 +185,7 @@ describe('heartbeat', () => {
     assert.equal(delivered, 0);
   });
 
-  it("replies go to the main session's last route; without one and without channels.default, nowhere", async () => {
+  it("replies go to the main session's route; without one and without channels.default, nowhere", async () => {
     await kit.store.setRoute('main', 'main', 'telegram', '1001', Date.now());
     await kit.addEvents('one');
     const hb = startHeartbeat();
@@ -202,7 +202,7 @@ describe('heartbeat', () => {
       await waitFor('the unrouted heartbeat', () => other.logged('heartbeat finished').length === 1);
       await lonely.close();
       assert.equal(other.logged('heartbeat finished')[0]?.outcome, 'nowhere:no_route');
-      assert.equal(other.logged('heartbeat reply delivered nowhere: no route (no last route of the main session and no channels.default)').length, 1);
+      assert.equal(other.logged('heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)').length, 1);
       assert.deepEqual(await other.store.pendingEvents('main'), [], 'the events are consumed all the same');
       assert.deepEqual(await other.store.listDeliveries(), []);
     } finally {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { loadChannelPlugin, type ChannelRegistry } from '../../src/channels/registry.js';
 import { createTelegramChannel } from '../../src/channels/telegram.js';
 import type { Channel, OutboundMessage, SendResult } from '../../src/channels/types.js';
@@ -10,11 +10,14 @@ import { telegramSchema } from '../../src/config/schema/channels.js';
 import { createLogger } from '../../src/log.js';
 import type { RuntimeEnv } from '../../src/runtime/env.js';
 import { deliveryRetryDelayMs, MIN_HINTED_WAIT_MS, Outbox } from '../../src/runtime/outbox.js';
-import type { Delivery, DeliveryOutcome, SessionRoute, Store } from '../../src/store/types.js';
+import { RunWorker } from '../../src/runtime/run-worker.js';
+import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js';
 import { recordingContext } from '../support/platforms/fixtures.js';
 import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/telegram.js';
 import type { StandIn } from '../support/platforms/base.js';
+import { waitFor } from '../support/wait.js';
 import { tempDir } from '../support/temp-dir.js';
+import { type RuntimeKit, startRuntimeKit } from './kit.js';
 
 const LIMITS = { maxAttempts: 5, initialBackoffMs: 10_000, maxBackoffMs: 60_000, concurrency: 1 };
 
@@ -59,7 +62,7 @@ interface Attempt {
  * Runs one delivery through a real Outbox with a store that holds just that row, and returns how the outbox finished
  * it. A delivery that is not finished within 3 s would only come back when its lease lapses: that fails the test.
  */
-async function attempt(channel: Channel, d: Delivery, accounts: Record<string, Channel> = {}, lastRoute?: SessionRoute): Promise<Attempt> {
+async function attempt(channel: Channel, d: Delivery, accounts: Record<string, Channel> = {}): Promise<Attempt> {
   const logs: Attempt['logs'] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -74,7 +77,6 @@ async function attempt(channel: Channel, d: Delivery, accounts: Record<string, C
     claimDeliveries: async (_owner: string, _now: number, _lease: number, n: number) => queue.splice(0, n),
     deliveryProgress: async () => undefined,
     finishDelivery: async (_id: string, _owner: string, outcome: DeliveryOutcome) => finish(outcome),
-    getRoute: async () => lastRoute,
   } as unknown as Store;
   const channels: ChannelRegistry = {
     get: (id, accountId) => (id !== channel.id ? undefined : accountId === undefined ? channel : accounts[accountId]),
@@ -151,22 +153,20 @@ describe('outbox: a channel that throws', () => {
 });
 
 describe('outbox: channel accounts', () => {
-  it('a delivery with an account goes through that account’s channel, and an explicit one makes the account part of the last route', async () => {
+  it('a delivery with an account goes through that account’s channel', async () => {
     const main = recordingChannel({ ok: true });
     const alerts = recordingChannel({ ok: true });
     const a = await attempt(main, delivery({ accountId: 'alerts', explicitRoute: true }), { alerts });
     assert.equal(alerts.sent.length, 1);
     assert.equal(main.sent.length, 0);
     assert.equal(a.outcome.kind, 'delivered');
-    assert.deepEqual(a.outcome.kind === 'delivered' && a.outcome.route, { sessionKey: 'main', agentId: 'main', channel: 'test', to: '1001', accountId: 'alerts' });
   });
 
   it('without an account it goes through the default one', async () => {
     const main = recordingChannel({ ok: true });
     const alerts = recordingChannel({ ok: true });
-    const a = await attempt(main, delivery({ explicitRoute: true }), { alerts });
+    await attempt(main, delivery({ explicitRoute: true }), { alerts });
     assert.deepEqual([main.sent.length, alerts.sent.length], [1, 0]);
-    assert.equal(a.outcome.kind === 'delivered' && a.outcome.route?.accountId, null);
   });
 
   it('an account that is gone (a reload removed it) dead-letters the delivery at once, never sending through another account', async () => {
@@ -180,20 +180,46 @@ describe('outbox: channel accounts', () => {
   });
 });
 
-describe("outbox: the main session's last route", () => {
-  const moved = (a: Attempt) => a.logs.filter((l) => l.msg === "the main session's last route changed: heartbeat replies and `channel: last` now go here");
+describe("outbox: the main session's route", () => {
+  let kit: RuntimeKit;
+  let worker: RunWorker | undefined;
+  let outbox: Outbox | undefined;
+  let sent: OutboundMessage[];
 
-  it('an explicit delivery that moves the route says so once, naming where replies go now', async () => {
-    const a = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: true }), {}, { channel: 'telegram', to: '42', accountId: null });
-    assert.equal(moved(a).length, 1);
-    assert.deepEqual([moved(a)[0]?.from, moved(a)[0]?.to], ['telegram:42', 'test:1001']);
+  beforeEach(async () => {
+    kit = await startRuntimeKit({ handler: () => 'the reply' });
+    const channel = recordingChannel({ ok: true });
+    sent = channel.sent;
+    const channels = { get: (id: string) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n: string) => n, close: async () => {} } as unknown as ChannelRegistry;
+    const env = { ...kit.env, channels } as RuntimeEnv;
+    const deps = { ...kit.deps, env: () => env };
+    outbox = new Outbox(deps);
+    worker = new RunWorker(deps, { onFinished: (_run, committed) => void (committed && outbox!.notify()) });
   });
 
-  it('says nothing when the route stays where it was, or for a delivery that does not set it', async () => {
-    const same = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: true }), {}, { channel: 'test', to: '1001', accountId: null });
-    assert.equal(moved(same).length, 0);
-    const implicit = await attempt(recordingChannel({ ok: true }), delivery({ explicitRoute: false }), {}, undefined);
-    assert.equal(moved(implicit).length, 0);
+  afterEach(async () => {
+    await worker?.close(0);
+    await outbox?.close(0);
+    await kit.close();
+  });
+
+  /** A hook run that names its own channel and recipient, worked and delivered by the real run worker and outbox. */
+  async function deliverExplicit(to: string): Promise<void> {
+    const id = await kit.queueRun({ channel: 'test', to, deliver: true });
+    worker!.notify();
+    await waitFor('the explicit delivery to be delivered', async () => (await kit.store.listDeliveries({ runId: id }))[0]?.state === 'delivered', 30_000);
+  }
+
+  it("a delivered explicit-route run goes where it asked and leaves the operator's route as it was", async () => {
+    await kit.store.setRoute('main', 'main', 'test', 'owner-chat', Date.now());
+    await deliverExplicit('attacker-chat');
+    assert.deepEqual(sent.map((m) => m.to), ['attacker-chat']);
+    assert.deepEqual(await kit.store.getRoute('main'), { channel: 'test', to: 'owner-chat', accountId: null });
+  });
+
+  it('a delivered explicit-route run gives a main session without a route none (channels.default stays in force)', async () => {
+    await deliverExplicit('attacker-chat');
+    assert.equal(await kit.store.getRoute('main'), undefined);
   });
 });
 
@@ -204,12 +230,11 @@ describe('outbox: the recipient', () => {
   });
   after(() => telegram.close());
 
-  it('is trimmed once before the channel is called, and the trimmed recipient becomes the last route', async () => {
+  it('is trimmed once before the channel is called', async () => {
     const channel = recordingChannel({ ok: true });
     const a = await attempt(channel, delivery({ to: ' \t1001\n ', explicitRoute: true }));
     assert.deepEqual(channel.sent.map((m) => m.to), ['1001']);
     assert.equal(a.outcome.kind, 'delivered');
-    assert.equal(a.outcome.kind === 'delivered' && a.outcome.route?.to, '1001');
   });
 
   it('reaches a channel that does not trim by itself (telegram) as the bare chat id', async () => {

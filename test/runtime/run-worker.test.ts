@@ -193,14 +193,14 @@ describe('run worker', () => {
     const nowhere = await kit.queueRun();
     worker!.notify();
     assert.equal((await waitForRun(kit.store, nowhere)).deliveryStatus, 'nowhere:no_route');
-    assert.equal(kit.logged('reply delivered nowhere: no route (no last route of the main session and no channels.default)').length, 1);
+    assert.equal(kit.logged('reply delivered nowhere: no route (the main session has no route and channels.default is not set)').length, 1);
 
     await kit.store.setRoute('main', 'main', 'telegram', '1001', Date.now());
     const routed = await kit.queueRun();
     worker!.notify();
     assert.equal((await waitForRun(kit.store, routed)).deliveryStatus, 'outbox');
     const [row] = await kit.store.listDeliveries({ runId: routed });
-    assert.deepEqual([row?.channel, row?.to], ['telegram', '1001'], 'the main session’s last route');
+    assert.deepEqual([row?.channel, row?.to], ['telegram', '1001'], 'the main session’s route');
   });
 
   it('logs suspicious patterns by name, never the message', async () => {

@@ -1208,7 +1208,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(again.map((x) => [x.chunksSent, x.attempts]), [[2, 2]]);
       });
 
-      it('finishDelivery: delivered (an explicit route becomes the last route), retry (error kept, due later), dead; lease holder only', async () => {
+      it("finishDelivery: delivered (never moving a session's route), retry (error kept, due later), dead; lease holder only", async () => {
         const ok = delivery({ channel: 'webhook', to: 'ops', explicitRoute: true });
         const plain = delivery({ channel: 'log', to: '' });
         const later = delivery({ to: 'later' });
@@ -1220,20 +1220,21 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal((await store.getDelivery(ok.id))?.state, 'pending', "another owner's outcome was applied");
 
         await store.finishDelivery(plain.id, A, { kind: 'delivered', at: T0 + 2 }, T0 + 2);
-        assert.equal(await store.getRoute('main'), undefined, 'a delivery without a route set one');
-        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 3, route: { sessionKey: 'main', agentId: 'main', channel: 'webhook', to: 'ops', accountId: null } }, T0 + 3);
+        assert.equal(await store.getRoute('main'), undefined, 'a delivery set a route');
+        await store.finishDelivery(ok.id, A, { kind: 'delivered', at: T0 + 3 }, T0 + 3);
         const done = await store.getDelivery(ok.id);
         assert.equal(done?.state, 'delivered');
         assert.equal(done?.deliveredAt, T0 + 3);
         assert.equal(done?.lastError, null);
-        assert.deepEqual(await store.getRoute('main'), { channel: 'webhook', to: 'ops', accountId: null });
-        // A later explicit delivery through a named account makes that account part of the last route.
-        const viaAlerts = delivery({ channel: 'telegram', to: 'alerts-chat', accountId: 'alerts', explicitRoute: true });
+        assert.equal(done?.explicitRoute, true);
+        assert.equal(await store.getRoute('main'), undefined, 'an explicit delivery set the main session\'s route');
+        // The operator's route stays what the operator set, whatever an explicit delivery through an account says.
+        await store.setRoute('main', 'main', 'telegram', 'owner-chat', T0 + 3, 'alerts');
+        const viaAlerts = delivery({ channel: 'telegram', to: 'elsewhere', accountId: 'alerts', explicitRoute: true });
         await add(viaAlerts);
         assert.equal((await store.claimDeliveries(A, T0 + 3, LEASE, 10)).length, 1);
-        const alertsRoute = { sessionKey: 'main', agentId: 'main', channel: 'telegram', to: 'alerts-chat', accountId: 'alerts' };
-        await store.finishDelivery(viaAlerts.id, A, { kind: 'delivered', at: T0 + 3, route: alertsRoute }, T0 + 3);
-        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: 'alerts-chat', accountId: 'alerts' });
+        await store.finishDelivery(viaAlerts.id, A, { kind: 'delivered', at: T0 + 3 }, T0 + 3);
+        assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: 'owner-chat', accountId: 'alerts' });
         assert.equal((await store.getDelivery(viaAlerts.id))?.accountId, 'alerts');
 
         await store.finishDelivery(later.id, A, { kind: 'retry', nextAttemptAt: T0 + 500, error: 'HTTP 503' }, T0 + 4);

@@ -42,7 +42,7 @@ export function checkChannels(config: RawConfig): CheckResult {
   const warnings: string[] = [];
   if (!fallback && config.hooks.enabled) {
     warnings.push(
-      'channels.default is not set: replies for `last` (the default channel of agent runs) and heartbeat replies go nowhere until a request names a channel; set channels.default, e.g. { channel: "log" }',
+      'channels.default is not set: replies for `last` (the default channel of agent runs) and heartbeat replies go nowhere unless the operator sets a route for the main session (hookgate sessions route main); set channels.default, e.g. { channel: "log" }',
     );
   }
   return { issues, warnings };
