@@ -36,6 +36,14 @@ export function toChatGuid(to: string): string {
   return CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
 }
 
+/** A bare address: a phone number (digits, an optional +, separators) or an Apple ID email. */
+const ADDRESS = /^\+?[0-9](?:[ ()-]?[0-9]){5,17}$|^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
+
+/** `to`: a chat guid, or a bare address that becomes the direct iMessage chat with it. */
+export function checkIMessageRecipient(to: string): string | undefined {
+  return CHAT_GUID.test(to) || ADDRESS.test(to) ? undefined : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
+}
+
 /**
  * BlueBubbles refuses a second send with a tempGuid that is still in flight ("already queued"), so a stable
  * tempGuid per delivery chunk stops an outbox retry from doubling a message the Mac is still sending.
@@ -50,6 +58,7 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
   return {
     id: 'imessage',
     maxTextLength: IMESSAGE_MAX_TEXT,
+    checkRecipient: checkIMessageRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const body = {
         chatGuid: toChatGuid(message.to),

@@ -163,7 +163,7 @@ describe('webhook channel', () => {
 
     const unknown = await ch.send(message({ to: 'nope' }));
     assert.ok(!unknown.ok && unknown.retryable === false);
-    assert.match(!unknown.ok ? unknown.error : '', /"nope" is not configured.*"down"/);
+    assert.match(!unknown.ok ? unknown.error : '', /must be the name of a configured target \(channels.webhook.targets: .*"down"/);
   });
 
   it('names the code of a refused connection inside an AggregateError (::1 and 127.0.0.1 both refused)', async () => {
