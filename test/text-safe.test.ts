@@ -47,7 +47,7 @@ describe('safeUrl: a configured URL made safe to show', () => {
   it('a random token of 20+ characters in any path segment, query value or the password never survives', () => {
     fc.assert(
       fc.property(host, fc.array(word, { maxLength: 5 }), fc.array(word, { minLength: 1, maxLength: 4 }), token(20, 60), fc.nat(), fc.constantFrom('path', 'query', 'password'), (h, path, names, secret, at, where) => {
-        const segments = [...path];
+        const segments: string[] = [...path];
         if (where === 'path') segments.splice(at % (segments.length + 1), 0, secret);
         const values = names.map((n, i) => `${n}=${where === 'query' && i === at % names.length ? secret : 'v'}`);
         const user = where === 'password' ? `user:${secret}@` : '';
