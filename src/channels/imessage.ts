@@ -16,6 +16,7 @@ import { joinUrl } from '../http-util.js';
 import { logSafeOptional } from '../text-safe.js';
 import { checkFail, checkOk, checkWarn } from '../check.js';
 import { asRecord, checkFromFailure, failure, getJson, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import { PHONE_NUMBER } from './recipients.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;
@@ -36,12 +37,12 @@ export function toChatGuid(to: string): string {
   return CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
 }
 
-/** A bare address: a phone number (digits, an optional +, separators) or an Apple ID email. */
-const ADDRESS = /^\+?[0-9](?:[ ()-]?[0-9]){5,17}$|^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
+/** A bare address is a phone number or an Apple ID email. */
+const EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
 
 /** `to`: a chat guid, or a bare address that becomes the direct iMessage chat with it. */
 export function checkIMessageRecipient(to: string): string | undefined {
-  return CHAT_GUID.test(to) || ADDRESS.test(to) ? undefined : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
+  return CHAT_GUID.test(to) || PHONE_NUMBER.test(to) || EMAIL.test(to) ? undefined : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
 }
 
 /**

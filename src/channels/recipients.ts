@@ -15,6 +15,12 @@ export const MAX_RECIPIENT_LENGTH = 512;
 /** Controls, line and bidi controls: never part of a recipient, and a line break in one could forge a log line. */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
+/**
+ * A phone number in international format as people write it: an optional `+`, 6 to 18 digits, spaces, dashes and
+ * brackets between them (`+1 (555) 123-4567`). For platforms that take one as a recipient.
+ */
+export const PHONE_NUMBER = /^\+?[0-9](?:[ ()-]{0,2}[0-9]){5,17}$/;
+
 /** Answers whether `to` is a recipient of channel `channel`: `undefined` when it is, else why not (for a person). */
 export type RecipientCheck = (channel: string, to: string) => string | undefined;
 
@@ -27,10 +33,10 @@ export function recipientProblem(name: string, channel: Pick<Channel, 'checkReci
   const to = raw.trim();
   let expected: string | undefined;
   try {
-    const answer = channel?.checkRecipient?.(to);
-    expected = typeof answer === 'string' && answer !== '' ? answer : undefined;
+    const answer: unknown = channel?.checkRecipient?.(to);
+    // Only `undefined` accepts: a plugin's rule that answers anything else refuses, named or not.
+    if (answer !== undefined) expected = typeof answer === 'string' && answer !== '' ? answer : 'a recipient its checkRecipient accepts';
   } catch {
-    // A plugin's rule that throws cannot vouch for the value.
     expected = 'a recipient its checkRecipient accepts (it threw)';
   }
   const shared = to.length > MAX_RECIPIENT_LENGTH || UNSAFE.test(to) || to === '.' || to === '..';

@@ -23,6 +23,7 @@ import {
   transportFailure,
   type SendFailure,
 } from './http.js';
+import { PHONE_NUMBER } from './recipients.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type WhatsAppConfig = z.output<typeof whatsappSchema>;
@@ -43,7 +44,7 @@ const TRANSIENT_CODES = new Set([1, 2, 131000, 131016, 133004]);
 
 /** `to`: a phone number in international format; spaces, dashes and brackets are allowed (Meta strips them). */
 export function checkWhatsAppRecipient(to: string): string | undefined {
-  return /^\+?[0-9](?:[ ()-]?[0-9]){5,17}$/.test(to) ? undefined : 'a phone number in international format, like +15551234567';
+  return PHONE_NUMBER.test(to) ? undefined : 'a phone number in international format, like +15551234567';
 }
 
 export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContext): Channel {
