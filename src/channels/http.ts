@@ -93,7 +93,6 @@ export function failure(
   return out;
 }
 
-/** The generic rule for an HTTP error answer: retryable by status, wait hint from the Retry-After header. */
 /**
  * `to` as the one path segment a platform's URL puts it in (`onePathSegment`), or, when the platform's rule refuses
  * it, a failure that is not retried and names the shape expected: a recipient that slipped past the accept-time check
@@ -105,6 +104,7 @@ export function recipientSegment(platform: string, rule: (to: string) => string 
   return segment === undefined ? failure(`${platform}: \`to\` must be ${expected ?? 'one path segment'}`, false) : { segment };
 }
 
+/** The generic rule for an HTTP error answer: retryable by status, wait hint from the Retry-After header. */
 export function statusFailure(platform: string, status: number, detail: string | undefined, headers?: Headers): SendFailure {
   const retryable = isRetryableStatus(status);
   const what = detail ? `: ${detail}` : '';

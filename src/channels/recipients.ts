@@ -1,7 +1,7 @@
 /**
  * Whether a `to` can be a recipient on a channel: the one check, used when a request is accepted (400
- * `invalid_channel`), by `hookgate sessions route`, and again by the outbox before every send (a route stored before
- * an upgrade, or set by hand, dead-letters instead of reaching another path of the platform's API).
+ * `invalid_channel`), by `hookgate sessions route`, and again by the outbox before every send (a route already in the
+ * store, or a `channels.default.to`, that does not fit dead-letters instead of reaching another path of the API).
  *
  * Every channel shares one rule: at most {@link MAX_RECIPIENT_LENGTH} characters, no control characters, never `.` or
  * `..` (a URL parser resolves those as path steps). Each platform adds its own (`Channel.checkRecipient`, beside its
