@@ -4,8 +4,10 @@
  * secret is masked without a change here, and a list of objects with an `id` is compared by id.
  */
 
-/** What a masked value is shown as. */
-export const MASK = '***';
+import { maskUrlsIn, URL_MASK } from './text-safe.js';
+
+/** What a masked value is shown as: the same mask as a URL's secret parts. */
+export const MASK = URL_MASK;
 
 /** Keys whose string values are secrets (tokens, secret refs, passwords, API keys, signing secrets, OAuth secrets). */
 const SECRET_KEY = /token|secret|passw|pwd|key|auth|credential|cookie|signature|private/i;
@@ -35,23 +37,17 @@ function secretUnder(key: string, secret: boolean): boolean {
   return isSecretKey(key) || SECRET_CONTAINER.test(key);
 }
 
-/** A URL's password (userinfo) replaced by the mask: `postgres://u:***@host/db`. Other strings unchanged. */
-function maskUrl(s: string): string {
-  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i.test(s)) return s;
-  return s.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/:@\s]*):[^/@\s]*@/i, `$1:${MASK}@`);
-}
-
 function shorten(s: string): string {
   return s.length > MAX_STRING ? `${s.slice(0, MAX_STRING)}… (${s.length} chars)` : s;
 }
 
 /**
  * A copy of `value` safe to log and store: strings under a secret-looking key (or inside `headers`/`env`) become
- * `***`, URL passwords are masked, long strings shortened; numbers and booleans stay (a count is not a secret).
+ * `***`, every URL (under any key) is shown as `safeUrl` shows it, long strings shortened; numbers and booleans stay (a count is not a secret).
  */
 export function maskSecrets(value: unknown, secret = false): Json {
   if (value === null || value === undefined) return null;
-  if (typeof value === 'string') return secret ? MASK : shorten(maskUrl(value));
+  if (typeof value === 'string') return secret ? MASK : shorten(maskUrlsIn(value));
   if (typeof value === 'number' || typeof value === 'boolean') return value;
   if (Array.isArray(value)) return value.map((v) => maskSecrets(v, secret));
   if (typeof value === 'object') {

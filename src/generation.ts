@@ -30,7 +30,7 @@ export async function buildGeneration(config: Config, number: number, logger: Lo
   const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
   const providers = createProviders(config.models.providers);
   return {
-    ...buildHooksContext(config, number, channels.ids()),
+    ...buildHooksContext(config, number, channels.ids(), channels.checkRecipient),
     providers,
     channels,
     async dispose() {

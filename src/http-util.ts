@@ -58,3 +58,12 @@ export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
   return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '::ffff:127.0.0.1';
 }
+
+/**
+ * `value` as exactly one path segment: percent-encoded, and refused (`undefined`) when empty, `.` or `..`, which
+ * `encodeURIComponent` leaves as they are and a URL parser then drops or resolves against the path around them
+ * (`channels/../messages` is `messages`). A recipient put into a platform's path goes through here.
+ */
+export function onePathSegment(value: string): string | undefined {
+  return value === '' || value === '.' || value === '..' ? undefined : encodeURIComponent(value);
+}

@@ -103,3 +103,66 @@ export function redactSecrets(text: string, secrets: ReadonlyArray<string | unde
   out = out.replace(/\b(?:sk|pk|rk)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]').replace(/\b(Bearer|Basic)\s+[^\s"',]+/gi, '$1 [redacted]');
   return logSafe(out, max);
 }
+
+/** What a masked part of a URL is shown as. */
+export const URL_MASK = '***';
+
+/**
+ * Path names after which every segment is a credential, whatever its shape: Slack (`/services/T…/B…/<secret>`),
+ * Discord and most "incoming webhook" services (`/webhooks/<id>/<token>`), Teams (`/webhookb2/…`), Zapier
+ * (`/hooks/catch/<id>/<secret>`).
+ */
+const SECRET_PATH_AFTER = new Set(['services', 'webhooks', 'webhookb2', 'catch']);
+
+/**
+ * Whether a URL part looks like a credential rather than a name: 20 characters or more, or 12 or more mixing letters
+ * and digits (`PATHSECRET456`, a Telegram `bot123:AA…`, a uuid). Short words (`v1`, `api`, `IncomingWebhook`) show.
+ */
+export function credentialLike(part: string): boolean {
+  return part.length >= 20 || (part.length >= 12 && /[0-9]/.test(part) && /[A-Za-z]/.test(part));
+}
+
+/**
+ * A configured URL made safe to show (docs/security.md, "Secrets in URLs"): the scheme, host and port stay; the
+ * userinfo password is masked (the user name too when it looks like a credential); every query value is masked, its
+ * name kept (`?key=***&sig=***`); a path segment is masked when it looks like a credential (`credentialLike`) or
+ * follows a known webhook path (`/services/`, `/webhooks/`, `/webhookb2/`, `/hooks/catch/`); a fragment is masked.
+ * A string that does not parse is not shown at all.
+ */
+export function safeUrl(url: string): string {
+  const text = url.trim();
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    return '(a URL that does not parse)';
+  }
+  const mask = (part: string) => (credentialLike(part) ? URL_MASK : part);
+  const user = u.username ? `${mask(u.username)}${u.password ? `:${URL_MASK}` : ''}@` : u.password ? `:${URL_MASK}@` : '';
+  let secretFromHere = false;
+  const path = u.pathname
+    .split('/')
+    .map((segment) => {
+      const shown = segment === '' ? segment : secretFromHere ? URL_MASK : mask(segment);
+      if (SECRET_PATH_AFTER.has(segment.toLowerCase())) secretFromHere = true;
+      return shown;
+    })
+    .join('/');
+  const query = u.search
+    .slice(1)
+    .split('&')
+    .filter((pair) => pair !== '')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      return eq < 0 ? mask(pair) : `${mask(pair.slice(0, eq))}=${URL_MASK}`;
+    })
+    .join('&');
+  // `postgres:///db` has an empty authority, which must stay: without it `db` would read as a host.
+  const authority = text.slice(u.protocol.length).startsWith('//') ? `//${user}${u.host}` : '';
+  return `${u.protocol}${authority}${path}${query ? `?${query}` : ''}${u.hash ? `#${URL_MASK}` : ''}`;
+}
+
+/** Every `scheme://…` URL inside `text` put through `safeUrl`; the rest of the text unchanged. */
+export function maskUrlsIn(text: string): string {
+  return text.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi, (url) => safeUrl(url));
+}

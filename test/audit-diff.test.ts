@@ -27,6 +27,18 @@ describe('maskSecrets', () => {
     assert.equal(m.hooksMapping.sessionKey, 'hook:github', 'a session key is a routing name, not a secret');
   });
 
+  it('masks the path and query secrets of every URL-valued string, under any key, and URLs inside text', () => {
+    const url = 'http://127.0.0.1:21099/services/T0/B0/PATHSECRET456?key=URLSECRET123&sig=QSIG789';
+    const masked = maskSecrets({ channels: { webhook: { targets: { recv: { url } } } }, note: `posts to ${url} on failure`, list: [url] }) as any;
+    const shown = 'http://127.0.0.1:21099/services/***/***/***?key=***&sig=***';
+    assert.equal(masked.channels.webhook.targets.recv.url, shown);
+    assert.equal(masked.note, `posts to ${shown} on failure`);
+    assert.deepEqual(masked.list, [shown]);
+    const diff = diffConfigs({ channels: { webhook: { targets: { recv: { url: 'http://127.0.0.1:21099/recv' } } } } }, { channels: { webhook: { targets: { recv: { url } } } } });
+    assert.deepEqual(diff.changes, [{ path: 'channels.webhook.targets.recv.url', op: 'changed', from: 'http://127.0.0.1:21099/recv', to: shown }]);
+    for (const secret of ['PATHSECRET456', 'URLSECRET123', 'QSIG789']) assert.equal(JSON.stringify([masked, diff]).includes(secret), false, secret);
+  });
+
   it('shortens long strings', () => {
     const s = maskSecrets({ template: 'x'.repeat(1000) }) as { template: string };
     assert.ok(s.template.length < 250);

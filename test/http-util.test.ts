@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { readCapped } from '../src/http-util.js';
+import { onePathSegment, readCapped } from '../src/http-util.js';
 
 /** A body stream that hands out `chunks` and records whether it was cancelled. */
 function body(chunks: string[]): { stream: ReadableStream<Uint8Array>; cancelled: () => boolean; pulled: () => number } {
@@ -34,5 +34,19 @@ describe('readCapped', () => {
 
   it('reads no body as empty', async () => {
     assert.deepEqual(await readCapped(null, 10), { text: '', truncated: false });
+  });
+});
+
+describe('onePathSegment', () => {
+  it('percent-encodes a value into exactly one segment and refuses the ones a URL parser would resolve or drop', () => {
+    assert.equal(onePathSegment('1100000000000000001'), '1100000000000000001');
+    assert.equal(onePathSegment('19:a@thread.tacv2'), '19%3Aa%40thread.tacv2');
+    assert.equal(onePathSegment('a/b?c#d'), 'a%2Fb%3Fc%23d');
+    assert.equal(onePathSegment('...'), '...', 'three dots are a name, not a step');
+    for (const v of ['', '.', '..']) assert.equal(onePathSegment(v), undefined, JSON.stringify(v));
+    for (const v of ['a/b', '%2e%2e', '..%2F', 'x y']) {
+      const url = new URL(`https://api.example/v1/channels/${onePathSegment(v)}/messages`);
+      assert.equal(url.pathname.split('/').length, 5, `${v} → ${url.pathname}`);
+    }
   });
 });

@@ -21,6 +21,7 @@ import {
   failure,
   getJson,
   postJson,
+  recipientSegment,
   secondsToMs,
   statusFailure,
   transportFailure,
@@ -44,13 +45,21 @@ export function discordNonce(deliveryId: string): string {
   return createHash('sha256').update(deliveryId).digest('base64url').slice(0, 25);
 }
 
+/** `to`: a channel id, a snowflake (an unsigned 64-bit number written in decimal: at most 20 digits). */
+export function checkDiscordRecipient(to: string): string | undefined {
+  return /^[0-9]{1,20}$/.test(to) ? undefined : 'a channel id: a snowflake, digits only, like 1234567890123456789';
+}
+
 export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext): Channel {
   const headers = { authorization: `Bot ${config.botToken}`, 'user-agent': USER_AGENT };
   return {
     id: 'discord',
     maxTextLength: DISCORD_MAX_TEXT,
+    checkRecipient: checkDiscordRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      const url = joinUrl(config.apiBaseUrl, `channels/${encodeURIComponent(message.to)}/messages`);
+      const recipient = recipientSegment('discord', checkDiscordRecipient, message.to);
+      if (!('segment' in recipient)) return recipient;
+      const url = joinUrl(config.apiBaseUrl, `channels/${recipient.segment}/messages`);
       const body = {
         content: message.text,
         nonce: discordNonce(message.deliveryId),

@@ -48,11 +48,17 @@ interface ServiceAccount {
   keyId: string | undefined;
 }
 
+/** `to`: a space, `spaces/AAAA…` or the bare `AAAA…` (its name is put in the API path, so nothing else passes). */
+export function checkGoogleChatRecipient(to: string): string | undefined {
+  return toSpaceName(to) === undefined ? 'a space name like spaces/AAAAxxxx' : undefined;
+}
+
 export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelContext): Channel {
   const tokens = tokenSource(config, ctx);
   return {
     id: 'googlechat',
     maxTextLength: GOOGLECHAT_MAX_TEXT,
+    checkRecipient: checkGoogleChatRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const space = toSpaceName(message.to);
       if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);

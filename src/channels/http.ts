@@ -5,7 +5,7 @@
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
-import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
+import { errorCode, isRetryableStatus, onePathSegment, readCapped } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
@@ -91,6 +91,17 @@ export function failure(
   if (extra.status !== undefined) out.status = extra.status;
   if (extra.retryAfterMs !== undefined) out.retryAfterMs = extra.retryAfterMs;
   return out;
+}
+
+/**
+ * `to` as the one path segment a platform's URL puts it in (`onePathSegment`), or, when the platform's rule refuses
+ * it, a failure that is not retried and names the shape expected: a recipient that slipped past the accept-time check
+ * never reaches another path of the API.
+ */
+export function recipientSegment(platform: string, rule: (to: string) => string | undefined, to: string): { segment: string } | SendFailure {
+  const expected = rule(to);
+  const segment = expected === undefined ? onePathSegment(to) : undefined;
+  return segment === undefined ? failure(`${platform}: \`to\` must be ${expected ?? 'one path segment'}`, false) : { segment };
 }
 
 /** The generic rule for an HTTP error answer: retryable by status, wait hint from the Retry-After header. */

@@ -16,6 +16,7 @@ import { joinUrl } from '../http-util.js';
 import { logSafeOptional } from '../text-safe.js';
 import { checkFail, checkOk, checkWarn } from '../check.js';
 import { asRecord, checkFromFailure, failure, getJson, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import { PHONE_NUMBER } from './recipients.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type IMessageConfig = z.output<typeof imessageSchema>;
@@ -36,6 +37,14 @@ export function toChatGuid(to: string): string {
   return CHAT_GUID.test(to) ? to : `iMessage;-;${to}`;
 }
 
+/** A bare address is a phone number or an Apple ID email. */
+const EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
+
+/** `to`: a chat guid, or a bare address that becomes the direct iMessage chat with it. */
+export function checkIMessageRecipient(to: string): string | undefined {
+  return CHAT_GUID.test(to) || PHONE_NUMBER.test(to) || EMAIL.test(to) ? undefined : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
+}
+
 /**
  * BlueBubbles refuses a second send with a tempGuid that is still in flight ("already queued"), so a stable
  * tempGuid per delivery chunk stops an outbox retry from doubling a message the Mac is still sending.
@@ -50,6 +59,7 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
   return {
     id: 'imessage',
     maxTextLength: IMESSAGE_MAX_TEXT,
+    checkRecipient: checkIMessageRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const body = {
         chatGuid: toChatGuid(message.to),

@@ -19,6 +19,7 @@ import {
   checkToken,
   failure,
   postJson,
+  recipientSegment,
   requestOAuthToken,
   statusFailure,
   transportFailure,
@@ -39,6 +40,14 @@ export function defaultTeamsTokenUrl(tenantId: string | undefined): string {
   return `https://login.microsoftonline.com/${encodeURIComponent(tenantId ?? 'botframework.com')}/oauth2/v2.0/token`;
 }
 
+/**
+ * `to`: a conversation id, `<kind>:<id>` (`19:…@thread.tacv2`, `a:1…`, `8:orgid:…`); never a `/`, `?`, `#`, `\`,
+ * `%` or a space, which no conversation id has and which would change the path it is put in.
+ */
+export function checkTeamsRecipient(to: string): string | undefined {
+  return /^[A-Za-z0-9]+:[^\s/?#\\%]+$/.test(to) ? undefined : 'a conversation id like 19:…@thread.tacv2 (a channel) or a:1… (a personal chat)';
+}
+
 /** Microsoft's guidance for bots: 412, 429, 502 and 504 are transient; retry them with backoff. */
 const TRANSIENT_STATUS = new Set([412, 429, 502, 503, 504]);
 
@@ -55,9 +64,11 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
   return {
     id: 'msteams',
     maxTextLength: MSTEAMS_MAX_TEXT,
+    checkRecipient: checkTeamsRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      if (!message.to) return failure('msteams: `to` must be a conversation id', false);
-      const url = joinUrl(config.serviceUrl, `v3/conversations/${encodeURIComponent(message.to)}/activities`);
+      const recipient = recipientSegment('msteams', checkTeamsRecipient, message.to);
+      if (!('segment' in recipient)) return recipient;
+      const url = joinUrl(config.serviceUrl, `v3/conversations/${recipient.segment}/activities`);
       const called = await callWithToken(tokens, (token) =>
         postJson(
           url,

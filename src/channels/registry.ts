@@ -19,7 +19,8 @@ import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS, type ChannelsConfig } from '../config/schema/channels.js';
 import { createLogChannel } from './log.js';
 import { ChannelError, type Channel, type ChannelContext } from './types.js';
-import { createWebhookChannel } from './webhook.js';
+import { recipientProblem, type RecipientCheck } from './recipients.js';
+import { createWebhookChannel, webhookRecipientRule } from './webhook.js';
 
 export interface ChannelRegistry {
   /**
@@ -29,6 +30,11 @@ export interface ChannelRegistry {
   get(id: string, accountId?: string): Channel | undefined;
   /** The configured channel ids: core platforms in the spec's order, then webhook, log, plugins in config order. */
   ids(): string[];
+  /**
+   * Why `to` cannot be a recipient of channel `id` (its platform's rule and the shared one: recipients.ts), or
+   * `undefined` when it can. An id that names no configured channel (`last`) gets the shared rule only.
+   */
+  checkRecipient(id: string, to: string): string | undefined;
   /** Lower-cased, trimmed, aliases resolved (`teams` → `msteams`). Does not check that the channel is configured. */
   normalize(name: string): string;
   /** Closes every channel and account (IRC sends QUIT, the log file is closed). Failures are logged, not thrown. */
@@ -55,6 +61,34 @@ const PLATFORM_FACTORIES: { [K in CorePlatform]: () => Promise<PlatformFactory> 
   // Like the others: loaded at start it kept ~3.4 MiB resident (its module graph, its segmenter's ICU data).
   irc: async () => (await import('./irc.js')).createIrcChannel as PlatformFactory,
 };
+
+/** Each platform's recipient rule, loaded as its factory is: only for a configured platform. */
+const PLATFORM_RECIPIENTS: { [K in CorePlatform]: () => Promise<(to: string) => string | undefined> } = {
+  whatsapp: async () => (await import('./whatsapp.js')).checkWhatsAppRecipient,
+  telegram: async () => (await import('./telegram.js')).checkTelegramRecipient,
+  discord: async () => (await import('./discord.js')).checkDiscordRecipient,
+  googlechat: async () => (await import('./googlechat.js')).checkGoogleChatRecipient,
+  slack: async () => (await import('./slack.js')).checkSlackRecipient,
+  signal: async () => (await import('./signal.js')).checkSignalRecipient,
+  imessage: async () => (await import('./imessage.js')).checkIMessageRecipient,
+  msteams: async () => (await import('./msteams.js')).checkTeamsRecipient,
+  irc: async () => (await import('./irc.js')).checkIrcRecipient,
+};
+
+/**
+ * The recipient check of a config's channels without starting them (no credential read, no socket): for the CLI,
+ * which sets routes and renders mappings without the service. A plugin is not loaded here: it gets the shared rule.
+ */
+export async function loadRecipientCheck(config: ChannelsConfig): Promise<RecipientCheck> {
+  const rules = new Map<string, (to: string) => string | undefined>();
+  for (const name of CORE_CHANNELS) if (config[name]) rules.set(name, await PLATFORM_RECIPIENTS[name]());
+  if (config.webhook) rules.set('webhook', webhookRecipientRule(config.webhook));
+  return (id, to) => {
+    const c = normalizeChannelName(id);
+    const rule = rules.get(c);
+    return recipientProblem(c, rule && { checkRecipient: rule }, to);
+  };
+}
 
 /** One core platform's channel for one account's section (the doctor builds them one by one, to check each). */
 export async function createPlatformChannel(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
@@ -93,6 +127,10 @@ export async function createChannelRegistry(config: ChannelsConfig, ctx: Channel
       return accountId === undefined || accountId === DEFAULT_ACCOUNT_ID ? channels.get(c) : accounts.get(accountKey(c, accountId));
     },
     ids: () => [...channels.keys()],
+    checkRecipient: (id, to) => {
+      const c = normalizeChannelName(id);
+      return recipientProblem(c, channels.get(c), to);
+    },
     normalize: normalizeChannelName,
     close: () => closeAll(all(), ctx),
   };
@@ -165,6 +203,9 @@ function validatePluginChannel(value: unknown, where: string, entry: string): Ch
   }
   if (typeof c.send !== 'function') throw pluginError(where, entry, '`send` must be a function (message, signal) => Promise<SendResult>');
   if (c.close !== undefined && typeof c.close !== 'function') throw pluginError(where, entry, '`close` must be a function when present');
+  if (c.checkRecipient !== undefined && typeof c.checkRecipient !== 'function') {
+    throw pluginError(where, entry, '`checkRecipient` must be a function (to) => string | undefined when present');
+  }
   return value as Channel;
 }
 

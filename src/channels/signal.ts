@@ -32,11 +32,21 @@ const FIX = 'check apiBaseUrl (your signal-cli-rest-api server) and that it runs
 /** signal-cli messages for failures of the network or of Signal's servers, which a later attempt can survive. */
 const TRANSIENT = /timed? ?out|timeout|network|connection|unavailable|temporar|try again|IOException/i;
 
+const UUID = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}';
+/** A number (E.164), an ACI/PNI uuid, a username (`name.42`, optionally `u:`), or `group.<id>` (base64). */
+const SIGNAL_RECIPIENT = new RegExp(`^(?:\\+[1-9][0-9]{5,14}|(?:PNI:)?${UUID}|(?:u:)?[A-Za-z_][A-Za-z0-9_]{2,31}\\.[0-9]{2,10}|group\\.[A-Za-z0-9+/=_-]{1,256})$`);
+
+/** `to`: whom signal-cli-rest-api's `recipients` can name. */
+export function checkSignalRecipient(to: string): string | undefined {
+  return SIGNAL_RECIPIENT.test(to) ? undefined : 'a phone number like +15551234567, an account uuid, a username like name.42, or group.<id>';
+}
+
 export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): Channel {
   const url = joinUrl(config.apiBaseUrl, 'v2/send');
   return {
     id: 'signal',
     maxTextLength: SIGNAL_MAX_TEXT,
+    checkRecipient: checkSignalRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const body = { message: message.text, number: config.number, recipients: [message.to] };
       const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });

@@ -44,6 +44,16 @@ const RETRYABLE_ERRORS = new Set([
   'team_added_to_org',
 ]);
 
+/**
+ * `to`: a conversation or user id (upper-case letters and digits, C… G… D… U… W…), or a channel by name (`#general`,
+ * the `#` optional): Slack's channel names are lower-case letters (any script), digits, `-`, `_` and `.`.
+ */
+export function checkSlackRecipient(to: string): string | undefined {
+  return /^[A-Z][A-Z0-9]{1,31}$|^#?[\p{Ll}\p{Lo}\p{N}_-][\p{Ll}\p{Lo}\p{N}\p{M}._-]{0,79}$/u.test(to)
+    ? undefined
+    : 'a conversation id (C…, G…, D…), a user id (U…, W…) or a channel name like #general';
+}
+
 export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Channel {
   const url = joinUrl(config.apiBaseUrl, 'chat.postMessage');
   const authTest = joinUrl(config.apiBaseUrl, 'auth.test');
@@ -51,6 +61,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
   return {
     id: 'slack',
     maxTextLength: SLACK_MAX_TEXT,
+    checkRecipient: checkSlackRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const outcome = await postJson(url, { channel: message.to, text: message.text }, { headers, timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('slack', outcome);

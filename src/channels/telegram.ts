@@ -30,6 +30,11 @@ export type TelegramConfig = z.output<typeof telegramSchema>;
 /** sendMessage: "1-4096 characters after entities parsing" (Bot API); we send no entities. */
 export const TELEGRAM_MAX_TEXT = 4096;
 
+/** `to`: a chat id (a user's is positive, a group's negative) or a public chat's @username. */
+export function checkTelegramRecipient(to: string): string | undefined {
+  return /^-?[0-9]{1,20}$|^@[A-Za-z0-9_]{1,64}$/.test(to) ? undefined : 'a chat id like 123456789 or -1001234567890, or a public @channelusername';
+}
+
 export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContext): Channel {
   // The token is part of the path; this URL must never reach a log or an error string.
   const url = joinUrl(config.apiBaseUrl, `bot${config.botToken}/sendMessage`);
@@ -37,6 +42,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
   return {
     id: 'telegram',
     maxTextLength: TELEGRAM_MAX_TEXT,
+    checkRecipient: checkTelegramRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const outcome = await postJson(url, { chat_id: message.to, text: message.text }, { timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('telegram', outcome);

@@ -45,6 +45,12 @@ export interface Channel {
    * auth.test...), mapped through the same error handling as `send`, so a refused token reads the same.
    */
   check?(signal: AbortSignal): Promise<CheckResult>;
+  /**
+   * The platform's rule for `to` (already trimmed): `undefined` when it has the shape of a recipient here, else that
+   * shape, for a person ("a channel id: a snowflake, digits only"). Pure and cheap: it runs when a request is accepted
+   * and again before every send. `recipientProblem` (recipients.ts) adds the rule every channel shares.
+   */
+  checkRecipient?(to: string): string | undefined;
   /** Release sockets (IRC), flush files (log). */
   close?(): Promise<void>;
 }

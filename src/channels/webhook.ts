@@ -68,21 +68,25 @@ export interface WebhookChannelOptions {
  */
 export const WEBHOOK_MAX_TEXT_LENGTH = 1_000_000;
 
+/** `to`: the name of a configured target (a name from the config, never a URL: the payload picks no host). */
+export function webhookRecipientRule(config: WebhookChannelConfig | undefined): (to: string) => string | undefined {
+  const names = Object.keys(config?.targets ?? {});
+  const expected = `the name of a configured target (channels.webhook.targets: ${names.length ? names.map((k) => `"${logSafe(k, 60)}"`).join(', ') : 'none'})`;
+  return (to) => (Object.hasOwn(config?.targets ?? {}, to) ? undefined : expected);
+}
+
 export function createWebhookChannel(config: WebhookChannelConfig, _ctx: ChannelContext, options: WebhookChannelOptions = {}): Channel {
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const targets = new Map(Object.entries(config.targets));
 
+  const checkRecipient = webhookRecipientRule(config);
+
   async function send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
     const target = targets.get(message.to);
     if (!target) {
-      // Config changed under a queued delivery, or a mapping names a target that does not exist: retrying cannot help.
-      const known = [...targets.keys()];
-      return {
-        ok: false,
-        retryable: false,
-        error: `webhook target "${message.to}" is not configured (channels.webhook.targets has ${known.length ? known.map((k) => `"${k}"`).join(', ') : 'none'})`,
-      };
+      // The config changed under a queued delivery (a request naming no target is refused when accepted).
+      return { ok: false, retryable: false, error: `webhook: \`to\` must be ${checkRecipient(message.to) ?? 'a configured target'}` };
     }
     const body = JSON.stringify(deliveryRecord(message));
     const timestamp = Math.floor(now() / 1000);
@@ -123,7 +127,7 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     return { ok: false, retryable: false, status, error: `${label} answered ${status}` };
   }
 
-  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send, check: async () => checkTargets(config) };
+  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send, checkRecipient, check: async () => checkTargets(config) };
 }
 
 /**

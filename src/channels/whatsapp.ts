@@ -23,6 +23,7 @@ import {
   transportFailure,
   type SendFailure,
 } from './http.js';
+import { PHONE_NUMBER } from './recipients.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type WhatsAppConfig = z.output<typeof whatsappSchema>;
@@ -41,6 +42,11 @@ const RATE_LIMIT_CODES = new Set([4, 80007, 130429, 131056, 131048]);
 /** Meta-side trouble: 1 unknown, 2 service unavailable, 131000 something went wrong, 131016 service overloaded, 133004 server unavailable. */
 const TRANSIENT_CODES = new Set([1, 2, 131000, 131016, 133004]);
 
+/** `to`: a phone number in international format; spaces, dashes and brackets are allowed (Meta strips them). */
+export function checkWhatsAppRecipient(to: string): string | undefined {
+  return PHONE_NUMBER.test(to) ? undefined : 'a phone number in international format, like +15551234567';
+}
+
 export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContext): Channel {
   const phoneNumber = joinUrl(config.apiBaseUrl, `${config.apiVersion}/${encodeURIComponent(config.phoneNumberId)}`);
   const url = `${phoneNumber}/messages`;
@@ -48,6 +54,7 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
   return {
     id: 'whatsapp',
     maxTextLength: WHATSAPP_MAX_TEXT,
+    checkRecipient: checkWhatsAppRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
       const body = {
         messaging_product: 'whatsapp',

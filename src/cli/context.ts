@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
-import { redactDatabaseUrl } from '../config/database-url.js';
+import { safeUrl } from '../text-safe.js';
 import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { openStore } from '../store/open.js';
@@ -57,7 +57,7 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
     if (!existsSync(path)) throw storeMissing(location, path);
     announce(`${configLabel(location)}; store ${path}`);
   } else if (storage.driver === 'postgres') {
-    announce(`${configLabel(location)}; store ${redactDatabaseUrl(storage.url)}`);
+    announce(`${configLabel(location)}; store ${safeUrl(storage.url)}`);
     await assertPostgresSchema(location, storage.url);
   } else {
     announce(`${configLabel(location)}; store ${storage.driver}`);
@@ -78,7 +78,7 @@ async function assertPostgresSchema(loc: ConfigLocation, url: string): Promise<v
   if (schemaVersion !== null) return;
   throw new CliError(
     'cli_store_missing',
-    `nothing to read: ${redactDatabaseUrl(url)} (storage.url of ${loc.file ?? 'the config'}, from ${loc.from}) has no hookgate schema yet; \`hookgate serve\` creates it when it starts`,
+    `nothing to read: ${safeUrl(url)} (storage.url of ${loc.file ?? 'the config'}, from ${loc.from}) has no hookgate schema yet; \`hookgate serve\` creates it when it starts`,
   );
 }
 

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { CliError } from '../errors.js';
-import { firstLine, logSafe } from '../text-safe.js';
+import { firstLine, logSafe, safeUrl } from '../text-safe.js';
 
 export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
 export const PUBSUB_URL = 'https://pubsub.googleapis.com';
@@ -119,7 +119,7 @@ export function refreshAccessToken(c: RefreshCredentials, label = 'hooks.gmail.o
 }
 
 async function tokenGrant(url: string, form: Record<string, string>, label: string): Promise<string> {
-  const res = await call(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() }, `token endpoint ${url}`);
+  const res = await call(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() }, `token endpoint ${safeUrl(url)}`);
   const body = await readJson(res);
   if (res.ok && typeof body?.access_token === 'string' && body.access_token) return body.access_token;
   const error = typeof body?.error === 'string' ? body.error : `HTTP ${res.status}`;

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError, HttpError } from '../errors.js';
 import { buildHooksContext } from '../hooks/context.js';
+import { loadRecipientCheck } from '../channels/registry.js';
 import type { HookAction } from '../hooks/dispatch.js';
 import { MappingFailure } from '../hooks/mappings/render.js';
 import { signRequest } from '../hooks/mappings/signatures.js';
@@ -49,7 +50,7 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   const signed = matchingMapping(config, subPath, payload, headers)?.mapping.signature;
   const rawHeaders: IncomingHttpHeaders = signed ? { ...headers, ...signRequest(signed, raw, Date.now()) } : headers;
 
-  const ctx = buildHooksContext(config, 1);
+  const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
   // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
   const routes = createHookRoutes({ logger: createLogger('warn', { destination: process.stderr, pretty: false }) });
   routes.prepare(ctx);

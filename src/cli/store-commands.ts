@@ -11,6 +11,7 @@ import { type CliStore, fullConfig, withStore } from './context.js';
 import { printJson, routeText, table, time } from './format.js';
 import { configOption, jsonOption, limitOption } from './options.js';
 import { auditCli } from './audit-command.js';
+import { loadRecipientCheck } from '../channels/registry.js';
 
 interface StoreOpts {
   config?: string;
@@ -176,6 +177,8 @@ function addSessions(program: Command): void {
       const problem = account === undefined ? undefined : accountProblem(configuredAccounts(config), channel, account);
       if (problem) throw new CliError('cli_usage', problem);
       const accountId = account === undefined || account === DEFAULT_ACCOUNT_ID ? null : account;
+      const unfit = (await loadRecipientCheck(config.channels))(channel, o.to);
+      if (unfit) throw new CliError('cli_usage', unfit);
       await withStore(o.config, async (store) => {
         const from = (await store.getRoute(key)) ?? null;
         await store.setRoute(key, defaultAgentId(config), channel, o.to, Date.now(), accountId);

@@ -5,9 +5,9 @@
  * missing store is what `serve` creates). Never a password in what it says.
  */
 import { CHECK_TIMEOUT_MS } from '../check.js';
-import { redactDatabaseUrl, scrubUrlSecrets } from '../config/database-url.js';
+import { scrubUrlSecrets } from '../config/database-url.js';
 import type { StorageConfig } from '../config/load.js';
-import { firstLine } from '../text-safe.js';
+import { firstLine, safeUrl } from '../text-safe.js';
 import { type Finding, finding } from './doctor-format.js';
 import { checkStore } from './doctor-store.js';
 
@@ -17,7 +17,7 @@ export async function checkStoreConnection(storage: StorageConfig, dir: string, 
 }
 
 export async function checkPostgresStore(url: string): Promise<Finding> {
-  const shown = redactDatabaseUrl(url);
+  const shown = safeUrl(url);
   // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
   const { checkPostgres } = await import('../store/postgres.js');
   let found: Awaited<ReturnType<typeof checkPostgres>>;

@@ -5,11 +5,11 @@
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { databaseUrlProblem, isPostgresUrl, redactDatabaseUrl } from '../config/database-url.js';
+import { databaseUrlProblem, isPostgresUrl } from '../config/database-url.js';
 import { loadStorageConfig } from '../config/load.js';
 import { CliError, StoreCopyError } from '../errors.js';
 import type { CopyTableResult } from '../store/copy-to-postgres.js';
-import { logPath } from '../text-safe.js';
+import { logPath, safeUrl } from '../text-safe.js';
 import { announce, locate } from './context.js';
 import { printJson } from './format.js';
 import { configOption, jsonOption } from './options.js';
@@ -37,7 +37,7 @@ export function addStoreCopyCommand(program: Command): void {
     .action(async (o: CopyCliOptions) => {
       const from = resolve(o.from);
       const to = destination(o);
-      const shown = redactDatabaseUrl(to);
+      const shown = safeUrl(to);
       announce(`copying ${logPath(from, 300)} into ${shown}`);
       process.stderr.write('hookgate: the service using the source must be stopped: work it accepts after the copy starts is not copied\n');
       // Loaded here only: the PostgreSQL client is not loaded by every CLI command.

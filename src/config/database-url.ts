@@ -1,7 +1,8 @@
 /**
- * PostgreSQL connection URLs (`storage.url`, `hookgate store copy --to`): what makes one usable, and how to show one
- * to people without its password. The one home of both, for the config schema and the CLI.
+ * PostgreSQL connection URLs (`storage.url`, `hookgate store copy --to`): what makes one usable, and how to scrub its
+ * password from a driver's message. Shown to people through `safeUrl` (text-safe.ts), like every configured URL.
  */
+import { safeUrl } from '../text-safe.js';
 
 const SCHEMES = new Set(['postgres:', 'postgresql:']);
 const EXAMPLE = 'postgres://user:password@host:5432/database';
@@ -31,24 +32,6 @@ export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url.trim());
 }
 
-/**
- * `url` for people: `postgres://hookgate:***@db.internal:5432/hookgate`. The password (in the user part or a
- * `password=` parameter) is replaced; a URL that does not parse is not shown at all.
- */
-export function redactDatabaseUrl(url: string): string {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return '(a URL that does not parse)';
-  }
-  if (u.password) u.password = '***';
-  for (const key of [...u.searchParams.keys()]) {
-    if (/pass|secret|key$/i.test(key)) u.searchParams.set(key, '***');
-  }
-  return u.toString();
-}
-
 /** Every form the password of `url` may take in a message (raw and percent-decoded), to scrub it from errors. */
 export function secretsOfUrl(url: string): string[] {
   let u: URL;
@@ -73,6 +56,6 @@ export function secretsOfUrl(url: string): string[] {
 /** `text` with every form of `url`'s password replaced by `***` (for error messages from a driver or a server). */
 export function scrubUrlSecrets(text: string, url: string): string {
   let out = text;
-  for (const s of secretsOfUrl(url)) out = out.split(s).join(s === url ? redactDatabaseUrl(url) : '***');
+  for (const s of secretsOfUrl(url)) out = out.split(s).join(s === url ? safeUrl(url) : '***');
   return out;
 }

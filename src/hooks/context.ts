@@ -1,6 +1,7 @@
 import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
 import { configuredAccounts, configuredChannelIds, defaultAgentId } from '../config/lookup.js';
+import { type RecipientCheck, recipientProblem } from '../channels/recipients.js';
 
 /**
  * What the request path needs from one config generation, computed once when the config (re)loads,
@@ -16,10 +17,23 @@ export interface HooksContext {
   /** The accounts a request's `accountId` may name, per core platform (`default` first); other channels have none. */
   readonly channelAccounts: ReadonlyMap<string, readonly string[]>;
   readonly defaultAgentId: string;
+  /** Why a request's `to` cannot be a recipient of its channel (the channel's own rule), or `undefined`. */
+  readonly checkRecipient: RecipientCheck;
 }
 
-/** `registeredChannelIds`: what the channel registry serves (plugins included), added to what the config names. */
-export function buildHooksContext(config: Config, generation: number, registeredChannelIds: readonly string[] = []): HooksContext {
+/** For a context built without channels: the rule every channel shares, no platform's own. */
+const sharedRecipientRule: RecipientCheck = (channel, to) => recipientProblem(channel, undefined, to);
+
+/**
+ * `registeredChannelIds`: what the channel registry serves (plugins included), added to what the config names;
+ * `checkRecipient`: the registry's (the service) or `loadRecipientCheck`'s (the CLI).
+ */
+export function buildHooksContext(
+  config: Config,
+  generation: number,
+  registeredChannelIds: readonly string[] = [],
+  checkRecipient: RecipientCheck = sharedRecipientRule,
+): HooksContext {
   return {
     config,
     generation,
@@ -28,5 +42,6 @@ export function buildHooksContext(config: Config, generation: number, registered
     channelIds: new Set([...configuredChannelIds(config), ...registeredChannelIds]),
     channelAccounts: configuredAccounts(config),
     defaultAgentId: defaultAgentId(config),
+    checkRecipient,
   };
 }

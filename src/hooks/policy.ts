@@ -66,6 +66,19 @@ export function resolveChannel(ctx: HooksContext, channel: string): string {
 }
 
 /**
+ * A request's `to` must be a recipient of its channel (the platform's shape: recipients.ts), or a 400 that names the
+ * shape: a `to` of `..` would otherwise be put into the platform's API path, and a webhook target that does not exist
+ * would cost a model run before its delivery failed. For `last` only the shared rule applies here (the platform is
+ * known at delivery, where the outbox checks again).
+ */
+export function resolveRecipient(ctx: HooksContext, channel: string, to: string | undefined): string | null {
+  if (to === undefined) return null;
+  const problem = ctx.checkRecipient(channel, to);
+  if (problem) throw new HttpError(400, 'invalid_channel', problem);
+  return to;
+}
+
+/**
  * The account a run is delivered through: null for the channel's default account (no `accountId`, or `default`).
  * It needs an explicit channel, and one of that channel's configured accounts; anything else is a 400 that says
  * what to change, never a silent fallback to another account.
@@ -111,7 +124,7 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
     wakeMode: req.wakeMode,
     deliver: req.deliver,
     channel,
-    to: req.to ?? null,
+    to: resolveRecipient(ctx, channel, req.to),
     accountId,
     model,
     thinking: req.thinking ?? null,

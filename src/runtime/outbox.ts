@@ -1,6 +1,7 @@
 import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { splitText } from './split.js';
+import { recipientProblem } from '../channels/recipients.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
 import type { Delivery, DeliveryOutcome, NewDelivery } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
@@ -170,6 +171,11 @@ export class Outbox {
       });
     };
     const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
+    // What no attempt can fix: dead at once, before anything is sent.
+    const deadNow = (error: string): void => {
+      logger.error({ ...meta, error }, 'delivery dead-lettered');
+      finish({ kind: 'dead', error, at: Date.now() });
+    };
 
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);
     if (!channel) {
@@ -177,13 +183,15 @@ export class Outbox {
       const error = env.channels.get(d.channel)
         ? `account "${d.accountId}" of channel "${d.channel}" is not configured (any more); add it back under channels.${d.channel}.accounts and retry the delivery`
         : `channel "${d.channel}" is not configured`;
-      logger.error({ ...meta, error }, 'delivery dead-lettered');
-      return finish({ kind: 'dead', error, at: Date.now() });
+      return deadNow(error);
     }
-    const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
-    const createdAt = new Date(d.createdAt).toISOString();
     // Trimmed here, once, for every channel: a recipient pasted with a space or newline still names the same chat.
     const to = d.to.trim();
+    // Checked when the request was accepted; a route stored before that check existed, or set by hand, is checked here.
+    const unfit = recipientProblem(d.channel, channel, to);
+    if (unfit) return deadNow(unfit);
+    const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
+    const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
       if (signal.aborted) return;
       const message: OutboundMessage = {

@@ -10,9 +10,9 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { redactDatabaseUrl, scrubUrlSecrets } from '../config/database-url.js';
+import { scrubUrlSecrets } from '../config/database-url.js';
 import { StoreCopyError } from '../errors.js';
-import { logPath } from '../text-safe.js';
+import { logPath, safeUrl } from '../text-safe.js';
 import { openStore } from './open.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 import { NODE_LIVE_MS } from './types.js';
@@ -36,7 +36,7 @@ export interface CopyTableResult {
 export interface CopyOptions {
   /** The SQLite store file. */
   from: string;
-  /** The PostgreSQL URL (it carries the password: never shown, see redactDatabaseUrl). */
+  /** The PostgreSQL URL (it carries the password: never shown, see safeUrl). */
   to: string;
   /** Copy even though the source's node registry shows a live service. */
   force?: boolean;
@@ -133,7 +133,7 @@ async function connect(client: pg.Client, url: string): Promise<void> {
 
 /** A driver's error with the URL's password scrubbed out of its message. */
 function withoutSecrets(err: unknown, url: string): Error {
-  if (!(err instanceof Error)) return new Error(`${redactDatabaseUrl(url)}: ${String(err)}`);
+  if (!(err instanceof Error)) return new Error(`${safeUrl(url)}: ${String(err)}`);
   const message = scrubUrlSecrets(err.message, url);
   if (message === err.message) return err;
   const out = new Error(message, { cause: err });

@@ -3,8 +3,9 @@
  * how a driver error becomes a `StoreError` without the URL's password.
  */
 import pg from 'pg';
-import { redactDatabaseUrl, scrubUrlSecrets } from '../config/database-url.js';
+import { scrubUrlSecrets } from '../config/database-url.js';
 import { StoreError } from '../errors.js';
+import { safeUrl } from '../text-safe.js';
 
 export interface PgConnectOptions {
   url: string;
@@ -52,7 +53,7 @@ export function pgClientConfig(o: PgConnectOptions): pg.ClientConfig {
 export function pgError(what: string, err: unknown, url: string): StoreError {
   if (err instanceof StoreError) return err;
   const message = scrubUrlSecrets(err instanceof Error ? err.message : String(err), url);
-  return new StoreError(`PostgreSQL ${what} failed (${redactDatabaseUrl(url)}): ${message}`, { cause: err });
+  return new StoreError(`PostgreSQL ${what} failed (${safeUrl(url)}): ${message}`, { cause: err });
 }
 
 /** SQLSTATE classes of a lost or refused connection (08), shutdown (57P), or too many clients (53300). */

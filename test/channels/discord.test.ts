@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createDiscordChannel, DISCORD_MAX_TEXT, discordNonce } from '../../src/channels/discord.js';
+import { checkDiscordRecipient, createDiscordChannel, DISCORD_MAX_TEXT, discordNonce } from '../../src/channels/discord.js';
 import { discordSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -19,6 +19,16 @@ describe('discord channel (REST Create Message)', () => {
 
   const channel = (over: Record<string, unknown> = {}) =>
     createDiscordChannel(discordSchema.parse({ botToken: DISCORD_TEST_TOKEN, apiBaseUrl: api.url, ...over }), ctx);
+
+  it('a recipient that is not a snowflake is refused without a request: "." and ".." never change the API path', async () => {
+    const before = api.requests.length;
+    for (const to of ['..', '.', '../users/@me', '']) {
+      const r = await channel().send(outbound(to, 'x'));
+      assert.ok(!r.ok && !r.retryable, JSON.stringify(r));
+      assert.match(!r.ok ? r.error : '', /^discord: `to` must be a channel id: a snowflake/);
+    }
+    assert.equal(api.requests.length, before, 'nothing was sent');
+  });
 
   it('posts { content } with "Authorization: Bot <token>" and returns the message id', async () => {
     const r = await channel().send(outbound(CHANNEL, 'build #12 is green'));
@@ -96,5 +106,12 @@ describe('discord channel (REST Create Message)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: CHANNEL,
     secrets: () => [DISCORD_TEST_TOKEN],
+  });
+});
+
+describe('discord recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['1100000000000000001', '81384788765712384', '1']) assert.equal(checkDiscordRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['abc', '1'.repeat(21), '-1'])) assert.match(checkDiscordRecipient(to) ?? '', /snowflake, digits only/, JSON.stringify(to));
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createGoogleChatChannel, GOOGLECHAT_MAX_TEXT, requestIdFor, toSpaceName } from '../../src/channels/googlechat.js';
+import { checkGoogleChatRecipient, createGoogleChatChannel, GOOGLECHAT_MAX_TEXT, requestIdFor, toSpaceName } from '../../src/channels/googlechat.js';
 import { ChannelError } from '../../src/channels/types.js';
 import { googlechatSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -192,5 +192,12 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
     channel: (timeoutMs) => withStatic({ timeoutMs }),
     to: GOOGLECHAT_TEST_SPACE,
     secrets: () => [STATIC],
+  });
+});
+
+describe('googlechat recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['spaces/AAAAxxxx', 'AAAA_b-1']) assert.equal(checkGoogleChatRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['spaces/', 'spaces/a/messages', 'users/123'])) assert.match(checkGoogleChatRecipient(to) ?? '', /space name like spaces\/AAAAxxxx/, JSON.stringify(to));
   });
 });

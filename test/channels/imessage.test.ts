@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { blueBubblesTempGuid, createIMessageChannel, IMESSAGE_MAX_TEXT, toChatGuid } from '../../src/channels/imessage.js';
+import { blueBubblesTempGuid, checkIMessageRecipient, createIMessageChannel, IMESSAGE_MAX_TEXT, toChatGuid } from '../../src/channels/imessage.js';
 import { imessageSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
 import { assertNoSecrets, closedPortUrl, outbound, recordingContext } from '../support/platforms/fixtures.js';
@@ -95,5 +95,12 @@ describe('imessage channel (BlueBubbles /api/v1/message/text)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: '+15551234567',
     secrets: () => [BLUEBUBBLES_TEST_PASSWORD, 'password='],
+  });
+});
+
+describe('imessage recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['iMessage;-;+15551234567', 'iMessage;+;chat123456', 'SMS;-;+15551234567', '+15551234567', 'someone@icloud.com']) assert.equal(checkIMessageRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['someone', 'a@b', 'iMessage;x;1'])) assert.match(checkIMessageRecipient(to) ?? '', /chat guid like iMessage;-;\+15551234567/, JSON.stringify(to));
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { IRC_LINE_BYTES, type IrcChannel } from '../../src/channels/irc.js';
+import { checkIrcRecipient, IRC_LINE_BYTES, type IrcChannel } from '../../src/channels/irc.js';
 import { freePort, IrcObserver, ngircdSkipReason, OPENSSL, startNgircd, type NgircdServer } from '../support/ngircd.js';
 import { ircChannel, message, testContext } from './irc/kit.js';
 
@@ -241,5 +241,12 @@ describe('irc against ngircd: TLS', { skip: skip ?? (OPENSSL ? undefined : 'open
     assert.ok(!r.ok && r.retryable === false, JSON.stringify(r));
     assert.match(!r.ok ? r.error : '', /certificate.*tlsInsecure/);
     await ch.close();
+  });
+});
+
+describe('irc recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['#hookgate', '##ops', '&local', 'alice', 'bob[m]']) assert.equal(checkIrcRecipient(to), undefined, to);
+    for (const to of ['', '1 2', '1\n2', ':nick', 'a,b', '#a b']) assert.match(checkIrcRecipient(to) ?? '', /#channel or a nick, without spaces or commas/, JSON.stringify(to));
   });
 });

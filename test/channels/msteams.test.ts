@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createMsTeamsChannel, defaultTeamsTokenUrl, MSTEAMS_MAX_TEXT } from '../../src/channels/msteams.js';
+import { checkTeamsRecipient, createMsTeamsChannel, defaultTeamsTokenUrl, MSTEAMS_MAX_TEXT } from '../../src/channels/msteams.js';
 import { msteamsSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
 import { assertNoSecrets, outbound, recordingContext } from '../support/platforms/fixtures.js';
@@ -35,6 +35,16 @@ describe('msteams channel (Bot Framework Connector)', () => {
       }),
       ctx,
     );
+
+  it('a recipient that is not a conversation id is refused without a request: "." and ".." never change the API path', async () => {
+    const before = api.requests.length;
+    for (const to of ['..', '.', '', 'a/b']) {
+      const r = await channel().send(outbound(to, 'x'));
+      assert.ok(!r.ok && !r.retryable, JSON.stringify(r));
+      assert.match(!r.ok ? r.error : '', /^msteams: `to` must be a conversation id/);
+    }
+    assert.equal(api.requests.length, before, 'nothing was sent (not even a token request)');
+  });
 
   it('gets a client-credentials token, then posts { type:"message", text } to v3/conversations/{id}/activities', async () => {
     const r = await channel().send(outbound(MSTEAMS_TEST_CONVERSATION, 'incident resolved'));
@@ -137,5 +147,12 @@ describe('msteams channel (Bot Framework Connector)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: MSTEAMS_TEST_CONVERSATION,
     secrets: () => [MSTEAMS_TEST_APP_PASSWORD],
+  });
+});
+
+describe('msteams recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['19:abc123@thread.tacv2', '19:meeting_Zm9v@thread.v2', 'a:1xYz_-AbC', '8:orgid:0f1e-2d3c', '29:1abc;messageid=1700000000000']) assert.equal(checkTeamsRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['x', '19:a/b', '19:a%2e', 'a:b c', ':x'])) assert.match(checkTeamsRecipient(to) ?? '', /conversation id like 19:/, JSON.stringify(to));
   });
 });

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { channelsSchema } from '../../src/config/schema/channels.js';
-import { createChannelRegistry } from '../../src/channels/registry.js';
+import { createChannelRegistry, loadRecipientCheck } from '../../src/channels/registry.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
 import { startTelegram } from '../support/platforms/telegram.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -121,6 +121,39 @@ describe('channel registry', () => {
     assert.equal((globalThis as { __factoryClosed?: boolean }).__factoryClosed, true);
   });
 
+  it("checks a recipient by its channel's rule (any account), a plugin's own, or only the shared one; the CLI's check agrees without starting channels", async () => {
+    const entry = plugin('digits.mjs', `export default { id: 'digits', maxTextLength: 10, send: async () => ({ ok: true }), checkRecipient: (to) => (/^[0-9]+$/.test(to) ? undefined : 'digits only') };`);
+    const raw = {
+      discord: { botToken: 'x', accounts: { alerts: { botToken: 'y' } } },
+      msteams: { appId: 'a', appPassword: 'p', serviceUrl: 'http://127.0.0.1:1/' },
+      webhook: { targets: { ops: { url: 'http://127.0.0.1:1/h', secret: SECRET } } },
+      plugins: [entry],
+    };
+    const reg = await createChannelRegistry(config(raw), ctx);
+    const cli = await loadRecipientCheck(config(raw));
+    const cases: Array<[string, string, RegExp | undefined, RegExp | undefined]> = [
+      // channel, to, what the service says, what the CLI says (it does not load plugins)
+      ['discord', '1100000000000000001', undefined, undefined],
+      ['Discord', '..', /channel discord: expected a channel id: a snowflake/, /channel discord: expected a channel id: a snowflake/],
+      ['teams', '.', /channel msteams: expected a conversation id/, /channel msteams: expected a conversation id/],
+      ['webhook', 'ops', undefined, undefined],
+      ['webhook', 'http://169.254.169.254/', /the name of a configured target \(channels\.webhook\.targets: "ops"\)/, /"ops"/],
+      ['digits', '12', undefined, undefined],
+      ['digits', 'ab', /channel digits: expected digits only/, undefined],
+      ['digits', '..', /channel digits: expected digits only/, /not "\." or "\.\."/],
+      ['log', 'anything', undefined, undefined],
+      ['last', '..', /not "\." or "\.\."/, /not "\." or "\.\."/],
+    ];
+    for (const [channel, to, service, fromCli] of cases) {
+      for (const [who, got, want] of [['service', reg.checkRecipient(channel, to), service], ['cli', cli(channel, to), fromCli]] as const) {
+        if (want) assert.match(got ?? '', want, `${who} ${channel} ${to}`);
+        else assert.equal(got, undefined, `${who} ${channel} ${to}`);
+      }
+    }
+    assert.equal(reg.get('discord', 'alerts')?.checkRecipient?.('..') !== undefined, true, 'an account has its platform rule');
+    await reg.close();
+  });
+
   it('rejects plugins with a clear error naming the plugin file', async () => {
     const cases: Array<[string, string, RegExp]> = [
       ['core-id.mjs', `export default { id: 'telegram', maxTextLength: 1, send() {} };`, /reserved/],
@@ -130,6 +163,7 @@ describe('channel registry', () => {
       ['upper-id.mjs', `export default { id: 'Matrix', maxTextLength: 1, send() {} };`, /lower-case/],
       ['no-send.mjs', `export default { id: 'nosend', maxTextLength: 1 };`, /`send` must be a function/],
       ['bad-max.mjs', `export default { id: 'badmax', maxTextLength: '4000', send() {} };`, /maxTextLength/],
+      ['bad-rule.mjs', `export default { id: 'badrule', maxTextLength: 1, send() {}, checkRecipient: 'digits' };`, /`checkRecipient` must be a function/],
       ['no-export.mjs', `export const other = 1;`, /neither `default` nor `channel`/],
       ['throws.mjs', `export default () => { throw new Error('MISSING_ENV is not set'); };`, /factory failed: MISSING_ENV is not set/],
       ['syntax.mjs', `export default {`, /failed to load/],

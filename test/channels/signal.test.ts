@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSignalChannel, SIGNAL_MAX_TEXT } from '../../src/channels/signal.js';
+import { checkSignalRecipient, createSignalChannel, SIGNAL_MAX_TEXT } from '../../src/channels/signal.js';
 import { signalSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -90,5 +90,12 @@ describe('signal channel (signal-cli-rest-api /v2/send)', () => {
     to: PEER,
     secrets: () => [],
     hintedFailure: 'rate_limit',
+  });
+});
+
+describe('signal recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['+15551234567', '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b', 'PNI:0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b', 'alice.42', 'u:alice.42', 'group.ZmFrZWdyb3VwaWQ=']) assert.equal(checkSignalRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['15551234567', 'alice', 'group.', 'group.a b'])) assert.match(checkSignalRecipient(to) ?? '', /phone number like \+15551234567, an account uuid/, JSON.stringify(to));
   });
 });

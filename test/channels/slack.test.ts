@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createSlackChannel, SLACK_MAX_TEXT } from '../../src/channels/slack.js';
+import { checkSlackRecipient, createSlackChannel, SLACK_MAX_TEXT } from '../../src/channels/slack.js';
 import { slackSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -81,5 +81,12 @@ describe('slack channel (Web API chat.postMessage)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: 'C0123456789',
     secrets: () => [SLACK_TEST_TOKEN],
+  });
+});
+
+describe('slack recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['C0123ABCD', 'U024BE7LH', 'D42', 'G1', 'W0123', '#general', 'general', '#dev-ops_2', '#канал']) assert.equal(checkSlackRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '1 2', '1\n2'].concat(['#', '#General Chat', '#a,b'])) assert.match(checkSlackRecipient(to) ?? '', /conversation id \(C…, G…, D…\)/, JSON.stringify(to));
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTelegramChannel, TELEGRAM_MAX_TEXT } from '../../src/channels/telegram.js';
+import { checkTelegramRecipient, createTelegramChannel, TELEGRAM_MAX_TEXT } from '../../src/channels/telegram.js';
 import { telegramSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -109,5 +109,12 @@ describe('telegram channel (Bot API sendMessage)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: '1001',
     secrets: () => [TELEGRAM_TEST_TOKEN],
+  });
+});
+
+describe('telegram recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['123456789', '-1001234567890', '@my_channel']) assert.equal(checkTelegramRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['alerts-chat', '@', '@a b', '12a'])) assert.match(checkTelegramRecipient(to) ?? '', /chat id like 123456789/, JSON.stringify(to));
   });
 });

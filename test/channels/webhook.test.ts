@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { webhookChannelSchema } from '../../src/config/schema/channels.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
-import { createWebhookChannel, deliveryRecord, signStandardWebhook } from '../../src/channels/webhook.js';
+import { createWebhookChannel, deliveryRecord, signStandardWebhook, webhookRecipientRule } from '../../src/channels/webhook.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
 import { happyEyeballsRefused } from '../support/platforms/fixtures.js';
 import { startWebhookReceiver, verifyStandardWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -163,7 +163,7 @@ describe('webhook channel', () => {
 
     const unknown = await ch.send(message({ to: 'nope' }));
     assert.ok(!unknown.ok && unknown.retryable === false);
-    assert.match(!unknown.ok ? unknown.error : '', /"nope" is not configured.*"down"/);
+    assert.match(!unknown.ok ? unknown.error : '', /must be the name of a configured target \(channels.webhook.targets: .*"down"/);
   });
 
   it('names the code of a refused connection inside an AggregateError (::1 and 127.0.0.1 both refused)', async () => {
@@ -184,5 +184,16 @@ describe('webhook channel', () => {
     setTimeout(() => ac.abort(), 50);
     const r = await channel().send(message(), ac.signal);
     assert.ok(!r.ok && r.retryable);
+  });
+});
+
+describe('webhook recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes the name of a configured target, never a URL or an inherited property name', () => {
+    const rule = webhookRecipientRule({ targets: { ops: { url: 'http://127.0.0.1:1/h', secret: 'whsec_x', timeoutMs: 1000 }, 'team-a': { url: 'http://127.0.0.1:1/a', secret: 'whsec_x', timeoutMs: 1000 } } } as never);
+    for (const to of ['ops', 'team-a']) assert.equal(rule(to), undefined, to);
+    for (const to of ['', 'OPS', 'http://169.254.169.254/latest', '..', 'constructor', '__proto__', 'toString']) {
+      assert.equal(rule(to), 'the name of a configured target (channels.webhook.targets: "ops", "team-a")', to);
+    }
+    assert.equal(webhookRecipientRule(undefined)('ops'), 'the name of a configured target (channels.webhook.targets: none)');
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createWhatsAppChannel, WHATSAPP_MAX_TEXT } from '../../src/channels/whatsapp.js';
+import { checkWhatsAppRecipient, createWhatsAppChannel, WHATSAPP_MAX_TEXT } from '../../src/channels/whatsapp.js';
 import { whatsappSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -96,5 +96,12 @@ describe('whatsapp channel (Cloud API messages)', () => {
     channel: (timeoutMs) => channel({ timeoutMs }),
     to: '15551234567',
     secrets: () => [WHATSAPP_TEST_TOKEN],
+  });
+});
+
+describe('whatsapp recipient rule (checked when a request is accepted and before every send)', () => {
+  it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
+    for (const to of ['+15551234567', '15551234567', '+1 (555) 123-4567', '4915123456789']) assert.equal(checkWhatsAppRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['+', '12345', 'abc', '+1555123456789012345'])) assert.match(checkWhatsAppRecipient(to) ?? '', /phone number in international format/, JSON.stringify(to));
   });
 });

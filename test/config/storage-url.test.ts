@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { databaseUrlProblem, redactDatabaseUrl, scrubUrlSecrets } from '../../src/config/database-url.js';
+import { databaseUrlProblem, scrubUrlSecrets } from '../../src/config/database-url.js';
+import { safeUrl } from '../../src/text-safe.js';
 import { loadStorageConfig } from '../../src/config/load.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { assertIssue, issuesOf, parse } from './helpers.js';
@@ -84,11 +85,12 @@ describe('storage.url: what makes it valid', () => {
 });
 
 describe('showing a database URL', () => {
-  it('redacts the password (user part and password= parameter)', () => {
-    assert.equal(redactDatabaseUrl(URL_WITH_PASSWORD), 'postgres://hookgate:***@db.internal:5432/hookgate');
-    assert.equal(redactDatabaseUrl('postgres://u@h/db?password=x&sslmode=require'), 'postgres://u@h/db?password=***&sslmode=require');
-    assert.equal(redactDatabaseUrl('postgres://u@h/db'), 'postgres://u@h/db');
-    assert.doesNotMatch(redactDatabaseUrl('::not a url hunter2'), /hunter2/);
+  it('masks the password (user part) and every parameter value', () => {
+    assert.equal(safeUrl(URL_WITH_PASSWORD), 'postgres://hookgate:***@db.internal:5432/hookgate');
+    assert.equal(safeUrl('postgres://u@h/db?password=x&sslmode=require'), 'postgres://u@h/db?password=***&sslmode=***');
+    assert.equal(safeUrl('postgres://u@h/db'), 'postgres://u@h/db');
+    assert.equal(safeUrl('postgres:///db?host=/run/postgresql'), 'postgres:///db?host=***');
+    assert.doesNotMatch(safeUrl('::not a url hunter2'), /hunter2/);
   });
 
   it('scrubs the password (raw and decoded) out of a driver message', () => {

@@ -94,6 +94,10 @@ describe('channel accounts', { timeout: 60_000 }, () => {
     const bad = await run('sessions', 'route', 'main', '--channel', 'telegram', '--to', CHAT, '--account', 'nope');
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /accountId "nope" is not an account of channel "telegram"; use one of: default, alerts/);
+    const badTo = await run('sessions', 'route', 'main', '--channel', 'telegram', '--to', '..');
+    assert.notEqual(badTo.code, 0);
+    assert.match(badTo.stderr, /"to" is not a recipient of channel telegram: expected a chat id like 123456789/);
+    assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: CHAT, accountId: 'alerts' }, 'the route is unchanged');
     const ok = await run('sessions', 'route', 'main', '--channel', 'telegram', '--to', CHAT, '--account', 'alerts');
     assert.equal(ok.code, 0, ok.stderr);
     assert.deepEqual(await store.getRoute('main'), { channel: 'telegram', to: CHAT, accountId: 'alerts' });

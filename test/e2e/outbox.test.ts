@@ -81,7 +81,12 @@ describe('outbox', { timeout: 90_000 }, () => {
     proxy = await startFailingProxy(discord.url, 2);
     hg = await startServer({
       heartbeat: { every: 'off' },
-      hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
+      hooks: {
+        allowRequestSessionKey: true,
+        allowedSessionKeyPrefixes: ['hook:'],
+        // The recipient comes from the payload: it is checked as a direct request's is.
+        mappings: [{ id: 'to-from-payload', match: { path: 'relay' }, messageTemplate: '{{text}}', channel: 'discord', to: '{{to}}', deliver: false }],
+      },
       agents: { defaults: { model: 'echo/echo' } },
       channels: {
         // maxBackoffMs caps a platform's Retry-After too: above the 1 s the stand-ins ask for, so it is honoured.
@@ -244,5 +249,29 @@ describe('outbox', { timeout: 90_000 }, () => {
     // The proxy refused the 2nd chunk once: chunk 1 was not sent again, chunk 2 was (with the same nonce).
     assert.deepEqual(proxy.forwarded.map((b) => b.content), got.map((m) => m.content), 'a chunk was sent twice');
     assert.equal(delivery.attempts, 2);
+  });
+
+  it('a recipient that is not its platform\'s shape is refused when accepted (400 invalid_channel): nothing reaches the platform', async () => {
+    const sent = discord.requests.length;
+    const runsBefore = (await store.listRuns({ limit: 1000 })).length;
+    for (const to of ['..', '.', '../../users/@me', 'a/b', '123?x=1']) {
+      for (const [path, body] of [
+        ['/hooks/agent', { message: 'm', channel: 'discord', to }],
+        ['/hooks/relay', { text: 'm', to }],
+      ] as const) {
+        const r = await hg.post(path, body);
+        assert.equal(r.status, 400, `${path} ${to}: ${r.text}`);
+        assert.equal(r.body?.code, 'invalid_channel');
+        assert.match(String(r.body?.error), /not a recipient of channel discord: expected a channel id: a snowflake, digits only/);
+      }
+    }
+    const webhook = await hg.post('/hooks/agent', { message: 'm', channel: 'webhook', to: 'http://169.254.169.254/latest' });
+    assert.deepEqual([webhook.status, webhook.body?.code], [400, 'invalid_channel']);
+    assert.match(String(webhook.body?.error), /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
+    assert.equal(discord.requests.length, sent, 'no request reached the Discord stand-in');
+    assert.equal((await store.listRuns({ limit: 1000 })).length, runsBefore, 'no run was stored (no model spend)');
+    // The mapped route itself works with a real channel id (it does not deliver: the proxy counts Discord's POSTs).
+    const ok = await hg.post('/hooks/relay', { text: 'relayed', to: DISCORD_CHANNEL });
+    assert.equal(ok.status, 200, ok.text);
   });
 });

@@ -18,6 +18,9 @@ const ADMIN_TOKEN_2 = 'admin-token-rotated-audit-9876543210ab';
 const API_KEY = 'provider-api-key-secret-AAAA1111';
 const API_KEY_2 = 'provider-api-key-secret-BBBB2222';
 const MAX_FAILURES = 3;
+/** An incoming-webhook URL carries its secret in the path and the query: none of these may reach the audit trail. */
+const URL_SECRETS = ['PATHSECRET456', 'URLSECRET123', 'QSIG789'];
+const TARGET_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 interface AuditRecord {
   id: string;
@@ -58,6 +61,7 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
       hooks: { authFailureLimit: { maxFailures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: 120 } },
       models: { providers: { local: { api: 'openai-chat', baseUrl: ai.url, apiKey: API_KEY, maxAttempts: 1 } } },
       agents: { defaults: { model: 'echo/echo', retry: { maxSeconds: 1, initialBackoffMs: 100, maxBackoffMs: 200 } } },
+      channels: { webhook: { targets: { recv: { url: 'http://127.0.0.1:21099/recv', secret: TARGET_SECRET } } } },
     });
     adminUrl = hg.logs.find((l) => l.msg === 'hookgate listening')!.adminUrl as string;
   });
@@ -103,6 +107,25 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     assert.deepEqual(api.body.items.map((r: AuditRecord) => r.id), [reload.id]);
     const bad = await admin('/api/v1/audit?kind=nope');
     assert.deepEqual([bad.status, bad.body.code], [400, 'invalid_query']);
+  });
+
+  it("a webhook target URL's path and query secrets are masked in the log line, the record and the admin API", async () => {
+    const changed = (l: Record<string, unknown>) =>
+      l.event === 'audit' && l.kind === 'config.reload' && JSON.stringify(l.detail).includes('channels.webhook.targets.recv.url');
+    editConfig((c) => {
+      c.channels.webhook.targets.recv.url = `http://127.0.0.1:21099/services/T0/B0/${URL_SECRETS[0]}?key=${URL_SECRETS[1]}&sig=${URL_SECRETS[2]}`;
+    });
+    const line = await hg.waitForLog(changed, 10_000);
+    const change = (line.detail as { changes: Array<Record<string, unknown>> }).changes.find((c) => c.path === 'channels.webhook.targets.recv.url');
+    assert.deepEqual(change, { path: 'channels.webhook.targets.recv.url', op: 'changed', from: 'http://127.0.0.1:21099/recv', to: 'http://127.0.0.1:21099/services/***/***/***?key=***&sig=***' });
+    const api = await waitFor('the record in the admin API', async () => {
+      const r = await admin('/api/v1/audit?kind=config.reload&limit=1');
+      return r.body.items?.[0]?.id === line.auditId ? r : undefined;
+    });
+    const answer = JSON.stringify(api.body);
+    assert.deepEqual(URL_SECRETS.filter((s) => answer.includes(s)), [], 'secrets in GET /api/v1/audit');
+    const stored = JSON.stringify(await auditCli('--kind', 'config.reload'));
+    assert.deepEqual(URL_SECRETS.filter((s) => stored.includes(s)), [], 'secrets in the stored records');
   });
 
   it('a refused reload is recorded with the key paths at fault; the old config stays', async () => {
@@ -181,6 +204,6 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
 
   it('no secret value appears anywhere in the logs', () => {
     const all = hg.lines.join('\n');
-    for (const secret of [ADMIN_TOKEN, ADMIN_TOKEN_2, API_KEY, API_KEY_2]) assert.equal(all.includes(secret), false, `${secret.slice(0, 12)}… in the logs`);
+    for (const secret of [ADMIN_TOKEN, ADMIN_TOKEN_2, API_KEY, API_KEY_2, TARGET_SECRET, ...URL_SECRETS]) assert.equal(all.includes(secret), false, `${secret.slice(0, 12)}… in the logs`);
   });
 });

@@ -5,6 +5,7 @@ import { HttpError, type HttpErrorCode } from '../../src/errors.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import { normalizeAgent } from '../../src/hooks/normalize.js';
 import { buildRun, resolveAccount, resolveAgent, resolveChannel, resolveModel, resolveSessionKey, resolveWakeSessionKey, type RunOrigin } from '../../src/hooks/policy.js';
+import { loadRecipientCheck } from '../../src/channels/registry.js';
 import { TOKEN } from '../support/token.js';
 
 const NOW = Date.parse('2026-02-03T04:05:06Z');
@@ -41,6 +42,38 @@ function rejects(fn: () => unknown, code: HttpErrorCode, message?: RegExp): void
 }
 
 const REQUEST: RunOrigin = { hookPath: 'agent', mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false };
+
+describe('recipient policy', () => {
+  const configured = async () => {
+    const channels = {
+      discord: { botToken: 'x' },
+      webhook: { targets: { ops: { url: 'http://127.0.0.1:1/h', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }, audit: { url: 'http://127.0.0.1:1/a', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } } },
+    };
+    const base = ctxOf({ channels });
+    return buildHooksContext(base.config, 1, [], await loadRecipientCheck(base.config.channels));
+  };
+
+  it("refuses a to that is not its platform's shape with 400 invalid_channel naming the shape", async () => {
+    const ctx = await configured();
+    for (const to of ['..', '.', 'a/b', '1?x', 'abc']) {
+      rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', channel: 'discord', to }), REQUEST, NOW), 'invalid_channel', /^"to" is not a recipient of channel discord: expected a channel id: a snowflake/);
+    }
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', channel: 'discord', to: ' 1100000000000000001 ' }), REQUEST, NOW).to, '1100000000000000001');
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', channel: 'discord' }), REQUEST, NOW).to, null, 'no to: the route supplies it later');
+  });
+
+  it('refuses a webhook to that names no configured target, listing the targets', async () => {
+    const ctx = await configured();
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', channel: 'webhook', to: 'http://169.254.169.254/latest' }), REQUEST, NOW), 'invalid_channel', /the name of a configured target \(channels\.webhook\.targets: "ops", "audit"\)$/);
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', channel: 'webhook', to: 'audit' }), REQUEST, NOW).to, 'audit');
+  });
+
+  it('holds "last" (platform known only at delivery) to the shared rule', async () => {
+    const ctx = await configured();
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', to: '..' }), REQUEST, NOW), 'invalid_channel', /channel last: expected one line/);
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', to: '1100000000000000001' }), REQUEST, NOW).to, '1100000000000000001');
+  });
+});
 
 describe('channel policy', () => {
   it('accepts last (the default) and the always-available log channel', () => {

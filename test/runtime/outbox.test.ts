@@ -82,6 +82,7 @@ async function attempt(channel: Channel, d: Delivery, accounts: Record<string, C
     get: (id, accountId) => (id !== channel.id ? undefined : accountId === undefined ? channel : accounts[accountId]),
     ids: () => [channel.id],
     normalize: (n) => n,
+    checkRecipient: () => undefined,
     close: async () => undefined,
   };
   const env = { config: { channels: { outbox: LIMITS } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
@@ -177,6 +178,23 @@ describe('outbox: channel accounts', () => {
     assert.match(a.outcome.kind === 'dead' ? a.outcome.error : '', /^account "alerts" of channel "test" is not configured \(any more\); add it back under channels\.test\.accounts/);
     const logged = a.logs.find((l) => l.msg === 'delivery dead-lettered');
     assert.equal(logged?.accountId, 'alerts');
+  });
+});
+
+describe('outbox: a recipient the channel cannot take', () => {
+  it('is dead-lettered at once, never sent (a route stored before the check, or set by hand)', async () => {
+    const digitsOnly = { ...recordingChannel({ ok: true }), checkRecipient: (to: string) => (/^[0-9]+$/.test(to) ? undefined : 'digits only') };
+    for (const to of ['..', '.', 'abc', '1\n2']) {
+      const a = await attempt(digitsOnly, delivery({ to }));
+      assert.equal(a.outcome.kind, 'dead', to);
+      assert.equal(a.outcome.kind === 'dead' && a.outcome.error, '"to" is not a recipient of channel test: expected digits only');
+    }
+    // The shared rule holds for a channel without its own (a plugin): never "." or "..".
+    const plain = recordingChannel({ ok: true });
+    const dots = await attempt(plain, delivery({ to: '..' }));
+    assert.match(dots.outcome.kind === 'dead' ? dots.outcome.error : '', /not "\." or "\.\."/);
+    assert.deepEqual([digitsOnly.sent.length, plain.sent.length], [0, 0]);
+    assert.equal((await attempt(digitsOnly, delivery({ to: ' 1001 ' }))).outcome.kind, 'delivered', 'trimmed first');
   });
 });
 
@@ -311,7 +329,7 @@ describe("outbox: a route's batch", () => {
       getRoute: async () => undefined,
     } as unknown as Store;
     const channel = recordingChannel({ ok: true });
-    const channels: ChannelRegistry = { get: (id) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n) => n, close: async () => undefined };
+    const channels: ChannelRegistry = { get: (id) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n) => n, checkRecipient: () => undefined, close: async () => undefined };
     const env = { config: { channels: { outbox: { ...LIMITS, concurrency } } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
     const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
     return { outbox, channel, logs, released, claims, clear: () => (queue = []) };

@@ -12,7 +12,7 @@ import {
   numericError,
   privmsgTextBudget,
   splitIrcText,
-  TARGET_RE,
+  checkIrcRecipient,
   TARGET_RESERVE,
 } from './protocol.js';
 import { dial, register } from './register.js';
@@ -75,6 +75,10 @@ class IrcClient implements IrcChannel {
     this.maxTextLength = Math.max(1, privmsgTextBudget(longestNick, this.user, 'x'.repeat(TARGET_RESERVE)));
   }
 
+  checkRecipient(to: string): string | undefined {
+    return checkIrcRecipient(to);
+  }
+
   get connected(): boolean {
     return this.conn !== undefined && !this.conn.closed;
   }
@@ -116,9 +120,8 @@ class IrcClient implements IrcChannel {
   private async deliver(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
     try {
       const target = message.to;
-      if (!TARGET_RE.test(target)) {
-        throw new IrcError(false, 'invalid IRC recipient: `to` must be a #channel or a nick, without spaces or commas');
-      }
+      const expected = checkIrcRecipient(target);
+      if (expected !== undefined) throw new IrcError(false, `invalid IRC recipient: \`to\` must be ${expected}`);
       if (signal?.aborted) throw new IrcError(true, 'delivery aborted');
       this.wanted = true;
       const conn = await this.acquire(signal);

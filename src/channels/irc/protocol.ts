@@ -143,7 +143,12 @@ function splitLongLine(line: string, maxBytes: number, out: string[]): void {
 }
 
 /** A recipient must be one IRC parameter: no spaces, commas (a list of targets), or line breaks; not `:`-led. */
-export const TARGET_RE = /^[^\s,:\0\x07][^\s,\0\x07]{0,199}$/;
+const TARGET_RE = /^[^\s,:\0\x07][^\s,\0\x07]{0,199}$/;
+
+/** `to`: a #channel or a nick, one IRC parameter ({@link TARGET_RE}). */
+export function checkIrcRecipient(to: string): string | undefined {
+  return TARGET_RE.test(to) ? undefined : 'a #channel or a nick, without spaces or commas';
+}
 
 /** Every line we write is checked once more here: a CR or LF would let a value inject a command. */
 export function assertOneLine(line: string): void {
