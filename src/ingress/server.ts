@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { HttpErrorCode } from '../errors.js';
-import { ConnectionGuard, type ConnectionLimits } from './connections.js';
+import { ConnectionGuard, type ConnectionLimits } from '../net/connections.js';
 
 export interface Listener {
   readonly url: string;
