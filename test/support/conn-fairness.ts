@@ -6,7 +6,7 @@
  * fresh connections and counts its answers. Bounded: at most `perAddress` sockets per flooding address, and
  * everything is closed when the probe ends.
  */
-import { request as httpRequest } from 'node:http';
+import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
 export interface Flood {
@@ -71,6 +71,9 @@ export interface Attempt {
   /** The HTTP status, or the error's code when no answer came (ECONNRESET, timeout...). */
   outcome: number | string;
   ms: number;
+  /** The answer's headers and body, when one came. */
+  headers?: IncomingHttpHeaders;
+  body?: string;
 }
 
 /** One request on a fresh connection from `localAddress`: its status (or why none came) and how long it took. */
@@ -82,10 +85,12 @@ export function attempt(
 ): Promise<Attempt> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const done = (outcome: number | string) => resolve({ outcome, ms: Math.round(performance.now() - started) });
+    const done = (outcome: number | string, answer?: Pick<Attempt, 'headers' | 'body'>) => resolve({ outcome, ms: Math.round(performance.now() - started), ...answer });
     const req = httpRequest(`${url}${init.path}`, { method: init.method ?? 'GET', localAddress, agent: false, headers: init.headers ?? {}, timeout: timeoutMs }, (res) => {
-      res.resume();
-      res.on('end', () => done(res.statusCode!));
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => done(res.statusCode!, { headers: res.headers, body }));
       res.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
     });
     req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'timeout' })));
