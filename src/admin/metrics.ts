@@ -11,6 +11,7 @@ import client, { type Counter, type Histogram } from 'prom-client';
 import type { FeedBus, FeedEvent } from '../feed.js';
 import type { Logger } from '../log.js';
 import { RUN_STATES } from '../enums.js';
+import type { ConnectionCounts } from '../net/connections.js';
 import type { QueueDepths } from '../store/pages.js';
 import { errorMessage } from '../text-safe.js';
 import { KeyedCounter, KeyedHistogram } from './fast-metrics.js';
@@ -25,11 +26,16 @@ export interface MetricsOptions {
   depths: () => Promise<QueueDepths>;
   /** Address buckets locked out now (the ingress's limiter; on PostgreSQL it holds every node's lockouts). */
   lockouts: () => number;
+  /** What each listener's connection caps refused and evicted since the start (net/connections.ts). */
+  connections: () => ListenerConnections;
   /** This node's id on a shared store: every series gets a `node` label. */
   node?: string;
   logger?: Logger;
   now?: () => number;
 }
+
+/** The connection counts by listener; the admin listener's only when it runs. */
+export type ListenerConnections = { hooks?: Readonly<ConnectionCounts> | undefined; admin?: Readonly<ConnectionCounts> | undefined };
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const RUN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
@@ -90,6 +96,30 @@ export class HookgateMetrics {
       name: 'hookgate_auth_lockouts_active', help: 'Client addresses locked out now after too many failed authentications.', registers,
       collect() {
         this.set(opts.lockouts());
+      },
+    });
+    new client.Counter({
+      name: 'hookgate_connections_evicted_total', registers, labelNames: ['listener', 'state'],
+      help: 'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).',
+      collect() {
+        this.reset();
+        for (const [listener, c] of Object.entries(opts.connections())) {
+          if (!c) continue;
+          this.inc({ listener, state: 'idle' }, c.evictedIdle);
+          this.inc({ listener, state: 'unfinished' }, c.evictedUnfinished);
+        }
+      },
+    });
+    new client.Counter({
+      name: 'hookgate_connections_refused_total', registers, labelNames: ['listener', 'cap'],
+      help: 'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).',
+      collect() {
+        this.reset();
+        for (const [listener, c] of Object.entries(opts.connections())) {
+          if (!c) continue;
+          this.inc({ listener, cap: 'per_address' }, c.refusedPerAddress);
+          this.inc({ listener, cap: 'total' }, c.refusedTotal);
+        }
       },
     });
     this.unsubscribe = opts.bus.subscribe((event, _seq, origin) => {

@@ -57,7 +57,7 @@ function summary(e: AuditEntry): string {
     case 'admin.retry':
       return d.runId ? `run ${d.runId}` : d.deliveryId ? `delivery ${d.deliveryId}` : logSafe(JSON.stringify(d), 300);
     case 'lockout':
-      return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s`;
+      return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s${d.listener === 'admin' ? ' (admin listener)' : ''}`;
     default:
       return logSafe(JSON.stringify(d), 300);
   }
