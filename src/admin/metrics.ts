@@ -98,30 +98,10 @@ export class HookgateMetrics {
         this.set(opts.lockouts());
       },
     });
-    new client.Counter({
-      name: 'hookgate_connections_evicted_total', registers, labelNames: ['listener', 'state'],
-      help: 'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).',
-      collect() {
-        this.reset();
-        for (const [listener, c] of Object.entries(opts.connections())) {
-          if (!c) continue;
-          this.inc({ listener, state: 'idle' }, c.evictedIdle);
-          this.inc({ listener, state: 'unfinished' }, c.evictedUnfinished);
-        }
-      },
-    });
-    new client.Counter({
-      name: 'hookgate_connections_refused_total', registers, labelNames: ['listener', 'cap'],
-      help: 'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).',
-      collect() {
-        this.reset();
-        for (const [listener, c] of Object.entries(opts.connections())) {
-          if (!c) continue;
-          this.inc({ listener, cap: 'per_address' }, c.refusedPerAddress);
-          this.inc({ listener, cap: 'total' }, c.refusedTotal);
-        }
-      },
-    });
+    connectionCounter(registers, opts.connections, 'hookgate_connections_evicted_total', 'state', { idle: 'evictedIdle', unfinished: 'evictedUnfinished' },
+      'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).');
+    connectionCounter(registers, opts.connections, 'hookgate_connections_refused_total', 'cap', { per_address: 'refusedPerAddress', total: 'refusedTotal' },
+      'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).');
     this.unsubscribe = opts.bus.subscribe((event, _seq, origin) => {
       if (origin === null) this.count(event);
     });
@@ -182,6 +162,19 @@ export class HookgateMetrics {
     this.depthsCache = { at: now, value };
     return value;
   }
+}
+
+/** A counter of the listeners' connection counts (read at scrape time), one series per listener and `label` value. */
+function connectionCounter(registers: client.Registry[], read: () => ListenerConnections, name: string, label: string, series: Record<string, keyof ConnectionCounts>, help: string): void {
+  new client.Counter({
+    name, help, registers, labelNames: ['listener', label],
+    collect() {
+      this.reset();
+      for (const [listener, counts] of Object.entries(read())) {
+        if (counts) for (const [value, key] of Object.entries(series)) this.inc({ listener, [label]: value }, counts[key]);
+      }
+    },
+  });
 }
 
 /** `GET /metrics`, admin token required. */

@@ -33,8 +33,11 @@ export const nodeCap = (caps: ConnectionCaps): number => caps.maxConnections + 1
 
 type WithMessage = Socket & { _httpMessage?: unknown };
 
-/** Whether a request is being answered on `socket` (Node assigns the response to the socket until it is finished). */
-const busy = (socket: Socket): boolean => (socket as WithMessage)._httpMessage != null;
+/**
+ * Whether a request is being answered on `socket` (Node assigns the response to the socket until it is finished), or
+ * an answer is still being flushed to it.
+ */
+const busy = (socket: Socket): boolean => (socket as WithMessage)._httpMessage != null || socket.writableLength > 0;
 
 /**
  * The connection caps of one listener (docs/security.md, "Connection fairness"). Open sockets are counted per

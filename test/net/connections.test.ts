@@ -8,6 +8,7 @@ import { ConnectionGuard } from '../../src/net/connections.js';
 class FakeSocket extends EventEmitter {
   destroyed = false;
   bytesWritten = 0;
+  writableLength = 0;
   _httpMessage: object | null = null;
   constructor(readonly remoteAddress: string) {
     super();
