@@ -6,11 +6,14 @@
 //      right token, the rest wrong;
 //   4. route hijack: --hijack-trials N (5) trials of 20 requests asking for attacker recipients (directly and through a
 //      mapping's templated `to`), then a wake; counts heartbeat replies that reached an attacker (must be 0).
+//   5. connection fairness: 20 addresses (127.0.0.10-29) hold their share of idle and half-sent connections, reopening
+//      what is closed, while a client from 127.0.0.50 sends 50 wakes: each must be answered 200.
 // RSS, WAL and store size are sampled every 200 ms. Prints one table; exits 1 if anything was lost, duplicated,
 // answered 5xx or crashed. Runs with tsx (the npm script adds it) to share the suite's TypeScript helpers.
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { fairnessProbe, loopbackAddresses } from '../test/support/conn-fairness.ts';
 import { contractViolation, fuzzRequest, prng, send } from '../test/support/fuzz.ts';
 import { killUnderLoad } from '../test/support/kill-load.ts';
 import { startHookgate, TOKEN } from '../test/support/server.ts';
@@ -197,6 +200,22 @@ async function routeHijackPhase() {
   if (total.hijacked) failures.push(`route hijack: ${total.hijacked} of ${total.heartbeats} heartbeat replies reached an attacker's recipient`);
   if (total.heartbeats < total.trials || total.asked < total.trials * ATTACKS) failures.push(`route hijack: ${total.heartbeats} heartbeat replies for ${total.trials} wakes, ${total.asked} of ${total.trials * ATTACKS} attack replies where they asked`);
 }
+// 5. connection fairness: the flood holds every connection it may keep; a fresh address must still be answered.
+async function connectionFairnessPhase() {
+  const hg = await startHookgate({ config: RELIABILITY_CONFIG });
+  const s = sampler(hg);
+  try {
+    const r = await fairnessProbe({ url: hg.url, token: TOKEN, addresses: loopbackAddresses(10, 20), perAddress: 64, client: '127.0.0.50', requests: 50, timeoutMs: 5000 });
+    const phase = `connection fairness (20 addresses; slowest ${r.maxMs} ms)`;
+    rows.push({ phase, trials: 1, requests: r.outcomes.length, ok200: r.answered, missing: 'n/a', duplicates: 'n/a', bad: r.refused, ...s.peak });
+    const unanswered = r.outcomes.filter((o) => o.outcome !== 200).map((o) => o.outcome);
+    if (r.refused) failures.push(`connection fairness: ${r.refused} of ${r.outcomes.length} wakes from a fresh address not answered 200 (${[...new Set(unanswered)].join(', ')})`);
+  } finally {
+    s.stop();
+    await hg.cleanup();
+  }
+}
+await connectionFairnessPhase();
 
 const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
 const table = [

@@ -19,7 +19,7 @@ import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
-import { adminNotice, configTokens, startAdmin } from './admin/routes.js';
+import { adminNotice, configAccess, startAdmin } from './admin/routes.js';
 import { Audit } from './audit.js';
 import type { AdminListener } from './admin/server.js';
 
@@ -90,12 +90,13 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
   const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure });
-  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()) });
+  const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });
+  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()), connections });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
   state.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
   const listener = await listen(handler, first.gateway, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
-  const admin = obs && (await startAdmin(first.admin, configTokens(() => generations.current.config), {
+  const admin = obs && (await startAdmin(first.admin, configAccess(() => generations.current.config), {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   }));
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));

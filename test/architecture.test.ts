@@ -140,6 +140,15 @@ describe('architecture (issue 9: done when…)', () => {
     assert.deepEqual(offending, [], `hooks sit below ingress: what hooks needs from ingress belongs in hooks (or a leaf):\n${show(offending)}`);
   });
 
+  it('src/net (what both listeners share) imports only from src/net and the leaf modules', () => {
+    const offending = FILES.filter((f) => f.startsWith('src/net/')).flatMap((f) =>
+      srcImports(f)
+        .filter((i) => !i.target.startsWith('src/net/') && !LEAVES.has(i.target))
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
+    );
+    assert.deepEqual(offending, [], `net sits below ingress and admin, which both import it; it must not import them (nor config, nor store):\n${show(offending)}`);
+  });
+
   it('the CLI loads the server only for serve, through a dynamic import of app.ts', () => {
     const entry = 'src/cli/main.ts';
     const loaded = closure(entry, ['static']);

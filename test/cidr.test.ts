@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { BlockList, isIP } from 'node:net';
 import { describe, it } from 'node:test';
 import { AddressList, cidrProblem, parseV6 } from '../src/cidr.js';
-import { ClientIpResolver } from '../src/ingress/client-ip.js';
+import { ClientIpResolver } from '../src/net/client-ip.js';
 import { prng } from './support/fuzz.js';
 
 describe('cidrProblem (config validation)', () => {

@@ -11,6 +11,7 @@ import client, { type Counter, type Histogram } from 'prom-client';
 import type { FeedBus, FeedEvent } from '../feed.js';
 import type { Logger } from '../log.js';
 import { RUN_STATES } from '../enums.js';
+import type { ConnectionCounts } from '../net/connections.js';
 import type { QueueDepths } from '../store/pages.js';
 import { errorMessage } from '../text-safe.js';
 import { KeyedCounter, KeyedHistogram } from './fast-metrics.js';
@@ -25,11 +26,16 @@ export interface MetricsOptions {
   depths: () => Promise<QueueDepths>;
   /** Address buckets locked out now (the ingress's limiter; on PostgreSQL it holds every node's lockouts). */
   lockouts: () => number;
+  /** What each listener's connection caps refused and evicted since the start (net/connections.ts). */
+  connections: () => ListenerConnections;
   /** This node's id on a shared store: every series gets a `node` label. */
   node?: string;
   logger?: Logger;
   now?: () => number;
 }
+
+/** The connection counts by listener; the admin listener's only when it runs. */
+export type ListenerConnections = { hooks?: Readonly<ConnectionCounts> | undefined; admin?: Readonly<ConnectionCounts> | undefined };
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const RUN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
@@ -92,6 +98,10 @@ export class HookgateMetrics {
         this.set(opts.lockouts());
       },
     });
+    connectionCounter(registers, opts.connections, 'hookgate_connections_evicted_total', 'state', { idle: 'evictedIdle', unfinished: 'evictedUnfinished' },
+      'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).');
+    connectionCounter(registers, opts.connections, 'hookgate_connections_refused_total', 'cap', { per_address: 'refusedPerAddress', total: 'refusedTotal' },
+      'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).');
     this.unsubscribe = opts.bus.subscribe((event, _seq, origin) => {
       if (origin === null) this.count(event);
     });
@@ -152,6 +162,19 @@ export class HookgateMetrics {
     this.depthsCache = { at: now, value };
     return value;
   }
+}
+
+/** A counter of the listeners' connection counts (read at scrape time), one series per listener and `label` value. */
+function connectionCounter(registers: client.Registry[], read: () => ListenerConnections, name: string, label: string, series: Record<string, keyof ConnectionCounts>, help: string): void {
+  new client.Counter({
+    name, help, registers, labelNames: ['listener', label],
+    collect() {
+      this.reset();
+      for (const [listener, counts] of Object.entries(read())) {
+        if (counts) for (const [value, key] of Object.entries(series)) this.inc({ listener, [label]: value }, counts[key]);
+      }
+    },
+  });
 }
 
 /** `GET /metrics`, admin token required. */

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { QueueDepths } from '../store/pages.js';
 import { type FeedRouteOptions, feedRoutes } from './events.js';
 import { type FeedClusterStore, shareFeed } from './feed-cluster.js';
-import { HookgateMetrics, metricsRoutes } from './metrics.js';
+import { HookgateMetrics, type ListenerConnections, metricsRoutes } from './metrics.js';
 import type { AdminRoute } from './route.js';
 
 export interface ObservedSources {
@@ -16,6 +16,8 @@ export interface ObservedSources {
   depths: () => Promise<QueueDepths>;
   /** Address buckets locked out now (the ingress's limiter). */
   lockouts: () => number;
+  /** What each listener's connection caps refused and evicted. */
+  connections: () => ListenerConnections;
 }
 
 export interface Observability {
@@ -44,6 +46,7 @@ export function createObservability(opts: { node?: string; logger: Logger; repla
     bus: feed,
     depths: () => (sources ? sources.depths() : Promise.reject(new Error('not started yet'))),
     lockouts: () => sources?.lockouts() ?? 0,
+    connections: () => sources?.connections() ?? {},
     ...(opts.node ? { node: opts.node } : {}),
     logger: opts.logger,
   });

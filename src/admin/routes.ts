@@ -13,6 +13,7 @@ import { dashboardRoutes } from './dashboard.js';
 import { healthRoutes } from './health.js';
 import type { Observability } from './observe.js';
 import type { AdminRoute } from './route.js';
+import type { AdminClientPolicy } from './auth-gate.js';
 import { type AdminListener, type AdminTokens, startAdminServer } from './server.js';
 
 /** What the admin features read: the app's parts they need. A feature needing more adds a field here. */
@@ -46,29 +47,42 @@ export interface AdminSettings {
   port: number;
 }
 
-/**
- * Start the admin listener when `admin.enabled` (undefined otherwise). Bind and port are the ones at start (a reload
- * that changes them applies at the next restart); the tokens are read per request, so a new `admin.token` or
- * `admin.tokens` applies at once.
- */
-export async function startAdmin(settings: AdminSettings, tokens: AdminTokens, deps: AdminDeps): Promise<AdminListener | undefined> {
-  if (!settings.enabled) return undefined;
-  return startAdminServer({ bind: settings.bind, port: settings.port, routes: adminRoutes(deps), tokens, logger: deps.logger });
+/** What the current config says about who may call the admin listener: its tokens, trusted proxies and auth-failure limit. */
+export interface AdminAccess {
+  tokens: AdminTokens;
+  clients: () => AdminClientPolicy;
 }
 
 /**
- * The tokens of the current config, read per request: a reload's new `admin.token`/`admin.tokens` (or hook tokens)
- * apply at once. Built once per config object (a reload makes a new one), so a request allocates none.
+ * Start the admin listener when `admin.enabled` (undefined otherwise). Bind and port are the ones at start (a reload
+ * that changes them applies at the next restart); the access is read per request, so a new `admin.token` or
+ * `admin.tokens` (or trusted proxies, or auth-failure limit) applies at once.
  */
-export function configTokens(current: () => Config): AdminTokens {
-  const built = new WeakMap<Config, { admin: TokenSet; hooks: TokenSet }>();
+export async function startAdmin(settings: AdminSettings, access: AdminAccess, deps: AdminDeps): Promise<AdminListener | undefined> {
+  if (!settings.enabled) return undefined;
+  return startAdminServer({
+    bind: settings.bind, port: settings.port, routes: adminRoutes(deps), tokens: access.tokens, clients: access.clients, logger: deps.logger,
+    ...(deps.audit ? { audit: deps.audit } : {}),
+  });
+}
+
+/**
+ * The access of the current config, read per request: a reload's new `admin.token`/`admin.tokens` (or hook tokens,
+ * trusted proxies, auth-failure limit) apply at once. Built once per config object (a reload makes a new one), so a
+ * request allocates none.
+ */
+export function configAccess(current: () => Config): AdminAccess {
+  const built = new WeakMap<Config, { admin: TokenSet; hooks: TokenSet; clients: AdminClientPolicy }>();
   const sets = () => {
     const config = current();
     let s = built.get(config);
-    if (!s) built.set(config, (s = { admin: tokenSetOf(config.admin), hooks: tokenSetOf(config.hooks) }));
+    if (!s) {
+      const clients = { trustedProxies: config.gateway.trustedProxies, authFailureLimit: config.hooks.authFailureLimit };
+      built.set(config, (s = { admin: tokenSetOf(config.admin), hooks: tokenSetOf(config.hooks), clients }));
+    }
     return s;
   };
-  return { admin: () => sets().admin, hooks: () => sets().hooks };
+  return { tokens: { admin: () => sets().admin, hooks: () => sets().hooks }, clients: () => sets().clients };
 }
 
 /** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */

@@ -1,14 +1,18 @@
 /**
- * The admin listener (CONTRACT.md §7): its own `node:http` server on `admin.bind:admin.port`, never the hooks port.
+ * The admin listener (docs/admin.md): its own `node:http` server on `admin.bind:admin.port`, never the hooks port.
  * A small router over every feature's `AdminRoute`s, bearer auth with the admin tokens (constant-time, the hook
- * tokens refused), and one error shape `{ ok: false, error, code }`.
+ * tokens refused, failures throttled per address: admin/auth-gate.ts), the hooks listener's fair connection caps
+ * (net/connections.ts), and one error shape `{ ok: false, error, code }`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Audit } from '../audit.js';
 import { AdminError, HookgateError, type ErrorCode } from '../errors.js';
-import { extractBearer, isExpired, type TokenSet } from '../ingress/auth.js';
+import { isExpired, type TokenSet } from '../ingress/auth.js';
 import { sendJson } from '../ingress/respond.js';
 import type { Logger } from '../log.js';
+import { type ConnectionCounts, ConnectionGuard, nodeCap } from '../net/connections.js';
+import { type AdminClientPolicy, AdminAuthGate } from './auth-gate.js';
 import type { AdminRoute } from './route.js';
 
 /** What a request's method and path found: a route and its parameters, or why not (404, 405 with `Allow`). */
@@ -109,8 +113,14 @@ export interface AdminServerOptions {
   routes: readonly AdminRoute[];
   tokens: AdminTokens;
   logger: Logger;
-  /** Open connections at most (default ADMIN_MAX_CONNECTIONS); the next one is closed at once, unread. */
+  /** The trusted proxies and the auth-failure limit of the current config, read per connection and per request. */
+  clients: () => AdminClientPolicy;
+  /** Where a lockout is recorded (kind `lockout`, detail `listener: "admin"`). */
+  audit?: Pick<Audit, 'record'>;
+  /** Open connections at most (default ADMIN_MAX_CONNECTIONS), shared fairly between addresses (net/connections.ts). */
   maxConnections?: number;
+  /** Open connections from one address at most (default ADMIN_MAX_CONNECTIONS_PER_ADDRESS). */
+  maxConnectionsPerAddress?: number;
 }
 
 /**
@@ -119,19 +129,27 @@ export interface AdminServerOptions {
  * able to hold more, nor hold one open by sending its headers slowly.
  */
 export const ADMIN_MAX_CONNECTIONS = 256;
+/** A browser opens at most 6 per host; a dashboard, a scraper and a few `hookgate tail`s fit many times over. */
+export const ADMIN_MAX_CONNECTIONS_PER_ADDRESS = 32;
 const ADMIN_HEADERS_TIMEOUT_MS = 10_000;
 const ADMIN_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface AdminListener {
   readonly url: string;
   readonly port: number;
+  /** What the connection caps refused and evicted since the start (the metrics). */
+  connectionCounts(): Readonly<ConnectionCounts>;
   /** Stop accepting and close every connection at once (long-lived feed streams included). */
   close(): Promise<void>;
 }
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminListener> {
   const route = compileRoutes(opts.routes);
-  const authorized = adminAuthorizer(opts.tokens);
+  const gate = new AdminAuthGate(adminAuthorizer(opts.tokens), opts.clients, opts.logger, opts.audit);
+  const maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
+  const caps = { maxConnections, maxConnectionsPerAddress: Math.min(maxConnections, opts.maxConnectionsPerAddress ?? ADMIN_MAX_CONNECTIONS_PER_ADDRESS) };
+  const guard = new ConnectionGuard('admin', caps, gate.policy().trustedProxies, opts.logger);
+  gate.onChange((policy) => guard.setLimits(caps, policy.trustedProxies));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     let url: URL;
     try {
@@ -144,9 +162,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
     if (found.kind === 'method_not_allowed') {
       throw new AdminError(405, 'method_not_allowed', `use ${found.allow.join(' or ')}`, { allow: found.allow.join(', ') });
     }
-    if (found.route.auth !== false && authorized(extractBearer(req.headers)) === undefined) {
-      throw new AdminError(401, 'unauthorized', 'Authorization: Bearer <admin token> required', { 'www-authenticate': 'Bearer' });
-    }
+    if (found.route.auth !== false) gate.check(req);
     await found.route.handle({ req, res, params: found.params, query: url.searchParams });
   };
   const server = createServer((req, res) => {
@@ -157,7 +173,12 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
       sendAdminError(res, err);
     });
   });
-  server.maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
+  server.maxConnections = nodeCap(caps);
+  server.on('connection', (socket: Socket) => {
+    gate.policy(); // a reload's trusted proxies, before the address is judged
+    guard.admit(socket);
+  });
+  server.on('drop', () => guard.dropped());
   server.headersTimeout = ADMIN_HEADERS_TIMEOUT_MS;
   // The time to receive a request, not to answer it: a live-feed stream stays open as long as its client reads.
   server.requestTimeout = ADMIN_REQUEST_TIMEOUT_MS;
@@ -174,6 +195,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
   return {
     url: `http://${host}:${addr.port}`,
     port: addr.port,
+    connectionCounts: () => guard.counts,
     close: () =>
       (closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

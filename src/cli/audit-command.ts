@@ -57,7 +57,7 @@ function summary(e: AuditEntry): string {
     case 'admin.retry':
       return d.runId ? `run ${d.runId}` : d.deliveryId ? `delivery ${d.deliveryId}` : logSafe(JSON.stringify(d), 300);
     case 'lockout':
-      return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s`;
+      return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s${d.listener === 'admin' ? ' (admin listener)' : ''}`;
     case 'session.route':
       return logSafe(`session ${d.sessionKey}: ${routeOf(d.from) ?? 'none'} ⇒ ${routeOf(d.to) ?? 'none'}`, 300);
     default:

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ClusterStore } from '../store/types.js';
-import type { AuthFailureLimiter } from './limiter.js';
-import { RepeatLimitedLog } from './log-repeats.js';
+import type { AuthFailureLimiter } from '../net/limiter.js';
+import { RepeatLimitedLog } from '../net/log-repeats.js';
 
 /** How often a node re-reads the running lockouts of the cluster: what catches a lockout whose notice was lost. */
 export const LOCKOUT_SYNC_MS = 5_000;
@@ -10,7 +10,7 @@ export const LOCKOUT_SYNC_MS = 5_000;
 export type LockoutStore = Pick<ClusterStore, 'shared' | 'shareLockout' | 'activeLockouts' | 'subscribe'>;
 
 /**
- * Auth-failure lockouts across the nodes of a shared store. Failures stay counted per node in memory (limiter.ts);
+ * Auth-failure lockouts across the nodes of a shared store. Failures stay counted per node in memory (net/limiter.ts);
  * the failure that locks a client is shared once (`shareLockout`: one write per lockout, fire-and-forget), and each
  * node applies the others' lockouts from their `lockout` notices at once, and from `activeLockouts` at start and
  * every `LOCKOUT_SYNC_MS` (a lost notice). So a client locked out on one node is refused with 429 by every node

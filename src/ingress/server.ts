@@ -1,8 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
+import type { RawConfig } from '../config/schema/index.js';
 import type { HttpErrorCode } from '../errors.js';
-import { ConnectionGuard, type ConnectionLimits } from './connections.js';
+import { ConnectionGuard, type ConnectionCounts, nodeCap } from '../net/connections.js';
+
+export type ConnectionLimits = RawConfig['gateway']['limits'];
 
 export interface Listener {
   readonly url: string;
@@ -11,6 +14,8 @@ export interface Listener {
   load(): { connections: number; requests: number };
   /** Whether it accepts connections (false once its stop began): the admin listener's `/readyz` `ingress` check. */
   listening(): boolean;
+  /** What the connection caps refused and evicted since the start (the metrics). */
+  connectionCounts(): Readonly<ConnectionCounts>;
   /** A reload's `gateway.limits` and `trustedProxies` (the header-time check interval stays as started). */
   setLimits(limits: ConnectionLimits, trustedProxies: readonly string[]): void;
   /**
@@ -42,12 +47,12 @@ function applyLimits(server: Server, limits: ConnectionLimits): void {
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  server.maxConnections = nodeCap(limits);
 }
 
 /**
  * The hooks listener: `node:http` on `bind:port` under `gateway.limits` (header and request time, keep-alive time, a
- * total and a per-address connection cap); a request not received in time is answered 408, a malformed one 400, and
+ * total and a per-address connection cap, shared fairly: net/connections.ts); a request not received in time is answered 408, a malformed one 400, and
  * the connection closed. `Expect: 100-continue` is not answered here: the handler invites the body
  * (`res.writeContinue()`) once the request may send it (body.ts `readBody`).
  */
@@ -64,7 +69,7 @@ export async function listen(
   let active = 0;
   let allSettled: (() => void) | undefined;
   let closing = false;
-  const guard = new ConnectionGuard(where.limits, where.trustedProxies, logger);
+  const guard = new ConnectionGuard('hooks', where.limits, where.trustedProxies, logger);
   const settled = () => {
     active--;
     if (!closing) return;
@@ -112,6 +117,7 @@ export async function listen(
     port: addr.port,
     load: () => ({ connections: sockets.size, requests: active }),
     listening: () => server.listening && !closing,
+    connectionCounts: () => guard.counts,
     setLimits(limits, trustedProxies) {
       applyLimits(server, limits);
       guard.setLimits(limits, trustedProxies);

@@ -23,6 +23,7 @@ function setup(opts: { node?: string } = {}) {
     bus,
     depths: async () => depthsOf(++reads),
     lockouts: () => 2,
+    connections: () => ({ hooks: { refusedPerAddress: 3, refusedTotal: 1, evictedIdle: 4, evictedUnfinished: 5 } }),
     now: () => now,
     ...opts,
   });
@@ -68,6 +69,11 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_outbox_pending'), 3);
     assert.equal(value(m, 'hookgate_system_events_pending'), 4);
     assert.equal(value(m, 'hookgate_auth_lockouts_active'), 2);
+    assert.equal(value(m, 'hookgate_connections_evicted_total', { listener: 'hooks', state: 'idle' }), 4);
+    assert.equal(value(m, 'hookgate_connections_evicted_total', { listener: 'hooks', state: 'unfinished' }), 5);
+    assert.equal(value(m, 'hookgate_connections_refused_total', { listener: 'hooks', cap: 'per_address' }), 3);
+    assert.equal(value(m, 'hookgate_connections_refused_total', { listener: 'hooks', cap: 'total' }), 1);
+    assert.equal(sample(m, 'hookgate_connections_evicted_total', { listener: 'admin' }), undefined, 'no admin listener, no admin series');
     assert.ok(m.has('process_cpu_user_seconds_total') && m.has('nodejs_eventloop_lag_seconds'), 'prom-client’s default process metrics');
     metrics.stop();
   });
@@ -103,7 +109,7 @@ describe('metrics (GET /metrics)', () => {
     const bus = new FeedBus(4);
     let fail = false;
     let now = 0;
-    const metrics = new HookgateMetrics({ bus, depths: async () => (fail ? Promise.reject(new Error('down')) : depthsOf(5)), lockouts: () => 0, now: () => now });
+    const metrics = new HookgateMetrics({ bus, depths: async () => (fail ? Promise.reject(new Error('down')) : depthsOf(5)), lockouts: () => 0, connections: () => ({}), now: () => now });
     await metrics.text();
     fail = true;
     now += 2000;

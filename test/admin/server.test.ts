@@ -6,6 +6,7 @@ import { createLogger } from '../../src/log.js';
 import { tokenSetOf } from '../../src/ingress/auth.js';
 import type { AdminRoute } from '../../src/admin/route.js';
 import { AdminError, HookgateError, StoreError } from '../../src/errors.js';
+import { waitFor } from '../support/wait.js';
 
 const route = (method: 'GET' | 'POST', path: string): AdminRoute => ({ method, path, handle: () => {} });
 
@@ -86,38 +87,59 @@ describe('admin auth', () => {
   });
 });
 
+const POLICY = { trustedProxies: [], authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 } };
+
+/** A raw connection from `localAddress`, with what it received and whether it closed. */
+function open(port: number, localAddress = '127.0.0.1'): Promise<{ socket: Socket; text: () => string; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = connect({ port, host: '127.0.0.1', localAddress }, () => resolve({ socket, text: () => text, closed }));
+    const closed = new Promise<void>((r) => socket.on('close', () => r()));
+    socket.on('data', (c) => (text += c));
+    socket.on('error', reject);
+  });
+}
+
 describe('admin listener bounds', () => {
-  it('at most maxConnections open connections: the next one is closed unread, the others still answer', async () => {
+  it('an address at its share replaces its oldest idle connection; a busy one is never closed; all busy → the new one is closed unread', async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let entered = 0;
     const listener = await startAdminServer({
       bind: '127.0.0.1',
       port: 0,
-      routes: [{ method: 'GET', path: '/healthz', auth: false, handle: ({ res }) => void res.end('ok') }],
+      routes: [
+        { method: 'GET', path: '/healthz', auth: false, handle: ({ res }) => void res.end('ok') },
+        { method: 'GET', path: '/slow', auth: false, handle: async ({ res }) => (entered++, await held, void res.end('slow')) },
+      ],
       tokens: { admin: () => tokenSetOf({ token: 'a' }), hooks: () => tokenSetOf({}) },
+      clients: () => POLICY,
       logger: createLogger('silent'),
-      maxConnections: 3,
+      // Alone on a listener of 4, an address holds 2 once it is half full: one share stays free for a newcomer.
+      maxConnections: 4,
     });
-    const { port } = new URL(listener.url);
-    const open = (): Promise<Socket> =>
-      new Promise((resolve, reject) => {
-        const s = connect(Number(port), '127.0.0.1', () => resolve(s));
-        s.on('error', reject);
-      });
-    const held = [await open(), await open(), await open()];
-    const extra = await open();
-    const closed = await new Promise<boolean>((resolve) => {
-      extra.on('close', () => resolve(true));
-      extra.on('error', () => resolve(true));
-      setTimeout(() => resolve(false), 3000);
-    });
-    assert.equal(closed, true, 'the connection past the bound was closed');
-    held[0]!.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-    const answer = await new Promise<string>((resolve) => {
-      let text = '';
-      held[0]!.on('data', (c) => (text += c));
-      held[0]!.on('end', () => resolve(text));
-    });
-    assert.match(answer, /^HTTP\/1\.1 200/);
-    for (const s of held) s.destroy();
+    const port = Number(new URL(listener.url).port);
+    const first = await open(port);
+    first.socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor('the first request is being answered', () => entered === 1);
+    const second = await open(port);
+    const third = await open(port);
+    await second.closed; // the oldest idle one gave way, not the busy first
+    assert.equal(second.text(), '', 'an evicted connection gets no bytes');
+    third.socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor('the third request is being answered', () => entered === 2);
+    const fourth = await open(port);
+    await fourth.closed; // all of this address's connections are busy
+    assert.equal(fourth.text(), '');
+    // Another address is served meanwhile.
+    const other = await open(port, '127.0.0.2');
+    other.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await other.closed;
+    assert.match(other.text(), /^HTTP\/1\.1 200/);
+    release();
+    await waitFor('the busy ones are answered', () => /slow$/.test(first.text()) && /slow$/.test(third.text()));
+    assert.deepEqual({ ...listener.connectionCounts() }, { refusedPerAddress: 1, refusedTotal: 0, evictedIdle: 0, evictedUnfinished: 1 });
+    for (const c of [first, third]) c.socket.destroy();
     await listener.close();
   });
 });

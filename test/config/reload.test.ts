@@ -71,6 +71,16 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
     assert.ok((line.issues as unknown[]).some((i) => JSON.stringify(i) === JSON.stringify({ path: 'hooks', message: 'unknown key: bogus' })));
   });
 
+  it('a weak admin token on a non-loopback bind is rejected like any invalid file; the old config stays', async () => {
+    const before = app.config();
+    writeFileSync(file, configText({ path: '/in' }, { admin: { enabled: true, bind: '0.0.0.0', port: 0, token: 'weak-admin-2' } }));
+    assert.equal(await app.reload(), false);
+    assert.equal(app.config(), before);
+    const line = log.lines.findLast((l) => l.msg === 'config reload rejected; the previous config stays active');
+    assert.ok((line?.issues as Array<{ path: string; message: string }>).some((i) => i.path === 'admin.token' && i.message.includes('hookgate token')), JSON.stringify(line));
+    assert.ok(!JSON.stringify(log.lines).includes('weak-admin-2'), 'the token is never logged');
+  });
+
   it('a file that is not JSON5 is rejected too', async () => {
     const before = app.config();
     writeFileSync(file, '{ hooks: ');

@@ -52,6 +52,23 @@ describe('hooks.tokens and admin.tokens', () => {
     assert.ok(!c.warnings.some((w) => w.includes('short"') || w.includes(B)), 'no token in a warning');
   });
 
+  it('a weak admin token on a non-loopback bind is refused with its key path and how to make one; on loopback it is a warning', () => {
+    const weak = 'weak-admin-1';
+    const how = /^shorter than 16 characters, and admin.bind \(0\.0\.0\.0\) is not loopback: make a strong one with `hookgate token` \(or `openssl rand -hex 32`\)/;
+    const issues = assertIssue({ admin: { enabled: true, bind: '0.0.0.0', token: weak } }, 'admin.token', how);
+    assert.ok(!JSON.stringify(issues).includes(weak), 'no token in the message');
+    assertIssue({ admin: { enabled: true, bind: '::', token: A, tokens: [{ id: 'ops', token: weak }] } }, 'admin.tokens[0].token', /^\(id "ops"\) shorter than 16 characters, and admin.bind \(::\) is not loopback/);
+    assertIssue({ admin: { enabled: true, bind: '192.168.1.10', token: weak } }, 'admin.token');
+    for (const bind of ['127.0.0.1', '::1', 'localhost']) {
+      const c = parse({ admin: { enabled: true, bind, token: weak, tokens: [{ id: 'ops', token: weak + 'x' }] } });
+      assert.ok(c.warnings.includes('admin.token is shorter than 16 characters: use `hookgate token` for a strong one'), `${bind}: ${c.warnings.join('\n')}`);
+      assert.ok(c.warnings.includes('admin.tokens[0].token (id "ops") is shorter than 16 characters: use `hookgate token` for a strong one'), c.warnings.join('\n'));
+    }
+    // A strong token anywhere, and a weak one while the admin listener is off, are fine.
+    assert.equal(parse({ admin: { enabled: true, bind: '0.0.0.0', token: A } }).admin.bind, '0.0.0.0');
+    assert.equal(parse({ admin: { enabled: false, bind: '0.0.0.0', token: weak } }).admin.enabled, false);
+  });
+
   it('clientToken (hookgate send, tail): the single token, else the newest unexpired entry', () => {
     assert.deepEqual(clientToken('hooks', { token: A, tokens: [{ id: 'b', token: B }] }, 0), { token: A, key: 'hooks.token' });
     assert.deepEqual(clientToken('hooks', { tokens: [{ id: 'a', token: A }, { id: 'b', token: B, notAfter: 10 }] }, 10), { token: A, key: 'hooks.tokens[0] (id "a")' });

@@ -1,15 +1,17 @@
 /**
- * The connection level against the real process (issue 12 items 4 and 5), over raw sockets from distinct loopback
- * addresses (127.0.0.x, each a client of its own): header time answered 408, the per-address and total connection
- * caps, `Expect: 100-continue` answered only after the token or lockout check, and a locked-out client refused on a
- * signed path before its body is read.
+ * The connection level against the real process, over raw sockets from distinct loopback addresses (127.0.0.x, each
+ * a client of its own): header time answered 408, the per-address and total connection caps and their fairness
+ * (docs/security.md, "Connection fairness"), `Expect: 100-continue` answered only after the token or lockout check,
+ * and a locked-out client refused on a signed path before its body is read.
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect as netConnect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { fairnessProbe, loopbackAddresses } from '../support/conn-fairness.js';
 import { type Hookgate, startHookgate, TOKEN } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
 
 const GITHUB_SECRET = 'github-secret-for-connection-tests';
 
@@ -105,7 +107,7 @@ describe('connection limits (real process)', () => {
     await hg.cleanup();
   });
 
-  it('holds the per-address cap: the connections over it are closed at once, another address is still served', async () => {
+  it('holds the per-address cap: a connection over it replaces the oldest idle one, closed unanswered; another address is still served', async () => {
     const conns = await Promise.all(Array.from({ length: 20 }, () => Conn.open(hg.url, '127.0.0.4')));
     try {
       await new Promise((r) => setTimeout(r, 300));
@@ -131,18 +133,22 @@ describe('connection limits (real process)', () => {
     }
   });
 
-  it('holds the total cap (maxConnections) across addresses', async () => {
+  it('at the total cap a fresh address gets in: idle connections of the largest holders give way, a busy one is answered', async () => {
     const conns: Conn[] = [];
     try {
+      // A request in progress: its headers are in, its body is not complete yet.
+      const busy = await Conn.open(hg.url, '127.0.0.6');
+      busy.write(head('/hooks/wake', { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': WAKE.length }) + WAKE.slice(0, 5));
       for (const a of ['127.0.0.6', '127.0.0.7', '127.0.0.8']) for (let i = 0; i < 4; i++) conns.push(await Conn.open(hg.url, a));
-      await new Promise((r) => setTimeout(r, 200));
-      assert.equal(conns.filter((c) => !c.closed).length, 12);
-      const extra = await Conn.open(hg.url, '127.0.0.9');
-      await extra.until((c) => c.closed, 2000);
-      assert.equal(extra.data, '');
-      conns.pop()!.destroy();
-      await new Promise((r) => setTimeout(r, 100));
-      assert.equal(await post(hg.url, '127.0.0.9', '/hooks/wake', WAKE, { authorization: `Bearer ${TOKEN}` }), 200);
+      for (let i = 0; i < 5; i++) assert.equal(await post(hg.url, '127.0.0.9', '/hooks/wake', WAKE, { authorization: `Bearer ${TOKEN}` }), 200, `attempt ${i + 1}`);
+      await waitFor('the listener back under its cap of 12', () => conns.filter((c) => !c.closed).length + 1 <= 12);
+      assert.ok(conns.filter((c) => c.closed).every((c) => c.data === ''), 'a connection closed to make room gets no bytes');
+      // The busy one was never chosen: its request is answered.
+      assert.equal(busy.closed, false);
+      busy.write(WAKE.slice(5));
+      await busy.until((c) => statusOf(c) !== undefined, 5000);
+      assert.equal(statusOf(busy), '200');
+      busy.destroy();
     } finally {
       for (const c of conns) c.destroy();
     }
@@ -216,5 +222,39 @@ describe('header time (real process)', () => {
     assert.ok(took >= 450 && took < 2500, `closed after ${took} ms`);
     // A prompt client is served meanwhile and after.
     assert.equal(await post(hg.url, '127.0.0.14', '/hooks/wake', WAKE, { authorization: `Bearer ${TOKEN}` }), 200);
+  });
+});
+
+describe('connection fairness (real process, default limits: 512 in all, 64 per address)', { timeout: 120_000 }, () => {
+  const ADMIN_TOKEN = 'admin-token-for-fairness-0123456789';
+  /** Each answer of the fresh client within this (typically a few ms; generous for a busy machine). */
+  const BOUND_MS = 3000;
+  let hg: Hookgate;
+  before(async () => {
+    hg = await startHookgate({ config: { admin: { enabled: true, port: 0, token: ADMIN_TOKEN } } });
+  });
+  after(async () => {
+    await hg.cleanup();
+  });
+
+  for (const [n, perAddress] of [
+    [12, 50],
+    [20, 64],
+  ] as const) {
+    it(`${n} addresses holding ${perAddress} idle or half-sent connections each (and reconnecting): a fresh address gets 5 of 5 answers`, async () => {
+      const r = await fairnessProbe({ url: hg.url, token: TOKEN, addresses: loopbackAddresses(10, n), perAddress, client: '127.0.0.50', requests: 5, timeoutMs: BOUND_MS });
+      assert.equal(r.answered, 5, JSON.stringify(r.outcomes));
+      assert.ok(r.maxMs < BOUND_MS, `slowest answer ${r.maxMs} ms`);
+    });
+  }
+
+  it('evictions are counted in the metrics and logged rate-limited', async () => {
+    const listening = await hg.waitForLog((l) => l.msg === 'hookgate listening');
+    const text = await fetch(`${listening.adminUrl as string}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.text());
+    const evicted = [...text.matchAll(/^hookgate_connections_evicted_total\{[^}]*listener="hooks"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    assert.ok(evicted > 0, text.split('\n').filter((l) => l.includes('connections_')).join('\n'));
+    const lines = hg.logs.filter((l) => l.code === 'connection_evicted');
+    assert.ok(lines.length >= 1 && lines.length <= 3, `${lines.length} eviction lines for ${evicted} evictions`);
+    assert.equal(lines[0]!.listener, 'hooks');
   });
 });

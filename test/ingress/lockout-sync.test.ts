@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressBucket } from '../../src/ingress/client-ip.js';
-import { AuthFailureLimiter } from '../../src/ingress/limiter.js';
+import { addressBucket } from '../../src/net/client-ip.js';
+import { AuthFailureLimiter } from '../../src/net/limiter.js';
 import { type LockoutStore, shareLockouts } from '../../src/ingress/lockout-sync.js';
 import type { ClusterNotice } from '../../src/store/types.js';
 import { waitFor } from '../support/wait.js';

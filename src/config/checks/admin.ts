@@ -1,14 +1,20 @@
+import { isLoopbackHost } from '../../http-util.js';
 import type { RawConfig } from '../schema/index.js';
-import { allSecrets, checkTokenList, hasTokens } from './tokens.js';
+import { allSecrets, checkTokenList, hasTokens, judgeTokenStrength } from './tokens.js';
 import type { CheckResult } from './types.js';
 
-/** `admin.*`: a token when enabled, not the hook token, and a port of its own. */
+/**
+ * `admin.*`: a token when enabled, not the hook token, and a port of its own. A weak admin token (admin.token or an
+ * admin.tokens entry) is a warning on a loopback bind and an error on any other: it grants the whole admin API.
+ */
 export function checkAdmin(config: RawConfig): CheckResult {
   const { admin, hooks } = config;
   const issues: CheckResult['issues'] = [];
   const warnings: string[] = [];
   if (admin.enabled && !hasTokens(admin)) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
-  const listed = checkTokenList('admin', admin, Date.now());
+  const exposedOn = admin.enabled && !isLoopbackHost(admin.bind) ? admin.bind : undefined;
+  if (admin.token) judgeTokenStrength({ issues, warnings }, 'admin.token', admin.token, exposedOn);
+  const listed = checkTokenList('admin', admin, Date.now(), exposedOn);
   issues.push(...listed.issues);
   warnings.push(...listed.warnings);
   // Never the hooks port: the two listeners answer different callers with different credentials.

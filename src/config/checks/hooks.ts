@@ -1,6 +1,6 @@
 import { startsWithAny } from '../lookup.js';
 import type { RawConfig } from '../schema/index.js';
-import { checkTokenList, hasTokens } from './tokens.js';
+import { checkTokenList, hasTokens, judgeTokenStrength } from './tokens.js';
 import type { CheckResult } from './types.js';
 
 /** `hooks.*` on its own: a token when enabled, a usable path, session-key prefixes that admit the default key. */
@@ -10,8 +10,7 @@ export function checkHooks(config: RawConfig): CheckResult {
   const warnings: string[] = [];
   if (hooks.enabled && !hasTokens(hooks)) issues.push({ path: 'hooks.token', message: 'hooks.enabled requires hooks.token' });
   if (hooks.path === '/') issues.push({ path: 'hooks.path', message: "hooks.path may not be '/'" });
-  if (hooks.token && hooks.token.length < 16)
-    warnings.push('hooks.token is shorter than 16 characters: use `hookgate token` for a strong one');
+  if (hooks.token) judgeTokenStrength({ issues, warnings }, 'hooks.token', hooks.token, undefined);
   const listed = checkTokenList('hooks', hooks, Date.now());
   issues.push(...listed.issues);
   warnings.push(...listed.warnings);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AuthFailureLimiter, type AuthFailureLimits } from '../../src/ingress/limiter.js';
+import { AuthFailureLimiter, type AuthFailureLimits } from '../../src/net/limiter.js';
 
 const T0 = 1_700_000_000_000;
 const LIMITS: AuthFailureLimits = { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Logger } from 'pino';
-import { RepeatLimitedLog } from '../../src/ingress/log-repeats.js';
+import { RepeatLimitedLog } from '../../src/net/log-repeats.js';
 
 function fakeLogger() {
   const lines: Array<{ level: string; fields: Record<string, unknown>; msg: string }> = [];

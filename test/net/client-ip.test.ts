@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressBucket, canonicalIp, ClientIpResolver } from '../../src/ingress/client-ip.js';
+import { addressBucket, canonicalIp, ClientIpResolver } from '../../src/net/client-ip.js';
 
 describe('canonicalIp', () => {
   it('unwraps IPv4-mapped IPv6 and lower-cases IPv6', () => {
