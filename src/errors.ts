@@ -76,6 +76,10 @@ export type StoreCopyErrorCode =
   | 'copy_destination_invalid' // --to is not a PostgreSQL URL
   | 'copy_destination_schema' // a source table or column has no counterpart in the PostgreSQL schema
   | 'copy_destination_conflict'; // the destination holds other records under the same keys
+/** A store's schema is not the one this hookgate runs on (src/store/schema-version.ts): the message says what to run. */
+export type StoreSchemaErrorCode =
+  | 'store_schema_outdated' // an older hookgate's schema: only `serve` and `store migrate` bring it up to date
+  | 'store_schema_newer'; // written by a newer hookgate: every command refuses it
 /** Codes of the admin listener (src/admin) besides the ingress's `unauthorized`, `not_found` and `unavailable`. */
 export type AdminErrorCode =
   | 'invalid_query' // a query parameter (or cursor) the endpoint cannot use: the message names it
@@ -96,6 +100,7 @@ export type ErrorCode =
   | MappingFailureCode
   | CliErrorCode
   | StoreCopyErrorCode
+  | StoreSchemaErrorCode
   | AdminErrorCode
   | RuntimeErrorCode
   | 'config_invalid'
@@ -171,6 +176,18 @@ export function formatIssues(issues: ConfigIssue[], file?: string): string {
 export class StoreError extends HookgateError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('store_unavailable', message, options);
+  }
+}
+
+/** The store's schema is older (and this command may not migrate it) or newer than this hookgate's. */
+export class StoreSchemaError extends HookgateError {
+  declare readonly code: StoreSchemaErrorCode;
+  readonly found: number;
+  readonly known: number;
+  constructor(code: StoreSchemaErrorCode, message: string, found: number, known: number) {
+    super(code, message);
+    this.found = found;
+    this.known = known;
   }
 }
 

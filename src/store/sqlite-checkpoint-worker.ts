@@ -29,7 +29,8 @@ export type CheckpointReply =
   | { recovered: true };
 
 const { path, synchronous, busyTimeoutMs, intervalMs } = workerData as CheckpointWorkerData;
-const db = openSqlite(path, synchronous, busyTimeoutMs);
+// The store's own connection migrated the schema (if its command may) before this thread started.
+const db = openSqlite(path, synchronous, busyTimeoutMs, { schemaPolicy: 'current' });
 let failing: string | undefined;
 
 /** One PASSIVE checkpoint; whether it copied every frame back (false when it failed). */

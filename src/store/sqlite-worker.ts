@@ -8,7 +8,8 @@ import { openSqlite } from './sqlite-open.js';
 import { SqliteWriter, type WriteOp } from './sqlite-writer.js';
 
 const { path, synchronous, busyTimeoutMs } = workerData as { path: string; synchronous: 'normal' | 'full'; busyTimeoutMs: number };
-const db = openSqlite(path, synchronous, busyTimeoutMs);
+// The store's own connection migrated the schema (if its command may) before this thread started.
+const db = openSqlite(path, synchronous, busyTimeoutMs, { schemaPolicy: 'current' });
 const writer = new SqliteWriter(db);
 
 parentPort!.on('message', (msg: { batch: WriteOp[] } | { close: true }) => {

@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { StoreError } from '../errors.js';
+import { StoreError, StoreSchemaError } from '../errors.js';
 import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
@@ -17,6 +17,7 @@ import { SqlitePages } from './sqlite-pages.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
+import type { SchemaPolicy } from './schema-version.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
 import type { ClusterNotice, Delivery, GmailPush, GmailStatus, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
@@ -29,6 +30,10 @@ export interface SqliteStoreOptions {
   writer?: 'thread' | 'inline';
   /** How long a write waits for a lock held by another process before it fails (→ 503). */
   busyTimeoutMs?: number;
+  /** "migrate" (default): bring an older schema up to date; "current": refuse it (schema-version.ts). */
+  schemaPolicy?: SchemaPolicy;
+  /** Told the schema version found at open and the one the store has now (see sqlite-open.ts). */
+  onSchema?: (from: number, to: number) => void;
   /**
    * Inline writer only: "thread" runs WAL checkpoints on a thread of their own, so their fsyncs never block the event
    * loop; "auto" (default, storage.checkpoints) leaves them to SQLite, on the committing connection.
@@ -91,8 +96,9 @@ export class SqliteStore implements Store {
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
     if (opts.path !== ':memory:') assertWritableStore(opts.path);
     try {
-      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
+      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs, { schemaPolicy: opts.schemaPolicy, onSchema: opts.onSchema });
     } catch (err) {
+      if (err instanceof StoreSchemaError) throw err;
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
     this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
