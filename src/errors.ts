@@ -144,6 +144,17 @@ export function invalidQuery(param: string, why: string): AdminError {
   return new AdminError(400, 'invalid_query', `${param}: ${why}`);
 }
 
+/** Seconds a caller is told to wait (`Retry-After`) when the store cannot take its request. */
+export const STORE_RETRY_AFTER_S = 1;
+
+/**
+ * The store could not take the request (disk full, file unwritable, database connection lost): 503 `unavailable`
+ * with `Retry-After`. Nothing was accepted, so the same request can be sent again.
+ */
+export function storeUnavailable(): HttpError {
+  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later', { 'retry-after': String(STORE_RETRY_AFTER_S) });
+}
+
 /**
  * A mapped hook could not be turned into an action (its transform threw, returned something unusable, or could not
  * be loaded): 500 `mapping_failed`. `reason` is short and never contains payload data; details go to the log.
