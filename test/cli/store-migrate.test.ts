@@ -59,6 +59,22 @@ function serveUntilExit(config: string, cwd: string): Promise<{ code: number | n
   });
 }
 
+/** Each command exits 1 saying `message`; `check` looks at the store after each one (left as it was). */
+async function assertRefused(commands: string[][], config: string, cwd: string, message: RegExp, check: (args: string[]) => unknown = () => {}): Promise<void> {
+  for (const args of commands) {
+    const r = await runCli([...args, '--config', config], { cwd });
+    assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, message, args.join(' '));
+    await check(args);
+  }
+}
+
+async function assertServeRefuses(config: string, cwd: string, message: RegExp): Promise<void> {
+  const serve = await serveUntilExit(config, cwd);
+  assert.equal(serve.code, 1, serve.output);
+  assert.match(serve.output, message);
+}
+
 const OUTDATED = (found: number, known: number) =>
   new RegExp(`is at schema ${found}; this hookgate needs ${known}: run \`hookgate store migrate\` or start the service`);
 const NEWER = (found: number, known: number) =>
@@ -95,12 +111,7 @@ describe('cli: store schema on SQLite', () => {
 
   it('an older store: every command but serve and store migrate refuses it, naming both, and leaves it as it was', async () => {
     makeStore(OLD);
-    for (const args of STORE_COMMANDS) {
-      const r = await runCli([...args, '--config', config], { cwd: dir });
-      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, OUTDATED(OLD, SQLITE_KNOWN), args.join(' '));
-      assert.equal(version(), OLD, `${args.join(' ')} migrated the store`);
-    }
+    await assertRefused(STORE_COMMANDS, config, dir, OUTDATED(OLD, SQLITE_KNOWN), (args) => assert.equal(version(), OLD, `${args.join(' ')} migrated the store`));
   });
 
   it('store migrate: brings it to this schema, then has nothing to do; status reads it', async () => {
@@ -125,14 +136,8 @@ describe('cli: store schema on SQLite', () => {
 
   it('a newer store: every command refuses it, store migrate and serve included', async () => {
     makeStore(SQLITE_KNOWN + 1);
-    for (const args of [...STORE_COMMANDS, ['store', 'migrate']]) {
-      const r = await runCli([...args, '--config', config], { cwd: dir });
-      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, NEWER(SQLITE_KNOWN + 1, SQLITE_KNOWN), args.join(' '));
-    }
-    const serve = await serveUntilExit(config, dir);
-    assert.equal(serve.code, 1, serve.output);
-    assert.match(serve.output, NEWER(SQLITE_KNOWN + 1, SQLITE_KNOWN));
+    await assertRefused([...STORE_COMMANDS, ['store', 'migrate']], config, dir, NEWER(SQLITE_KNOWN + 1, SQLITE_KNOWN));
+    await assertServeRefuses(config, dir, NEWER(SQLITE_KNOWN + 1, SQLITE_KNOWN));
     assert.equal(version(), SQLITE_KNOWN + 1);
   });
 
@@ -185,12 +190,8 @@ describe('cli: store schema on PostgreSQL', async () => {
 
   it('an older schema: readers and writers refuse it and leave it as it was; store migrate migrates it', { skip }, async () => {
     await makeSchema(PG_OLD);
-    for (const args of [['status'], ['runs', 'list'], ['sessions', 'route', 'main', '--channel', 'log', '--to', 'ops'], ['audit']]) {
-      const r = await runCli([...args, '--config', config], { cwd: dir });
-      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, OUTDATED(PG_OLD, PG_KNOWN), args.join(' '));
-      assert.equal(await version(), PG_OLD, `${args.join(' ')} migrated the schema`);
-    }
+    const commands = [['status'], ['runs', 'list'], ['sessions', 'route', 'main', '--channel', 'log', '--to', 'ops'], ['audit']];
+    await assertRefused(commands, config, dir, OUTDATED(PG_OLD, PG_KNOWN), async (args) => assert.equal(await version(), PG_OLD, `${args.join(' ')} migrated the schema`));
     const r = await runCli(['store', 'migrate', '--config', config], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, `migrated the store from schema ${PG_OLD} to ${PG_KNOWN}\n`);
@@ -202,13 +203,7 @@ describe('cli: store schema on PostgreSQL', async () => {
   it('a newer schema: every command refuses it, serve included', { skip }, async () => {
     await makeSchema(PG_KNOWN);
     await db.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [PG_KNOWN + 1]);
-    for (const args of [['status'], ['runs', 'list'], ['store', 'migrate']]) {
-      const r = await runCli([...args, '--config', config], { cwd: dir });
-      assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, NEWER(PG_KNOWN + 1, PG_KNOWN), args.join(' '));
-    }
-    const serve = await serveUntilExit(config, dir);
-    assert.equal(serve.code, 1, serve.output);
-    assert.match(serve.output, NEWER(PG_KNOWN + 1, PG_KNOWN));
+    await assertRefused([['status'], ['runs', 'list'], ['store', 'migrate']], config, dir, NEWER(PG_KNOWN + 1, PG_KNOWN));
+    await assertServeRefuses(config, dir, NEWER(PG_KNOWN + 1, PG_KNOWN));
   });
 });
