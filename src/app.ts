@@ -71,6 +71,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
     ...(obs ? { onCommit: obs.onCommit } : {}),
     ingressBusy: () => pressure.busy(),
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
+    schemaPolicy: 'migrate', // the service brings an older schema up to date (and, like every command, refuses a newer one)
+    onSchema: (from, to) => void (from > 0 && from < to && logger.info({ from, to }, 'store schema migrated')),
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
   });

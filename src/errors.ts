@@ -76,6 +76,10 @@ export type StoreCopyErrorCode =
   | 'copy_destination_invalid' // --to is not a PostgreSQL URL
   | 'copy_destination_schema' // a source table or column has no counterpart in the PostgreSQL schema
   | 'copy_destination_conflict'; // the destination holds other records under the same keys
+/** A store's schema is not the one this hookgate runs on (src/store/schema-version.ts): the message says what to run. */
+export type StoreSchemaErrorCode =
+  | 'store_schema_outdated' // an older hookgate's schema: only `serve` and `store migrate` bring it up to date
+  | 'store_schema_newer'; // written by a newer hookgate: every command refuses it
 /** Codes of the admin listener (src/admin) besides the ingress's `unauthorized`, `not_found` and `unavailable`. */
 export type AdminErrorCode =
   | 'invalid_query' // a query parameter (or cursor) the endpoint cannot use: the message names it
@@ -96,6 +100,7 @@ export type ErrorCode =
   | MappingFailureCode
   | CliErrorCode
   | StoreCopyErrorCode
+  | StoreSchemaErrorCode
   | AdminErrorCode
   | RuntimeErrorCode
   | 'config_invalid'
@@ -139,6 +144,17 @@ export function invalidQuery(param: string, why: string): AdminError {
   return new AdminError(400, 'invalid_query', `${param}: ${why}`);
 }
 
+/** Seconds a caller is told to wait (`Retry-After`) when the store cannot take its request. */
+export const STORE_RETRY_AFTER_S = 1;
+
+/**
+ * The store could not take the request (disk full, file unwritable, database connection lost): 503 `unavailable`
+ * with `Retry-After`. Nothing was accepted, so the same request can be sent again.
+ */
+export function storeUnavailable(): HttpError {
+  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later', { 'retry-after': String(STORE_RETRY_AFTER_S) });
+}
+
 /**
  * A mapped hook could not be turned into an action (its transform threw, returned something unusable, or could not
  * be loaded): 500 `mapping_failed`. `reason` is short and never contains payload data; details go to the log.
@@ -171,6 +187,18 @@ export function formatIssues(issues: ConfigIssue[], file?: string): string {
 export class StoreError extends HookgateError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('store_unavailable', message, options);
+  }
+}
+
+/** The store's schema is older (and this command may not migrate it) or newer than this hookgate's. */
+export class StoreSchemaError extends HookgateError {
+  declare readonly code: StoreSchemaErrorCode;
+  readonly found: number;
+  readonly known: number;
+  constructor(code: StoreSchemaErrorCode, message: string, found: number, known: number) {
+    super(code, message);
+    this.found = found;
+    this.known = known;
   }
 }
 

@@ -8,7 +8,7 @@ import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStora
 import { safeUrl } from '../text-safe.js';
 import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
-import { openStore } from '../store/open.js';
+import { openStore, type OpenStoreOptions } from '../store/open.js';
 import type { AdminStore } from '../store/pages.js';
 import type { AuditStore, ClusterStore, GmailStore, OperatorStore } from '../store/types.js';
 
@@ -47,8 +47,9 @@ export function fullConfig(flag: string | undefined): { config: Config; location
 /**
  * Open the store named by the config's storage section (the only part loaded, so the service's other secrets need
  * not be set), after checking that it exists: a command run from the wrong directory must not start an empty one.
+ * Its schema must be this hookgate's (StoreSchemaError otherwise): only `store migrate` passes `schemaPolicy: 'migrate'`.
  */
-export async function withStore<T>(flag: string | undefined, fn: (store: CliStore) => Promise<T>): Promise<T> {
+export async function withStore<T>(flag: string | undefined, fn: (store: CliStore) => Promise<T>, opts: Pick<OpenStoreOptions, 'schemaPolicy' | 'onSchema'> = { schemaPolicy: 'current' }): Promise<T> {
   const location = locate(flag);
   const target = loadStorageConfig(location.file);
   const storage = target.storage;
@@ -62,7 +63,7 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
   } else {
     announce(`${configLabel(location)}; store ${storage.driver}`);
   }
-  const store = await openStore(storage, (p) => configPath(target, p), { writer: 'inline', checkpoints: 'auto' });
+  const store = await openStore(storage, (p) => configPath(target, p), { writer: 'inline', checkpoints: 'auto', ...opts });
   try {
     return await fn(store);
   } finally {
@@ -70,7 +71,7 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
   }
 }
 
-/** Opening the store migrates it: on a database without hookgate's schema yet, that would create one. Refuse. */
+/** A database without hookgate's schema yet: nothing to read (and `store migrate` creates nothing either). */
 async function assertPostgresSchema(loc: ConfigLocation, url: string): Promise<void> {
   // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
   const { checkPostgres } = await import('../store/postgres.js');

@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { StorageConfig } from '../config/load.js';
 import { exposedPaths } from '../private-files.js';
+import { MIGRATE_HINT } from '../store/schema-version.js';
 import { SQLITE_MIGRATIONS } from '../store/sqlite-schema.js';
 import { logPath } from '../text-safe.js';
 import { type Finding, finding } from './doctor-format.js';
@@ -99,7 +100,7 @@ function probe(path: string): Finding[] {
     if (version > SQLITE_MIGRATIONS.length) {
       out.push(finding('fail', 'store schema', `version ${version}: written by a newer hookgate (this one knows ${SQLITE_MIGRATIONS.length})`, 'upgrade hookgate'));
     } else if (version < SQLITE_MIGRATIONS.length) {
-      out.push(finding('ok', 'store schema', `version ${version}; \`hookgate serve\` brings it to ${SQLITE_MIGRATIONS.length} at start`));
+      out.push(finding('warn', 'store schema', `version ${version}; this hookgate needs ${SQLITE_MIGRATIONS.length}: the other commands refuse it until it is migrated`, MIGRATE_HINT));
     }
   } catch (err) {
     const code = codeOf(err);

@@ -11,6 +11,7 @@ import { addSendCommands } from './send.js';
 import { addSetupCommands } from './setup-commands.js';
 import { addStoreCommands } from './store-commands.js';
 import { addStoreCopyCommand } from './store-copy.js';
+import { addStoreMigrateCommand } from './store-migrate.js';
 import { addTailCommand } from './tail.js';
 import { VERSION } from '../version.js';
 
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
   addStoreCommands(program);
   addNodesCommand(program);
   addStatusCommand(program);
-  addStoreCopyCommand(program);
+  addStoreMigrateCommand(addStoreCopyCommand(program));
   addMappingsCommands(program);
   addDoctorCommand(program);
   addTailCommand(program);

@@ -1,12 +1,13 @@
 /**
  * The store a config names, opened to see that it can be used, creating and changing nothing: `config check
  * --connect` and `hookgate doctor`. PostgreSQL: connect, the server's version and the schema's (none yet, current,
- * older → migrated at start, newer → refused). SQLite: the doctor's file checks (there is nothing to connect to; a
+ * older → to migrate, newer → refused). SQLite: the doctor's file checks (there is nothing to connect to; a
  * missing store is what `serve` creates). Never a password in what it says.
  */
 import { CHECK_TIMEOUT_MS } from '../check.js';
 import { scrubUrlSecrets } from '../config/database-url.js';
 import type { StorageConfig } from '../config/load.js';
+import { MIGRATE_HINT } from '../store/schema-version.js';
 import { firstLine, safeUrl } from '../text-safe.js';
 import { type Finding, finding } from './doctor-format.js';
 import { checkStore } from './doctor-store.js';
@@ -30,7 +31,7 @@ export async function checkPostgresStore(url: string): Promise<Finding> {
   const { schemaVersion: have, knownVersion: known } = found;
   if (have === null) return finding('ok', 'store', `${server}; schema: none yet (\`hookgate serve\` creates it at start)`);
   if (have === known) return finding('ok', 'store', `${server}; schema: current (version ${have})`);
-  if (have < known) return finding('ok', 'store', `${server}; schema: older (version ${have}; migrated to ${known} at start)`);
+  if (have < known) return finding('warn', 'store', `${server}; schema: older (version ${have}; this hookgate needs ${known}): the other commands refuse it until it is migrated`, MIGRATE_HINT);
   return finding('fail', 'store', `${server}; schema: version ${have}, newer than this hookgate knows (${known})`, 'upgrade hookgate on this node: a newer one migrated the database');
 }
 

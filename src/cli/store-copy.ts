@@ -24,8 +24,9 @@ interface CopyCliOptions {
 
 const BAR_WIDTH = 24;
 
-export function addStoreCopyCommand(program: Command): void {
-  const store = program.command('store').description('move a store: SQLite into PostgreSQL (docs/scale-out.md)');
+/** `hookgate store copy`; returns the `store` command, which `store migrate` joins. */
+export function addStoreCopyCommand(program: Command): Command {
+  const store = program.command('store').description('the store itself: migrate its schema, move SQLite into PostgreSQL (docs/scale-out.md)');
   store
     .command('copy')
     .description('copy a SQLite store\'s work (runs, events, sessions, deliveries, idempotency keys, received records) into PostgreSQL; stop the service first. Safe to run again: copies only what is missing')
@@ -58,6 +59,7 @@ export function addStoreCopyCommand(program: Command): void {
           'next: set storage to { driver: "postgres", url: ... } in the config of every node, then start them (docs/scale-out.md)\n',
       );
     });
+  return store;
 }
 
 /** --to, else the config's postgres storage; refused unless it is a usable PostgreSQL URL. */

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
-import { HttpError, type HttpErrorCode, StoreError } from '../errors.js';
+import { HttpError, type HttpErrorCode, StoreError, storeUnavailable } from '../errors.js';
 import type { FeedSink } from '../feed.js';
 import type { RunCompletions } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
@@ -213,7 +213,7 @@ export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
       if (gate !== null && !taken && routed.kind !== 'gmailPush') afterRouting(gate, limits!.forMapping(routed.mappingId), clientIp, now, log, subPath);
       if (routed.kind === 'gmailPush') {
         const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: now }).catch((err: unknown) => {
-          throw err instanceof StoreError ? new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later') : err;
+          throw err instanceof StoreError ? storeUnavailable() : err;
         });
         record({ ...received(200, null), code: duplicate ? 'duplicate' : null, mappingId: 'gmail-push' });
         sendJson(res, 200, duplicate ? { ok: true, duplicate: true } : { ok: true });

@@ -97,7 +97,7 @@ function openSource(path: string, force: boolean, now: number): Database.Databas
     if (version < known) {
       throw new StoreCopyError(
         'copy_source_outdated',
-        `${shown} has schema version ${version}, older than this hookgate's (${known}): start this hookgate once on it (\`hookgate serve\` with the old config migrates it at start), stop it, then copy`,
+        `${shown} has schema version ${version}, older than this hookgate's (${known}): run \`hookgate store migrate --config <its config>\` (or start this hookgate once on it), then copy`,
       );
     }
     const live = (db.prepare('SELECT id, last_seen_at FROM nodes WHERE last_seen_at > ? ORDER BY last_seen_at DESC').all(now - NODE_LIVE_MS) as Array<{ id: string; last_seen_at: number }>);
@@ -117,7 +117,7 @@ function openSource(path: string, force: boolean, now: number): Database.Databas
 
 /** Open (and close) the destination through the store driver: that creates or migrates its schema. */
 async function migrateDestination(url: string): Promise<void> {
-  const store = await openStore({ driver: 'postgres', url, poolSize: 1 }, (p) => p, { writer: 'inline', checkpoints: 'auto' }).catch((err: unknown) => {
+  const store = await openStore({ driver: 'postgres', url, poolSize: 1 }, (p) => p, { writer: 'inline', checkpoints: 'auto', schemaPolicy: 'migrate' }).catch((err: unknown) => {
     throw withoutSecrets(err, url);
   });
   await store.close();

@@ -3,10 +3,18 @@ import { DeferredStore } from './deferred.js';
 import { errorMessage } from '../text-safe.js';
 import { diskFullAtOpen } from './sqlite-files.js';
 import { SqliteStore } from './sqlite.js';
+import type { SchemaPolicy } from './schema-version.js';
 import type { Store } from './types.js';
 
 /** Open the store the config names. Relative SQLite paths resolve against the config's directory. */
 export interface OpenStoreOptions {
+  /**
+   * "migrate" only for `serve` and `hookgate store migrate` (and the destination of `store copy`, which it creates);
+   * every other command opens with "current" and is refused an older schema (schema-version.ts).
+   */
+  schemaPolicy: SchemaPolicy;
+  /** Told the schema version found at open and the one the store has now (equal: nothing migrated; found 0: created). */
+  onSchema?: (from: number, to: number) => void;
   /** "inline" for short-lived commands (the CLI); the service follows storage.writer. */
   writer?: 'thread' | 'inline';
   /** Overrides storage.checkpoints ("auto" for short-lived commands): see SqliteStoreOptions.checkpoints. */
@@ -25,7 +33,7 @@ export interface OpenStoreOptions {
   ingressBusy?: () => boolean;
 }
 
-export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions = {}): Promise<Store> {
+export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions): Promise<Store> {
   switch (storage.driver) {
     case 'sqlite': {
       const path = storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path);
@@ -33,6 +41,8 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         new SqliteStore({
           path,
           synchronous: storage.synchronous,
+          schemaPolicy: opts.schemaPolicy,
+          onSchema: opts.onSchema,
           writer: opts.writer ?? storage.writer ?? (storage.synchronous === 'full' ? 'thread' : 'inline'),
           checkpoints: opts.checkpoints ?? storage.checkpoints,
           ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
@@ -56,6 +66,8 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         openPostgresStore({
           url: storage.url,
           poolSize: storage.poolSize,
+          schemaPolicy: opts.schemaPolicy,
+          onSchema: opts.onSchema,
           ...(opts.onWarning ? { onWarning: opts.onWarning } : {}),
           ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),
         });

@@ -4,7 +4,7 @@
  * one pooled client; one that broke mid-way is destroyed, not returned to the pool.
  */
 import pg from 'pg';
-import { StoreError } from '../errors.js';
+import { StoreError, StoreSchemaError } from '../errors.js';
 import { isConnectionError, pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
 
 export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<pg.QueryResult<R>>;
@@ -85,6 +85,8 @@ export class PgDb {
     try {
       return await fn(client);
     } catch (err) {
+      // A refused schema is not a failed statement: it keeps its own code and message (schema-version.ts).
+      if (err instanceof StoreSchemaError) throw err;
       throw pgError('statement', err, this.opts.url);
     } finally {
       client.off('error', onError);

@@ -7,32 +7,49 @@ import pg from 'pg';
 import { StoreError } from '../errors.js';
 import { pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
 import { PG_MIGRATIONS, PG_VERSION_TABLE } from './postgres-schema.js';
+import { assertSchemaUsable, type SchemaPolicy } from './schema-version.js';
+
+/** How an open treats the database's schema: see schema-version.ts. */
+export interface PgSchemaOptions {
+  schemaPolicy?: SchemaPolicy;
+  /** Told the schema version found at open and the one the database has now (equal: nothing migrated; found 0: created). */
+  onSchema?: (from: number, to: number) => void;
+}
 
 /** The schema version this hookgate knows (the number of its migration steps). */
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
-export function newerSchemaError(found: number): StoreError {
-  return new StoreError(
-    `the database's hookgate schema is version ${found}, newer than this hookgate (${PG_SCHEMA_VERSION}) knows: upgrade hookgate on this node (a newer node migrated the database)`,
-  );
-}
-
-/** Bring the connection's schema to PG_SCHEMA_VERSION; returns the schema's name (for the notice channel). */
-export async function migrate(client: pg.ClientBase, now: number): Promise<string> {
+/**
+ * With "migrate", bring the connection's schema to PG_SCHEMA_VERSION; with "current", only check that it is there
+ * (StoreSchemaError when older; newer is refused either way). `where` names the database for people (no password).
+ * Returns the schema's name (for the notice channel).
+ */
+export async function migrate(client: pg.ClientBase, now: number, where: string, opts: PgSchemaOptions = {}): Promise<string> {
   await client.query('BEGIN');
   try {
     const { rows } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
     const schema = rows[0]?.schema;
     if (!schema) throw new StoreError('no PostgreSQL schema to create hookgate\'s tables in: the search_path names none that exists');
+    const policy = opts.schemaPolicy ?? 'migrate';
+    if (policy === 'current') {
+      // Nothing is created or locked: a reader only looks.
+      const present = (await client.query<{ present: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`)).rows[0]!.present;
+      const found = present ? await versionOf(client) : 0;
+      assertSchemaUsable(found, PG_SCHEMA_VERSION, where, policy);
+      await client.query('COMMIT');
+      opts.onSchema?.(found, found);
+      return schema;
+    }
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`hookgate:migrate:${schema}`]);
     await client.query(PG_VERSION_TABLE);
     const found = await versionOf(client);
-    if (found > PG_SCHEMA_VERSION) throw newerSchemaError(found);
+    assertSchemaUsable(found, PG_SCHEMA_VERSION, where, policy);
     for (let v = found; v < PG_SCHEMA_VERSION; v++) {
       await client.query(PG_MIGRATIONS[v]!);
       await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [v + 1, now]);
     }
     await client.query('COMMIT');
+    opts.onSchema?.(found, PG_SCHEMA_VERSION);
     return schema;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

@@ -19,7 +19,8 @@ import type { PgConnectOptions } from './postgres-connect.js';
 import { PgAudit } from './postgres-audit.js';
 import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
-import { migrate } from './postgres-migrate.js';
+import { migrate, type PgSchemaOptions } from './postgres-migrate.js';
+import { safeUrl } from '../text-safe.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
@@ -29,7 +30,7 @@ import type { AcceptCommand, AcceptResult, ClusterNotice, NodeInfo, ReceivedHook
 
 export { checkPostgres } from './postgres-migrate.js';
 
-export interface PostgresStoreOptions extends PgConnectOptions {
+export interface PostgresStoreOptions extends PgConnectOptions, PgSchemaOptions {
   poolSize?: number;
   /** A degraded but working store (an idle connection dropped, notices reconnecting); the service logs it. */
   onWarning?: (message: string) => void;
@@ -59,11 +60,14 @@ export interface PostgresStore
     Pick<PgGmail, (typeof GMAIL_METHODS)[number]>,
     Pick<PgAudit, (typeof AUDIT_METHODS)[number]> {}
 
-/** Open (and migrate) the store: rejects with a StoreError when PostgreSQL is unreachable or its schema is newer. */
+/**
+ * Open the store, migrating its schema unless `schema` is "current": rejects with a StoreError when PostgreSQL is
+ * unreachable, a StoreSchemaError when the schema is newer (or older, with "current").
+ */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
   const db = new PgDb(opts, opts.onWarning);
   try {
-    const schema = await db.withClient((client) => migrate(client, Date.now()));
+    const schema = await db.withClient((client) => migrate(client, Date.now(), safeUrl(opts.url), opts));
     return new PostgresStore(db, opts, noticeChannel(schema));
   } catch (err) {
     await db.close();

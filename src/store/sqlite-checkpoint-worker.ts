@@ -13,6 +13,8 @@
  * the SQLite code and message (`{ failing }`), retried every interval, and reported again when it works (`{ recovered }`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { ShmGuard } from './sqlite-files.js';
 import { openSqlite } from './sqlite-open.js';
 
 export interface CheckpointWorkerData {
@@ -29,12 +31,19 @@ export type CheckpointReply =
   | { recovered: true };
 
 const { path, synchronous, busyTimeoutMs, intervalMs } = workerData as CheckpointWorkerData;
-const db = openSqlite(path, synchronous, busyTimeoutMs);
 let failing: string | undefined;
+const shm = new ShmGuard(`${path}-shm`);
+// Opened at the first checkpoint, after the -shm was probed: opening writes to its map too. The store's own
+// connection migrated the schema (if its command may) before this thread started.
+let db: Database.Database | undefined;
 
 /** One PASSIVE checkpoint; whether it copied every frame back (false when it failed). */
 function checkpoint(): boolean {
   try {
+    // A checkpoint writes the WAL index through the -shm's map: probed first, or an immutable -shm is a SIGBUS.
+    const refused = shm.refused();
+    if (refused) throw refused;
+    db ??= openSqlite(path, synchronous, busyTimeoutMs, { schemaPolicy: 'current' });
     const [row] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: number; log: number; checkpointed: number }>;
     if (failing !== undefined) {
       failing = undefined;
@@ -61,6 +70,6 @@ parentPort!.on('message', (msg: { close?: true; checkpoint?: number }) => {
   }
   if (!msg.close) return;
   clearInterval(timer);
-  db.close();
+  db?.close();
   parentPort!.close();
 });

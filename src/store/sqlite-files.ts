@@ -10,6 +10,16 @@ import { StoreError } from '../errors.js';
 import { logPath } from '../text-safe.js';
 import type { CheckpointReply } from './sqlite-checkpoint-worker.js';
 
+/** A store file (or its directory) that cannot be written: what to look at. */
+function unwritable(what: string, file: string, err: unknown): StoreError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  return new StoreError(
+    `the store ${what} ${logPath(file, 300)} cannot be written (${code}); hookgate needs to write the database, ` +
+      'its -wal and -shm files and their directory: is one immutable or append-only (lsattr; chattr -i -a), or the filesystem read-only?',
+    { cause: err },
+  );
+}
+
 /**
  * Refuse a store hookgate cannot write: each existing file (database, -wal, -shm) is opened read-write and the
  * directory gets a probe file. An immutable (`chattr +i`) or read-only store would otherwise open, and the first
@@ -17,21 +27,13 @@ import type { CheckpointReply } from './sqlite-checkpoint-worker.js';
  * is the probe: as root, mode bits and access(2) say nothing about attributes. A full disk is not refused here.
  */
 export function assertWritableStore(path: string): void {
-  const refuse = (what: string, file: string, err: unknown) => {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    return new StoreError(
-      `the store ${what} ${logPath(file, 300)} cannot be written (${code}); hookgate needs to write the database, ` +
-        'its -wal and -shm files and their directory: is one immutable or append-only (lsattr; chattr -i -a), or the filesystem read-only?',
-      { cause: err },
-    );
-  };
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     let fd: number;
     try {
       fd = openSync(file, 'r+');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw refuse('file', file, err);
+      throw unwritable('file', file, err);
     }
     closeSync(fd);
   }
@@ -42,7 +44,45 @@ export function assertWritableStore(path: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // ENOENT: a new store, its directory is created when it opens; a full disk is answered 503, not refused here.
-    if (code !== 'ENOENT' && code !== 'ENOSPC' && code !== 'EDQUOT') throw refuse('directory', dirname(path), err);
+    if (code !== 'ENOENT' && code !== 'ENOSPC' && code !== 'EDQUOT') throw unwritable('directory', dirname(path), err);
+  }
+}
+
+/** What open(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
+const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
+
+/**
+ * The same probe as `assertWritableStore`, on the -shm, while the store is open. SQLite writes its WAL index through
+ * a shared memory map of the -shm, on every commit, checkpoint and even read (its read mark); made immutable while
+ * open (`chattr +i`), the file's pages are write-protected and the next such write is a SIGBUS that kills the
+ * process with no log line. The store probes before each write batch, read and checkpoint (an open and a close,
+ * about 2 µs) and refuses with this error (503) while it lasts; a window of microseconds between the probe and
+ * SQLite's write remains. A missing -shm (deleted while mapped) or a full descriptor table says nothing: not refused.
+ */
+export class ShmGuard {
+  private refusal: StoreError | undefined;
+
+  constructor(
+    private readonly path: string,
+    /** Told when the -shm stops (an error) or starts again (undefined) being writable. */
+    private readonly onChange: (refused: StoreError | undefined) => void = () => {},
+  ) {}
+
+  /** The error to refuse with while the -shm cannot be written, else undefined. */
+  refused(): StoreError | undefined {
+    let fd: number | undefined;
+    let err: unknown;
+    try {
+      fd = openSync(this.path, 'r+');
+    } catch (e) {
+      err = e;
+    }
+    if (fd !== undefined) closeSync(fd);
+    const now = err !== undefined && UNWRITABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '') ? unwritable('file', this.path, err) : undefined;
+    const changed = Boolean(now) !== Boolean(this.refusal);
+    this.refusal = now;
+    if (changed) this.onChange(now);
+    return now;
   }
 }
 

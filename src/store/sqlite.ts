@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
-import { StoreError } from '../errors.js';
+import { StoreError, StoreSchemaError } from '../errors.js';
 import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
@@ -16,7 +16,8 @@ import { SqliteWriter } from './sqlite-writer.js';
 import { SqlitePages } from './sqlite-pages.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
-import { assertWritableStore, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
+import { assertWritableStore, ShmGuard, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
+import type { SchemaPolicy } from './schema-version.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
 import type { ClusterNotice, Delivery, GmailPush, GmailStatus, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
@@ -29,6 +30,10 @@ export interface SqliteStoreOptions {
   writer?: 'thread' | 'inline';
   /** How long a write waits for a lock held by another process before it fails (→ 503). */
   busyTimeoutMs?: number;
+  /** "migrate" (default): bring an older schema up to date; "current": refuse it (schema-version.ts). */
+  schemaPolicy?: SchemaPolicy;
+  /** Told the schema version found at open and the one the store has now (see sqlite-open.ts). */
+  onSchema?: (from: number, to: number) => void;
   /**
    * Inline writer only: "thread" runs WAL checkpoints on a thread of their own, so their fsyncs never block the event
    * loop; "auto" (default, storage.checkpoints) leaves them to SQLite, on the committing connection.
@@ -48,6 +53,13 @@ export interface SqliteStoreOptions {
 const CHECKPOINT_INTERVAL_MS = 250;
 /** SQLite's own default, restored on the writing connection if the checkpoint thread stops. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
+
+/** The reads on the store's own connection: each probes the -shm first, as a write batch does (ShmGuard). */
+const GUARDED_READS = [
+  'listNodes', 'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'getRun', 'listRuns', 'listSessions', 'getSession',
+  'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages', 'getRoute', 'listDeliveries', 'getDelivery', 'readGmailStatus',
+  'pendingGmailPushes', 'pageAudit',
+] as const satisfies readonly (keyof SqliteStore)[];
 
 /** The writes of the store: one forwarder each, derived from WRITE_OPS (see the static block of SqliteStore). */
 type SqliteWrites = { [K in WriteKind]: (...args: WriteArgs<K>) => Promise<WriteValue<K>> };
@@ -70,6 +82,17 @@ export class SqliteStore implements Store {
         configurable: true,
       });
     }
+    for (const name of GUARDED_READS) {
+      const read = SqliteStore.prototype[name] as (...args: unknown[]) => Promise<unknown>;
+      Object.defineProperty(SqliteStore.prototype, name, {
+        value: function (this: SqliteStore, ...args: unknown[]) {
+          const refused = this.shm?.refused();
+          return refused ? Promise.reject(refused) : read.apply(this, args);
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 
   readonly db: Database.Database;
@@ -81,6 +104,7 @@ export class SqliteStore implements Store {
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly onError: ((message: string) => void) | undefined;
   private readonly identity: StoreFileIdentity | undefined;
+  private readonly shm: ShmGuard | undefined;
   private walBound: WalBound | undefined;
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
@@ -91,13 +115,18 @@ export class SqliteStore implements Store {
     const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
     if (opts.path !== ':memory:') assertWritableStore(opts.path);
     try {
-      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs);
+      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs, { schemaPolicy: opts.schemaPolicy, onSchema: opts.onSchema });
     } catch (err) {
+      if (err instanceof StoreSchemaError) throw err;
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
     this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
     this.onWarning = opts.onWarning;
     this.onError = opts.onError;
+    this.shm = opts.path === ':memory:' ? undefined : new ShmGuard(`${opts.path}-shm`, (refused) =>
+      refused
+        ? this.onError?.(`${refused.message} Every read and write is refused (503) until it can be written again.`)
+        : this.onWarning?.(`the store's -shm file can be written again: reads and writes go on`));
     if (exposed.length) {
       this.onWarning?.(`the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`);
     }
@@ -160,6 +189,8 @@ export class SqliteStore implements Store {
     if (broken) return Promise.reject(broken);
     const hold = this.walBound?.hold;
     if (hold) return hold.then(() => this.commit(ops));
+    const refused = this.shm?.refused();
+    if (refused) return Promise.reject(refused);
     if (this.inlineWriter) return this.committed(this.inlineWriter.runBatch(ops));
     return new Promise<WriteResult[]>((resolve, reject) => {
       this.workerWaiters.push({ resolve, reject });
@@ -394,7 +425,10 @@ export class SqliteStore implements Store {
         worker.postMessage({ close: true });
       });
     }
-    this.db.close();
+    // The last connection's close checkpoints through the -shm's map: with the file immutable that is a SIGBUS. Left
+    // open instead (the process is ending); the WAL holds every commit and the next start replays it.
+    if (this.shm?.refused()) this.onWarning?.('the store is left open at stop: its -shm file cannot be written, and closing would write it; the next start recovers from the WAL');
+    else this.db.close();
     this.identity?.close();
   }
 }

@@ -67,7 +67,7 @@ describe('store copy: refusals before any copy', () => {
     db.close();
     await assert.rejects(copySqliteToPostgres({ from: old, to: schemaUrl('unused') }), (err: { code?: string; message: string }) => {
       assert.equal(err.code, 'copy_source_outdated');
-      assert.match(err.message, /schema version 9, older than this hookgate's \(\d+\): start this hookgate once on it/);
+      assert.match(err.message, /schema version 9, older than this hookgate's \(\d+\): run `hookgate store migrate/);
       return true;
     });
   });
@@ -152,7 +152,7 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
   });
 
   it('the PostgreSQL Store answers what SQLite held; a replayed key is a duplicate; new rows get fresh seqs', async () => {
-    const store: Store = await openStore({ driver: 'postgres', url, poolSize: 2 }, (p) => p);
+    const store: Store = await openStore({ driver: 'postgres', url, poolSize: 2 }, (p) => p, { schemaPolicy: 'migrate' });
     try {
       const done = await store.getRun(ids.done.id);
       assert.equal(done?.state, 'succeeded');
@@ -189,7 +189,7 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
     await admin.query(`CREATE SCHEMA ${other}`);
     try {
       const otherUrl = schemaUrl(other);
-      const s = await openStore({ driver: 'postgres', url: otherUrl, poolSize: 1 }, (p) => p);
+      const s = await openStore({ driver: 'postgres', url: otherUrl, poolSize: 1 }, (p) => p, { schemaPolicy: 'migrate' });
       await s.accept(command({ runs: [run({ name: 'theirs' })], received: received() }));
       await s.close();
       await assert.rejects(copySqliteToPostgres({ from: join(dir, 'data/hookgate.db'), to: otherUrl }), { code: 'copy_destination_conflict' });

@@ -167,4 +167,48 @@ describe('store faults', { timeout: 120_000 }, () => {
       await hg.cleanup();
     }
   });
+
+  // SQLite writes its WAL index through a shared map of the -shm: made immutable under a running service, the next
+  // write to it (a commit, a read's mark, a checkpoint) was a SIGBUS (exit 135, connection reset, no log line).
+  // Each connection that maps the -shm: the inline writer, the checkpoint thread, the writer thread.
+  for (const storage of [{ checkpoints: 'auto' }, { checkpoints: 'thread' }, { synchronous: 'full' }])
+  it(`a store made immutable while running: 503 with Retry-After and the cause logged, not SIGBUS; chattr -i: 200 again (${JSON.stringify(storage)})`, async (t) => {
+    const cap = immutableCapable();
+    if (cap.skip) return t.skip(cap.skip);
+    const hg = await startHookgate({ store: 'sqlite', dir: cap.dir!, config: { logging: { level: 'info' }, storage } });
+    const files = ['', '-wal', '-shm'].map((suffix) => join(hg.dir, `data/hookgate.db${suffix}`));
+    try {
+      for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/wake', { text: `before ${i}` })).status, 200);
+      try {
+        for (const f of files) cap.set(f, true);
+        const refused = await hg.post('/hooks/wake', { text: 'while immutable' });
+        assert.equal(refused.status, 503, refused.text);
+        assert.equal((refused.body as { code?: string }).code, 'unavailable');
+        assert.equal(refused.headers.get('retry-after'), '1');
+        await hg.waitForLog((l) => l.level === 50 && /hookgate\.db-shm cannot be written \(EPERM\).*chattr -i/.test(String(l.msg)), 10_000);
+        // The runtime's retries and the checkpoint thread's timer (every 250 ms) meet the immutable store too.
+        await new Promise((r) => setTimeout(r, 1500));
+        assert.equal(hg.proc.exitCode, null, `exited: ${hg.lines.slice(-5).join('\n')}`);
+        assert.equal(hg.proc.signalCode, null, `killed: ${hg.lines.slice(-8).join('\n')}`);
+        assert.equal((await hg.post('/hooks/wake', { text: 'still immutable' })).status, 503);
+      } finally {
+        for (const f of files) cap.set(f, false);
+      }
+      assert.equal((await hg.post('/hooks/wake', { text: 'after' })).status, 200);
+      await hg.waitForLog((l) => /-shm file can be written again/.test(String(l.msg)), 10_000);
+      // A stop while immutable: the last connection's close would checkpoint through the map.
+      for (const f of files) cap.set(f, true);
+      await hg.stop();
+      for (const f of files) cap.set(f, false);
+      assert.equal(hg.proc.signalCode, null, `killed at stop: ${hg.lines.slice(-8).join('\n')}`);
+      assert.equal(hg.proc.exitCode, 0);
+      const texts = [...storedEvents(files[0]!).values()].map((e) => e.text);
+      // Wakes of one session may be coalesced into one event: its text holds each.
+      assert.ok(texts.some((x) => x.includes('after')) && texts.some((x) => x.includes('before 2')), JSON.stringify(texts));
+      assert.ok(!texts.some((x) => x.includes('immutable')), JSON.stringify(texts));
+    } finally {
+      for (const f of files) if (existsSync(f)) cap.set(f, false);
+      await hg.cleanup();
+    }
+  });
 });

@@ -69,6 +69,7 @@ describe('handler: store failures', () => {
       const [w, a] = await Promise.all([post('wake', { text: 'during lock' }), post('agent', { message: 'during lock' })]);
       for (const r of [w, a]) {
         assert.equal(r.status, 503);
+        assert.equal(r.headers.get('retry-after'), '1', 'nothing was accepted: the caller is told when to send it again');
         const body = (await r.json()) as Record<string, unknown>;
         assert.equal(body.code, 'unavailable');
         assert.equal(body.ok, false);

@@ -150,7 +150,7 @@ describe('openStore: which failures at start are waited out', () => {
     const dir = tempDir();
     const db = join(dir, 'hookgate.db');
     writeFileSync(db, 'not a database at all, '.repeat(100));
-    await assert.rejects(openStore(storage(db), (p) => p, { retryWhenFull: true, writer: 'inline', checkpoints: 'auto' }), /file is not a database/);
+    await assert.rejects(openStore(storage(db), (p) => p, { retryWhenFull: true, schemaPolicy: 'migrate', writer: 'inline', checkpoints: 'auto' }), /file is not a database/);
   });
 
   it('classifies by code: SQLITE_FULL, ENOSPC and EDQUOT are a full disk; an I/O error only on a full filesystem', () => {

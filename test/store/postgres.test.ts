@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { StoreError } from '../../src/errors.js';
+import { StoreError, StoreSchemaError } from '../../src/errors.js';
 import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
 import { checkPostgres, type PostgresStore } from '../../src/store/postgres.js';
 import type { ClusterNotice, RunState } from '../../src/store/types.js';
@@ -163,8 +163,9 @@ describe('postgres driver', { skip: skip ?? false }, () => {
         await (await openTestStore(schema)).close();
         await sqlIn(schema, 'INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [PG_SCHEMA_VERSION + 1]);
         await assert.rejects(openTestStore(schema), (err: unknown) => {
-          assert.ok(err instanceof StoreError);
-          assert.match(err.message, new RegExp(`schema is version ${PG_SCHEMA_VERSION + 1}, newer than this hookgate \\(${PG_SCHEMA_VERSION}\\) knows: upgrade hookgate`));
+          assert.ok(err instanceof StoreSchemaError);
+          assert.equal(err.code, 'store_schema_newer');
+          assert.match(err.message, new RegExp(`written by a newer hookgate \\(schema ${PG_SCHEMA_VERSION + 1}\\); this one knows up to ${PG_SCHEMA_VERSION}: upgrade hookgate`));
           return true;
         });
       } finally {

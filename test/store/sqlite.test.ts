@@ -253,11 +253,11 @@ describe('openStore: storage.checkpoints', () => {
   it('"auto" (the default) leaves checkpoints to SQLite on the writing connection: no thread; "thread" starts one', async () => {
     const dir = tempDir();
     try {
-      const auto = (await openStore(validateConfig({ storage: { path: join(dir, 'a.db') } }, undefined, dir).storage, (p) => p)) as SqliteStore;
+      const auto = (await openStore(validateConfig({ storage: { path: join(dir, 'a.db') } }, undefined, dir).storage, (p) => p, { schemaPolicy: 'migrate' })) as SqliteStore;
       assert.equal(checkpointer(auto), undefined);
       assert.equal(auto.db.pragma('wal_autocheckpoint', { simple: true }), 1000);
       await auto.close();
-      const thread = (await openStore(validateConfig({ storage: { path: join(dir, 't.db'), checkpoints: 'thread' } }, undefined, dir).storage, (p) => p)) as SqliteStore;
+      const thread = (await openStore(validateConfig({ storage: { path: join(dir, 't.db'), checkpoints: 'thread' } }, undefined, dir).storage, (p) => p, { schemaPolicy: 'migrate' })) as SqliteStore;
       assert.notEqual(checkpointer(thread), undefined);
       assert.equal(thread.db.pragma('wal_autocheckpoint', { simple: true }), 0);
       await thread.close();

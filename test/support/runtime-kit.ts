@@ -41,7 +41,7 @@ export function openServerStore(hg: Hookgate): SqliteStore {
 export function openStoreAt(dir: string): SqliteStore {
   const storage = storageByDir.get(dir);
   if (storage?.driver !== 'postgres') return new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
-  return lazyStore(openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto' }));
+  return lazyStore(openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto', schemaPolicy: 'migrate' }));
 }
 
 /** A Store whose methods wait for `opening`; `close` before any use closes it once opened. */
