@@ -204,7 +204,8 @@ export class GmailFetcher {
     const rawBody = Buffer.from(JSON.stringify(payload));
     const key = `${account}:${mail.id}`;
     const keyHash = createHash('sha256').update(key).digest('hex');
-    const routed = await this.routes.resolve({ ctx, subPath: 'gmail', payload, rawBody, headers: {}, rawHeaders: {}, query: new URLSearchParams(), now });
+    // Verified: hookgate fetched this mail itself, with its own Google credentials; no caller presents a token.
+    const routed = await this.routes.resolve({ ctx, subPath: 'gmail', payload, rawBody, headers: {}, rawHeaders: {}, query: new URLSearchParams(), now, tokenVerified: true });
     if (routed.kind !== 'actions') {
       this.deps.logger.info({ account, outcome: routed.kind }, 'gmail message not queued: the gmail route did not make a run');
       return 0;
