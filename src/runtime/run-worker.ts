@@ -2,7 +2,7 @@ import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { newId } from '../ids.js';
 import { ProviderError } from '../providers/types.js';
-import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import type { NewDelivery, Run, RunOutcome } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop, drainWithin } from './claim-loop.js';
@@ -34,7 +34,7 @@ export interface RunWorkerOptions {
   pollMs?: number;
 }
 
-export interface RunWorkerHooks {
+export interface RunWorkerCallbacks {
   /**
    * A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. `deliveries`: the outbox rows
    * its completion queued (none when it was not committed, or its reply goes nowhere).
@@ -82,7 +82,7 @@ export class RunWorker {
 
   constructor(
     private readonly deps: RuntimeDeps,
-    private readonly hooks: RunWorkerHooks,
+    private readonly callbacks: RunWorkerCallbacks,
     options: RunWorkerOptions = {},
   ) {
     const leaseMs = options.leaseMs ?? RUN_LEASE_MS;
@@ -145,7 +145,7 @@ export class RunWorker {
     // Aborted by the stop (or a lost lease), or when the run's timeout passes.
     const turn = deadline(shutdown, run.timeoutSeconds * 1000, () => new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'), { unref: true });
 
-    let state: RunCompletion['state'] = 'succeeded';
+    let state: RunOutcome['state'] = 'succeeded';
     let reply: string | null = null;
     let error: string | null = null;
     const started = now();
@@ -215,7 +215,7 @@ export class RunWorker {
       { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
-    this.hooks.onFinished(run, committed, committed ? deliveries : []);
+    this.callbacks.onFinished(run, committed, committed ? deliveries : []);
   }
 
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */

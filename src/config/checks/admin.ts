@@ -1,11 +1,11 @@
 import type { RawConfig } from '../schema/index.js';
 import { allSecrets, checkTokenList, hasTokens } from './tokens.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** `admin.*`: a token when enabled, not the hook token, and a port of its own. */
-export function checkAdmin(config: RawConfig): CheckResult {
+export function checkAdmin(config: RawConfig): ConfigFindings {
   const { admin, hooks } = config;
-  const issues: CheckResult['issues'] = [];
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   if (admin.enabled && !hasTokens(admin)) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
   const listed = checkTokenList('admin', admin, Date.now());

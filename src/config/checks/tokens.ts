@@ -1,5 +1,5 @@
 import { DEFAULT_TOKEN_ID, type TokenEntry } from '../schema/tokens.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** One listener's credentials: the single `token` and the `tokens` list (`hooks.*` or `admin.*`). */
 interface TokenSection {
@@ -15,8 +15,8 @@ export const hasTokens = (s: TokenSection): boolean => Boolean(s.token) || (s.to
  * listed twice (the record could not say which id it was). Warnings: short tokens, expired entries, none usable.
  * Problems name key paths and ids, never a token.
  */
-export function checkTokenList(section: 'hooks' | 'admin', s: TokenSection, now: number): CheckResult {
-  const issues: CheckResult['issues'] = [];
+export function checkTokenList(section: 'hooks' | 'admin', s: TokenSection, now: number): ConfigFindings {
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   const list = s.tokens ?? [];
   const idAt = new Map<string, string>();
