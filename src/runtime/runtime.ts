@@ -4,7 +4,7 @@ import { RuntimeAnnouncer } from './announce.js';
 import { CompletionWaiterRegistry } from './completions.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { drainWithin } from './claim-loop.js';
-import { Heartbeats } from './heartbeats.js';
+import { SessionHeartbeats } from './session-heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
 import type { Delivery } from '../store/types.js';
@@ -40,7 +40,7 @@ export interface Runtime {
  * the outbox, and answer the callers that wait for them.
  */
 export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
-  const heartbeat = new Heartbeats(deps);
+  const heartbeat = new SessionHeartbeats(deps);
   const announce = new RuntimeAnnouncer(deps.feed);
   const outbox = new Outbox(deps);
   const completions = new CompletionWaiterRegistry({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
