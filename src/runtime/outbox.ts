@@ -146,7 +146,8 @@ export class Outbox {
           throw err;
         }
         if (sent.written) writes.add(sent.written);
-        // A failed write is seen here, after the send it came during (the only await of a round that goes on).
+        // A failed write is seen here, after the send it came during (the only await of a round that goes on). A
+        // retry, or no outcome (stop, lease), holds the rest back too: they are sent after it, in order.
         if (writes.failed || !(sent.kind === 'delivered' || sent.kind === 'dead')) {
           await this.giveBack(b.rows, i + 1);
           break;
@@ -176,7 +177,7 @@ export class Outbox {
     }
   }
 
-  /** The batch's rows from `from` on, not sent, go back to the queue (in order: they are claimed again together). */
+  /** The rows from `from` on, not sent, go back to the queue now rather than when their leases lapse. */
   private async giveBack(rows: readonly Delivery[], from: number): Promise<void> {
     if (from >= rows.length) return;
     const rest = rows.slice(from).map((r) => r.id);

@@ -81,7 +81,7 @@ interface TurnResult {
 }
 
 /** The write that ends a run: its state, summary event, deliveries and transcript (the prompt, and the reply if any). Pure. */
-export function runOutcome(
+function runOutcome(
   run: Run,
   owner: string,
   prompt: string,
@@ -203,12 +203,12 @@ export class RunWorker {
       return { state: 'succeeded', reply: r.text, error: null, started };
     } catch (err) {
       if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
-      if (shutdown.aborted) return this.giveBackStopped(run);
+      if (shutdown.aborted) return await this.giveBackStopped(run);
       if (turn.timedOut) return { state: 'timed_out', reply: null, error: `timed out after ${run.timeoutSeconds} s`, started };
       const error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
       if (!(err instanceof ProviderError && err.retryable)) return { state: 'failed', reply: null, error, started };
       const retry = retryDecision(run, err, env.config.agents.defaults.retry, Date.now());
-      if (retry.kind === 'defer') return this.defer(run, retry.until, error);
+      if (retry.kind === 'defer') return await this.defer(run, retry.until, error);
       return { state: 'failed', reply: null, error: retry.gaveUp ? `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})` : error, started };
     } finally {
       turn.dispose();
