@@ -13,7 +13,7 @@ import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
 import { killAgents } from './providers/command.js';
 import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
-import { type GmailService, startGmail } from './runtime/gmail-watch.js';
+import { type GmailService, startGmail } from './gmail/watch.js';
 import { startPruner } from './runtime/pruner.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
@@ -89,7 +89,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     routes.prepare(next);
     runtime.reconfigure();
   });
-  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals });
+  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals, routes });
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
   const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure });
   const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });

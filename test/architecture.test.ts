@@ -1,5 +1,5 @@
 /**
- * The structure of src/ that issue 9 asks for, kept by a test so that it stays: which folder may import which, that
+ * The structure of src/, kept by a test so that it stays: which folder may import which, that
  * the CLI's store-reading commands do not load the server, and how long a file (and startApp) may grow.
  *
  * Imports are read from the source text (static `import … from` / `export … from` / `import '…'`, and dynamic
@@ -86,6 +86,26 @@ function leaves(): Set<string> {
 }
 const LEAVES = leaves();
 
+/**
+ * The layers, top first. A file may import from its own folder (or, at the top of src/, itself), from the layers
+ * below its own, and from the leaves; never from a layer above, nor from another entry of its own layer (siblings
+ * know nothing of each other). An entry is a folder (`src/hooks/`) or a top-level file that is not a leaf. cli/ sits
+ * on top; it reaches app.ts only through the dynamic import checked below. docs/architecture.md draws this table.
+ */
+const LAYERS: ReadonlyArray<readonly string[]> = [
+  ['src/cli/'],
+  ['src/app.ts'],
+  ['src/admin/', 'src/generation.ts'],
+  ['src/ingress/', 'src/runtime/', 'src/gmail/'],
+  ['src/hooks/', 'src/audit.ts'],
+  ['src/store/', 'src/channels/', 'src/providers/', 'src/net/'],
+  ['src/config/'],
+];
+
+/** The layer entry a file belongs to: its folder under src/, or itself for a top-level file. */
+const entryOf = (file: string): string => /^src\/[^/]+\//.exec(file)?.[0] ?? file;
+const LAYER_OF = new Map(LAYERS.flatMap((entries, i) => entries.map((e) => [e, LAYERS.length - i] as const)));
+
 /** Every file reachable from `entry` through imports of the given kinds, with the chain that first reached it. */
 function closure(entry: string, kinds: ReadonlyArray<Import['kind']>): Map<string, string[]> {
   const seen = new Map<string, string[]>([[entry, [entry]]]);
@@ -104,7 +124,7 @@ function closure(entry: string, kinds: ReadonlyArray<Import['kind']>): Map<strin
 const MAX_FILE_LINES = 450;
 const MAX_START_APP_LINES = 60;
 
-describe('architecture (issue 9: done when…)', () => {
+describe('architecture', () => {
   it('the import reader sees the source: files, imports, leaves', () => {
     assert.ok(FILES.length > 50, `only ${FILES.length} source files found under ${SRC}`);
     assert.ok(FILES.includes('src/cli/main.ts') && FILES.includes('src/app.ts'));
@@ -116,6 +136,28 @@ describe('architecture (issue 9: done when…)', () => {
     for (const [file, imports] of IMPORTS) {
       for (const i of imports) if (i.target) assert.ok(TEXT.has(i.target), `${file} imports '${i.spec}', which resolves to no file under src/ (${i.target})`);
     }
+  });
+
+  it('every folder under src/, and every top-level file that is not a leaf, has a layer', () => {
+    const entries = [...new Set(FILES.filter((f) => !LEAVES.has(f)).map(entryOf))];
+    const missing = entries.filter((e) => !LAYER_OF.has(e));
+    assert.deepEqual(missing, [], `add these to LAYERS in test/architecture.test.ts (and to docs/architecture.md), at the layer their imports put them:\n${show(missing)}`);
+  });
+
+  it('imports point down the layers: never up, never to a sibling', () => {
+    const offending = FILES.filter((f) => !LEAVES.has(f)).flatMap((f) => {
+      const from = entryOf(f);
+      const level = LAYER_OF.get(from);
+      if (level === undefined) return [];
+      return srcImports(f)
+        .filter((i) => !LEAVES.has(i.target) && entryOf(i.target) !== from && (LAYER_OF.get(entryOf(i.target)) ?? 0) >= level)
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`);
+    });
+    assert.deepEqual(
+      offending,
+      [],
+      `a file imports only from its own folder, lower layers and the leaves (move the shared part down, or pass it in):\n${show(offending)}`,
+    );
   });
 
   it('src/config imports only from src/config and the leaf modules at the top of src/', () => {

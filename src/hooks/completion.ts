@@ -1,6 +1,6 @@
 /**
  * `waitForCompletion: true` on `/hooks/agent`: after the commit, the answer is held until the run ends (or a bound
- * passes) and then carries `completion`. The hooks side only knows `RunCompletions`; the runtime implements it.
+ * passes) and then carries `completion`. The hooks side only knows `CompletionWaiters`; the runtime implements it.
  */
 import type { CompletionStatus, ReplyDisposition } from '../enums.js';
 import type { HooksContext } from './context.js';
@@ -32,7 +32,7 @@ export const PENDING: PendingCompletion = Object.freeze({ status: 'pending' });
  * Waiting for a run to end; implemented by the runtime (in-process notification, the store first, a slow poll).
  * Never rejects: whatever goes wrong while waiting is `pending`, because the run itself is already committed.
  */
-export interface RunCompletions {
+export interface CompletionWaiters {
   /**
    * The run's completion once it is finished; `pending` when `timeoutMs` passes first, when `signal` aborts (the
    * caller went away), or at once when too many callers are waiting already or the process is stopping.
@@ -42,7 +42,7 @@ export interface RunCompletions {
 
 /** What a request that waits brings to `dispatch`. */
 export interface CompletionWait {
-  completions: RunCompletions;
+  completions: CompletionWaiters;
   /** Aborted when the caller's connection closes. */
   signal: AbortSignal;
 }

@@ -66,9 +66,10 @@ export interface HookRequest {
   now: number;
   /**
    * Whether the shared hook token was presented and valid. Always true on `token` plans (checked before the body
-   * was read); on `signature` plans it is the result of the deferred token check. Omitted → true.
+   * was read); on `signature` plans it is the result of the deferred token check. Required: a caller that forgot
+   * it must not pass as authenticated.
    */
-  tokenVerified?: boolean;
+  tokenVerified: boolean;
   /** The signature checks `plan.verify` made (signature plans), reused instead of verifying again. */
   signatures?: SignatureChecks;
   /**

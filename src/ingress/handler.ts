@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError, type HttpErrorCode, StoreError, storeUnavailable } from '../errors.js';
 import type { FeedSink } from '../feed.js';
-import type { RunCompletions } from '../hooks/completion.js';
+import type { CompletionWaiters } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
@@ -26,7 +26,7 @@ export interface HandlerDeps {
   store: IngressStore;
   signals: RuntimeSignals;
   /** Answers `waitForCompletion` requests once their run ends (the runtime's waiters). */
-  completions: RunCompletions;
+  completions: CompletionWaiters;
   logger: Logger;
   /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
   routes?: HookRoutes;

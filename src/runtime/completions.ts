@@ -1,5 +1,5 @@
 import { type FinishedRunState, FINISHED_RUN_STATES, isOneOf, type ReplyDisposition } from '../enums.js';
-import { type Completion, type FinishedCompletion, PENDING, type RunCompletions } from '../hooks/completion.js';
+import { type Completion, type FinishedCompletion, PENDING, type CompletionWaiters } from '../hooks/completion.js';
 import type { Logger } from '../log.js';
 import type { Run, RunLookup } from '../store/types.js';
 import { errorMessage } from '../text-safe.js';
@@ -10,14 +10,14 @@ export const MAX_WAITERS = 1000;
 /** The slow look at the store for runs another process (or `failRun`) finished without telling this one. */
 export const WAIT_POLL_MS = 2000;
 
-export interface CompletionWaitersDeps {
+export interface CompletionWaiterRegistryDeps {
   store: RunLookup;
   logger: Logger;
   /** `heartbeat.ackMaxChars` of the current config: what counts as a silent reply, as for delivery. */
   ackMaxChars: () => number;
 }
 
-export interface CompletionWaitersOptions {
+export interface CompletionWaiterRegistryOptions {
   maxWaiters?: number;
   pollMs?: number;
 }
@@ -30,7 +30,7 @@ type Settle = (c: Completion) => void;
  * poll covers runs finished elsewhere (another node of a shared store, a run failed at claim). Every waiter is removed
  * when it is answered: on completion, at its bound, when its caller goes away, or at `close`.
  */
-export class CompletionWaiters implements RunCompletions {
+export class CompletionWaiterRegistry implements CompletionWaiters {
   private readonly byRun = new Map<string, Set<Settle>>();
   private count = 0;
   private poll: NodeJS.Timeout | undefined;
@@ -39,8 +39,8 @@ export class CompletionWaiters implements RunCompletions {
   private readonly pollMs: number;
 
   constructor(
-    private readonly deps: CompletionWaitersDeps,
-    options: CompletionWaitersOptions = {},
+    private readonly deps: CompletionWaiterRegistryDeps,
+    options: CompletionWaiterRegistryOptions = {},
   ) {
     this.maxWaiters = options.maxWaiters ?? MAX_WAITERS;
     this.pollMs = options.pollMs ?? WAIT_POLL_MS;

@@ -67,11 +67,11 @@ export interface HeartbeatOptions {
   sessionKey?: string;
   /** Beat every `heartbeat.every` (default true; the heartbeats of extra sessions beat on request only). */
   periodic?: boolean;
-  /** Called on each periodic tick, after this session's own request (heartbeats.ts sweeps the other sessions). */
+  /** Called on each periodic tick, after this session's own request (session-heartbeats.ts sweeps the other sessions). */
   onPeriodic?: () => void;
   /** Called when a beat ended and nothing else is scheduled. */
   onIdle?: () => void;
-  /** Shared with the runtime's other heartbeats (heartbeats.ts); default: this heartbeat's own, closed with it. */
+  /** Shared with the runtime's other heartbeats (session-heartbeats.ts); default: this heartbeat's own, closed with it. */
   shared?: HeartbeatShared;
 }
 
@@ -100,7 +100,7 @@ export class Heartbeat {
   private reasons = new Set<string>();
 
   private readonly retryDelayMs: (failures: number) => number;
-  /** The session this heartbeat serves: the main session, or one a wake named (see heartbeats.ts). */
+  /** The session this heartbeat serves: the main session, or one a wake named (see session-heartbeats.ts). */
   readonly sessionKey: string;
   private readonly periodicEnabled: boolean;
   private readonly onPeriodic: (() => void) | undefined;

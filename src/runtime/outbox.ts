@@ -3,6 +3,7 @@ import { deadline } from '../deadline.js';
 import { splitText } from './split.js';
 import { recipientProblem } from '../channels/recipients.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
+import type { ChannelsConfig } from '../config/schema/channels.js';
 import type { Delivery, DeliveryOutcome, NewDelivery } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
@@ -27,11 +28,40 @@ const POLL_MS = 1000;
  */
 export const DELIVERY_FOLLOWERS = 63;
 
-/** How one delivery of a batch ended: its outcome, and that outcome's write to the store (under way). */
-interface Ended {
+/** How one delivery of a batch ended: its outcome and that outcome's write (under way); empty when it was not finished here. */
+interface Sent {
   kind?: DeliveryOutcome['kind'];
   written?: Promise<void>;
 }
+/** Not finished here (stopping, the lease running out): sent again once its lease lapses. */
+const UNFINISHED: Sent = Object.freeze({});
+
+/**
+ * The outcome writes of one batch, started and not waited for (see `sendBatch`). The first that fails stops the
+ * batch, and is thrown once every write has settled.
+ */
+class OutcomeWrites {
+  private readonly pending: Promise<void>[] = [];
+  private failure: { err: unknown } | undefined;
+
+  add(written: Promise<void>): void {
+    this.pending.push(written.catch((err: unknown) => void (this.failure ??= { err })));
+  }
+
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
+  settled(): Promise<unknown> {
+    return Promise.all(this.pending);
+  }
+
+  throwFailure(): void {
+    if (this.failure) throw this.failure.err;
+  }
+}
+
+type OutboxLimits = ChannelsConfig['outbox'];
 
 /** One route's deliveries in one claim (its head first), sent one after another. */
 interface DeliveryBatch {
@@ -106,44 +136,56 @@ export class Outbox {
     // when the lease is about to run out; kept until the outcomes' writes settle (one retried through a store outage
     // stops with it).
     const lease = deadline(signal, Math.max(0, b.until - Date.now()), () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`), { unref: true });
-    const writes: Promise<void>[] = [];
-    let failure: { err: unknown } | undefined;
+    const writes = new OutcomeWrites();
     try {
-      // A failed write is seen here, after the send it came during (the only await of a round that goes on).
-      for (let i = 0, goOn = true; goOn && i < b.rows.length; i++) {
-        const ended: Ended = {};
+      for (let i = 0; i < b.rows.length; i++) {
+        let sent: Sent;
         try {
-          await this.leased(b.rows[i]!, lease.signal, signal, ended);
-        } finally {
-          this.unsent--;
-          if (ended.written) writes.push(ended.written.catch((err: unknown) => void (failure ??= { err })));
-          goOn = !failure && (ended.kind === 'delivered' || ended.kind === 'dead');
-          const rest = goOn ? [] : b.rows.slice(i + 1).map((r) => r.id);
-          if (rest.length) {
-            this.unsent -= rest.length;
-            await this.deps.store
-              .releaseDeliveries(this.deps.owner, rest, Date.now())
-              .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
-          }
+          sent = await this.leased(b.rows[i]!, lease.signal, signal);
+        } catch (err) {
+          await this.giveBack(b.rows, i + 1);
+          throw err;
+        }
+        if (sent.written) writes.add(sent.written);
+        // A failed write is seen here, after the send it came during (the only await of a round that goes on). A
+        // retry, or no outcome (stop, lease), holds the rest back too: they are sent after it, in order.
+        if (writes.failed || !(sent.kind === 'delivered' || sent.kind === 'dead')) {
+          await this.giveBack(b.rows, i + 1);
+          break;
         }
       }
     } finally {
-      await Promise.all(writes);
+      await writes.settled();
       lease.dispose();
     }
     // The claim loop logs it, as it did when each write was waited for.
-    if (failure) throw failure.err;
+    writes.throwFailure();
   }
 
   /** `send` under the batch's lease (`lease`): aborted, and not finished, when the lease is about to run out. */
-  private async leased(d: Delivery, lease: AbortSignal, stop: AbortSignal, ended: Ended): Promise<void> {
-    await this.send(d, lease, ended);
-    if (leaseLost(lease) && !stop.aborted) {
-      this.deps.logger.warn(
-        { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.reason) },
-        'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
-      );
+  private async leased(d: Delivery, lease: AbortSignal, stop: AbortSignal): Promise<Sent> {
+    try {
+      const sent = await this.send(d, lease);
+      if (leaseLost(lease) && !stop.aborted) {
+        this.deps.logger.warn(
+          { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.reason) },
+          'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
+        );
+      }
+      return sent;
+    } finally {
+      this.unsent--;
     }
+  }
+
+  /** The rows from `from` on, not sent, go back to the queue now rather than when their leases lapse. */
+  private async giveBack(rows: readonly Delivery[], from: number): Promise<void> {
+    if (from >= rows.length) return;
+    const rest = rows.slice(from).map((r) => r.id);
+    this.unsent -= rest.length;
+    await this.deps.store
+      .releaseDeliveries(this.deps.owner, rest, Date.now())
+      .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
   }
 
   /**
@@ -156,78 +198,90 @@ export class Outbox {
     this.loop.notify();
   }
 
-  private async send(d: Delivery, signal: AbortSignal, ended: Ended): Promise<void> {
-    const { store, logger, owner } = this.deps;
+  /** One delivery through its channel; its outcome is recorded (the write started) before this returns. */
+  private async send(d: Delivery, signal: AbortSignal): Promise<Sent> {
     const env = this.deps.env();
-    const limits = env.config.channels.outbox;
-    // Tried again while the store is briefly unreachable, as long as the lease lasts (then the lease lapses instead).
-    // The outcome's write is started, not waited for (see sendBatch): `ended` carries it.
-    const finish = (outcome: DeliveryOutcome): void => {
-      if (leaseLost(signal)) return;
-      ended.kind = outcome.kind;
-      ended.written = writeWhileLeased(signal, () => store.finishDelivery(d.id, owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF)).then(() => {
-        if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
-        else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
-      });
-    };
     const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
-    // What no attempt can fix: dead at once, before anything is sent.
-    const deadNow = (error: string): void => {
-      logger.error({ ...meta, error }, 'delivery dead-lettered');
-      finish({ kind: 'dead', error, at: Date.now() });
+    const dead = (error: string): Sent => {
+      this.deps.logger.error({ ...meta, error }, 'delivery dead-lettered');
+      return this.record(d, signal, { kind: 'dead', error, at: Date.now() });
     };
-
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);
     if (!channel) {
       // Gone since the run was accepted (a reload): dead at once, never sent through another account instead.
-      const error = env.channels.get(d.channel)
-        ? `account "${d.accountId}" of channel "${d.channel}" is not configured (any more); add it back under channels.${d.channel}.accounts and retry the delivery`
-        : `channel "${d.channel}" is not configured`;
-      return deadNow(error);
+      return dead(
+        env.channels.get(d.channel)
+          ? `account "${d.accountId}" of channel "${d.channel}" is not configured (any more); add it back under channels.${d.channel}.accounts and retry the delivery`
+          : `channel "${d.channel}" is not configured`,
+      );
     }
     // Trimmed here, once, for every channel: a recipient pasted with a space or newline still names the same chat.
     const to = d.to.trim();
     // Checked when the request was accepted; a route stored before that check existed, or set by hand, is checked here.
     const unfit = recipientProblem(d.channel, channel, to);
-    if (unfit) return deadNow(unfit);
+    if (unfit) return dead(unfit);
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
+    const outcome = await this.sendChunks({ ...d, to }, channel, chunks, signal, env.config.channels.outbox, meta);
+    if (!outcome) return UNFINISHED;
+    const sent = this.record(d, signal, outcome);
+    // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
+    // operator's to decide (docs/security.md, "Who decides where replies go").
+    if (outcome.kind === 'delivered') this.deps.logger.info({ ...meta, chunks: chunks.length }, 'delivered');
+    return sent;
+  }
+
+  /**
+   * The chunks not sent yet, one after another, to the (trimmed, checked) recipient: `delivered`, a `retry` or `dead`
+   * outcome on the first failure (logged here), or none when stopping or the lease runs out (the delivery is sent
+   * again, next start or any node).
+   */
+  private async sendChunks(
+    d: Delivery,
+    channel: Channel,
+    chunks: readonly string[],
+    signal: AbortSignal,
+    limits: OutboxLimits,
+    meta: Record<string, unknown>,
+  ): Promise<DeliveryOutcome | undefined> {
+    const { store, logger, owner } = this.deps;
+    const to = d.to;
     const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
-      if (signal.aborted) return;
-      const message: OutboundMessage = {
-        // Stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
-        deliveryId: chunks.length > 1 ? `${d.id}_${i + 1}` : d.id,
-        channel: d.channel,
-        to,
-        text: chunks[i]!,
-        runId: d.runId,
-        sessionKey: d.sessionKey,
-        agentId: d.agentId,
-        hookName: d.hookName,
-        createdAt,
-      };
+      if (signal.aborted) return undefined;
+      // The id is stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
+      const deliveryId = chunks.length > 1 ? `${d.id}_${i + 1}` : d.id;
+      const message: OutboundMessage = { deliveryId, channel: d.channel, to, text: chunks[i]!, runId: d.runId, sessionKey: d.sessionKey, agentId: d.agentId, hookName: d.hookName, createdAt };
       const result = await sendChunk(channel, message, signal);
       if (result.ok) {
         if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
         continue;
       }
       const error = logSafe(result.error, 300);
-      // Stopping, or the lease is running out: the lease lapses and the delivery is sent again (next start, any node).
-      if (signal.aborted) return;
+      if (signal.aborted) return undefined;
       // Chunks sent before this failure are never sent again.
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
         const wait = deliveryRetryDelayMs(d.attempts, result.retryAfterMs, limits);
         logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
-        return finish({ kind: 'retry', nextAttemptAt: Date.now() + wait, error });
+        return { kind: 'retry', nextAttemptAt: Date.now() + wait, error };
       }
       logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
-      return finish({ kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() });
+      return { kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() };
     }
-    // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
-    // operator's to decide (docs/security.md, "Who decides where replies go").
-    finish({ kind: 'delivered', at: Date.now() });
-    logger.info({ ...meta, chunks: chunks.length }, 'delivered');
+    return { kind: 'delivered', at: Date.now() };
+  }
+
+  /**
+   * Starts the outcome's write, not waited for (see sendBatch); tried again while the store is briefly unreachable,
+   * as long as the lease lasts (then the lease lapses instead, and nothing is recorded here).
+   */
+  private record(d: Delivery, lease: AbortSignal, outcome: DeliveryOutcome): Sent {
+    if (leaseLost(lease)) return UNFINISHED;
+    const written = writeWhileLeased(lease, () => this.deps.store.finishDelivery(d.id, this.deps.owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF)).then(() => {
+      if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
+      else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
+    });
+    return { kind: outcome.kind, written };
   }
 
   /** Claim no more deliveries. */

@@ -1,8 +1,9 @@
 import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { newId } from '../ids.js';
-import { ProviderError } from '../providers/types.js';
-import type { NewDelivery, Run, RunCompletion } from '../store/types.js';
+import type { FinishedRunState } from '../enums.js';
+import { type ChatMessage, ProviderError } from '../providers/types.js';
+import type { NewDelivery, NewSystemEvent, Run, RunOutcome } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop, drainWithin } from './claim-loop.js';
@@ -10,7 +11,7 @@ import { LeaseKeeper, leaseLost, writeWhileLeased } from './lease-keeper.js';
 import { OUTAGE_BACKOFF } from './outage.js';
 import { planDelivery } from './delivery-plan.js';
 import { detectSuspiciousPatterns } from './external-content.js';
-import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
+import { MAIN_SESSION_KEY, type RuntimeDeps, type RuntimeEnv } from './env.js';
 import { runPrompt } from './prompt.js';
 import { hookSummary, summaryEvent } from './summary.js';
 import { runTurn } from './turn.js';
@@ -34,7 +35,7 @@ export interface RunWorkerOptions {
   pollMs?: number;
 }
 
-export interface RunWorkerHooks {
+export interface RunWorkerCallbacks {
   /**
    * A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. `deliveries`: the outbox rows
    * its completion queued (none when it was not committed, or its reply goes nowhere).
@@ -69,6 +70,43 @@ function formatSpan(ms: number): string {
   return s < 120 ? `${s} s` : `${Math.round(s / 60)} min`;
 }
 
+/** How the model's turn ended, as the run records it. */
+interface TurnResult {
+  state: FinishedRunState;
+  /** The model's text; null when the turn failed. */
+  reply: string | null;
+  error: string | null;
+  /** When the model was called: the prompt's time in the transcript. */
+  started: number;
+}
+
+/** The write that ends a run: its state, summary event, deliveries and transcript (the prompt, and the reply if any). Pure. */
+function runOutcome(
+  run: Run,
+  owner: string,
+  prompt: string,
+  turn: TurnResult,
+  end: { finishedAt: number; deliveryStatus: string; deliveries: NewDelivery[]; event: NewSystemEvent },
+): RunOutcome {
+  const { state, reply, error, started } = turn;
+  const { finishedAt } = end;
+  return {
+    runId: run.id,
+    owner,
+    state,
+    finishedAt,
+    error,
+    reply,
+    deliveryStatus: end.deliveryStatus,
+    events: [end.event],
+    deliveries: end.deliveries,
+    messages: [
+      { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
+      ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
+    ],
+  };
+}
+
 /**
  * Executes queued agent runs: at most `agents.defaults.maxConcurrent` at once, one session key's runs in order
  * (the store only hands out the oldest unfinished run of a key), each bounded by its timeoutSeconds. Runs are
@@ -82,7 +120,7 @@ export class RunWorker {
 
   constructor(
     private readonly deps: RuntimeDeps,
-    private readonly hooks: RunWorkerHooks,
+    private readonly callbacks: RunWorkerCallbacks,
     options: RunWorkerOptions = {},
   ) {
     const leaseMs = options.leaseMs ?? RUN_LEASE_MS;
@@ -121,101 +159,101 @@ export class RunWorker {
     this.loop.notify();
   }
 
+  /** One claimed run: give up on it, or build its turn, call the model and record the result (or defer it). */
   private async execute(run: Run, shutdown: AbortSignal): Promise<void> {
-    const { store, logger, owner } = this.deps;
+    if (run.attempts > MAX_RUN_STARTS) return this.giveUp(run);
     const env = this.deps.env();
-    const now = () => Date.now();
+    const { prompt, messages } = await this.buildTurn(run);
+    const turn = await this.callModel(run, env, messages, shutdown);
+    if (!turn) return;
+    if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
+    await this.recordResult(run, env, prompt, turn, shutdown);
+  }
 
-    if (run.attempts > MAX_RUN_STARTS) {
-      const error = `gave up after ${run.attempts - 1} interrupted attempts`;
-      await store.failRun(run.id, error, now());
-      this.announce.run(run, 'failed', error);
-      logger.error({ runId: run.id, attempts: run.attempts }, 'run failed: interrupted too often');
-      return;
-    }
+  /** A run whose worker died too often: failed, not started again (it may be what kills the process). */
+  private async giveUp(run: Run): Promise<void> {
+    const error = `gave up after ${run.attempts - 1} interrupted attempts`;
+    await this.deps.store.failRun(run.id, error, Date.now());
+    this.announce.run(run, 'failed', error);
+    this.deps.logger.error({ runId: run.id, attempts: run.attempts }, 'run failed: interrupted too often');
+  }
 
+  /** The prompt (the safety-wrapped hook content) after the session's history, when the session is persistent. */
+  private async buildTurn(run: Run): Promise<{ prompt: string; messages: ChatMessage[] }> {
     const prompt = runPrompt(run, new Date());
     const suspicious = detectSuspiciousPatterns(run.message);
-    if (suspicious.length) logger.warn({ runId: run.id, sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
-
+    if (suspicious.length) this.deps.logger.warn({ runId: run.id, sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
     const history =
       run.sessionMode === 'persistent'
-        ? (await store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
+        ? (await this.deps.store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
         : [];
+    return { prompt, messages: [...history, { role: 'user', content: prompt }] };
+  }
+
+  /**
+   * The model's turn, bounded by the run's timeout: its reply, or how it failed. Undefined when the run is not to be
+   * finished here: its lease was lost, the stop gave it back, or it was deferred for a retry.
+   */
+  private async callModel(run: Run, env: RuntimeEnv, messages: ChatMessage[], shutdown: AbortSignal): Promise<TurnResult | undefined> {
     // Aborted by the stop (or a lost lease), or when the run's timeout passes.
     const turn = deadline(shutdown, run.timeoutSeconds * 1000, () => new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'), { unref: true });
-
-    let state: RunCompletion['state'] = 'succeeded';
-    let reply: string | null = null;
-    let error: string | null = null;
-    const started = now();
+    const started = Date.now();
     try {
-      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages: [...history, { role: 'user', content: prompt }], signal: turn.signal });
-      reply = r.text;
+      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages, signal: turn.signal });
+      return { state: 'succeeded', reply: r.text, error: null, started };
     } catch (err) {
       if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
-      if (shutdown.aborted) {
-        // Stopping: give the run back; it starts again (same id) on the next start, this attempt not counted.
-        await store.releaseRuns(owner, [run.id], now(), INTERRUPTED_NOTE);
-        this.announce.run(run, 'queued', INTERRUPTED_NOTE);
-        logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
-        return;
-      }
-      if (turn.timedOut) {
-        state = 'timed_out';
-        error = `timed out after ${run.timeoutSeconds} s`;
-      } else {
-        state = 'failed';
-        error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
-        if (err instanceof ProviderError && err.retryable) {
-          const retry = retryDecision(run, err, env.config.agents.defaults.retry, now());
-          if (retry.kind === 'defer') {
-            if (await store.deferRun({ runId: run.id, owner, until: retry.until, error, now: now() })) {
-              this.announce.run(run, 'queued', error);
-              logger.warn(
-                { runId: run.id, retry: run.retries + 1, inMs: retry.until - now(), error: logSafe(error) },
-                'model unavailable: the run is queued again and retried later',
-              );
-              this.retryAfter(retry.until - now());
-            }
-            return;
-          }
-          if (retry.gaveUp) error = `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})`;
-        }
-      }
+      if (shutdown.aborted) return await this.giveBackStopped(run);
+      if (turn.timedOut) return { state: 'timed_out', reply: null, error: `timed out after ${run.timeoutSeconds} s`, started };
+      const error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
+      if (!(err instanceof ProviderError && err.retryable)) return { state: 'failed', reply: null, error, started };
+      const retry = retryDecision(run, err, env.config.agents.defaults.retry, Date.now());
+      if (retry.kind === 'defer') return await this.defer(run, retry.until, error);
+      return { state: 'failed', reply: null, error: retry.gaveUp ? `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})` : error, started };
     } finally {
       turn.dispose();
     }
+  }
 
-    if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
-    const finishedAt = now();
+  /** Stopping: give the run back; it starts again (same id) on the next start, this attempt not counted. */
+  private async giveBackStopped(run: Run): Promise<undefined> {
+    await this.deps.store.releaseRuns(this.deps.owner, [run.id], Date.now(), INTERRUPTED_NOTE);
+    this.announce.run(run, 'queued', INTERRUPTED_NOTE);
+    this.deps.logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
+    return undefined;
+  }
+
+  /** A transient model failure within the retry window: the run is queued again, due at `until`. */
+  private async defer(run: Run, until: number, error: string): Promise<undefined> {
+    if (await this.deps.store.deferRun({ runId: run.id, owner: this.deps.owner, until, error, now: Date.now() })) {
+      this.announce.run(run, 'queued', error);
+      this.deps.logger.warn({ runId: run.id, retry: run.retries + 1, inMs: until - Date.now(), error: logSafe(error) }, 'model unavailable: the run is queued again and retried later');
+      this.retryAfter(until - Date.now());
+    }
+    return undefined;
+  }
+
+  /** Plans the reply's deliveries and commits the run's end with them (while the lease holds), then tells. */
+  private async recordResult(run: Run, env: RuntimeEnv, prompt: string, turn: TurnResult, shutdown: AbortSignal): Promise<void> {
+    const { state, reply, error, started } = turn;
+    const finishedAt = Date.now();
     const { deliveries, deliveryStatus } = reply !== null ? await this.planDelivery(run, reply, finishedAt) : { deliveries: [], deliveryStatus: `nowhere:${state}` };
     const summary = hookSummary(run.name, reply !== null ? { ok: true, reply } : { ok: false, error: error ?? state });
-    const committed = await writeWhileLeased(shutdown, () => store.completeRun({
-      runId: run.id,
-      owner,
-      state,
-      finishedAt,
-      error,
-      reply,
-      deliveryStatus,
-      events: [summaryEvent(run, summary, env.defaultAgentId, finishedAt)],
-      deliveries,
-      messages: [
-        { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
-        ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
-      ],
-    }), (n) => backoffMs(n, OUTAGE_BACKOFF));
+    const committed = await writeWhileLeased(
+      shutdown,
+      () => this.deps.store.completeRun(runOutcome(run, this.deps.owner, prompt, turn, { finishedAt, deliveryStatus, deliveries, event: summaryEvent(run, summary, env.defaultAgentId, finishedAt) })),
+      (n) => backoffMs(n, OUTAGE_BACKOFF),
+    );
     if (committed) {
       this.announce.run(run, state, error, finishedAt - started);
       this.announce.queued(deliveries);
     }
     const level = state === 'succeeded' ? 'info' : 'warn';
-    logger[level](
+    this.deps.logger[level](
       { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
-    this.hooks.onFinished(run, committed, committed ? deliveries : []);
+    this.callbacks.onFinished(run, committed, committed ? deliveries : []);
   }
 
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */
@@ -251,11 +289,12 @@ export class RunWorker {
    * or claims it once the lease lapses; it then runs again, same id). Its reply, if any, is dropped: delivering it
    * here too could deliver it twice.
    */
-  private dropLost(run: Run, signal: AbortSignal): void {
+  private dropLost(run: Run, signal: AbortSignal): undefined {
     this.deps.logger.warn(
       { runId: run.id, attempt: run.attempts, code: 'lease_lost', why: errorMessage(signal.reason) },
       'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses',
     );
+    return undefined;
   }
 
   /** Claim no more runs. */

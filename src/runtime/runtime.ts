@@ -1,10 +1,10 @@
-import type { RunCompletions } from '../hooks/completion.js';
+import type { CompletionWaiters } from '../hooks/completion.js';
 import type { RuntimeSignals } from '../hooks/dispatch.js';
 import { RuntimeAnnouncer } from './announce.js';
-import { CompletionWaiters } from './completions.js';
+import { CompletionWaiterRegistry } from './completions.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps } from './env.js';
 import { drainWithin } from './claim-loop.js';
-import { Heartbeats } from './heartbeats.js';
+import { SessionHeartbeats } from './session-heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
 import type { Delivery } from '../store/types.js';
@@ -17,7 +17,7 @@ export interface Runtime {
   /** What the ingress calls after a commit; `deliveriesQueued` is the admin API's (a dead delivery retried). */
   signals: RuntimeSignals & { deliveriesQueued(deliveries?: readonly Delivery[]): void };
   /** What the ingress waits on for `waitForCompletion`. */
-  completions: RunCompletions;
+  completions: CompletionWaiters;
   /** Answer every held `waitForCompletion` request now (`pending`): the process is stopping. */
   releaseWaiters(): void;
   /** The config was reloaded (RuntimeEnv swapped): pick up new timings. */
@@ -40,10 +40,10 @@ export interface Runtime {
  * the outbox, and answer the callers that wait for them.
  */
 export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
-  const heartbeat = new Heartbeats(deps);
+  const heartbeat = new SessionHeartbeats(deps);
   const announce = new RuntimeAnnouncer(deps.feed);
   const outbox = new Outbox(deps);
-  const completions = new CompletionWaiters({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
+  const completions = new CompletionWaiterRegistry({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
   const worker = new RunWorker(deps, {
     onFinished(run, committed, deliveries) {
       if (!committed) return;

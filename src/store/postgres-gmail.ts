@@ -1,7 +1,7 @@
 /**
  * The Gmail role of the PostgreSQL store (`GmailStore`); the same statements as SQLite's (sqlite-gmail.ts), in
  * single statements or one transaction each, so several nodes may record pushes at once. Which node fetches an
- * account is decided outside the store (a lease: runtime/gmail-fetcher.ts).
+ * account is decided outside the store (a lease: gmail/fetcher.ts).
  */
 import type { PgDb } from './postgres-db.js';
 import { GMAIL_STATUS_SQL, rowToGmailPush, rowToGmailStatus } from './sqlite-gmail.js';

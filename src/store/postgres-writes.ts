@@ -6,7 +6,7 @@
  */
 import type { PgDb, Query } from './postgres-db.js';
 import { deliveryRow, eventRow, INSERT_DELIVERIES, INSERT_EVENTS, INSERT_MESSAGES, messageRow, rowToDelivery, rowToRun, type Row } from './postgres-rows.js';
-import type { Delivery, DeliveryOutcome, HeartbeatCompletion, NewSystemEvent, RefusalWindow, Run, RunCompletion } from './types.js';
+import type { Delivery, DeliveryOutcome, HeartbeatCompletion, NewSystemEvent, RefusalWindow, Run, RunOutcome } from './types.js';
 import { refusalsToJson } from './sqlite-rows.js';
 
 const RUNS = '{"kind":"runs"}';
@@ -73,7 +73,7 @@ export class PgWrites {
     await this.db.query(`UPDATE runs SET lease_until = $1 WHERE id = ANY($2) AND lease_owner = $3 AND state = 'running'`, [until, ids, owner]);
   }
 
-  completeRun(c: RunCompletion): Promise<boolean> {
+  completeRun(c: RunOutcome): Promise<boolean> {
     return this.db.tx(async (q) => {
       // The session's next run (if one is queued) becomes runnable now: a 'runs' notice, in the same statement.
       const { rowCount } = await q(

@@ -22,7 +22,7 @@ import type {
   RefusalWindow,
   Replay,
   Run,
-  RunCompletion,
+  RunOutcome,
 } from './types.js';
 
 /** The id of the row `probeWrite` writes and removes (never seen: it is gone by the commit). */
@@ -108,7 +108,7 @@ export const WRITE_OPS = {
     for (const id of ids) w.stmt.renewRun.run(until, id, owner);
   },
 
-  completeRun(w: SqliteWriter, c: RunCompletion): boolean {
+  completeRun(w: SqliteWriter, c: RunOutcome): boolean {
     const changed = w.stmt.finishRun.run({
       state: c.state,
       finishedAt: c.finishedAt,

@@ -144,7 +144,7 @@ export interface SessionMessage {
 }
 
 /** Everything that finishing a run writes, in one transaction (so a crash either redoes the run or not at all). */
-export interface RunCompletion {
+export interface RunOutcome {
   runId: string;
   /** Only the lease holder may finish it; another owner's completion is ignored (returns false). */
   owner: string;
@@ -330,7 +330,7 @@ export interface RuntimeStore extends RunLookup {
    */
   claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]>;
   renewRunLeases(owner: string, ids: string[], until: number): Promise<void>;
-  completeRun(c: RunCompletion): Promise<boolean>;
+  completeRun(c: RunOutcome): Promise<boolean>;
   /**
    * Give leased runs back (a stop): queued again, the attempt not counted, `note` (why) kept in the run's `error`
    * until it finishes (`runs show` prints it as a note while the run is unfinished).

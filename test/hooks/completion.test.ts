@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/load.js';
-import { type Completion, type RunCompletions, WAIT_GRACE_SECONDS } from '../../src/hooks/completion.js';
+import { type Completion, type CompletionWaiters, WAIT_GRACE_SECONDS } from '../../src/hooks/completion.js';
 import { buildHooksContext, type HooksContext } from '../../src/hooks/context.js';
 import { dispatch, type DispatchRequest } from '../../src/hooks/dispatch.js';
 import { idempotencyClaim } from '../../src/hooks/idempotency.js';
@@ -20,7 +20,7 @@ describe('dispatch with waitForCompletion', () => {
   let store: SqliteStore;
   let ctx: HooksContext;
   let calls: Array<{ runId: string; timeoutMs: number; stateAtWait: string | undefined }>;
-  let completions: RunCompletions;
+  let completions: CompletionWaiters;
 
   beforeEach(() => {
     store = new SqliteStore({ path: ':memory:', writer: 'inline' });

@@ -111,7 +111,8 @@ function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Rec
     rawHeaders: call.headers ?? {},
     query: new URLSearchParams(call.query ?? ''),
     now: NOW,
-    ...(call.tokenVerified === undefined ? {} : { tokenVerified: call.tokenVerified }),
+    // As on a token plan, whose token the ingress checked before the body, unless a call says otherwise.
+    tokenVerified: call.tokenVerified ?? true,
     ...(call.form === undefined ? {} : { form: call.form }),
   });
 }

@@ -45,7 +45,7 @@ function setup(mappings: unknown[], level: 'info' | 'debug') {
   const routes = createHookRoutes({ logger });
   const ctx = buildHooksContext(config, 1);
   const resolve = (subPath: string, payload: Record<string, unknown>): Promise<RouteResult> =>
-    routes.resolve({ ctx, subPath, payload, rawBody: Buffer.from(JSON.stringify(payload)), headers: {}, rawHeaders: {}, query: new URLSearchParams(), now: Date.now() });
+    routes.resolve({ ctx, subPath, payload, rawBody: Buffer.from(JSON.stringify(payload)), headers: {}, rawHeaders: {}, query: new URLSearchParams(), now: Date.now(), tokenVerified: true });
   return { resolve, logs, lines };
 }
 

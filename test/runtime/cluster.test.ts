@@ -10,7 +10,7 @@ import type { RuntimeClusterStore, RuntimeDeps } from '../../src/runtime/env.js'
 import type { ChannelRegistry } from '../../src/channels/registry.js';
 import type { Channel } from '../../src/channels/types.js';
 import type { RuntimeEnv } from '../../src/runtime/env.js';
-import { Heartbeats } from '../../src/runtime/heartbeats.js';
+import { SessionHeartbeats } from '../../src/runtime/session-heartbeats.js';
 import { Outbox } from '../../src/runtime/outbox.js';
 import { RunWorker } from '../../src/runtime/run-worker.js';
 import { startRuntime } from '../../src/runtime/runtime.js';
@@ -58,8 +58,8 @@ describe('cluster: several nodes on one store', () => {
 
   it('two nodes\' heartbeats: each pending event goes to exactly one turn, never two turns at once for a session', async () => {
     kit.model.setHandler(async () => (await delay(150), 'noted'));
-    const a = new Heartbeats(node('node-a'), { retryDelayMs: () => 20 });
-    const b = new Heartbeats(node('node-b'), { retryDelayMs: () => 20 });
+    const a = new SessionHeartbeats(node('node-a'), { retryDelayMs: () => 20 });
+    const b = new SessionHeartbeats(node('node-b'), { retryDelayMs: () => 20 });
     closers.push(() => a.close(), () => b.close());
     const texts: string[] = [];
     for (let round = 0; round < 4; round++) {
@@ -91,7 +91,7 @@ describe('cluster: several nodes on one store', () => {
       // The first call takes the lease; every renewal fails (the store is unreachable).
       leaseHeartbeat: (...args) => (++leases === 1 ? kit.store.leaseHeartbeat(...args) : unavailable()),
     });
-    const hb = new Heartbeats(node('node-a', store), { leaseMs: 300, retryDelayMs: () => 60_000 });
+    const hb = new SessionHeartbeats(node('node-a', store), { leaseMs: 300, retryDelayMs: () => 60_000 });
     closers.push(() => hb.close());
     await kit.addEvents('disk almost full');
     hb.request('test');
@@ -165,7 +165,7 @@ describe('cluster: several nodes on one store', () => {
     const down = { now: true };
     const store = flaky(kit.store, ['claimRuns', 'pendingEvents', 'leaseHeartbeat', 'completeRun', 'completeHeartbeat', 'renewRunLeases'], down);
     const worker = new RunWorker(node('node-a', store), { onFinished: () => {} }, { pollMs: 50 });
-    const hb = new Heartbeats(node('node-a', store), { retryDelayMs: () => 50 });
+    const hb = new SessionHeartbeats(node('node-a', store), { retryDelayMs: () => 50 });
     closers.push(() => worker.close(0), () => hb.close());
     const id = await kit.queueRun({ deliver: false, wakeMode: 'next-heartbeat' });
     await kit.addEvents('while the store was down');

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { type Completion, PENDING } from '../../src/hooks/completion.js';
-import { CompletionWaiters, completionOf } from '../../src/runtime/completions.js';
+import { CompletionWaiterRegistry, completionOf } from '../../src/runtime/completions.js';
 import { RunWorker } from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
 import { waitForRun } from '../support/runtime-kit.js';
@@ -17,10 +17,10 @@ const never = () => new AbortController().signal;
 describe('completion waiters', () => {
   let kit: RuntimeKit;
   let worker: RunWorker | undefined;
-  let waiters: CompletionWaiters;
+  let waiters: CompletionWaiterRegistry;
 
-  const newWaiters = (options?: ConstructorParameters<typeof CompletionWaiters>[1]) =>
-    (waiters = new CompletionWaiters({ store: kit.store, logger: kit.deps.logger, ackMaxChars: () => 300 }, options));
+  const newWaiters = (options?: ConstructorParameters<typeof CompletionWaiterRegistry>[1]) =>
+    (waiters = new CompletionWaiterRegistry({ store: kit.store, logger: kit.deps.logger, ackMaxChars: () => 300 }, options));
   /** A worker that tells `waiters` about finished runs, as startRuntime wires it. */
   const startWorker = () => {
     worker = new RunWorker(kit.deps, { onFinished: (run, committed) => committed && waiters.finished(run.id) });

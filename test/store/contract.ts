@@ -21,7 +21,7 @@ import type {
   NodeInfo,
   ReceivedHook,
   RefusalWindow,
-  RunCompletion,
+  RunOutcome,
   RunState,
   SessionMessage,
   Store,
@@ -116,7 +116,7 @@ export function message(over: Partial<SessionMessage> = {}): SessionMessage {
 }
 
 /** A successful completion by `owner` that writes nothing else, unless overridden. */
-export function completion(runId: string, owner: string, over: Partial<RunCompletion> = {}): RunCompletion {
+export function completion(runId: string, owner: string, over: Partial<RunOutcome> = {}): RunOutcome {
   return { runId, owner, state: 'succeeded', finishedAt: T0 + 100, error: null, reply: 'done', deliveryStatus: 'suppressed:deliver_false', events: [], deliveries: [], messages: [], ...over };
 }
 

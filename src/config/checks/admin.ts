@@ -1,15 +1,15 @@
 import { isLoopbackHost } from '../../http-util.js';
 import type { RawConfig } from '../schema/index.js';
 import { allSecrets, checkTokenList, hasTokens, judgeTokenStrength } from './tokens.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /**
  * `admin.*`: a token when enabled, not the hook token, and a port of its own. A weak admin token (admin.token or an
  * admin.tokens entry) is a warning on a loopback bind and an error on any other: it grants the whole admin API.
  */
-export function checkAdmin(config: RawConfig): CheckResult {
+export function checkAdmin(config: RawConfig): ConfigFindings {
   const { admin, hooks } = config;
-  const issues: CheckResult['issues'] = [];
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   if (admin.enabled && !hasTokens(admin)) issues.push({ path: 'admin.token', message: 'admin.enabled requires admin.token' });
   const exposedOn = admin.enabled && !isLoopbackHost(admin.bind) ? admin.bind : undefined;

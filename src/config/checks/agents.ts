@@ -1,9 +1,9 @@
 import type { RawConfig } from '../schema/index.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** `agents.list`: unique ids, at most one default. */
-export function checkAgents(config: RawConfig): CheckResult {
-  const issues: CheckResult['issues'] = [];
+export function checkAgents(config: RawConfig): ConfigFindings {
+  const issues: ConfigFindings['issues'] = [];
   const ids = new Set<string>();
   config.agents.list.forEach((a, i) => {
     if (ids.has(a.id)) issues.push({ path: `agents.list[${i}].id`, message: `duplicate agent id "${a.id}"` });

@@ -3,7 +3,7 @@ import { accountProblem, configuredAccounts, configuredChannelIds, normalizeChan
 import { CORE_CHANNELS } from '../schema/channels.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** Checks that a static channel name is `last` or configured (plugins are checked when they load). */
 export type ChannelNameCheck = (name: string | undefined, path: string) => void;
@@ -31,7 +31,7 @@ export function accountCheck(config: RawConfig, issues: ConfigIssue[]): (channel
 }
 
 /** `channels.default` names a concrete, configured channel; without one, replies to `last` may have nowhere to go (a warning). */
-export function checkChannels(config: RawConfig): CheckResult {
+export function checkChannels(config: RawConfig): ConfigFindings {
   const issues: ConfigIssue[] = [];
   const fallback = config.channels.default;
   if (fallback) {

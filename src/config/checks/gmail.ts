@@ -1,14 +1,14 @@
 import type { RawConfig } from '../schema/index.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /**
  * `hooks.gmail` with `account` set is the whole push chain (docs/gmail.md): it needs the push's identity to check
  * (`audience`, `serviceAccountEmail`), a topic to watch, and OAuth credentials to read the mailbox. Without
  * `account` the section only tunes the `gmail` preset (an external watcher posting to `{hooks.path}/gmail`).
  */
-export function checkGmail(config: RawConfig): CheckResult {
+export function checkGmail(config: RawConfig): ConfigFindings {
   const gmail = config.hooks.gmail;
-  const issues: CheckResult['issues'] = [];
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   const legacy = (['label', 'pushToken', 'hookUrl', 'renewEveryMinutes'] as const).filter((k) => gmail[k] !== undefined);
   if (legacy.length) {

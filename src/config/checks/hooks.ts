@@ -1,12 +1,12 @@
 import { startsWithAny } from '../lookup.js';
 import type { RawConfig } from '../schema/index.js';
 import { checkTokenList, hasTokens, judgeTokenStrength } from './tokens.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** `hooks.*` on its own: a token when enabled, a usable path, session-key prefixes that admit the default key. */
-export function checkHooks(config: RawConfig): CheckResult {
+export function checkHooks(config: RawConfig): ConfigFindings {
   const { hooks } = config;
-  const issues: CheckResult['issues'] = [];
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   if (hooks.enabled && !hasTokens(hooks)) issues.push({ path: 'hooks.token', message: 'hooks.enabled requires hooks.token' });
   if (hooks.path === '/') issues.push({ path: 'hooks.path', message: "hooks.path may not be '/'" });
@@ -31,6 +31,6 @@ export function checkHooks(config: RawConfig): CheckResult {
 }
 
 /** Last, so it ends the list of warnings: the most likely reason a user sees only 404s. */
-export function checkHooksEnabled(config: RawConfig): CheckResult {
+export function checkHooksEnabled(config: RawConfig): ConfigFindings {
   return { issues: [], warnings: config.hooks.enabled ? [] : ['hooks.enabled is not true: every request under hooks.path answers 404'] };
 }

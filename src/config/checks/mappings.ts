@@ -5,13 +5,13 @@ import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
 import { accountCheck, channelNameCheck } from './channels.js';
 import { modelRefCheck } from './models.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /**
  * `hooks.mappings[]`: what each mapping needs to be usable (problems), unique ids, and mappings that can never work
  * as written (warnings: they do not stop the service, but each is named at start and reload).
  */
-export function checkMappings(config: RawConfig): CheckResult {
+export function checkMappings(config: RawConfig): ConfigFindings {
   const { hooks } = config;
   const issues: ConfigIssue[] = [];
   const checkModel = modelRefCheck(new ModelCatalog(config), issues);

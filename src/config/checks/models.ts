@@ -2,7 +2,7 @@ import type { ConfigIssue } from '../../errors.js';
 import { ModelCatalog } from '../model-catalog.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** Checks one model ref (static refs only: a templated one is resolved per request). */
 export type ModelRefCheck = (ref: string | undefined, path: string, mustBeAllowed: boolean) => void;
@@ -17,7 +17,7 @@ export function modelRefCheck(catalog: ModelCatalog, issues: ConfigIssue[]): Mod
 }
 
 /** Every configured model ref resolves; the agents' and the gmail preset's models are also allowed. */
-export function checkModels(config: RawConfig): CheckResult {
+export function checkModels(config: RawConfig): ConfigFindings {
   const { agents, hooks } = config;
   const issues: ConfigIssue[] = [];
   const catalog = new ModelCatalog(config);

@@ -1,5 +1,5 @@
 import { DEFAULT_TOKEN_ID, type TokenEntry } from '../schema/tokens.js';
-import type { CheckResult } from './types.js';
+import type { ConfigFindings } from './types.js';
 
 /** One listener's credentials: the single `token` and the `tokens` list (`hooks.*` or `admin.*`). */
 interface TokenSection {
@@ -24,7 +24,7 @@ const weakTokenRefusal = (bind: string): string =>
  * A weak token at key path `path` (a listed one's `id` is named too, never the token): an issue when `exposedOn`
  * names the non-loopback address its listener binds, else a warning; nothing for a strong one.
  */
-export function judgeTokenStrength(out: CheckResult, path: string, token: string, exposedOn: string | undefined, id?: string): void {
+export function judgeTokenStrength(out: ConfigFindings, path: string, token: string, exposedOn: string | undefined, id?: string): void {
   if (token.length >= MIN_TOKEN_LENGTH) return;
   const named = id === undefined ? '' : `(id "${id}") `;
   if (exposedOn === undefined) out.warnings.push(weakTokenWarning(`${path} ${named}`.trimEnd()));
@@ -39,8 +39,8 @@ export const hasTokens = (s: TokenSection): boolean => Boolean(s.token) || (s.to
  * listed twice (the record could not say which id it was). Warnings: short tokens (issues when `exposedOn` names the
  * non-loopback address the listener binds), expired entries, none usable. Problems name key paths and ids, never a token.
  */
-export function checkTokenList(section: 'hooks' | 'admin', s: TokenSection, now: number, exposedOn?: string): CheckResult {
-  const issues: CheckResult['issues'] = [];
+export function checkTokenList(section: 'hooks' | 'admin', s: TokenSection, now: number, exposedOn?: string): ConfigFindings {
+  const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
   const list = s.tokens ?? [];
   const idAt = new Map<string, string>();

@@ -111,7 +111,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       }
 
       const m = matchMapping(c, input.subPath, input.payload, headers);
-      const tokenVerified = input.tokenVerified !== false;
+      const tokenVerified = input.tokenVerified === true;
       if (!m) return tokenVerified ? { kind: 'none' } : { kind: 'unauthorized', reason: 'missing or invalid hook token' };
 
       let deliveryId: string | undefined;

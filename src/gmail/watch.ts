@@ -6,11 +6,8 @@
  * recorded (`lastError`) and tried again after a backoff. `startGmail` starts it with the fetcher.
  */
 import { gmailTopicName } from '../config/checks/gmail.js';
-import type { HooksContext } from '../hooks/context.js';
-import type { RuntimeSignals } from '../hooks/dispatch.js';
-import type { Logger } from '../log.js';
 import { errorMessage, logSafe } from '../text-safe.js';
-import { type GmailFetcherStore, GmailFetcher, GoogleClients } from './gmail-fetcher.js';
+import { type GmailDeps, GmailFetcher, GoogleClients } from './fetcher.js';
 
 const RETRY_MIN_MS = 30_000;
 const RETRY_MAX_MS = 60 * 60_000;
@@ -29,7 +26,7 @@ export class GmailWatch {
   private running: Promise<void> | undefined;
 
   constructor(
-    private readonly deps: { store: GmailFetcherStore; logger: Logger; owner: string; ctx: () => HooksContext },
+    private readonly deps: Pick<GmailDeps, 'store' | 'logger' | 'owner' | 'ctx'>,
     private readonly clients: GoogleClients,
   ) {}
 
@@ -104,7 +101,7 @@ export interface GmailService {
 }
 
 /** The fetcher and the watch renewal over one store; both idle while `hooks.gmail.account` is unset. */
-export function startGmail(deps: { store: GmailFetcherStore; logger: Logger; owner: string; ctx: () => HooksContext; signals: RuntimeSignals; fetchFn?: typeof fetch }): GmailService {
+export function startGmail(deps: Omit<GmailDeps, 'retry'>): GmailService {
   const clients = new GoogleClients(deps.fetchFn);
   const fetcher = new GmailFetcher(deps, clients);
   const watch = new GmailWatch(deps, clients);

@@ -14,7 +14,7 @@ const START_RETRY_MS = 1000;
  * An extra session's heartbeat is dropped once it is idle, so memory follows the sessions with work, not every
  * session ever named. Each heartbeat runs one turn at a time and never two at once for its session.
  */
-export class Heartbeats {
+export class SessionHeartbeats {
   readonly main: Heartbeat;
   private readonly others = new Map<string, Heartbeat>();
   private stopping = false;

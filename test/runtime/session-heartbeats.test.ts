@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { Heartbeats } from '../../src/runtime/heartbeats.js';
+import { SessionHeartbeats } from '../../src/runtime/session-heartbeats.js';
 import { event } from '../store/contract.js';
 import { waitFor } from '../support/runtime-kit.js';
 import { type RuntimeKit, startRuntimeKit } from './kit.js';
 
 describe('heartbeats: one per session with pending events', () => {
   let kit: RuntimeKit;
-  let heartbeats: Heartbeats | undefined;
+  let heartbeats: SessionHeartbeats | undefined;
 
   beforeEach(async () => {
     kit = await startRuntimeKit({ handler: (c) => `seen: ${c.lastUser.split('\n')[1] ?? ''}` });
@@ -24,7 +24,7 @@ describe('heartbeats: one per session with pending events', () => {
   it('a request for another session runs a turn over that session\'s events only, in that session, then forgets it', async () => {
     await addTo('main', 'main event');
     await addTo('ops:db', 'db event');
-    heartbeats = new Heartbeats(kit.deps);
+    heartbeats = new SessionHeartbeats(kit.deps);
     heartbeats.request('test', 'ops:db');
     await waitFor('the ops:db beat', () => finished('ops:db').length === 1);
 
@@ -43,7 +43,7 @@ describe('heartbeats: one per session with pending events', () => {
     await addTo('main', 'left from before');
     await addTo('ops:a', 'a');
     await addTo('ops:b', 'b');
-    heartbeats = new Heartbeats(kit.deps);
+    heartbeats = new SessionHeartbeats(kit.deps);
     await heartbeats.start();
     await waitFor('three beats', () => kit.logged('heartbeat finished').length === 3);
     for (const key of ['main', 'ops:a', 'ops:b']) assert.equal((await kit.store.pendingEvents(key)).length, 0, key);
@@ -52,7 +52,7 @@ describe('heartbeats: one per session with pending events', () => {
   it('requests for one session coalesce like the main heartbeat, and sessions beat independently', async () => {
     await addTo('ops:a', 'a1');
     await addTo('ops:b', 'b1');
-    heartbeats = new Heartbeats(kit.deps);
+    heartbeats = new SessionHeartbeats(kit.deps);
     heartbeats.request('x', 'ops:a');
     heartbeats.request('y', 'ops:a');
     heartbeats.request('z', 'ops:b');
@@ -62,7 +62,7 @@ describe('heartbeats: one per session with pending events', () => {
   });
 
   it('after close, requests are ignored', async () => {
-    heartbeats = new Heartbeats(kit.deps);
+    heartbeats = new SessionHeartbeats(kit.deps);
     await heartbeats.close();
     heartbeats.request('late', 'ops:x');
     assert.deepEqual(heartbeats.activeSessions, []);

@@ -16,11 +16,11 @@ import type { GmailConfig } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';
-import { createHookRoutes, type HookRoutes } from '../hooks/routes.js';
-import { GmailApi } from '../gmail/api.js';
-import { GoogleApiError, withGoogleRetry, type RetryPolicy, GOOGLE_RETRY } from '../gmail/http.js';
-import { type GmailMail, toMail } from '../gmail/message.js';
-import { GoogleOAuth } from '../gmail/oauth.js';
+import type { HookRoutes } from '../hooks/routes.js';
+import { GmailApi } from './api.js';
+import { GoogleApiError, withGoogleRetry, type RetryPolicy, GOOGLE_RETRY } from './http.js';
+import { type GmailMail, toMail } from './message.js';
+import { GoogleOAuth } from './oauth.js';
 import type { Logger } from '../log.js';
 import type { ClusterStore, GmailStore, IngressStore } from '../store/types.js';
 import { errorMessage, logSafe } from '../text-safe.js';
@@ -33,6 +33,8 @@ export interface GmailDeps {
   owner: string;
   ctx: () => HooksContext;
   signals: RuntimeSignals;
+  /** The process's one instance (app.ts), which the ingress uses too: each generation's mappings compile once. */
+  routes: HookRoutes;
   fetchFn?: typeof fetch;
   retry?: RetryPolicy;
 }
@@ -66,7 +68,6 @@ export class GoogleClients {
 }
 
 export class GmailFetcher {
-  private readonly routes: HookRoutes;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -76,9 +77,7 @@ export class GmailFetcher {
   constructor(
     private readonly deps: GmailDeps,
     private readonly clients: GoogleClients,
-  ) {
-    this.routes = createHookRoutes({ logger: deps.logger });
-  }
+  ) {}
 
   /** Look at the pending pushes now (a push was committed; the service started). */
   notify(): void {
@@ -204,7 +203,8 @@ export class GmailFetcher {
     const rawBody = Buffer.from(JSON.stringify(payload));
     const key = `${account}:${mail.id}`;
     const keyHash = createHash('sha256').update(key).digest('hex');
-    const routed = await this.routes.resolve({ ctx, subPath: 'gmail', payload, rawBody, headers: {}, rawHeaders: {}, query: new URLSearchParams(), now });
+    // Verified: hookgate fetched this mail itself, with its own Google credentials; no caller presents a token.
+    const routed = await this.deps.routes.resolve({ ctx, subPath: 'gmail', payload, rawBody, headers: {}, rawHeaders: {}, query: new URLSearchParams(), now, tokenVerified: true });
     if (routed.kind !== 'actions') {
       this.deps.logger.info({ account, outcome: routed.kind }, 'gmail message not queued: the gmail route did not make a run');
       return 0;
