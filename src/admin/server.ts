@@ -171,7 +171,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
       // The code and the class only: a message may quote what a caller sent.
       if (status >= 500) opts.logger.warn({ code, err: err instanceof Error ? err.name : typeof err, path: req.url?.split('?')[0]?.slice(0, 200) }, 'admin request failed');
       sendAdminError(res, err);
-    });
+    }).finally(() => guard.answered(req.socket));
   });
   server.maxConnections = nodeCap(caps);
   server.on('connection', (socket: Socket) => {

@@ -70,7 +70,9 @@ export async function listen(
   let allSettled: (() => void) | undefined;
   let closing = false;
   const guard = new ConnectionGuard('hooks', where.limits, where.trustedProxies, logger);
-  const settled = () => {
+  const settled = (socket: Socket) => {
+    // Answered: the connection is the last of its address to give way to a new one (its client may send again at once).
+    guard.answered(socket);
     active--;
     if (!closing) return;
     // The connection this answer leaves idle is not kept for another request.
@@ -80,7 +82,7 @@ export async function listen(
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (closing) res.shouldKeepAlive = false;
     active++;
-    void handler(req, res).finally(settled);
+    void handler(req, res).finally(() => settled(req.socket));
   };
   const server: Server = createServer(
     {

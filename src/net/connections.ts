@@ -41,25 +41,31 @@ const busy = (socket: Socket): boolean => (socket as WithMessage)._httpMessage !
 
 /**
  * The connection caps of one listener (docs/security.md, "Connection fairness"). Open sockets are counted per
- * `addressBucket` of the socket's address (an IPv6 client per /64), oldest first. A new connection is admitted, or
- * closed at once before a byte of it is read (no answer: a client that sent no request could not read one):
+ * `addressBucket` of the socket's address (an IPv6 client per /64), least recently used first. A new connection is
+ * admitted, or closed at once before a byte of it is read (no answer: a client that sent no request could not read
+ * one):
  *
  * - An address holds at most `maxConnectionsPerAddress`; once the listener is above half of `maxConnections`, at
  *   most its fair share, `maxConnections / (addresses holding connections + 1)`: the `+ 1` keeps one share free for
  *   an address that holds none, and the last share of the slots is only for such addresses. An address at its cap
- *   replaces its own oldest idle connection; it is refused only when all of its connections are busy.
+ *   replaces its own idle connection unused the longest; it is refused only when all of its connections are busy.
  * - At the total cap (or the reserved share), the address holding the most connections gives way, among the new
- *   one's own and those holding more than it: its oldest idle connection is closed (a keep-alive connection between
- *   two requests, or one whose request headers are not complete). A connection answering a request is never closed,
- *   so its request is answered.
+ *   one's own and those holding more than it: its idle connection unused the longest is closed (a keep-alive
+ *   connection between two requests, or one whose request headers are not complete). A connection answering a
+ *   request is never closed, so its request is answered.
  *
  * Trusted proxies are exempt from the per-address caps (every client behind one shares its address) and may take
  * from any address at the total cap; their idle connections give way like anyone's. Memory: one entry per open
  * connection, at most `maxConnections`.
  */
 export class ConnectionGuard {
-  /** Address bucket → its open sockets, oldest first, with their admission number. */
+  /**
+   * Address bucket → its open sockets, least recently used first (admitted, or last answered: see `answered`), with
+   * the number of that event (one sequence across every address).
+   */
   private readonly buckets = new Map<string, Map<Socket, number>>();
+  /** Each counted socket's address bucket (for `answered`, which is told the socket only). */
+  private readonly keys = new Map<Socket, string>();
   private open = 0;
   private seq = 0;
   private proxies: ClientIpResolver;
@@ -108,6 +114,19 @@ export class ConnectionGuard {
     return this.track(socket, key);
   }
 
+  /**
+   * A request was answered on `socket`: it becomes the most recently used connection of its address, the last of
+   * them to give way. Its client has just read an answer and is the likeliest to send again at once; closing it then
+   * would reset that next request (a keep-alive connection that was held long, say by a slow store, is the oldest by
+   * admission, so ordering by admission alone picked exactly it). The one chosen is the one idle the longest.
+   */
+  answered(socket: Socket): void {
+    const key = this.keys.get(socket);
+    const held = key === undefined ? undefined : this.buckets.get(key);
+    if (!held?.delete(socket)) return;
+    held.set(socket, this.seq++);
+  }
+
   /** A connection Node dropped at its own cap (its `drop` event): the guard did not see it. */
   dropped(): void {
     this.done.refusedTotal++;
@@ -133,6 +152,7 @@ export class ConnectionGuard {
     let held = this.buckets.get(key);
     if (!held) this.buckets.set(key, (held = new Map()));
     held.set(socket, this.seq++);
+    this.keys.set(socket, key);
     this.open++;
     socket.once('close', () => this.forget(key, socket));
     return true;
@@ -141,21 +161,22 @@ export class ConnectionGuard {
   private forget(key: string, socket: Socket): void {
     const held = this.buckets.get(key);
     if (!held?.delete(socket)) return;
+    this.keys.delete(socket);
     this.open--;
     if (held.size === 0) this.buckets.delete(key);
   }
 
   /**
-   * Close the oldest idle connection of the address holding the most: the newcomer's own, or another's holding more
-   * than the newcomer (`mine`) does; a trusted proxy may take from any address.
+   * Close the least recently used idle connection of the address holding the most: the newcomer's own, or another's
+   * holding more than the newcomer (`mine`) does; a trusted proxy may take from any address.
    */
   private evictFor(key: string, mine: number, exempt: boolean): boolean {
     let victim: { key: string; held: Map<Socket, number>; socket: Socket; seq: number } | undefined;
     for (const [k, held] of this.buckets) {
       if ((k !== key && !exempt && held.size <= mine) || (victim && held.size < victim.held.size)) continue;
-      const oldest = oldestIdle(held);
-      if (!oldest) continue;
-      if (!victim || held.size > victim.held.size || oldest[1] < victim.seq) victim = { key: k, held, socket: oldest[0], seq: oldest[1] };
+      const lru = idleLongest(held);
+      if (!lru) continue;
+      if (!victim || held.size > victim.held.size || lru[1] < victim.seq) victim = { key: k, held, socket: lru[0], seq: lru[1] };
     }
     if (!victim) return false;
     this.evict(victim.key, victim.socket);
@@ -163,9 +184,9 @@ export class ConnectionGuard {
   }
 
   private evictFrom(key: string, held: Map<Socket, number>): boolean {
-    const oldest = oldestIdle(held);
-    if (!oldest) return false;
-    this.evict(key, oldest[0]);
+    const lru = idleLongest(held);
+    if (!lru) return false;
+    this.evict(key, lru[0]);
     return true;
   }
 
@@ -187,8 +208,8 @@ export class ConnectionGuard {
   }
 }
 
-/** The oldest connection of `held` not answering a request (and not closed yet), with its admission number. */
-function oldestIdle(held: Map<Socket, number>): [Socket, number] | undefined {
+/** The least recently used connection of `held` not answering a request (and not closed yet), with its number. */
+function idleLongest(held: Map<Socket, number>): [Socket, number] | undefined {
   for (const entry of held) if (!busy(entry[0]) && !entry[0].destroyed) return entry;
   return undefined;
 }

@@ -107,6 +107,44 @@ describe('ConnectionGuard', () => {
     assert.equal(guard.size, 20);
   });
 
+  it('the idle connection unused the longest gives way, not the one whose answer was just written', () => {
+    // Three keep-alive connections of one client at its cap. The first was admitted first but its request was held
+    // (a slow store) and answered only now: its client is about to send its next request on it. The others were
+    // answered earlier and have been idle since. A new connection must take one of those, else that next request is
+    // reset.
+    const { guard, connect } = setup(100, 3);
+    const held = connect('203.0.113.9', true).socket;
+    const idleA = connect('203.0.113.9').socket;
+    const idleB = connect('203.0.113.9').socket;
+    for (const s of [idleA, idleB]) {
+      s.bytesWritten = 100;
+      guard.answered(s as unknown as Socket);
+    }
+    held._httpMessage = null;
+    held.bytesWritten = 100;
+    guard.answered(held as unknown as Socket);
+    assert.equal(connect('203.0.113.9').admitted, true);
+    assert.ok(idleA.destroyed && !idleB.destroyed && !held.destroyed, 'the one idle the longest gave way');
+    assert.equal(connect('203.0.113.9').admitted, true);
+    assert.ok(idleB.destroyed && !held.destroyed);
+    // The same at the total cap, across addresses: the largest holder gives up its longest-idle connection.
+    const total = setup(4, 4);
+    const a1 = total.connect('198.51.100.1', true).socket;
+    const a2 = total.connect('198.51.100.1').socket;
+    total.connect('198.51.100.2');
+    total.connect('198.51.100.3');
+    a2.bytesWritten = 100;
+    total.guard.answered(a2 as unknown as Socket);
+    a1._httpMessage = null;
+    a1.bytesWritten = 100;
+    total.guard.answered(a1 as unknown as Socket);
+    assert.equal(total.connect('198.51.100.4').admitted, true);
+    assert.ok(a2.destroyed && !a1.destroyed);
+    // A socket already closed (or never counted) is ignored.
+    guard.answered(idleA as unknown as Socket);
+    assert.equal(guard.size, 3);
+  });
+
   it('IPv6 clients count by their /64; closed sockets are uncounted', async () => {
     const { guard, connect, all } = setup(100, 2);
     assert.equal(connect('2001:db8::1').admitted, true);
