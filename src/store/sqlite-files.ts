@@ -3,7 +3,7 @@
  * that the open database is still the file at its path (checked after every commit), and the WAL's size (kept
  * bounded with the checkpoint thread's help).
  */
-import { closeSync, fstatSync, openSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, openSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { StoreError } from '../errors.js';
@@ -48,16 +48,20 @@ export function assertWritableStore(path: string): void {
   }
 }
 
-/** What open(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
+/** What access(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
 const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
 
 /**
- * The same probe as `assertWritableStore`, on the -shm, while the store is open. SQLite writes its WAL index through
+ * The same question as `assertWritableStore`, on the -shm, while the store is open. SQLite writes its WAL index through
  * a shared memory map of the -shm, on every commit, checkpoint and even read (its read mark); made immutable while
  * open (`chattr +i`), the file's pages are write-protected and the next such write is a SIGBUS that kills the
- * process with no log line. The store probes before each write batch, read and checkpoint (an open and a close,
- * about 2 µs) and refuses with this error (503) while it lasts; a window of microseconds between the probe and
- * SQLite's write remains. A missing -shm (deleted while mapped) or a full descriptor table says nothing: not refused.
+ * process with no log line. The store asks before each write batch, read and checkpoint and refuses with this error
+ * (503) while it lasts; a window of microseconds between the question and SQLite's write remains. A missing -shm
+ * (deleted while mapped) says nothing: not refused.
+ *
+ * access(2), never open(2) and close(2): closing any descriptor of the -shm drops every POSIX lock this process holds
+ * on it, SQLite's included, and another process opening the store (the CLI, a reader) then takes itself for the
+ * first, truncates the -shm and rebuilds it under our map: the SIGBUS this guard exists to prevent.
  */
 export class ShmGuard {
   private refusal: StoreError | undefined;
@@ -70,14 +74,12 @@ export class ShmGuard {
 
   /** The error to refuse with while the -shm cannot be written, else undefined. */
   refused(): StoreError | undefined {
-    let fd: number | undefined;
     let err: unknown;
     try {
-      fd = openSync(this.path, 'r+');
+      accessSync(this.path, constants.W_OK);
     } catch (e) {
       err = e;
     }
-    if (fd !== undefined) closeSync(fd);
     const now = err !== undefined && UNWRITABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '') ? unwritable('file', this.path, err) : undefined;
     const changed = Boolean(now) !== Boolean(this.refusal);
     this.refusal = now;

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { ShmGuard } from '../../src/store/sqlite-files.js';
+
+/** The POSIX locks this process holds on the file with inode `ino` (Linux: /proc/locks). */
+function locksHeld(ino: number): number {
+  return readFileSync('/proc/locks', 'utf8')
+    .split('\n')
+    .filter((l) => /\bPOSIX\b/.test(l))
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => Number(f[4]) === process.pid && Number(f[5]?.split(':')[2]) === ino).length;
+}
+
+describe('ShmGuard', () => {
+  it("asking whether the -shm is writable keeps SQLite's locks on it (a close of any descriptor would drop them)", { skip: !existsSync('/proc/locks') && 'needs /proc/locks (Linux)' }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-shm-'));
+    const db = new Database(join(dir, 'store.db'));
+    try {
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)');
+      const shm = join(dir, 'store.db-shm');
+      const ino = statSync(shm).ino;
+      const before = locksHeld(ino);
+      // SQLite holds its dead-man-switch lock on the -shm for as long as a WAL connection is open: another process
+      // that finds it free takes itself for the first one and truncates the -shm under this process's map (SIGBUS).
+      assert.ok(before > 0, 'SQLite holds a lock on the -shm while the store is open');
+      assert.equal(new ShmGuard(shm).refused(), undefined, 'a writable -shm is not refused');
+      assert.equal(locksHeld(ino), before, "the guard left SQLite's locks in place");
+    } finally {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
