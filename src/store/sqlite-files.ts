@@ -24,7 +24,8 @@ function unwritable(what: string, file: string, err: unknown): StoreError {
  * Refuse a store hookgate cannot write: each existing file (database, -wal, -shm) is opened read-write and the
  * directory gets a probe file. An immutable (`chattr +i`) or read-only store would otherwise open, and the first
  * write to the memory-mapped -shm kills the process with SIGBUS, which no handler can catch or log. Open(2) itself
- * is the probe: as root, mode bits and access(2) say nothing about attributes. A full disk is not refused here.
+ * is the probe: as root, mode bits say nothing about attributes and access(2) misses append-only (`chattr +a`). A
+ * full disk is not refused here. Only before this process opens the store: a close drops SQLite's locks (ShmGuard).
  */
 export function assertWritableStore(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
@@ -59,9 +60,10 @@ const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
  * (503) while it lasts; a window of microseconds between the question and SQLite's write remains. A missing -shm
  * (deleted while mapped) says nothing: not refused.
  *
- * access(2), never open(2) and close(2): closing any descriptor of the -shm drops every POSIX lock this process holds
- * on it, SQLite's included, and another process opening the store (the CLI, a reader) then takes itself for the
- * first, truncates the -shm and rebuilds it under our map: the SIGBUS this guard exists to prevent.
+ * access(2) (it reports immutable files and read-only mounts, not append-only), never open(2) and close(2): closing
+ * any descriptor of the -shm drops every POSIX lock this process holds on it, SQLite's included, and another process
+ * opening the store (the CLI, a reader) then takes itself for the first, truncates the -shm and rebuilds it under
+ * our map: the SIGBUS this guard exists to prevent.
  */
 export class ShmGuard {
   private refusal: StoreError | undefined;
