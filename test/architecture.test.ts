@@ -149,6 +149,15 @@ describe('architecture (issue 9: done when…)', () => {
     assert.deepEqual(offending, [], `net sits below ingress and admin, which both import it; it must not import them (nor config, nor store):\n${show(offending)}`);
   });
 
+  it('src/http (the outbound client) imports only from src/http and the leaf modules', () => {
+    const offending = FILES.filter((f) => f.startsWith('src/http/')).flatMap((f) =>
+      srcImports(f)
+        .filter((i) => !i.target.startsWith('src/http/') && !LEAVES.has(i.target))
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
+    );
+    assert.deepEqual(offending, [], `http sits at the level of the leaves, below channels, providers, gmail and cli, which import it:\n${show(offending)}`);
+  });
+
   it('the CLI loads the server only for serve, through a dynamic import of app.ts', () => {
     const entry = 'src/cli/main.ts';
     const loaded = closure(entry, ['static']);
