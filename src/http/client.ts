@@ -46,7 +46,7 @@ export interface RequestInit {
   body?: string | undefined;
 }
 
-/** A transport with the shape of `fetch`: undici's by default; a stand-in in tests that script a failure. */
+/** A transport with the shape of `fetch`: undici's (below); a stand-in in tests that script a failure. */
 export type Transport = (url: string, init: Record<string, unknown>) => Promise<Response>;
 
 export interface RequestOptions {
@@ -73,16 +73,26 @@ export interface RequestOptions {
 /** Platform answers are small JSON objects; a proxy's HTML error page or a hostile server must not fill memory. */
 export const DEFAULT_MAX_BYTES = 1024 * 1024;
 
-// Loaded on the first outbound call: undici adds about 15 MB of RSS to a process that never calls out (a config with
-// only the `echo` model and the `log` channel), measured with the pinned bench.
+/*
+ * Both transports are undici. Without a dispatcher: Node's own copy, the global `fetch`, which Node loads on first
+ * use. With one: the npm copy's fetch (a dispatcher only takes effect on the fetch of the same undici copy), imported
+ * on the first call that needs it: it adds about 15 MB of RSS to a process that makes no such call (a config with
+ * only the `echo` model), measured with the pinned bench.
+ */
 const importUndici = () => import('undici');
 let undici: ReturnType<typeof importUndici> | undefined;
 const loadUndici = () => (undici ??= importUndici());
 
-/** An undici Agent with the given options, for `RequestOptions.dispatcher` (loads undici). */
+/** An undici Agent with the given options, for `RequestOptions.dispatcher` (loads the npm undici). */
 export async function agent(options: ConstructorParameters<typeof Agent>[0]): Promise<Dispatcher> {
   const m = await loadUndici();
   return new m.Agent(options);
+}
+
+async function transportFor(options: RequestOptions): Promise<Transport> {
+  if (options.transport) return options.transport;
+  if (options.dispatcher) return (await loadUndici()).fetch as unknown as Transport;
+  return globalThis.fetch as Transport;
 }
 
 const NEVER = new AbortController().signal;
@@ -91,7 +101,7 @@ export async function request(url: string, init: RequestInit, options: RequestOp
   const outer = options.signal ?? NEVER;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
-    const transport = options.transport ?? ((await loadUndici()).fetch as unknown as Transport);
+    const transport = await transportFor(options);
     const res = await transport(url, {
       method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
       headers: init.headers,
