@@ -24,6 +24,8 @@ export type HttpOutcome =
   | {
       kind: 'response';
       status: number;
+      /** The server's reason phrase (`Not Found`): for a message when the body gives no reason. */
+      statusText: string;
       headers: Headers;
       /** The body as UTF-8, at most `maxBytes` of it. */
       text: string;
@@ -97,6 +99,9 @@ async function transportFor(options: RequestOptions): Promise<Transport> {
 
 const NEVER = new AbortController().signal;
 
+/** The `network` code of a failure that carried no system code. */
+export const NO_CODE = 'fetch_failed';
+
 export async function request(url: string, init: RequestInit, options: RequestOptions = {}): Promise<HttpOutcome> {
   const outer = options.signal ?? NEVER;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
@@ -113,14 +118,14 @@ export async function request(url: string, init: RequestInit, options: RequestOp
     const max = typeof options.maxBytes === 'function' ? options.maxBytes(res.status) : (options.maxBytes ?? DEFAULT_MAX_BYTES);
     if (max === 0) {
       await res.body?.cancel().catch(() => undefined);
-      return { kind: 'response', status: res.status, headers: res.headers, text: '', json: undefined, truncated: false };
+      return { kind: 'response', status: res.status, statusText: res.statusText, headers: res.headers, text: '', json: undefined, truncated: false };
     }
     const { text, truncated } = await readCapped(res.body, max);
-    return { kind: 'response', status: res.status, headers: res.headers, text, json: truncated ? undefined : parseJson(text), truncated };
+    return { kind: 'response', status: res.status, statusText: res.statusText, headers: res.headers, text, json: truncated ? undefined : parseJson(text), truncated };
   } catch (err) {
     if (outer.aborted) return { kind: 'aborted' };
     if (limit.timedOut) return { kind: 'timeout' };
-    return { kind: 'network', code: errorCode(err) ?? 'fetch_failed' };
+    return { kind: 'network', code: errorCode(err) ?? NO_CODE };
   } finally {
     limit.dispose();
   }
