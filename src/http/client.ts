@@ -41,15 +41,16 @@ export type HttpOutcome =
 export type HttpResponse = Extract<HttpOutcome, { kind: 'response' }>;
 export type HttpFailure = Exclude<HttpOutcome, { kind: 'response' }>;
 
-export interface RequestInit {
+export interface OutboundInit {
   /** GET without a body, POST with one, unless said. */
   method?: string;
   headers?: Record<string, string> | Headers;
-  body?: string | undefined;
+  /** Bytes are sent as they are (a signed body). */
+  body?: string | Uint8Array | undefined;
 }
 
 /** A transport with the shape of `fetch`: undici's (below); a stand-in in tests that script a failure. */
-export type Transport = (url: string, init: Record<string, unknown>) => Promise<Response>;
+export type Transport = (url: string, init: RequestInit) => Promise<Response>;
 
 export interface RequestOptions {
   /** The budget of the whole call, connect to last body byte. None: only `signal` ends it. */
@@ -102,7 +103,7 @@ const NEVER = new AbortController().signal;
 /** The `network` code of a failure that carried no system code. */
 export const NO_CODE = 'fetch_failed';
 
-export async function request(url: string, init: RequestInit, options: RequestOptions = {}): Promise<HttpOutcome> {
+export async function request(url: string, init: OutboundInit, options: RequestOptions = {}): Promise<HttpOutcome> {
   const outer = options.signal ?? NEVER;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
@@ -114,7 +115,7 @@ export async function request(url: string, init: RequestInit, options: RequestOp
       signal: limit.signal,
       redirect: options.redirect ?? 'manual',
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-    });
+    } as RequestInit);
     const max = typeof options.maxBytes === 'function' ? options.maxBytes(res.status) : (options.maxBytes ?? DEFAULT_MAX_BYTES);
     if (max === 0) {
       await res.body?.cancel().catch(() => undefined);

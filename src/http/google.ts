@@ -5,7 +5,7 @@
  */
 import { logSafe } from '../text-safe.js';
 import { parseRetryAfter } from '../retry-after.js';
-import { type HttpResponse, type RequestInit, type Transport, is2xx, request } from './client.js';
+import { type HttpResponse, type OutboundInit, type Transport, is2xx, request } from './client.js';
 import { GoogleApiError } from './errors.js';
 import { asRecord } from './token.js';
 
@@ -54,7 +54,7 @@ export function googleStatusError(what: string, res: HttpResponse): GoogleApiErr
 }
 
 /** The answer as JSON, or a GoogleApiError. `what` names the call in the error (never a secret). */
-export async function googleJson<T>(what: string, url: string, init: RequestInit, transport?: Transport): Promise<T> {
+export async function googleJson<T>(what: string, url: string, init: OutboundInit, transport?: Transport): Promise<T> {
   const res = await request(url, init, { timeoutMs: GOOGLE_TIMEOUT_MS, maxBytes: GOOGLE_MAX_BYTES, transport });
   if (res.kind !== 'response') throw new GoogleApiError(`${what}: no answer (${res.kind === 'network' ? 'network error' : 'timeout'})`, 0);
   if (!is2xx(res.status)) throw googleStatusError(what, res);
