@@ -148,6 +148,24 @@ function parseJson(text: string): unknown {
   }
 }
 
+/**
+ * A response whose body is read as it comes (a live feed: `hookgate tail`), or why there was none. The caller reads
+ * `body` to its end or cancels it; only `signal` ends it early (a feed has no time limit, nor a size cap).
+ */
+export async function openStream(
+  url: string,
+  init: OutboundInit,
+  options: Pick<RequestOptions, 'signal'> = {},
+): Promise<{ kind: 'stream'; status: number; headers: Headers; body: ReadableStream<Uint8Array> | null } | HttpFailure> {
+  try {
+    const res = await globalThis.fetch(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body, signal: options.signal ?? null, redirect: 'manual' });
+    return { kind: 'stream', status: res.status, headers: res.headers, body: res.body };
+  } catch (err) {
+    if (options.signal?.aborted) return { kind: 'aborted' };
+    return { kind: 'network', code: errorCode(err) ?? NO_CODE };
+  }
+}
+
 /** The origin of a URL, for a message (its path and query may carry credentials); a fixed phrase when it does not parse. */
 export function originOf(url: string, fallback = 'the server'): string {
   try {
