@@ -17,8 +17,8 @@ import type { googlechatSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { checkWarn } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
-import { jwtBearer, readServiceAccount, staticToken, withBearer, type ServiceAccount, type TokenSource } from '../http/token.js';
-import { asRecord, checkToken, failure, oauthTokens, postJson, statusFailure, transportFailure, sentOn2xx, type SendFailure } from './http.js';
+import { jwtBearer, readServiceAccount, staticToken, type ServiceAccount, type TokenSource } from '../http/token.js';
+import { asRecord, checkToken, failure, oauthTokens, postWithToken, statusFailure, type SendFailure } from './http.js';
 import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
 
 export type GoogleChatConfig = z.output<typeof googlechatSchema>;
@@ -41,17 +41,10 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const space = toSpaceName(message.to);
       if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);
       const url = `${joinUrl(config.apiBaseUrl, `v1/${space}/messages`)}?requestId=${requestIdFor(message.deliveryId)}`;
-      const called = await withBearer(tokens, (token) =>
-        postJson(url, { text: message.text }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: config.timeoutMs, signal }),
-      );
-      if (!called.ok) return called.failure;
-      const outcome = called.outcome;
-      if (outcome.kind !== 'response') return transportFailure('googlechat', outcome);
-      const json = asRecord(outcome.json);
-      const sent = sentOn2xx('googlechat', outcome, ctx.logger, (j) => j.name);
-      if (sent) return sent;
+      const outcome = await postWithToken('googlechat', tokens, url, { text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.name);
+      if (!('kind' in outcome)) return outcome;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
-      const err = asRecord(json.error);
+      const err = asRecord(asRecord(outcome.json).error);
       const status = logSafeOptional(err.status, 40);
       const detail = [status, logSafeOptional(err.message)].filter(Boolean).join(': ');
       const hint = HINTS[outcome.status];

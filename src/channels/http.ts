@@ -11,7 +11,7 @@ import { isRetryableStatus, onePathSegment } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk } from '../check.js';
 import { type HttpFailure, type HttpOutcome, type HttpResponse, is2xx, request } from '../http/client.js';
-import { type Grant, type TokenSource, TokenCache, asRecord, requestToken } from '../http/token.js';
+import { type Grant, type TokenSource, TokenCache, asRecord, requestToken, withBearer } from '../http/token.js';
 import type { SendResult } from './types.js';
 
 export type { HttpOutcome } from '../http/client.js';
@@ -152,4 +152,24 @@ export function sentOn2xx(
   if (outcome.json === undefined) return acceptedWithoutBody(platform, outcome.status, logger);
   const id = pickId(asRecord(outcome.json));
   return typeof id === 'string' ? { ok: true, platformIds: [id] } : { ok: true };
+}
+
+/**
+ * A JSON POST with a bearer token from `tokens` (Google Chat, Teams): the SendResult when it is already decided (no
+ * token, no answer, or a 2xx: sent, with the id `pickId` finds), else the error answer for the platform to word.
+ */
+export async function postWithToken(
+  platform: string,
+  tokens: TokenSource<SendFailure>,
+  url: string,
+  body: unknown,
+  options: Omit<RequestOptions, 'headers'>,
+  logger: { warn(obj: object, msg?: string): void },
+  pickId: (json: Record<string, unknown>) => unknown,
+): Promise<SendResult | HttpResponse> {
+  const called = await withBearer(tokens, (token) => postJson(url, body, { ...options, headers: { authorization: `Bearer ${token}` } }));
+  if (!called.ok) return called.failure;
+  const outcome = called.outcome;
+  if (outcome.kind !== 'response') return transportFailure(platform, outcome);
+  return sentOn2xx(platform, outcome, logger, pickId) ?? outcome;
 }
