@@ -166,6 +166,21 @@ export async function openStream(
   }
 }
 
+/**
+ * `request` in the shape of `fetch`, for a library that takes a fetch of its own (jose's remote key set): the body
+ * is read bounded, redirects are not followed, and a failure rejects as fetch's would (a TimeoutError on the
+ * caller's timeout signal, an error carrying the system code otherwise).
+ */
+export function asFetch(options: Pick<RequestOptions, 'maxBytes'> = {}): (url: string, init: { method?: string; headers?: Headers; signal?: AbortSignal }) => Promise<Response> {
+  return async (url, init) => {
+    const res = await request(url, { method: init.method, headers: init.headers }, { signal: init.signal, maxBytes: options.maxBytes });
+    if (res.kind === 'response') return new Response(res.text === '' ? null : res.text, { status: res.status, headers: res.headers });
+    if (res.kind === 'aborted') throw init.signal?.reason ?? new DOMException('the request was aborted', 'AbortError');
+    if (res.kind === 'timeout') throw new DOMException('the request timed out', 'TimeoutError');
+    throw Object.assign(new Error(`network error (${res.code})`), { code: res.code });
+  };
+}
+
 /** The origin of a URL, for a message (its path and query may carry credentials); a fixed phrase when it does not parse. */
 export function originOf(url: string, fallback = 'the server'): string {
   try {
