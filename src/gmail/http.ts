@@ -6,8 +6,8 @@
 import { GoogleApiError } from '../http/errors.js';
 import { type RetryPolicy, withRetry } from '../http/retry.js';
 
+// The runtime's fetcher branches on it (a 404: the message or the history is gone).
 export { GoogleApiError };
-export { GOOGLE_TIMEOUT_MS, googleJson } from '../http/google.js';
 export type { RetryPolicy };
 
 export const GOOGLE_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 1_000, maxDelayMs: 32_000 };

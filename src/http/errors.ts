@@ -1,6 +1,6 @@
 /**
- * The error family of outbound calls: the other side said no (`HttpStatusError`, `GoogleApiError`), or never
- * answered. Each carries a stable code (`OutboundErrorCode`), the status (0 when there was no answer) and the other
+ * The error family of outbound calls (`OutboundError`; `GoogleApiError` for Google's APIs and token endpoint): the
+ * other side said no, or never answered. Each carries a stable code (`OutboundErrorCode`), the status (0 when there was no answer) and the other
  * side's wait hint; `transient` is derived from the code. Messages name the call, never a URL's path or query, a
  * token or a body that may hold user data.
  */
@@ -35,13 +35,6 @@ export function statusCode(status: number): OutboundErrorCode {
 /** The code of a call that got no answer. */
 export function failureCode(failure: HttpFailure): OutboundErrorCode {
   return failure.kind === 'network' ? 'outbound_unreachable' : 'outbound_timeout';
-}
-
-/** The other side answered with a status the caller does not accept. */
-export class HttpStatusError extends OutboundError {
-  constructor(status: number, message: string, retryAfterMs?: number) {
-    super(statusCode(status), message, status, retryAfterMs);
-  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { agent, asFetch, request } from '../../src/http/client.js';
-import { GoogleApiError, HttpStatusError } from '../../src/http/errors.js';
+import { GoogleApiError, OutboundError, statusCode } from '../../src/http/errors.js';
 import { googleJson } from '../../src/http/google.js';
 import { withRetry } from '../../src/http/retry.js';
 import { clientCredentials, jwtBearer, readServiceAccount, requestToken, TokenCache, withBearer, type TokenFetched } from '../../src/http/token.js';
@@ -128,10 +128,12 @@ describe('http client: retries with Retry-After', () => {
   });
 
   it('gives a status error a stable code: busy for 408/429/5xx, refused for other 4xx', () => {
-    assert.equal(new HttpStatusError(503, 'x').code, 'outbound_busy');
-    assert.equal(new HttpStatusError(408, 'x').transient, true);
-    assert.equal(new HttpStatusError(403, 'x').code, 'outbound_refused');
-    assert.equal(new HttpStatusError(403, 'x').transient, false);
+    const said = (status: number) => new OutboundError(statusCode(status), 'x', status);
+    assert.equal(said(503).code, 'outbound_busy');
+    assert.equal(said(408).transient, true);
+    assert.equal(said(403).code, 'outbound_refused');
+    assert.equal(said(302).transient, false);
+    assert.equal(new GoogleApiError('x', 429).code, 'outbound_busy');
     assert.equal(new GoogleApiError('x', 0).code, 'outbound_unreachable');
   });
 });
