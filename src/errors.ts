@@ -85,6 +85,17 @@ export type AdminErrorCode =
   | 'invalid_query' // a query parameter (or cursor) the endpoint cannot use: the message names it
   | 'not_retryable'; // retry asked of a run or delivery that is not failed / dead-lettered
 
+/**
+ * A call hookgate made to another service (src/http) failed: the other side said no, or never answered. Callers
+ * branch on these (or on `transient`, which is derived from them), never on a message.
+ */
+export type OutboundErrorCode =
+  | 'outbound_refused' // a 3xx (not followed) or a 4xx other than 408/429: the request is wrong and will stay wrong
+  | 'outbound_busy' // 408, 429 or 5xx: the other side may take it later
+  | 'outbound_unreachable' // no answer: connection refused or reset, DNS, TLS
+  | 'outbound_timeout' // no answer within the time given
+  | 'outbound_bad_response'; // an answer, but not what the protocol promises (not JSON, too large)
+
 /** The runtime gave work up (src/runtime). */
 export type RuntimeErrorCode =
   | 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
@@ -103,6 +114,7 @@ export type ErrorCode =
   | StoreSchemaErrorCode
   | AdminErrorCode
   | RuntimeErrorCode
+  | OutboundErrorCode
   | 'config_invalid'
   | 'store_unavailable';
 

@@ -61,6 +61,12 @@ function importsOf(file: string): Import[] {
   return out;
 }
 
+/** The names an `import { … } from '<spec>'` of this file brings in ('' when there is none). */
+function importClause(text: string, spec: string): string {
+  const esc = spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return [...text.matchAll(new RegExp(`import\\s+([^'";]*?)\\s+from\\s*['"]${esc}['"]`, 'g'))].map((m) => m[1]).join(' ');
+}
+
 const IMPORTS = new Map(FILES.map((f) => [f, importsOf(f)]));
 const srcImports = (file: string) => (IMPORTS.get(file) ?? []).filter((i): i is Import & { target: string } => i.target !== undefined);
 const show = (lines: string[]) => lines.map((l) => `  ${l}`).join('\n');
@@ -189,6 +195,37 @@ describe('architecture', () => {
         .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
     );
     assert.deepEqual(offending, [], `net sits below ingress and admin, which both import it; it must not import them (nor config, nor store):\n${show(offending)}`);
+  });
+
+  it('src/http (the outbound client) imports only from src/http and the leaf modules', () => {
+    const offending = FILES.filter((f) => f.startsWith('src/http/')).flatMap((f) =>
+      srcImports(f)
+        .filter((i) => !i.target.startsWith('src/http/') && !LEAVES.has(i.target))
+        .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
+    );
+    assert.deepEqual(offending, [], `http sits at the level of the leaves, below channels, providers, gmail and cli, which import it:\n${show(offending)}`);
+  });
+
+  it('outbound HTTP goes through src/http only: no fetch, undici, http.request or https.request elsewhere', () => {
+    const calls: Array<[RegExp, string]> = [
+      [/(?<![\w$.])fetch\s*\(/, 'calls fetch('],
+      [/\bglobalThis\.fetch\b/, 'uses globalThis.fetch'],
+      [/\bundici\s*\.\s*(request|fetch|stream|pipeline|Agent|Pool|Client)\b/, 'uses undici directly'],
+      [/\bhttps?\s*\.\s*(request|get)\s*\(/, 'calls http(s).request / http(s).get'],
+    ];
+    const offending = FILES.filter((f) => !f.startsWith('src/http/')).flatMap((f) => {
+      const text = stripComments(TEXT.get(f)!);
+      const found = calls.filter(([re]) => re.test(text)).map(([, what]) => `${f} ${what}`);
+      const imports = (IMPORTS.get(f) ?? [])
+        .filter((i) => i.spec === 'undici' || i.spec.startsWith('undici/') || ((i.spec === 'node:http' || i.spec === 'node:https' || i.spec === 'http' || i.spec === 'https') && /\b(request|get)\b/.test(importClause(text, i.spec))))
+        .map((i) => `${f} imports ${i.spec}${i.spec.includes('undici') ? '' : ' (request/get)'}`);
+      return [...found, ...imports];
+    });
+    assert.deepEqual(
+      offending,
+      [],
+      `call other services through src/http (request, and agent() for a dispatcher of one's own): timeouts, the size cap, redirects and errors are handled there once:\n${show(offending)}`,
+    );
   });
 
   it('the CLI loads the server only for serve, through a dynamic import of app.ts', () => {

@@ -9,7 +9,7 @@
  * `requestId` is derived from the delivery id: the Chat API returns the existing message for a repeated requestId,
  * so an outbox retry after a lost answer does not post twice.
  */
-import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { z } from 'zod';
@@ -17,21 +17,8 @@ import type { googlechatSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { checkWarn } from '../check.js';
 import { logSafeOptional } from '../text-safe.js';
-import {
-  AccessTokenCache,
-  asRecord,
-  callWithToken,
-  checkToken,
-  failure,
-  postJson,
-  requestOAuthToken,
-  staticToken,
-  statusFailure,
-  transportFailure,
-  type TokenOutcome,
-  type TokenSource,
-  sentOn2xx,
-} from './http.js';
+import { jwtBearer, readServiceAccount, staticToken, type ServiceAccount, type TokenSource } from '../http/token.js';
+import { asRecord, checkToken, failure, oauthTokens, postWithToken, statusFailure, type SendFailure } from './http.js';
 import { ChannelError, type Channel, type ChannelContext, type OutboundMessage, type SendResult } from './types.js';
 
 export type GoogleChatConfig = z.output<typeof googlechatSchema>;
@@ -39,15 +26,6 @@ export type GoogleChatConfig = z.output<typeof googlechatSchema>;
 /** Chat message `text` is limited to 4,096 characters (the whole message, cards included, to 32,000 bytes). */
 export const GOOGLECHAT_MAX_TEXT = 4096;
 export const GOOGLECHAT_SCOPE = 'https://www.googleapis.com/auth/chat.bot';
-/** The longest assertion lifetime Google accepts. */
-const JWT_LIFETIME_S = 3600;
-
-interface ServiceAccount {
-  clientEmail: string;
-  privateKey: KeyObject;
-  keyId: string | undefined;
-}
-
 /** `to`: a space, `spaces/AAAA…` or the bare `AAAA…` (its name is put in the API path, so nothing else passes). */
 export function checkGoogleChatRecipient(to: string): string | undefined {
   return toSpaceName(to) === undefined ? 'a space name like spaces/AAAAxxxx' : undefined;
@@ -63,17 +41,10 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const space = toSpaceName(message.to);
       if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);
       const url = `${joinUrl(config.apiBaseUrl, `v1/${space}/messages`)}?requestId=${requestIdFor(message.deliveryId)}`;
-      const called = await callWithToken(tokens, (token) =>
-        postJson(url, { text: message.text }, { headers: { authorization: `Bearer ${token}` }, timeoutMs: config.timeoutMs, signal }),
-      );
-      if (!called.ok) return called.failure;
-      const outcome = called.outcome;
-      if (outcome.kind !== 'response') return transportFailure('googlechat', outcome);
-      const json = asRecord(outcome.json);
-      const sent = sentOn2xx('googlechat', outcome, ctx.logger, (j) => j.name);
-      if (sent) return sent;
+      const outcome = await postWithToken('googlechat', tokens, url, { text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.name);
+      if (!('kind' in outcome)) return outcome;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
-      const err = asRecord(json.error);
+      const err = asRecord(asRecord(outcome.json).error);
       const status = logSafeOptional(err.status, 40);
       const detail = [status, logSafeOptional(err.message)].filter(Boolean).join(': ');
       const hint = HINTS[outcome.status];
@@ -106,10 +77,9 @@ export function requestIdFor(deliveryId: string): string {
   return `hookgate-${createHash('sha256').update(deliveryId).digest('hex').slice(0, 32)}`;
 }
 
-function tokenSource(config: GoogleChatConfig, ctx: ChannelContext): TokenSource {
+function tokenSource(config: GoogleChatConfig, ctx: ChannelContext): TokenSource<SendFailure> {
   if (config.accessToken) return staticToken(config.accessToken);
-  const account = loadServiceAccount(config, ctx);
-  return new AccessTokenCache(() => fetchToken(account, config.tokenUrl, config.timeoutMs));
+  return oauthTokens('googlechat', config.tokenUrl, jwtBearer(loadServiceAccount(config, ctx), GOOGLECHAT_SCOPE), config.timeoutMs);
 }
 
 /** Read and check the key at start-up: a missing file or a broken key is a config problem, not a delivery one. */
@@ -130,38 +100,10 @@ function loadServiceAccount(config: GoogleChatConfig, ctx: ChannelContext): Serv
       throw new ChannelError('channel_config', 'channels.googlechat.serviceAccount: not valid JSON');
     }
   }
-  const key = asRecord(raw);
   const where = config.serviceAccountFile ? 'channels.googlechat.serviceAccountFile' : 'channels.googlechat.serviceAccount';
-  if (typeof key.client_email !== 'string' || typeof key.private_key !== 'string') {
-    throw new ChannelError('channel_config', `${where}: needs client_email and private_key (a service-account key)`);
-  }
-  let privateKey: KeyObject;
-  try {
-    privateKey = createPrivateKey(key.private_key);
-  } catch {
-    // Never echo the key material.
-    throw new ChannelError('channel_config', `${where}: private_key is not a readable PEM private key`);
-  }
-  return { clientEmail: key.client_email, privateKey, keyId: typeof key.private_key_id === 'string' ? key.private_key_id : undefined };
+  const account = readServiceAccount(asRecord(raw));
+  if (account === 'fields') throw new ChannelError('channel_config', `${where}: needs client_email and private_key (a service-account key)`);
+  // Never echo the key material.
+  if (account === 'key') throw new ChannelError('channel_config', `${where}: private_key is not a readable PEM private key`);
+  return account;
 }
-
-/** RFC 7523 §2.1 assertion: iss = the service account, aud = the token endpoint, signed RS256. */
-function signAssertion(account: ServiceAccount, tokenUrl: string, nowS: number): string {
-  const header = { alg: 'RS256', typ: 'JWT', ...(account.keyId ? { kid: account.keyId } : {}) };
-  const claims = { iss: account.clientEmail, scope: GOOGLECHAT_SCOPE, aud: tokenUrl, iat: nowS, exp: nowS + JWT_LIFETIME_S };
-  const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
-  const signature = sign('sha256', Buffer.from(input), account.privateKey).toString('base64url');
-  return `${input}.${signature}`;
-}
-
-function fetchToken(account: ServiceAccount, tokenUrl: string, timeoutMs: number): Promise<TokenOutcome> {
-  const assertion = signAssertion(account, tokenUrl, Math.floor(Date.now() / 1000));
-  return requestOAuthToken(
-    'googlechat',
-    tokenUrl,
-    { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion },
-    timeoutMs,
-  );
-}
-
-const b64url = (s: string): string => Buffer.from(s, 'utf8').toString('base64url');

@@ -1,24 +1,23 @@
 /**
- * The HTTP mechanics shared by the platform channels: POST with a timeout and the caller's abort signal,
- * a bounded response read, Retry-After parsing, and the status → retryable/permanent rule.
+ * What the platform channels share on top of the one outbound client (src/http): JSON and form requests with the
+ * platforms' accept header, and the mapping of an outcome to a SendResult (the status → retryable/permanent rule,
+ * Retry-After, the words of a transport failure), the OAuth token source of Google Chat and Teams, and the doctor's
+ * check of a failure or a token.
  *
  * Nothing here ever puts a URL, a header value or a request body into an error string: several platforms carry
  * the credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
-import { errorCode, isRetryableStatus, onePathSegment, readCapped } from '../http-util.js';
+import { isRetryableStatus, onePathSegment } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk } from '../check.js';
-import { logSafeOptional } from '../text-safe.js';
+import { type HttpFailure, type HttpOutcome, type HttpResponse, is2xx, request } from '../http/client.js';
+import { type Grant, type TokenSource, TokenCache, asRecord, requestToken, withBearer } from '../http/token.js';
 import type { SendResult } from './types.js';
 
-export type SendFailure = Extract<SendResult, { ok: false }>;
+export type { HttpOutcome } from '../http/client.js';
+export { asRecord, is2xx };
 
-/** What came back from one request: an HTTP answer, or why there was none. */
-export type HttpOutcome =
-  | { kind: 'response'; status: number; headers: Headers; text: string; /** undefined when the body is not JSON */ json: unknown }
-  | { kind: 'timeout' }
-  | { kind: 'aborted' }
-  | { kind: 'network'; /** a code like ECONNREFUSED, never a message (messages can contain the URL) */ code: string };
+export type SendFailure = Extract<SendResult, { ok: false }>;
 
 export interface RequestOptions {
   headers?: Record<string, string>;
@@ -28,52 +27,19 @@ export interface RequestOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** Platform answers are small JSON objects; a proxy's HTML error page or a hostile server must not fill memory. */
-const MAX_RESPONSE_BYTES = 1024 * 1024;
-
 export function postJson(url: string, body: unknown, options: RequestOptions): Promise<HttpOutcome> {
-  return request(url, JSON.stringify(body), 'application/json; charset=utf-8', options);
+  return call(url, JSON.stringify(body), 'application/json; charset=utf-8', options);
 }
 
 /** A GET: the platforms' "who am I" calls (`hookgate doctor`). */
 export function getJson(url: string, options: RequestOptions): Promise<HttpOutcome> {
-  return request(url, undefined, undefined, options);
+  return call(url, undefined, undefined, options);
 }
 
-/** application/x-www-form-urlencoded: the OAuth token endpoints (RFC 6749) take nothing else. */
-export function postForm(url: string, form: Record<string, string>, options: RequestOptions): Promise<HttpOutcome> {
-  return request(url, new URLSearchParams(form).toString(), 'application/x-www-form-urlencoded', options);
-}
-
-async function request(url: string, body: string | undefined, contentType: string | undefined, options: RequestOptions): Promise<HttpOutcome> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  try {
-    const res = await fetch(url, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { accept: 'application/json', ...options.headers, ...(contentType ? { 'content-type': contentType } : {}) },
-      body,
-      signal,
-      // A redirect on an API call is a misconfigured base URL; following it would re-send credentials elsewhere
-      // (and turn POST into GET on 301/302). Surface it instead.
-      redirect: 'manual',
-    });
-    const { text } = await readCapped(res.body, MAX_RESPONSE_BYTES);
-    return { kind: 'response', status: res.status, headers: res.headers, text, json: parseJson(text) };
-  } catch (err) {
-    if (options.signal?.aborted) return { kind: 'aborted' };
-    if (timeout.aborted) return { kind: 'timeout' };
-    return { kind: 'network', code: errorCode(err) ?? 'fetch_failed' };
-  }
-}
-
-function parseJson(text: string): unknown {
-  if (!text) return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
+// Platform answers are small JSON objects: the client's default cap (1 MiB) bounds them; redirects are not followed.
+function call(url: string, body: string | undefined, contentType: string | undefined, options: RequestOptions): Promise<HttpOutcome> {
+  const headers = { accept: 'application/json', ...options.headers, ...(contentType ? { 'content-type': contentType } : {}) };
+  return request(url, { headers, body }, { timeoutMs: options.timeoutMs, signal: options.signal });
 }
 
 /** Seconds (possibly fractional, as Telegram's retry_after and Discord's body retry_after are) → ms. */
@@ -115,7 +81,7 @@ export function statusFailure(platform: string, status: number, detail: string |
 }
 
 /** No answer at all. Always retryable: the request may not have reached the platform. */
-export function transportFailure(platform: string, outcome: Exclude<HttpOutcome, { kind: 'response' }>): SendFailure {
+export function transportFailure(platform: string, outcome: HttpFailure): SendFailure {
   switch (outcome.kind) {
     case 'timeout':
       return failure(`${platform} did not answer in time`, true);
@@ -136,7 +102,7 @@ export function checkFromFailure(f: SendFailure, credentialFix: string): CheckRe
 }
 
 /** Obtaining an OAuth token is the check of the platforms that use one (Google Chat, MS Teams). */
-export async function checkToken(source: TokenSource, credentialFix: string, what: string): Promise<CheckResult> {
+export async function checkToken(source: TokenSource<SendFailure>, credentialFix: string, what: string): Promise<CheckResult> {
   const tok = await source.get();
   if (tok.ok) return checkOk(`obtained an access token (${what})`);
   // A token endpoint refuses bad credentials with 400 invalid_grant / invalid_client as often as with 401.
@@ -144,81 +110,24 @@ export async function checkToken(source: TokenSource, credentialFix: string, wha
   return f.status === 400 ? checkFail(f.error, credentialFix) : checkFromFailure(f, credentialFix);
 }
 
-/** A plain object view of a parsed JSON body, for reading optional fields without casts at every step. */
-export function asRecord(value: unknown): Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-}
-
-/** An OAuth 2.0 access token (RFC 6749 §5.1) and when to stop using it. */
-export type TokenOutcome = { ok: true; token: string; expiresAtMs: number } | { ok: false; failure: SendFailure };
-
 /**
- * POST a token request (form-encoded, RFC 6749 §4.4 client credentials or RFC 7523 JWT bearer) and read the
- * answer. 400/401 (invalid_client, invalid_grant, unauthorized_client) are permanent: the credentials are wrong
- * and retrying cannot fix them. 429/5xx/network are retryable.
+ * The OAuth token source of a platform (Google Chat's JWT grant, Teams' client credentials): the token endpoint's
+ * answer cached until shortly before it expires. 400/401 (invalid_client, invalid_grant, unauthorized_client) are
+ * permanent: the credentials are wrong and retrying cannot fix them. 429/5xx/network are retryable.
  */
-export async function requestOAuthToken(
-  platform: string,
-  tokenUrl: string,
-  form: Record<string, string>,
-  timeoutMs: number,
-  now: () => number = Date.now,
-): Promise<TokenOutcome> {
-  const outcome = await postForm(tokenUrl, form, { timeoutMs });
-  if (outcome.kind !== 'response') return { ok: false, failure: transportFailure(`${platform} token endpoint`, outcome) };
-  const body = asRecord(outcome.json);
-  const token = body.access_token;
-  if (outcome.status === 200 && typeof token === 'string' && token) {
-    const expiresIn = typeof body.expires_in === 'number' ? body.expires_in : Number(body.expires_in);
+export function oauthTokens(platform: string, tokenUrl: string, grant: Grant, timeoutMs: number): TokenSource<SendFailure> {
+  return new TokenCache(async () => {
     // A missing expires_in gets a short life: better to ask again than to use a dead token for an hour.
-    const lifetimeMs = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : 5 * 60_000;
-    return { ok: true, token, expiresAtMs: now() + lifetimeMs };
-  }
-  const code = logSafeOptional(body.error, 60);
-  const desc = logSafeOptional(body.error_description);
-  const detail = [code, desc && `(${desc})`].filter(Boolean).join(' ') || undefined;
-  if (outcome.status === 200) {
-    return { ok: false, failure: failure(`${platform} token endpoint answered without an access_token`, true, { status: 200 }) };
-  }
-  const f = statusFailure(`${platform} token endpoint`, outcome.status, detail, outcome.headers);
-  return { ok: false, failure: f };
+    const answer = await requestToken(tokenUrl, grant, { timeoutMs, defaultLifetimeMs: 5 * 60_000 });
+    if (answer.ok) return answer;
+    const { outcome } = answer;
+    const what = `${platform} token endpoint`;
+    if (outcome.kind !== 'response') return { ok: false, failure: transportFailure(what, outcome) };
+    if (is2xx(outcome.status)) return { ok: false, failure: failure(`${what} answered without an access_token`, true, { status: outcome.status }) };
+    const detail = [answer.error, answer.description && `(${answer.description})`].filter(Boolean).join(' ') || undefined;
+    return { ok: false, failure: statusFailure(what, outcome.status, detail, outcome.headers) };
+  });
 }
-
-/**
- * Caches one access token until shortly before it expires; concurrent sends share one in-flight request.
- * The in-flight request is not tied to any caller's abort signal, so one caller stopping does not fail the others.
- */
-export class AccessTokenCache {
-  private cached: { token: string; expiresAtMs: number } | undefined;
-  private inflight: Promise<TokenOutcome> | undefined;
-
-  constructor(
-    private readonly fetchToken: () => Promise<TokenOutcome>,
-    private readonly now: () => number = Date.now,
-    /** Refresh this long before expiry, so a token never expires between get() and the platform reading it. */
-    private readonly marginMs = 60_000,
-  ) {}
-
-  /** `fresh` is true when this call fetched the token (a 401 with a fresh token is not a stale-cache problem). */
-  async get(): Promise<{ ok: true; token: string; fresh: boolean } | { ok: false; failure: SendFailure }> {
-    const c = this.cached;
-    if (c && this.now() < c.expiresAtMs - this.marginMs) return { ok: true, token: c.token, fresh: false };
-    this.inflight ??= this.fetchToken().finally(() => {
-      this.inflight = undefined;
-    });
-    const outcome = await this.inflight;
-    if (!outcome.ok) return outcome;
-    this.cached = { token: outcome.token, expiresAtMs: outcome.expiresAtMs };
-    return { ok: true, token: outcome.token, fresh: true };
-  }
-
-  /** The platform rejected this token (revoked, rotated): forget it unless a newer one already replaced it. */
-  invalidate(token: string): void {
-    if (this.cached?.token === token) this.cached = undefined;
-  }
-}
-
-export const is2xx = (status: number): boolean => status >= 200 && status < 300;
 
 /**
  * A 2xx whose body is not the platform's JSON (a proxy rewrote it, a stand-in is sloppy). 2xx means the platform
@@ -235,7 +144,7 @@ export function acceptedWithoutBody(platform: string, status: number, logger: { 
  */
 export function sentOn2xx(
   platform: string,
-  outcome: Extract<HttpOutcome, { kind: 'response' }>,
+  outcome: HttpResponse,
   logger: { warn(obj: object, msg?: string): void },
   pickId: (json: Record<string, unknown>) => unknown,
 ): SendResult | undefined {
@@ -245,33 +154,22 @@ export function sentOn2xx(
   return typeof id === 'string' ? { ok: true, platformIds: [id] } : { ok: true };
 }
 
-/** Where a channel gets its bearer token: an AccessTokenCache, or a fixed token from config. */
-export interface TokenSource {
-  get(): Promise<{ ok: true; token: string; fresh: boolean } | { ok: false; failure: SendFailure }>;
-  invalidate(token: string): void;
-}
-
-/** A configured token: never refreshed, so a 401 with it is final. */
-export function staticToken(token: string): TokenSource {
-  return { get: async () => ({ ok: true, token, fresh: true }), invalidate: () => {} };
-}
-
 /**
- * Calls the platform with a bearer token. A 401 answered to a *cached* token means it was revoked or rotated
- * early: drop it and try once more with a new one. A 401 to a token fetched just now is the real answer.
+ * A JSON POST with a bearer token from `tokens` (Google Chat, Teams): the SendResult when it is already decided (no
+ * token, no answer, or a 2xx: sent, with the id `pickId` finds), else the error answer for the platform to word.
  */
-export async function callWithToken(
-  source: TokenSource,
-  call: (token: string) => Promise<HttpOutcome>,
-): Promise<{ ok: true; outcome: HttpOutcome } | { ok: false; failure: SendFailure }> {
-  for (let attempt = 0; ; attempt++) {
-    const tok = await source.get();
-    if (!tok.ok) return tok;
-    const outcome = await call(tok.token);
-    if (outcome.kind === 'response' && outcome.status === 401 && !tok.fresh && attempt === 0) {
-      source.invalidate(tok.token);
-      continue;
-    }
-    return { ok: true, outcome };
-  }
+export async function postWithToken(
+  platform: string,
+  tokens: TokenSource<SendFailure>,
+  url: string,
+  body: unknown,
+  options: Omit<RequestOptions, 'headers'>,
+  logger: { warn(obj: object, msg?: string): void },
+  pickId: (json: Record<string, unknown>) => unknown,
+): Promise<SendResult | HttpResponse> {
+  const called = await withBearer(tokens, (token) => postJson(url, body, { ...options, headers: { authorization: `Bearer ${token}` } }));
+  if (!called.ok) return called.failure;
+  const outcome = called.outcome;
+  if (outcome.kind !== 'response') return transportFailure(platform, outcome);
+  return sentOn2xx(platform, outcome, logger, pickId) ?? outcome;
 }

@@ -12,19 +12,8 @@ import type { msteamsSchema } from '../config/schema/channels.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { joinUrl } from '../http-util.js';
 import { logSafeOptional } from '../text-safe.js';
-import {
-  AccessTokenCache,
-  asRecord,
-  callWithToken,
-  checkToken,
-  failure,
-  postJson,
-  recipientSegment,
-  requestOAuthToken,
-  statusFailure,
-  transportFailure,
-  sentOn2xx,
-} from './http.js';
+import { clientCredentials } from '../http/token.js';
+import { asRecord, checkToken, failure, oauthTokens, postWithToken, recipientSegment, statusFailure } from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type MsTeamsConfig = z.output<typeof msteamsSchema>;
@@ -53,14 +42,7 @@ const TRANSIENT_STATUS = new Set([412, 429, 502, 503, 504]);
 
 export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext): Channel {
   const tokenUrl = config.tokenUrl ?? defaultTeamsTokenUrl(config.tenantId);
-  const tokens = new AccessTokenCache(() =>
-    requestOAuthToken(
-      'msteams',
-      tokenUrl,
-      { grant_type: 'client_credentials', client_id: config.appId, client_secret: config.appPassword, scope: BOTFRAMEWORK_SCOPE },
-      config.timeoutMs,
-    ),
-  );
+  const tokens = oauthTokens('msteams', tokenUrl, clientCredentials({ clientId: config.appId, clientSecret: config.appPassword }, BOTFRAMEWORK_SCOPE), config.timeoutMs);
   return {
     id: 'msteams',
     maxTextLength: MSTEAMS_MAX_TEXT,
@@ -69,19 +51,9 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       const recipient = recipientSegment('msteams', checkTeamsRecipient, message.to);
       if (!('segment' in recipient)) return recipient;
       const url = joinUrl(config.serviceUrl, `v3/conversations/${recipient.segment}/activities`);
-      const called = await callWithToken(tokens, (token) =>
-        postJson(
-          url,
-          { type: 'message', text: message.text },
-          { headers: { authorization: `Bearer ${token}` }, timeoutMs: config.timeoutMs, signal },
-        ),
-      );
-      if (!called.ok) return called.failure;
-      const outcome = called.outcome;
-      if (outcome.kind !== 'response') return transportFailure('msteams', outcome);
+      const outcome = await postWithToken('msteams', tokens, url, { type: 'message', text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.id);
+      if (!('kind' in outcome)) return outcome;
       const json = asRecord(outcome.json);
-      const sent = sentOn2xx('msteams', outcome, ctx.logger, (j) => j.id);
-      if (sent) return sent;
       // Connector errors: { error: { code, message } }; the auth layer answers { message }.
       const err = asRecord(json.error);
       const detail = [logSafeOptional(err.code, 60), logSafeOptional(err.message) ?? logSafeOptional(json.message)].filter(Boolean).join(': ') || undefined;

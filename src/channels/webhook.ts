@@ -11,7 +11,8 @@ import { createHmac } from 'node:crypto';
 import type { z } from 'zod';
 import type { webhookChannelSchema } from '../config/schema/channels.js';
 import { type CheckResult, checkFail, checkOk, checkWarn } from '../check.js';
-import { errorCode, isLoopbackHost } from '../http-util.js';
+import { isLoopbackHost, isRetryableStatus } from '../http-util.js';
+import { type Transport, is2xx, request } from '../http/client.js';
 import { logSafe } from '../text-safe.js';
 import { parseRetryAfter } from '../retry-after.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
@@ -56,8 +57,8 @@ export function signStandardWebhook(secret: string, id: string, timestampSeconds
 
 
 export interface WebhookChannelOptions {
-  /** For tests: a stand-in fetch. */
-  fetch?: typeof fetch;
+  /** For tests: a stand-in transport (a failure undici cannot be made to produce on this machine). */
+  transport?: Transport;
   /** For tests: the clock (ms since the epoch) used for `webhook-timestamp`. */
   now?: () => number;
 }
@@ -76,7 +77,6 @@ export function webhookRecipientRule(config: WebhookChannelConfig | undefined): 
 }
 
 export function createWebhookChannel(config: WebhookChannelConfig, _ctx: ChannelContext, options: WebhookChannelOptions = {}): Channel {
-  const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const targets = new Map(Object.entries(config.targets));
 
@@ -97,28 +97,22 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     headers.set('webhook-id', message.deliveryId);
     headers.set('webhook-timestamp', String(timestamp));
     headers.set('webhook-signature', signStandardWebhook(target.secret, message.deliveryId, timestamp, body));
-    const timeout = AbortSignal.timeout(target.timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const label = `webhook target "${message.to}"`;
 
-    let res: Response;
-    try {
-      // Redirects are not followed: fetch would turn the POST into a GET and the signature would vouch for nothing.
-      res = await doFetch(target.url, { method: 'POST', headers, body, signal: combined, redirect: 'manual' });
-    } catch (err) {
-      if (timeout.aborted) return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
-      if (signal?.aborted) return { ok: false, retryable: true, error: `${label}: delivery aborted` };
-      return { ok: false, retryable: true, error: `${label}: network error (${errorCode(err) ?? 'connection failed'})` };
-    }
-    // The answer's body is of no use (and may be large): release the connection.
-    await res.body?.cancel().catch(() => undefined);
+    // The target's URL is from the config (`to` only picks its name). Redirects are not followed (the client's
+    // default): a 301/302 would turn the POST into a GET and the signature would vouch for nothing. The answer's
+    // body is of no use (and may be large): it is not read (maxBytes 0), the connection is released.
+    const res = await request(target.url, { method: 'POST', headers, body }, { timeoutMs: target.timeoutMs, signal, maxBytes: 0, transport: options.transport });
+    if (res.kind === 'timeout') return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
+    if (res.kind === 'aborted') return { ok: false, retryable: true, error: `${label}: delivery aborted` };
+    if (res.kind === 'network') return { ok: false, retryable: true, error: `${label}: network error (${res.code})` };
 
     const status = res.status;
-    if (status >= 200 && status < 300) return { ok: true };
+    if (is2xx(status)) return { ok: true };
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
     if (status === 410) return { ok: false, retryable: false, status, error: `${label} answered 410 Gone: the receiver asks not to be sent to any more` };
     // 408 is a timeout on the receiver's side: as transient as our own timeout.
-    if (status === 429 || status === 408 || status >= 500) {
+    if (isRetryableStatus(status)) {
       return { ok: false, retryable: true, status, error: `${label} answered ${status}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
     }
     if (status >= 300 && status < 400) {

@@ -10,6 +10,8 @@ import { CHECK_TIMEOUT_MS } from '../check.js';
 import { type Config, type ConfigLocation, loadStorageConfig, locateConfigFile } from '../config/load.js';
 import { ConfigError } from '../errors.js';
 import { isLoopbackHost } from '../http-util.js';
+import { request } from '../http/client.js';
+import { asRecord } from '../http/token.js';
 import { firstLine, logPath } from '../text-safe.js';
 import { fullConfig } from './context.js';
 import { type Finding, finding, formatFindings } from './doctor-format.js';
@@ -122,11 +124,7 @@ function tryListen(host: string, port: number): Promise<string | undefined> {
 
 /** hookgate answers a GET below its hooks path with JSON `{ ok: false, error, code }` (404 or 405). */
 async function answersLikeHookgate(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(CHECK_TIMEOUT_MS), redirect: 'manual' });
-    const body = (await res.json().catch(() => undefined)) as { ok?: unknown; code?: unknown } | undefined;
-    return body?.ok === false && typeof body.code === 'string';
-  } catch {
-    return false;
-  }
+  const res = await request(url, {}, { timeoutMs: CHECK_TIMEOUT_MS });
+  const body = res.kind === 'response' ? asRecord(res.json) : {};
+  return body.ok === false && typeof body.code === 'string';
 }

@@ -1,11 +1,15 @@
 /**
  * The Google calls of `hookgate gmail setup` and `stop`, on the operator's machine: an access token (given, or from a
  * service-account key or an `authorized_user` file), the three Pub/Sub admin calls and Gmail's `users.stop`. Plain
- * REST over fetch; every base URL can point at a local stand-in. Errors say what Google said and what to do about it,
- * and never quote a token.
+ * REST over the one outbound client (src/http); every base URL is the operator's option or config and can point at a
+ * local stand-in. Errors say what Google said and what to do about it, and never quote a token.
  */
 import { readFileSync } from 'node:fs';
 import { CliError } from '../errors.js';
+import { type HttpFailure, type HttpResponse, is2xx, originOf, request } from '../http/client.js';
+import { GoogleApiError } from '../http/errors.js';
+import { googleError } from '../http/google.js';
+import { type Grant, type TokenAnswer, asRecord, jwtBearer, readServiceAccount, refreshToken, requestToken } from '../http/token.js';
 import { firstLine, logSafe, safeUrl } from '../text-safe.js';
 
 export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
@@ -75,8 +79,9 @@ async function fromCredentialsFile(file: string, from: string, tokenUrl: string 
   const label = `${from} (${file})`;
   if (key.type === 'service_account' && key.client_email && key.private_key) {
     const url = tokenUrl ?? key.token_uri ?? GOOGLE_TOKEN_URL;
-    const assertion = await signAssertion(key, url, label);
-    const token = await tokenGrant(url, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }, label);
+    const account = readServiceAccount(asRecord(key));
+    if (typeof account !== 'object') throw new CliError('cli_usage', `${label}: private_key is not an RSA key in PKCS#8 PEM form`);
+    const token = await tokenGrant(url, jwtBearer(account, PUBSUB_SCOPE), label);
     return { token, from: `${label}, service account ${key.client_email}` };
   }
   if (key.type === 'authorized_user' && key.client_id && key.client_secret && key.refresh_token) {
@@ -84,26 +89,6 @@ async function fromCredentialsFile(file: string, from: string, tokenUrl: string 
     return { token, from: `${label}, user credentials` };
   }
   throw new CliError('cli_usage', `${label}: not a service-account key (type "service_account" with client_email and private_key) nor user credentials (type "authorized_user"); type is ${JSON.stringify(key.type ?? null)}`);
-}
-
-/** The RS256-signed JWT a service account trades for an access token (RFC 7523), valid one hour. */
-async function signAssertion(key: KeyFile, audience: string, label: string): Promise<string> {
-  // Loaded here only: most commands never sign anything.
-  const { SignJWT, importPKCS8 } = await import('jose');
-  let privateKey: Awaited<ReturnType<typeof importPKCS8>>;
-  try {
-    privateKey = await importPKCS8(key.private_key!, 'RS256');
-  } catch {
-    throw new CliError('cli_usage', `${label}: private_key is not an RSA key in PKCS#8 PEM form`);
-  }
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ scope: PUBSUB_SCOPE })
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(key.private_key_id ? { kid: key.private_key_id } : {}) })
-    .setIssuer(key.client_email!)
-    .setAudience(audience)
-    .setIssuedAt(now)
-    .setExpirationTime(now + 3600)
-    .sign(privateKey);
 }
 
 export interface RefreshCredentials {
@@ -115,36 +100,26 @@ export interface RefreshCredentials {
 
 /** The refresh_token grant: what `stop` (and the service) use for the mailbox's OAuth client. */
 export function refreshAccessToken(c: RefreshCredentials, label = 'hooks.gmail.oauth'): Promise<string> {
-  return tokenGrant(c.tokenUrl, { grant_type: 'refresh_token', client_id: c.clientId, client_secret: c.clientSecret, refresh_token: c.refreshToken }, label);
+  return tokenGrant(c.tokenUrl, refreshToken(c), label);
 }
 
-async function tokenGrant(url: string, form: Record<string, string>, label: string): Promise<string> {
-  const res = await call(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() }, `token endpoint ${safeUrl(url)}`);
-  const body = await readJson(res);
-  if (res.ok && typeof body?.access_token === 'string' && body.access_token) return body.access_token;
-  const error = typeof body?.error === 'string' ? body.error : `HTTP ${res.status}`;
-  const description = typeof body?.error_description === 'string' ? `: ${logSafe(body.error_description, 200)}` : '';
-  throw new CliError('cli_google', `${label}: Google's token endpoint refused the ${form.grant_type === 'refresh_token' ? 'refresh token' : 'signed assertion'} (${error}${description}). ${tokenFix(error, form.grant_type!)}`);
+async function tokenGrant(url: string, grant: Grant, label: string): Promise<string> {
+  const answer: TokenAnswer = await requestToken(url, grant, { timeoutMs: TIMEOUT_MS, defaultLifetimeMs: 3600_000 });
+  if (answer.ok) return answer.token;
+  const res = answer.outcome;
+  if (res.kind !== 'response') throw unreachable(`token endpoint ${safeUrl(url)}`, url, res);
+  const error = answer.error ?? `HTTP ${res.status}`;
+  const description = answer.description ? `: ${answer.description}` : '';
+  throw new CliError('cli_google', `${label}: Google's token endpoint refused the ${grant.type === 'refresh_token' ? 'refresh token' : 'signed assertion'} (${error}${description}). ${tokenFix(error, grant.type)}`);
 }
 
-function tokenFix(error: string, grant: string): string {
+function tokenFix(error: string, grant: Grant['type']): string {
   if (error === 'invalid_grant' && grant === 'refresh_token') {
     return 'The refresh token was revoked, has expired (an app in "Testing" gets tokens that expire after 7 days) or belongs to another client: get a new one (docs/gmail.md, step 3).';
   }
   if (error === 'invalid_client') return 'Check the client id and secret (Google Auth Platform → Clients).';
   if (error === 'invalid_grant') return 'Check the machine clock, and that the key is not deleted or disabled (IAM → Service accounts → Keys).';
   return 'See docs/gmail.md#errors.';
-}
-
-/** A Google API error: `{ error: { code, message, status, details } }`. */
-export class GoogleApiError extends CliError {
-  constructor(
-    readonly status: number,
-    readonly googleStatus: string,
-    message: string,
-  ) {
-    super('cli_google', message);
-  }
 }
 
 export interface PubSubTarget {
@@ -177,7 +152,7 @@ interface Policy {
 export async function grantPublisher(t: PubSubTarget, topic: string): Promise<StepOutcome> {
   for (let attempt = 1; ; attempt++) {
     const res = await google(t, 'GET', `${topicPath(t, topic)}:getIamPolicy`, undefined, `read the IAM policy of topic ${topic}`);
-    const policy = ((await readJson(res)) ?? {}) as Policy;
+    const policy = asRecord(res.json) as Policy;
     const bindings = [...(policy.bindings ?? [])];
     const plain = bindings.find((b) => b.role === PUBLISHER_ROLE && !b.condition);
     if (plain?.members?.includes(GMAIL_PUBLISHER)) return 'present';
@@ -216,7 +191,7 @@ export async function createPushSubscription(t: PubSubTarget, s: PushSubscriptio
   const res = await google(t, 'PUT', subscriptionPath(t, s.name), body, `create push subscription ${s.name}`, [409]);
   if (res.status !== 409) return { outcome: 'created', differences: [] };
   const got = await google(t, 'GET', subscriptionPath(t, s.name), undefined, `read subscription ${s.name}`);
-  const have = ((await readJson(got)) ?? {}) as { topic?: string; pushConfig?: { pushEndpoint?: string; oidcToken?: { serviceAccountEmail?: string; audience?: string } } };
+  const have = asRecord(got.json) as { topic?: string; pushConfig?: { pushEndpoint?: string; oidcToken?: { serviceAccountEmail?: string; audience?: string } } };
   const differences: string[] = [];
   const compare = (what: string, has: string | undefined, wanted: string) => {
     if ((has ?? '') !== wanted) differences.push(`${what} is ${JSON.stringify(has ?? null)}, not ${JSON.stringify(wanted)}`);
@@ -241,18 +216,18 @@ async function google(
   what: string,
   allowed: number[] = [],
   api: 'pubsub' | 'gmail' = 'pubsub',
-): Promise<Response> {
+): Promise<HttpResponse> {
   const prefix = api === 'pubsub' ? 'v1/' : '';
   const url = `${t.baseUrl.replace(/\/+$/, '')}/${prefix}${path}`;
   const headers: Record<string, string> = { authorization: `Bearer ${t.token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await call(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, what);
-  if (res.ok || allowed.includes(res.status)) return res;
-  const parsed = (await readJson(res)) as { error?: { message?: string; status?: string; details?: Array<{ reason?: string }> } } | undefined;
-  const status = parsed?.error?.status ?? `HTTP ${res.status}`;
-  const message = parsed?.error?.message ? `: ${logSafe(firstLine(parsed.error.message), 300)}` : '';
-  const reason = parsed?.error?.details?.find((d) => d.reason)?.reason;
-  throw new GoogleApiError(res.status, status, `${what}: Google answered ${res.status} ${status}${message}. ${apiFix(res.status, reason, api)}`);
+  const res = await request(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, { timeoutMs: TIMEOUT_MS });
+  if (res.kind !== 'response') throw unreachable(what, url, res);
+  if (is2xx(res.status) || allowed.includes(res.status)) return res;
+  const e = googleError(res.json);
+  const status = e.status ?? `HTTP ${res.status}`;
+  const message = e.message ? `: ${logSafe(firstLine(e.message), 300)}` : '';
+  throw new GoogleApiError(`${what}: Google answered ${res.status} ${status}${message}. ${apiFix(res.status, e.reason, api)}`, res.status, undefined, e.status);
 }
 
 function apiFix(status: number, reason: string | undefined, api: 'pubsub' | 'gmail'): string {
@@ -269,22 +244,8 @@ function apiFix(status: number, reason: string | undefined, api: 'pubsub' | 'gma
   return 'See docs/gmail.md#errors.';
 }
 
-async function call(url: string, init: RequestInit, what: string): Promise<Response> {
-  try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-    throw new CliError('cli_unreachable', `${what}: cannot reach ${new URL(url).origin} (${cause})`);
-  }
-}
-
-async function readJson(res: Response): Promise<Record<string, unknown> | undefined> {
-  const text = await res.text().catch(() => '');
-  if (!text) return undefined;
-  try {
-    const v = JSON.parse(text) as unknown;
-    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
+/** No answer from Google (or the stand-in): `cannot reach <origin> (ECONNREFUSED)`. */
+function unreachable(what: string, url: string, failure: HttpFailure): CliError {
+  const cause = failure.kind === 'network' ? failure.code : 'TimeoutError';
+  return new CliError('cli_unreachable', `${what}: cannot reach ${originOf(url)} (${cause})`);
 }

@@ -7,6 +7,7 @@ import { normalizeMatchPath } from '../config/schema/hooks.js';
 import type { Config } from '../config/load.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
+import { is2xx, request } from '../http/client.js';
 import { signRequest } from '../hooks/mappings/signatures.js';
 import { serviceEndpoint, verbose } from './context.js';
 import { configOption, parsePositiveNumber } from './options.js';
@@ -124,16 +125,12 @@ async function post(
   else headers.authorization = `Bearer ${token}`;
   if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
   const target = `${base}/${path}`;
-  let res: Response;
-  try {
-    res = await fetch(target, { method: 'POST', headers, body });
-  } catch (err) {
-    throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message}`);
-  }
-  const text = await res.text();
+  // The target is the operator's --url or the config's listener: never taken from an answer.
+  const res = await request(target, { method: 'POST', headers, body }, {});
+  if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
-  process.stdout.write(oneLine(text));
-  process.exitCode = res.ok ? 0 : 1;
+  process.stdout.write(oneLine(res.text));
+  process.exitCode = is2xx(res.status) ? 0 : 1;
 }
 
 /** The body on one line: JSON re-printed compactly, anything else as it came; nothing for an empty body. */

@@ -6,12 +6,12 @@
  * neither the server nor the store.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
+import { openStream } from '../http/client.js';
 import { SseParser } from '../sse.js';
 import { terminalSafe } from '../text-safe.js';
 import { announce, fullConfig } from './context.js';
@@ -112,31 +112,31 @@ async function follow(opts: { url: string; token: string; json: boolean; types?:
 }
 
 /** One connection: resolves when it ends (`why`), or with `fatal` when retrying cannot help. */
-function stream(opts: { url: string; token: string; json: boolean; types?: string }, lastId: string | undefined, seen: (id: string) => void): Promise<{ why: string; fatal?: CliError }> {
+async function stream(opts: { url: string; token: string; json: boolean; types?: string }, lastId: string | undefined, seen: (id: string) => void): Promise<{ why: string; fatal?: CliError }> {
   const target = new URL('/api/v1/events', opts.url);
   if (opts.types) target.searchParams.set('types', opts.types);
-  return new Promise((resolve) => {
-    const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${opts.token}` };
-    if (lastId) headers['last-event-id'] = lastId;
-    const req = request(target, { headers });
-    req.on('error', (err) => resolve({ why: `unreachable at ${opts.url} (${(err as NodeJS.ErrnoException).code ?? err.message})` }));
-    req.on('response', (res) => {
-      if (res.statusCode === 401 || res.statusCode === 400) {
-        res.resume();
-        const why = res.statusCode === 401 ? 'the admin listener refused the admin token (401)' : `the admin listener refused the request (400; check --types)`;
-        return resolve({ why, fatal: new CliError(res.statusCode === 401 ? 'cli_token_missing' : 'cli_usage', why) });
-      }
-      if (res.statusCode !== 200) {
-        res.resume();
-        return resolve({ why: `answered ${res.statusCode}` });
-      }
-      const parser = new SseParser((m) => emit(opts.json, m.id, m.event, m.data, seen));
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => parser.push(chunk));
-      res.on('close', () => resolve({ why: 'connection closed' }));
-    });
-    req.end();
-  });
+  const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${opts.token}` };
+  if (lastId) headers['last-event-id'] = lastId;
+  // The admin listener's address is the config's: the feed's URL is never taken from an answer.
+  const res = await openStream(target.toString(), { headers });
+  if (res.kind !== 'stream') return { why: `unreachable at ${opts.url} (${res.kind === 'network' ? res.code : res.kind})` };
+  if (res.status === 401 || res.status === 400) {
+    await res.body?.cancel().catch(() => undefined);
+    const why = res.status === 401 ? 'the admin listener refused the admin token (401)' : `the admin listener refused the request (400; check --types)`;
+    return { why, fatal: new CliError(res.status === 401 ? 'cli_token_missing' : 'cli_usage', why) };
+  }
+  if (res.status !== 200 || !res.body) {
+    await res.body?.cancel().catch(() => undefined);
+    return { why: `answered ${res.status}` };
+  }
+  const parser = new SseParser((m) => emit(opts.json, m.id, m.event, m.data, seen));
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body) parser.push(decoder.decode(chunk, { stream: true }));
+  } catch {
+    // A dropped connection ends the stream like a closed one: tail reconnects either way.
+  }
+  return { why: 'connection closed' };
 }
 
 function emit(json: boolean, id: string | undefined, type: string, data: string, seen: (id: string) => void): void {

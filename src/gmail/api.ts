@@ -1,10 +1,12 @@
 /**
- * The Gmail API calls the push chain makes, as `{gmailApiBaseUrl}/gmail/v1/users/me/…` (CONTRACT §6):
+ * The Gmail API calls the push chain makes, as `{gmailApiBaseUrl}/gmail/v1/users/me/…`:
  * `users.history.list`, `users.messages.get` (format full), `users.messages.list`, `users.getProfile`,
  * `users.watch`, `users.stop`. Each call carries the OAuth access token; a 401 refreshes it once and tries again.
  * Retries of transient failures (429, 5xx) are the caller's (withGoogleRetry), so a fetch can pace them.
  */
-import { GoogleApiError, googleJson } from './http.js';
+import type { Transport } from '../http/client.js';
+import { GoogleApiError } from '../http/errors.js';
+import { googleJson } from '../http/google.js';
 import type { GoogleOAuth } from './oauth.js';
 import type { GmailApiMessage } from './message.js';
 
@@ -25,7 +27,7 @@ export class GmailApi {
   constructor(
     private readonly baseUrl: string,
     private readonly oauth: GoogleOAuth,
-    private readonly fetchFn: typeof fetch = fetch,
+    private readonly transport?: Transport,
   ) {}
 
   private async call<T>(what: string, method: 'GET' | 'POST', path: string, query?: Record<string, string | string[] | undefined>, body?: unknown): Promise<T> {
@@ -46,7 +48,7 @@ export class GmailApi {
           },
           ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         },
-        this.fetchFn,
+        this.transport,
       );
     try {
       return await send();

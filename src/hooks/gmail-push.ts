@@ -11,6 +11,7 @@ import type * as Jose from 'jose';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GmailConfig } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
+import { asFetch } from '../http/client.js';
 import type { GmailPush } from '../store/types.js';
 
 export const GOOGLE_ISSUERS = ['accounts.google.com', 'https://accounts.google.com'];
@@ -32,10 +33,11 @@ let jose: Promise<typeof Jose> | undefined;
 const loadJose = () => (jose ??= import('jose'));
 
 /** One cached key set per JWKS URL, kept across config reloads. */
-function jwksFor({ createRemoteJWKSet }: typeof Jose, url: string): Jwks {
+function jwksFor({ createRemoteJWKSet, customFetch }: typeof Jose, url: string): Jwks {
   let jwks = jwksByUrl.get(url);
   if (!jwks) {
-    jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: 5_000 });
+    // The key set is fetched through the one outbound client; its URL is the config's `hooks.gmail.jwksUrl`.
+    jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: 5_000, [customFetch]: asFetch() });
     jwksByUrl.set(url, jwks);
   }
   return jwks;

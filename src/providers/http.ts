@@ -4,9 +4,8 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
-// undici's own fetch, not the global one: a dispatcher only takes effect on the fetch of the same undici copy.
-import type { Agent, Response } from 'undici';
-import { errorCode, isRetryableStatus, readCapped } from '../http-util.js';
+import { isRetryableStatus } from '../http-util.js';
+import { type HttpFailure, type RequestOptions, NO_CODE, agent, is2xx, originOf, request } from '../http/client.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk, checkWarn } from '../check.js';
 import { redactSecrets } from '../text-safe.js';
@@ -32,7 +31,6 @@ export interface JsonReply {
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
-/** Only the start of an error body is read: enough for a reason, never a memory sink. */
 const MAX_ERROR_BODY_BYTES = 16 * 1024;
 
 /** Socket-level error codes (node + undici) that mean "could not talk to the server"; all worth a retry. */
@@ -61,35 +59,31 @@ const SLOW_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
  * Model calls may work for minutes before the first byte of the answer (no streaming; a slow local model, a long
  * thinking budget). Node's global fetch gives up after 300 s without response headers or body data, whatever the
  * run's timeout; this dispatcher has no such idle limits. Every call is still bounded: by the run's `timeoutSeconds`
- * and the provider's `requestTimeoutMs`, through the request's abort signal.
+ * and the provider's `requestTimeoutMs`, through the request's abort signal. Made on the first model call (it loads
+ * undici: see src/http/client.ts).
  */
-// Loaded on the first model call: undici adds about 15 MB of RSS to a process whose config uses only `echo` (or no
-// HTTP provider), measured with the pinned bench (issue 15).
-let undici: Promise<{ fetch: typeof import('undici').fetch; modelDispatcher: Agent }> | undefined;
-const loadUndici = () =>
-  (undici ??= import('undici').then((m) => ({ fetch: m.fetch, modelDispatcher: new m.Agent({ headersTimeout: 0, bodyTimeout: 0 }) })));
+let modelDispatcher: Promise<RequestOptions['dispatcher']> | undefined;
+const dispatcher = () => (modelDispatcher ??= agent({ headersTimeout: 0, bodyTimeout: 0 }));
 
 export async function postJson(req: JsonPost): Promise<JsonReply> {
-  let res: Response;
-  try {
-    const get = req.body === undefined;
-    const { fetch, modelDispatcher } = await loadUndici();
-    res = await fetch(req.url, {
-      dispatcher: modelDispatcher,
+  const get = req.body === undefined;
+  const limit = req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  // The URL is the provider's configured baseUrl plus the API's path. A redirect is not followed (the client's
+  // default): it would replay credentials to another URL; it surfaces as an HTTP error instead.
+  const res = await request(
+    req.url,
+    {
       method: get ? 'GET' : 'POST',
       headers: mergeHeaders(req.headers, get ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' }),
       body: get ? undefined : JSON.stringify(req.body),
-      signal: req.signal,
-      // A redirect would replay credentials to another URL; surface it as an HTTP error instead.
-      redirect: 'manual',
-    });
-  } catch (err) {
-    throw transportError(req, err);
-  }
+    },
+    // Only the start of an error body is read: enough for a reason, never a memory sink.
+    { signal: req.signal, dispatcher: await dispatcher(), maxBytes: (status) => (is2xx(status) ? limit : MAX_ERROR_BODY_BYTES) },
+  );
+  if (res.kind !== 'response') throw transportError(req, res);
 
-  if (res.status < 200 || res.status > 299) {
-    const text = await readText(res, MAX_ERROR_BODY_BYTES, false, req).catch(() => '');
-    const reason = redactSecrets(errorReason(text, res.headers.get('content-type')) || res.statusText, req.secrets);
+  if (!is2xx(res.status)) {
+    const reason = redactSecrets(errorReason(res.text, res.headers.get('content-type')) || res.statusText, req.secrets);
     const retryable = isRetryableStatus(res.status);
     const retryAfterMs = retryable ? parseRetryAfter(res.headers) : undefined;
     throw new ProviderError('provider_http', `${req.label}: HTTP ${res.status}${reason ? `: ${reason}` : ''}`, {
@@ -99,9 +93,9 @@ export async function postJson(req: JsonPost): Promise<JsonReply> {
     });
   }
 
-  const text = await readText(res, req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES, true, req);
+  if (res.truncated) throw badResponse(req.label, `the body is larger than ${limit} bytes`);
   try {
-    return { json: JSON.parse(text) as unknown, status: res.status };
+    return { json: JSON.parse(res.text) as unknown, status: res.status };
   } catch (err) {
     throw badResponse(req.label, 'the body is not JSON', err);
   }
@@ -117,12 +111,12 @@ export async function checkModelList(req: Omit<JsonPost, 'body'>, keyFix: string
   try {
     const { json } = await postJson({ ...req, body: undefined });
     const data = json && typeof json === 'object' ? (json as Record<string, unknown>)['data'] : undefined;
-    return checkOk(`${origin(req.url)} answers${Array.isArray(data) ? `; ${data.length} model${data.length === 1 ? '' : 's'} listed` : ''}`);
+    return checkOk(`${originOf(req.url)} answers${Array.isArray(data) ? `; ${data.length} model${data.length === 1 ? '' : 's'} listed` : ''}`);
   } catch (err) {
     if (!(err instanceof ProviderError)) throw err;
     if (err.status === 401 || err.status === 403) return checkFail(`the API key is refused (${strip(err.message)})`, keyFix);
     // Some OpenAI-compatible servers have no model list: the server answered, which is what can be told.
-    if (err.status === 404 || err.status === 405) return checkWarn(`${origin(req.url)} answers but has no model list (${strip(err.message)}); the key is not checked`);
+    if (err.status === 404 || err.status === 405) return checkWarn(`${originOf(req.url)} answers but has no model list (${strip(err.message)}); the key is not checked`);
     return checkFail(strip(err.message), err.code === 'provider_unreachable' ? 'check baseUrl, and that the server runs and this host can reach it' : undefined);
   }
 }
@@ -139,44 +133,19 @@ export function badResponse(label: string, why: string, cause?: unknown): Provid
   return new ProviderError('provider_bad_response', `${label}: unexpected reply: ${why}`, { retryable: false, cause });
 }
 
-/** Reads the body as UTF-8 up to `limit` bytes; over the limit it throws (strict) or truncates. */
-async function readText(res: Response, limit: number, strict: boolean, req: JsonPost): Promise<string> {
-  let read: { text: string; truncated: boolean };
-  try {
-    read = await readCapped(res.body, limit);
-  } catch (err) {
-    throw transportError(req, err);
-  }
-  if (read.truncated && strict) throw badResponse(req.label, `the body is larger than ${limit} bytes`);
-  return read.text;
-}
-
-function transportError(req: JsonPost, err: unknown): ProviderError {
-  if (req.signal.aborted) {
+function transportError(req: JsonPost, failure: HttpFailure): ProviderError {
+  const cause = { kind: failure.kind, ...(failure.kind === 'network' ? { code: failure.code } : {}) };
+  if (failure.kind !== 'network') {
     // The retry loop tells a per-attempt timeout from the run's abort; here both are "aborted".
-    return new ProviderError('provider_timeout', `${req.label}: request aborted`, { retryable: false, cause: err });
+    return new ProviderError('provider_timeout', `${req.label}: request aborted`, { retryable: false, cause });
   }
-  const code = errorCode(err);
-  if (code && SLOW_CODES.has(code)) {
-    return new ProviderError('provider_timeout', `${req.label}: the server stopped answering (${code})`, {
-      retryable: true,
-      cause: err,
-    });
+  const code = failure.code;
+  if (SLOW_CODES.has(code)) {
+    return new ProviderError('provider_timeout', `${req.label}: the server stopped answering (${code})`, { retryable: true, cause });
   }
-  // fetch() rejects only for transport problems (its TypeError "fetch failed"), so unknown codes count as unreachable.
-  const what = code && NETWORK_CODES.has(code) ? code : code ? `network error ${code}` : 'network error';
-  return new ProviderError('provider_unreachable', `${req.label}: cannot reach ${origin(req.url)} (${what})`, {
-    retryable: true,
-    cause: err,
-  });
-}
-
-function origin(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'the server';
-  }
+  // A transport failure with an unknown code (or none) counts as unreachable.
+  const what = NETWORK_CODES.has(code) ? code : code !== NO_CODE ? `network error ${code}` : 'network error';
+  return new ProviderError('provider_unreachable', `${req.label}: cannot reach ${originOf(req.url)} (${what})`, { retryable: true, cause });
 }
 
 /**

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it, mock } from 'node:test';
-import { AccessTokenCache, postJson, secondsToMs, type TokenOutcome } from '../../src/channels/http.js';
+import { postJson, secondsToMs, type SendFailure } from '../../src/channels/http.js';
+import { TokenCache as AccessTokenCache, type TokenFetched } from '../../src/http/token.js';
+
+type TokenOutcome = TokenFetched<SendFailure>;
 import { errorCode, isRetryableStatus, joinUrl } from '../../src/http-util.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
 import { logSafeOptional as describeText } from '../../src/text-safe.js';

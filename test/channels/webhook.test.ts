@@ -169,7 +169,7 @@ describe('webhook channel', () => {
   it('names the code of a refused connection inside an AggregateError (::1 and 127.0.0.1 both refused)', async () => {
     const config = webhookChannelSchema.parse({ targets: { ops: { url: 'http://localhost:1/h', secret: SECRET } } });
     const ch = createWebhookChannel(config, ctx, {
-      fetch: async () => {
+      transport: async () => {
         throw happyEyeballsRefused(1);
       },
     });

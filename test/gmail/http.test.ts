@@ -1,7 +1,8 @@
 /** Google HTTP calls: transient failures retried with backoff and Retry-After, OAuth refresh and caching. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GoogleApiError, googleJson, withGoogleRetry } from '../../src/gmail/http.js';
+import { GoogleApiError, withGoogleRetry } from '../../src/gmail/http.js';
+import { googleJson } from '../../src/http/google.js';
 import { GoogleOAuth } from '../../src/gmail/oauth.js';
 
 describe('withGoogleRetry', () => {
