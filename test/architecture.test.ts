@@ -106,6 +106,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/hooks/', 'src/audit.ts'],
   ['src/store/', 'src/channels/', 'src/providers/', 'src/net/'],
   ['src/config/'],
+  ['src/http/'],
 ];
 
 /** The layer entry a file belongs to: its folder under src/, or itself for a top-level file. */
