@@ -122,6 +122,14 @@ export class HttpError extends HookgateError {
   }
 }
 
+/**
+ * The answer to a request the store could not commit (a `StoreError`): 503, never 2xx, and nothing was accepted.
+ * Every route's commit answers it (hooks/dispatch.ts, the ingress's commit stage).
+ */
+export function storeUnavailable(): HttpError {
+  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
+}
+
 /** An answer of the admin listener (src/admin): the ingress's codes it shares, or its own. */
 export class AdminError extends HookgateError {
   declare readonly code: HttpErrorCode | AdminErrorCode;

@@ -1,5 +1,5 @@
 import { newId } from '../ids.js';
-import { HttpError, StoreError } from '../errors.js';
+import { HttpError, StoreError, storeUnavailable } from '../errors.js';
 import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type WakeMode } from '../store/types.js';
 import { type CompletionWait, waitBoundMs } from './completion.js';
 import type { HooksContext } from './context.js';
@@ -83,7 +83,7 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   try {
     result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received });
   } catch (err) {
-    if (err instanceof StoreError) throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
+    if (err instanceof StoreError) throw storeUnavailable();
     throw err;
   }
   if (result.kind === 'conflict') {
@@ -128,7 +128,7 @@ async function requireImplicitChannel(ctx: HooksContext, store: IngressStore): P
   try {
     route = await store.getRoute(MAIN_SESSION_KEY);
   } catch {
-    throw new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
+    throw storeUnavailable();
   }
   if (route) return;
   throw new HttpError(
