@@ -8,8 +8,8 @@
  *
  * Authentication rule for signatures (CONTRACT §4.3, §6): a sub-path is *signature-capable* when any mapping that
  * could match it by path (same `match.path`, or no `match.path`) has a `signature`. On such a path the body is read
- * before authentication; the candidates' signatures are verified over the raw bytes before it is parsed (`plan`'s
- * `verify`: without a valid token, a body none of them verifies is refused unparsed), then the mapping that actually
+ * before authentication; the candidates' signatures are verified over the raw bytes before it is parsed (the path's
+ * `SignatureOrTokenVerifier`, verifier.ts: without a valid token, a body none of them verifies is refused unparsed), then the mapping that actually
  * matches (path + source) decides: its signature when it has one
  * (the shared token is then not an alternative), the shared token otherwise; when nothing matches, the shared token
  * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
@@ -22,13 +22,14 @@ import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
 import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
-import { candidates, type Compiled, type CompiledMapping, compileMappings, isSignaturePath, matchMapping } from './compile.js';
+import { candidates, type Compiled, type CompiledMapping, compileMappings, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
-import { type SignatureHeaders, type SignatureResult, type SignedRequest, verifySignature } from './signatures.js';
+import { type SignatureResult, verifySignature } from './signatures.js';
 import type { TemplateContext } from './templates.js';
+import { mappedPlan } from './verifier.js';
 
 /**
  * The routes of every sub-path other than `wake`, `agent` and the base path itself. One instance per process; it
@@ -73,26 +74,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       compiledFor(ctx);
     },
     plan(ctx, subPath) {
-      const c = compiledFor(ctx);
-      const bodyLimit = c.bodyLimits.get(subPath) ?? ctx.config.hooks.maxBodyBytes;
-      if (!isSignaturePath(c, subPath)) return { auth: 'token', bodyLimit };
-      return {
-        auth: 'signature',
-        bodyLimit,
-        verify(rawBody, rawHeaders, now, payload) {
-          const signed = new LazySignedRequest(rawBody, rawHeaders, payload);
-          const results = new Map<SignatureConfig, SignatureResult>();
-          let reason: string | undefined;
-          for (const m of candidates(c, subPath)) {
-            if (m.signature === undefined || results.has(m.signature)) continue;
-            const v = verifySignature(m.signature, signed, now);
-            results.set(m.signature, v);
-            if (v.ok) return { any: true, reason: '', results };
-            reason ??= `${m.signature.scheme} signature ${v.reason}`;
-          }
-          return { any: false, reason: reason ?? 'missing or invalid hook token', results };
-        },
-      };
+      return mappedPlan(compiledFor(ctx), ctx.config.hooks.maxBodyBytes, subPath);
     },
 
     async resolve(input) {
@@ -193,21 +175,4 @@ function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResu
     input.signatures?.results.get(cfg) ??
     verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
   );
-}
-
-/**
- * What a signature scheme sees: the raw body and headers, and the parsed body only if it asks (Stripe's and Slack's
- * delivery ids). A class rather than an object literal with a getter, which is a new closure and accessor pair per
- * request (the same shape on the wake path cost 16 % of its profile in the garbage collector: ingress/handler.ts).
- */
-class LazySignedRequest implements SignedRequest {
-  constructor(
-    readonly rawBody: Buffer,
-    readonly headers: SignatureHeaders,
-    private readonly body: { peek(): unknown },
-  ) {}
-
-  get payload(): unknown {
-    return this.body.peek();
-  }
 }
