@@ -6,14 +6,14 @@
  * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
  * `/hooks/agent` request (render.ts).
  *
- * Authentication rule for signatures (CONTRACT §4.3, §6): a sub-path is *signature-capable* when any mapping that
- * could match it by path (same `match.path`, or no `match.path`) has a `signature`. On such a path the body is read
- * before authentication; the candidates' signatures are verified over the raw bytes before it is parsed (the path's
- * `SignatureOrTokenVerifier`, verifier.ts: without a valid token, a body none of them verifies is refused unparsed), then the mapping that actually
- * matches (path + source) decides: its signature when it has one
- * (the shared token is then not an alternative), the shared token otherwise; when nothing matches, the shared token
- * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
- * is read, as for `/wake` and `/agent`.
+ * Authentication rule for signatures (docs/mappings.md, "7. Signatures"; docs/architecture.md, "Verifiers"): a sub-path
+ * is *signature-capable* when any mapping that could match it by path (same `match.path`, or no `match.path`) has a
+ * `signature`. On such a path the body is read before authentication; the candidates' signatures are verified over
+ * the raw bytes before it is parsed (the path's `SignatureOrTokenVerifier`, verifier.ts: without a valid token, a
+ * body none of them verifies is refused unparsed), then the mapping that actually matches (path + source) decides:
+ * its signature when it has one (the shared token is then not an alternative), the shared token otherwise; when
+ * nothing matches, the shared token (so an unknown path still answers 401 before 404). Every other path is
+ * authenticated by the token before the body is read, as for `/wake` and `/agent`.
  */
 import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
