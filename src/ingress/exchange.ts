@@ -10,7 +10,7 @@ import type { HookRequest, RoutePlan } from '../hooks/routes.js';
 import type { Accepted, PresentedToken, SignatureChecks, VerifyRequest } from '../hooks/verifier.js';
 import type { ReceivedHook } from '../store/types.js';
 import { withoutCredentials } from './auth.js';
-import type { LazyPayload } from './body.js';
+import { isFormContentType, LazyPayload } from './body.js';
 import type { Gate, RouteLimits } from './route-limits.js';
 
 const NO_BODY = Buffer.alloc(0);
@@ -57,6 +57,15 @@ export class Exchange implements VerifyRequest, HookRequest {
   /** Without the credential headers. Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy. */
   get headers(): IncomingHttpHeaders {
     return (this.stripped ??= withoutCredentials(this.req.headers));
+  }
+
+  /** The body as read: parsed later, at most once (a form only where a verifier reads the body: a signature). */
+  receiveBody(rawBody: Buffer): void {
+    this.rawBody = rawBody;
+    // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
+    // signature is checked over `rawBody`, never over the parsed form.
+    this.form = this.plan.verifier.needsBody && isFormContentType(this.req.headers['content-type']);
+    this.body = new LazyPayload(rawBody, this.form);
   }
 
   peek(): unknown {

@@ -14,7 +14,7 @@ import type { IngressStore } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
 import { extractToken, tokenSetOf, type TokenSet } from './auth.js';
-import { isFormContentType, LazyPayload, readBody } from './body.js';
+import { readBody } from './body.js';
 import { addressBucket, ClientIpResolver } from './client-ip.js';
 import { Exchange, Refusal } from './exchange.js';
 import { AuthFailureLimiter } from './limiter.js';
@@ -105,13 +105,16 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
   h.deps.pressure?.arrived();
   const x = openExchange(h, req, res, started);
   if (x === undefined) return sendError(res, NOT_FOUND); // not under the hooks' base path: not ours, not counted
-  let refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x);
-  refused ??= (await authenticate(h, x, false)) ?? takeRouteToken(h, x);
+  let refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x) ?? checkLockout(h, x);
+  if (refused === undefined && !x.plan.verifier.needsBody) refused = await authenticate(h, x);
+  refused ??= takeRouteToken(h, x);
   if (refused) return answerRefusal(h, x, refused);
   try {
-    refused = (await readPayload(x)) ?? (await authenticate(h, x, true)) ?? parse(x);
+    x.receiveBody(await readPayload(x));
+    if (x.plan.verifier.needsBody) refused = await authenticate(h, x);
+    refused ??= parse(x);
     if (refused) return answerRefusal(h, x, refused);
-    const routed = await resolveAction(h, x);
+    const routed = resolveAction(h, x, await h.routes.resolve(x));
     if (routed instanceof Refusal) return answerRefusal(h, x, routed);
     if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
     return answerCommitted(h, x, routed, await commit(h, x, routed));
@@ -165,19 +168,22 @@ function checkAllowFrom(h: Ingress, x: Exchange): Refusal | undefined {
 }
 
 /**
- * Authenticate, through the route's one verifier: before the body (`afterBody` false) when it does not need it,
- * after the body and before any parse when it does. Before the body, a locked-out client without a valid hook token
- * is refused (429) before any verifier runs, so a forgery's body is never read. A settled verdict (the token, OIDC)
- * resets the client's failure count; an unsettled one (a signature path) waits for the matching mapping (resolve).
+ * Before any verifier runs: a client locked out by `hooks.authFailureLimit` is refused (429 with `Retry-After`, the
+ * connection closed) unless it presents a valid hook token, so a locked-out forger's body is never read.
  */
-async function authenticate(h: Ingress, x: Exchange, afterBody: boolean): Promise<Refusal | undefined> {
-  const verifier = x.plan.verifier;
-  if (!afterBody) {
-    x.hookToken = h.state.tokens.find(extractToken(x.req.headers));
-    if (validHookToken(x) === undefined && h.state.limiter.retryAfter(x.clientIp, x.now) > 0) return rejectAuth(h, x, { scheme: verifier.scheme, reason: undefined });
-  }
-  if (verifier.needsBody !== afterBody) return undefined;
-  const verdict = await verifier.verify(x);
+function checkLockout(h: Ingress, x: Exchange): Refusal | undefined {
+  x.hookToken = h.state.tokens.find(extractToken(x.req.headers));
+  if (validHookToken(x) !== undefined || h.state.limiter.retryAfter(x.clientIp, x.now) === 0) return undefined;
+  return rejectAuth(h, x, { scheme: x.plan.verifier.scheme, reason: undefined });
+}
+
+/**
+ * Authenticate, through the route's one verifier (hooks/verifier.ts): before the body is read when it does not need
+ * it (the token, OIDC), after it and before any parse when it does (signatures; `needsBody`). A settled verdict resets
+ * the client's failure count; an unsettled one (a signature-capable path) waits for the matching mapping (resolve).
+ */
+async function authenticate(h: Ingress, x: Exchange): Promise<Refusal | undefined> {
+  const verdict = await x.plan.verifier.verify(x);
   if (!verdict.ok) return rejectAuth(h, x, verdict);
   x.verdict = verdict;
   x.tokenVerified = verdict.tokenId !== null;
@@ -201,14 +207,9 @@ function takeRouteToken(h: Ingress, x: Exchange): Refusal | undefined {
   return undefined;
 }
 
-/** Read the body (at most the plan's limit, within `bodyTimeoutMs`: 413, 408 thrown); invites `Expect: 100-continue` only now. */
-async function readPayload(x: Exchange): Promise<undefined> {
-  x.rawBody = await readBody(x.req, x.plan.bodyLimit, x.ctx.config.hooks.bodyTimeoutMs, x.res);
-  // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
-  // signature is checked over `rawBody`, never over the parsed form.
-  x.form = x.plan.verifier.needsBody && isFormContentType(x.req.headers['content-type']);
-  x.body = new LazyPayload(x.rawBody, x.form);
-  return undefined;
+/** Read the body: at most the plan's limit (413), within `bodyTimeoutMs` (408); invites `Expect: 100-continue` only now. */
+function readPayload(x: Exchange): Promise<Buffer> {
+  return readBody(x.req, x.plan.bodyLimit, x.ctx.config.hooks.bodyTimeoutMs, x.res);
 }
 
 /** Parse the body (once: a verifier may have parsed it already): a JSON object, or a form where allowed (400 thrown). */
@@ -218,11 +219,11 @@ function parse(x: Exchange): undefined {
 }
 
 /**
- * Resolve the action: the route (404 when nothing matches), the matching mapping's own authentication on a signature
- * path (401), validation and policy (400 thrown), transforms (500 thrown), then the limits known only now.
+ * Resolve the action (`HookRoutes.resolve`: validation and policy, 400 thrown; transforms, 500 thrown), then judge
+ * it: nothing matched (404), the matching mapping's own authentication on a signature path (401), the limits known
+ * only now.
  */
-async function resolveAction(h: Ingress, x: Exchange): Promise<Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal> {
-  const routed = await h.routes.resolve(x);
+function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
   if (routed.kind === 'none') return new Refusal(NOT_FOUND);
   if (routed.kind === 'unauthorized') return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
   if (!x.verdict!.settled) h.state.limiter.reset(x.clientIp);
@@ -249,14 +250,8 @@ type Committable = Extract<RouteResult, { kind: 'actions' | 'gmailPush' }>;
  * Commit, durably, before any answer: the actions (dispatch: idempotency, 409 on a reused key), or a verified Gmail
  * push. A store failure is 503 (`storeUnavailable`), never 2xx.
  */
-async function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchAnswer> {
-  const { store } = h.deps;
-  if (routed.kind === 'gmailPush') {
-    const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: x.now }).catch((err: unknown) => {
-      throw err instanceof StoreError ? storeUnavailable() : err;
-    });
-    return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
-  }
+function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchAnswer> {
+  if (routed.kind === 'gmailPush') return commitGmailPush(h, x, routed.push);
   const { logger } = h.deps;
   if (routed.unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
   const key = extractIdempotencyKey(x.req.headers, x.payload, routed.deliveryId);
@@ -268,7 +263,14 @@ async function commit(h: Ingress, x: Exchange, routed: Committable): Promise<Dis
   const request: DispatchRequest = { actions: routed.actions, idempotency, received: rec, fanOut: routed.fanOut };
   if (routed.dropped) request.dropped = routed.dropped;
   if (routed.waitForCompletion) request.wait = { completions: h.deps.completions, signal: closedSignal(x.res) };
-  return dispatch(x.ctx, store, h.deps.signals, request);
+  return dispatch(x.ctx, h.deps.store, h.deps.signals, request);
+}
+
+async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResult, { kind: 'gmailPush' }>['push']): Promise<DispatchAnswer> {
+  const { duplicate } = await h.deps.store.recordGmailPush({ ...push, receivedAt: x.now }).catch((err: unknown) => {
+    throw err instanceof StoreError ? storeUnavailable() : err;
+  });
+  return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
 }
 
 /** Answer a committed request (2xx): the dispatch's answer, or Slack's empty 200; a Gmail push tells the fetcher. */
