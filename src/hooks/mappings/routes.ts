@@ -21,7 +21,7 @@ import { logSafe } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
-import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
+import type { HookRequest, HookRoutes, HookRoutesOptions, RouteResult } from '../routes.js';
 import { candidates, type Compiled, type CompiledMapping, compileMappings, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
@@ -110,61 +110,12 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       // Slack shows a slash command's answer to the user and reads Interactivity's as a modal response: an empty 200.
       const emptyAnswer = input.form === true && m.signature?.scheme === 'slack';
 
-      const maxFanOut = input.ctx.config.hooks.maxFanOut;
-      let items: Array<Record<string, unknown>> = [input.payload];
-      // What the transform sees: the same items, from a copy without prototype keys (see withoutPrototypeKeys).
-      let transformItems: Array<Record<string, unknown>> | undefined;
-      if (m.transform) {
-        const safe = withoutPrototypeKeys(input.payload) as Record<string, unknown>;
-        transformItems = m.forEach === undefined ? [safe] : fanOutPayloads(safe, m.forEach, maxFanOut).payloads;
-      }
-      let dropped = 0;
-      if (m.forEach !== undefined) {
-        const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
-        if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
-        items = fan.payloads;
-        dropped = fan.dropped;
-        if (dropped > 0) {
-          logger.warn(
-            { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: items.length, dropped, maxFanOut },
-            `hook fan-out over "${m.forEach}" capped at ${items.length} items: dropped ${dropped}`,
-          );
-        }
-      }
-
-      const query = queryRecord(input.query);
-      const now = new Date(input.now);
-      const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
-      const actions: HookAction[] = [];
       try {
-        for (const [i, payload] of items.entries()) {
-          const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
-          let draft = baseDraft(m, tctx);
-          if (m.preset !== undefined) {
-            const key = presetSessionKey(m.preset, payload);
-            if (key !== undefined) draft = { ...draft, sessionKey: key };
-          }
-          if (m.transform) {
-            const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
-            if (out === null) continue; // this item (or the whole request) is skipped
-            if (out !== undefined) draft = applyOverride(draft, out);
-          }
-          actions.push(finish(draft, m, input, contentSource));
-        }
+        return await renderActions(logger, c, m, input, headers, emptyAnswer, deliveryId);
       } catch (err) {
         if (err instanceof MappingFailure) throw fail(input, m, err);
         throw err;
       }
-      if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
-      return {
-        kind: 'actions',
-        mappingId: m.id,
-        actions,
-        fanOut: m.forEach !== undefined,
-        ...(deliveryId !== undefined ? { deliveryId } : {}),
-        ...(dropped > 0 ? { dropped } : {}),
-        ...(emptyAnswer ? { emptyAnswer } : {}),
-      };
     },
   };
 }
@@ -175,4 +126,70 @@ function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResu
     input.signatures?.results.get(cfg) ??
     verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
   );
+}
+
+type Items = { items: Array<Record<string, unknown>>; transformItems: Array<Record<string, unknown>> | undefined; dropped: number };
+
+/** The matched mapping's actions: one per item (a `forEach` fan-out's, else the payload), through its transform. */
+async function renderActions(
+  logger: HookRoutesOptions['logger'],
+  c: Compiled,
+  m: CompiledMapping,
+  input: HookRequest,
+  headers: Record<string, string>,
+  emptyAnswer: boolean,
+  deliveryId: string | undefined,
+): Promise<RouteResult> {
+  const fan = itemsOf(logger, m, input);
+  if (fan === undefined) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  const { items, transformItems, dropped } = fan;
+  const query = queryRecord(input.query);
+  const now = new Date(input.now);
+  const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
+  const actions: HookAction[] = [];
+  for (const [i, payload] of items.entries()) {
+    const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
+    let draft = baseDraft(m, tctx);
+    if (m.preset !== undefined) {
+      const key = presetSessionKey(m.preset, payload);
+      if (key !== undefined) draft = { ...draft, sessionKey: key };
+    }
+    if (m.transform) {
+      const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
+      if (out === null) continue; // this item (or the whole request) is skipped
+      if (out !== undefined) draft = applyOverride(draft, out);
+    }
+    actions.push(finish(draft, m, input, contentSource));
+  }
+  if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  return {
+    kind: 'actions',
+    mappingId: m.id,
+    actions,
+    fanOut: m.forEach !== undefined,
+    ...(deliveryId !== undefined ? { deliveryId } : {}),
+    ...(dropped > 0 ? { dropped } : {}),
+    ...(emptyAnswer ? { emptyAnswer } : {}),
+  };
+}
+
+/** The items to render (the payload, or a `forEach` fan-out capped at `hooks.maxFanOut`); undefined when a fan-out has none. */
+function itemsOf(logger: HookRoutesOptions['logger'], m: CompiledMapping, input: HookRequest): Items | undefined {
+  const maxFanOut = input.ctx.config.hooks.maxFanOut;
+  // What the transform sees: the same items, from a copy without prototype keys (see withoutPrototypeKeys).
+  let transformItems: Array<Record<string, unknown>> | undefined;
+  if (m.transform) {
+    const safe = withoutPrototypeKeys(input.payload) as Record<string, unknown>;
+    transformItems = m.forEach === undefined ? [safe] : fanOutPayloads(safe, m.forEach, maxFanOut).payloads;
+  }
+  if (m.forEach === undefined) return { items: [input.payload], transformItems, dropped: 0 };
+  const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
+  if (fan.payloads.length === 0) return undefined;
+  if (fan.dropped > 0) {
+    logger.warn(
+      { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: fan.payloads.length, dropped: fan.dropped, maxFanOut },
+      `hook fan-out over "${m.forEach}" capped at ${fan.payloads.length} items: dropped ${fan.dropped}`,
+    );
+  }
+  return { items: fan.payloads, transformItems, dropped: fan.dropped };
 }
