@@ -122,14 +122,6 @@ export class HttpError extends HookgateError {
   }
 }
 
-/**
- * The answer to a request the store could not commit (a `StoreError`): 503, never 2xx, and nothing was accepted.
- * Every route's commit answers it (hooks/dispatch.ts, the ingress's commit stage).
- */
-export function storeUnavailable(): HttpError {
-  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later');
-}
-
 /** An answer of the admin listener (src/admin): the ingress's codes it shares, or its own. */
 export class AdminError extends HookgateError {
   declare readonly code: HttpErrorCode | AdminErrorCode;
@@ -145,6 +137,17 @@ export class AdminError extends HookgateError {
 /** A query parameter the endpoint cannot use: 400 `invalid_query`, the message naming the parameter. */
 export function invalidQuery(param: string, why: string): AdminError {
   return new AdminError(400, 'invalid_query', `${param}: ${why}`);
+}
+
+/** Seconds a caller is told to wait (`Retry-After`) when the store cannot take its request. */
+export const STORE_RETRY_AFTER_S = 1;
+
+/**
+ * The store could not take the request (disk full, file unwritable, database connection lost): 503 `unavailable`
+ * with `Retry-After`. Nothing was accepted, so the same request can be sent again.
+ */
+export function storeUnavailable(): HttpError {
+  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later', { 'retry-after': String(STORE_RETRY_AFTER_S) });
 }
 
 /**
