@@ -38,36 +38,8 @@ import { mappedPlan } from './verifier.js';
  */
 export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
   const { logger } = opts;
-  let current: Compiled | undefined;
-  let previous: Compiled | undefined;
-
-  const compiledFor = (ctx: HooksContext): Compiled => {
-    if (current?.ctx === ctx) return current;
-    if (previous?.ctx === ctx) return previous;
-    const c = compileMappings(ctx);
-    if (current === undefined || ctx.generation >= current.generation) {
-      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
-      // and held); its loader is released now.
-      if (current) void current.loader?.dispose();
-      previous = current;
-      current = c;
-    } else if (c.loader) {
-      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
-      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
-    }
-    return c;
-  };
-
-  const fail = (input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError => {
-    // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
-    // choked on): only the code and the thrown class are logged unless the operator asked for debug.
-    const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
-    logger.warn(
-      { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
-      `hook mapping failed: ${err.reason}`,
-    );
-    return mappingFailed(err.reason);
-  };
+  const generations = new CompiledGenerations();
+  const compiledFor = (ctx: HooksContext): Compiled => generations.of(ctx);
 
   return {
     prepare(ctx) {
@@ -113,7 +85,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       try {
         return await renderActions(logger, c, m, input, headers, emptyAnswer, deliveryId);
       } catch (err) {
-        if (err instanceof MappingFailure) throw fail(input, m, err);
+        if (err instanceof MappingFailure) throw failed(logger, input, m, err);
         throw err;
       }
     },
@@ -126,6 +98,44 @@ function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResu
     input.signatures?.results.get(cfg) ??
     verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
   );
+}
+
+/**
+ * The compiled mappings of the current config generation and the one before (requests still in flight), each
+ * compiled once; the previous generation's transform loader is disposed when a new one appears.
+ */
+class CompiledGenerations {
+  private current: Compiled | undefined;
+  private previous: Compiled | undefined;
+
+  of(ctx: HooksContext): Compiled {
+    if (this.current?.ctx === ctx) return this.current;
+    if (this.previous?.ctx === ctx) return this.previous;
+    const c = compileMappings(ctx);
+    if (this.current === undefined || ctx.generation >= this.current.generation) {
+      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
+      // and held); its loader is released now.
+      if (this.current) void this.current.loader?.dispose();
+      this.previous = this.current;
+      this.current = c;
+    } else if (c.loader) {
+      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
+      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
+    }
+    return c;
+  }
+}
+
+/** A mapping that could not render its action: logged, answered 500 `mapping_failed`. */
+function failed(logger: HookRoutesOptions['logger'], input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError {
+  // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
+  // choked on): only the code and the thrown class are logged unless the operator asked for debug.
+  const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
+  logger.warn(
+    { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
+    `hook mapping failed: ${err.reason}`,
+  );
+  return mappingFailed(err.reason);
 }
 
 type Items = { items: Array<Record<string, unknown>>; transformItems: Array<Record<string, unknown>> | undefined; dropped: number };
