@@ -1,3 +1,8 @@
+/**
+ * The hook request handler: `handleRequest` runs the request lifecycle's stages in order, one small function each,
+ * top to bottom in this file (the chain and each stage's answers: docs/architecture.md, "The request lifecycle").
+ * Authentication goes through the route's one `Verifier` (hooks/verifier.ts); refusals are answered in one place.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
