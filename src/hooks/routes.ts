@@ -1,56 +1,35 @@
 /**
- * Every route under `{hooks.path}`: the direct `wake` and `agent` routes, and the mapped ones (`hooks.mappings`, then
- * the presets; see mappings/routes.ts). The ingress asks `plan` how to authenticate and how much body to read, reads
- * it, then calls `resolve`; it never looks at a route itself.
+ * Every route under `{hooks.path}`: the direct `wake` and `agent` routes, the Gmail push receiver, and the mapped
+ * ones (`hooks.mappings`, then the presets; see mappings/routes.ts). The ingress asks `plan` for the route's verifier
+ * and body limit, authenticates the request through the verifier (before the body, or after it for a signature),
+ * parses it, then calls `resolve`; it never looks at a route itself.
  *
- * Authentication rule (CONTRACT §4.3, §6): `wake`, `agent`, the base path itself and every mapped path that is not
- * signature-capable are authenticated by the shared token before the body is read. On a signature-capable mapped
- * path the body is read first, the candidates' signatures are verified over its raw bytes (`verify`) before it is
- * parsed, and `resolve` authenticates the request by the mapping that matches (see mappings/routes.ts).
+ * Which verifier (verifier.ts, rules in docs/architecture.md, "The request lifecycle"): `wake`, `agent`, the base
+ * path itself and every mapped path that is not signature-capable, the hook token (`HOOK_TOKEN`); a
+ * signature-capable mapped path, its candidates' signatures or the token (`SignatureOrTokenVerifier`), after which
+ * `resolve` authenticates the request by the mapping that matches (see mappings/routes.ts); the Gmail push receiver,
+ * the push's OIDC token (`GmailPushVerifier`).
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import type { SignatureConfig } from '../config/schema/hooks.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GmailConfig } from '../config/schema/hooks.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import { createMappedRoutes } from './mappings/routes.js';
-import type { SignatureResult } from './mappings/signatures.js';
 import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
-import { decodePushEnvelope, type OidcCheck, verifyPushToken } from './gmail-push.js';
+import { decodePushEnvelope, verifyPushToken } from './gmail-push.js';
 import type { GmailPush } from '../store/types.js';
+import { HOOK_TOKEN, type SignatureChecks, type Verdict, type Verifier, type VerifyRequest } from './verifier.js';
 
-/** How the ingress treats a sub-path before `resolve`. */
-export type RoutePlan =
-  /** The shared token authenticates the request before its body (at most `bodyLimit` bytes) is read. */
-  | { auth: 'token'; bodyLimit: number }
-  /**
-   * The body is read first (the token check is deferred and passed to `resolve` as `tokenVerified`): the mapping
-   * that matches decides between its signature and the token.
-   */
-  | {
-      auth: 'signature';
-      bodyLimit: number;
-      /**
-       * Verifies the candidate mappings' signatures over the raw bytes, before any parse, in order until one
-       * verifies. Without a valid token, a body no signature verifies is answered 401 unparsed. `payload` is only
-       * read by a verifier whose signature verified (Stripe and Slack take the delivery id from the signed body).
-       */
-      verify(rawBody: Buffer, rawHeaders: IncomingHttpHeaders, now: number, payload: { peek(): unknown }): SignatureChecks;
-    }
-  /**
-   * The Gmail push receiver (`hooks.gmail.pushPath`, see gmail-push.ts): the push's OIDC token, checked by `verify`
-   * before the body is read, authenticates it; the hook token does not.
-   */
-  | { auth: 'oidc'; bodyLimit: number; verify(rawHeaders: IncomingHttpHeaders, now: number): Promise<OidcCheck> };
-
-/** What `verify` found, passed to `resolve` so no signature is verified twice. */
-export interface SignatureChecks {
-  /** Some candidate's signature verified the body. */
-  readonly any: boolean;
-  /** Why none did (for the log line), when none did. */
-  readonly reason: string;
-  readonly results: ReadonlyMap<SignatureConfig, SignatureResult>;
+/** How the ingress treats a sub-path before `resolve`; one per route, built once per config generation. */
+export interface RoutePlan {
+  /** The most body bytes read. */
+  readonly bodyLimit: number;
+  /** The route's one verifier. */
+  readonly verifier: Verifier;
+  /** Whether the routes' `allowFrom` / `rateLimit` apply (all but the Gmail push receiver, which is no mapping). */
+  readonly limited: boolean;
 }
 
 export interface HookRequest {
@@ -65,16 +44,16 @@ export interface HookRequest {
   query: URLSearchParams;
   now: number;
   /**
-   * Whether the shared hook token was presented and valid. Always true on `token` plans (checked before the body
-   * was read); on `signature` plans it is the result of the deferred token check. Required: a caller that forgot
-   * it must not pass as authenticated.
+   * Whether the shared hook token was presented and valid. Always true where the route's verifier is the token
+   * (checked before the body was read); on signature-capable paths, the verdict's. Required: a caller that forgot it
+   * must not pass as authenticated.
    */
   tokenVerified: boolean;
-  /** The signature checks `plan.verify` made (signature plans), reused instead of verifying again. */
+  /** The signature checks the route's verifier made (signature-capable paths), reused instead of verifying again. */
   signatures?: SignatureChecks;
   /**
-   * The body was `application/x-www-form-urlencoded` (parsed into `payload`). The ingress parses forms on `signature`
-   * plans only, and only a mapping with a `signature` accepts one.
+   * The body was `application/x-www-form-urlencoded` (parsed into `payload`). The ingress parses forms only where the
+   * verifier reads the body (a signature), and only a mapping with a `signature` accepts one.
    */
   form?: boolean;
 }
@@ -108,7 +87,7 @@ export type RouteResult =
        */
       waitForCompletion?: boolean;
     }
-  /** A verified Gmail push: the ingress commits it (GmailStore.recordGmailPush) and answers once it is committed. */
+  /** A verified Gmail push: committed (GmailStore.recordGmailPush) by the ingress's commit stage, like any action. */
   | { kind: 'gmailPush'; push: Omit<GmailPush, 'receivedAt'> }
   /** `reason` is logged; `signature` says a signature (not the token) failed, which the 401 message names. */
   | { kind: 'unauthorized'; reason: string; signature?: boolean };
@@ -174,11 +153,9 @@ export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
       mapped.prepare(ctx);
     },
     plan(ctx, subPath) {
-      const gmail = ctx.config.hooks.gmail;
-      if (gmail.account && subPath === gmail.pushPath) {
-        return { auth: 'oidc', bodyLimit: ctx.config.hooks.maxBodyBytes, verify: (headers, now) => verifyPushToken(headers, gmail, now) };
-      }
-      return DIRECT.has(subPath) ? { auth: 'token', bodyLimit: ctx.config.hooks.maxBodyBytes } : mapped.plan(ctx, subPath);
+      const own = ownPlans(ctx);
+      if (own.push !== undefined && subPath === ctx.config.hooks.gmail.pushPath) return own.push;
+      return DIRECT.has(subPath) ? own.direct : mapped.plan(ctx, subPath);
     },
     async resolve(req) {
       const gmail = req.ctx.config.hooks.gmail;
@@ -187,6 +164,38 @@ export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
       return direct ? direct(req) : mapped.resolve(req);
     },
   };
+}
+
+/** The plans of the direct routes and of the Gmail push receiver, per generation. */
+const ownPlansOf = new WeakMap<HooksContext, { direct: RoutePlan; push: RoutePlan | undefined }>();
+
+function ownPlans(ctx: HooksContext): { direct: RoutePlan; push: RoutePlan | undefined } {
+  let own = ownPlansOf.get(ctx);
+  if (own === undefined) {
+    const hooks = ctx.config.hooks;
+    const push = hooks.gmail.account ? { bodyLimit: hooks.maxBodyBytes, verifier: new GmailPushVerifier(hooks.gmail), limited: false } : undefined;
+    own = { direct: { bodyLimit: hooks.maxBodyBytes, verifier: HOOK_TOKEN, limited: true }, push };
+    ownPlansOf.set(ctx, own);
+  }
+  return own;
+}
+
+const PUSH_VERIFIED: Verdict = { ok: true, tokenId: null, settled: true };
+
+/**
+ * The Gmail push receiver's verifier: the push's OIDC token (gmail-push.ts), in the `Authorization` header, checked
+ * before the body is read. The hook token does not authenticate a push.
+ */
+class GmailPushVerifier implements Verifier {
+  readonly scheme = 'oidc';
+  readonly needsBody = false;
+
+  constructor(private readonly gmail: Pick<GmailConfig, 'audience' | 'serviceAccountEmail' | 'jwksUrl'>) {}
+
+  async verify(req: VerifyRequest): Promise<Verdict> {
+    const check = await verifyPushToken(req.rawHeaders, this.gmail, req.now);
+    return check.ok ? PUSH_VERIFIED : { ok: false, scheme: 'oidc', reason: check.reason };
+  }
 }
 
 /**

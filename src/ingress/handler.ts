@@ -1,25 +1,32 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+/**
+ * The hook request handler: `handleRequest` runs the request lifecycle's stages in order, one small function each,
+ * top to bottom in this file (the chain and each stage's answers: docs/architecture.md, "The request lifecycle").
+ * Authentication goes through the route's one `Verifier` (hooks/verifier.ts); refusals are answered in one place.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
-import { HttpError, type HttpErrorCode, StoreError, storeUnavailable } from '../errors.js';
+import { HttpError, StoreError, storeUnavailable } from '../errors.js';
 import type { FeedSink } from '../feed.js';
 import type { CompletionWaiters } from '../hooks/completion.js';
 import type { HooksContext } from '../hooks/context.js';
-import { dispatch, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
+import { dispatch, type DispatchAnswer, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { createHookRoutes, type HookRequest, type HookRoutes, type SignatureChecks } from '../hooks/routes.js';
-import type { IngressStore, ReceivedHook } from '../store/types.js';
+import { createHookRoutes, type HookRoutes, type RouteResult } from '../hooks/routes.js';
+import { type Scheme, validHookToken } from '../hooks/verifier.js';
+import type { IngressStore } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
-import { extractToken, isExpired, tokenSetOf, type TokenSet, withoutCredentials } from './auth.js';
-import { isFormContentType, LazyPayload, readBody } from './body.js';
+import { extractToken, tokenSetOf, type TokenSet } from './auth.js';
+import { readBody } from './body.js';
 import { addressBucket, ClientIpResolver } from '../net/client-ip.js';
+import { Exchange, Refusal } from './exchange.js';
 import { AuthFailureLimiter } from '../net/limiter.js';
 import { RepeatLimitedLog } from '../net/log-repeats.js';
 import type { IngressPressure } from './pressure.js';
 import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
-import { FORBIDDEN, FORBIDDEN_SOURCE, type Gate, type RouteLimit, RouteLimits, routeRateLimited, UNDECIDED } from './route-limits.js';
+import { FORBIDDEN, FORBIDDEN_SOURCE, RouteLimits, routeRateLimited, UNDECIDED } from './route-limits.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
@@ -60,303 +67,314 @@ export class IngressState {
   }
 }
 
-const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
-const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
-
-/** A refusal, counted (not stored one by one: see refusals.ts). */
-type Refuse = (status: number, code: HttpErrorCode) => void;
-
 export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
   /** Store the refusal counts of the current window now (at a stop, before the store closes). */
   flushRefusals(): void;
 };
 
-/**
- * The request handler, in the contract's order: query token → method → the route's allowFrom → credentials → the
- * route's rateLimit → body → route → validation and policy → durable commit → answer.
- */
-export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
-  const { store, signals, completions, logger, feed, pressure } = deps;
-  const routes = deps.routes ?? createHookRoutes({ logger });
-  // Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary.
-  const log = new RepeatLimitedLog(logger);
-  const storeFailed = (what: string) => (err: unknown) =>
-    log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message }, `could not record ${what}`);
-
-  const record = (rec: ReceivedHook) => {
-    store.recordReceived(rec).catch(storeFailed('a received hook'));
-  };
-  const refusals = new RefusalAggregator(state.ctx.config.hooks.refusals, (window) => {
-    store.recordRefusals(window, state.ctx.config.hooks.refusals.maxStoredWindows).catch(storeFailed('refusal counts'));
-  });
-  const refuser = (ctx: HooksContext, now: number, subPath: string, clientIp: string, started: number): Refuse => (status, code) => {
-    refusals.setLimits(ctx.config.hooks.refusals);
-    refusals.add(now, status, code, pathClass(subPath, knownRoutes(ctx.config.hooks)), addressBucket(clientIp));
-    announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId: null });
-  };
-  const refuseEarly = (ctx: HooksContext, req: IncomingMessage, pathname: string, started: number): Refuse =>
-    refuser(ctx, Date.now(), normalizeMatchPath(pathname.slice(ctx.basePath.length)), state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']), started);
-
-  const handle = async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = performance.now();
-    pressure?.arrived();
-    const ctx = state.ctx; // one generation for the whole request, even if a reload lands meanwhile
-    const limits = state.limits; // of the same generation (update() sets both)
-    const url = req.url ?? '/';
-    const qIndex = url.indexOf('?');
-    const pathname = qIndex < 0 ? url : url.slice(0, qIndex);
-    const base = ctx.basePath;
-
-    if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) {
-      return sendError(res, NOT_FOUND);
-    }
-    const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
-    if (qIndex >= 0 && query.has('token')) {
-      refuseEarly(ctx, req, pathname, started)(400, 'query_token');
-      return sendError(
-        res,
-        new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
-      );
-    }
-    if (req.method !== 'POST') {
-      refuseEarly(ctx, req, pathname, started)(405, 'method_not_allowed');
-      return sendError(res, new HttpError(405, 'method_not_allowed', 'only POST is accepted here'), { allow: 'POST' });
-    }
-
-    const subPath = normalizeMatchPath(pathname.slice(base.length));
-    const now = Date.now();
-    const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-    const tokens = state.tokens;
-    // Constant time over every listed token; an expired one is refused like a wrong one (its id may be logged).
-    const presented = tokens.find(extractToken(req.headers));
-    const expired = presented !== undefined && isExpired(presented, now);
-    const tokenVerified = presented !== undefined && !expired;
-    const tokenId = tokenVerified ? presented.id : null;
-    const received = (status: number, code: HttpErrorCode | null): ReceivedHook => ({
-      at: now,
-      method: 'POST',
-      path: subPath,
-      clientIp,
-      status,
-      code,
-      eventIds: [],
-      runIds: [],
-      mappingId: null,
-      durationMs: performance.now() - started,
-      tokenId,
-    });
-    const refuse = refuser(ctx, now, subPath, clientIp, started);
-    const announce = (status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>) => {
-      // Without a feed (admin listener off) nothing is built: this runs for every answered request.
-      if (feed) announceReceived(feed, { hooks: ctx.config.hooks, subPath, clientIp, started, at: now, status, code, mappingId, ...(body ? { body } : {}) });
-    };
-
-    const plan = routes.plan(ctx, subPath);
-    // Per-route limits, before the body (route-limits.ts): the address list before authentication, the bucket after.
-    // (The token was compared above, for the received record's token id; a refused address never counts as an auth failure.)
-    let gate: Gate = null;
-    let taken = false;
-    if (limits !== null && plan.auth !== 'oidc') {
-      gate = limits.gate(subPath, req.headers, clientIp);
-      if (gate === FORBIDDEN) return refuseByLimit(res, log, refuse, FORBIDDEN_SOURCE, subPath, clientIp);
-    }
-    if (plan.auth === 'token') {
-      if (!tokenVerified) return rejectAuth(res, state, clientIp, now, log, refuse, expired ? `hook ${logPath(subPath)} rejected: expired token ${presented?.id}` : undefined);
-      state.limiter.reset(clientIp);
-      if (gate !== null && gate !== UNDECIDED && gate.bucket !== undefined) {
-        const wait = gate.bucket.take(now);
-        if (wait > 0) return refuseByLimit(res, log, refuse, routeRateLimited(wait), subPath, clientIp);
-        taken = true;
-      }
-    } else if (plan.auth === 'oidc') {
-      // The Gmail push receiver: the push's OIDC token (in the header) is checked before the body is read.
-      if (state.limiter.retryAfter(clientIp, now) > 0) return rejectAuth(res, state, clientIp, now, log, refuse);
-      const check = await plan.verify(req.headers, now);
-      if (!check.ok) return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${check.reason}`, 'oidc');
-      state.limiter.reset(clientIp);
-    } else if (!tokenVerified && state.limiter.retryAfter(clientIp, now) > 0) {
-      // Locked out: refused before its body is read (rejectAuth answers 429 and closes the connection).
-      return rejectAuth(res, state, clientIp, now, log, refuse);
-    }
-    // Otherwise deferred: the mapping that matches decides whether its signature or the token authenticates it.
-    // A signed route's bucket is only looked at here (its token is taken once the signature verified): an exhausted
-    // route refuses unread bodies, and forgeries cannot spend it.
-    if (plan.auth === 'signature' && gate !== null && gate !== UNDECIDED && gate.bucket !== undefined) {
-      const wait = gate.bucket.peek(now);
-      if (wait > 0) return refuseByLimit(res, log, refuse, routeRateLimited(wait), subPath, clientIp);
-    }
-
-    try {
-      // Invites an `Expect: 100-continue` upload only now, after the token or lockout check.
-      const rawBody = await readBody(req, plan.bodyLimit, ctx.config.hooks.bodyTimeoutMs, res);
-      // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
-      // signature is checked over `rawBody`, never over the parsed form.
-      const form = plan.auth === 'signature' && isFormContentType(req.headers['content-type']);
-      const body = new LazyPayload(rawBody, form);
-      // Signatures are verified over the raw bytes before any parse: without a valid token, a body that no candidate
-      // verifies is refused unparsed. Measured on 240 KB forgeries (operations.md): 1.85 → 0.90 ms CPU per 401, and
-      // 1.70 → 0.35 ms per 429 once locked out (refused before the body); a wake's p95 under 8 such clients 74 → 19 ms.
-      const signatures = plan.auth === 'signature' && !tokenVerified ? plan.verify(rawBody, req.headers, now, body) : undefined;
-      if (signatures && !signatures.any) {
-        return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${signatures.reason}`, true);
-      }
-      const payload = body.get();
-
-      const hookRequest = new IngressHookRequest(ctx, subPath, payload, rawBody, req.headers, query, now, tokenVerified, form);
-      if (signatures) hookRequest.signatures = signatures;
-      const routed = await routes.resolve(hookRequest);
-      if (routed.kind === 'none') throw NOT_FOUND;
-      if (routed.kind === 'unauthorized') {
-        return rejectAuth(res, state, clientIp, now, log, refuse, `hook ${logPath(subPath)} rejected: ${routed.reason}`, routed.signature);
-      }
-      if (plan.auth === 'signature') state.limiter.reset(clientIp);
-      if (gate !== null && !taken && routed.kind !== 'gmailPush') afterRouting(gate, limits!.forMapping(routed.mappingId), clientIp, now, log, subPath);
-      if (routed.kind === 'gmailPush') {
-        const { duplicate } = await store.recordGmailPush({ ...routed.push, receivedAt: now }).catch((err: unknown) => {
-          throw err instanceof StoreError ? storeUnavailable() : err;
-        });
-        record({ ...received(200, null), code: duplicate ? 'duplicate' : null, mappingId: 'gmail-push' });
-        sendJson(res, 200, duplicate ? { ok: true, duplicate: true } : { ok: true });
-        if (!duplicate) signals.gmailPushed?.(routed.push.account);
-        return;
-      }
-      if (routed.kind === 'reply') {
-        record({ ...received(routed.status, null), mappingId: routed.mappingId });
-        announce(routed.status, null, routed.mappingId);
-        return sendJson(res, routed.status, routed.body);
-      }
-      if (routed.kind === 'skip') {
-        record({ ...received(routed.emptyAnswer ? 200 : 204, null), mappingId: routed.mappingId });
-        announce(routed.emptyAnswer ? 200 : 204, null, routed.mappingId);
-        return routed.emptyAnswer ? sendEmptyOk(res) : sendNoContent(res);
-      }
-      const { actions, fanOut, mappingId, deliveryId, dropped, emptyAnswer, waitForCompletion, unknownFields } = routed; // never empty: an empty fan-out is a `skip`
-      if (unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, unknownFields }, 'request fields hookgate does not read');
-
-      const key = extractIdempotencyKey(req.headers, payload, deliveryId);
-      const idempotency =
-        key === undefined ? undefined : idempotencyClaim(subPath, key, rawBody, { sender: addressBucket(clientIp), hooks: ctx.config.hooks }, now);
-      // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
-      const rec = received(0, null);
-      rec.mappingId = mappingId;
-      if (unknownFields) rec.unknownFields = unknownFields;
-      const request: DispatchRequest = { actions, idempotency, received: rec, fanOut };
-      if (dropped) request.dropped = dropped;
-      if (waitForCompletion) request.wait = { completions, signal: closedSignal(res) };
-      const answer = await dispatch(ctx, store, signals, request);
-      if (emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(res);
-      else sendJson(res, answer.status, answer.body);
-      announce(answer.status, answer.duplicate ? 'duplicate' : null, mappingId, answer.body);
-      if (logger.isLevelEnabled('debug')) logger.debug({ path: subPath, client: clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
-    } catch (err) {
-      if (err instanceof HttpError) {
-        // The store records a 409 itself (in the transaction that found the conflict): not a second time here.
-        if (err.code !== 'idempotency_conflict') refuse(err.status, err.code);
-        else announce(err.status, err.code, null);
-        if (err.status === 503) log.error(err.code, { path: logPath(subPath) }, 'store unavailable: hook refused with 503');
-        if (err.status === 413) return sendErrorDiscardingBody(req, res, err);
-        const closing = err.status === 408 || err.code === 'body_aborted';
-        return sendError(res, err, closing ? { connection: 'close' } : undefined);
-      }
-      log.error('internal', { err, path: logPath(subPath) }, 'hook handler failed');
-      refuse(500, 'internal');
-      return sendError(res, new HttpError(500, 'internal', 'internal error; nothing was accepted'));
-    }
-  };
-  return Object.assign(handle, { flushRefusals: () => refusals.flush() });
-}
-
-/**
- * A request as the routes see it. A class, not an object literal with a getter: a literal's getter is a new closure
- * and accessor pair on every request, and this is every accepted request's path.
- */
-class IngressHookRequest implements HookRequest {
-  signatures?: SignatureChecks;
-  private stripped: IncomingHttpHeaders | undefined;
+/** What every request of one handler shares: its deps, the per-kind log, the refusal counts. */
+class Ingress {
+  readonly routes: HookRoutes;
+  /** Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary. */
+  readonly log: RepeatLimitedLog;
+  readonly refusals: RefusalAggregator;
 
   constructor(
-    readonly ctx: HooksContext,
-    readonly subPath: string,
-    readonly payload: Record<string, unknown>,
-    readonly rawBody: Buffer,
-    readonly rawHeaders: IncomingHttpHeaders,
-    readonly query: URLSearchParams,
-    readonly now: number,
-    readonly tokenVerified: boolean,
-    readonly form: boolean,
-  ) {}
-
-  /** Without the credential headers. Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy. */
-  get headers(): IncomingHttpHeaders {
-    return (this.stripped ??= withoutCredentials(this.rawHeaders));
+    readonly state: IngressState,
+    readonly deps: HandlerDeps,
+  ) {
+    this.routes = deps.routes ?? createHookRoutes({ logger: deps.logger });
+    this.log = new RepeatLimitedLog(deps.logger);
+    this.refusals = new RefusalAggregator(state.ctx.config.hooks.refusals, (window) => {
+      deps.store.recordRefusals(window, state.ctx.config.hooks.refusals.maxStoredWindows).catch((err: unknown) => this.storeFailed('refusal counts', err));
+    });
   }
+
+  storeFailed(what: string, err: unknown): void {
+    this.log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message }, `could not record ${what}`);
+  }
+}
+
+export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
+  const ingress = new Ingress(state, deps);
+  const handle = (req: IncomingMessage, res: ServerResponse) => handleRequest(ingress, req, res);
+  return Object.assign(handle, { flushRefusals: () => ingress.refusals.flush() });
 }
 
 /**
- * The limits of a route known only now (UNDECIDED: a `match.source` mapping), or the bucket of a signed route, applied
- * once the request is authenticated and routed: throws the 403 or 429 (answered and counted like any refusal).
+ * The request lifecycle, one stage after the other; each stage returns the next one's input, or a `Refusal`
+ * (undefined: go on). The chain and the status each stage can answer: docs/architecture.md, "The request lifecycle".
  */
-function afterRouting(
-  gate: Exclude<Gate, null | typeof FORBIDDEN>,
-  matched: RouteLimit | undefined,
-  clientIp: string,
-  now: number,
-  log: RepeatLimitedLog,
-  subPath: string,
-): void {
-  const limit = gate === UNDECIDED ? matched : gate;
-  if (limit === undefined) return;
-  let err: HttpError | undefined;
-  if (gate === UNDECIDED && !limit.allows(clientIp)) err = FORBIDDEN_SOURCE;
-  else {
-    const wait = limit.bucket?.take(now) ?? 0;
-    if (wait > 0) err = routeRateLimited(wait);
-  }
-  if (err) {
-    logLimitRefusal(log, err, subPath, clientIp);
-    throw err;
+async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = performance.now();
+  h.deps.pressure?.arrived();
+  const x = openExchange(h, req, res, started);
+  if (x === undefined) return sendError(res, NOT_FOUND); // not under the hooks' base path: not ours, not counted
+  let refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x) ?? checkLockout(h, x);
+  if (refused === undefined && !x.plan.verifier.needsBody) refused = await authenticate(h, x);
+  refused ??= takeRouteToken(h, x);
+  if (refused) return answerRefusal(h, x, refused);
+  try {
+    x.receiveBody(await readPayload(x));
+    if (x.plan.verifier.needsBody) refused = await authenticate(h, x);
+    refused ??= parse(x);
+    if (refused) return answerRefusal(h, x, refused);
+    const routed = resolveAction(h, x, await h.routes.resolve(x));
+    if (routed instanceof Refusal) return answerRefusal(h, x, routed);
+    if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
+    return answerCommitted(h, x, routed, await commit(h, x, routed));
+  } catch (err) {
+    return answerRefusal(h, x, refusalOf(h, x, err));
   }
 }
 
-function logLimitRefusal(log: RepeatLimitedLog, err: HttpError, subPath: string, clientIp: string): void {
-  log.warn(`route_${err.code}`, { path: logPath(subPath), client: clientIp }, err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached");
+const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
+const QUERY_TOKEN = new Refusal(
+  new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
+);
+const METHOD_NOT_ALLOWED = new Refusal(new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' }));
+const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
+
+/** A request under the hooks' base path (with hooks enabled), with its sub-path and client address; else undefined. */
+function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, started: number): Exchange | undefined {
+  const state = h.state;
+  const ctx = state.ctx;
+  const url = req.url ?? '/';
+  const qIndex = url.indexOf('?');
+  const pathname = qIndex < 0 ? url : url.slice(0, qIndex);
+  const base = ctx.basePath;
+  if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) return undefined;
+  const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
+  const subPath = normalizeMatchPath(pathname.slice(base.length));
+  const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  return new Exchange(req, res, ctx, state.limits, started, Date.now(), subPath, clientIp, query);
+}
+
+/** No `?token=` (400, even with a valid header: a token in a URL ends up in logs), POST only (405, not an auth failure). */
+function checkRequestLine(x: Exchange): Refusal | undefined {
+  if (x.query !== EMPTY_QUERY && x.query.has('token')) return QUERY_TOKEN;
+  return x.req.method === 'POST' ? undefined : METHOD_NOT_ALLOWED;
+}
+
+/** Route match: the route's plan (its verifier, body limit, and whether route limits apply); never refuses. */
+function matchRoute(h: Ingress, x: Exchange): undefined {
+  x.plan = h.routes.plan(x.ctx, x.subPath);
+  return undefined;
 }
 
 /**
- * A request refused by its route's limits before its body was read: counted, logged once per kind (RepeatLimitedLog),
- * answered with `Connection: close` so an unread body is not uploaded.
+ * The route's `allowFrom` (route-limits.ts), before authentication: the cheapest check, and a stranger outside the
+ * list learns nothing about the credentials (403; never counted as an auth failure).
  */
-function refuseByLimit(res: ServerResponse, log: RepeatLimitedLog, refuse: Refuse, err: HttpError, subPath: string, clientIp: string): void {
-  logLimitRefusal(log, err, subPath, clientIp);
-  refuse(err.status, err.code);
-  sendError(res, err, { connection: 'close' });
+function checkAllowFrom(h: Ingress, x: Exchange): Refusal | undefined {
+  if (x.limits === null || !x.plan.limited) return undefined;
+  x.gate = x.limits.gate(x.subPath, x.req.headers, x.clientIp);
+  return x.gate === FORBIDDEN ? limitRefusal(h, x, FORBIDDEN_SOURCE, 'close') : undefined;
 }
 
-function rejectAuth(
-  res: ServerResponse,
-  state: IngressState,
-  clientIp: string,
-  now: number,
-  log: RepeatLimitedLog,
-  refuse: Refuse,
-  /** Why (signature paths): logged at warn for a 401, not for a 429 (a locked-out client must not flood the log). */
-  reason?: string,
-  signature: boolean | 'oidc' = false,
-): void {
-  const retryAfter = state.limiter.retryAfter(clientIp, now);
+/**
+ * Before any verifier runs: a client locked out by `hooks.authFailureLimit` is refused (429 with `Retry-After`, the
+ * connection closed) unless it presents a valid hook token, so a locked-out forger's body is never read.
+ */
+function checkLockout(h: Ingress, x: Exchange): Refusal | undefined {
+  x.hookToken = h.state.tokens.find(extractToken(x.req.headers));
+  if (validHookToken(x) !== undefined || h.state.limiter.retryAfter(x.clientIp, x.now) === 0) return undefined;
+  return rejectAuth(h, x, { scheme: x.plan.verifier.scheme, reason: undefined });
+}
+
+/**
+ * Authenticate, through the route's one verifier (hooks/verifier.ts): before the body is read when it does not need
+ * it (the token, OIDC), after it and before any parse when it does (signatures; `needsBody`). A settled verdict resets
+ * the client's failure count; an unsettled one (a signature-capable path) waits for the matching mapping (resolve).
+ */
+async function authenticate(h: Ingress, x: Exchange): Promise<Refusal | undefined> {
+  const verdict = await x.plan.verifier.verify(x);
+  if (!verdict.ok) return rejectAuth(h, x, verdict);
+  x.verdict = verdict;
+  x.tokenVerified = verdict.tokenId !== null;
+  if (verdict.signatures) x.signatures = verdict.signatures;
+  if (verdict.settled) h.state.limiter.reset(x.clientIp);
+  return undefined;
+}
+
+/**
+ * The route's rate limit, before the body: a token is taken once the request is authenticated for good, so a sender
+ * without credentials cannot spend the route's budget; a signature still to verify only looks (`peek`: an exhausted
+ * route refuses unread bodies, and forgeries cannot spend it), and takes it once routed (`limitsAfterRouting`).
+ */
+function takeRouteToken(h: Ingress, x: Exchange): Refusal | undefined {
+  const gate = x.gate;
+  if (gate === null || gate === UNDECIDED || gate === FORBIDDEN || gate.bucket === undefined) return undefined;
+  const settled = x.verdict?.settled === true;
+  const wait = settled ? gate.bucket.take(x.now) : gate.bucket.peek(x.now);
+  if (wait > 0) return limitRefusal(h, x, routeRateLimited(wait), 'close');
+  x.taken = settled;
+  return undefined;
+}
+
+/** Read the body: at most the plan's limit (413), within `bodyTimeoutMs` (408); invites `Expect: 100-continue` only now. */
+function readPayload(x: Exchange): Promise<Buffer> {
+  return readBody(x.req, x.plan.bodyLimit, x.ctx.config.hooks.bodyTimeoutMs, x.res);
+}
+
+/** Parse the body (once: a verifier may have parsed it already): a JSON object, or a form where allowed (400 thrown). */
+function parse(x: Exchange): undefined {
+  x.payload = x.body!.get();
+  return undefined;
+}
+
+/**
+ * Resolve the action (`HookRoutes.resolve`: validation and policy, 400 thrown; transforms, 500 thrown), then judge
+ * it: nothing matched (404), the matching mapping's own authentication on a signature path (401), the limits known
+ * only now.
+ */
+function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
+  if (routed.kind === 'none') return new Refusal(NOT_FOUND);
+  if (routed.kind === 'unauthorized') return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
+  if (!x.verdict!.settled) h.state.limiter.reset(x.clientIp);
+  return limitsAfterRouting(h, x, routed.kind === 'gmailPush' ? null : routed.mappingId) ?? routed;
+}
+
+/**
+ * The limits of a route known only once routed (UNDECIDED: a `match.source` mapping), or the bucket of a signed
+ * route, applied once the request is authenticated and routed (403 or 429, answered like any refusal).
+ */
+function limitsAfterRouting(h: Ingress, x: Exchange, mappingId: string | null): Refusal | undefined {
+  const gate = x.gate;
+  if (gate === null || gate === FORBIDDEN || x.taken) return undefined;
+  const limit = gate === UNDECIDED ? x.limits!.forMapping(mappingId) : gate;
+  if (limit === undefined) return undefined;
+  if (gate === UNDECIDED && !limit.allows(x.clientIp)) return limitRefusal(h, x, FORBIDDEN_SOURCE, 'keep');
+  const wait = limit.bucket?.take(x.now) ?? 0;
+  return wait > 0 ? limitRefusal(h, x, routeRateLimited(wait), 'keep') : undefined;
+}
+
+type Committable = Extract<RouteResult, { kind: 'actions' | 'gmailPush' }>;
+
+/**
+ * Commit, durably, before any answer: the actions (dispatch: idempotency, 409 on a reused key), or a verified Gmail
+ * push. A store failure is 503 (`storeUnavailable`), never 2xx.
+ */
+function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchAnswer> {
+  if (routed.kind === 'gmailPush') return commitGmailPush(h, x, routed.push);
+  const { logger } = h.deps;
+  if (routed.unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
+  const key = extractIdempotencyKey(x.req.headers, x.payload, routed.deliveryId);
+  const idempotency = key === undefined ? undefined : idempotencyClaim(x.subPath, key, x.rawBody, { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks }, x.now);
+  // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
+  const rec = x.received(0, null);
+  rec.mappingId = routed.mappingId;
+  if (routed.unknownFields) rec.unknownFields = routed.unknownFields;
+  const request: DispatchRequest = { actions: routed.actions, idempotency, received: rec, fanOut: routed.fanOut };
+  if (routed.dropped) request.dropped = routed.dropped;
+  if (routed.waitForCompletion) request.wait = { completions: h.deps.completions, signal: closedSignal(x.res) };
+  return dispatch(x.ctx, h.deps.store, h.deps.signals, request);
+}
+
+async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResult, { kind: 'gmailPush' }>['push']): Promise<DispatchAnswer> {
+  const { duplicate } = await h.deps.store.recordGmailPush({ ...push, receivedAt: x.now }).catch((err: unknown) => {
+    throw err instanceof StoreError ? storeUnavailable() : err;
+  });
+  return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
+}
+
+/** Answer a committed request (2xx): the dispatch's answer, or Slack's empty 200; a Gmail push tells the fetcher. */
+function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
+  const { logger, signals } = h.deps;
+  if (routed.kind === 'gmailPush') {
+    // Recorded here: dispatch records the actions' requests in their own transaction.
+    record(h, Object.assign(x.received(200, answer.duplicate ? 'duplicate' : null), { mappingId: 'gmail-push' }));
+    sendJson(x.res, 200, answer.body);
+    if (!answer.duplicate) signals.gmailPushed?.(routed.push.account);
+    return;
+  }
+  if (routed.emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(x.res);
+  else sendJson(x.res, answer.status, answer.body);
+  announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
+  if (logger.isLevelEnabled('debug')) logger.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
+}
+
+/** Answer a request with nothing to commit: a verified sender's handshake, or a skip (204, or Slack's empty 200). */
+function answerUncommitted(h: Ingress, x: Exchange, routed: Extract<RouteResult, { kind: 'reply' | 'skip' }>): void {
+  const status = routed.kind === 'reply' ? routed.status : routed.emptyAnswer ? 200 : 204;
+  record(h, Object.assign(x.received(status, null), { mappingId: routed.mappingId }));
+  announce(h, x, status, null, routed.mappingId);
+  if (routed.kind === 'reply') sendJson(x.res, status, routed.body);
+  else if (status === 200) sendEmptyOk(x.res);
+  else sendNoContent(x.res);
+}
+
+function record(h: Ingress, rec: ReturnType<Exchange['received']>): void {
+  h.deps.store.recordReceived(rec).catch((err: unknown) => h.storeFailed('a received hook', err));
+}
+
+function announce(h: Ingress, x: Exchange, status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>): void {
+  // Without a feed (admin listener off) nothing is built: this runs for every answered request.
+  const feed = h.deps.feed;
+  if (feed) announceReceived(feed, { hooks: x.ctx.config.hooks, subPath: x.subPath, clientIp: x.clientIp, started: x.started, at: x.now, status, code, mappingId, ...(body ? { body } : {}) });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Refusals: built by the stages, answered here.
+
+/**
+ * A failed authentication: 429 with `Retry-After` (and the connection closed) while the client is locked out,
+ * else counted towards its lockout and answered 401 naming the credential. The reason is logged for a 401 only (a
+ * locked-out client must not flood the log).
+ */
+function rejectAuth(h: Ingress, x: Exchange, failure: { scheme: Scheme; reason: string | undefined }): Refusal {
+  const limiter = h.state.limiter;
+  const retryAfter = limiter.retryAfter(x.clientIp, x.now);
   if (retryAfter > 0) {
     // Counted in memory only, like every refusal: a locked-out client cannot make us write. The connection is closed:
     // an unread body is not uploaded, and a locked-out client keeps no connection open.
-    refuse(429, 'rate_limited');
-    return sendError(res, new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`), {
-      'retry-after': String(retryAfter),
-      connection: 'close',
-    });
+    return new Refusal(new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) }), 'close');
   }
-  if (reason !== undefined) log.warn('unauthorized', { client: clientIp }, reason);
-  const lockedFor = state.limiter.fail(clientIp, now);
-  if (lockedFor > 0) log.warn('rate_limited', { client: clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
-  refuse(401, 'unauthorized');
-  const what = signature === 'oidc' ? 'missing or invalid OIDC token' : signature ? 'missing or invalid signature' : 'missing or invalid hook token';
-  sendError(res, new HttpError(401, 'unauthorized', what));
+  if (failure.reason !== undefined) h.log.warn('unauthorized', { client: x.clientIp }, `hook ${logPath(x.subPath)} rejected: ${failure.reason}`);
+  const lockedFor = limiter.fail(x.clientIp, x.now);
+  if (lockedFor > 0) h.log.warn('rate_limited', { client: x.clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
+  return UNAUTHORIZED[failure.scheme];
+}
+
+const UNAUTHORIZED: Readonly<Record<Scheme, Refusal>> = {
+  token: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid hook token')),
+  signature: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid signature')),
+  oidc: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid OIDC token')),
+};
+
+/** A refusal by the route's limits, logged once per kind (RepeatLimitedLog). */
+function limitRefusal(h: Ingress, x: Exchange, err: HttpError, connection: 'keep' | 'close'): Refusal {
+  const what = err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached";
+  h.log.warn(`route_${err.code}`, { path: logPath(x.subPath), client: x.clientIp }, what);
+  return new Refusal(err, connection);
+}
+
+const INTERNAL = new HttpError(500, 'internal', 'internal error; nothing was accepted');
+
+/** A thrown error as a refusal: the HttpErrors of the body, the parse, the routes and the commit; anything else is a 500. */
+function refusalOf(h: Ingress, x: Exchange, err: unknown): Refusal {
+  if (!(err instanceof HttpError)) {
+    h.log.error('internal', { err, path: logPath(x.subPath) }, 'hook handler failed');
+    return new Refusal(INTERNAL);
+  }
+  if (err.status === 503) h.log.error(err.code, { path: logPath(x.subPath) }, 'store unavailable: hook refused with 503');
+  // The store records a 409 itself (in the transaction that found the conflict): announced, not counted here.
+  const tally = err.code === 'idempotency_conflict' ? 'announced' : 'counted';
+  if (err.status === 413) return new Refusal(err, 'discard', tally);
+  return new Refusal(err, err.status === 408 || err.code === 'body_aborted' ? 'close' : 'keep', tally);
+}
+
+const CLOSE = { connection: 'close' } as const;
+
+/** Answer a refusal: counted (not stored one by one: refusals.ts) and announced, then the error written. */
+function answerRefusal(h: Ingress, x: Exchange, r: Refusal): void {
+  const err = r.error;
+  if (r.tally === 'counted') {
+    const hooks = x.ctx.config.hooks;
+    h.refusals.setLimits(hooks.refusals);
+    h.refusals.add(x.now, err.status, err.code, pathClass(x.subPath, knownRoutes(hooks)), addressBucket(x.clientIp));
+  }
+  if (r.tally !== 'none') announce(h, x, err.status, err.code, null);
+  if (r.connection === 'discard') return sendErrorDiscardingBody(x.req, x.res, err);
+  sendError(x.res, err, r.connection === 'close' ? CLOSE : undefined);
 }

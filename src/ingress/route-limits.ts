@@ -10,11 +10,11 @@
  * once the body is parsed, and `gate` answers UNDECIDED (refusing by address before the body only when no mapping
  * that could still match would allow the client); the handler applies the matched mapping's limits after routing.
  *
- * Order (handler.ts): `allowFrom` before authentication (cheapest, and a stranger outside the list learns nothing
- * about the token); a token is taken from the bucket only once the request is authenticated, so a sender without
- * the token cannot spend a route's budget. A signature is verified over the body, so a signed route only looks at
- * its bucket before the body (`peek`: an exhausted route is refused unread) and takes the token once the signature
- * verified.
+ * Order (the stages of handler.ts; the whole chain: docs/architecture.md, "The request lifecycle"): `allowFrom`
+ * before authentication (cheapest, and a stranger outside the list learns nothing about the token); a token is
+ * taken from the bucket only once the request is authenticated, so a sender without the token cannot spend a
+ * route's budget. A signature is verified over the body, so a signed route only looks at its bucket before the body
+ * (`peek`: an exhausted route is refused unread) and takes the token once the signature verified.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { AddressList } from '../cidr.js';

@@ -16,6 +16,7 @@ import type { HookAction } from '../../src/hooks/dispatch.js';
 import { fanOutPayloads } from '../../src/hooks/fan-out.js';
 import { gmailBodyAllowance } from '../../src/hooks/mappings/presets/gmail.js';
 import { createHookRoutes, type HookRoutes, type RouteResult } from '../../src/hooks/routes.js';
+import type { VerifyRequest } from '../../src/hooks/verifier.js';
 import { withoutCredentials } from '../../src/ingress/auth.js';
 import type { NewRun } from '../../src/store/types.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -661,15 +662,15 @@ describe('signatures', () => {
 
   it('plan.auth: a path whose candidate mappings include a signature', () => {
     const s = setup({ mappings: [ghMapping, { match: { path: 'plain' }, messageTemplate: 'm' }] });
-    assert.equal(s.routes.plan(s.ctx, 'github').auth, 'signature');
-    assert.equal(s.routes.plan(s.ctx, 'plain').auth, 'token');
-    assert.equal(s.routes.plan(s.ctx, 'other').auth, 'token');
+    assert.equal(s.routes.plan(s.ctx, 'github').verifier.scheme, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'plain').verifier.scheme, 'token');
+    assert.equal(s.routes.plan(s.ctx, 'other').verifier.scheme, 'token');
   });
 
   it('a signed mapping without match.path makes every mapped path signature-capable', () => {
     const s = setup({ mappings: [{ match: { path: 'plain' }, messageTemplate: 'm' }, { match: { source: 'x' }, messageTemplate: 'm', signature: { scheme: 'github', secret } }] });
-    assert.equal(s.routes.plan(s.ctx, 'plain').auth, 'signature');
-    assert.equal(s.routes.plan(s.ctx, 'other').auth, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'plain').verifier.scheme, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'other').verifier.scheme, 'signature');
   });
 
   it('a valid signature authenticates without the token and yields the delivery id', async () => {
@@ -705,26 +706,26 @@ describe('signatures', () => {
         { match: { path: 'ingest', source: 'cron' }, messageTemplate: 'cron' },
       ],
     });
-    assert.equal(s.routes.plan(s.ctx, 'ingest').auth, 'signature');
+    assert.equal(s.routes.plan(s.ctx, 'ingest').verifier.scheme, 'signature');
     assert.deepEqual(await resolve(s, 'ingest', { source: 'cron' }, { tokenVerified: false }), { kind: 'unauthorized', reason: 'missing or invalid hook token' });
     assert.equal((await runOf(s, 'ingest', { source: 'cron' }, { tokenVerified: true })).message, 'cron');
     assert.deepEqual(await resolve(s, 'ingest', { source: 'other' }, { tokenVerified: false }), { kind: 'unauthorized', reason: 'missing or invalid hook token' });
     assert.deepEqual(await resolve(s, 'ingest', { source: 'other' }, { tokenVerified: true }), { kind: 'none' });
   });
 
-  it('plan.verify: whether any candidate signature verifies the raw bytes, without parsing them', () => {
+  it('plan.verifier: whether any candidate signature verifies the raw bytes, without parsing them', async () => {
     const s = setup({ mappings: [ghMapping] });
     const raw = Buffer.from('payload=%7B%7D');
     const plan = s.routes.plan(s.ctx, 'github');
-    assert.ok(plan.auth === 'signature');
+    assert.ok(plan.verifier.scheme === 'signature');
     let parsed = 0;
-    const payload = { peek: () => (parsed++, null) };
-    const good = plan.verify(raw, { 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }, NOW, payload);
-    assert.equal(good.any, true);
-    assert.equal(good.results.size, 1);
-    const bad = plan.verify(raw, { 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }, NOW, payload);
-    assert.equal(bad.any, false);
-    assert.equal(bad.reason, 'github signature signature mismatch');
+    const request = (headers: IncomingHttpHeaders): VerifyRequest => ({ rawHeaders: headers, now: NOW, hookToken: undefined, rawBody: raw, peek: () => (parsed++, null) });
+    const good = await plan.verifier.verify(request({ 'x-hub-signature-256': `sha256=${hmacHex(secret, raw)}` }));
+    assert.equal(good.signatures?.any, true);
+    assert.equal(good.signatures?.results.size, 1);
+    const bad = await plan.verifier.verify(request({ 'x-hub-signature-256': `sha256=${hmacHex('x', raw)}` }));
+    assert.equal(bad.signatures?.any, false);
+    assert.equal(bad.signatures?.reason, 'github signature signature mismatch');
     assert.equal(parsed, 0, 'GitHub takes its delivery id from a header: the body is never parsed');
   });
 });
@@ -761,7 +762,7 @@ describe('real senders: match.headers, handshakes, Slack forms and event ids, id
     // Values compare case-sensitively: "Issues" is not "issues". Nothing matches, and the token was not sent → 401.
     assert.equal((await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'Issues') })).kind, 'unauthorized');
     assert.deepEqual(await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: true, headers: gh(raw, 'push') }), { kind: 'none' });
-    assert.equal(s.routes.plan(s.ctx, 'github').auth, 'signature', 'header-narrowed signed mappings keep the path signature-capable');
+    assert.equal(s.routes.plan(s.ctx, 'github').verifier.scheme, 'signature', 'header-narrowed signed mappings keep the path signature-capable');
   });
 
   it('a verified GitHub ping is answered whatever the match, and queues nothing; a forged one is not', async () => {

@@ -6,14 +6,14 @@
  * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
  * `/hooks/agent` request (render.ts).
  *
- * Authentication rule for signatures (CONTRACT §4.3, §6): a sub-path is *signature-capable* when any mapping that
- * could match it by path (same `match.path`, or no `match.path`) has a `signature`. On such a path the body is read
- * before authentication; the candidates' signatures are verified over the raw bytes before it is parsed (`plan`'s
- * `verify`: without a valid token, a body none of them verifies is refused unparsed), then the mapping that actually
- * matches (path + source) decides: its signature when it has one
- * (the shared token is then not an alternative), the shared token otherwise; when nothing matches, the shared token
- * (so an unknown path still answers 401 before 404). Every other path is authenticated by the token before the body
- * is read, as for `/wake` and `/agent`.
+ * Authentication rule for signatures (docs/mappings.md, "7. Signatures"; docs/architecture.md, "Verifiers"): a sub-path
+ * is *signature-capable* when any mapping that could match it by path (same `match.path`, or no `match.path`) has a
+ * `signature`. On such a path the body is read before authentication; the candidates' signatures are verified over
+ * the raw bytes before it is parsed (the path's `SignatureOrTokenVerifier`, verifier.ts: without a valid token, a
+ * body none of them verifies is refused unparsed), then the mapping that actually matches (path + source) decides:
+ * its signature when it has one (the shared token is then not an alternative), the shared token otherwise; when
+ * nothing matches, the shared token (so an unknown path still answers 401 before 404). Every other path is
+ * authenticated by the token before the body is read, as for `/wake` and `/agent`.
  */
 import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
@@ -21,14 +21,15 @@ import { logSafe } from '../../text-safe.js';
 import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
-import type { HookRequest, HookRoutes, HookRoutesOptions } from '../routes.js';
-import { candidates, type Compiled, type CompiledMapping, compileMappings, isSignaturePath, matchMapping } from './compile.js';
+import type { HookRequest, HookRoutes, HookRoutesOptions, RouteResult } from '../routes.js';
+import { candidates, type Compiled, type CompiledMapping, compileMappings, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
-import { type SignatureHeaders, type SignatureResult, type SignedRequest, verifySignature } from './signatures.js';
+import { type SignatureResult, verifySignature } from './signatures.js';
 import type { TemplateContext } from './templates.js';
+import { mappedPlan } from './verifier.js';
 
 /**
  * The routes of every sub-path other than `wake`, `agent` and the base path itself. One instance per process; it
@@ -37,62 +38,15 @@ import type { TemplateContext } from './templates.js';
  */
 export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
   const { logger } = opts;
-  let current: Compiled | undefined;
-  let previous: Compiled | undefined;
-
-  const compiledFor = (ctx: HooksContext): Compiled => {
-    if (current?.ctx === ctx) return current;
-    if (previous?.ctx === ctx) return previous;
-    const c = compileMappings(ctx);
-    if (current === undefined || ctx.generation >= current.generation) {
-      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
-      // and held); its loader is released now.
-      if (current) void current.loader?.dispose();
-      previous = current;
-      current = c;
-    } else if (c.loader) {
-      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
-      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
-    }
-    return c;
-  };
-
-  const fail = (input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError => {
-    // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
-    // choked on): only the code and the thrown class are logged unless the operator asked for debug.
-    const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
-    logger.warn(
-      { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
-      `hook mapping failed: ${err.reason}`,
-    );
-    return mappingFailed(err.reason);
-  };
+  const generations = new CompiledGenerations();
+  const compiledFor = (ctx: HooksContext): Compiled => generations.of(ctx);
 
   return {
     prepare(ctx) {
       compiledFor(ctx);
     },
     plan(ctx, subPath) {
-      const c = compiledFor(ctx);
-      const bodyLimit = c.bodyLimits.get(subPath) ?? ctx.config.hooks.maxBodyBytes;
-      if (!isSignaturePath(c, subPath)) return { auth: 'token', bodyLimit };
-      return {
-        auth: 'signature',
-        bodyLimit,
-        verify(rawBody, rawHeaders, now, payload) {
-          const signed = new LazySignedRequest(rawBody, rawHeaders, payload);
-          const results = new Map<SignatureConfig, SignatureResult>();
-          let reason: string | undefined;
-          for (const m of candidates(c, subPath)) {
-            if (m.signature === undefined || results.has(m.signature)) continue;
-            const v = verifySignature(m.signature, signed, now);
-            results.set(m.signature, v);
-            if (v.ok) return { any: true, reason: '', results };
-            reason ??= `${m.signature.scheme} signature ${v.reason}`;
-          }
-          return { any: false, reason: reason ?? 'missing or invalid hook token', results };
-        },
-      };
+      return mappedPlan(compiledFor(ctx), ctx.config.hooks.maxBodyBytes, subPath);
     },
 
     async resolve(input) {
@@ -128,61 +82,12 @@ export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
       // Slack shows a slash command's answer to the user and reads Interactivity's as a modal response: an empty 200.
       const emptyAnswer = input.form === true && m.signature?.scheme === 'slack';
 
-      const maxFanOut = input.ctx.config.hooks.maxFanOut;
-      let items: Array<Record<string, unknown>> = [input.payload];
-      // What the transform sees: the same items, from a copy without prototype keys (see withoutPrototypeKeys).
-      let transformItems: Array<Record<string, unknown>> | undefined;
-      if (m.transform) {
-        const safe = withoutPrototypeKeys(input.payload) as Record<string, unknown>;
-        transformItems = m.forEach === undefined ? [safe] : fanOutPayloads(safe, m.forEach, maxFanOut).payloads;
-      }
-      let dropped = 0;
-      if (m.forEach !== undefined) {
-        const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
-        if (fan.payloads.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
-        items = fan.payloads;
-        dropped = fan.dropped;
-        if (dropped > 0) {
-          logger.warn(
-            { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: items.length, dropped, maxFanOut },
-            `hook fan-out over "${m.forEach}" capped at ${items.length} items: dropped ${dropped}`,
-          );
-        }
-      }
-
-      const query = queryRecord(input.query);
-      const now = new Date(input.now);
-      const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
-      const actions: HookAction[] = [];
       try {
-        for (const [i, payload] of items.entries()) {
-          const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
-          let draft = baseDraft(m, tctx);
-          if (m.preset !== undefined) {
-            const key = presetSessionKey(m.preset, payload);
-            if (key !== undefined) draft = { ...draft, sessionKey: key };
-          }
-          if (m.transform) {
-            const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
-            if (out === null) continue; // this item (or the whole request) is skipped
-            if (out !== undefined) draft = applyOverride(draft, out);
-          }
-          actions.push(finish(draft, m, input, contentSource));
-        }
+        return await renderActions(logger, c, m, input, headers, emptyAnswer, deliveryId);
       } catch (err) {
-        if (err instanceof MappingFailure) throw fail(input, m, err);
+        if (err instanceof MappingFailure) throw failed(logger, input, m, err);
         throw err;
       }
-      if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
-      return {
-        kind: 'actions',
-        mappingId: m.id,
-        actions,
-        fanOut: m.forEach !== undefined,
-        ...(deliveryId !== undefined ? { deliveryId } : {}),
-        ...(dropped > 0 ? { dropped } : {}),
-        ...(emptyAnswer ? { emptyAnswer } : {}),
-      };
     },
   };
 }
@@ -196,18 +101,105 @@ function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResu
 }
 
 /**
- * What a signature scheme sees: the raw body and headers, and the parsed body only if it asks (Stripe's and Slack's
- * delivery ids). A class rather than an object literal with a getter, which is a new closure and accessor pair per
- * request (the same shape on the wake path cost 16 % of its profile in the garbage collector: ingress/handler.ts).
+ * The compiled mappings of the current config generation and the one before (requests still in flight), each
+ * compiled once; the previous generation's transform loader is disposed when a new one appears.
  */
-class LazySignedRequest implements SignedRequest {
-  constructor(
-    readonly rawBody: Buffer,
-    readonly headers: SignatureHeaders,
-    private readonly body: { peek(): unknown },
-  ) {}
+class CompiledGenerations {
+  private current: Compiled | undefined;
+  private previous: Compiled | undefined;
 
-  get payload(): unknown {
-    return this.body.peek();
+  of(ctx: HooksContext): Compiled {
+    if (this.current?.ctx === ctx) return this.current;
+    if (this.previous?.ctx === ctx) return this.previous;
+    const c = compileMappings(ctx);
+    if (this.current === undefined || ctx.generation >= this.current.generation) {
+      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
+      // and held); its loader is released now.
+      if (this.current) void this.current.loader?.dispose();
+      this.previous = this.current;
+      this.current = c;
+    } else if (c.loader) {
+      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
+      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
+    }
+    return c;
   }
+}
+
+/** A mapping that could not render its action: logged, answered 500 `mapping_failed`. */
+function failed(logger: HookRoutesOptions['logger'], input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError {
+  // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
+  // choked on): only the code and the thrown class are logged unless the operator asked for debug.
+  const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
+  logger.warn(
+    { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
+    `hook mapping failed: ${err.reason}`,
+  );
+  return mappingFailed(err.reason);
+}
+
+type Items = { items: Array<Record<string, unknown>>; transformItems: Array<Record<string, unknown>> | undefined; dropped: number };
+
+/** The matched mapping's actions: one per item (a `forEach` fan-out's, else the payload), through its transform. */
+async function renderActions(
+  logger: HookRoutesOptions['logger'],
+  c: Compiled,
+  m: CompiledMapping,
+  input: HookRequest,
+  headers: Record<string, string>,
+  emptyAnswer: boolean,
+  deliveryId: string | undefined,
+): Promise<RouteResult> {
+  const fan = itemsOf(logger, m, input);
+  if (fan === undefined) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  const { items, transformItems, dropped } = fan;
+  const query = queryRecord(input.query);
+  const now = new Date(input.now);
+  const contentSource = presetContentSource(m.preset, input.subPath, input.payload);
+  const actions: HookAction[] = [];
+  for (const [i, payload] of items.entries()) {
+    const tctx: TemplateContext = { payload, headers, query, path: input.subPath, now };
+    let draft = baseDraft(m, tctx);
+    if (m.preset !== undefined) {
+      const key = presetSessionKey(m.preset, payload);
+      if (key !== undefined) draft = { ...draft, sessionKey: key };
+    }
+    if (m.transform) {
+      const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
+      if (out === null) continue; // this item (or the whole request) is skipped
+      if (out !== undefined) draft = applyOverride(draft, out);
+    }
+    actions.push(finish(draft, m, input, contentSource));
+  }
+  if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  return {
+    kind: 'actions',
+    mappingId: m.id,
+    actions,
+    fanOut: m.forEach !== undefined,
+    ...(deliveryId !== undefined ? { deliveryId } : {}),
+    ...(dropped > 0 ? { dropped } : {}),
+    ...(emptyAnswer ? { emptyAnswer } : {}),
+  };
+}
+
+/** The items to render (the payload, or a `forEach` fan-out capped at `hooks.maxFanOut`); undefined when a fan-out has none. */
+function itemsOf(logger: HookRoutesOptions['logger'], m: CompiledMapping, input: HookRequest): Items | undefined {
+  const maxFanOut = input.ctx.config.hooks.maxFanOut;
+  // What the transform sees: the same items, from a copy without prototype keys (see withoutPrototypeKeys).
+  let transformItems: Array<Record<string, unknown>> | undefined;
+  if (m.transform) {
+    const safe = withoutPrototypeKeys(input.payload) as Record<string, unknown>;
+    transformItems = m.forEach === undefined ? [safe] : fanOutPayloads(safe, m.forEach, maxFanOut).payloads;
+  }
+  if (m.forEach === undefined) return { items: [input.payload], transformItems, dropped: 0 };
+  const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
+  if (fan.payloads.length === 0) return undefined;
+  if (fan.dropped > 0) {
+    logger.warn(
+      { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: fan.payloads.length, dropped: fan.dropped, maxFanOut },
+      `hook fan-out over "${m.forEach}" capped at ${fan.payloads.length} items: dropped ${fan.dropped}`,
+    );
+  }
+  return { items: fan.payloads, transformItems, dropped: fan.dropped };
 }

@@ -1,0 +1,107 @@
+/**
+ * The per-request values the stages of the handler pass along (handler.ts; the chain: docs/architecture.md, "The
+ * request lifecycle"), and the one refusal type every stage answers with.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { HttpError } from '../errors.js';
+import type { HooksContext } from '../hooks/context.js';
+import type { HookRequest, RoutePlan } from '../hooks/routes.js';
+import type { Accepted, PresentedToken, SignatureChecks, VerifyRequest } from '../hooks/verifier.js';
+import type { ReceivedHook } from '../store/types.js';
+import { withoutCredentials } from './auth.js';
+import { isFormContentType, LazyPayload } from './body.js';
+import type { Gate, RouteLimits } from './route-limits.js';
+
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * One request on its way through the stages: what the verifier sees (`VerifyRequest`) and what the routes see
+ * (`HookRequest`), filled in stage by stage. A class, not an object literal and closures: this is every accepted
+ * request's path, and a literal's getter or a closure per request showed in the garbage collector's share.
+ */
+export class Exchange implements VerifyRequest, HookRequest {
+  /** `allowFrom` / `rateLimit` of the route as known before the body (route-limits.ts). */
+  gate: Gate = null;
+  /** The route's rate-limit token was taken (once the request was authenticated for good). */
+  taken = false;
+  hookToken: PresentedToken | undefined = undefined;
+  verdict: Accepted | undefined = undefined;
+  tokenVerified = false;
+  signatures?: SignatureChecks;
+  rawBody: Buffer = NO_BODY;
+  body: LazyPayload | undefined = undefined;
+  form = false;
+  payload: Record<string, unknown> = {};
+  plan!: RoutePlan;
+  private stripped: IncomingHttpHeaders | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** One generation for the whole request, even if a reload lands meanwhile. */
+    readonly ctx: HooksContext,
+    /** Of the same generation as `ctx`. */
+    readonly limits: RouteLimits | null,
+    readonly started: number,
+    readonly now: number,
+    readonly subPath: string,
+    readonly clientIp: string,
+    readonly query: URLSearchParams,
+  ) {}
+
+  get rawHeaders(): IncomingHttpHeaders {
+    return this.req.headers;
+  }
+
+  /** Without the credential headers. Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy. */
+  get headers(): IncomingHttpHeaders {
+    return (this.stripped ??= withoutCredentials(this.req.headers));
+  }
+
+  /** The body as read: parsed later, at most once (a form only where a verifier reads the body: a signature). */
+  receiveBody(rawBody: Buffer): void {
+    this.rawBody = rawBody;
+    // Form bodies (Slack slash commands, Interactivity) only where a signature can authenticate the request; the
+    // signature is checked over `rawBody`, never over the parsed form.
+    this.form = this.plan.verifier.needsBody && isFormContentType(this.req.headers['content-type']);
+    this.body = new LazyPayload(rawBody, this.form);
+  }
+
+  peek(): unknown {
+    return this.body?.peek() ?? null;
+  }
+
+  /** The received record of this request, answered `status`. */
+  received(status: number, code: ReceivedHook['code']): ReceivedHook {
+    return {
+      at: this.now,
+      method: 'POST',
+      path: this.subPath,
+      clientIp: this.clientIp,
+      status,
+      code,
+      eventIds: [],
+      runIds: [],
+      mappingId: null,
+      durationMs: performance.now() - this.started,
+      tokenId: this.verdict?.tokenId ?? null,
+    };
+  }
+}
+
+/** How a refusal is told: counted in the refusal windows and announced, announced only, or neither. */
+export type Tally = 'counted' | 'announced' | 'none';
+
+/**
+ * A refused request: the error answered (status, code, message, and its headers, e.g. `Retry-After`), what becomes
+ * of the connection, and how it is told. Authentication failures are accounted (auth-failure limiter) when built.
+ */
+export class Refusal {
+  constructor(
+    readonly error: HttpError,
+    /** `close`: answered with `Connection: close` (an unread body is not uploaded); `discard`: the rest of the body is read and dropped first. */
+    readonly connection: 'keep' | 'close' | 'discard' = 'keep',
+    readonly tally: Tally = 'counted',
+  ) {}
+}
