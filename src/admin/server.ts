@@ -86,7 +86,7 @@ export function sendAdminError(res: ServerResponse, err: unknown): void {
 
 /**
  * The tokens as the current config has them, ready for constant-time compares: read per request (built once per
- * config, see routes.ts), so a reloaded `admin.token` or `admin.tokens` applies at once.
+ * config generation, src/generation.ts), so a reloaded `admin.token` or `admin.tokens` applies at once.
  */
 export interface AdminTokens {
   admin(): TokenSet;
