@@ -93,8 +93,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => limiter.lockedCount(Date.now()), connections });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
   limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
-  const listener = await listen(handler, first.gateway, logger);
-  generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
+  const listener = await listen(handler, { ...first.gateway, clientIps: generations.current.clientIps }, logger);
+  generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.clientIps));
   const admin = obs && (await startAdmin(first.admin, generationAccess(() => generations.current), {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   }));

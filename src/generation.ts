@@ -15,6 +15,7 @@ import { buildHooksContext } from './hooks/context.js';
 import { tokenSetOf, type TokenSet } from './ingress/auth.js';
 import { buildIngressContext, type IngressContext } from './ingress/context.js';
 import type { Logger } from './log.js';
+import type { ClientIpResolver } from './net/client-ip.js';
 import type { AuthFailureLimits } from './net/limiter.js';
 import { closeProviders, createProviders } from './providers/registry.js';
 import type { ModelProvider } from './providers/types.js';
@@ -29,7 +30,7 @@ export interface Generation extends IngressContext, RuntimeEnv {
   /** `admin.token` and `admin.tokens`. */
   readonly adminTokens: TokenSet;
   /** Who the admin listener trusts as a proxy and how it throttles wrong tokens (admin/auth-gate.ts). */
-  readonly adminClients: { readonly trustedProxies: readonly string[]; readonly authFailureLimit: AuthFailureLimits };
+  readonly adminClients: { readonly clientIps: ClientIpResolver; readonly authFailureLimit: AuthFailureLimits };
   /** Close what this generation opened (channel sockets, provider children, the transform loader). In-flight sends may fail: the outbox retries them. */
   dispose(): Promise<void>;
 }
@@ -42,12 +43,13 @@ export async function buildGeneration(config: Config, number: number, logger: Lo
   const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
   const providers = createProviders(config.models.providers);
   const hooks = buildHooksContext(config, number, channels.ids(), channels.checkRecipient);
+  const ingress = buildIngressContext(hooks, previous?.routeLimits ?? null);
   return {
-    ...buildIngressContext(hooks, previous?.routeLimits ?? null),
+    ...ingress,
     providers,
     channels,
     adminTokens: tokenSetOf(config.admin),
-    adminClients: { trustedProxies: config.gateway.trustedProxies, authFailureLimit: config.hooks.authFailureLimit },
+    adminClients: { clientIps: ingress.clientIps, authFailureLimit: config.hooks.authFailureLimit },
     async dispose() {
       await Promise.allSettled([channels.close(), closeProviders(providers), hooks.routes.dispose()]);
     },

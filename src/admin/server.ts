@@ -148,8 +148,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
   const gate = new AdminAuthGate(adminAuthorizer(opts.tokens), opts.clients, opts.logger, opts.audit);
   const maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
   const caps = { maxConnections, maxConnectionsPerAddress: Math.min(maxConnections, opts.maxConnectionsPerAddress ?? ADMIN_MAX_CONNECTIONS_PER_ADDRESS) };
-  const guard = new ConnectionGuard('admin', caps, gate.policy().trustedProxies, opts.logger);
-  gate.onChange((policy) => guard.setLimits(caps, policy.trustedProxies));
+  const guard = new ConnectionGuard('admin', caps, gate.policy().clientIps, opts.logger);
+  gate.onChange((policy) => guard.setLimits(caps, policy.clientIps));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     let url: URL;
     try {
