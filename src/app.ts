@@ -6,11 +6,12 @@ import { loadServeConfig } from './config/serve-config.js';
 import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
-import { createHandler, IngressState } from './ingress/handler.js';
+import { createHandler } from './ingress/handler.js';
 import { IngressPressure } from './ingress/pressure.js';
 import { shareLockouts } from './ingress/lockout-sync.js';
 import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
+import { AuthFailureLimiter } from './net/limiter.js';
 import { killAgents } from './providers/command.js';
 import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
 import { type GmailService, startGmail } from './gmail/watch.js';
@@ -19,7 +20,7 @@ import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
-import { adminNotice, configAccess, startAdmin } from './admin/routes.js';
+import { adminNotice, generationAccess, startAdmin } from './admin/routes.js';
 import { Audit } from './audit.js';
 import type { AdminListener } from './admin/server.js';
 
@@ -81,24 +82,20 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
   const audit = startAudit(generations, store, logger, owner);
   const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed, ingressBusy: () => pressure.busy() });
-  const state = new IngressState(generations.current);
+  // Kept across reloads (a reload changes its limits, never its counts): the ingress's and the lockout sync's.
+  const limiter = new AuthFailureLimiter(first.hooks.authFailureLimit);
+  generations.onSwap((next) => (limiter.setLimits(next.config.hooks.authFailureLimit), runtime.reconfigure()));
   const routes = createHookRoutes({ logger });
-  routes.prepare(state.ctx);
-  generations.onSwap((next) => {
-    state.update(next);
-    routes.prepare(next);
-    runtime.reconfigure();
-  });
   const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals, routes });
   const signals = { ...runtime.signals, gmailPushed: gmail.notify };
-  const handler = createHandler(state, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure });
+  const handler = createHandler(() => generations.current, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure, limiter });
   const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });
-  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => state.limiter.lockedCount(Date.now()), connections });
+  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => limiter.lockedCount(Date.now()), connections });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
-  state.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
-  const listener = await listen(handler, first.gateway, logger);
-  generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.config.gateway.trustedProxies));
-  const admin = obs && (await startAdmin(first.admin, configAccess(() => generations.current.config), {
+  limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
+  const listener = await listen(handler, { ...first.gateway, clientIps: generations.current.clientIps }, logger);
+  generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.clientIps));
+  const admin = obs && (await startAdmin(first.admin, generationAccess(() => generations.current), {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   }));
   if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
@@ -108,7 +105,7 @@ export async function startApp(opts: AppOptions): Promise<App> {
     received: () => generations.current.config.hooks.receivedRetentionDays,
     audit: () => generations.current.config.logging.auditRetentionDays,
   });
-  const stopSharingLockouts = shareLockouts(state.limiter, store, logger);
+  const stopSharingLockouts = shareLockouts(limiter, store, logger);
   const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
 
   const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs?.stop());

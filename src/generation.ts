@@ -1,40 +1,57 @@
 /**
- * One config generation: everything built from one loaded config, as one immutable value — the config, its hooks
- * base path, model catalog, channel ids and default agent (what the request path needs: `HooksContext`), its
- * channels and providers (what the runtime needs: `RuntimeEnv`); the ingress builds its token set from the same
- * config (ingress/handler.ts, `IngressState`). Built and disposed as a unit; a reload builds the next one, swaps one
- * reference and disposes the old.
+ * One config generation: everything built from one loaded config, as one immutable value, built in one place
+ * (`buildGeneration`) and swapped as one reference. Its views: `HooksContext` (the request path: config, base path,
+ * model catalog, channel ids, default agent, compiled routes), `IngressContext` (plus the hook tokens, the client
+ * address resolver, the route limits), `RuntimeEnv` (channels, providers) and the admin listener's `AdminView` (its
+ * tokens, the same hook tokens, its client policy). What outlives a reload is not in it: the auth-failure limiters'
+ * counts and lockouts, the route buckets (handed from one generation's limits to the next), the connection guard, the
+ * refusal counts.
  */
 import { type ChannelRegistry, createChannelRegistry } from './channels/registry.js';
 import type { Config } from './config/load.js';
 import { ConfigError } from './errors.js';
 import type { ModelCatalog } from './config/model-catalog.js';
-import { buildHooksContext, type HooksContext } from './hooks/context.js';
+import { buildHooksContext } from './hooks/context.js';
+import { tokenSetOf, type TokenSet } from './ingress/auth.js';
+import { buildIngressContext, type IngressContext } from './ingress/context.js';
 import type { Logger } from './log.js';
+import type { ClientIpResolver } from './net/client-ip.js';
+import type { AuthFailureLimits } from './net/limiter.js';
 import { closeProviders, createProviders } from './providers/registry.js';
 import type { ModelProvider } from './providers/types.js';
 import type { RuntimeEnv } from './runtime/env.js';
 
-export interface Generation extends HooksContext, RuntimeEnv {
+export interface Generation extends IngressContext, RuntimeEnv {
   readonly config: Config;
   readonly catalog: ModelCatalog;
   readonly defaultAgentId: string;
   readonly providers: Map<string, ModelProvider>;
   readonly channels: ChannelRegistry;
-  /** Close what this generation opened (channel sockets, provider children). In-flight sends may fail: the outbox retries them. */
+  /** `admin.token` and `admin.tokens`. */
+  readonly adminTokens: TokenSet;
+  /** Who the admin listener trusts as a proxy and how it throttles wrong tokens (admin/auth-gate.ts). */
+  readonly adminClients: { readonly clientIps: ClientIpResolver; readonly authFailureLimit: AuthFailureLimits };
+  /** Close what this generation opened (channel sockets, provider children, the transform loader). In-flight sends may fail: the outbox retries them. */
   dispose(): Promise<void>;
 }
 
-/** Builds generation `number` of `config`. Channels start here (IRC connects): a failure rejects and nothing is left open. */
-export async function buildGeneration(config: Config, number: number, logger: Logger): Promise<Generation> {
+/**
+ * Builds generation `number` of `config`; `previous` (a reload) hands its route buckets on. Channels start here (IRC
+ * connects): a failure rejects and nothing is left open.
+ */
+export async function buildGeneration(config: Config, number: number, logger: Logger, previous?: Generation): Promise<Generation> {
   const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
   const providers = createProviders(config.models.providers);
+  const hooks = buildHooksContext(config, number, channels.ids(), channels.checkRecipient);
+  const ingress = buildIngressContext(hooks, previous?.routeLimits ?? null);
   return {
-    ...buildHooksContext(config, number, channels.ids(), channels.checkRecipient),
+    ...ingress,
     providers,
     channels,
+    adminTokens: tokenSetOf(config.admin),
+    adminClients: { clientIps: ingress.clientIps, authFailureLimit: config.hooks.authFailureLimit },
     async dispose() {
-      await Promise.allSettled([channels.close(), closeProviders(providers)]);
+      await Promise.allSettled([channels.close(), closeProviders(providers), hooks.routes.dispose()]);
     },
   };
 }
@@ -44,7 +61,7 @@ export function restartOnlyChanges(current: Config, next: Config): string[] {
   const keys: string[] = [];
   if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) keys.push('storage');
   if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) keys.push('gateway.bind/port');
-  // The admin listener is started once; its tokens are read per request, so new admin tokens apply at once.
+  // The admin listener is started once; it reads its tokens from the current generation, so new ones apply at once.
   const a = current.admin;
   const b = next.admin;
   if (a.enabled !== b.enabled || a.bind !== b.bind || a.port !== b.port) keys.push('admin.enabled/bind/port');
@@ -114,7 +131,7 @@ export class Generations {
     if (restartOnly.length) logger.warn({ keys: restartOnly }, 'config keys changed that apply only after a restart');
     let built: Generation;
     try {
-      built = await buildGeneration(next, this.gen.generation + 1, logger);
+      built = await buildGeneration(next, this.gen.generation + 1, logger, this.gen);
     } catch (err) {
       logger.error({ config: next.file, err: (err as Error).message }, 'config reload rejected: channels failed to start; the previous config stays active');
       this.rejected({ reason: 'channels', paths: ['channels'] });

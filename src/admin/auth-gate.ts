@@ -11,14 +11,14 @@ import type { Audit } from '../audit.js';
 import { AdminError } from '../errors.js';
 import { extractBearer } from '../ingress/auth.js';
 import type { Logger } from '../log.js';
-import { addressBucket, ClientIpResolver } from '../net/client-ip.js';
+import { addressBucket, type ClientIpResolver } from '../net/client-ip.js';
 import { type AuthFailureLimits, AuthFailureLimiter } from '../net/limiter.js';
 import { RepeatLimitedLog } from '../net/log-repeats.js';
 
 /** What the current config says about clients: read per connection and per request, so a reload applies at once. */
 export interface AdminClientPolicy {
-  /** `gateway.trustedProxies`. */
-  trustedProxies: readonly string[];
+  /** The client's address behind `gateway.trustedProxies`: the config generation's resolver, the ingress's too. */
+  clientIps: ClientIpResolver;
   /** `hooks.authFailureLimit`. */
   authFailureLimit: AuthFailureLimits;
 }
@@ -27,7 +27,6 @@ const UNAUTHORIZED = (): AdminError => new AdminError(401, 'unauthorized', 'Auth
 
 export class AdminAuthGate {
   private current: AdminClientPolicy;
-  private resolver: ClientIpResolver;
   private readonly limiter: AuthFailureLimiter;
   private readonly log: RepeatLimitedLog;
   private readonly changed = new Set<(policy: AdminClientPolicy) => void>();
@@ -40,14 +39,13 @@ export class AdminAuthGate {
     audit?: Pick<Audit, 'record'>,
   ) {
     this.current = clients();
-    this.resolver = new ClientIpResolver(this.current.trustedProxies);
     this.limiter = new AuthFailureLimiter(this.current.authFailureLimit);
     this.log = new RepeatLimitedLog(logger);
     // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
     if (audit) this.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until, listener: 'admin' }));
   }
 
-  /** Told when a reload changed the policy (the connection guard's trusted proxies). */
+  /** Told when a reload changed the policy (the connection guard's client addresses). */
   onChange(listener: (policy: AdminClientPolicy) => void): void {
     this.changed.add(listener);
   }
@@ -55,7 +53,6 @@ export class AdminAuthGate {
   /** The current policy; what depends on it is rebuilt when a reload changed it. */
   policy(): AdminClientPolicy {
     const next = this.clients();
-    if (next.trustedProxies !== this.current.trustedProxies) this.resolver = new ClientIpResolver(next.trustedProxies);
     if (next.authFailureLimit !== this.current.authFailureLimit) this.limiter.setLimits(next.authFailureLimit);
     if (next !== this.current) {
       this.current = next;
@@ -66,8 +63,7 @@ export class AdminAuthGate {
 
   /** Throws 429 `rate_limited` while the client is locked out, 401 `unauthorized` for a missing or wrong token. */
   check(req: IncomingMessage, now = Date.now()): void {
-    this.policy();
-    const client = this.resolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+    const client = this.policy().clientIps.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
     const wait = this.limiter.retryAfter(client, now);
     // Before the token is looked at: a locked-out client learns nothing about the tokens it tries.
     if (wait > 0) throw lockedOut(wait);

@@ -2,9 +2,8 @@
  * Every route of the admin listener, composed in one place: each feature adds its list here (one line), so app.ts
  * stays small and the router sees them all. Order matters only for identical paths (none).
  */
-import type { Config } from '../config/load.js';
 import type { Logger } from '../log.js';
-import { tokenSetOf, type TokenSet } from '../ingress/auth.js';
+import type { TokenSet } from '../ingress/auth.js';
 import type { Store } from '../store/types.js';
 import type { Audit } from '../audit.js';
 import { type AdminSignals, apiRoutes } from './api.js';
@@ -66,23 +65,20 @@ export async function startAdmin(settings: AdminSettings, access: AdminAccess, d
   });
 }
 
+/** What the admin listener reads from a config generation (src/generation.ts builds them once per generation). */
+export interface AdminView {
+  readonly adminTokens: TokenSet;
+  /** The hook tokens: refused as admin tokens. The same set the ingress accepts. */
+  readonly hookTokens: TokenSet;
+  readonly adminClients: AdminClientPolicy;
+}
+
 /**
- * The access of the current config, read per request: a reload's new `admin.token`/`admin.tokens` (or hook tokens,
- * trusted proxies, auth-failure limit) apply at once. Built once per config object (a reload makes a new one), so a
- * request allocates none.
+ * The access of the current generation, read per request: a reload's new `admin.token`/`admin.tokens` (or hook
+ * tokens, trusted proxies, auth-failure limit) apply at once; a request allocates none.
  */
-export function configAccess(current: () => Config): AdminAccess {
-  const built = new WeakMap<Config, { admin: TokenSet; hooks: TokenSet; clients: AdminClientPolicy }>();
-  const sets = () => {
-    const config = current();
-    let s = built.get(config);
-    if (!s) {
-      const clients = { trustedProxies: config.gateway.trustedProxies, authFailureLimit: config.hooks.authFailureLimit };
-      built.set(config, (s = { admin: tokenSetOf(config.admin), hooks: tokenSetOf(config.hooks), clients }));
-    }
-    return s;
-  };
-  return { tokens: { admin: () => sets().admin, hooks: () => sets().hooks }, clients: () => sets().clients };
+export function generationAccess(current: () => AdminView): AdminAccess {
+  return { tokens: { admin: () => current().adminTokens, hooks: () => current().hookTokens }, clients: () => current().adminClients };
 }
 
 /** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */

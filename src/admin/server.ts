@@ -86,7 +86,7 @@ export function sendAdminError(res: ServerResponse, err: unknown): void {
 
 /**
  * The tokens as the current config has them, ready for constant-time compares: read per request (built once per
- * config, see routes.ts), so a reloaded `admin.token` or `admin.tokens` applies at once.
+ * config generation, src/generation.ts), so a reloaded `admin.token` or `admin.tokens` applies at once.
  */
 export interface AdminTokens {
   admin(): TokenSet;
@@ -148,8 +148,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
   const gate = new AdminAuthGate(adminAuthorizer(opts.tokens), opts.clients, opts.logger, opts.audit);
   const maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
   const caps = { maxConnections, maxConnectionsPerAddress: Math.min(maxConnections, opts.maxConnectionsPerAddress ?? ADMIN_MAX_CONNECTIONS_PER_ADDRESS) };
-  const guard = new ConnectionGuard('admin', caps, gate.policy().trustedProxies, opts.logger);
-  gate.onChange((policy) => guard.setLimits(caps, policy.trustedProxies));
+  const guard = new ConnectionGuard('admin', caps, gate.policy().clientIps, opts.logger);
+  gate.onChange((policy) => guard.setLimits(caps, policy.clientIps));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     let url: URL;
     try {

@@ -53,7 +53,6 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
   // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
   const routes = createHookRoutes({ logger: createLogger('warn', { destination: process.stderr, pretty: false }) });
-  routes.prepare(ctx);
   let result: RouteResult;
   try {
     // As a request that presented the hook token; a signed mapping checks the signature made above instead.

@@ -2,10 +2,11 @@ import type { Config } from '../config/load.js';
 import { ModelCatalog } from '../config/model-catalog.js';
 import { configuredAccounts, configuredChannelIds, defaultAgentId } from '../config/lookup.js';
 import { type RecipientCheck, recipientProblem } from '../channels/recipients.js';
+import { CompiledRoutes } from './routes.js';
 
 /**
  * What the request path needs from one config generation, computed once when the config (re)loads,
- * never per request.
+ * never per request. A request reads it once, at its start, and keeps it to its end.
  */
 export interface HooksContext {
   readonly config: Config;
@@ -19,6 +20,8 @@ export interface HooksContext {
   readonly defaultAgentId: string;
   /** Why a request's `to` cannot be a recipient of its channel (the channel's own rule), or `undefined`. */
   readonly checkRecipient: RecipientCheck;
+  /** The routes' plans and compiled mappings (routes.ts); `routes.dispose()` releases them with the generation. */
+  readonly routes: CompiledRoutes;
 }
 
 /** For a context built without channels: the rule every channel shares, no platform's own. */
@@ -43,5 +46,6 @@ export function buildHooksContext(
     channelAccounts: configuredAccounts(config),
     defaultAgentId: defaultAgentId(config),
     checkRecipient,
+    routes: new CompiledRoutes(config),
   };
 }

@@ -15,7 +15,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { GmailConfig } from '../config/schema/hooks.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
+import type { Config } from '../config/load.js';
+import { type Compiled, compileMappings } from './mappings/compile.js';
 import { createMappedRoutes } from './mappings/routes.js';
+import { compileMappedPlans, type MappedPlans } from './mappings/verifier.js';
 import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
 import { buildRun, resolveWakeSessionKey } from './policy.js';
 import { decodePushEnvelope, verifyPushToken } from './gmail-push.js';
@@ -93,8 +96,6 @@ export type RouteResult =
   | { kind: 'unauthorized'; reason: string; signature?: boolean };
 
 export interface HookRoutes {
-  /** Compile a config generation's routes now (start, reload), so no request pays for it. */
-  prepare(ctx: HooksContext): void;
   plan(ctx: HooksContext, subPath: string): RoutePlan;
   resolve(req: HookRequest): Promise<RouteResult>;
 }
@@ -145,17 +146,15 @@ const DIRECT: ReadonlyMap<string, DirectRoute> = new Map([
   ['', () => ({ kind: 'none' })],
 ]);
 
-/** One instance per process: the mapped routes compile each config generation once. */
+/**
+ * The routes over a request's generation: what they compile lives in the generation (`ctx.routes`), so this holds
+ * only the logger; a request planned and resolved through it uses its own generation's routes throughout.
+ */
 export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
   const mapped = createMappedRoutes(opts);
   return {
-    prepare(ctx) {
-      mapped.prepare(ctx);
-    },
     plan(ctx, subPath) {
-      const own = ownPlans(ctx);
-      if (own.push !== undefined && subPath === ctx.config.hooks.gmail.pushPath) return own.push;
-      return DIRECT.has(subPath) ? own.direct : mapped.plan(ctx, subPath);
+      return ctx.routes.plan(subPath);
     },
     async resolve(req) {
       const gmail = req.ctx.config.hooks.gmail;
@@ -166,18 +165,37 @@ export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
   };
 }
 
-/** The plans of the direct routes and of the Gmail push receiver, per generation. */
-const ownPlansOf = new WeakMap<HooksContext, { direct: RoutePlan; push: RoutePlan | undefined }>();
+/**
+ * One config generation's routes, compiled when the generation is built (never per request): the plans of the direct
+ * routes, of the Gmail push receiver and of the mapped paths, and the compiled mappings with their transform loader.
+ */
+export class CompiledRoutes {
+  readonly mapped: Compiled;
+  private readonly direct: RoutePlan;
+  private readonly push: RoutePlan | undefined;
+  private readonly pushPath: string;
+  private readonly mappedPlans: MappedPlans;
 
-function ownPlans(ctx: HooksContext): { direct: RoutePlan; push: RoutePlan | undefined } {
-  let own = ownPlansOf.get(ctx);
-  if (own === undefined) {
-    const hooks = ctx.config.hooks;
-    const push = hooks.gmail.account ? { bodyLimit: hooks.maxBodyBytes, verifier: new GmailPushVerifier(hooks.gmail), limited: false } : undefined;
-    own = { direct: { bodyLimit: hooks.maxBodyBytes, verifier: HOOK_TOKEN, limited: true }, push };
-    ownPlansOf.set(ctx, own);
+  constructor(config: Config) {
+    const hooks = config.hooks;
+    this.mapped = compileMappings(config);
+    this.mappedPlans = compileMappedPlans(this.mapped, hooks.maxBodyBytes);
+    this.direct = { bodyLimit: hooks.maxBodyBytes, verifier: HOOK_TOKEN, limited: true };
+    this.push = hooks.gmail.account ? { bodyLimit: hooks.maxBodyBytes, verifier: new GmailPushVerifier(hooks.gmail), limited: false } : undefined;
+    this.pushPath = hooks.gmail.pushPath;
   }
-  return own;
+
+  /** The plan of `subPath`: the same object for every request of the generation. */
+  plan(subPath: string): RoutePlan {
+    if (this.push !== undefined && subPath === this.pushPath) return this.push;
+    if (DIRECT.has(subPath)) return this.direct;
+    return this.mappedPlans.byPath.get(subPath) ?? this.mappedPlans.other;
+  }
+
+  /** Release the transform loader (with the generation). Transforms already loaded keep working for requests in flight. */
+  dispose(): Promise<void> {
+    return this.mapped.loader?.dispose() ?? Promise.resolve();
+  }
 }
 
 const PUSH_VERIFIED: Verdict = { ok: true, tokenId: null, settled: true };

@@ -5,13 +5,13 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { HttpError } from '../errors.js';
-import type { HooksContext } from '../hooks/context.js';
 import type { HookRequest, RoutePlan } from '../hooks/routes.js';
 import type { Accepted, PresentedToken, SignatureChecks, VerifyRequest } from '../hooks/verifier.js';
 import type { ReceivedHook } from '../store/types.js';
 import { withoutCredentials } from './auth.js';
 import { isFormContentType, LazyPayload } from './body.js';
-import type { Gate, RouteLimits } from './route-limits.js';
+import type { IngressContext } from './context.js';
+import type { Gate } from './route-limits.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -40,9 +40,7 @@ export class Exchange implements VerifyRequest, HookRequest {
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
     /** One generation for the whole request, even if a reload lands meanwhile. */
-    readonly ctx: HooksContext,
-    /** Of the same generation as `ctx`. */
-    readonly limits: RouteLimits | null,
+    readonly ctx: IngressContext,
     readonly started: number,
     readonly now: number,
     readonly subPath: string,

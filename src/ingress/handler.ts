@@ -10,7 +10,6 @@ import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError, StoreError, storeUnavailable } from '../errors.js';
 import type { FeedSink } from '../feed.js';
 import type { CompletionWaiters } from '../hooks/completion.js';
-import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type DispatchAnswer, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
 import { createHookRoutes, type HookRoutes, type RouteResult } from '../hooks/routes.js';
@@ -18,15 +17,16 @@ import { type Scheme, validHookToken } from '../hooks/verifier.js';
 import type { IngressStore } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
-import { extractToken, tokenSetOf, type TokenSet } from './auth.js';
+import { extractToken } from './auth.js';
 import { readBody } from './body.js';
-import { addressBucket, ClientIpResolver } from '../net/client-ip.js';
+import { addressBucket } from '../net/client-ip.js';
+import type { IngressContext } from './context.js';
 import { Exchange, Refusal } from './exchange.js';
-import { AuthFailureLimiter } from '../net/limiter.js';
+import type { AuthFailureLimiter } from '../net/limiter.js';
 import { RepeatLimitedLog } from '../net/log-repeats.js';
 import type { IngressPressure } from './pressure.js';
 import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
-import { FORBIDDEN, FORBIDDEN_SOURCE, RouteLimits, routeRateLimited, UNDECIDED } from './route-limits.js';
+import { FORBIDDEN, FORBIDDEN_SOURCE, routeRateLimited, UNDECIDED } from './route-limits.js';
 import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
@@ -41,30 +41,8 @@ export interface HandlerDeps {
   feed?: FeedSink;
   /** Told of every request, to tell the runtime when the ingress is saturated (pressure.ts). */
   pressure?: IngressPressure;
-}
-
-/** Per config generation: rebuilt on reload; the limiter's memory is kept across reloads. */
-export class IngressState {
-  ctx!: HooksContext;
-  ipResolver!: ClientIpResolver;
-  /** hooks.token and hooks.tokens of the same generation as `ctx` (both are read in the synchronous start of a request). */
-  tokens!: TokenSet;
-  readonly limiter: AuthFailureLimiter;
-  /** `allowFrom` / `rateLimit` of the routes (route-limits.ts); null when no route has one. Buckets survive reloads. */
-  limits: RouteLimits | null = null;
-
-  constructor(ctx: HooksContext) {
-    this.limiter = new AuthFailureLimiter(ctx.config.hooks.authFailureLimit);
-    this.update(ctx);
-  }
-
-  update(ctx: HooksContext): void {
-    this.ctx = ctx;
-    this.ipResolver = new ClientIpResolver(ctx.config.gateway.trustedProxies);
-    this.tokens = tokenSetOf(ctx.config.hooks);
-    this.limiter.setLimits(ctx.config.hooks.authFailureLimit);
-    this.limits = RouteLimits.compile(ctx.config.hooks, this.limits, Date.now());
-  }
+  /** `hooks.authFailureLimit`'s counts and lockouts: the process's, kept across reloads (its limits follow the config). */
+  limiter: AuthFailureLimiter;
 }
 
 export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
@@ -72,7 +50,10 @@ export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<vo
   flushRefusals(): void;
 };
 
-/** What every request of one handler shares: its deps, the per-kind log, the refusal counts. */
+/**
+ * What every request of one handler shares: the current generation, its deps, the per-kind log, the refusal counts
+ * (these outlive a reload, as the limiter does).
+ */
 class Ingress {
   readonly routes: HookRoutes;
   /** Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary. */
@@ -80,13 +61,14 @@ class Ingress {
   readonly refusals: RefusalAggregator;
 
   constructor(
-    readonly state: IngressState,
+    /** The current generation: read once per request, at its start (openExchange). */
+    readonly generation: () => IngressContext,
     readonly deps: HandlerDeps,
   ) {
     this.routes = deps.routes ?? createHookRoutes({ logger: deps.logger });
     this.log = new RepeatLimitedLog(deps.logger);
-    this.refusals = new RefusalAggregator(state.ctx.config.hooks.refusals, (window) => {
-      deps.store.recordRefusals(window, state.ctx.config.hooks.refusals.maxStoredWindows).catch((err: unknown) => this.storeFailed('refusal counts', err));
+    this.refusals = new RefusalAggregator(generation().config.hooks.refusals, (window) => {
+      deps.store.recordRefusals(window, generation().config.hooks.refusals.maxStoredWindows).catch((err: unknown) => this.storeFailed('refusal counts', err));
     });
   }
 
@@ -95,8 +77,8 @@ class Ingress {
   }
 }
 
-export function createHandler(state: IngressState, deps: HandlerDeps): Handler {
-  const ingress = new Ingress(state, deps);
+export function createHandler(generation: () => IngressContext, deps: HandlerDeps): Handler {
+  const ingress = new Ingress(generation, deps);
   const handle = (req: IncomingMessage, res: ServerResponse) => handleRequest(ingress, req, res);
   return Object.assign(handle, { flushRefusals: () => ingress.refusals.flush() });
 }
@@ -137,8 +119,7 @@ const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
 
 /** A request under the hooks' base path (with hooks enabled), with its sub-path and client address; else undefined. */
 function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, started: number): Exchange | undefined {
-  const state = h.state;
-  const ctx = state.ctx;
+  const ctx = h.generation();
   const url = req.url ?? '/';
   const qIndex = url.indexOf('?');
   const pathname = qIndex < 0 ? url : url.slice(0, qIndex);
@@ -146,8 +127,8 @@ function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, sta
   if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) return undefined;
   const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
   const subPath = normalizeMatchPath(pathname.slice(base.length));
-  const clientIp = state.ipResolver.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-  return new Exchange(req, res, ctx, state.limits, started, Date.now(), subPath, clientIp, query);
+  const clientIp = ctx.clientIps.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
+  return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query);
 }
 
 /** No `?token=` (400, even with a valid header: a token in a URL ends up in logs), POST only (405, not an auth failure). */
@@ -167,8 +148,9 @@ function matchRoute(h: Ingress, x: Exchange): undefined {
  * list learns nothing about the credentials (403; never counted as an auth failure).
  */
 function checkAllowFrom(h: Ingress, x: Exchange): Refusal | undefined {
-  if (x.limits === null || !x.plan.limited) return undefined;
-  x.gate = x.limits.gate(x.subPath, x.req.headers, x.clientIp);
+  const limits = x.ctx.routeLimits;
+  if (limits === null || !x.plan.limited) return undefined;
+  x.gate = limits.gate(x.subPath, x.req.headers, x.clientIp);
   return x.gate === FORBIDDEN ? limitRefusal(h, x, FORBIDDEN_SOURCE, 'close') : undefined;
 }
 
@@ -177,8 +159,8 @@ function checkAllowFrom(h: Ingress, x: Exchange): Refusal | undefined {
  * connection closed) unless it presents a valid hook token, so a locked-out forger's body is never read.
  */
 function checkLockout(h: Ingress, x: Exchange): Refusal | undefined {
-  x.hookToken = h.state.tokens.find(extractToken(x.req.headers));
-  if (validHookToken(x) !== undefined || h.state.limiter.retryAfter(x.clientIp, x.now) === 0) return undefined;
+  x.hookToken = x.ctx.hookTokens.find(extractToken(x.req.headers));
+  if (validHookToken(x) !== undefined || h.deps.limiter.retryAfter(x.clientIp, x.now) === 0) return undefined;
   return rejectAuth(h, x, { scheme: x.plan.verifier.scheme, reason: undefined });
 }
 
@@ -193,7 +175,7 @@ async function authenticate(h: Ingress, x: Exchange): Promise<Refusal | undefine
   x.verdict = verdict;
   x.tokenVerified = verdict.tokenId !== null;
   if (verdict.signatures) x.signatures = verdict.signatures;
-  if (verdict.settled) h.state.limiter.reset(x.clientIp);
+  if (verdict.settled) h.deps.limiter.reset(x.clientIp);
   return undefined;
 }
 
@@ -231,7 +213,7 @@ function parse(x: Exchange): undefined {
 function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
   if (routed.kind === 'none') return new Refusal(NOT_FOUND);
   if (routed.kind === 'unauthorized') return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
-  if (!x.verdict!.settled) h.state.limiter.reset(x.clientIp);
+  if (!x.verdict!.settled) h.deps.limiter.reset(x.clientIp);
   return limitsAfterRouting(h, x, routed.kind === 'gmailPush' ? null : routed.mappingId) ?? routed;
 }
 
@@ -242,7 +224,7 @@ function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<Ro
 function limitsAfterRouting(h: Ingress, x: Exchange, mappingId: string | null): Refusal | undefined {
   const gate = x.gate;
   if (gate === null || gate === FORBIDDEN || x.taken) return undefined;
-  const limit = gate === UNDECIDED ? x.limits!.forMapping(mappingId) : gate;
+  const limit = gate === UNDECIDED ? x.ctx.routeLimits!.forMapping(mappingId) : gate;
   if (limit === undefined) return undefined;
   if (gate === UNDECIDED && !limit.allows(x.clientIp)) return limitRefusal(h, x, FORBIDDEN_SOURCE, 'keep');
   const wait = limit.bucket?.take(x.now) ?? 0;
@@ -323,7 +305,7 @@ function announce(h: Ingress, x: Exchange, status: number, code: string | null, 
  * locked-out client must not flood the log).
  */
 function rejectAuth(h: Ingress, x: Exchange, failure: { scheme: Scheme; reason: string | undefined }): Refusal {
-  const limiter = h.state.limiter;
+  const limiter = h.deps.limiter;
   const retryAfter = limiter.retryAfter(x.clientIp, x.now);
   if (retryAfter > 0) {
     // Counted in memory only, like every refusal: a locked-out client cannot make us write. The connection is closed:

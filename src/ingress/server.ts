@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { RawConfig } from '../config/schema/index.js';
 import type { HttpErrorCode } from '../errors.js';
+import type { ClientIpResolver } from '../net/client-ip.js';
 import { ConnectionGuard, type ConnectionCounts, nodeCap } from '../net/connections.js';
 
 export type ConnectionLimits = RawConfig['gateway']['limits'];
@@ -16,8 +17,8 @@ export interface Listener {
   listening(): boolean;
   /** What the connection caps refused and evicted since the start (the metrics). */
   connectionCounts(): Readonly<ConnectionCounts>;
-  /** A reload's `gateway.limits` and `trustedProxies` (the header-time check interval stays as started). */
-  setLimits(limits: ConnectionLimits, trustedProxies: readonly string[]): void;
+  /** A reload's `gateway.limits` and client addresses (the header-time check interval stays as started). */
+  setLimits(limits: ConnectionLimits, clientIps: ClientIpResolver): void;
   /**
    * Stop accepting and close idle keep-alive connections; requests in flight are handled to the end and answered
    * with `Connection: close`. When `deadline` aborts, every connection still open is closed (a client trickling
@@ -30,7 +31,8 @@ export interface Listener {
 export interface ListenOptions {
   bind: string;
   port: number;
-  trustedProxies: readonly string[];
+  /** The config generation's client addresses (`gateway.trustedProxies`). */
+  clientIps: ClientIpResolver;
   limits: ConnectionLimits;
 }
 
@@ -69,7 +71,7 @@ export async function listen(
   let active = 0;
   let allSettled: (() => void) | undefined;
   let closing = false;
-  const guard = new ConnectionGuard('hooks', where.limits, where.trustedProxies, logger);
+  const guard = new ConnectionGuard('hooks', where.limits, where.clientIps, logger);
   const settled = (socket: Socket) => {
     // Answered: the connection is the last of its address to give way to a new one (its client may send again at once).
     guard.answered(socket);
@@ -120,9 +122,9 @@ export async function listen(
     load: () => ({ connections: sockets.size, requests: active }),
     listening: () => server.listening && !closing,
     connectionCounts: () => guard.counts,
-    setLimits(limits, trustedProxies) {
+    setLimits(limits, clientIps) {
       applyLimits(server, limits);
-      guard.setLimits(limits, trustedProxies);
+      guard.setLimits(limits, clientIps);
     },
     async close(deadline) {
       closing = true;

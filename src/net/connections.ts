@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { addressBucket, canonicalIp, ClientIpResolver } from './client-ip.js';
+import { addressBucket, canonicalIp, type ClientIpResolver } from './client-ip.js';
 import { RepeatLimitedLog } from './log-repeats.js';
 
 /** A listener's connection caps (`gateway.limits` for the hooks listener, constants for the admin listener). */
@@ -68,7 +68,8 @@ export class ConnectionGuard {
   private readonly keys = new Map<Socket, string>();
   private open = 0;
   private seq = 0;
-  private proxies: ClientIpResolver;
+  /** The current config generation's (trusted proxies are exempt from the per-address cap). */
+  private clientIps: ClientIpResolver;
   private readonly log: RepeatLimitedLog | undefined;
   private readonly done: ConnectionCounts = { refusedPerAddress: 0, refusedTotal: 0, evictedIdle: 0, evictedUnfinished: 0 };
 
@@ -76,22 +77,22 @@ export class ConnectionGuard {
     /** The listener's name in log lines and metrics. */
     private readonly listener: 'hooks' | 'admin',
     private caps: ConnectionCaps,
-    trustedProxies: readonly string[],
+    clientIps: ClientIpResolver,
     logger?: Logger,
   ) {
-    this.proxies = new ClientIpResolver(trustedProxies);
+    this.clientIps = clientIps;
     this.log = logger && new RepeatLimitedLog(logger);
   }
 
-  setLimits(caps: ConnectionCaps, trustedProxies: readonly string[]): void {
+  setLimits(caps: ConnectionCaps, clientIps: ClientIpResolver): void {
     this.caps = caps;
-    this.proxies = new ClientIpResolver(trustedProxies);
+    this.clientIps = clientIps;
   }
 
   /** Counts `socket` (uncounted when it closes), closing another to make room if needed; or closes it: false then. */
   admit(socket: Socket): boolean {
     const ip = canonicalIp(socket.remoteAddress);
-    const exempt = this.proxies.isTrustedProxy(ip);
+    const exempt = this.clientIps.isTrustedProxy(ip);
     const key = addressBucket(ip);
     const held = this.buckets.get(key);
     const mine = held?.size ?? 0;

@@ -4,11 +4,12 @@ import { describe, it } from 'node:test';
 import { type AdminClientPolicy, AdminAuthGate } from '../../src/admin/auth-gate.js';
 import { AdminError } from '../../src/errors.js';
 import type { Logger } from '../../src/log.js';
+import { ClientIpResolver } from '../../src/net/client-ip.js';
 
 const RIGHT = 'the-admin-token-0123456789abcdef';
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30, maxTrackedClients: 100 };
 
-function setup(policy: () => AdminClientPolicy = () => ({ trustedProxies: [], authFailureLimit: LIMIT })) {
+function setup(policy: () => AdminClientPolicy = () => ({ clientIps: new ClientIpResolver([]), authFailureLimit: LIMIT })) {
   const lines: Array<{ fields: Record<string, unknown>; msg: string }> = [];
   const logger = { warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) } as unknown as Logger;
   const records: Array<{ kind: string; actor: string; detail: Record<string, unknown> }> = [];
@@ -55,13 +56,13 @@ describe('AdminAuthGate', () => {
   });
 
   it('behind a trusted proxy the client is the X-Forwarded-For address, as on the hooks listener; a reload applies at once', () => {
-    let policy: AdminClientPolicy = { trustedProxies: ['10.0.0.1'], authFailureLimit: LIMIT };
+    let policy: AdminClientPolicy = { clientIps: new ClientIpResolver(['10.0.0.1']), authFailureLimit: LIMIT };
     const { req, outcome } = setup(() => policy);
     for (let i = 0; i < 3; i++) outcome(req('10.0.0.1', 'wrong', '203.0.113.5'), 0);
     assert.equal(outcome(req('10.0.0.1', RIGHT, '203.0.113.5'), 0).status, 429);
     assert.equal(outcome(req('10.0.0.1', RIGHT, '203.0.113.6'), 0).status, 200, 'another client behind the same proxy');
     // A reload without the proxy: its own address is the client now, and a forged header no longer picks a bucket.
-    policy = { trustedProxies: [], authFailureLimit: { ...LIMIT, maxFailures: 1 } };
+    policy = { clientIps: new ClientIpResolver([]), authFailureLimit: { ...LIMIT, maxFailures: 1 } };
     assert.equal(outcome(req('10.0.0.1', 'wrong', '203.0.113.7'), 0).status, 401);
     assert.equal(outcome(req('10.0.0.1', RIGHT, '203.0.113.8'), 0).status, 429);
   });

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { adminAuthorizer, compileRoutes, startAdminServer, statusOf } from '../../src/admin/server.js';
 import { createLogger } from '../../src/log.js';
 import { tokenSetOf } from '../../src/ingress/auth.js';
+import { ClientIpResolver } from '../../src/net/client-ip.js';
 import type { AdminRoute } from '../../src/admin/route.js';
 import { AdminError, HookgateError, StoreError } from '../../src/errors.js';
 import { waitFor } from '../support/wait.js';
@@ -87,7 +88,7 @@ describe('admin auth', () => {
   });
 });
 
-const POLICY = { trustedProxies: [], authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 } };
+const POLICY = { clientIps: new ClientIpResolver([]), authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 } };
 
 /** A raw connection from `localAddress`, with what it received and whether it closed. */
 function open(port: number, localAddress = '127.0.0.1'): Promise<{ socket: Socket; text: () => string; closed: Promise<void> }> {

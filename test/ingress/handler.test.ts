@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -14,28 +14,40 @@ import { validateConfig } from '../../src/config/load.js';
 import { PENDING } from '../../src/hooks/completion.js';
 import type { RuntimeSignals } from '../../src/hooks/dispatch.js';
 import { buildHooksContext } from '../../src/hooks/context.js';
-import { createHandler, IngressState } from '../../src/ingress/handler.js';
+import { buildIngressContext } from '../../src/ingress/context.js';
+import { createHandler } from '../../src/ingress/handler.js';
+import { AuthFailureLimiter } from '../../src/net/limiter.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
 
-/** The handler on a plain `node:http` server, with `hooks` (plus the test token) as its config. */
+/**
+ * The handler on a plain `node:http` server, with `hooks` (plus the test token) as its config. `reload` swaps in the
+ * next generation, as a config reload does; `arrived` is told of each request before the handler sees it.
+ */
 async function serve(
   dir: string,
   hooks: Record<string, unknown>,
   store: SqliteStore,
   signals: RuntimeSignals = { heartbeatRequested: () => {}, runsQueued: () => {} },
-): Promise<{ server: Server; url: string }> {
-  const config = validateConfig({ hooks: { enabled: true, token: TOKEN, ...hooks } }, undefined, dir, { env: {} });
-  const handler = createHandler(new IngressState(buildHooksContext(config, 1)), {
+  arrived: () => void = () => {},
+): Promise<{ server: Server; url: string; reload(hooks: Record<string, unknown>): void }> {
+  const configOf = (h: Record<string, unknown>) => validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
+  const config = configOf(hooks);
+  let current = buildIngressContext(buildHooksContext(config, 1), null);
+  const handler = createHandler(() => current, {
     store,
     signals,
     completions: { wait: async () => PENDING },
     logger: pino({ level: 'silent' }),
+    limiter: new AuthFailureLimiter(config.hooks.authFailureLimit),
   });
-  const server = createServer((req, res) => void handler(req, res));
+  const server = createServer((req, res) => void (arrived(), handler(req, res)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  const reload = (next: Record<string, unknown>) => {
+    current = buildIngressContext(buildHooksContext(configOf(next), current.generation + 1), current.routeLimits);
+  };
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, reload };
 }
 
 describe('handler: store failures', () => {
@@ -151,5 +163,51 @@ describe('handler: signed paths verify before they parse', () => {
   it('with the token on a signed path the token authenticates as before: a mapping without a signature is not there, so 401 for a forgery', async () => {
     const r = await post('github', big, { authorization: `Bearer ${TOKEN}`, 'x-hub-signature-256': sign(big, 'forged') });
     assert.equal(r.status, 401);
+  });
+});
+
+describe('handler: a request in flight across a reload', () => {
+  const ROTATED = 'rotated-hook-token-0123456789abcdef';
+  let store: SqliteStore;
+  let server: Server;
+  let url: string;
+  let reload: (hooks: Record<string, unknown>) => void;
+  let arrivedOnce: (() => void) | undefined;
+
+  before(async () => {
+    const dir = tempDir('hookgate-inflight-');
+    store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
+    const mappings = [{ id: 'note', match: { path: 'note' }, action: 'wake', textTemplate: 'first generation: {{n}}' }];
+    ({ server, url, reload } = await serve(dir, { mappings }, store, undefined, () => arrivedOnce?.()));
+  });
+  after(async () => {
+    server.close();
+    await store.close();
+  });
+
+  it('uses the generation it started with to its end: a token rotated while its body is on the way', async () => {
+    const started = new Promise<void>((r) => (arrivedOnce = r));
+    const req = request(`${url}/hooks/note`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+    });
+    req.flushHeaders();
+    await started;
+    arrivedOnce = undefined;
+    // The reload lands after the token was checked, before the body is read and routed.
+    reload({ token: ROTATED, mappings: [{ id: 'note', match: { path: 'note' }, action: 'wake', textTemplate: 'second generation: {{n}}' }] });
+    req.end(JSON.stringify({ n: 1 }));
+    const answer = await answered;
+    assert.equal(answer.status, 200, answer.body);
+    const main = await store.getSession('main');
+    assert.deepEqual(main?.pending.map((e) => e.text), ['first generation: 1'], "routed by the first generation's mapping");
+
+    const after = await fetch(`${url}/hooks/note`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ n: 2 }) });
+    assert.equal(after.status, 401, 'the next request is of the new generation: the old token is refused');
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
+import { ClientIpResolver } from '../../src/net/client-ip.js';
 import { ConnectionGuard } from '../../src/net/connections.js';
 
 /** What the guard reads of a socket: its address, whether a request is being answered on it, whether it was answered. */
@@ -25,7 +26,7 @@ class FakeSocket extends EventEmitter {
 }
 
 function setup(maxConnections: number, maxConnectionsPerAddress: number, trustedProxies: string[] = []) {
-  const guard = new ConnectionGuard('hooks', { maxConnections, maxConnectionsPerAddress }, trustedProxies);
+  const guard = new ConnectionGuard('hooks', { maxConnections, maxConnectionsPerAddress }, new ClientIpResolver(trustedProxies));
   const all: FakeSocket[] = [];
   const connect = (ip: string, busy = false) => {
     const s = new FakeSocket(ip);

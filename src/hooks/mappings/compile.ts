@@ -9,7 +9,7 @@ import { isTemplated } from '../../config/template-syntax.js';
 import { ConfigError } from '../../errors.js';
 import type { SessionMode, WakeMode } from '../../store/types.js';
 import { errorMessage } from '../../text-safe.js';
-import type { HooksContext } from '../context.js';
+import type { Config } from '../../config/load.js';
 import type { SessionKeySource } from '../policy.js';
 import { type PresetName, presetBodyLimits, presetMappings } from './presets/index.js';
 import { type CompiledTemplate, compileTemplate } from './templates.js';
@@ -58,8 +58,6 @@ export interface CompiledMapping {
 }
 
 export interface Compiled {
-  readonly ctx: HooksContext;
-  readonly generation: number;
   readonly mappings: readonly CompiledMapping[];
   /** Candidates (in order) for each explicit `match.path`; other paths use `wildcard`. */
   readonly byPath: ReadonlyMap<string, readonly CompiledMapping[]>;
@@ -136,15 +134,15 @@ function compileMapping(
 }
 
 /** Compiles the mappings of one config generation (custom first, then presets). Synchronous; starts transform imports. */
-export function compileMappings(ctx: HooksContext): Compiled {
-  const hooks = ctx.config.hooks;
+export function compileMappings(config: Config): Compiled {
+  const hooks = config.hooks;
   const needsTransforms = hooks.mappings.some((m) => m.transform);
   let dir: string | undefined;
   let dirError: string | undefined;
   let loader: TransformLoader | undefined;
   if (needsTransforms) {
     try {
-      dir = resolveTransformsDir(ctx.config.dir, hooks.transformsDir);
+      dir = resolveTransformsDir(config.dir, hooks.transformsDir);
       loader = new TransformLoader({ root: dir });
     } catch (err) {
       dirError = configErrorText(err);
@@ -170,8 +168,6 @@ export function compileMappings(ctx: HooksContext): Compiled {
   if (loader) for (const m of mappings) if (m.transform?.file) loadTransformOf(m.transform, loader);
 
   return {
-    ctx,
-    generation: ctx.generation,
     mappings,
     byPath,
     wildcard,

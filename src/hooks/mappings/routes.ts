@@ -18,39 +18,27 @@
 import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
-import type { HooksContext } from '../context.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
 import type { HookRequest, HookRoutes, HookRoutesOptions, RouteResult } from '../routes.js';
-import { candidates, type Compiled, type CompiledMapping, compileMappings, matchMapping } from './compile.js';
+import { candidates, type Compiled, type CompiledMapping, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
 import { type SignatureResult, verifySignature } from './signatures.js';
 import type { TemplateContext } from './templates.js';
-import { mappedPlan } from './verifier.js';
 
 /**
- * The routes of every sub-path other than `wake`, `agent` and the base path itself. One instance per process; it
- * compiles each config generation once and disposes the previous generation's transform loader when a new one
- * appears.
+ * The resolution of every sub-path other than `wake`, `agent` and the base path itself, over the mappings the
+ * request's generation compiled (`ctx.routes.mapped`, built with the generation: hooks/routes.ts `CompiledRoutes`).
  */
-export function createMappedRoutes(opts: HookRoutesOptions): HookRoutes {
+export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'resolve'> {
   const { logger } = opts;
-  const generations = new CompiledGenerations();
-  const compiledFor = (ctx: HooksContext): Compiled => generations.of(ctx);
 
   return {
-    prepare(ctx) {
-      compiledFor(ctx);
-    },
-    plan(ctx, subPath) {
-      return mappedPlan(compiledFor(ctx), ctx.config.hooks.maxBodyBytes, subPath);
-    },
-
     async resolve(input) {
-      const c = compiledFor(input.ctx);
+      const c = input.ctx.routes.mapped;
       const headers = headerRecord(input.headers);
 
       // A sender's handshake, once its signature verifies on a mapping of this path, is answered whatever the match.
@@ -98,32 +86,6 @@ function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResu
     input.signatures?.results.get(cfg) ??
     verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
   );
-}
-
-/**
- * The compiled mappings of the current config generation and the one before (requests still in flight), each
- * compiled once; the previous generation's transform loader is disposed when a new one appears.
- */
-class CompiledGenerations {
-  private current: Compiled | undefined;
-  private previous: Compiled | undefined;
-
-  of(ctx: HooksContext): Compiled {
-    if (this.current?.ctx === ctx) return this.current;
-    if (this.previous?.ctx === ctx) return this.previous;
-    const c = compileMappings(ctx);
-    if (this.current === undefined || ctx.generation >= this.current.generation) {
-      // The replaced generation stays usable for requests still in flight (their transforms are already loaded
-      // and held); its loader is released now.
-      if (this.current) void this.current.loader?.dispose();
-      this.previous = this.current;
-      this.current = c;
-    } else if (c.loader) {
-      // A request of a generation older than the two kept (it spanned two reloads): served, then released.
-      setTimeout(() => void c.loader?.dispose(), 60_000).unref();
-    }
-    return c;
-  }
 }
 
 /** A mapping that could not render its action: logged, answered 500 `mapping_failed`. */

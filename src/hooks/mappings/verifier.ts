@@ -39,25 +39,14 @@ export class SignatureOrTokenVerifier implements Verifier {
   }
 }
 
-interface Plans {
+/** The plans of a generation's mapped paths: one per path a mapping or preset names, one for any other path. */
+export interface MappedPlans {
   readonly byPath: ReadonlyMap<string, RoutePlan>;
   /** Any other mapped path's. */
   readonly other: RoutePlan;
 }
 
-const plansOf = new WeakMap<Compiled, Plans>();
-
-/** The plan of a mapped sub-path (no allocation per request: built on the generation's first request). */
-export function mappedPlan(c: Compiled, maxBodyBytes: number, subPath: string): RoutePlan {
-  let plans = plansOf.get(c);
-  if (plans === undefined) {
-    plans = compilePlans(c, maxBodyBytes);
-    plansOf.set(c, plans);
-  }
-  return plans.byPath.get(subPath) ?? plans.other;
-}
-
-function compilePlans(c: Compiled, maxBodyBytes: number): Plans {
+export function compileMappedPlans(c: Compiled, maxBodyBytes: number): MappedPlans {
   const planOf = (subPath: string | undefined): RoutePlan => {
     const signed = subPath === undefined ? c.wildcardSigned : isSignaturePath(c, subPath);
     return {
