@@ -26,6 +26,8 @@ export interface ReceivedFeedEvent {
   omittedIds?: number;
   /** From the request's start to its answer. */
   durationMs: number;
+  /** The request's id: its log lines' `reqId`, its answer's `x-request-id`, its received record's. */
+  reqId?: string;
 }
 
 /** A run changed state (queued, running, succeeded, failed, timed_out; queued again on a defer, release or retry). */
@@ -197,7 +199,7 @@ export function receivedJson(e: ReceivedFeedEvent, node?: string): string {
     `{"type":"received","at":${num(e.at)},"path":${str(e.path)},"route":${str(e.route)},"status":${num(e.status)},` +
     `"code":${e.code === null ? 'null' : str(e.code)},"clientIp":${str(e.clientIp)},"eventIds":${strings(e.eventIds)},` +
     `"runIds":${strings(e.runIds)}${e.omittedIds === undefined ? '' : `,"omittedIds":${num(e.omittedIds)}`},` +
-    `"durationMs":${num(e.durationMs)}${node === undefined ? '' : `,"node":${str(node)}`}}`
+    `"durationMs":${num(e.durationMs)}${e.reqId === undefined ? '' : `,"reqId":${str(e.reqId)}`}${node === undefined ? '' : `,"node":${str(node)}`}}`
   );
 }
 

@@ -77,6 +77,7 @@ describe('FeedBus (the live feed ring buffer)', () => {
         runIds: fc.array(text, { maxLength: 4 }),
         omittedIds: fc.integer({ min: 1, max: 1000 }),
         durationMs: fc.double({ noNaN: false }),
+        reqId: text,
       },
       { requiredKeys: ['type', 'at', 'path', 'route', 'status', 'code', 'clientIp', 'eventIds', 'runIds', 'durationMs'] },
     );

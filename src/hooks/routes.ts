@@ -59,6 +59,8 @@ export interface HookRequest {
    * verifier reads the body (a signature), and only a mapping with a `signature` accepts one.
    */
   form?: boolean;
+  /** The request's logger (its lines carry its `reqId`); the routes' own logger when absent. */
+  log?: Logger;
 }
 
 export type RouteResult =

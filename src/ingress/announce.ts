@@ -39,6 +39,7 @@ export interface Answered {
   hooks: HooksConfig;
   subPath: string;
   clientIp: string;
+  reqId: string;
   /** performance.now() at the request's start. */
   started: number;
   at: number;
@@ -78,5 +79,6 @@ export function announceReceived(feed: FeedSink | undefined, a: Answered): void 
     runIds,
     ...(omitted ? { omittedIds: omitted } : {}),
     durationMs: Math.round((performance.now() - a.started) * 1000) / 1000, // to the µs: a shorter frame
+    reqId: a.reqId,
   });
 }

@@ -4,12 +4,14 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
 import type { HttpError } from '../errors.js';
 import type { HookRequest, RoutePlan } from '../hooks/routes.js';
 import type { Accepted, PresentedToken, SignatureChecks, VerifyRequest } from '../hooks/verifier.js';
 import type { ReceivedHook } from '../store/types.js';
 import { withoutCredentials } from './auth.js';
 import { isFormContentType, LazyPayload } from './body.js';
+import { randomHex } from '../ids.js';
 import type { IngressContext } from './context.js';
 import type { Gate } from './route-limits.js';
 
@@ -21,6 +23,12 @@ const NO_BODY = Buffer.alloc(0);
  * request's path, and a literal's getter or a closure per request showed in the garbage collector's share.
  */
 export class Exchange implements VerifyRequest, HookRequest {
+  /**
+   * This request's id: the `reqId` of every line it logs, its received record's, its feed event's, and its answer's
+   * `x-request-id`. 64 random bits from the id pool (ids.ts): a slice of a buffer, not a CSPRNG call per request.
+   */
+  readonly reqId = randomHex(8);
+  private child: Logger | undefined;
   /** `allowFrom` / `rateLimit` of the route as known before the body (route-limits.ts). */
   gate: Gate = null;
   /** The route's rate-limit token was taken (once the request was authenticated for good). */
@@ -46,7 +54,21 @@ export class Exchange implements VerifyRequest, HookRequest {
     readonly subPath: string,
     readonly clientIp: string,
     readonly query: URLSearchParams,
+    private readonly logger: Logger,
   ) {}
+
+  /**
+   * The request's logger: every line carries its `reqId`. Made on the first line only: most requests (an accepted
+   * wake at the default level) log nothing, and a child logger per request would be garbage on the hot path.
+   */
+  get log(): Logger {
+    return (this.child ??= this.logger.child({ reqId: this.reqId }));
+  }
+
+  /** The headers every answer to this request carries (`x-request-id`), plus `extra`. */
+  answerHeaders(extra?: Record<string, string>): Record<string, string> {
+    return extra === undefined ? { 'x-request-id': this.reqId } : { 'x-request-id': this.reqId, ...extra };
+  }
 
   get rawHeaders(): IncomingHttpHeaders {
     return this.req.headers;
@@ -84,6 +106,7 @@ export class Exchange implements VerifyRequest, HookRequest {
       mappingId: null,
       durationMs: performance.now() - this.started,
       tokenId: this.verdict?.tokenId ?? null,
+      reqId: this.reqId,
     };
   }
 }

@@ -72,8 +72,8 @@ class Ingress {
     });
   }
 
-  storeFailed(what: string, err: unknown): void {
-    this.log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message }, `could not record ${what}`);
+  storeFailed(what: string, err: unknown, reqId?: string): void {
+    this.log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message, reqId }, `could not record ${what}`);
   }
 }
 
@@ -128,7 +128,7 @@ function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, sta
   const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
   const subPath = normalizeMatchPath(pathname.slice(base.length));
   const clientIp = ctx.clientIps.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-  return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query);
+  return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query, h.deps.logger);
 }
 
 /** No `?token=` (400, even with a valid header: a token in a URL ends up in logs), POST only (405, not an auth failure). */
@@ -239,8 +239,7 @@ type Committable = Extract<RouteResult, { kind: 'actions' | 'gmailPush' }>;
  */
 function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchAnswer> {
   if (routed.kind === 'gmailPush') return commitGmailPush(h, x, routed.push);
-  const { logger } = h.deps;
-  if (routed.unknownFields && logger.isLevelEnabled('debug')) logger.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
+  if (routed.unknownFields && h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
   const key = extractIdempotencyKey(x.req.headers, x.payload, routed.deliveryId);
   const idempotency = key === undefined ? undefined : idempotencyClaim(x.subPath, key, x.rawBody, { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks }, x.now);
   // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
@@ -262,18 +261,17 @@ async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResul
 
 /** Answer a committed request (2xx): the dispatch's answer, or Slack's empty 200; a Gmail push tells the fetcher. */
 function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
-  const { logger, signals } = h.deps;
   if (routed.kind === 'gmailPush') {
     // Recorded here: dispatch records the actions' requests in their own transaction.
     record(h, Object.assign(x.received(200, answer.duplicate ? 'duplicate' : null), { mappingId: 'gmail-push' }));
-    sendJson(x.res, 200, answer.body);
-    if (!answer.duplicate) signals.gmailPushed?.(routed.push.account);
+    sendJson(x.res, 200, answer.body, x.answerHeaders());
+    if (!answer.duplicate) h.deps.signals.gmailPushed?.(routed.push.account);
     return;
   }
-  if (routed.emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(x.res);
-  else sendJson(x.res, answer.status, answer.body);
+  if (routed.emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(x.res, x.answerHeaders());
+  else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
-  if (logger.isLevelEnabled('debug')) logger.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
+  if (h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
 }
 
 /** Answer a request with nothing to commit: a verified sender's handshake, or a skip (204, or Slack's empty 200). */
@@ -281,19 +279,19 @@ function answerUncommitted(h: Ingress, x: Exchange, routed: Extract<RouteResult,
   const status = routed.kind === 'reply' ? routed.status : routed.emptyAnswer ? 200 : 204;
   record(h, Object.assign(x.received(status, null), { mappingId: routed.mappingId }));
   announce(h, x, status, null, routed.mappingId);
-  if (routed.kind === 'reply') sendJson(x.res, status, routed.body);
-  else if (status === 200) sendEmptyOk(x.res);
-  else sendNoContent(x.res);
+  if (routed.kind === 'reply') sendJson(x.res, status, routed.body, x.answerHeaders());
+  else if (status === 200) sendEmptyOk(x.res, x.answerHeaders());
+  else sendNoContent(x.res, x.answerHeaders());
 }
 
 function record(h: Ingress, rec: ReturnType<Exchange['received']>): void {
-  h.deps.store.recordReceived(rec).catch((err: unknown) => h.storeFailed('a received hook', err));
+  h.deps.store.recordReceived(rec).catch((err: unknown) => h.storeFailed('a received hook', err, rec.reqId));
 }
 
 function announce(h: Ingress, x: Exchange, status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>): void {
   // Without a feed (admin listener off) nothing is built: this runs for every answered request.
   const feed = h.deps.feed;
-  if (feed) announceReceived(feed, { hooks: x.ctx.config.hooks, subPath: x.subPath, clientIp: x.clientIp, started: x.started, at: x.now, status, code, mappingId, ...(body ? { body } : {}) });
+  if (feed) announceReceived(feed, { hooks: x.ctx.config.hooks, subPath: x.subPath, clientIp: x.clientIp, reqId: x.reqId, started: x.started, at: x.now, status, code, mappingId, ...(body ? { body } : {}) });
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -312,9 +310,9 @@ function rejectAuth(h: Ingress, x: Exchange, failure: { scheme: Scheme; reason: 
     // an unread body is not uploaded, and a locked-out client keeps no connection open.
     return new Refusal(new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) }), 'close');
   }
-  if (failure.reason !== undefined) h.log.warn('unauthorized', { client: x.clientIp }, `hook ${logPath(x.subPath)} rejected: ${failure.reason}`);
+  if (failure.reason !== undefined) h.log.warn('unauthorized', { client: x.clientIp, reqId: x.reqId }, `hook ${logPath(x.subPath)} rejected: ${failure.reason}`);
   const lockedFor = limiter.fail(x.clientIp, x.now);
-  if (lockedFor > 0) h.log.warn('rate_limited', { client: x.clientIp, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
+  if (lockedFor > 0) h.log.warn('rate_limited', { client: x.clientIp, reqId: x.reqId, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
   return UNAUTHORIZED[failure.scheme];
 }
 
@@ -327,7 +325,7 @@ const UNAUTHORIZED: Readonly<Record<Scheme, Refusal>> = {
 /** A refusal by the route's limits, logged once per kind (RepeatLimitedLog). */
 function limitRefusal(h: Ingress, x: Exchange, err: HttpError, connection: 'keep' | 'close'): Refusal {
   const what = err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached";
-  h.log.warn(`route_${err.code}`, { path: logPath(x.subPath), client: x.clientIp }, what);
+  h.log.warn(`route_${err.code}`, { path: logPath(x.subPath), client: x.clientIp, reqId: x.reqId }, what);
   return new Refusal(err, connection);
 }
 
@@ -336,10 +334,10 @@ const INTERNAL = new HttpError(500, 'internal', 'internal error; nothing was acc
 /** A thrown error as a refusal: the HttpErrors of the body, the parse, the routes and the commit; anything else is a 500. */
 function refusalOf(h: Ingress, x: Exchange, err: unknown): Refusal {
   if (!(err instanceof HttpError)) {
-    h.log.error('internal', { err, path: logPath(x.subPath) }, 'hook handler failed');
+    h.log.error('internal', { err, path: logPath(x.subPath), reqId: x.reqId }, 'hook handler failed');
     return new Refusal(INTERNAL);
   }
-  if (err.status === 503) h.log.error(err.code, { path: logPath(x.subPath) }, 'store unavailable: hook refused with 503');
+  if (err.status === 503) h.log.error(err.code, { path: logPath(x.subPath), reqId: x.reqId }, 'store unavailable: hook refused with 503');
   // The store records a 409 itself (in the transaction that found the conflict): announced, not counted here.
   const tally = err.code === 'idempotency_conflict' ? 'announced' : 'counted';
   if (err.status === 413) return new Refusal(err, 'discard', tally);
@@ -357,6 +355,6 @@ function answerRefusal(h: Ingress, x: Exchange, r: Refusal): void {
     h.refusals.add(x.now, err.status, err.code, pathClass(x.subPath, knownRoutes(hooks)), addressBucket(x.clientIp));
   }
   if (r.tally !== 'none') announce(h, x, err.status, err.code, null);
-  if (r.connection === 'discard') return sendErrorDiscardingBody(x.req, x.res, err);
-  sendError(x.res, err, r.connection === 'close' ? CLOSE : undefined);
+  if (r.connection === 'discard') return sendErrorDiscardingBody(x.req, x.res, err, x.answerHeaders());
+  sendError(x.res, err, x.answerHeaders(r.connection === 'close' ? CLOSE : undefined));
 }

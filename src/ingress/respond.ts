@@ -15,13 +15,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 /** 200 with an empty body: for senders that show or interpret any body they get (Slack slash commands). */
-export function sendEmptyOk(res: ServerResponse): void {
-  res.writeHead(200, { 'content-length': 0 });
+export function sendEmptyOk(res: ServerResponse, headers?: Record<string, string>): void {
+  res.writeHead(200, { 'content-length': 0, ...headers });
   res.end();
 }
 
-export function sendNoContent(res: ServerResponse): void {
-  res.writeHead(204);
+export function sendNoContent(res: ServerResponse, headers?: Record<string, string>): void {
+  res.writeHead(204, headers);
   res.end();
 }
 
@@ -51,12 +51,13 @@ const CLOSE = { connection: 'close' } as const;
  * rest of the body has been read and dropped, within `discardBody`'s bounds, so every client reads the answer
  * instead of a connection reset.
  */
-export function sendErrorDiscardingBody(req: IncomingMessage, res: ServerResponse, err: HttpError): void {
+export function sendErrorDiscardingBody(req: IncomingMessage, res: ServerResponse, err: HttpError, headers?: Record<string, string>): void {
   const text = JSON.stringify({ ok: false, error: err.message, code: err.code });
   res.writeHead(err.status, {
     'content-type': JSON_TYPE,
     'content-length': Buffer.byteLength(text),
     ...err.headers,
+    ...headers,
     connection: 'close',
   });
   res.write(text);

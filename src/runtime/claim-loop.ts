@@ -7,6 +7,8 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   /** For log lines: "runs", "deliveries". */
   label: string;
   logger: Logger;
+  /** The field naming an item in a failure line besides `id` (`runId`, `deliveryId`): found like the item's other lines. */
+  idField?: string;
   /** How many items may be worked on at once (read each time: it follows config reloads). */
   limit: () => number;
   /** Lease up to `n` items from the store. */
@@ -126,11 +128,17 @@ export class ClaimLoop<T extends { id: string }> {
     this.resume.unref();
   }
 
+  private failed(item: T, err: unknown): void {
+    const idField = this.opts.idField;
+    const fields = idField === undefined ? { id: item.id, err: errorMessage(err) } : { id: item.id, [idField]: item.id, err: errorMessage(err) };
+    this.opts.logger.error(fields, `working on ${this.opts.label} failed`);
+  }
+
   private start(item: T): void {
     const abort = new AbortController();
     const done = this.opts
       .work(item, abort.signal)
-      .catch((err) => this.opts.logger.error({ id: item.id, err: errorMessage(err) }, `working on ${this.opts.label} failed`))
+      .catch((err) => this.failed(item, err))
       .finally(() => {
         this.inHand.delete(item.id);
         this.notify();

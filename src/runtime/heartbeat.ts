@@ -1,3 +1,4 @@
+import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
 import { newId } from '../ids.js';
 import { errorMessage, logSafe } from '../text-safe.js';
@@ -229,6 +230,8 @@ export class Heartbeat {
 
     const agentId = env.defaultAgentId;
     const heartbeatId = newId();
+    // Every line of this heartbeat carries its id (and its session); each heartbeat logs at least one.
+    const log = logger.child({ heartbeatId, sessionKey: this.sessionKey });
     const started = Date.now();
     const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
     const history = (await store.sessionMessages(agentId, this.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
@@ -239,16 +242,16 @@ export class Heartbeat {
       reply = (await runTurn(env, { agentId, model: null, thinking: null, messages: [...history, { role: 'user', content: prompt }], signal })).text;
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
-      if (leaseLost(lease)) return this.dropLost(heartbeatId, events.length, lease);
+      if (leaseLost(lease)) return this.dropLost(log, events.length, lease);
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
-      logger.error({ heartbeatId, sessionKey: this.sessionKey, events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
+      log.error({ events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
       this.announce.heartbeat(this.sessionKey, 'failed', events.length);
       this.retryDelay = delay;
       return;
     }
     this.failures = 0;
-    if (leaseLost(lease)) return this.dropLost(heartbeatId, events.length, lease);
+    if (leaseLost(lease)) return this.dropLost(log, events.length, lease);
 
     const finished = Date.now();
     const plan = planDelivery({
@@ -267,7 +270,7 @@ export class Heartbeat {
     const deliveries = plan.delivery ? [plan.delivery] : [];
     const outcome = HEARTBEAT_OUTCOMES[plan.status];
     if (plan.status === 'nowhere:no_route') {
-      logger.warn({ heartbeatId, sessionKey: this.sessionKey }, 'heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
+      log.warn('heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
     }
     await writeWhileLeased(AbortSignal.any([lease, this.abort.signal]), () => store.completeHeartbeat({
       heartbeatId,
@@ -280,17 +283,17 @@ export class Heartbeat {
         { sessionKey: this.sessionKey, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
       ],
     }), (n) => backoffMs(n, OUTAGE_BACKOFF));
-    logger.info({ heartbeatId, sessionKey: this.sessionKey, events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
+    log.info({ events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
     this.announce.heartbeat(this.sessionKey, 'ok', events.length);
     this.announce.queued(deliveries);
     if (deliveries.length) this.onDelivery?.();
   }
 
   /** The lease was lost mid-turn: the reply is dropped, the events stay pending; asked again after a backoff. */
-  private dropLost(heartbeatId: string, events: number, lease: AbortSignal): void {
+  private dropLost(log: Logger, events: number, lease: AbortSignal): void {
     this.retryDelay = backoffMs(1, OUTAGE_BACKOFF);
-    this.deps.logger.warn(
-      { heartbeatId, sessionKey: this.sessionKey, events, code: 'lease_lost', why: errorMessage(lease.reason) },
+    log.warn(
+      { events, code: 'lease_lost', why: errorMessage(lease.reason) },
       'heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending',
     );
   }

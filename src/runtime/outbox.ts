@@ -1,3 +1,4 @@
+import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { splitText } from './split.js';
@@ -101,6 +102,7 @@ export class Outbox {
     this.loop = new ClaimLoop<DeliveryBatch>({
       label: 'deliveries',
       logger: deps.logger,
+      idField: 'deliveryId',
       limit: () => deps.env().config.channels.outbox.concurrency,
       claim: async (n) => {
         const now = Date.now();
@@ -167,8 +169,8 @@ export class Outbox {
     try {
       const sent = await this.send(d, lease);
       if (leaseLost(lease) && !stop.aborted) {
-        this.deps.logger.warn(
-          { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, attempt: d.attempts, code: 'lease_lost', why: errorMessage(lease.reason) },
+        deliveryLog(this.deps.logger, d).warn(
+          { code: 'lease_lost', why: errorMessage(lease.reason) },
           'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)',
         );
       }
@@ -201,9 +203,9 @@ export class Outbox {
   /** One delivery through its channel; its outcome is recorded (the write started) before this returns. */
   private async send(d: Delivery, signal: AbortSignal): Promise<Sent> {
     const env = this.deps.env();
-    const meta = { deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts };
+    const log = deliveryLog(this.deps.logger, d);
     const dead = (error: string): Sent => {
-      this.deps.logger.error({ ...meta, error }, 'delivery dead-lettered');
+      log.error({ error }, 'delivery dead-lettered');
       return this.record(d, signal, { kind: 'dead', error, at: Date.now() });
     };
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);
@@ -221,12 +223,12 @@ export class Outbox {
     const unfit = recipientProblem(d.channel, channel, to);
     if (unfit) return dead(unfit);
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
-    const outcome = await this.sendChunks({ ...d, to }, channel, chunks, signal, env.config.channels.outbox, meta);
+    const outcome = await this.sendChunks({ ...d, to }, channel, chunks, signal, env.config.channels.outbox, log);
     if (!outcome) return UNFINISHED;
     const sent = this.record(d, signal, outcome);
     // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
     // operator's to decide (docs/security.md, "Who decides where replies go").
-    if (outcome.kind === 'delivered') this.deps.logger.info({ ...meta, chunks: chunks.length }, 'delivered');
+    if (outcome.kind === 'delivered') log.info({ chunks: chunks.length }, 'delivered');
     return sent;
   }
 
@@ -241,9 +243,9 @@ export class Outbox {
     chunks: readonly string[],
     signal: AbortSignal,
     limits: OutboxLimits,
-    meta: Record<string, unknown>,
+    log: Logger,
   ): Promise<DeliveryOutcome | undefined> {
-    const { store, logger, owner } = this.deps;
+    const { store, owner } = this.deps;
     const to = d.to;
     const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
@@ -262,10 +264,10 @@ export class Outbox {
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
         const wait = deliveryRetryDelayMs(d.attempts, result.retryAfterMs, limits);
-        logger.warn({ ...meta, error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
+        log.warn({ error, status: result.status, retryInMs: wait }, 'delivery failed; will retry');
         return { kind: 'retry', nextAttemptAt: Date.now() + wait, error };
       }
-      logger.error({ ...meta, error, status: result.status }, 'delivery dead-lettered');
+      log.error({ error, status: result.status }, 'delivery dead-lettered');
       return { kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() };
     }
     return { kind: 'delivered', at: Date.now() };
@@ -338,4 +340,12 @@ export function deliveryRetryDelayMs(
 ): number {
   if (retryAfterMs !== undefined) return Math.min(limits.maxBackoffMs, Math.max(MIN_HINTED_WAIT_MS, Math.ceil(retryAfterMs)));
   return backoffMs(attempts, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs }, random);
+}
+
+/**
+ * The logger of one delivery: every line carries its `deliveryId`, the run or heartbeat whose reply it delivers
+ * (`runId`, `heartbeatId`), its channel, account and attempt. One per delivery sent: each logs at least one line.
+ */
+function deliveryLog(logger: Logger, d: Delivery): Logger {
+  return logger.child({ deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts });
 }

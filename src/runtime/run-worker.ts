@@ -1,3 +1,4 @@
+import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
 import { deadline } from '../deadline.js';
 import { newId } from '../ids.js';
@@ -134,6 +135,7 @@ export class RunWorker {
     this.loop = new ClaimLoop<Run>({
       label: 'runs',
       logger: deps.logger,
+      idField: 'runId',
       limit: () => deps.env().config.agents.defaults.maxConcurrent,
       claim: async (n) => {
         const now = Date.now();
@@ -175,14 +177,14 @@ export class RunWorker {
     const error = `gave up after ${run.attempts - 1} interrupted attempts`;
     await this.deps.store.failRun(run.id, error, Date.now());
     this.announce.run(run, 'failed', error);
-    this.deps.logger.error({ runId: run.id, attempts: run.attempts }, 'run failed: interrupted too often');
+    this.log(run).error({ attempts: run.attempts }, 'run failed: interrupted too often');
   }
 
   /** The prompt (the safety-wrapped hook content) after the session's history, when the session is persistent. */
   private async buildTurn(run: Run): Promise<{ prompt: string; messages: ChatMessage[] }> {
     const prompt = runPrompt(run, new Date());
     const suspicious = detectSuspiciousPatterns(run.message);
-    if (suspicious.length) this.deps.logger.warn({ runId: run.id, sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
+    if (suspicious.length) this.log(run).warn({ sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
     const history =
       run.sessionMode === 'persistent'
         ? (await this.deps.store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
@@ -219,7 +221,7 @@ export class RunWorker {
   private async giveBackStopped(run: Run): Promise<undefined> {
     await this.deps.store.releaseRuns(this.deps.owner, [run.id], Date.now(), INTERRUPTED_NOTE);
     this.announce.run(run, 'queued', INTERRUPTED_NOTE);
-    this.deps.logger.warn({ runId: run.id, attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
+    this.log(run).warn({ attempt: run.attempts }, 'hook agent run interrupted by the stop: given back to the queue');
     return undefined;
   }
 
@@ -227,7 +229,7 @@ export class RunWorker {
   private async defer(run: Run, until: number, error: string): Promise<undefined> {
     if (await this.deps.store.deferRun({ runId: run.id, owner: this.deps.owner, until, error, now: Date.now() })) {
       this.announce.run(run, 'queued', error);
-      this.deps.logger.warn({ runId: run.id, retry: run.retries + 1, inMs: until - Date.now(), error: logSafe(error) }, 'model unavailable: the run is queued again and retried later');
+      this.log(run).warn({ retry: run.retries + 1, inMs: until - Date.now(), error: logSafe(error) }, 'model unavailable: the run is queued again and retried later');
       this.retryAfter(until - Date.now());
     }
     return undefined;
@@ -249,8 +251,8 @@ export class RunWorker {
       this.announce.queued(deliveries);
     }
     const level = state === 'succeeded' ? 'info' : 'warn';
-    this.deps.logger[level](
-      { runId: run.id, state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
+    this.log(run)[level](
+      { state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
     this.callbacks.onFinished(run, committed, committed ? deliveries : []);
@@ -273,7 +275,7 @@ export class RunWorker {
       at,
     });
     if (plan.status === 'nowhere:no_route') {
-      this.deps.logger.warn({ runId: run.id }, 'reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
+      this.log(run).warn('reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
     }
     return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
   }
@@ -290,11 +292,19 @@ export class RunWorker {
    * here too could deliver it twice.
    */
   private dropLost(run: Run, signal: AbortSignal): undefined {
-    this.deps.logger.warn(
-      { runId: run.id, attempt: run.attempts, code: 'lease_lost', why: errorMessage(signal.reason) },
+    this.log(run).warn(
+      { attempt: run.attempts, code: 'lease_lost', why: errorMessage(signal.reason) },
       'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses',
     );
     return undefined;
+  }
+
+  /**
+   * The logger of one run: every line carries its `runId`. A child per line written, not per run: most runs write
+   * one line (`hook agent run finished`), and one kept per run would be one more object on the run for nothing.
+   */
+  private log(run: Run): Logger {
+    return this.deps.logger.child({ runId: run.id });
   }
 
   /** Claim no more runs. */

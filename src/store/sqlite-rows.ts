@@ -126,28 +126,30 @@ export function rowToMessage(r: Row): SessionMessage {
 
 /**
  * One received-hook record inside a `received_log` block:
- * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?, tokenId?]`
- * (the trailing ones only when set, `unknownFields` then null when there are none, so older blocks decode and a
- * record without them stays as it was). Both drivers store this shape (PostgreSQL's accept function sets elements
+ * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?, tokenId?, reqId?]`
+ * (the trailing ones only when set, those before a set one null when absent, so older blocks decode and a record
+ * without them stays as it was). Both drivers store this shape (PostgreSQL's accept function sets elements
  * 4 to 7 in place and keeps the rest).
  */
-export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, (string[] | null)?, string?];
+export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, (string[] | null)?, (string | null)?, string?];
 
 export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
   // Microseconds are plenty, and keep the stored JSON short.
   const durationMs = Math.round(r.durationMs * 1000) / 1000;
   const t: ReceivedTuple = [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
-  if (r.unknownFields?.length || r.tokenId) t.push(r.unknownFields?.length ? r.unknownFields : null);
-  if (r.tokenId) t.push(r.tokenId);
+  if (r.unknownFields?.length || r.tokenId || r.reqId) t.push(r.unknownFields?.length ? r.unknownFields : null);
+  if (r.tokenId || r.reqId) t.push(r.tokenId || null);
+  if (r.reqId) t.push(r.reqId);
   return t;
 }
 
 export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
-  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields, tokenId] = t;
+  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields, tokenId, reqId] = t;
   // Only ever written from a ReceivedHook: the stored code is one of ReceivedCode.
   const rec: ReceivedHook = { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
   if (unknownFields?.length) rec.unknownFields = unknownFields;
   if (tokenId) rec.tokenId = tokenId;
+  if (reqId) rec.reqId = reqId;
   return rec;
 }
 

@@ -194,6 +194,8 @@ export interface ReceivedHook {
    * when it was authenticated otherwise (a signature, an OIDC token) or not at all. Never the token itself.
    */
   tokenId?: string | null;
+  /** The request's id (the `reqId` of its log lines and its answer's `x-request-id`); absent on older records and counts. */
+  reqId?: string;
   /** Top-level fields of a direct request that hookgate does not read (at most 20 names); absent when none. */
   unknownFields?: string[];
   /**

@@ -18,6 +18,14 @@ describe('received record tuples', () => {
     assert.deepEqual(tupleToReceived(JSON.parse(JSON.stringify(receivedToTuple({ ...base, tokenId: 'ci' }))) as ReceivedTuple), { ...base, tokenId: 'ci' });
   });
 
+  it('the request id is the last element; the token id and unknown fields before it are null when absent', () => {
+    assert.deepEqual(receivedToTuple({ ...base, reqId: 'r1' }).slice(10), [null, null, 'r1']);
+    assert.deepEqual(receivedToTuple({ ...base, tokenId: 'ci', reqId: 'r1' }).slice(10), [null, 'ci', 'r1']);
+    const back = (r: ReceivedHook) => tupleToReceived(JSON.parse(JSON.stringify(receivedToTuple(r))) as ReceivedTuple);
+    assert.deepEqual(back({ ...base, reqId: 'r1' }), { ...base, reqId: 'r1' });
+    assert.deepEqual(back({ ...base, tokenId: 'ci', unknownFields: ['a'], reqId: 'r1' }), { ...base, tokenId: 'ci', unknownFields: ['a'], reqId: 'r1' });
+  });
+
   it('blocks written before token ids (10 or 11 elements) still decode, with no token id', () => {
     const old10 = JSON.parse('[1,"POST","wake","127.0.0.1",200,null,["e"],[],null,1.5]') as ReceivedTuple;
     const old11 = JSON.parse('[1,"POST","wake","127.0.0.1",200,null,["e"],[],null,1.5,["sesionKey"]]') as ReceivedTuple;

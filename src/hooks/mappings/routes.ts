@@ -93,7 +93,7 @@ function failed(logger: HookRoutesOptions['logger'], input: HookRequest, m: Comp
   // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
   // choked on): only the code and the thrown class are logged unless the operator asked for debug.
   const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
-  logger.warn(
+  (input.log ?? logger).warn(
     { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
     `hook mapping failed: ${err.reason}`,
   );
@@ -158,7 +158,7 @@ function itemsOf(logger: HookRoutesOptions['logger'], m: CompiledMapping, input:
   const fan = fanOutPayloads(input.payload, m.forEach, maxFanOut);
   if (fan.payloads.length === 0) return undefined;
   if (fan.dropped > 0) {
-    logger.warn(
+    (input.log ?? logger).warn(
       { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: fan.payloads.length, dropped: fan.dropped, maxFanOut },
       `hook fan-out over "${m.forEach}" capped at ${fan.payloads.length} items: dropped ${fan.dropped}`,
     );
