@@ -11,7 +11,7 @@ import { GroupCommit, type WriteResult } from './group-commit.js';
 import { isDataError } from './postgres-connect.js';
 import type { PgDb } from './postgres-db.js';
 import { eventRow, runRow } from './postgres-rows.js';
-import { receivedToTuple } from './sqlite-rows.js';
+import { receivedToTuple } from './record-encoding.js';
 import type { AcceptCommand, AcceptResult, ReceivedHook } from './types.js';
 
 /** One command of the batch, as hookgate_accept reads it: `k: 'a'` an accept, `k: 'r'` a received record only. */

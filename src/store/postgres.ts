@@ -24,7 +24,7 @@ import { safeUrl } from '../text-safe.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
-import { rowToNode } from './postgres-rows.js';
+import { rowToNode } from './record-encoding.js';
 import { PgWrites } from './postgres-writes.js';
 import type { AcceptCommand, AcceptResult, ClusterNotice, NodeInfo, ReceivedHook, Store } from './types.js';
 

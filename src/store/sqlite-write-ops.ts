@@ -6,21 +6,17 @@
  */
 import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
-import { coalescesInto, refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './record-encoding.js';
+import { accept } from './sqlite-accept.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type {
-  AcceptCommand,
-  AcceptOutcome,
-  AcceptResult,
   Delivery,
   DeliveryOutcome,
   HeartbeatCompletion,
   NewSystemEvent,
-  IdempotencyClaim,
   NodeInfo,
   ReceivedHook,
   RefusalWindow,
-  Replay,
   Run,
   RunOutcome,
 } from './types.js';
@@ -31,46 +27,7 @@ const PROBE_NODE_ID = 'hookgate:probe';
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
   ...AUDIT_WRITE_OPS,
-
-  accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
-    const now = cmd.received.at;
-    const idem = cmd.idempotency;
-    if (idem) {
-      const row = w.stmt.getIdem.get(idem.scope, idem.keyHash) as Row | undefined;
-      if (row && (row.expires_at as number) > now) {
-        if (row.fingerprint !== idem.fingerprint) {
-          w.insertReceived({ ...cmd.received, status: 409, code: 'idempotency_conflict' });
-          return { kind: 'conflict' };
-        }
-        const replay = JSON.parse(row.body as string) as Replay;
-        w.insertReceived({ ...cmd.received, status: row.status as number, code: 'duplicate', eventIds: replay.outcome.events.map((e) => e.eventId) });
-        return { kind: 'duplicate', replay, status: row.status as number };
-      }
-      if (row) {
-        w.stmt.deleteIdem.run(idem.scope, idem.keyHash);
-        w.idemSenders.delete(row.sender as string); // counted again when next needed
-      }
-    }
-
-    const outcome: AcceptOutcome = { events: [] };
-    for (const ev of cmd.events) {
-      const last = w.lastPendingOf(ev.sessionKey);
-      if (coalescesInto(last, ev)) {
-        outcome.events.push({ eventId: last.id, outcome: 'coalesced' });
-        continue;
-      }
-      w.insertEvent(ev);
-      outcome.events.push({ eventId: ev.id, outcome: 'queued' });
-    }
-    for (const run of cmd.runs) w.insertRun(run);
-    if (idem) {
-      const replay: Replay = { spec: cmd.answerSpec, outcome };
-      w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt, idem.sender);
-      capSenderKeys(w, idem);
-    }
-    w.insertReceived({ ...cmd.received, eventIds: outcome.events.map((e) => e.eventId), runIds: cmd.runs.map((r) => r.id) });
-    return { kind: 'accepted', outcome };
-  },
+  accept, // sqlite-accept.ts
 
   recordReceived(w: SqliteWriter, rec: ReceivedHook): void {
     w.insertReceived(rec);
@@ -227,20 +184,6 @@ export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args
 /** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
 export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
   return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);
-}
-
-/**
- * Keep at most `maxPerSender` keys of the claim's sender (the one just stored included): the oldest go first. The
- * count is kept in the writer after one COUNT per sender, so a request with a key pays no scan of the sender's keys.
- */
-function capSenderKeys(w: SqliteWriter, idem: IdempotencyClaim): void {
-  let n = w.idemSenders.get(idem.sender);
-  if (n === undefined) {
-    n = (w.stmt.countIdemOf.get(idem.sender) as { n: number }).n;
-    if (w.idemSenders.size >= 10_000) w.idemSenders.clear(); // bounded; a forgotten sender is counted again
-  } else n++;
-  if (n > idem.maxPerSender) n -= w.stmt.dropOldestIdemOf.run(idem.sender, n - idem.maxPerSender).changes;
-  w.idemSenders.set(idem.sender, n);
 }
 
 /**
