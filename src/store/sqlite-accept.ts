@@ -76,7 +76,7 @@ export interface PendingTail {
 /**
  * A wake coalesces into the session's last pending event only when it is the same text with the same provenance: a
  * trusted and an untrusted event never merge (the heartbeat would show one of them wrongly), nor two sources.
- * PostgreSQL applies the same rule in hookgate_accept (postgres-schema.ts).
+ * PostgreSQL applies the same rule in hookgate_accept (postgres-accept-function.ts).
  */
 function coalescesInto(last: PendingTail | null, ev: NewSystemEvent): last is PendingTail {
   return last !== null && last.text === ev.text && last.untrusted === (ev.untrusted === true) && last.source === (ev.source ?? null);
