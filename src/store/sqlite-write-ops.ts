@@ -1,8 +1,8 @@
 /**
- * Every write of the SQLite store, one handler each, named after the `Store` method it serves and taking that
- * method's arguments: the handler's signature defines the op (`WriteOp`), and `SqliteStore` derives its forwarder
- * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
- * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
+ * Every write of the SQLite store, one handler each, named after the `Store` method it serves, taking that method's
+ * arguments and giving its value (checked below): the handler's signature defines the op (`WriteOp`) that the
+ * store's method of the same name sends (sqlite.ts). Handlers run synchronously inside the writer's transaction (see
+ * SqliteWriter). Adding a write: docs/architecture.md, "The store's roles".
  */
 import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
@@ -19,10 +19,14 @@ import type {
   RefusalWindow,
   Run,
   RunOutcome,
+  Store,
 } from './types.js';
 
 /** The id of the row `probeWrite` writes and removes (never seen: it is gone by the commit). */
 const PROBE_NODE_ID = 'hookgate:probe';
+
+/** A handler for a `Store` method: the writer, then the method's arguments; it returns what the method resolves to. */
+type Handlers = { [K in keyof Store]?: Store[K] extends (...args: infer A) => Promise<infer R> ? (w: SqliteWriter, ...args: A) => R : never };
 
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
@@ -171,7 +175,7 @@ export const WRITE_OPS = {
     const row = w.stmt.retryDelivery.get(now, now, id) as Row | undefined;
     return row ? rowToDelivery(row) : undefined;
   },
-};
+} satisfies Handlers;
 
 type WriteOps = typeof WRITE_OPS;
 export type WriteKind = keyof WriteOps;
