@@ -1,5 +1,5 @@
 /**
- * PostgreSQL driver: many `hookgate serve` processes on one database (CONTRACT §8).
+ * PostgreSQL driver: many `hookgate serve` processes on one database (docs/scale-out.md).
  *
  * Client: `pg` (node-postgres), chosen by measurement of the accept path (one `SELECT hookgate_accept($1::jsonb, $2)`
  * per batch, PostgreSQL 15 on the same host, batches of accepts with a run and an idempotency key each, µs per
@@ -10,9 +10,10 @@
  * The server's work dominates (the commit, the function's statements); the clients are level at batch 1 and pg is
  * ahead on larger batches, so pg stays (postgres.js did not clearly win).
  *
- * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts; the other writes
- * postgres-writes.ts; reads postgres-reads.ts (the admin listener's pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations
- * postgres-schema.ts, postgres-migrate.ts; connections postgres-connect.ts, postgres-db.ts.
+ * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts, its function
+ * postgres-accept-function.ts; the other writes postgres-writes.ts; reads postgres-reads.ts (the admin listener's
+ * pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations postgres-schema.ts,
+ * postgres-migrate.ts (the resulting tables: docs/schema.md); connections postgres-connect.ts, postgres-db.ts.
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
