@@ -24,12 +24,14 @@ export class SqliteReads {
   }
 
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.state) (where.push('state = ?'), params.push(q.state));
-    if (q.sessionKey) (where.push('session_key = ?'), params.push(q.sessionKey));
-    const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToRun);
+    return this.newest('runs', [['state', q.state], ['session_key', q.sessionKey]], q.limit ?? 50).map(rowToRun);
+  }
+
+  /** The newest rows of a table (by seq) whose columns equal the values given; an unset value does not filter. */
+  private newest(table: 'runs' | 'deliveries', filters: Array<[column: string, value: string | undefined]>, limit: number): Row[] {
+    const set = filters.filter(([, value]) => value);
+    const where = set.length ? `WHERE ${set.map(([column]) => `${column} = ?`).join(' AND ')}` : '';
+    return this.db.prepare(`SELECT * FROM ${table} ${where} ORDER BY seq DESC LIMIT ?`).all(...set.map(([, value]) => value), limit) as Row[];
   }
 
   async listSessions(limit = 50): Promise<SessionSummary[]> {
@@ -134,12 +136,7 @@ export class SqliteReads {
     return rowToRoute(prepared(this.db, 'SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined);
   }
   async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.state) (where.push('state = ?'), params.push(q.state));
-    if (q.runId) (where.push('run_id = ?'), params.push(q.runId));
-    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToDelivery);
+    return this.newest('deliveries', [['state', q.state], ['run_id', q.runId]], q.limit ?? 50).map(rowToDelivery);
   }
   async getDelivery(id: string): Promise<Delivery | undefined> {
     const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;

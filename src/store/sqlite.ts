@@ -222,8 +222,7 @@ export class SqliteStore implements Store {
     return (this.pagesOf ??= new SqlitePages(this.db));
   }
 
-  // ——— reads on the store's own connection (sqlite-reads.ts, sqlite-pages.ts): each probes the -shm first, as a write
-  // batch does (ShmGuard) ———
+  // ——— reads (sqlite-reads.ts, sqlite-pages.ts): each probes the -shm first, as a write batch does (ShmGuard) ———
   listNodes(): Promise<NodeInfo[]> {
     return this.refusedRead() ?? this.reads.listNodes();
   }
