@@ -6,22 +6,14 @@
  */
 import { StoreError } from '../errors.js';
 import { errorMessage } from '../text-safe.js';
-import type { ClusterNotice, NodeInfo, Store } from './types.js';
-
-/** Every method of `Store` handled by forwarding (or refusing while not open); the others are the class's own. */
-const FORWARDED = [
-  'accept', 'recordReceived', 'recordRefusals', 'getRoute', 'getRun',
-  'claimRuns', 'renewRunLeases', 'completeRun', 'releaseRuns', 'deferRun', 'failRun',
-  'pendingEvents', 'addEvents', 'completeHeartbeat', 'sessionMessages', 'sessionsWithPendingEvents',
-  'claimDeliveries', 'releaseDeliveries', 'deliveryProgress', 'finishDelivery',
-  'listRuns', 'listSessions', 'getSession', 'listReceived', 'listDeliveries', 'getDelivery',
-  'requeueRun', 'requeueFailedRuns', 'retryDelivery', 'setRoute', 'prune',
-  'leaseHeartbeat', 'releaseHeartbeat', 'shareLockout', 'activeLockouts', 'listNodes', 'publishFeed',
-  'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite',
-  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
-  'appendAudit', 'pageAudit', 'pruneAudit',
-] as const satisfies readonly (keyof Store)[];
-type Forwarded = Pick<Store, (typeof FORWARDED)[number]>;
+import type { AuditEntry, AuditPageQuery } from './audit-types.js';
+import type { GmailFetchCompletion } from './gmail-types.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import type {
+  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion,
+  ListRunsQuery, NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute,
+  SessionSummary, Store, SystemEvent,
+} from './types.js';
 
 /** How often a failing open is tried again. */
 export const DEFERRED_RETRY_MS = 1000;
@@ -43,23 +35,7 @@ export interface DeferredStoreOptions {
   now?: () => number;
 }
 
-// Declaration merging: the static block below installs these on the prototype; `implements Store` checks them all.
-export interface DeferredStore extends Forwarded {}
-
 export class DeferredStore implements Store {
-  static {
-    for (const name of FORWARDED) {
-      Object.defineProperty(DeferredStore.prototype, name, {
-        value: function (this: DeferredStore, ...args: unknown[]) {
-          const real = this.real as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> | undefined;
-          return real ? real[name]!(...args) : Promise.reject(this.notOpen());
-        },
-        writable: true,
-        configurable: true,
-      });
-    }
-  }
-
   readonly shared: boolean;
   /** Resolves when the real store is open (never, if it is closed first). */
   readonly opened: Promise<void>;
@@ -100,6 +76,169 @@ export class DeferredStore implements Store {
 
   private notOpen(): StoreError {
     return new StoreError(`the store is not open yet (${this.reason}); opening it is retried every ${this.retryMs / 1000} s`);
+  }
+
+  /** A call before the real store opened: rejected with why it has not (the ingress answers 503). */
+  private refuse(): Promise<never> {
+    return Promise.reject(this.notOpen());
+  }
+
+  // ——— forwarded to the real store once it is open; refused until then ———
+  accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    return this.real ? this.real.accept(cmd) : this.refuse();
+  }
+  recordReceived(rec: ReceivedHook): Promise<void> {
+    return this.real ? this.real.recordReceived(rec) : this.refuse();
+  }
+  recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void> {
+    return this.real ? this.real.recordRefusals(window, keepWindows) : this.refuse();
+  }
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
+    return this.real ? this.real.getRoute(sessionKey) : this.refuse();
+  }
+  getRun(id: string): Promise<Run | undefined> {
+    return this.real ? this.real.getRun(id) : this.refuse();
+  }
+  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
+    return this.real ? this.real.claimRuns(owner, now, leaseMs, limit) : this.refuse();
+  }
+  renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
+    return this.real ? this.real.renewRunLeases(owner, ids, until) : this.refuse();
+  }
+  completeRun(c: RunOutcome): Promise<boolean> {
+    return this.real ? this.real.completeRun(c) : this.refuse();
+  }
+  releaseRuns(owner: string, ids: string[], now: number, note: string): Promise<void> {
+    return this.real ? this.real.releaseRuns(owner, ids, now, note) : this.refuse();
+  }
+  deferRun(d: { runId: string; owner: string; until: number; error: string; now: number }): Promise<boolean> {
+    return this.real ? this.real.deferRun(d) : this.refuse();
+  }
+  failRun(id: string, error: string, now: number): Promise<void> {
+    return this.real ? this.real.failRun(id, error, now) : this.refuse();
+  }
+  pendingEvents(sessionKey: string, limit?: number): Promise<SystemEvent[]> {
+    return this.real ? this.real.pendingEvents(sessionKey, limit) : this.refuse();
+  }
+  addEvents(events: NewSystemEvent[]): Promise<void> {
+    return this.real ? this.real.addEvents(events) : this.refuse();
+  }
+  completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
+    return this.real ? this.real.completeHeartbeat(c) : this.refuse();
+  }
+  sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
+    return this.real ? this.real.sessionMessages(agentId, sessionKey, limit) : this.refuse();
+  }
+  sessionsWithPendingEvents(limit?: number): Promise<string[]> {
+    return this.real ? this.real.sessionsWithPendingEvents(limit) : this.refuse();
+  }
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
+    return this.real ? this.real.claimDeliveries(owner, now, leaseMs, limit, followers) : this.refuse();
+  }
+  releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
+    return this.real ? this.real.releaseDeliveries(owner, ids, now) : this.refuse();
+  }
+  deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
+    return this.real ? this.real.deliveryProgress(id, owner, chunksSent, now) : this.refuse();
+  }
+  finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void> {
+    return this.real ? this.real.finishDelivery(id, owner, outcome, now) : this.refuse();
+  }
+  listRuns(q?: ListRunsQuery): Promise<Run[]> {
+    return this.real ? this.real.listRuns(q) : this.refuse();
+  }
+  listSessions(limit?: number): Promise<SessionSummary[]> {
+    return this.real ? this.real.listSessions(limit) : this.refuse();
+  }
+  getSession(key: string): Promise<SessionDetail | undefined> {
+    return this.real ? this.real.getSession(key) : this.refuse();
+  }
+  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]> {
+    return this.real ? this.real.listReceived(limit, filter) : this.refuse();
+  }
+  listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]> {
+    return this.real ? this.real.listDeliveries(q) : this.refuse();
+  }
+  getDelivery(id: string): Promise<Delivery | undefined> {
+    return this.real ? this.real.getDelivery(id) : this.refuse();
+  }
+  requeueRun(id: string, now: number): Promise<Run | undefined> {
+    return this.real ? this.real.requeueRun(id, now) : this.refuse();
+  }
+  requeueFailedRuns(since: number, now: number): Promise<string[]> {
+    return this.real ? this.real.requeueFailedRuns(since, now) : this.refuse();
+  }
+  retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
+    return this.real ? this.real.retryDelivery(id, now) : this.refuse();
+  }
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
+    return this.real ? this.real.setRoute(sessionKey, agentId, channel, to, now, accountId) : this.refuse();
+  }
+  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
+    return this.real ? this.real.prune(now, receivedBefore) : this.refuse();
+  }
+  leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
+    return this.real ? this.real.leaseHeartbeat(sessionKey, owner, now, leaseMs) : this.refuse();
+  }
+  releaseHeartbeat(sessionKey: string, owner: string): Promise<void> {
+    return this.real ? this.real.releaseHeartbeat(sessionKey, owner) : this.refuse();
+  }
+  shareLockout(bucket: string, until: number): Promise<void> {
+    return this.real ? this.real.shareLockout(bucket, until) : this.refuse();
+  }
+  activeLockouts(now: number): Promise<{ bucket: string; until: number }[]> {
+    return this.real ? this.real.activeLockouts(now) : this.refuse();
+  }
+  listNodes(): Promise<NodeInfo[]> {
+    return this.real ? this.real.listNodes() : this.refuse();
+  }
+  publishFeed(node: string, events: readonly string[]): Promise<void> {
+    return this.real ? this.real.publishFeed(node, events) : this.refuse();
+  }
+  pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    return this.real ? this.real.pageRuns(q) : this.refuse();
+  }
+  pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    return this.real ? this.real.pageDeliveries(q) : this.refuse();
+  }
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return this.real ? this.real.pageReceived(q) : this.refuse();
+  }
+  queueDepths(): Promise<QueueDepths> {
+    return this.real ? this.real.queueDepths() : this.refuse();
+  }
+  failuresSince(since: number): Promise<RecentFailures> {
+    return this.real ? this.real.failuresSince(since) : this.refuse();
+  }
+  probeWrite(now: number): Promise<void> {
+    return this.real ? this.real.probeWrite(now) : this.refuse();
+  }
+  recordGmailPush(push: GmailPush): Promise<{ duplicate: boolean }> {
+    return this.real ? this.real.recordGmailPush(push) : this.refuse();
+  }
+  pendingGmailPushes(account?: string, limit?: number): Promise<GmailPush[]> {
+    return this.real ? this.real.pendingGmailPushes(account, limit) : this.refuse();
+  }
+  completeGmailFetch(c: GmailFetchCompletion): Promise<void> {
+    return this.real ? this.real.completeGmailFetch(c) : this.refuse();
+  }
+  recordGmailWatch(w: { account: string; expiration: number; historyId: string; now: number }): Promise<void> {
+    return this.real ? this.real.recordGmailWatch(w) : this.refuse();
+  }
+  recordGmailError(account: string, error: string | null, now: number): Promise<void> {
+    return this.real ? this.real.recordGmailError(account, error, now) : this.refuse();
+  }
+  readGmailStatus(account: string): Promise<GmailStatus | undefined> {
+    return this.real ? this.real.readGmailStatus(account) : this.refuse();
+  }
+  appendAudit(entries: AuditEntry[]): Promise<void> {
+    return this.real ? this.real.appendAudit(entries) : this.refuse();
+  }
+  pageAudit(q: AuditPageQuery): Promise<Page<AuditEntry>> {
+    return this.real ? this.real.pageAudit(q) : this.refuse();
+  }
+  pruneAudit(before: number): Promise<number> {
+    return this.real ? this.real.pruneAudit(before) : this.refuse();
   }
 
   private schedule(): void {

@@ -1,7 +1,7 @@
 /**
  * The accept path of the PostgreSQL driver: `GroupCommit` gathers the accepts and received records of one turn of
  * the event loop, and the whole batch goes to the server as ONE statement, `SELECT hookgate_accept($1::jsonb, $2)`
- * (postgres-schema.ts, migration 2), which is one round trip and one transaction (autocommit of a single statement:
+ * (postgres-accept-function.ts), which is one round trip and one transaction (autocommit of a single statement:
  * no BEGIN/COMMIT round trips). Callers are answered only after it returned, i.e. after COMMIT.
  *
  * If the batch fails for a reason other than the connection (one command breaks a constraint), it was rolled back
@@ -11,7 +11,7 @@ import { GroupCommit, type WriteResult } from './group-commit.js';
 import { isDataError } from './postgres-connect.js';
 import type { PgDb } from './postgres-db.js';
 import { eventRow, runRow } from './postgres-rows.js';
-import { receivedToTuple } from './sqlite-rows.js';
+import { receivedToTuple } from './record-encoding.js';
 import type { AcceptCommand, AcceptResult, ReceivedHook } from './types.js';
 
 /** One command of the batch, as hookgate_accept reads it: `k: 'a'` an accept, `k: 'r'` a received record only. */

@@ -3,7 +3,7 @@ import { RUN_STATES } from '../enums.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import type { PgDb } from './postgres-db.js';
-import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './postgres-rows.js';
+import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
 import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
 

@@ -1,7 +1,6 @@
 /** The reads of the PostgreSQL driver (the same queries as SQLite's, in PostgreSQL's dialect). */
 import type { PgDb } from './postgres-db.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row } from './postgres-rows.js';
-import { type ReceivedTuple, tupleToReceived } from './sqlite-rows.js';
+import { type ReceivedTuple, rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row, tupleToReceived } from './record-encoding.js';
 import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 /** Rows read per page when walking a log newest first until enough records were found. */

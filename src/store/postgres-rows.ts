@@ -1,13 +1,10 @@
 /**
- * Object → row mapping of the PostgreSQL driver's inserts: plain objects keyed by column name, sent as one jsonb
+ * Object → row encoding of the PostgreSQL driver's inserts: plain objects keyed by column name, sent as one jsonb
  * array per statement (`jsonb_populate_recordset(NULL::<table>, $1)`), so N rows cost one statement. Rows read back
- * map with sqlite-rows.ts: the columns are the same, bigint is parsed to a number (postgres-connect.ts) and 0/1
- * booleans are integers on both.
+ * decode with record-encoding.ts, as SQLite's do: the columns are the same, bigint is parsed to a number
+ * (postgres-connect.ts) and 0/1 booleans are integers on both.
  */
 import type { NewDelivery, NewRun, NewSystemEvent, SessionMessage } from './types.js';
-
-export { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary } from './sqlite-rows.js';
-export type { Row } from './sqlite-rows.js';
 
 export function eventRow(ev: NewSystemEvent) {
   return {

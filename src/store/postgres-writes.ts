@@ -5,9 +5,9 @@
  * makes runs or deliveries claimable now sends its notice in the same transaction (delivered at commit).
  */
 import type { PgDb, Query } from './postgres-db.js';
-import { deliveryRow, eventRow, INSERT_DELIVERIES, INSERT_EVENTS, INSERT_MESSAGES, messageRow, rowToDelivery, rowToRun, type Row } from './postgres-rows.js';
+import { deliveryRow, eventRow, INSERT_DELIVERIES, INSERT_EVENTS, INSERT_MESSAGES, messageRow } from './postgres-rows.js';
+import { refusalsToJson, rowToDelivery, rowToRun, type Row } from './record-encoding.js';
 import type { Delivery, DeliveryOutcome, HeartbeatCompletion, NewSystemEvent, RefusalWindow, Run, RunOutcome } from './types.js';
-import { refusalsToJson } from './sqlite-rows.js';
 
 const RUNS = '{"kind":"runs"}';
 const DELIVERIES = '{"kind":"deliveries"}';

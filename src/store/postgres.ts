@@ -1,5 +1,5 @@
 /**
- * PostgreSQL driver: many `hookgate serve` processes on one database (CONTRACT §8).
+ * PostgreSQL driver: many `hookgate serve` processes on one database (docs/scale-out.md).
  *
  * Client: `pg` (node-postgres), chosen by measurement of the accept path (one `SELECT hookgate_accept($1::jsonb, $2)`
  * per batch, PostgreSQL 15 on the same host, batches of accepts with a run and an idempotency key each, µs per
@@ -10,9 +10,10 @@
  * The server's work dominates (the commit, the function's statements); the clients are level at batch 1 and pg is
  * ahead on larger batches, so pg stays (postgres.js did not clearly win).
  *
- * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts; the other writes
- * postgres-writes.ts; reads postgres-reads.ts (the admin listener's pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations
- * postgres-schema.ts, postgres-migrate.ts; connections postgres-connect.ts, postgres-db.ts.
+ * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts, its function
+ * postgres-accept-function.ts; the other writes postgres-writes.ts; reads postgres-reads.ts (the admin listener's
+ * pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations postgres-schema.ts,
+ * postgres-migrate.ts (the resulting tables: docs/schema.md); connections postgres-connect.ts, postgres-db.ts.
  */
 import { PgAcceptPath } from './postgres-accept.js';
 import type { PgConnectOptions } from './postgres-connect.js';
@@ -24,9 +25,16 @@ import { safeUrl } from '../text-safe.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
-import { rowToNode } from './postgres-rows.js';
+import { rowToNode } from './record-encoding.js';
 import { PgWrites } from './postgres-writes.js';
-import type { AcceptCommand, AcceptResult, ClusterNotice, NodeInfo, ReceivedHook, Store } from './types.js';
+import type { AuditEntry, AuditPageQuery } from './audit-types.js';
+import type { GmailFetchCompletion } from './gmail-types.js';
+import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import type {
+  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion, ListRunsQuery,
+  NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store,
+  SystemEvent,
+} from './types.js';
 
 export { checkPostgres } from './postgres-migrate.js';
 
@@ -37,28 +45,6 @@ export interface PostgresStoreOptions extends PgConnectOptions, PgSchemaOptions 
   /** Told how long each group commit of the accept path took (metrics). */
   onCommit?: (ms: number, ops: number) => void;
 }
-
-/** The Store methods served as they are by the writes (postgres-writes.ts) and reads (postgres-reads.ts). */
-const WRITE_METHODS = [
-  'claimRuns', 'renewRunLeases', 'completeRun', 'releaseRuns', 'deferRun', 'failRun', 'addEvents', 'completeHeartbeat', 'setRoute',
-  'claimDeliveries', 'releaseDeliveries', 'deliveryProgress', 'finishDelivery', 'retryDelivery', 'requeueRun', 'requeueFailedRuns', 'recordRefusals', 'prune',
-] as const satisfies readonly (keyof PgWrites & keyof Store)[];
-const READ_METHODS = [
-  'getRun', 'listRuns', 'listSessions', 'getSession', 'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages',
-  'getRoute', 'listDeliveries', 'getDelivery',
-] as const satisfies readonly (keyof PgReads & keyof Store)[];
-const PAGE_METHODS = ['pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'probeWrite'] as const satisfies readonly (keyof PgPages & keyof Store)[];
-const GMAIL_METHODS = [
-  'recordGmailPush', 'pendingGmailPushes', 'completeGmailFetch', 'recordGmailWatch', 'recordGmailError', 'readGmailStatus',
-] as const satisfies readonly (keyof PgGmail & keyof Store)[];
-const AUDIT_METHODS = ['appendAudit', 'pageAudit', 'pruneAudit'] as const satisfies readonly (keyof PgAudit & keyof Store)[];
-// Declaration merging: the static block of PostgresStore installs these forwarders; `implements Store` checks them.
-export interface PostgresStore
-  extends Pick<PgWrites, (typeof WRITE_METHODS)[number]>,
-    Pick<PgReads, (typeof READ_METHODS)[number]>,
-    Pick<PgPages, (typeof PAGE_METHODS)[number]>,
-    Pick<PgGmail, (typeof GMAIL_METHODS)[number]>,
-    Pick<PgAudit, (typeof AUDIT_METHODS)[number]> {}
 
 /**
  * Open the store, migrating its schema unless `schema` is "current": rejects with a StoreError when PostgreSQL is
@@ -76,26 +62,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 }
 
 export class PostgresStore implements Store {
-  static {
-    const forward = (names: readonly string[], field: 'writes' | 'reads' | 'pages' | 'gmail' | 'audit') => {
-      for (const name of names) {
-        Object.defineProperty(PostgresStore.prototype, name, {
-          value: function (this: PostgresStore, ...args: unknown[]) {
-            const target = this[field] as unknown as Record<string, (...a: unknown[]) => unknown>;
-            return target[name]!(...args);
-          },
-          writable: true,
-          configurable: true,
-        });
-      }
-    };
-    forward(WRITE_METHODS, 'writes');
-    forward(READ_METHODS, 'reads');
-    forward(PAGE_METHODS, 'pages');
-    forward(GMAIL_METHODS, 'gmail');
-    forward(AUDIT_METHODS, 'audit');
-  }
-
   readonly shared = true;
   private readonly acceptPath: PgAcceptPath;
   private readonly writes: PgWrites;
@@ -128,6 +94,144 @@ export class PostgresStore implements Store {
 
   recordReceived(rec: ReceivedHook): Promise<void> {
     return this.acceptPath.recordReceived(rec);
+  }
+
+  // ——— the writes (postgres-writes.ts) ———
+  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
+    return this.writes.claimRuns(owner, now, leaseMs, limit);
+  }
+  renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
+    return this.writes.renewRunLeases(owner, ids, until);
+  }
+  completeRun(c: RunOutcome): Promise<boolean> {
+    return this.writes.completeRun(c);
+  }
+  releaseRuns(owner: string, ids: string[], now: number, note: string): Promise<void> {
+    return this.writes.releaseRuns(owner, ids, now, note);
+  }
+  deferRun(d: { runId: string; owner: string; until: number; error: string; now: number }): Promise<boolean> {
+    return this.writes.deferRun(d);
+  }
+  failRun(id: string, error: string, now: number): Promise<void> {
+    return this.writes.failRun(id, error, now);
+  }
+  addEvents(events: NewSystemEvent[]): Promise<void> {
+    return this.writes.addEvents(events);
+  }
+  completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
+    return this.writes.completeHeartbeat(c);
+  }
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
+    return this.writes.setRoute(sessionKey, agentId, channel, to, now, accountId);
+  }
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
+    return this.writes.claimDeliveries(owner, now, leaseMs, limit);
+  }
+  releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
+    return this.writes.releaseDeliveries(owner, ids, now);
+  }
+  deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
+    return this.writes.deliveryProgress(id, owner, chunksSent, now);
+  }
+  finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void> {
+    return this.writes.finishDelivery(id, owner, outcome, now);
+  }
+  retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
+    return this.writes.retryDelivery(id, now);
+  }
+  requeueRun(id: string, now: number): Promise<Run | undefined> {
+    return this.writes.requeueRun(id, now);
+  }
+  requeueFailedRuns(since: number, now: number): Promise<string[]> {
+    return this.writes.requeueFailedRuns(since, now);
+  }
+  recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void> {
+    return this.writes.recordRefusals(window, keepWindows);
+  }
+  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
+    return this.writes.prune(now, receivedBefore);
+  }
+  // ——— reads (postgres-reads.ts) ———
+  getRun(id: string): Promise<Run | undefined> {
+    return this.reads.getRun(id);
+  }
+  listRuns(q?: ListRunsQuery): Promise<Run[]> {
+    return this.reads.listRuns(q);
+  }
+  listSessions(limit?: number): Promise<SessionSummary[]> {
+    return this.reads.listSessions(limit);
+  }
+  getSession(key: string): Promise<SessionDetail | undefined> {
+    return this.reads.getSession(key);
+  }
+  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]> {
+    return this.reads.listReceived(limit, filter);
+  }
+  pendingEvents(sessionKey: string, limit?: number): Promise<SystemEvent[]> {
+    return this.reads.pendingEvents(sessionKey, limit);
+  }
+  sessionsWithPendingEvents(limit?: number): Promise<string[]> {
+    return this.reads.sessionsWithPendingEvents(limit);
+  }
+  sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
+    return this.reads.sessionMessages(agentId, sessionKey, limit);
+  }
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
+    return this.reads.getRoute(sessionKey);
+  }
+  listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]> {
+    return this.reads.listDeliveries(q);
+  }
+  getDelivery(id: string): Promise<Delivery | undefined> {
+    return this.reads.getDelivery(id);
+  }
+  // ——— the admin listener's pages and write probe (postgres-pages.ts) ———
+  pageRuns(q: RunPageQuery): Promise<Page<Run>> {
+    return this.pages.pageRuns(q);
+  }
+  pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
+    return this.pages.pageDeliveries(q);
+  }
+  pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
+    return this.pages.pageReceived(q);
+  }
+  queueDepths(): Promise<QueueDepths> {
+    return this.pages.queueDepths();
+  }
+  failuresSince(since: number): Promise<RecentFailures> {
+    return this.pages.failuresSince(since);
+  }
+  probeWrite(now: number): Promise<void> {
+    return this.pages.probeWrite(now);
+  }
+  // ——— Gmail (postgres-gmail.ts) ———
+  recordGmailPush(push: GmailPush): Promise<{ duplicate: boolean }> {
+    return this.gmail.recordGmailPush(push);
+  }
+  pendingGmailPushes(account?: string, limit?: number): Promise<GmailPush[]> {
+    return this.gmail.pendingGmailPushes(account, limit);
+  }
+  completeGmailFetch(c: GmailFetchCompletion): Promise<void> {
+    return this.gmail.completeGmailFetch(c);
+  }
+  recordGmailWatch(w: { account: string; expiration: number; historyId: string; now: number }): Promise<void> {
+    return this.gmail.recordGmailWatch(w);
+  }
+  recordGmailError(account: string, error: string | null, now: number): Promise<void> {
+    return this.gmail.recordGmailError(account, error, now);
+  }
+  readGmailStatus(account: string): Promise<GmailStatus | undefined> {
+    return this.gmail.readGmailStatus(account);
+  }
+  // ——— the audit trail (postgres-audit.ts) ———
+  appendAudit(entries: AuditEntry[]): Promise<void> {
+    return this.audit.appendAudit(entries);
+  }
+  pageAudit(q: AuditPageQuery): Promise<Page<AuditEntry>> {
+    return this.audit.pageAudit(q);
+  }
+  pruneAudit(before: number): Promise<number> {
+    return this.audit.pruneAudit(before);
   }
 
   /** Nobody's leases are taken back on a shared store: expired ones are simply claimable (see claimRuns). */

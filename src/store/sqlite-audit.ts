@@ -7,7 +7,7 @@ import { prepared } from './sqlite-prepared.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
 import { seqFromCursor, seqPage } from './pages-cursor.js';
-import type { Row } from './sqlite-rows.js';
+import type { Row } from './record-encoding.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 
 export const AUDIT_WRITE_OPS = {

@@ -5,7 +5,7 @@
  */
 import type Database from 'better-sqlite3';
 import { prepared } from './sqlite-prepared.js';
-import type { Row } from './sqlite-rows.js';
+import type { Row } from './record-encoding.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type { GmailFetchCompletion, GmailPush, GmailStatus } from './types.js';
 

@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3';
 import { RUN_STATES } from '../enums.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import { type LogBlock, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
-import { type ReceivedTuple, type Row, rowToDelivery, rowToRefusals, rowToRun, tupleToReceived } from './sqlite-rows.js';
+import { type ReceivedTuple, type Row, rowToDelivery, rowToRefusals, rowToRun, tupleToReceived } from './record-encoding.js';
 import type { Delivery, Run } from './types.js';
 
 /** `WHERE` of the present filters (column = value), plus `seq < ?`. */

@@ -176,7 +176,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   `,
   `
   -- Received records in blocks: one row per committed batch, holding that batch's records as a JSON array of
-  -- tuples (see sqlite-rows.ts). One insert per batch instead of one per request (~3 µs per request). \`at\` is the
+  -- tuples (see record-encoding.ts). One insert per batch instead of one per request (~3 µs per request). \`at\` is the
   -- newest record's time: retention prunes whole blocks by it.
   CREATE TABLE received_log (
     seq     INTEGER PRIMARY KEY,

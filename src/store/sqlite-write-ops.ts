@@ -1,76 +1,37 @@
 /**
- * Every write of the SQLite store, one handler each, named after the `Store` method it serves and taking that
- * method's arguments: the handler's signature defines the op (`WriteOp`), and `SqliteStore` derives its forwarder
- * from this table. Adding a write: its `Store` method (types.ts), its handler here, its SQL in sqlite-statements.ts.
- * Handlers run synchronously inside the writer's transaction (see SqliteWriter).
+ * Every write of the SQLite store, one handler each, named after the `Store` method it serves, taking that method's
+ * arguments and giving its value (checked below): the handler's signature defines the op (`WriteOp`) that the
+ * store's method of the same name sends (sqlite.ts). Handlers run synchronously inside the writer's transaction (see
+ * SqliteWriter). Adding a write: docs/architecture.md, "The store's roles".
  */
 import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
-import { coalescesInto, refusalsToJson, type Row, rowToDelivery, rowToRun } from './sqlite-rows.js';
+import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './record-encoding.js';
+import { accept } from './sqlite-accept.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type {
-  AcceptCommand,
-  AcceptOutcome,
-  AcceptResult,
   Delivery,
   DeliveryOutcome,
   HeartbeatCompletion,
   NewSystemEvent,
-  IdempotencyClaim,
   NodeInfo,
   ReceivedHook,
   RefusalWindow,
-  Replay,
   Run,
   RunOutcome,
+  Store,
 } from './types.js';
 
 /** The id of the row `probeWrite` writes and removes (never seen: it is gone by the commit). */
 const PROBE_NODE_ID = 'hookgate:probe';
 
+/** A handler for a `Store` method: the writer, then the method's arguments; it returns what the method resolves to. */
+type Handlers = { [K in keyof Store]?: Store[K] extends (...args: infer A) => Promise<infer R> ? (w: SqliteWriter, ...args: A) => R : never };
+
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
   ...AUDIT_WRITE_OPS,
-
-  accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
-    const now = cmd.received.at;
-    const idem = cmd.idempotency;
-    if (idem) {
-      const row = w.stmt.getIdem.get(idem.scope, idem.keyHash) as Row | undefined;
-      if (row && (row.expires_at as number) > now) {
-        if (row.fingerprint !== idem.fingerprint) {
-          w.insertReceived({ ...cmd.received, status: 409, code: 'idempotency_conflict' });
-          return { kind: 'conflict' };
-        }
-        const replay = JSON.parse(row.body as string) as Replay;
-        w.insertReceived({ ...cmd.received, status: row.status as number, code: 'duplicate', eventIds: replay.outcome.events.map((e) => e.eventId) });
-        return { kind: 'duplicate', replay, status: row.status as number };
-      }
-      if (row) {
-        w.stmt.deleteIdem.run(idem.scope, idem.keyHash);
-        w.idemSenders.delete(row.sender as string); // counted again when next needed
-      }
-    }
-
-    const outcome: AcceptOutcome = { events: [] };
-    for (const ev of cmd.events) {
-      const last = w.lastPendingOf(ev.sessionKey);
-      if (coalescesInto(last, ev)) {
-        outcome.events.push({ eventId: last.id, outcome: 'coalesced' });
-        continue;
-      }
-      w.insertEvent(ev);
-      outcome.events.push({ eventId: ev.id, outcome: 'queued' });
-    }
-    for (const run of cmd.runs) w.insertRun(run);
-    if (idem) {
-      const replay: Replay = { spec: cmd.answerSpec, outcome };
-      w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt, idem.sender);
-      capSenderKeys(w, idem);
-    }
-    w.insertReceived({ ...cmd.received, eventIds: outcome.events.map((e) => e.eventId), runIds: cmd.runs.map((r) => r.id) });
-    return { kind: 'accepted', outcome };
-  },
+  accept, // sqlite-accept.ts
 
   recordReceived(w: SqliteWriter, rec: ReceivedHook): void {
     w.insertReceived(rec);
@@ -214,7 +175,7 @@ export const WRITE_OPS = {
     const row = w.stmt.retryDelivery.get(now, now, id) as Row | undefined;
     return row ? rowToDelivery(row) : undefined;
   },
-};
+} satisfies Handlers;
 
 type WriteOps = typeof WRITE_OPS;
 export type WriteKind = keyof WriteOps;
@@ -227,20 +188,6 @@ export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args
 /** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
 export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
   return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);
-}
-
-/**
- * Keep at most `maxPerSender` keys of the claim's sender (the one just stored included): the oldest go first. The
- * count is kept in the writer after one COUNT per sender, so a request with a key pays no scan of the sender's keys.
- */
-function capSenderKeys(w: SqliteWriter, idem: IdempotencyClaim): void {
-  let n = w.idemSenders.get(idem.sender);
-  if (n === undefined) {
-    n = (w.stmt.countIdemOf.get(idem.sender) as { n: number }).n;
-    if (w.idemSenders.size >= 10_000) w.idemSenders.clear(); // bounded; a forgotten sender is counted again
-  } else n++;
-  if (n > idem.maxPerSender) n -= w.stmt.dropOldestIdemOf.run(idem.sender, n - idem.maxPerSender).changes;
-  w.idemSenders.set(idem.sender, n);
 }
 
 /**

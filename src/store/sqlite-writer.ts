@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { commitIsolated, type WriteResult } from './group-commit.js';
-import { type PendingTail, type ReceivedTuple, receivedToTuple, type Row } from './sqlite-rows.js';
+import { type ReceivedTuple, receivedToTuple, type Row } from './record-encoding.js';
+import type { PendingTail } from './sqlite-accept.js';
 import { prepareWriteStatements, type WriteStatements } from './sqlite-statements.js';
 import { executeWrite, type WriteOp } from './sqlite-write-ops.js';
 import type { NewDelivery, NewRun, NewSystemEvent, ReceivedHook, SessionMessage } from './types.js';

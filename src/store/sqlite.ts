@@ -4,23 +4,25 @@ import type Database from 'better-sqlite3';
 import { StoreError, StoreSchemaError } from '../errors.js';
 import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
-import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
-import { pageAuditSqlite } from './sqlite-audit.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
+import type { GmailFetchCompletion } from './gmail-types.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
-import { prepared } from './sqlite-prepared.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './sqlite-rows.js';
-import { type WriteArgs, type WriteKind, type WriteOp, type WriteValue, WRITE_OPS } from './sqlite-write-ops.js';
+import type { WriteOp } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { SqlitePages } from './sqlite-pages.js';
+import { SqliteReads } from './sqlite-reads.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
 import { assertWritableStore, ShmGuard, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
 import type { SchemaPolicy } from './schema-version.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
-import type { ClusterNotice, Delivery, GmailPush, GmailStatus, DeliveryState, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store, SystemEvent } from './types.js';
+import type {
+  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion, ListRunsQuery,
+  NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store,
+  SystemEvent,
+} from './types.js';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -54,48 +56,15 @@ const CHECKPOINT_INTERVAL_MS = 250;
 /** SQLite's own default, restored on the writing connection if the checkpoint thread stops. */
 const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
 
-/** The reads on the store's own connection: each probes the -shm first, as a write batch does (ShmGuard). */
-const GUARDED_READS = [
-  'listNodes', 'pageRuns', 'pageDeliveries', 'pageReceived', 'queueDepths', 'failuresSince', 'getRun', 'listRuns', 'listSessions', 'getSession',
-  'listReceived', 'pendingEvents', 'sessionsWithPendingEvents', 'sessionMessages', 'getRoute', 'listDeliveries', 'getDelivery', 'readGmailStatus',
-  'pendingGmailPushes', 'pageAudit',
-] as const satisfies readonly (keyof SqliteStore)[];
-
-/** The writes of the store: one forwarder each, derived from WRITE_OPS (see the static block of SqliteStore). */
-type SqliteWrites = { [K in WriteKind]: (...args: WriteArgs<K>) => Promise<WriteValue<K>> };
-// Declaration merging: the class below installs these methods on its prototype; `implements Store` checks them.
-export interface SqliteStore extends SqliteWrites {}
-
 /**
- * SQLite driver. Reads run on the caller's connection; writes are committed in batches by one writer, inline or on
- * a writer thread (group commit: see group-commit.ts). Write ops and their SQL: sqlite-write-ops.ts,
+ * SQLite driver. Reads run on the caller's connection (sqlite-reads.ts, sqlite-pages.ts); writes are committed in
+ * batches by one writer, inline or on a writer thread (group commit: see group-commit.ts). Each write method below
+ * sends its op to the writer; the op's handler is in sqlite-write-ops.ts (the accept: sqlite-accept.ts), its SQL in
  * sqlite-statements.ts.
  */
 export class SqliteStore implements Store {
-  static {
-    for (const kind of Object.keys(WRITE_OPS) as WriteKind[]) {
-      Object.defineProperty(SqliteStore.prototype, kind, {
-        value: function (this: SqliteStore, ...args: unknown[]) {
-          return this.writes.write({ op: kind, args } as WriteOp);
-        },
-        writable: true,
-        configurable: true,
-      });
-    }
-    for (const name of GUARDED_READS) {
-      const read = SqliteStore.prototype[name] as (...args: unknown[]) => Promise<unknown>;
-      Object.defineProperty(SqliteStore.prototype, name, {
-        value: function (this: SqliteStore, ...args: unknown[]) {
-          const refused = this.shm?.refused();
-          return refused ? Promise.reject(refused) : read.apply(this, args);
-        },
-        writable: true,
-        configurable: true,
-      });
-    }
-  }
-
   readonly db: Database.Database;
+  private readonly reads: SqliteReads;
   private readonly writes: GroupCommit<WriteOp>;
   private closed = false;
   private readonly worker: Worker | undefined;
@@ -120,6 +89,7 @@ export class SqliteStore implements Store {
       if (err instanceof StoreSchemaError) throw err;
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
+    this.reads = new SqliteReads(this.db);
     this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
     this.onWarning = opts.onWarning;
     this.onError = opts.onError;
@@ -247,167 +217,174 @@ export class SqliteStore implements Store {
   publishFeed(node: string, events: readonly string[]): Promise<void> {
     return this.cluster.publishFeed(node, events);
   }
-  async listNodes(): Promise<NodeInfo[]> {
-    return (this.db.prepare('SELECT * FROM nodes ORDER BY last_seen_at DESC').all() as Row[]).map(rowToNode);
-  }
-
-  // ——— the admin listener's reads (sqlite-pages.ts) ———
   private pagesOf: SqlitePages | undefined;
   private get pages(): SqlitePages {
     return (this.pagesOf ??= new SqlitePages(this.db));
   }
+
+  // ——— reads (sqlite-reads.ts, sqlite-pages.ts): each probes the -shm first, as a write batch does (ShmGuard) ———
+  listNodes(): Promise<NodeInfo[]> {
+    return this.refusedRead() ?? this.reads.listNodes();
+  }
   pageRuns(q: RunPageQuery): Promise<Page<Run>> {
-    return this.pages.pageRuns(q);
+    return this.refusedRead() ?? this.pages.pageRuns(q);
   }
   pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
-    return this.pages.pageDeliveries(q);
+    return this.refusedRead() ?? this.pages.pageDeliveries(q);
   }
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
-    return this.pages.pageReceived(q);
+    return this.refusedRead() ?? this.pages.pageReceived(q);
   }
   queueDepths(): Promise<QueueDepths> {
-    return this.pages.queueDepths();
+    return this.refusedRead() ?? this.pages.queueDepths();
   }
   failuresSince(since: number): Promise<RecentFailures> {
-    return this.pages.failuresSince(since);
+    return this.refusedRead() ?? this.pages.failuresSince(since);
   }
-
-  async getRun(id: string): Promise<Run | undefined> {
-    const row = this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id) as Row | undefined;
-    return row && rowToRun(row);
+  getRun(id: string): Promise<Run | undefined> {
+    return this.refusedRead() ?? this.reads.getRun(id);
   }
-
-  async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.state) (where.push('state = ?'), params.push(q.state));
-    if (q.sessionKey) (where.push('session_key = ?'), params.push(q.sessionKey));
-    const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToRun);
+  listRuns(q?: ListRunsQuery): Promise<Run[]> {
+    return this.refusedRead() ?? this.reads.listRuns(q);
   }
-
-  async listSessions(limit = 50): Promise<SessionSummary[]> {
-    const rows = this.db
-      .prepare(
-        `WITH activity AS (
-           SELECT session_key AS key, agent_id, created_at FROM runs
-           UNION ALL SELECT session_key, agent_id, created_at FROM system_events
-           UNION ALL SELECT key, agent_id, updated_at FROM sessions)
-         SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
-           (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
-           (SELECT COUNT(*) FROM runs r WHERE r.session_key = a.key) AS runs,
-           s.last_channel, s.last_to, s.last_account_id
-         FROM activity a LEFT JOIN sessions s ON s.key = a.key
-         GROUP BY a.key ORDER BY last_at DESC LIMIT ?`,
-      )
-      .all(limit) as Row[];
-    return rows.map(rowToSessionSummary);
+  listSessions(limit?: number): Promise<SessionSummary[]> {
+    return this.refusedRead() ?? this.reads.listSessions(limit);
   }
-
-  async getSession(key: string): Promise<SessionDetail | undefined> {
-    const summary = this.sessionSummary(key);
-    if (!summary) return undefined;
-    const pending = (
-      this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq').all(key) as Row[]
-    ).map(rowToEvent);
-    const recentEvents = (
-      this.db.prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
-    ).map(rowToEvent);
-    const recentRuns = (this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]).map(rowToRun);
-    const transcript = (
-      this.db.prepare('SELECT * FROM (SELECT * FROM session_messages WHERE session_key = ? ORDER BY seq DESC LIMIT 40) ORDER BY seq').all(key) as Row[]
-    ).map(rowToMessage);
-    return { ...summary, transcript, pending, recentEvents, recentRuns };
+  getSession(key: string): Promise<SessionDetail | undefined> {
+    return this.refusedRead() ?? this.reads.getSession(key);
   }
-
-  private sessionSummary(key: string): SessionSummary | undefined {
-    const row = this.db
-      .prepare(
-        `WITH activity AS (
-           SELECT agent_id, created_at FROM runs WHERE session_key = @key
-           UNION ALL SELECT agent_id, created_at FROM system_events WHERE session_key = @key
-           UNION ALL SELECT agent_id, updated_at FROM sessions WHERE key = @key)
-         SELECT @key AS key, MIN(agent_id) AS agent_id, MAX(created_at) AS last_at,
-           (SELECT COUNT(*) FROM system_events e WHERE e.session_key = @key AND e.consumed_at IS NULL) AS pending,
-           (SELECT COUNT(*) FROM runs r WHERE r.session_key = @key) AS runs,
-           (SELECT last_channel FROM sessions WHERE key = @key) AS last_channel,
-           (SELECT last_to FROM sessions WHERE key = @key) AS last_to,
-           (SELECT last_account_id FROM sessions WHERE key = @key) AS last_account_id
-         FROM activity HAVING COUNT(*) > 0`,
-      )
-      .get({ key }) as Row | undefined;
-    return row && rowToSessionSummary(row);
+  listReceived(limit?: number, filter?: { rejected?: boolean }): Promise<ReceivedHook[]> {
+    return this.refusedRead() ?? this.reads.listReceived(limit, filter);
   }
-
-  async listReceived(limit = 50, filter: { rejected?: boolean } = {}): Promise<ReceivedHook[]> {
-    if (limit <= 0) return [];
-    const records = this.receivedRecords(limit, filter.rejected ?? false);
-    const counts: ReceivedHook[] = [];
-    for (const row of this.db.prepare('SELECT at, window_ms, counts FROM refusal_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
-      counts.push(...rowToRefusals(row));
-      if (counts.length >= limit) break;
-    }
-    if (counts.length === 0) return records;
-    // Both lists are newest first; a window's counts sort by the window's start (stable: largest count first).
-    return [...records, ...counts].sort((a, b) => b.at - a.at).slice(0, limit);
+  pendingEvents(sessionKey: string, limit?: number): Promise<SystemEvent[]> {
+    return this.refusedRead() ?? this.reads.pendingEvents(sessionKey, limit);
   }
-
-  private receivedRecords(limit: number, rejected: boolean): ReceivedHook[] {
-    const out: ReceivedHook[] = [];
-    // Blocks newest first, each block's records newest first; stops as soon as `limit` records are found.
-    for (const row of this.db.prepare('SELECT records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<{ records: string }>) {
-      const block = JSON.parse(row.records) as ReceivedTuple[];
-      for (let i = block.length - 1; i >= 0; i--) {
-        const rec = tupleToReceived(block[i]!);
-        if (rejected && rec.status < 400) continue;
-        out.push(rec);
-        if (out.length >= limit) return out;
-      }
-    }
-    return out;
+  sessionsWithPendingEvents(limit?: number): Promise<string[]> {
+    return this.refusedRead() ?? this.reads.sessionsWithPendingEvents(limit);
   }
-
-  // ——— runtime ———
-  async pendingEvents(sessionKey: string, limit = 1000): Promise<SystemEvent[]> {
-    return (
-      prepared(this.db, 'SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?').all(sessionKey, limit) as Row[]
-    ).map(rowToEvent);
+  sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
+    return this.refusedRead() ?? this.reads.sessionMessages(agentId, sessionKey, limit);
   }
-  async sessionsWithPendingEvents(limit = 1000): Promise<string[]> {
-    // DISTINCT over the pending index (session_key, seq): as small as the queue, whatever the history.
-    const rows = prepared(this.db, 'SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT ?').all(limit) as Row[];
-    return rows.map((r) => r.session_key as string);
+  getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
+    return this.refusedRead() ?? this.reads.getRoute(sessionKey);
   }
-  async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
-    return (
-      prepared(this.db, 'SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = ? AND session_key = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq')
-        .all(agentId, sessionKey, limit) as Row[]
-    ).map(rowToMessage);
+  listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]> {
+    return this.refusedRead() ?? this.reads.listDeliveries(q);
   }
-  async getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
-    return rowToRoute(prepared(this.db, 'SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined);
+  getDelivery(id: string): Promise<Delivery | undefined> {
+    return this.refusedRead() ?? this.reads.getDelivery(id);
   }
-  async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (q.state) (where.push('state = ?'), params.push(q.state));
-    if (q.runId) (where.push('run_id = ?'), params.push(q.runId));
-    const sql = `SELECT * FROM deliveries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, q.limit ?? 50) as Row[]).map(rowToDelivery);
-  }
-  async getDelivery(id: string): Promise<Delivery | undefined> {
-    const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;
-    return row && rowToDelivery(row);
-  }
-
   readGmailStatus(account: string): Promise<GmailStatus | undefined> {
-    return readGmailStatusSqlite(this.db, account);
+    return this.refusedRead() ?? this.reads.readGmailStatus(account);
   }
   pendingGmailPushes(account?: string, limit?: number): Promise<GmailPush[]> {
-    return pendingGmailPushesSqlite(this.db, account, limit);
+    return this.refusedRead() ?? this.reads.pendingGmailPushes(account, limit);
   }
   pageAudit(q: AuditPageQuery): Promise<Page<AuditEntry>> {
-    return pageAuditSqlite(this.db, q);
+    return this.refusedRead() ?? this.reads.pageAudit(q);
+  }
+
+  /** A rejection while the -shm cannot be written (ShmGuard); undefined while reads may go on. */
+  private refusedRead(): Promise<never> | undefined {
+    const refused = this.shm?.refused();
+    return refused ? Promise.reject(refused) : undefined;
+  }
+
+  // ——— writes: the ingress (accept: sqlite-accept.ts) ———
+  accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    return this.writes.write({ op: 'accept', args: [cmd] }) as Promise<AcceptResult>;
+  }
+  recordReceived(rec: ReceivedHook): Promise<void> {
+    return this.writes.write({ op: 'recordReceived', args: [rec] }) as Promise<void>;
+  }
+  recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void> {
+    return this.writes.write({ op: 'recordRefusals', args: [window, keepWindows] }) as Promise<void>;
+  }
+  // ——— writes: the runtime: runs ———
+  claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
+    return this.writes.write({ op: 'claimRuns', args: [owner, now, leaseMs, limit] }) as Promise<Run[]>;
+  }
+  renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
+    return this.writes.write({ op: 'renewRunLeases', args: [owner, ids, until] }) as Promise<void>;
+  }
+  completeRun(c: RunOutcome): Promise<boolean> {
+    return this.writes.write({ op: 'completeRun', args: [c] }) as Promise<boolean>;
+  }
+  deferRun(d: { runId: string; owner: string; until: number; error: string; now: number }): Promise<boolean> {
+    return this.writes.write({ op: 'deferRun', args: [d] }) as Promise<boolean>;
+  }
+  releaseRuns(owner: string, ids: string[], now: number, note: string): Promise<void> {
+    return this.writes.write({ op: 'releaseRuns', args: [owner, ids, now, note] }) as Promise<void>;
+  }
+  failRun(id: string, error: string, now: number): Promise<void> {
+    return this.writes.write({ op: 'failRun', args: [id, error, now] }) as Promise<void>;
+  }
+  // ——— writes: the runtime: events, heartbeats, routes ———
+  addEvents(events: NewSystemEvent[]): Promise<void> {
+    return this.writes.write({ op: 'addEvents', args: [events] }) as Promise<void>;
+  }
+  completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
+    return this.writes.write({ op: 'completeHeartbeat', args: [c] }) as Promise<void>;
+  }
+  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
+    return this.writes.write({ op: 'setRoute', args: [sessionKey, agentId, channel, to, now, accountId] }) as Promise<void>;
+  }
+  // ——— writes: the runtime: deliveries (the outbox) ———
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
+    return this.writes.write({ op: 'claimDeliveries', args: [owner, now, leaseMs, limit, followers] }) as Promise<Delivery[]>;
+  }
+  releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
+    return this.writes.write({ op: 'releaseDeliveries', args: [owner, ids, now] }) as Promise<void>;
+  }
+  deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
+    return this.writes.write({ op: 'deliveryProgress', args: [id, owner, chunksSent, now] }) as Promise<void>;
+  }
+  finishDelivery(id: string, owner: string, outcome: DeliveryOutcome, now: number): Promise<void> {
+    return this.writes.write({ op: 'finishDelivery', args: [id, owner, outcome, now] }) as Promise<void>;
+  }
+  retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
+    return this.writes.write({ op: 'retryDelivery', args: [id, now] }) as Promise<Delivery | undefined>;
+  }
+  // ——— writes: operators and maintenance ———
+  requeueRun(id: string, now: number): Promise<Run | undefined> {
+    return this.writes.write({ op: 'requeueRun', args: [id, now] }) as Promise<Run | undefined>;
+  }
+  requeueFailedRuns(since: number, now: number): Promise<string[]> {
+    return this.writes.write({ op: 'requeueFailedRuns', args: [since, now] }) as Promise<string[]>;
+  }
+  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
+    return this.writes.write({ op: 'prune', args: [now, receivedBefore] }) as Promise<{ idempotency: number; received: number }>;
+  }
+  recoverLeases(now: number): Promise<number> {
+    return this.writes.write({ op: 'recoverLeases', args: [now] }) as Promise<number>;
+  }
+  registerNode(node: NodeInfo): Promise<void> {
+    return this.writes.write({ op: 'registerNode', args: [node] }) as Promise<void>;
+  }
+  removeNode(id: string): Promise<void> {
+    return this.writes.write({ op: 'removeNode', args: [id] }) as Promise<void>;
+  }
+  probeWrite(now: number): Promise<void> {
+    return this.writes.write({ op: 'probeWrite', args: [now] }) as Promise<void>;
+  }
+  // ——— writes: Gmail (sqlite-gmail.ts) and the audit trail (sqlite-audit.ts) ———
+  recordGmailPush(push: GmailPush): Promise<{ duplicate: boolean }> {
+    return this.writes.write({ op: 'recordGmailPush', args: [push] }) as Promise<{ duplicate: boolean }>;
+  }
+  completeGmailFetch(c: GmailFetchCompletion): Promise<void> {
+    return this.writes.write({ op: 'completeGmailFetch', args: [c] }) as Promise<void>;
+  }
+  recordGmailWatch(w: { account: string; expiration: number; historyId: string; now: number }): Promise<void> {
+    return this.writes.write({ op: 'recordGmailWatch', args: [w] }) as Promise<void>;
+  }
+  recordGmailError(account: string, error: string | null, now: number): Promise<void> {
+    return this.writes.write({ op: 'recordGmailError', args: [account, error, now] }) as Promise<void>;
+  }
+  appendAudit(entries: AuditEntry[]): Promise<void> {
+    return this.writes.write({ op: 'appendAudit', args: [entries] }) as Promise<void>;
+  }
+  pruneAudit(before: number): Promise<number> {
+    return this.writes.write({ op: 'pruneAudit', args: [before] }) as Promise<number>;
   }
 
   async close(): Promise<void> {

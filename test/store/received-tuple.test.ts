@@ -1,7 +1,7 @@
-/** The positional encoding of received records (store/sqlite-rows.ts), shared by both drivers' received_log blocks. */
+/** The positional encoding of received records (store/record-encoding.ts), shared by both drivers' received_log blocks. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { receivedToTuple, type ReceivedTuple, tupleToReceived } from '../../src/store/sqlite-rows.js';
+import { receivedToTuple, type ReceivedTuple, tupleToReceived } from '../../src/store/record-encoding.js';
 import type { ReceivedHook } from '../../src/store/types.js';
 
 const base: ReceivedHook = { at: 1, method: 'POST', path: 'wake', clientIp: '127.0.0.1', status: 200, code: null, eventIds: ['e'], runIds: [], mappingId: null, durationMs: 1.5 };

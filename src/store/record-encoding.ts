@@ -1,5 +1,9 @@
-/** Row ↔ object mapping of the SQLite driver, shared by the reader (sqlite.ts) and the writes (sqlite-write-ops.ts). */
-import type { Delivery, NewSystemEvent, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+/**
+ * Row → object decoding and the JSON encodings of stored records, shared by both drivers: their tables have the same
+ * columns (docs/schema.md), PostgreSQL's bigint is parsed to a number (postgres-connect.ts), and 0/1 booleans are
+ * integers on both. The PostgreSQL inserts' object → row encoding is postgres-rows.ts.
+ */
+import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -36,23 +40,6 @@ export function rowToRun(r: Row): Run {
     reply: (r.reply as string | null) ?? null,
     deliveryStatus: (r.delivery_status as string | null) ?? null,
   };
-}
-
-/** The last pending event of a session, as far as coalescing needs it (text and provenance). */
-export interface PendingTail {
-  id: string;
-  text: string;
-  untrusted: boolean;
-  source: string | null;
-}
-
-/**
- * A wake coalesces into the session's last pending event only when it is the same text with the same provenance: a
- * trusted and an untrusted event never merge (the heartbeat would show one of them wrongly), nor two sources.
- * PostgreSQL applies the same rule in hookgate_accept (postgres-schema.ts).
- */
-export function coalescesInto(last: PendingTail | null, ev: NewSystemEvent): last is PendingTail {
-  return last !== null && last.text === ev.text && last.untrusted === (ev.untrusted === true) && last.source === (ev.source ?? null);
 }
 
 export function rowToEvent(r: Row): SystemEvent {
