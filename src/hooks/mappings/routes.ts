@@ -2,20 +2,21 @@
  * Mapped hooks: `POST {hooks.path}/<name>` resolved through `hooks.mappings` (custom, in order) and then the presets.
  *
  * Per request: answer a verified sender handshake (handshakes.ts), else pick the first mapping whose `match.path`
- * equals the sub-path, whose `match.source` equals `payload.source` and whose `match.headers` are all present, authenticate the request for that mapping (its signature, else the shared token), render its
- * action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same policy as a direct
- * `/hooks/agent` request (render.ts).
+ * equals the sub-path, whose `match.source` equals `payload.source` and whose `match.headers` are all present, have
+ * the path's verifier authorize the request for that mapping (`authorizeMapping`: its signature, else the shared
+ * token), render its action (per item for a `forEach` fan-out), apply its transform, validate, and apply the same
+ * policy as a direct `/hooks/agent` request (render.ts).
  *
- * Authentication rule for signatures (docs/mappings.md, "7. Signatures"; docs/architecture.md, "Verifiers"): a sub-path
- * is *signature-capable* when any mapping that could match it by path (same `match.path`, or no `match.path`) has a
- * `signature`. On such a path the body is read before authentication; the candidates' signatures are verified over
- * the raw bytes before it is parsed (the path's `SignatureOrTokenVerifier`, verifier.ts: without a valid token, a
- * body none of them verifies is refused unparsed), then the mapping that actually matches (path + source) decides:
- * its signature when it has one (the shared token is then not an alternative), the shared token otherwise; when
- * nothing matches, the shared token (so an unknown path still answers 401 before 404). Every other path is
- * authenticated by the token before the body is read, as for `/wake` and `/agent`.
+ * Authentication rule for signatures (docs/mappings.md, "7. Signatures"; docs/architecture.md, "Verifiers"): a
+ * sub-path is *signature-capable* when any mapping that could match it by path (same `match.path`, or no
+ * `match.path`) has a `signature`. On such a path the body is read before authentication; the candidates' signatures
+ * are verified over the raw bytes before it is parsed (the path's `SignatureOrTokenVerifier`, verifier.ts: without a
+ * valid token, a body none of them verifies is refused unparsed), then the mapping that actually matches (path +
+ * source) decides, through `authorizeMapping` beside the verifier: its signature when it has one (the shared token is
+ * then not an alternative), the shared token otherwise; when nothing matches, the shared token (so an unknown path
+ * still answers 401 before 404). Every other path is authenticated by the token before the body is read, as for
+ * `/wake` and `/agent`.
  */
-import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
@@ -26,7 +27,7 @@ import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
 import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
-import { type SignatureResult, verifySignature } from './signatures.js';
+import { authorizeMapping, checkSignature } from './verifier.js';
 import type { TemplateContext } from './templates.js';
 
 /**
@@ -53,17 +54,10 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
       }
 
       const m = matchMapping(c, input.subPath, input.payload, headers);
-      const tokenVerified = input.tokenVerified === true;
-      if (!m) return tokenVerified ? { kind: 'none' } : { kind: 'unauthorized', reason: 'missing or invalid hook token' };
-
-      let deliveryId: string | undefined;
-      if (m.signature) {
-        const v = checkSignature(m.signature, input);
-        if (!v.ok) return { kind: 'unauthorized', reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
-        deliveryId = v.deliveryId;
-      } else if (!tokenVerified) {
-        return { kind: 'unauthorized', reason: 'missing or invalid hook token' };
-      }
+      const auth = authorizeMapping(m, input);
+      if (!auth.ok) return { kind: 'unauthorized', reason: auth.reason, ...(auth.signature ? { signature: true } : {}) };
+      if (!m) return { kind: 'none' };
+      const { deliveryId } = auth;
       if (input.form && !m.signature) {
         throw new HttpError(400, 'invalid_json', 'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)');
       }
@@ -78,14 +72,6 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
       }
     },
   };
-}
-
-/** `cfg` verified against the request: the ingress's check before the parse when it made one, else now. */
-function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResult {
-  return (
-    input.signatures?.results.get(cfg) ??
-    verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
-  );
 }
 
 /** A mapping that could not render its action: logged, answered 500 `mapping_failed`. */

@@ -3,7 +3,7 @@
  * `signature`) gets one `SignatureOrTokenVerifier` over its candidates; every other mapped path gets the hook token.
  */
 import type { SignatureConfig } from '../../config/schema/hooks.js';
-import type { RoutePlan } from '../routes.js';
+import type { HookRequest, RoutePlan } from '../routes.js';
 import { HOOK_TOKEN, validHookToken, type Verdict, type Verifier, type VerifyRequest } from '../verifier.js';
 import { candidates, type Compiled, type CompiledMapping, isSignaturePath } from './compile.js';
 import { type SignatureHeaders, type SignatureResult, type SignedRequest, verifySignature } from './signatures.js';
@@ -37,6 +37,31 @@ export class SignatureOrTokenVerifier implements Verifier {
     const signatures = { any: false, reason: reason ?? 'missing or invalid hook token', results };
     return Promise.resolve({ ok: false, scheme: 'signature', reason: signatures.reason, signatures });
   }
+}
+
+/** What the mapping that matched the parsed body accepts: its signature when it has one, else the hook token. */
+export type MappingAuth = { ok: true; deliveryId: string | undefined } | { ok: false; reason: string; signature: boolean };
+
+/**
+ * The last word of a signature-capable path's verifier, once the parsed body matched mapping `m` (or none): the
+ * verdict said some credential of the path is valid; this says whether it is the one `m` accepts. A request with no
+ * match passes only with the hook token (then 404): a signature alone does not open the path's other answers.
+ */
+export function authorizeMapping(m: CompiledMapping | undefined, input: HookRequest): MappingAuth {
+  const tokenVerified = input.tokenVerified === true;
+  if (!m?.signature) {
+    return tokenVerified ? { ok: true, deliveryId: undefined } : { ok: false, reason: 'missing or invalid hook token', signature: false };
+  }
+  const v = checkSignature(m.signature, input);
+  return v.ok ? { ok: true, deliveryId: v.deliveryId } : { ok: false, reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
+}
+
+/** `cfg` verified against the request: the verifier's check before the parse when it made one, else now. */
+export function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResult {
+  return (
+    input.signatures?.results.get(cfg) ??
+    verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload }, input.now)
+  );
 }
 
 /** The plans of a generation's mapped paths: one per path a mapping or preset names, one for any other path. */
