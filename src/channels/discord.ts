@@ -69,7 +69,7 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext)
       const outcome = await postJson(url, body, { headers, timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('discord', outcome);
       const json = asRecord(outcome.json);
-      const sent = sentOn2xx('discord', outcome, ctx.logger, (j) => j.id);
+      const sent = sentOn2xx('discord', outcome, ctx.logger, (j) => j.id, message);
       if (sent) return sent;
       if (outcome.status === 429) return rateLimited(json, outcome.headers);
       return statusFailure('discord', outcome.status, errorDetail(json), outcome.headers);

@@ -41,7 +41,7 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const space = toSpaceName(message.to);
       if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);
       const url = `${joinUrl(config.apiBaseUrl, `v1/${space}/messages`)}?requestId=${requestIdFor(message.deliveryId)}`;
-      const outcome = await postWithToken('googlechat', tokens, url, { text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.name);
+      const outcome = await postWithToken('googlechat', tokens, url, { text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.name, message);
       if (!('kind' in outcome)) return outcome;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
       const err = asRecord(asRecord(outcome.json).error);

@@ -12,7 +12,10 @@ import { parseRetryAfter } from '../retry-after.js';
 import { type CheckResult, checkFail, checkOk } from '../check.js';
 import { type HttpFailure, type HttpOutcome, type HttpResponse, is2xx, request } from '../http/client.js';
 import { type Grant, type TokenSource, TokenCache, asRecord, requestToken, withBearer } from '../http/token.js';
-import type { SendResult } from './types.js';
+import type { OutboundMessage, SendResult } from './types.js';
+
+/** The ids a channel's warning about one send carries, so its line joins the delivery's (docs/operations.md, Logs). */
+export type SentMessage = Pick<OutboundMessage, 'deliveryId' | 'runId'>;
 
 export type { HttpOutcome } from '../http/client.js';
 export { asRecord, is2xx };
@@ -133,8 +136,11 @@ export function oauthTokens(platform: string, tokenUrl: string, grant: Grant, ti
  * A 2xx whose body is not the platform's JSON (a proxy rewrote it, a stand-in is sloppy). 2xx means the platform
  * accepted the message; failing it would make the outbox send a duplicate. Logged, counted as sent.
  */
-export function acceptedWithoutBody(platform: string, status: number, logger: { warn(obj: object, msg?: string): void }): SendResult {
-  logger.warn({ channel: platform, status }, `${platform} answered ${status} without a readable body; counting the message as sent`);
+export function acceptedWithoutBody(platform: string, status: number, logger: { warn(obj: object, msg?: string): void }, message: SentMessage): SendResult {
+  logger.warn(
+    { channel: platform, status, deliveryId: message.deliveryId, runId: message.runId },
+    `${platform} answered ${status} without a readable body; counting the message as sent`,
+  );
   return { ok: true };
 }
 
@@ -147,9 +153,10 @@ export function sentOn2xx(
   outcome: HttpResponse,
   logger: { warn(obj: object, msg?: string): void },
   pickId: (json: Record<string, unknown>) => unknown,
+  message: SentMessage,
 ): SendResult | undefined {
   if (!is2xx(outcome.status)) return undefined;
-  if (outcome.json === undefined) return acceptedWithoutBody(platform, outcome.status, logger);
+  if (outcome.json === undefined) return acceptedWithoutBody(platform, outcome.status, logger, message);
   const id = pickId(asRecord(outcome.json));
   return typeof id === 'string' ? { ok: true, platformIds: [id] } : { ok: true };
 }
@@ -166,10 +173,11 @@ export async function postWithToken(
   options: Omit<RequestOptions, 'headers'>,
   logger: { warn(obj: object, msg?: string): void },
   pickId: (json: Record<string, unknown>) => unknown,
+  message: SentMessage,
 ): Promise<SendResult | HttpResponse> {
   const called = await withBearer(tokens, (token) => postJson(url, body, { ...options, headers: { authorization: `Bearer ${token}` } }));
   if (!called.ok) return called.failure;
   const outcome = called.outcome;
   if (outcome.kind !== 'response') return transportFailure(platform, outcome);
-  return sentOn2xx(platform, outcome, logger, pickId) ?? outcome;
+  return sentOn2xx(platform, outcome, logger, pickId, message) ?? outcome;
 }

@@ -70,7 +70,7 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
       const outcome = await postJson(url, body, { timeoutMs: config.timeoutMs, signal });
       if (outcome.kind !== 'response') return transportFailure('imessage', outcome);
       const json = asRecord(outcome.json);
-      const sent = sentOn2xx('imessage', outcome, ctx.logger, (j) => asRecord(j.data).guid);
+      const sent = sentOn2xx('imessage', outcome, ctx.logger, (j) => asRecord(j.data).guid, message);
       if (sent) return sent;
       // Errors: { status, message, error: { type, message } }. error.message is the specific part.
       const detail = logSafeOptional(asRecord(json.error).message) ?? logSafeOptional(json.message);

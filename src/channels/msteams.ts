@@ -51,7 +51,7 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       const recipient = recipientSegment('msteams', checkTeamsRecipient, message.to);
       if (!('segment' in recipient)) return recipient;
       const url = joinUrl(config.serviceUrl, `v3/conversations/${recipient.segment}/activities`);
-      const outcome = await postWithToken('msteams', tokens, url, { type: 'message', text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.id);
+      const outcome = await postWithToken('msteams', tokens, url, { type: 'message', text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.id, message);
       if (!('kind' in outcome)) return outcome;
       const json = asRecord(outcome.json);
       // Connector errors: { error: { code, message } }; the auth layer answers { message }.

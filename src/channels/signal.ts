@@ -53,7 +53,7 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
       if (outcome.kind !== 'response') return transportFailure('signal', outcome);
       const json = asRecord(outcome.json);
       if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('signal', outcome.status, ctx.logger);
+        if (outcome.json === undefined) return acceptedWithoutBody('signal', outcome.status, ctx.logger, message);
         return typeof json.timestamp === 'string' || typeof json.timestamp === 'number'
           ? { ok: true, platformIds: [String(json.timestamp)] }
           : { ok: true };

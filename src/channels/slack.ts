@@ -71,7 +71,7 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
       }
       if (!is2xx(outcome.status)) return statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers);
       if (body.ok === true) return typeof body.ts === 'string' ? { ok: true, platformIds: [body.ts] } : { ok: true };
-      if (outcome.json === undefined) return acceptedWithoutBody('slack', outcome.status, ctx.logger);
+      if (outcome.json === undefined) return acceptedWithoutBody('slack', outcome.status, ctx.logger, message);
       return slackFailure(outcome.status, body, outcome.headers);
     },
     async check(signal) {

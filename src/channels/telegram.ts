@@ -51,7 +51,7 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
         const id = asRecord(body.result).message_id;
         return id === undefined ? { ok: true } : { ok: true, platformIds: [String(id)] };
       }
-      if (is2xx(outcome.status) && outcome.json === undefined) return acceptedWithoutBody('telegram', outcome.status, ctx.logger);
+      if (is2xx(outcome.status) && outcome.json === undefined) return acceptedWithoutBody('telegram', outcome.status, ctx.logger, message);
       return telegramFailure(outcome.status, body, outcome.headers);
     },
     async check(signal) {

@@ -67,7 +67,7 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
       if (outcome.kind !== 'response') return transportFailure('whatsapp', outcome);
       const json = asRecord(outcome.json);
       if (is2xx(outcome.status)) {
-        if (outcome.json === undefined) return acceptedWithoutBody('whatsapp', outcome.status, ctx.logger);
+        if (outcome.json === undefined) return acceptedWithoutBody('whatsapp', outcome.status, ctx.logger, message);
         const ids = (Array.isArray(json.messages) ? json.messages : [])
           .map((m) => asRecord(m).id)
           .filter((id): id is string => typeof id === 'string');

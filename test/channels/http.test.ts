@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it, mock } from 'node:test';
-import { postJson, secondsToMs, type SendFailure } from '../../src/channels/http.js';
+import { postJson, secondsToMs, type SendFailure, sentOn2xx } from '../../src/channels/http.js';
 import { TokenCache as AccessTokenCache, type TokenFetched } from '../../src/http/token.js';
 
 type TokenOutcome = TokenFetched<SendFailure>;
@@ -148,5 +148,18 @@ describe('channel http helpers', () => {
       assert.equal((await cache.get()).ok, false);
       assert.equal((await cache.get()).ok, true);
     });
+  });
+});
+
+describe('a send counted as sent without a readable body', () => {
+  it("is logged with the delivery's ids, so the line joins the delivery's own (docs/operations.md, Logs)", () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = { warn: (obj: object) => void lines.push(obj as Record<string, unknown>) };
+    const outcome = { kind: 'response', status: 200, headers: {}, text: '<html>', json: undefined } as unknown as Parameters<typeof sentOn2xx>[1];
+    const sent = sentOn2xx('discord', outcome, logger, () => undefined, { deliveryId: 'd1_2', runId: 'r1' });
+    assert.deepEqual(sent, { ok: true });
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.deliveryId, 'd1_2');
+    assert.equal(lines[0]!.runId, 'r1');
   });
 });

@@ -134,7 +134,7 @@ class IrcClient implements IrcChannel {
       if (err instanceof IrcError) {
         return { ok: false, retryable: err.retryable, error: err.message, ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}) };
       }
-      this.ctx.logger.error({ channel: 'irc', err: codeOf(err) }, 'irc delivery failed unexpectedly');
+      this.ctx.logger.error({ channel: 'irc', err: codeOf(err), deliveryId: message.deliveryId, runId: message.runId }, 'irc delivery failed unexpectedly');
       return { ok: false, retryable: true, error: 'IRC delivery failed unexpectedly' };
     }
   }
