@@ -1,6 +1,6 @@
 /** The reads of the PostgreSQL driver (the same queries as SQLite's, in PostgreSQL's dialect). */
 import type { PgDb } from './postgres-db.js';
-import { type ReceivedTuple, rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row, tupleToReceived } from './record-encoding.js';
+import { listSessionsSql, type ReceivedTuple, rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row, tupleToReceived } from './record-encoding.js';
 import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
 /** Rows read per page when walking a log newest first until enough records were found. */
@@ -26,19 +26,7 @@ export class PgReads {
   }
 
   async listSessions(limit = 50): Promise<SessionSummary[]> {
-    const { rows } = await this.db.query(
-      `WITH activity AS (
-         SELECT session_key AS key, agent_id, created_at FROM runs
-         UNION ALL SELECT session_key, agent_id, created_at FROM system_events
-         UNION ALL SELECT key, agent_id, updated_at FROM sessions)
-       SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
-         (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
-         (SELECT COUNT(*) FROM runs r WHERE r.session_key = a.key) AS runs,
-         s.last_channel, s.last_to, s.last_account_id
-       FROM activity a LEFT JOIN sessions s ON s.key = a.key
-       GROUP BY a.key, s.key ORDER BY last_at DESC LIMIT $1`,
-      [limit],
-    );
+    const { rows } = await this.db.query(listSessionsSql('$1'), [limit]);
     return rows.map(rowToSessionSummary);
   }
 

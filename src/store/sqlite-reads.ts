@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
-import { rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './record-encoding.js';
+import { listSessionsSql, rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './record-encoding.js';
 import { pageAuditSqlite } from './sqlite-audit.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
 import { prepared } from './sqlite-prepared.js';
@@ -36,18 +36,7 @@ export class SqliteReads {
 
   async listSessions(limit = 50): Promise<SessionSummary[]> {
     const rows = this.db
-      .prepare(
-        `WITH activity AS (
-           SELECT session_key AS key, agent_id, created_at FROM runs
-           UNION ALL SELECT session_key, agent_id, created_at FROM system_events
-           UNION ALL SELECT key, agent_id, updated_at FROM sessions)
-         SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
-           (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
-           (SELECT COUNT(*) FROM runs r WHERE r.session_key = a.key) AS runs,
-           s.last_channel, s.last_to, s.last_account_id
-         FROM activity a LEFT JOIN sessions s ON s.key = a.key
-         GROUP BY a.key ORDER BY last_at DESC LIMIT ?`,
-      )
+      .prepare(listSessionsSql('?'))
       .all(limit) as Row[];
     return rows.map(rowToSessionSummary);
   }
