@@ -59,13 +59,8 @@ const busy = (socket: Socket): boolean => (socket as WithMessage)._httpMessage !
  * connection, at most `maxConnections`.
  */
 export class ConnectionGuard {
-  /**
-   * Address bucket → its open sockets, least recently used first (admitted, or last answered: see `answered`), with
-   * the number of that event (one sequence across every address).
-   */
-  private readonly buckets = new Map<string, Map<Socket, number>>();
-  /** Each counted socket's address bucket (for `answered`, which is told the socket only). */
-  private readonly keys = new Map<Socket, string>();
+  /** Address bucket → its open sockets (each with its last use on it: `LAST_USED`). */
+  private readonly buckets = new Map<string, Set<Socket>>();
   private open = 0;
   private seq = 0;
   /** The current config generation's (trusted proxies are exempt from the per-address cap). */
@@ -122,10 +117,7 @@ export class ConnectionGuard {
    * admission, so ordering by admission alone picked exactly it). The one chosen is the one idle the longest.
    */
   answered(socket: Socket): void {
-    const key = this.keys.get(socket);
-    const held = key === undefined ? undefined : this.buckets.get(key);
-    if (!held?.delete(socket)) return;
-    held.set(socket, this.seq++);
+    (socket as Counted)[LAST_USED] = this.seq++;
   }
 
   /** A connection Node dropped at its own cap (its `drop` event): the guard did not see it. */
@@ -151,9 +143,9 @@ export class ConnectionGuard {
 
   private track(socket: Socket, key: string): true {
     let held = this.buckets.get(key);
-    if (!held) this.buckets.set(key, (held = new Map()));
-    held.set(socket, this.seq++);
-    this.keys.set(socket, key);
+    if (!held) this.buckets.set(key, (held = new Set()));
+    held.add(socket);
+    (socket as Counted)[LAST_USED] = this.seq++;
     this.open++;
     socket.once('close', () => this.forget(key, socket));
     return true;
@@ -162,7 +154,6 @@ export class ConnectionGuard {
   private forget(key: string, socket: Socket): void {
     const held = this.buckets.get(key);
     if (!held?.delete(socket)) return;
-    this.keys.delete(socket);
     this.open--;
     if (held.size === 0) this.buckets.delete(key);
   }
@@ -172,7 +163,7 @@ export class ConnectionGuard {
    * holding more than the newcomer (`mine`) does; a trusted proxy may take from any address.
    */
   private evictFor(key: string, mine: number, exempt: boolean): boolean {
-    let victim: { key: string; held: Map<Socket, number>; socket: Socket; seq: number } | undefined;
+    let victim: { key: string; held: Set<Socket>; socket: Socket; seq: number } | undefined;
     for (const [k, held] of this.buckets) {
       if ((k !== key && !exempt && held.size <= mine) || (victim && held.size < victim.held.size)) continue;
       const lru = idleLongest(held);
@@ -184,7 +175,7 @@ export class ConnectionGuard {
     return true;
   }
 
-  private evictFrom(key: string, held: Map<Socket, number>): boolean {
+  private evictFrom(key: string, held: Set<Socket>): boolean {
     const lru = idleLongest(held);
     if (!lru) return false;
     this.evict(key, lru[0]);
@@ -209,8 +200,20 @@ export class ConnectionGuard {
   }
 }
 
+/**
+ * When a counted socket was last used (admitted, or a request answered on it), in one sequence across addresses. On
+ * the socket itself: `answered` runs once per request, and a property store is the cheapest record of it; the scan
+ * for the oldest happens only at a cap.
+ */
+const LAST_USED = Symbol('hookgate.lastUsed');
+type Counted = Socket & { [LAST_USED]: number };
+
 /** The least recently used connection of `held` not answering a request (and not closed yet), with its number. */
-function idleLongest(held: Map<Socket, number>): [Socket, number] | undefined {
-  for (const entry of held) if (!busy(entry[0]) && !entry[0].destroyed) return entry;
-  return undefined;
+function idleLongest(held: Set<Socket>): [Socket, number] | undefined {
+  let oldest: [Socket, number] | undefined;
+  for (const socket of held) {
+    const used = (socket as Counted)[LAST_USED];
+    if (!busy(socket) && !socket.destroyed && (oldest === undefined || used < oldest[1])) oldest = [socket, used];
+  }
+  return oldest;
 }
