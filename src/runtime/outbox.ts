@@ -223,7 +223,7 @@ export class Outbox {
     const unfit = recipientProblem(d.channel, channel, to);
     if (unfit) return dead(unfit);
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
-    const outcome = await this.sendChunks({ ...d, to }, channel, chunks, signal, env.config.channels.outbox, log);
+    const outcome = await this.sendChunks(d, to, channel, chunks, signal, env.config.channels.outbox, log);
     if (!outcome) return UNFINISHED;
     const sent = this.record(d, signal, outcome);
     // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
@@ -239,6 +239,7 @@ export class Outbox {
    */
   private async sendChunks(
     d: Delivery,
+    to: string,
     channel: Channel,
     chunks: readonly string[],
     signal: AbortSignal,
@@ -246,7 +247,6 @@ export class Outbox {
     log: Logger,
   ): Promise<DeliveryOutcome | undefined> {
     const { store, owner } = this.deps;
-    const to = d.to;
     const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
       if (signal.aborted) return undefined;
