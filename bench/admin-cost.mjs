@@ -1,4 +1,4 @@
-// `npm run bench -- --only admin-cost`: what the admin listener with one live-feed client costs the ingress (issue 14:
+// `npm run bench -- --only admin-cost`: what the admin listener with one live-feed client costs the ingress (its bound:
 // the wake ratio with it must stay within 5 % of the ratio without it). Two hookgate processes on the server's core —
 // one without the admin listener, one with it (measured with and without one SSE client reading every byte) — and the
 // bare server, in interleaved rounds, so a noisy machine affects all alike. Medians per round.
