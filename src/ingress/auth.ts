@@ -12,7 +12,13 @@ const TOKEN_HEADERS = ['x-hookgate-token', 'x-openclaw-token'] as const;
  * The ingress removes them before the hooks see a request's headers, so no `{{headers.*}}` template and no transform
  * can leak them; an alias added to `TOKEN_HEADERS` is hidden with it. Signature verifiers see the raw headers.
  */
-export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', ...TOKEN_HEADERS, 'cookie', 'x-gitlab-token']);
+export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  ...TOKEN_HEADERS,
+  'cookie',
+  'x-gitlab-token',
+]);
 
 /** `headers` without the credential headers (names compared lower-cased). */
 export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {

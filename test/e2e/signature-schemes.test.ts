@@ -25,7 +25,8 @@ describe('signature schemes: twilio and bearer (real process)', () => {
   /** Each test its own client address (behind the trusted proxy), so one test's failures lock out no other. */
   const send = (path: string, body: string, headers: Record<string, string>, client = `10.7.0.${++clientSeq}`) =>
     request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'x-forwarded-for': client, ...headers } });
-  const runsOf = (mappingId: string) => withStoreAt(hg.dir, async (s: SqliteStore) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
+  const runsOf = (mappingId: string) =>
+    withStoreAt(hg.dir, async (s: SqliteStore) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
 
   before(async () => {
     hg = await startHookgate({
@@ -103,7 +104,8 @@ describe('signature schemes: twilio and bearer (real process)', () => {
 
     it('a JSON body: hookgate send hook --sign adds bodySHA256 to the URL and signs it; hookgate mappings test renders it', async () => {
       const data = JSON.stringify({ EventType: 'onMessageAdded', Body: 'hello from Conversations' });
-      const sent = await runCli(['send', 'hook', 'twilio-json', '--data', data, '--sign', '--config', hg.configFile, '--url', hg.url], { cwd: hg.dir });
+      const args = ['send', 'hook', 'twilio-json', '--data', data, '--sign', '--config', hg.configFile, '--url', hg.url];
+      const sent = await runCli(args, { cwd: hg.dir });
       assert.equal(sent.code, 0, sent.stdout + sent.stderr);
       assert.match(String((JSON.parse(sent.stdout) as { runId?: string }).runId), /^[0-9a-f-]{36}$/);
       const runs = await runsOf('twilio-json');

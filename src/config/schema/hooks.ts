@@ -71,16 +71,17 @@ export const signatureSchema = z
     if (v.scheme !== 'hmac-sha256' && (v.header || v.encoding || v.prefix !== undefined))
       ctx.addIssue({ code: 'custom', message: `header/encoding/prefix only apply to scheme "hmac-sha256"`, path: ['scheme'] });
     if (v.scheme === 'twilio') {
-      const problem = v.url === undefined ? 'required for scheme "twilio": the public URL Twilio calls (and signs)' : twilioUrlProblem(v.url);
+      const problem =
+        v.url === undefined ? 'required for scheme "twilio": the public URL Twilio calls (and signs)' : twilioUrlProblem(v.url);
       if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['url'] });
     } else if (v.url !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'only applies to scheme "twilio"', path: ['url'] });
     }
     if (TOKEN_SCHEMES.has(v.scheme)) {
       // Compared with the header's text: a character Node does not read back as itself (not printable ASCII) could never match.
+      const message = `a ${v.scheme} secret is sent as a header value: printable ASCII characters only`;
       const check = (s: string, path: PropertyKey[]) => {
-        if (!/^[\x20-\x7e]+$/.test(s))
-          ctx.addIssue({ code: 'custom', message: `a ${v.scheme} secret is sent as a header value: printable ASCII characters only`, path });
+        if (!/^[\x20-\x7e]+$/.test(s)) ctx.addIssue({ code: 'custom', path, message });
       };
       if (v.secret) check(v.secret, ['secret']);
       v.secrets?.forEach((s, i) => check(s, ['secrets', i]));

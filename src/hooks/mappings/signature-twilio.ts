@@ -64,7 +64,12 @@ export function verifyTwilio(cfg: SignatureConfig, req: SignedRequest): Signatur
  * The signature Twilio sends for a request to `url` (query string included) with these form fields (none for a
  * JSON body, whose hash is then in `url`): what `hookgate send hook --sign` presents, and the tests' signer.
  */
-export function twilioSignature(secret: string, url: string, fields: ReadonlyArray<[string, string]> = [], hash: TwilioHash = 'sha1'): string {
+export function twilioSignature(
+  secret: string,
+  url: string,
+  fields: ReadonlyArray<[string, string]> = [],
+  hash: TwilioHash = 'sha1',
+): string {
   return sign(hash, secret, url + signedParams(fields));
 }
 

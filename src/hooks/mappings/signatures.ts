@@ -250,7 +250,7 @@ function verifyHexBody(cfg: SignatureConfig, req: SignedRequest, name: string): 
 /**
  * GitLab: `X-Gitlab-Token: <secret token>`, the secret itself; nothing is signed and no timestamp is sent
  * (https://docs.gitlab.com/user/project/integrations/webhooks/, "Secret token"). Delivery id: `X-Gitlab-Event-UUID`,
- * else `Idempotency-Key`. GitLab 17.4 and later send `Idempotency-Key`, the same on every retry and resend of a
+ * else `Idempotency-Key`. Recent GitLab versions also send `Idempotency-Key`, the same on every retry and resend of a
  * delivery; a request's `Idempotency-Key` header is its idempotency key before any delivery id (hooks/idempotency.ts),
  * so that is the key whenever GitLab sends one.
  */
