@@ -67,3 +67,16 @@ export function isLoopbackHost(host: string): boolean {
 export function onePathSegment(value: string): string | undefined {
   return value === '' || value === '.' || value === '..' ? undefined : encodeURIComponent(value);
 }
+
+/**
+ * The token of an `Authorization: Bearer <token>` value (the scheme in any case), or undefined when the value is
+ * absent, of another scheme, or blank after it. The ingress reads the hook token, the admin listener its token and a
+ * `bearer` signature its secret through here.
+ */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (authorization && authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ') {
+    const t = authorization.slice(7).trim();
+    if (t) return t;
+  }
+  return undefined;
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { onePathSegment, readCapped } from '../src/http-util.js';
+import { bearerToken, onePathSegment, readCapped } from '../src/http-util.js';
 
 /** A body stream that hands out `chunks` and records whether it was cancelled. */
 function body(chunks: string[]): { stream: ReadableStream<Uint8Array>; cancelled: () => boolean; pulled: () => number } {
@@ -47,6 +47,17 @@ describe('onePathSegment', () => {
     for (const v of ['a/b', '%2e%2e', '..%2F', 'x y']) {
       const url = new URL(`https://api.example/v1/channels/${onePathSegment(v)}/messages`);
       assert.equal(url.pathname.split('/').length, 5, `${v} → ${url.pathname}`);
+    }
+  });
+});
+
+describe('bearerToken', () => {
+  it('the token of `Bearer <token>` (the scheme in any case, spaces around the token trimmed); nothing for anything else', () => {
+    assert.equal(bearerToken('Bearer abc'), 'abc');
+    assert.equal(bearerToken('bearer   abc  '), 'abc');
+    assert.equal(bearerToken('BEARER a b'), 'a b');
+    for (const v of [undefined, '', 'Bearer', 'Bearer ', 'Bearer    ', 'Basic YWJj', 'Bearerabc', 'abc']) {
+      assert.equal(bearerToken(v), undefined, String(v));
     }
   });
 });

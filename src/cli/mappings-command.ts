@@ -11,7 +11,7 @@ import { buildHooksContext } from '../hooks/context.js';
 import { loadRecipientCheck } from '../channels/registry.js';
 import type { HookAction } from '../hooks/dispatch.js';
 import { MappingFailure } from '../hooks/mappings/render.js';
-import { signRequest } from '../hooks/mappings/signatures.js';
+import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
 import { createHookRoutes, type RouteResult } from '../hooks/routes.js';
 import { createLogger } from '../log.js';
 import { logSafe } from '../text-safe.js';
@@ -49,6 +49,8 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   const subPath = normalizeMatchPath(name);
   const signed = matchingMapping(config, subPath, payload, headers)?.mapping.signature;
   const rawHeaders: IncomingHttpHeaders = signed ? { ...headers, ...signRequest(signed, raw, Date.now()) } : headers;
+  // The query string the scheme signs (Twilio's `bodySHA256`), as the sender would send it.
+  const rawQuery = signed ? signedQuery(signed, raw).slice(1) || undefined : undefined;
 
   const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
   // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
@@ -56,7 +58,7 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   let result: RouteResult;
   try {
     // As a request that presented the hook token; a signed mapping checks the signature made above instead.
-    result = await routes.resolve({ ctx, subPath, payload: payload as Record<string, unknown>, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(), now: Date.now(), tokenVerified: true });
+    result = await routes.resolve({ ctx, subPath, payload: payload as Record<string, unknown>, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now: Date.now(), tokenVerified: true });
   } catch (err) {
     if (err instanceof HttpError) throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
     if (err instanceof MappingFailure) throw new CliError('cli_usage', `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`);

@@ -8,7 +8,7 @@ import type { Config } from '../config/load.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
 import { is2xx, request } from '../http/client.js';
-import { signRequest } from '../hooks/mappings/signatures.js';
+import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
 import { serviceEndpoint, verbose } from './context.js';
 import { configOption, parsePositiveNumber } from './options.js';
 import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
@@ -94,11 +94,17 @@ export function addSendCommands(program: Command): void {
     });
 }
 
+/** What a signed request adds: its headers, and the query string its scheme signs (Twilio's `?bodySHA256=`), else ''. */
+interface Signed {
+  headers: Record<string, string>;
+  query: string;
+}
+
 /**
- * The headers the matching mapping's signature scheme expects for this body (the service picks the first mapping
- * matching path, `source` and `match.headers`, in config order).
+ * The headers (and query string) the matching mapping's signature scheme expects for this body (the service picks
+ * the first mapping matching path, `source` and `match.headers`, in config order).
  */
-function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Record<string, string> {
+function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Signed {
   const found = matchingMapping(config, name, payload, headers);
   const subPath = normalizeMatchPath(name);
   if (!found) throw new CliError('cli_not_found', `--sign: no mapping in hooks.mappings matches "${subPath}" with this body and these headers`);
@@ -107,7 +113,7 @@ function signatureHeaders(config: Config, name: string, payload: unknown, header
     throw new CliError('cli_usage', `--sign: hooks.mappings[${index}] (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
   }
   verbose(`signing for hooks.mappings[${index}] (${m.signature.scheme})`);
-  return signRequest(m.signature, raw, Date.now());
+  return { headers: signRequest(m.signature, raw, Date.now()), query: signedQuery(m.signature, raw) };
 }
 
 async function post(
@@ -115,16 +121,17 @@ async function post(
   path: string,
   body: Buffer,
   extra: Record<string, string> = {},
-  sign?: (config: Config) => Record<string, string>,
+  sign?: (config: Config) => Signed,
 ): Promise<void> {
   const { config, url: configured, token } = serviceEndpoint(opts.config);
   const base = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : configured;
   const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
   // A signed request is authenticated by its signature alone: the hook token is not sent along with it.
-  if (sign) Object.assign(headers, sign(config));
+  const signed = sign?.(config);
+  if (signed) Object.assign(headers, signed.headers);
   else headers.authorization = `Bearer ${token}`;
   if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
-  const target = `${base}/${path}`;
+  const target = `${base}/${path}${signed?.query ?? ''}`;
   // The target is the operator's --url or the config's listener: never taken from an answer.
   const res = await request(target, { method: 'POST', headers, body }, {});
   if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);

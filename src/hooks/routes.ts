@@ -45,6 +45,8 @@ export interface HookRequest {
   /** The headers as received, credentials included: for signature verification only (a scheme may sign in any header). */
   rawHeaders: IncomingHttpHeaders;
   query: URLSearchParams;
+  /** The query string as received, after the `?` (undefined without one): for signature verification (Twilio signs the URL). */
+  rawQuery?: string | undefined;
   now: number;
   /**
    * Whether the shared hook token was presented and valid. Always true where the route's verifier is the token

@@ -29,6 +29,8 @@ export interface VerifyRequest {
   readonly hookToken: PresentedToken | undefined;
   /** The body exactly as received: read only by a verifier that `needsBody`. */
   readonly rawBody: Buffer;
+  /** The request target's query string as received, after the `?`; undefined without one (a signature may cover it). */
+  readonly rawQuery?: string | undefined;
   /** The parsed body (parsed at most once, only when asked), or null when it is not an object. */
   peek(): unknown;
 }

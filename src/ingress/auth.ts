@@ -1,16 +1,24 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { DEFAULT_TOKEN_ID as DEFAULT_ID } from '../config/schema/tokens.js';
+import { bearerToken } from '../http-util.js';
 
 /** Headers that carry the hook token besides `Authorization: Bearer`, in order of preference. */
 const TOKEN_HEADERS = ['x-hookgate-token', 'x-openclaw-token'] as const;
 
 /**
- * Every header that can carry a credential: the token's headers, and the other credentials a client or proxy may
- * send. The ingress removes them before the hooks see a request's headers, so no `{{headers.*}}` template and no
- * transform can leak them; an alias added to `TOKEN_HEADERS` is hidden with it.
+ * Every header that can carry a credential: the token's headers, the other credentials a client or proxy may send,
+ * and `x-gitlab-token`, which carries a `gitlab` signature's secret itself (a `bearer` one is in `authorization`).
+ * The ingress removes them before the hooks see a request's headers, so no `{{headers.*}}` template and no transform
+ * can leak them; an alias added to `TOKEN_HEADERS` is hidden with it. Signature verifiers see the raw headers.
  */
-export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', ...TOKEN_HEADERS, 'cookie']);
+export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'proxy-authorization',
+  ...TOKEN_HEADERS,
+  'cookie',
+  'x-gitlab-token',
+]);
 
 /** `headers` without the credential headers (names compared lower-cased). */
 export function withoutCredentials(headers: IncomingHttpHeaders): IncomingHttpHeaders {
@@ -38,12 +46,7 @@ export function extractToken(headers: IncomingHttpHeaders): string | undefined {
 
 /** `Authorization: Bearer <t>` alone (the admin listener takes no other header); blank counts as absent. */
 export function extractBearer(headers: IncomingHttpHeaders): string | undefined {
-  const auth = headers.authorization;
-  if (auth && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ') {
-    const t = auth.slice(7).trim();
-    if (t) return t;
-  }
-  return undefined;
+  return bearerToken(headers.authorization);
 }
 
 /** Width of the compare window: tokens are padded to a multiple of this many bytes. */

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from '../errors.js';
+import { formFields } from '../form-body.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -180,13 +181,6 @@ export class LazyPayload {
   }
 }
 
-/** `application/x-www-form-urlencoded`, with or without parameters (`; charset=utf-8`), in any letter case. */
-export function isFormContentType(contentType: string | undefined): boolean {
-  if (contentType === undefined) return false;
-  const semi = contentType.indexOf(';');
-  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/x-www-form-urlencoded';
-}
-
 /** Field names that are never copied from a form: they could reach an object's prototype. */
 const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor']);
 
@@ -197,9 +191,8 @@ const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', '
  * `payload` stays a string. A BOM is skipped as for JSON. Never throws.
  */
 export function parseFormObject(body: Buffer): Record<string, unknown> {
-  const start = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
   const out: Record<string, unknown> = {};
-  for (const [name, value] of new URLSearchParams(body.toString('utf8', start))) {
+  for (const [name, value] of formFields(body)) {
     if (PROTOTYPE_KEYS.has(name)) continue;
     if (!Object.hasOwn(out, name)) out[name] = value;
     else {

@@ -10,7 +10,8 @@ import type { HookRequest, RoutePlan } from '../hooks/routes.js';
 import type { Accepted, PresentedToken, SignatureChecks, VerifyRequest } from '../hooks/verifier.js';
 import type { ReceivedHook } from '../store/types.js';
 import { withoutCredentials } from './auth.js';
-import { isFormContentType, LazyPayload } from './body.js';
+import { isFormContentType } from '../form-body.js';
+import { LazyPayload } from './body.js';
 import { randomHex } from '../ids.js';
 import type { IngressContext } from './context.js';
 import type { Gate } from './route-limits.js';
@@ -72,6 +73,13 @@ export class Exchange implements VerifyRequest, HookRequest {
 
   get rawHeaders(): IncomingHttpHeaders {
     return this.req.headers;
+  }
+
+  /** The query string as received, after the `?`; undefined without one. Only a signature that covers the URL reads it. */
+  get rawQuery(): string | undefined {
+    const url = this.req.url ?? '';
+    const q = url.indexOf('?');
+    return q < 0 ? undefined : url.slice(q + 1);
   }
 
   /** Without the credential headers. Only mappings read them (templates, transforms): `/wake` and `/agent` do not pay for the copy. */

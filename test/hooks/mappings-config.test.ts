@@ -34,7 +34,26 @@ describe('mapping config errors (by key path)', () => {
   it('unknown keys anywhere in a mapping', () => {
     assertIssue(hooks({ mappings: [{ messageTemplate: 'm', sesionKey: 'x' }] }), 'hooks.mappings[0]', 'unknown key: sesionKey');
     assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'github', secret: 's', tolerance: 1 } }] }), 'hooks.mappings[0].signature');
-    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'gitlab', secret: 's' } }] }), 'hooks.mappings[0].signature.scheme');
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'bitbucket', secret: 's' } }] }), 'hooks.mappings[0].signature.scheme');
+  });
+
+  it("signature.url: required for twilio, an error on any other scheme, at the key's path", () => {
+    const twilio = (signature: Record<string, unknown>) => hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'twilio', secret: 's', ...signature } }] });
+    assertIssue(twilio({}), 'hooks.mappings[0].signature.url', 'required for scheme "twilio": the public URL Twilio calls (and signs)');
+    assertIssue(twilio({ url: 'hooks.example.com/hooks/twilio' }), 'hooks.mappings[0].signature.url', /absolute http\(s\) URL/);
+    assertIssue(twilio({ url: 'https://hooks.example.com/hooks/twilio?a=1' }), 'hooks.mappings[0].signature.url', /query string/);
+    parse(twilio({ url: 'https://hooks.example.com/hooks/twilio' }));
+    const other = hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'shopify', secret: 's', url: 'https://hooks.example.com/x' } }] });
+    assertIssue(other, 'hooks.mappings[0].signature.url', 'only applies to scheme "twilio"');
+  });
+
+  it('a bearer secret that is also a hook token is an error (that token would open every route)', () => {
+    const bearer = (secrets: string[], extra: Record<string, unknown> = {}) =>
+      hooks({ ...extra, mappings: [{ match: { path: 'alerts' }, messageTemplate: 'm', signature: { scheme: 'bearer', secrets } }] });
+    assertIssue(bearer(['a-bearer-secret-of-its-own', TOKEN]), 'hooks.mappings[0].signature', /must not be a hook token/);
+    const second = 'a-second-hook-token-0123456789abcdef';
+    assertIssue(bearer([second], { tokens: [{ id: 'ci', token: second }] }), 'hooks.mappings[0].signature', /must not be a hook token/);
+    parse(bearer(['a-bearer-secret-of-its-own']));
   });
 
   it('match.headers: header names (lower-cased), string values; other keys in match are errors', () => {

@@ -326,15 +326,16 @@ describe('actions and templates', () => {
       mappings: [
         {
           match: { path: 'h' },
-          messageTemplate: '{{headers.X-Event}}|{{query.q}}|{{path}}|{{now}}|{{headers.authorization}}|{{headers.x-hookgate-token}}|{{headers.x-multi}}',
+          messageTemplate:
+            '{{headers.X-Event}}|{{query.q}}|{{path}}|{{now}}|{{headers.authorization}}|{{headers.x-hookgate-token}}|{{headers.x-gitlab-token}}|{{headers.x-multi}}',
         },
       ],
     });
     const run = await runOf(s, 'h', {}, {
       query: 'q=1&q=2',
-      headers: { 'x-event': 'push', authorization: `Bearer ${TOKEN}`, 'x-hookgate-token': TOKEN, 'x-multi': ['a', 'b'] as unknown as string },
+      headers: { 'x-event': 'push', authorization: `Bearer ${TOKEN}`, 'x-hookgate-token': TOKEN, 'x-gitlab-token': TOKEN, 'x-multi': ['a', 'b'] as unknown as string },
     });
-    assert.equal(run.message, `push|1|h|${new Date(NOW).toISOString()}|||a, b`);
+    assert.equal(run.message, `push|1|h|${new Date(NOW).toISOString()}||||a, b`);
     assert.ok(!run.message.includes(TOKEN));
   });
 

@@ -19,6 +19,7 @@ export function checkMappings(config: RawConfig): ConfigFindings {
   const checkAccount = accountCheck(config, issues);
   const prefixes = hooks.allowedSessionKeyPrefixes;
   const hasPrefixes = prefixes !== undefined && prefixes.length > 0;
+  const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
 
   hooks.mappings.forEach((m, i) => {
     const at = `hooks.mappings[${i}]`;
@@ -53,6 +54,12 @@ export function checkMappings(config: RawConfig): ConfigFindings {
     checkAccount(m.channel, m.accountId, `${at}.accountId`);
     if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
       issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
+    // Both arrive as `Authorization: Bearer`: read as the hook token, the sender's secret would open every route.
+    if (m.signature?.scheme === 'bearer' && m.signature.secrets.some((s) => hookTokens.has(s)))
+      issues.push({
+        path: `${at}.signature`,
+        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
+      });
   });
   issues.push(...duplicateIds(hooks));
   return { issues, warnings: neverWorking(hooks) };

@@ -5,7 +5,21 @@ import { directRoutesSchema, routeLimitsShape } from './limits.js';
 import { tokenListSchema } from './tokens.js';
 
 export { SESSION_MODES, WAKE_MODES };
-export const SIGNATURE_SCHEMES = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
+export const SIGNATURE_SCHEMES = [
+  'github',
+  'stripe',
+  'slack',
+  'standard-webhooks',
+  'hmac-sha256',
+  'gitlab',
+  'linear',
+  'sentry',
+  'shopify',
+  'twilio',
+  'bearer',
+] as const;
+/** The schemes whose secret is sent as it is, in a header (not an HMAC key): it must survive as header text. */
+const TOKEN_SCHEMES: ReadonlySet<string> = new Set(['gitlab', 'bearer']);
 export const PRESETS = ['gmail'] as const;
 
 /** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
@@ -33,7 +47,7 @@ export const signatureSchema = z
     secret: nonBlank.optional(),
     /** Several secrets: any one verifies (rotation). */
     secrets: z.array(nonBlank).min(1).optional(),
-    /** Max age (and max clock skew into the future) of a signed timestamp (stripe, slack, standard-webhooks). */
+    /** Max age (and max clock skew into the future) of a timestamp (stripe, slack, standard-webhooks, linear, sentry). */
     toleranceSeconds: positiveInt.default(300),
     /** hmac-sha256 only: the header carrying the signature (default `x-signature`); matched case-insensitively. */
     header: nonBlank
@@ -44,6 +58,11 @@ export const signatureSchema = z
     encoding: z.enum(['hex', 'base64']).optional(),
     /** hmac-sha256 only: a prefix before the digest, e.g. `sha256=` (compared case-sensitively). */
     prefix: z.string().optional(),
+    /**
+     * twilio only (and required there): the public URL Twilio is configured to call, which it signs; behind a proxy
+     * hookgate cannot know it. Without a query string: the request's own is appended (checked in `superRefine`).
+     */
+    url: z.string().trim().optional(),
   })
   .superRefine((v, ctx) => {
     if (!v.secret && !v.secrets) ctx.addIssue({ code: 'custom', message: 'set secret or secrets', path: ['secret'] });
@@ -51,6 +70,22 @@ export const signatureSchema = z
       ctx.addIssue({ code: 'custom', message: 'set either secret or secrets, not both', path: ['secrets'] });
     if (v.scheme !== 'hmac-sha256' && (v.header || v.encoding || v.prefix !== undefined))
       ctx.addIssue({ code: 'custom', message: `header/encoding/prefix only apply to scheme "hmac-sha256"`, path: ['scheme'] });
+    if (v.scheme === 'twilio') {
+      const problem =
+        v.url === undefined ? 'required for scheme "twilio": the public URL Twilio calls (and signs)' : twilioUrlProblem(v.url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['url'] });
+    } else if (v.url !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'only applies to scheme "twilio"', path: ['url'] });
+    }
+    if (TOKEN_SCHEMES.has(v.scheme)) {
+      // Compared with the header's text: a character Node does not read back as itself (not printable ASCII) could never match.
+      const message = `a ${v.scheme} secret is sent as a header value: printable ASCII characters only`;
+      const check = (s: string, path: PropertyKey[]) => {
+        if (!/^[\x20-\x7e]+$/.test(s)) ctx.addIssue({ code: 'custom', path, message });
+      };
+      if (v.secret) check(v.secret, ['secret']);
+      v.secrets?.forEach((s, i) => check(s, ['secrets', i]));
+    }
     if (v.scheme === 'standard-webhooks') {
       // `whsec_<base64>`: the key is the decoded bytes, so a value that is not base64 could never verify anything.
       const check = (s: string, path: PropertyKey[]) => {
@@ -66,6 +101,25 @@ export const signatureSchema = z
   .transform(({ secret, secrets, ...rest }) => ({ ...rest, secrets: secrets ?? [secret as string] }));
 
 export type SignatureConfig = z.output<typeof signatureSchema>;
+
+/**
+ * Why `raw` cannot be a twilio mapping's public URL, or undefined when it can: an absolute http(s) URL, without a
+ * query string (the request's own query string is appended to it), a fragment, or a user name and password
+ * (hookgate takes no HTTP authentication: Twilio's signature is the credential).
+ */
+function twilioUrlProblem(raw: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return 'must be an absolute http(s) URL, the one Twilio is configured to call';
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an absolute http(s) URL, the one Twilio is configured to call';
+  if (raw.includes('?')) return "must not contain a query string: the request's own query string is appended to it";
+  if (raw.includes('#')) return 'must not contain a fragment';
+  if (u.username !== '' || u.password !== '') return 'must not contain a user name or password';
+  return undefined;
+}
 
 export const mappingSchema = z.strictObject({
   id: nonBlank.optional(),

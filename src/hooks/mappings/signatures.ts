@@ -5,94 +5,45 @@
  * - Only the raw request bytes are signed; we never re-serialise the parsed JSON (whitespace and key order matter).
  * - Digests are compared with `crypto.timingSafeEqual` on equal-length buffers. A presented signature of the wrong
  *   length is compared against the expected digest anyway (and then rejected), so timing never depends on where the
- *   first differing byte is. The only length that could be observed is the digest length (32 bytes), which is public.
+ *   first differing byte is. The only length that could be observed is the digest's, which is public. A secret
+ *   sent as it is (`gitlab`, `bearer`) is compared as the SHA-256 digests of both sides (`tokenMatches`).
  * - Several secrets may be configured (rotation): any one of them verifying is enough.
  * - Failure reasons are short, stable strings for logs and metrics. They name headers and never contain a secret,
  *   a digest or payload content.
  * - Timestamped schemes check the signature first and the freshness second, so a stale but authentic delivery logs
  *   "timestamp outside tolerance" while a forgery logs "signature mismatch".
+ * - A delivery id is only what the sender documents as stable across its retries; each scheme says where it is.
+ *
+ * The schemes and their vendors' documentation: docs/mappings-building-blocks.md, "Signatures". Twilio, which signs
+ * the URL and the decoded form fields, has its own file (signature-twilio.ts).
  */
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { SignatureConfig } from '../../config/schema/hooks.js';
+import { bearerToken } from '../../http-util.js';
+import {
+  accept,
+  B64_RE,
+  base64Digest,
+  bodyField,
+  bodyString,
+  digestEquals,
+  fail,
+  fresh,
+  header,
+  hexDigest,
+  hmac,
+  MAX_DELIVERY_ID,
+  optionalId,
+  padBase64,
+  type SignatureResult,
+  type SignedRequest,
+  single,
+  tokenMatches,
+  UNIX_SECONDS_RE,
+} from './signature-kit.js';
+import { twilioBodyHash, twilioSignature, verifyTwilio } from './signature-twilio.js';
 
-export type SignatureHeaders = Record<string, string | string[] | undefined>;
-
-export interface SignedRequest {
-  /** The body exactly as received. */
-  rawBody: Buffer;
-  /** Node-style headers (lower-cased names; other casings are found too). */
-  headers: SignatureHeaders;
-  /** The parsed body when the caller already has it (Stripe's delivery id is the event `id`). */
-  payload?: unknown;
-}
-
-export type SignatureResult = { ok: true; deliveryId?: string } | { ok: false; reason: string };
-
-/** Longest delivery id we pass on; anything longer is ignored rather than trusted as a dedupe key. */
-const MAX_DELIVERY_ID = 256;
-/** Unix seconds, sane length (rejects floats, signs, exponents, and absurd values before any arithmetic). */
-const UNIX_SECONDS_RE = /^\d{1,12}$/;
-const HEX_SHA256_RE = /^[0-9a-fA-F]{64}$/;
-/** Canonical (padded) base64 of a 32-byte SHA-256 digest: 43 chars + one `=`. */
-const B64_SHA256_RE = /^[A-Za-z0-9+/]{43}=$/;
-/** Strict base64 for secrets: Buffer.from(…, 'base64') silently skips invalid characters, which could shrink a key. */
-const B64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
-
-const fail = (reason: string): SignatureResult => ({ ok: false, reason });
-
-/** Looks a header up by lower-case name (Node's form), then case-insensitively for hand-built header objects. */
-function header(headers: SignatureHeaders, name: string): string | string[] | undefined {
-  if (Object.hasOwn(headers, name)) return headers[name];
-  for (const key of Object.keys(headers)) if (key.toLowerCase() === name) return headers[key];
-  return undefined;
-}
-
-/** A single, non-empty header value; an array means the header was sent more than once, which we refuse. */
-function single(headers: SignatureHeaders, name: string): { value: string } | { reason: string } {
-  const v = header(headers, name);
-  if (v === undefined) return { reason: `missing header ${name}` };
-  if (Array.isArray(v)) {
-    if (v.length === 1 && typeof v[0] === 'string' && v[0].trim() !== '') return { value: v[0].trim() };
-    return { reason: v.length === 0 ? `missing header ${name}` : `duplicate header ${name}` };
-  }
-  const t = v.trim();
-  return t === '' ? { reason: `missing header ${name}` } : { value: t };
-}
-
-function optionalId(headers: SignatureHeaders, name: string): string | undefined {
-  const r = single(headers, name);
-  return 'value' in r && r.value.length <= MAX_DELIVERY_ID ? r.value : undefined;
-}
-
-function hmac(key: Buffer | string, ...parts: Array<Buffer | string>): Buffer {
-  const h = createHmac('sha256', key);
-  for (const p of parts) h.update(p);
-  return h.digest();
-}
-
-/** Constant-time equality of an expected digest and a presented one of any length. */
-function digestEquals(expected: Buffer, presented: Buffer): boolean {
-  if (presented.length !== expected.length) {
-    // Same work as a real comparison, then reject: no early exit that a stopwatch could tell apart.
-    timingSafeEqual(expected, expected);
-    return false;
-  }
-  return timingSafeEqual(expected, presented);
-}
-
-/** `|now - t| <= tolerance`, in whole seconds like the reference libraries. */
-function fresh(tSeconds: number, nowMs: number, toleranceSeconds: number): boolean {
-  const now = Math.floor(nowMs / 1000);
-  return Math.abs(now - tSeconds) <= toleranceSeconds;
-}
-
-function hexDigest(s: string): Buffer | undefined {
-  return HEX_SHA256_RE.test(s) ? Buffer.from(s, 'hex') : undefined;
-}
-
-function base64Digest(s: string): Buffer | undefined {
-  return B64_SHA256_RE.test(s) ? Buffer.from(s, 'base64') : undefined;
-}
+export type { SignatureHeaders, SignatureResult, SignedRequest } from './signature-kit.js';
 
 /**
  * Standard Webhooks keys. `whsec_<base64>` is the spec's serialisation: the key is the decoded bytes. A secret
@@ -172,27 +123,8 @@ function verifyStripe(cfg: SignatureConfig, req: SignedRequest, nowMs: number): 
   }
   if (!verified) return fail('signature mismatch');
   if (!fresh(Number(t), nowMs, cfg.toleranceSeconds)) return fail('timestamp outside tolerance');
-  const deliveryId = stripeEventId(req);
+  const deliveryId = bodyString(req, 'id');
   return deliveryId ? { ok: true, deliveryId } : { ok: true };
-}
-
-function stripeEventId(req: SignedRequest): string | undefined {
-  return bodyString(req, 'id');
-}
-
-/** A top-level string field of the signed body (parsed here when the caller has not), if short enough to be an id. */
-function bodyString(req: SignedRequest, field: string): string | undefined {
-  let payload = req.payload;
-  if (payload === undefined) {
-    try {
-      payload = JSON.parse(req.rawBody.toString('utf8')) as unknown;
-    } catch {
-      return undefined;
-    }
-  }
-  if (payload === null || typeof payload !== 'object' || !Object.hasOwn(payload, field)) return undefined;
-  const id = (payload as Record<string, unknown>)[field];
-  return typeof id === 'string' && id !== '' && id.length <= MAX_DELIVERY_ID ? id : undefined;
 }
 
 /**
@@ -300,8 +232,104 @@ function verifyGenericHmac(cfg: SignatureConfig, req: SignedRequest): SignatureR
   return fail('signature mismatch');
 }
 
-function padBase64(s: string): string {
-  return s.length % 4 === 0 ? s : s + '='.repeat(4 - (s.length % 4));
+/** Whether `presented` is the HMAC-SHA256 of the raw body with one of the secrets. */
+function bodySignedBy(cfg: SignatureConfig, req: SignedRequest, presented: Buffer): boolean {
+  for (const secret of cfg.secrets) if (digestEquals(hmac(secret, req.rawBody), presented)) return true;
+  return false;
+}
+
+/** A hex HMAC-SHA256 of the raw body in header `name` (Linear, Sentry): verified, or why not. */
+function verifyHexBody(cfg: SignatureConfig, req: SignedRequest, name: string): { reason: string } | undefined {
+  const sig = single(req.headers, name);
+  if ('reason' in sig) return sig;
+  const presented = hexDigest(sig.value);
+  if (!presented) return { reason: `malformed header ${name}` };
+  return bodySignedBy(cfg, req, presented) ? undefined : { reason: 'signature mismatch' };
+}
+
+/**
+ * GitLab: `X-Gitlab-Token: <secret token>`, the secret itself; nothing is signed and no timestamp is sent
+ * (https://docs.gitlab.com/user/project/integrations/webhooks/, "Secret token"). Delivery id: `X-Gitlab-Event-UUID`,
+ * else `Idempotency-Key`. Recent GitLab versions also send `Idempotency-Key`, the same on every retry and resend of a
+ * delivery; a request's `Idempotency-Key` header is its idempotency key before any delivery id (hooks/idempotency.ts),
+ * so that is the key whenever GitLab sends one.
+ */
+function verifyGitlab(cfg: SignatureConfig, req: SignedRequest): SignatureResult {
+  const token = single(req.headers, 'x-gitlab-token');
+  if ('reason' in token) return fail(token.reason);
+  if (!tokenMatches(cfg.secrets, token.value)) return fail('token mismatch');
+  return accept(optionalId(req.headers, 'x-gitlab-event-uuid') ?? optionalId(req.headers, 'idempotency-key'));
+}
+
+/**
+ * Linear: `Linear-Signature: <hex HMAC-SHA256(signing secret, body)>`, and the signed body's `webhookTimestamp`
+ * (Unix milliseconds) within `toleranceSeconds` of our clock (https://linear.app/developers/webhooks, "Securing
+ * webhooks"; Linear's SDK allows 60 s). Delivery id: `Linear-Delivery`.
+ */
+function verifyLinear(cfg: SignatureConfig, req: SignedRequest, nowMs: number): SignatureResult {
+  const bad = verifyHexBody(cfg, req, 'linear-signature');
+  if (bad) return fail(bad.reason);
+  const ts = bodyField(req, 'webhookTimestamp');
+  if (typeof ts !== 'number' || !Number.isSafeInteger(ts) || ts < 0) return fail('no webhookTimestamp in the body');
+  if (Math.abs(nowMs - ts) > cfg.toleranceSeconds * 1000) return fail('timestamp outside tolerance');
+  return accept(optionalId(req.headers, 'linear-delivery'));
+}
+
+/** Unix seconds, possibly with a fraction (Sentry's header is not signed: read leniently, never trusted alone). */
+const UNIX_SECONDS_FRACTION_RE = /^\d{1,12}(?:\.\d{1,9})?$/;
+
+/**
+ * Sentry (integration platform): `Sentry-Hook-Signature: <hex HMAC-SHA256(client secret, body)>`
+ * (https://docs.sentry.io/organization/integrations/integration-platform/webhooks/, "Verifying the signature").
+ * Sentry's own examples verify over `JSON.stringify` of the parsed body; the raw bytes as received are what Sentry
+ * serialised and signed, so they are verified instead. `Sentry-Hook-Timestamp` (Unix seconds), when sent, must be
+ * within `toleranceSeconds`; the signature does not cover it, so it stops only a replay that leaves it as it was.
+ * Delivery id: `Request-ID`.
+ */
+function verifySentry(cfg: SignatureConfig, req: SignedRequest, nowMs: number): SignatureResult {
+  const bad = verifyHexBody(cfg, req, 'sentry-hook-signature');
+  if (bad) return fail(bad.reason);
+  const tsName = 'sentry-hook-timestamp';
+  if (header(req.headers, tsName) !== undefined) {
+    const ts = single(req.headers, tsName);
+    if ('reason' in ts) return fail(ts.reason);
+    if (!UNIX_SECONDS_FRACTION_RE.test(ts.value)) return fail(`malformed header ${tsName}`);
+    if (!fresh(Math.floor(Number(ts.value)), nowMs, cfg.toleranceSeconds)) return fail('timestamp outside tolerance');
+  }
+  return accept(optionalId(req.headers, 'request-id'));
+}
+
+/**
+ * Shopify: `X-Shopify-Hmac-Sha256: <base64 HMAC-SHA256(app client secret, body)>`; no timestamp is signed
+ * (https://shopify.dev/docs/apps/build/webhooks/subscribe/https, "Verify the webhook"). Delivery id:
+ * `X-Shopify-Webhook-Id`, one per delivery and the same on its retries
+ * (https://shopify.dev/docs/apps/build/webhooks/delivery-structure). Not `X-Shopify-Event-Id`: every delivery that
+ * one merchant action produces shares it (several topics, several subscriptions), so as a key it would answer the
+ * second topic's delivery as a reuse of the first one's.
+ */
+function verifyShopify(cfg: SignatureConfig, req: SignedRequest): SignatureResult {
+  const name = 'x-shopify-hmac-sha256';
+  const sig = single(req.headers, name);
+  if ('reason' in sig) return fail(sig.reason);
+  const presented = base64Digest(sig.value);
+  if (!presented) return fail(`malformed header ${name}`);
+  if (!bodySignedBy(cfg, req, presented)) return fail('signature mismatch');
+  return accept(optionalId(req.headers, 'x-shopify-webhook-id'));
+}
+
+/**
+ * `Authorization: Bearer <secret>`, for senders that can only set a bearer token (Prometheus Alertmanager's
+ * `http_config.authorization`, Grafana's webhook contact point). Nothing is signed: no timestamp, no delivery id. The
+ * ingress reads a hook token from the same header; a bearer that is not a listed hook token is left to the path's
+ * verifier (mappings/verifier.ts), which brings it here.
+ */
+function verifyBearer(cfg: SignatureConfig, req: SignedRequest): SignatureResult {
+  const name = 'authorization';
+  const auth = single(req.headers, name);
+  if ('reason' in auth) return fail(auth.reason);
+  const token = bearerToken(auth.value);
+  if (token === undefined) return fail(`malformed header ${name}`);
+  return tokenMatches(cfg.secrets, token) ? { ok: true } : fail('token mismatch');
 }
 
 /**
@@ -321,6 +349,18 @@ export function verifySignature(cfg: SignatureConfig, req: SignedRequest, nowMs:
       return verifyStandardWebhooks(cfg, req, nowMs);
     case 'hmac-sha256':
       return verifyGenericHmac(cfg, req);
+    case 'gitlab':
+      return verifyGitlab(cfg, req);
+    case 'linear':
+      return verifyLinear(cfg, req, nowMs);
+    case 'sentry':
+      return verifySentry(cfg, req, nowMs);
+    case 'shopify':
+      return verifyShopify(cfg, req);
+    case 'twilio':
+      return verifyTwilio(cfg, req);
+    case 'bearer':
+      return verifyBearer(cfg, req);
     default: {
       const unknown: never = cfg.scheme;
       return fail(`unsupported scheme ${String(unknown)}`);
@@ -329,9 +369,19 @@ export function verifySignature(cfg: SignatureConfig, req: SignedRequest, nowMs:
 }
 
 /**
- * The headers a sender of `cfg.scheme` would add to `rawBody` at `nowMs`, signed with the first secret: what
- * `hookgate send hook --sign` presents. It sits next to the verifiers so a change to a scheme changes both (and the
- * tests verify every signed request with `verifySignature`).
+ * The query string (from `?` on; empty for most schemes) a sender of `cfg.scheme` adds to the URL it calls with the
+ * JSON body `rawBody`: Twilio's `?bodySHA256=<hex>`. `hookgate send hook --sign` appends it to the request it sends,
+ * and `signRequest` signs it.
+ */
+export function signedQuery(cfg: SignatureConfig, rawBody: Buffer): string {
+  return cfg.scheme === 'twilio' ? `?bodySHA256=${twilioBodyHash(rawBody)}` : '';
+}
+
+/**
+ * The headers a sender of `cfg.scheme` would add to the JSON body `rawBody` at `nowMs`, signed with the first secret,
+ * for a request to its path with `signedQuery` as the query string: what `hookgate send hook --sign` presents. It
+ * sits next to the verifiers so a change to a scheme changes both (and the tests verify every signed request with
+ * `verifySignature`).
  */
 export function signRequest(cfg: SignatureConfig, rawBody: Buffer, nowMs: number): Record<string, string> {
   const secret = cfg.secrets[0];
@@ -354,6 +404,22 @@ export function signRequest(cfg: SignatureConfig, rawBody: Buffer, nowMs: number
       const digest = hmac(secret, rawBody).toString(cfg.encoding ?? 'hex');
       return { [cfg.header ?? 'x-signature']: `${cfg.prefix ?? ''}${digest}` };
     }
+    case 'gitlab':
+      return { 'x-gitlab-token': secret, 'x-gitlab-event-uuid': randomUUID() };
+    case 'linear':
+      // Linear's timestamp is inside the signed body: only a body that carries a fresh one verifies.
+      return { 'linear-signature': hmac(secret, rawBody).toString('hex'), 'linear-delivery': randomUUID() };
+    case 'sentry':
+      return { 'sentry-hook-signature': hmac(secret, rawBody).toString('hex'), 'sentry-hook-timestamp': t, 'request-id': randomUUID() };
+    case 'shopify':
+      return { 'x-shopify-hmac-sha256': hmac(secret, rawBody).toString('base64'), 'x-shopify-webhook-id': randomUUID() };
+    case 'twilio':
+      return {
+        'x-twilio-signature': twilioSignature(secret, `${cfg.url ?? ''}${signedQuery(cfg, rawBody)}`),
+        'i-twilio-idempotency-token': randomUUID(),
+      };
+    case 'bearer':
+      return { authorization: `Bearer ${secret}` };
     default: {
       const unknown: never = cfg.scheme;
       throw new Error(`unsupported scheme ${String(unknown)}`);
