@@ -71,7 +71,11 @@ export interface Verifier {
   readonly scheme: Scheme;
   /** Reads the body: called once it is read (before any parse), not before. */
   readonly needsBody: boolean;
-  verify(req: VerifyRequest): Promise<Verdict>;
+  /**
+   * The verdict, or a promise of it where the check must wait (OIDC's key fetch). The token and the signatures answer
+   * at once: the ingress then does not await, which is one promise and microtask fewer on every wake.
+   */
+  verify(req: VerifyRequest): Verdict | Promise<Verdict>;
 }
 
 /** The id of the request's hook token when it is valid (listed and not expired), else undefined. */
@@ -80,7 +84,7 @@ export function validHookToken(req: Pick<VerifyRequest, 'hookToken' | 'now'>): s
   return t === undefined || (t.notAfter !== undefined && req.now >= t.notAfter) ? undefined : t.id;
 }
 
-const NO_TOKEN: Promise<Verdict> = Promise.resolve({ ok: false, scheme: 'token', reason: undefined });
+const NO_TOKEN: Verdict = { ok: false, scheme: 'token', reason: undefined };
 
 /**
  * The shared hook token, checked before the body is read. Its verdicts are built once per token id: this is the
@@ -89,15 +93,15 @@ const NO_TOKEN: Promise<Verdict> = Promise.resolve({ ok: false, scheme: 'token',
 class HookTokenVerifier implements Verifier {
   readonly scheme = 'token';
   readonly needsBody = false;
-  private readonly accepted = new Map<string, Promise<Verdict>>();
+  private readonly accepted = new Map<string, Verdict>();
 
-  verify(req: VerifyRequest): Promise<Verdict> {
+  verify(req: VerifyRequest): Verdict {
     const t = req.hookToken;
     if (t === undefined) return NO_TOKEN;
-    if (validHookToken(req) === undefined) return Promise.resolve({ ok: false, scheme: 'token', reason: `expired token ${t.id}` });
+    if (validHookToken(req) === undefined) return { ok: false, scheme: 'token', reason: `expired token ${t.id}` };
     let verdict = this.accepted.get(t.id);
     if (verdict === undefined) {
-      verdict = Promise.resolve({ ok: true, tokenId: t.id, settled: true });
+      verdict = { ok: true, tokenId: t.id, settled: true };
       this.accepted.set(t.id, verdict);
     }
     return verdict;

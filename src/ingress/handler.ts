@@ -13,7 +13,7 @@ import type { CompletionWaiters } from '../hooks/completion.js';
 import { dispatch, type DispatchAnswer, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
 import { createHookRoutes, type HookRoutes, type RouteResult } from '../hooks/routes.js';
-import { type Scheme, validHookToken } from '../hooks/verifier.js';
+import { type Scheme, validHookToken, type Verdict } from '../hooks/verifier.js';
 import type { IngressStore } from '../store/types.js';
 import { logPath } from '../text-safe.js';
 import { announceReceived } from './announce.js';
@@ -93,12 +93,18 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
   const x = openExchange(h, req, res, started);
   if (x === undefined) return sendError(res, NOT_FOUND); // not under the hooks' base path: not ours, not counted
   let refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x) ?? checkLockout(h, x);
-  if (refused === undefined && !x.plan.verifier.needsBody) refused = await authenticate(h, x);
+  if (refused === undefined && !x.plan.verifier.needsBody) {
+    const auth = authenticate(h, x);
+    refused = auth instanceof Promise ? await auth : auth; // awaiting a value would still cost a microtask
+  }
   refused ??= takeRouteToken(h, x);
   if (refused) return answerRefusal(h, x, refused);
   try {
     x.receiveBody(await readPayload(x));
-    if (x.plan.verifier.needsBody) refused = await authenticate(h, x);
+    if (x.plan.verifier.needsBody) {
+      const auth = authenticate(h, x);
+      refused = auth instanceof Promise ? await auth : auth;
+    }
     refused ??= parse(x);
     if (refused) return answerRefusal(h, x, refused);
     const routed = resolveAction(h, x, await h.routes.resolve(x));
@@ -169,8 +175,14 @@ function checkLockout(h: Ingress, x: Exchange): Refusal | undefined {
  * it (the token, OIDC), after it and before any parse when it does (signatures; `needsBody`). A settled verdict resets
  * the client's failure count; an unsettled one (a signature-capable path) waits for the matching mapping (resolve).
  */
-async function authenticate(h: Ingress, x: Exchange): Promise<Refusal | undefined> {
-  const verdict = await x.plan.verifier.verify(x);
+function authenticate(h: Ingress, x: Exchange): Refusal | undefined | Promise<Refusal | undefined> {
+  const verdict = x.plan.verifier.verify(x);
+  // The token and the signatures answer at once: no promise to wait for on the wake path (OIDC's is one).
+  return verdict instanceof Promise ? verdict.then((v) => judge(h, x, v)) : judge(h, x, verdict);
+}
+
+/** The verdict applied: refused (rejectAuth), or the request's credentials recorded for the stages after. */
+function judge(h: Ingress, x: Exchange, verdict: Verdict): Refusal | undefined {
   if (!verdict.ok) return rejectAuth(h, x, verdict);
   x.verdict = verdict;
   x.tokenVerified = verdict.tokenId !== null;

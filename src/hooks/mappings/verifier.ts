@@ -21,9 +21,9 @@ export class SignatureOrTokenVerifier implements Verifier {
 
   constructor(private readonly candidates: readonly CompiledMapping[]) {}
 
-  verify(req: VerifyRequest): Promise<Verdict> {
+  verify(req: VerifyRequest): Verdict {
     const tokenId = validHookToken(req);
-    if (tokenId !== undefined) return Promise.resolve({ ok: true, tokenId, settled: false });
+    if (tokenId !== undefined) return { ok: true, tokenId, settled: false };
     const signed = new LazySignedRequest(req.rawBody, req.rawHeaders, req.rawQuery, req);
     const results = new Map<SignatureConfig, SignatureResult>();
     let reason: string | undefined;
@@ -31,11 +31,11 @@ export class SignatureOrTokenVerifier implements Verifier {
       if (m.signature === undefined || results.has(m.signature)) continue;
       const v = verifySignature(m.signature, signed, req.now);
       results.set(m.signature, v);
-      if (v.ok) return Promise.resolve({ ok: true, tokenId: null, settled: false, signatures: { any: true, reason: '', results } });
+      if (v.ok) return { ok: true, tokenId: null, settled: false, signatures: { any: true, reason: '', results } };
       reason ??= `${m.signature.scheme} signature ${v.reason}`;
     }
     const signatures = { any: false, reason: reason ?? 'missing or invalid hook token', results };
-    return Promise.resolve({ ok: false, scheme: 'signature', reason: signatures.reason, signatures });
+    return { ok: false, scheme: 'signature', reason: signatures.reason, signatures };
   }
 }
 
