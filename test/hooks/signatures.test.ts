@@ -450,8 +450,15 @@ describe('signatureSchema', () => {
 
 // ---------------------------------------------------------------------------------------------------------------
 describe('verifySignature: properties', () => {
-  const schemes = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256'] as const;
+  // Every scheme but twilio (its own properties: test/hooks/mappings/signatures-twilio.test.ts).
+  const schemes = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256', 'gitlab', 'linear', 'sentry', 'shopify', 'bearer'] as const;
   const names = [
+    'x-gitlab-token',
+    'linear-signature',
+    'sentry-hook-signature',
+    'sentry-hook-timestamp',
+    'x-shopify-hmac-sha256',
+    'authorization',
     'x-hub-signature-256',
     'x-github-delivery',
     'stripe-signature',
@@ -467,7 +474,7 @@ describe('verifySignature: properties', () => {
   ];
   const value = fc.oneof(
     fc.string(),
-    fc.constantFrom('sha256=', 'v0=', 'v1,', 't=1,v1=', `${NOW_S}`, 'v1,' + 'A'.repeat(43) + '='),
+    fc.constantFrom('sha256=', 'v0=', 'v1,', 't=1,v1=', 'Bearer ', 'bearer x', `${NOW_S}`, 'v1,' + 'A'.repeat(43) + '='),
     fc.array(fc.string(), { maxLength: 3 }),
     fc.constant(undefined),
   );

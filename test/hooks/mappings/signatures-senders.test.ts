@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
 import { signatureSchema, type SignatureConfig } from '../../../src/config/schema/hooks.js';
 import { type SignatureHeaders, signedQuery, signRequest, verifySignature } from '../../../src/hooks/mappings/signatures.js';
 
@@ -306,37 +305,7 @@ describe('the new schemes: config', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-describe('the new schemes: properties', () => {
-  const schemes = ['gitlab', 'linear', 'sentry', 'shopify', 'bearer'] as const;
-  const names = [
-    'x-gitlab-token',
-    'linear-signature',
-    'sentry-hook-signature',
-    'sentry-hook-timestamp',
-    'x-shopify-hmac-sha256',
-    'authorization',
-    '__proto__',
-  ];
-  const value = fc.oneof(
-    fc.string(),
-    fc.constantFrom('Bearer ', 'bearer x', `${NOW_S}`, 'A'.repeat(43) + '='),
-    fc.array(fc.string(), { maxLength: 3 }),
-    fc.constant(undefined),
-  );
-  const headers = fc.dictionary(fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 8 })), value);
-
-  it('never throws and never verifies a random request', () => {
-    fc.assert(
-      fc.property(fc.constantFrom(...schemes), headers, fc.uint8Array({ maxLength: 64 }), (scheme, h, raw) => {
-        const c: SignatureConfig = { scheme, secrets: ['a-long-enough-secret', 'another-secret-value'], toleranceSeconds: 300 };
-        const r = verifySignature(c, { rawBody: Buffer.from(raw), headers: h }, NOW_MS);
-        assert.equal(r.ok, false);
-        if (!r.ok) assert.ok(r.reason.length < 80);
-      }),
-      { numRuns: 1000 },
-    );
-  });
-
+describe('the new schemes: signRequest', () => {
   it('signRequest (hookgate send hook --sign): what it signs, verifySignature accepts; another secret it does not', () => {
     const now = NOW_MS;
     const json = Buffer.from(`{"action":"create","webhookTimestamp":${now - 2000},"id":"x"}`);
