@@ -15,7 +15,8 @@ const accepted = (r) => r.status < 400;
 
 function receivedItem(r) {
   const ok = accepted(r);
-  const outcome = ok ? (r.code === 'duplicate' ? 'duplicate' : 'accepted') : 'refused';
+  // `unmatched`: a signed request that no mapping takes, answered 200 and ignored.
+  const outcome = ok ? (r.code === 'duplicate' ? 'duplicate' : r.code === 'unmatched' ? 'ignored' : 'accepted') : 'refused';
   const ids = [...(r.runIds ?? []).map((id) => `run ${shortId(id)}`), ...(r.eventIds ?? []).map((id) => `event ${shortId(id)}`)];
   return el(
     'li',

@@ -52,6 +52,7 @@ export class HookgateMetrics {
   private readonly deliveries: Counter<'channel' | 'outcome'>;
   private readonly heartbeats: Counter<'outcome'>;
   private readonly authFailures: Counter;
+  private readonly unmatched: Counter<'path'>;
   /** Label children by key: a labelled increment without prom-client's per-call label hashing. */
   private readonly children = new Map<string, { inc(): void } | { observe(v: number): void }>();
   private readonly unsubscribe: () => void;
@@ -68,6 +69,12 @@ export class HookgateMetrics {
     this.deliveries = new client.Counter({ name: 'hookgate_deliveries_total', help: 'Delivery attempts by channel and outcome: sent, failed (retried later), dead (dead-lettered).', labelNames: ['channel', 'outcome'], registers });
     this.heartbeats = new client.Counter({ name: 'hookgate_heartbeats_total', help: 'Heartbeat turns by outcome (ok, failed).', labelNames: ['outcome'], registers });
     this.authFailures = new client.Counter({ name: 'hookgate_auth_failures_total', help: 'Hook requests refused 401 (a missing or wrong token or signature).', registers });
+    this.unmatched = new client.Counter({
+      name: 'hookgate_hooks_unmatched_total',
+      help: 'Signed hook requests that no mapping takes (answered 200, ignored), by mapped path (other: a path no mapping names).',
+      labelNames: ['path'],
+      registers,
+    });
 
     const self = this;
     const depths = () => self.depths();
@@ -128,6 +135,7 @@ export class HookgateMetrics {
         this.requests.inc(`${route} ${status}`, () => ({ route, status: String(status) }));
         this.requestSeconds.observe(route, () => ({ route }), e.durationMs / 1000);
         if (status === 401) this.authFailures.inc();
+        else if (e.code === 'unmatched') this.countUnmatched(e);
         return;
       }
       case 'run':
@@ -142,6 +150,15 @@ export class HookgateMetrics {
       case 'heartbeat':
         this.heartbeats.labels(e.outcome).inc();
     }
+  }
+
+  /**
+   * An unmatched request has no mapping id, so its `route` is the first mapping (or preset) whose path is exactly its
+   * sub-path, else `other` (announce.ts `routeLabel`): the path is a label value only where the config names it.
+   */
+  private countUnmatched(e: Extract<FeedEvent, { type: 'received' }>): void {
+    const path = e.route === 'other' ? 'other' : e.path;
+    (this.child(`u ${path}`, () => this.unmatched.labels(path)) as { inc(): void }).inc();
   }
 
   /** Label values are bounded (routes come from the config, statuses and outcomes are closed lists, channels configured). */

@@ -7,18 +7,19 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Command } from 'commander';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError, HttpError } from '../errors.js';
-import { buildHooksContext } from '../hooks/context.js';
+import { buildHooksContext, type HooksContext } from '../hooks/context.js';
 import { loadRecipientCheck } from '../channels/registry.js';
 import type { HookAction } from '../hooks/dispatch.js';
+import { candidates, type CompiledMapping, matchMapping } from '../hooks/mappings/compile.js';
 import { MappingFailure } from '../hooks/mappings/render.js';
 import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
-import { createHookRoutes, type RouteResult } from '../hooks/routes.js';
+import { createHookRoutes, type HookRequest, type RouteResult } from '../hooks/routes.js';
 import { createLogger } from '../log.js';
 import { logSafe } from '../text-safe.js';
 import { fullConfig } from './context.js';
 import { printJson } from './format.js';
 import { configOption, jsonOption } from './options.js';
-import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
+import { collect, parseHeader, parseJsonData, readData } from './request-input.js';
 
 interface TestOpts {
   data: string;
@@ -47,18 +48,20 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
   const headers: Record<string, string> = Object.fromEntries(o.header.map(parseHeader));
   const subPath = normalizeMatchPath(name);
-  const signed = matchingMapping(config, subPath, payload, headers)?.mapping.signature;
-  const rawHeaders: IncomingHttpHeaders = signed ? { ...headers, ...signRequest(signed, raw, Date.now()) } : headers;
-  // The query string the scheme signs (Twilio's `bodySHA256`), as the sender would send it.
-  const rawQuery = signed ? signedQuery(signed, raw).slice(1) || undefined : undefined;
-
   const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
+  const now = Date.now();
+  const signer = signerOf(ctx, subPath, payload as Record<string, unknown>, headers);
+  const rawHeaders: IncomingHttpHeaders = signer?.signature ? { ...headers, ...signRequest(signer.signature, raw, now) } : headers;
+  // The query string the scheme signs (Twilio's `bodySHA256`), as the sender would send it.
+  const rawQuery = signer?.signature ? signedQuery(signer.signature, raw).slice(1) || undefined : undefined;
   // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
   const routes = createHookRoutes({ logger: createLogger('warn', { destination: process.stderr, pretty: false }) });
   let result: RouteResult;
   try {
-    // As a request that presented the hook token; a signed mapping checks the signature made above instead.
-    result = await routes.resolve({ ctx, subPath, payload: payload as Record<string, unknown>, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now: Date.now(), tokenVerified: true });
+    // As a request that presented the hook token; a signed one goes through the path's verifier, as the service does.
+    const credentials = signer ? await verifySigned(ctx, subPath, raw, rawHeaders, rawQuery, payload, now) : { tokenVerified: true };
+    const body = payload as Record<string, unknown>;
+    result = await routes.resolve({ ctx, subPath, payload: body, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now, ...credentials });
   } catch (err) {
     if (err instanceof HttpError) throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
     if (err instanceof MappingFailure) throw new CliError('cli_usage', `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`);
@@ -66,12 +69,54 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   }
   if (result.kind === 'none') throw new CliError('cli_not_found', `no mapping or preset matches "${subPath}" (the service would answer 404)`);
   if (result.kind === 'unauthorized') throw new CliError('cli_usage', `the service would answer 401: ${result.reason}`);
-  if (o.json) return printJson({ ...result, signed: signed?.scheme ?? null });
-  process.stdout.write(`${describe(result, signed?.scheme).join('\n')}\nnothing was queued\n`);
+  const scheme = signer?.signature?.scheme;
+  if (o.json) return printJson({ ...result, signed: scheme ?? null });
+  process.stdout.write(`${describe(result, subPath, signer).join('\n')}\nnothing was queued\n`);
 }
 
-function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, scheme: string | undefined): string[] {
+/**
+ * The mapping whose secret signs the request, on a signature-authenticated path: the one that matches, or, when none
+ * does, the path's first signed candidate (what the sender of an event no mapping takes presents). Undefined when the
+ * request goes with the hook token (another path, or a matching mapping without a signature).
+ */
+function signerOf(
+  ctx: HooksContext,
+  subPath: string,
+  payload: Record<string, unknown>,
+  headers: Record<string, string>,
+): CompiledMapping | undefined {
+  if (ctx.routes.plan(subPath).verifier.scheme !== 'signature') return undefined;
+  const matched = matchMapping(ctx.routes.mapped, subPath, payload, headers);
+  if (matched) return matched.signature ? matched : undefined;
+  return candidates(ctx.routes.mapped, subPath).find((m) => m.signature !== undefined);
+}
+
+/** The path's verifier over the signed request, as the service runs it before the parse: a refusal is its 401. */
+async function verifySigned(
+  ctx: HooksContext,
+  subPath: string,
+  rawBody: Buffer,
+  rawHeaders: IncomingHttpHeaders,
+  rawQuery: string | undefined,
+  payload: unknown,
+  now: number,
+): Promise<Pick<HookRequest, 'tokenVerified' | 'signatures'>> {
+  const verdict = await ctx.routes.plan(subPath).verifier.verify({ rawHeaders, rawQuery, now, hookToken: undefined, rawBody, peek: () => payload });
+  if (!verdict.ok) throw new HttpError(401, 'unauthorized', verdict.reason ?? 'missing or invalid signature');
+  return { tokenVerified: false, ...(verdict.signatures ? { signatures: verdict.signatures } : {}) };
+}
+
+function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, subPath: string, signer?: CompiledMapping): string[] {
+  const scheme = signer?.signature?.scheme;
   const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
+  if (r.kind === 'unmatched') {
+    const answer = r.emptyAnswer ? '200 with an empty body' : '200 {"ok":true,"ignored":true}';
+    return [
+      `no mapping or preset matches "${subPath}" with this body and these headers` +
+        ` (signed here as ${r.scheme} with the secret of mapping ${signer?.id ?? '?'})`,
+      `  → ignored: the service would answer ${answer} and record it as unmatched (with the hook token instead of a signature: 404)`,
+    ];
+  }
   if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.emptyAnswer ? '200 with an empty body' : '204'} (a transform returned null, or the fan-out had no items)`];
   if (r.kind === 'reply') return [`${via(r.mappingId)} → a handshake answered ${r.status} ${JSON.stringify(r.body)}`];
   if (r.kind === 'gmailPush') return [`the Gmail push receiver → a notification of ${r.push.account} at history ${r.push.historyId} (fetched by the service)`];

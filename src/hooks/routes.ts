@@ -12,7 +12,7 @@
  */
 import type { Logger } from 'pino';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GmailConfig } from '../config/schema/hooks.js';
+import type { GmailConfig, SignatureConfig } from '../config/schema/hooks.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import type { Config } from '../config/load.js';
@@ -69,6 +69,13 @@ export type RouteResult =
   | { kind: 'none' } // no route here → 404
   /** A transform returned null, or a fan-out had no items → 204 (or an empty 200, with `emptyAnswer`). */
   | { kind: 'skip'; mappingId: string; emptyAnswer?: boolean }
+  /**
+   * A request a candidate mapping's signature verified (the verdict's `signatures.any`) but no mapping of the path
+   * matches: a genuine sender's event type nobody mapped. Answered 200 `{ ok: true, ignored: true }` (an empty 200
+   * with `emptyAnswer`: a Slack form), nothing queued, recorded with code `unmatched`. Authenticated: not an auth
+   * failure, and it settles the request (the failure count's reset, the route's rate-limit token).
+   */
+  | { kind: 'unmatched'; scheme: SignatureConfig['scheme']; event?: { header: string; value: string }; emptyAnswer?: boolean }
   /** A sender's handshake (Slack `url_verification`, GitHub `ping`), verified: answered with `body`, nothing queued. */
   | { kind: 'reply'; mappingId: string; status: number; body: Record<string, unknown> }
   | {

@@ -109,6 +109,7 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
     if (refused) return answerRefusal(h, x, refused);
     const routed = resolveAction(h, x, await h.routes.resolve(x));
     if (routed instanceof Refusal) return answerRefusal(h, x, routed);
+    if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
     if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
     return answerCommitted(h, x, routed, await commit(h, x, routed));
   } catch (err) {
@@ -220,13 +221,14 @@ function parse(x: Exchange): undefined {
 /**
  * Resolve the action (`HookRoutes.resolve`: validation and policy, 400 thrown; transforms, 500 thrown), then judge
  * it: nothing matched (404), the matching mapping's own authentication on a signature path (401), the limits known
- * only now.
+ * only now. Anything else, `unmatched` included (a verified signature that no mapping takes), is authenticated: the
+ * failure count is reset and the route's limits apply, as for an accepted request.
  */
 function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
   if (routed.kind === 'none') return new Refusal(NOT_FOUND);
   if (routed.kind === 'unauthorized') return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
   if (!x.verdict!.settled) h.deps.limiter.reset(x.clientIp);
-  return limitsAfterRouting(h, x, routed.kind === 'gmailPush' ? null : routed.mappingId) ?? routed;
+  return limitsAfterRouting(h, x, routed.kind === 'gmailPush' || routed.kind === 'unmatched' ? null : routed.mappingId) ?? routed;
 }
 
 /**
@@ -284,6 +286,23 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
   else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
   if (h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
+}
+
+const IGNORED = { ok: true, ignored: true } as const;
+
+/**
+ * Answer a genuine sender's request that no mapping takes (`unmatched`): 200 `{ ok: true, ignored: true }` (Slack's
+ * form: an empty 200), nothing queued, recorded and announced with code `unmatched`, one line at info. Never an auth
+ * failure: a sender that disables a failing endpoint (Stripe, Svix) must not lose the events that are mapped.
+ */
+function answerUnmatched(h: Ingress, x: Exchange, routed: Extract<RouteResult, { kind: 'unmatched' }>): void {
+  const event = routed.event === undefined ? {} : { eventHeader: routed.event.header, event: routed.event.value };
+  const fields = { path: logPath(x.subPath), client: x.clientIp, scheme: routed.scheme, ...event };
+  x.log.info(fields, 'hook ignored: signed request matches no mapping');
+  record(h, x.received(200, 'unmatched'));
+  announce(h, x, 200, 'unmatched', null);
+  if (routed.emptyAnswer) sendEmptyOk(x.res, x.answerHeaders());
+  else sendJson(x.res, 200, IGNORED, x.answerHeaders());
 }
 
 /** Answer a request with nothing to commit: a verified sender's handshake, or a skip (204, or Slack's empty 200). */

@@ -173,8 +173,11 @@ export type DeliveryOutcome =
   | { kind: 'retry'; nextAttemptAt: number; error: string }
   | { kind: 'dead'; error: string; at: number };
 
-/** What a received record's `code` says: the refusal's code as the caller saw it, or `duplicate` for a replay. */
-export type ReceivedCode = HttpErrorCode | 'duplicate';
+/**
+ * What a received record's `code` says: the refusal's code as the caller saw it, `duplicate` for a replay, or
+ * `unmatched` for a signed request that no mapping takes (answered 200, ignored).
+ */
+export type ReceivedCode = HttpErrorCode | 'duplicate' | 'unmatched';
 
 /** Metadata of one received hook request: never the payload, never a token. */
 export interface ReceivedHook {

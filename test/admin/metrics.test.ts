@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HookgateMetrics, metricsRoutes } from '../../src/admin/metrics.js';
 import { FeedBus, type FeedEvent } from '../../src/feed.js';
+import { validateConfig } from '../../src/config/load.js';
+import { announceReceived } from '../../src/ingress/announce.js';
 import type { QueueDepths } from '../../src/store/pages.js';
 import { parseMetrics, sample, value } from '../support/prometheus.js';
+import { TOKEN } from '../support/token.js';
 
 const depthsOf = (n: number): QueueDepths => ({
   runs: { queued: n, running: 1, succeeded: 10, failed: 2, timed_out: 0 },
@@ -75,6 +78,42 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_connections_refused_total', { listener: 'hooks', cap: 'total' }), 1);
     assert.equal(sample(m, 'hookgate_connections_evicted_total', { listener: 'admin' }), undefined, 'no admin listener, no admin series');
     assert.ok(m.has('process_cpu_user_seconds_total') && m.has('nodejs_eventloop_lag_seconds'), 'prom-client’s default process metrics');
+    metrics.stop();
+  });
+
+  it('counts signed requests no mapping takes by their mapped path; a path no mapping or preset names is other', async () => {
+    const { bus, metrics } = setup();
+    const signature = { scheme: 'github', secret: 'gh-secret-for-tests' };
+    const { hooks } = validateConfig(
+      {
+        hooks: {
+          enabled: true,
+          token: TOKEN,
+          presets: ['gmail'],
+          mappings: [
+            { id: 'gh-prs', match: { path: 'github', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'm', signature },
+            // No match.path: every path is signature-capable, so a stranger's paths could be unmatched too.
+            { id: 'anywhere', match: { source: 'ci' }, messageTemplate: 'm', signature },
+          ],
+        },
+      },
+      undefined,
+      process.cwd(),
+      { env: {} },
+    );
+    const announce = (subPath: string, code: string | null = 'unmatched') =>
+      announceReceived(bus, { hooks, subPath, clientIp: '127.0.0.1', reqId: 'r', started: 0, at: 1, status: 200, code, mappingId: null });
+    announce('github');
+    announce('github');
+    announce('gmail');
+    for (let i = 0; i < 3; i++) announce(`probe-${i}`);
+    announce('github', null); // accepted: not unmatched
+    const m = parseMetrics((await metrics.text()).body);
+    assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'github' }), 2);
+    assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'gmail' }), 1);
+    assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'other' }), 3);
+    assert.deepEqual(m.get('hookgate_hooks_unmatched_total')!.metrics.map((x) => x.labels?.path).sort(), ['github', 'gmail', 'other']);
+    assert.equal(value(m, 'hookgate_auth_failures_total'), 0, 'not an auth failure');
     metrics.stop();
   });
 

@@ -76,6 +76,18 @@ describe('cli: mappings test', () => {
     assert.match(mail.stdout, /session hook:gmail:m1/);
   });
 
+  it("an event type no mapping takes on a signed path: what the service answers its signed sender (200, ignored), exit 0", async () => {
+    const r = await cli('github', '--data', '{"action":"opened","issue":{"number":7}}', '-H', 'x-github-event:issues');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^no mapping or preset matches "github" with this body and these headers \(signed here as github with the secret of mapping gh-pr\)$/m);
+    assert.match(r.stdout, /the service would answer 200 \{"ok":true,"ignored":true\} and record it as unmatched \(with the hook token instead of a signature: 404\)$/m);
+    assert.match(r.stdout, /^nothing was queued$/m);
+    const json = await cli('github', '--data', '{"action":"opened"}', '-H', 'x-github-event:push', '--json');
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), { kind: 'unmatched', scheme: 'github', event: { header: 'x-github-event', value: 'push' }, signed: 'github' });
+    assert.ok(!r.stdout.includes('gh-secret-for-tests') && !r.stderr.includes('gh-secret-for-tests'), 'the secret is never printed');
+  });
+
   it('says what the service would refuse, with its status and code, and exits 1', async () => {
     const none = await cli('nowhere', '--data', '{}');
     assert.equal(none.code, 1);

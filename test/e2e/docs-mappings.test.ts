@@ -17,65 +17,14 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import JSON5 from 'json5';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { request, ROOT, startHookgate } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStoreAt } from '../support/runtime-kit.js';
+import { parseExamples } from '../support/doc-examples.js';
 
 const DOC = join(ROOT, 'docs/mappings.md');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-type Step =
-  | { kind: 'request'; text: string }
-  | { kind: 'response'; text: string }
-  | { kind: 'run' | 'runs'; text: string }
-  | { kind: 'event'; text: string };
-
-interface Example {
-  name: string;
-  env: Record<string, string>;
-  config: Record<string, unknown> | undefined;
-  files: Array<{ path: string; text: string }>;
-  steps: Step[];
-}
-
-/** Every `<!-- example name: kind [arg] -->` followed by a fenced block, in document order. */
-function parseExamples(markdown: string): Example[] {
-  const re = /<!-- example ([\w-]+): (\w+)(?: ([^\s>]+))? -->\s*\n```[\w-]*\n([\s\S]*?)\n```/g;
-  const byName = new Map<string, Example>();
-  for (const m of markdown.matchAll(re)) {
-    const [, name, kind, arg, text] = m as unknown as [string, string, string, string | undefined, string];
-    let ex = byName.get(name);
-    if (!ex) byName.set(name, (ex = { name, env: {}, config: undefined, files: [], steps: [] }));
-    switch (kind) {
-      case 'env':
-        for (const line of text.split('\n')) {
-          const e = /^export ([A-Z_][A-Z0-9_]*)=(?:"([^"]*)"|'([^']*)'|(\S*))$/.exec(line.trim());
-          if (e) ex.env[e[1]!] = e[2] ?? e[3] ?? e[4] ?? '';
-          else if (line.trim()) throw new Error(`example ${name}: cannot read env line ${JSON.stringify(line)}`);
-        }
-        break;
-      case 'config':
-        ex.config = JSON5.parse(text) as Record<string, unknown>;
-        break;
-      case 'file':
-        if (!arg) throw new Error(`example ${name}: file needs a path`);
-        ex.files.push({ path: arg, text: `${text}\n` });
-        break;
-      case 'request':
-      case 'response':
-      case 'run':
-      case 'runs':
-      case 'event':
-        ex.steps.push({ kind, text } as Step);
-        break;
-      default:
-        throw new Error(`example ${name}: unknown block kind ${kind}`);
-    }
-  }
-  return [...byName.values()];
-}
 
 /** `${VAR}` in a config string, as the config loader replaces it. */
 const interpolate = (s: string, env: Record<string, string>) => s.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (_, n: string) => env[n] ?? '');

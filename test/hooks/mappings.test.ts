@@ -760,7 +760,8 @@ describe('real senders: match.headers, handshakes, Slack forms and event ids, id
     const raw = Buffer.from('{"action":"opened"}');
     assert.equal((await actionsOf(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'pull_request') })).mappingId, 'gh-pr');
     assert.equal((await actionsOf(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'issues') })).mappingId, 'gh-issue');
-    // Values compare case-sensitively: "Issues" is not "issues". Nothing matches, and the token was not sent → 401.
+    // Values compare case-sensitively: "Issues" is not "issues". Nothing matches, and neither the token nor the
+    // verifier's signature checks were handed on → 401 (with them: `unmatched`, test/hooks/mappings/routes.test.ts).
     assert.equal((await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: false, headers: gh(raw, 'Issues') })).kind, 'unauthorized');
     assert.deepEqual(await resolve(s, 'github', { action: 'opened' }, { rawBody: raw, tokenVerified: true, headers: gh(raw, 'push') }), { kind: 'none' });
     assert.equal(s.routes.plan(s.ctx, 'github').verifier.scheme, 'signature', 'header-narrowed signed mappings keep the path signature-capable');

@@ -1,6 +1,7 @@
 /**
  * The handler in-process, where the e2e tests cannot reach: a store that really fails (its database locked by
- * another connection) must give 503 and never a 2xx; a forged signature over a large body is refused unparsed.
+ * another connection) must give 503 and never a 2xx; a forged signature over a large body is refused unparsed; a
+ * verified signature that no mapping takes settles the client's failure count instead of adding to it.
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -20,6 +21,7 @@ import { AuthFailureLimiter } from '../../src/net/limiter.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The handler on a plain `node:http` server, with `hooks` (plus the test token) as its config. `reload` swaps in the
@@ -31,6 +33,7 @@ async function serve(
   store: SqliteStore,
   signals: RuntimeSignals = { heartbeatRequested: () => {}, runsQueued: () => {} },
   arrived: () => void = () => {},
+  limiter?: AuthFailureLimiter,
 ): Promise<{ server: Server; url: string; reload(hooks: Record<string, unknown>): void }> {
   const configOf = (h: Record<string, unknown>) => validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
   const config = configOf(hooks);
@@ -40,7 +43,7 @@ async function serve(
     signals,
     completions: { wait: async () => PENDING },
     logger: pino({ level: 'silent' }),
-    limiter: new AuthFailureLimiter(config.hooks.authFailureLimit),
+    limiter: limiter ?? new AuthFailureLimiter(config.hooks.authFailureLimit),
   });
   const server = createServer((req, res) => void (arrived(), handler(req, res)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -209,5 +212,58 @@ describe('handler: a request in flight across a reload', () => {
 
     const after = await fetch(`${url}/hooks/note`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ n: 2 }) });
     assert.equal(after.status, 401, 'the next request is of the new generation: the old token is refused');
+  });
+});
+
+describe('handler: a verified signature that no mapping takes', () => {
+  const SECRET = 'gh-secret-for-tests';
+  const CLIENT = '127.0.0.1';
+  let store: SqliteStore;
+  let server: Server;
+  let url: string;
+  let limiter: AuthFailureLimiter;
+
+  before(async () => {
+    const dir = tempDir('hookgate-unmatched-');
+    store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
+    const authFailureLimit = { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600, maxTrackedClients: 100 };
+    limiter = new AuthFailureLimiter(authFailureLimit);
+    const mappings = [{ id: 'gh-prs', match: { path: 'github', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'PR {{action}}', signature: { scheme: 'github', secret: SECRET } }];
+    ({ server, url } = await serve(dir, { mappings, authFailureLimit }, store, undefined, undefined, limiter));
+  });
+  after(async () => {
+    server.close();
+    await store.close();
+  });
+
+  const post = (event: string, secret = SECRET) => {
+    const body = JSON.stringify({ action: 'opened', event });
+    const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+    return fetch(`${url}/hooks/github`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-hub-signature-256': signature }, body });
+  };
+
+  it('is answered 200 ignored, recorded unmatched, never counted, and resets the count like any authenticated request', async () => {
+    assert.equal((await post('issues', 'forged')).status, 401);
+    assert.equal((await post('issues', 'forged')).status, 401);
+    for (let i = 0; i < 5; i++) {
+      const r = await post(i % 2 === 0 ? 'issues' : 'push');
+      assert.equal(r.status, 200);
+      assert.deepEqual(await r.json(), { ok: true, ignored: true });
+      assert.match(r.headers.get('x-request-id') ?? '', /^[0-9a-f]{16}$/);
+    }
+    assert.equal(limiter.retryAfter(CLIENT, Date.now()), 0, 'not locked out');
+    // Reset by the first ignored request: two more failures stay under maxFailures (3) and are answered 401, not 429.
+    assert.equal((await post('issues', 'forged')).status, 401);
+    assert.equal((await post('issues', 'forged')).status, 401);
+    assert.equal(limiter.retryAfter(CLIENT, Date.now()), 0, 'the count was reset: two failures since');
+    assert.equal((await post('pull_request')).status, 200, 'the mapped event is accepted');
+
+    // Recorded after the answer (as a handshake's or a skip's record is): waited for, not assumed.
+    const records = await waitFor('5 unmatched records', async () => {
+      const list = (await store.listReceived(50)).filter((r) => r.code === 'unmatched');
+      return list.length === 5 ? list : undefined;
+    });
+    for (const r of records) assert.deepEqual([r.status, r.path, r.mappingId, r.runIds, r.eventIds, r.tokenId ?? null], [200, 'github', null, [], [], null]);
+    assert.equal((await store.listRuns({ limit: 50 })).length, 1, 'only the mapped event queued a run');
   });
 });

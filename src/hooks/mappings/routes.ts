@@ -13,10 +13,12 @@
  * are verified over the raw bytes before it is parsed (the path's `SignatureOrTokenVerifier`, verifier.ts: without a
  * valid token, a body none of them verifies is refused unparsed), then the mapping that actually matches (path +
  * source) decides, through `authorizeMapping` beside the verifier: its signature when it has one (the shared token is
- * then not an alternative), the shared token otherwise; when nothing matches, the shared token (so an unknown path
- * still answers 401 before 404). Every other path is authenticated by the token before the body is read, as for
- * `/wake` and `/agent`.
+ * then not an alternative), the shared token otherwise. When nothing matches: with the shared token, 404; with a
+ * candidate's signature that verified, `unmatched` (a genuine sender's unmapped event: 200, ignored, not an auth
+ * failure); with neither, 401 (so an unknown path still answers 401 before 404). Every other path is authenticated
+ * by the token before the body is read, as for `/wake` and `/agent`.
  */
+import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
@@ -56,7 +58,7 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
       const m = matchMapping(c, input.subPath, input.payload, headers);
       const auth = authorizeMapping(m, input);
       if (!auth.ok) return { kind: 'unauthorized', reason: auth.reason, ...(auth.signature ? { signature: true } : {}) };
-      if (!m) return { kind: 'none' };
+      if (!m) return auth.by === 'token' ? { kind: 'none' } : unmatched(c, input, headers, auth.verified!);
       const { deliveryId } = auth;
       if (input.form && !m.signature) {
         throw new HttpError(400, 'invalid_json', 'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)');
@@ -71,6 +73,27 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
         throw err;
       }
     },
+  };
+}
+
+/** Senders that name their event in a header of their own, whatever the mappings match on. */
+const EVENT_HEADERS: Partial<Record<SignatureConfig['scheme'], string>> = { github: 'x-github-event' };
+
+/**
+ * A genuine sender's request (a candidate's signature verified it) that no mapping takes: answered as ignored, so a
+ * sender that disables a failing endpoint (Stripe, Svix) keeps delivering the events that are mapped. Slack's form
+ * posts get the empty 200 Slack expects. `event` (for the log line) is the sender's event header, else the first
+ * header the path's mappings match on that the request carries.
+ */
+function unmatched(c: Compiled, input: HookRequest, headers: Record<string, string>, signature: SignatureConfig): RouteResult {
+  const names = [EVENT_HEADERS[signature.scheme], ...candidates(c, input.subPath).flatMap((m) => m.headers?.map(([name]) => name) ?? [])];
+  const header = names.find((name) => name !== undefined && Object.hasOwn(headers, name));
+  const emptyAnswer = input.form === true && signature.scheme === 'slack';
+  return {
+    kind: 'unmatched',
+    scheme: signature.scheme,
+    ...(header !== undefined ? { event: { header, value: logSafe(headers[header]!, 100) } } : {}),
+    ...(emptyAnswer ? { emptyAnswer } : {}),
   };
 }
 

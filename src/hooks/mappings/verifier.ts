@@ -39,21 +39,46 @@ export class SignatureOrTokenVerifier implements Verifier {
   }
 }
 
-/** What the mapping that matched the parsed body accepts: its signature when it has one, else the hook token. */
-export type MappingAuth = { ok: true; deliveryId: string | undefined } | { ok: false; reason: string; signature: boolean };
+/**
+ * What the mapping that matched the parsed body accepts: its signature when it has one, else the hook token. With no
+ * match, `by` says which credential of the path authenticated the request: the token (then 404), or a candidate's
+ * signature (`verified`, the one that verified: a genuine sender's event that no mapping takes).
+ */
+export type MappingAuth =
+  | { ok: true; by: 'token' | 'signature'; deliveryId: string | undefined; verified?: SignatureConfig }
+  | { ok: false; reason: string; signature: boolean };
+
+const NO_TOKEN: MappingAuth = { ok: false, reason: 'missing or invalid hook token', signature: false };
 
 /**
  * The last word of a signature-capable path's verifier, once the parsed body matched mapping `m` (or none): the
  * verdict said some credential of the path is valid; this says whether it is the one `m` accepts. A request with no
- * match passes only with the hook token (then 404): a signature alone does not open the path's other answers.
+ * match is authenticated by the hook token (then 404), or by the signature of a candidate of the path that verified
+ * it (the verdict's `signatures.any`: the sender is genuine, its event unmapped, and it is not an auth failure); a
+ * signature alone still opens none of the path's mappings but its own.
  */
 export function authorizeMapping(m: CompiledMapping | undefined, input: HookRequest): MappingAuth {
   const tokenVerified = input.tokenVerified === true;
-  if (!m?.signature) {
-    return tokenVerified ? { ok: true, deliveryId: undefined } : { ok: false, reason: 'missing or invalid hook token', signature: false };
+  if (!m) {
+    if (tokenVerified) return { ok: true, by: 'token', deliveryId: undefined };
+    const verified = verifiedSignature(input);
+    if (verified) return { ok: true, by: 'signature', deliveryId: undefined, verified };
+    const checked = input.signatures;
+    return checked ? { ok: false, reason: checked.reason, signature: true } : NO_TOKEN;
+  }
+  if (!m.signature) {
+    return tokenVerified ? { ok: true, by: 'token', deliveryId: undefined } : NO_TOKEN;
   }
   const v = checkSignature(m.signature, input);
-  return v.ok ? { ok: true, deliveryId: v.deliveryId } : { ok: false, reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
+  if (!v.ok) return { ok: false, reason: `${m.signature.scheme} signature ${v.reason}`, signature: true };
+  return { ok: true, by: 'signature', deliveryId: v.deliveryId };
+}
+
+/** The first candidate signature the path's verifier found valid (`signatures.any`), else undefined. */
+function verifiedSignature(input: HookRequest): SignatureConfig | undefined {
+  if (input.signatures?.any !== true) return undefined;
+  for (const [cfg, result] of input.signatures.results) if (result.ok) return cfg;
+  return undefined;
 }
 
 /** `cfg` verified against the request: the verifier's check before the parse when it made one, else now. */
