@@ -1,7 +1,7 @@
 /**
  * Per-route limits (docs/security.md, "Per-route limits"): `allowFrom` (client addresses, after trusted proxies) and
- * `rateLimit` (a token bucket per route, not per client) on each mapping, and on `/wake` and `/agent`
- * (`hooks.routes`). Compiled once per config generation; null when no route has a limit, so an unlimited service
+ * `rateLimit` (a token bucket per route, not per client) on each mapping and sender preset, and on `/wake` and
+ * `/agent` (`hooks.routes`). Compiled once per config generation; null when no route has a limit, so an unlimited service
  * pays one null check per request.
  *
  * Which route's limits apply is decided before the body is read, from what is known then: the sub-path and the
