@@ -64,7 +64,8 @@ export function matchingMapping(
       const { events } = compileSender(p.sender.preset, p.sender.entry);
       if (!events.takes(events.of(body, headers))) continue;
     }
-    return { at: p.sender ? `hooks.presets[${config.hooks.presets.indexOf(p.sender.entry)}]` : `hooks.presets (${p.name})`, mapping: p.mapping };
+    const at = p.sender ? `hooks.presets[${config.hooks.presets.indexOf(p.sender.entry)}]` : `hooks.presets (${p.name})`;
+    return { at, mapping: p.mapping };
   }
   return undefined;
 }

@@ -10,7 +10,17 @@ import type { ConfigFindings, SectionCheck } from './checks/types.js';
 import type { RawConfig } from './schema/index.js';
 
 /** Each section's cross-key rules, in the order their findings are listed. */
-const SECTION_CHECKS: readonly SectionCheck[] = [checkHooks, checkAgents, checkModels, checkChannels, checkMappings, checkPresets, checkGmail, checkAdmin, checkHooksEnabled];
+const SECTION_CHECKS: readonly SectionCheck[] = [
+  checkHooks,
+  checkAgents,
+  checkModels,
+  checkChannels,
+  checkMappings,
+  checkPresets,
+  checkGmail,
+  checkAdmin,
+  checkHooksEnabled,
+];
 
 /**
  * Rules that span keys (the schema checks each key alone), one module per section under `checks/`. Pure: no file

@@ -31,8 +31,8 @@ export function checkPresets(config: RawConfig): ConfigFindings {
     if (typeof p === 'string') return;
     const at = `hooks.presets[${i}]`;
     const other = taken.get(p.path);
-    if (other !== undefined) issues.push({ path: `${at}.path`, message: `"${p.path}" is already the path of ${other}: give this preset a path of its own` });
-    else taken.set(p.path, at);
+    if (other === undefined) taken.set(p.path, at);
+    else issues.push({ path: `${at}.path`, message: `"${p.path}" is already the path of ${other}: give this preset a path of its own` });
     const sameId = mappingIds.get(p.path);
     if (sameId !== undefined) {
       issues.push({
@@ -41,7 +41,8 @@ export function checkPresets(config: RawConfig): ConfigFindings {
       });
     }
     checkFields(p, at);
-    if (p.sessionKey === undefined && p.action === 'agent' && prefixes !== undefined && prefixes.length > 0 && !startsWithAny(`hook:${p.path}:x`, prefixes)) {
+    const ownKeys = p.sessionKey === undefined && p.action === 'agent';
+    if (ownKeys && prefixes !== undefined && prefixes.length > 0 && !startsWithAny(`hook:${p.path}:x`, prefixes)) {
       issues.push({
         path: `${at}.path`,
         message: `the preset's session keys are hook:${p.path}:…, which hooks.allowedSessionKeyPrefixes (${prefixes.join(', ')}) does not admit: add "hook:" or "hook:${p.path}:"`,
@@ -57,8 +58,8 @@ export function checkPresets(config: RawConfig): ConfigFindings {
 
 /** The first custom mapping that matches every request on the preset's path (no `match.source`, no `match.headers`). */
 function shadowingMapping(mappings: RawConfig['hooks']['mappings'], p: SenderPresetConfig): number | undefined {
-  const i = mappings.findIndex(
-    (m) => (m.match?.path === undefined || m.match.path === p.path) && m.match?.source === undefined && Object.keys(m.match?.headers ?? {}).length === 0,
-  );
+  const takesAll = (m: RawConfig['hooks']['mappings'][number]) =>
+    m.match?.source === undefined && Object.keys(m.match?.headers ?? {}).length === 0;
+  const i = mappings.findIndex((m) => (m.match?.path === undefined || m.match.path === p.path) && takesAll(m));
   return i < 0 ? undefined : i;
 }

@@ -206,9 +206,8 @@ export const senderPresetSchema = mappingSchema
     templates: z
       .record(z.string(), z.string())
       .superRefine((t, ctx) => {
-        for (const event of Object.keys(t)) {
-          if (!EVENT_NAME_RE.test(event)) ctx.addIssue({ code: 'custom', path: [event], message: 'must be an event type, or "*" for events without wording of their own' });
-        }
+        const message = 'must be an event type, or "*" for events without wording of their own';
+        for (const event of Object.keys(t)) if (!EVENT_NAME_RE.test(event)) ctx.addIssue({ code: 'custom', path: [event], message });
       })
       .optional(),
   })
@@ -222,7 +221,7 @@ export const senderPresetSchema = mappingSchema
     if (events && templates) {
       for (const event of Object.keys(templates)) {
         if (event !== '*' && !eventAllowed(events, event))
-          ctx.addIssue({ code: 'custom', message: `"${event}" is not in events, so this template is never used`, path: ['templates', event] });
+          ctx.addIssue({ code: 'custom', path: ['templates', event], message: `"${event}" is not in events, so this template is never used` });
       }
     }
     return { use, path: path ?? use, signature: signature.data, ...rest };
@@ -232,7 +231,8 @@ export type SenderPresetConfig = z.output<typeof senderPresetSchema>;
 
 const builtinPreset = z.enum(PRESETS, {
   error: (i) =>
-    `unknown preset ${JSON.stringify(i.input)}: "gmail" is the built-in one; a sender is an object, e.g. { use: "github", secret: { env: "GITHUB_WEBHOOK_SECRET" } } (senders: ${SENDER_NAMES.join(', ')})`,
+    `unknown preset ${JSON.stringify(i.input)}: "gmail" is the built-in one; a sender is an object, ` +
+    `e.g. { use: "github", secret: { env: "GITHUB_WEBHOOK_SECRET" } } (senders: ${SENDER_NAMES.join(', ')})`,
 });
 
 /** One `hooks.presets` entry: a built-in name, or a sender preset object (each checked by its own schema). */

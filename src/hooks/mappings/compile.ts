@@ -90,6 +90,12 @@ function compileMapping(
   transforms: { dir: string | undefined; dirError: string | undefined; loader: TransformLoader | undefined },
 ): CompiledMapping {
   const sender = preset?.sender && compileSender(preset.sender.preset, preset.sender.entry);
+  // A preset's key is hookgate's own template with a fixed namespace (`hook:gmail:{{…}}`, `hook:github:…`): the
+  // payload picks only the part inside it, so it is treated like a static key (no allowRequestSessionKey opt-in;
+  // prefixes still apply). OpenClaw required the opt-in here and every Gmail push got 400 until users opened it for
+  // all callers. The gmail mapping's `sessionKey` is such a key; a sender preset's is the user's own, like a mapping's
+  // (its own key is `sender.sessionKey`, static by construction).
+  const presetsOwnKey = preset !== undefined && preset.sender === undefined;
   let transform: CompiledTransform | undefined;
   if (m.transform) {
     const keyPath = index === undefined ? `hooks.presets.${preset?.name}.transform.module` : `hooks.mappings[${index}].transform.module`;
@@ -121,12 +127,7 @@ function compileMapping(
     timeoutSeconds: m.timeoutSeconds,
     forEach: m.forEach,
     signature: m.signature,
-    // A preset's key is hookgate's own template with a fixed namespace (`hook:gmail:{{…}}`, `hook:github:…`): the
-    // payload picks only the part inside it, so it is treated like a static key (no allowRequestSessionKey opt-in;
-    // prefixes still apply). OpenClaw required the opt-in here and every Gmail push got 400 until users opened it for
-    // all callers. A key set on a sender preset's entry is the user's, like a mapping's.
-    sessionKeySource:
-      m.sessionKey !== undefined && isTemplated(m.sessionKey) && (preset === undefined || preset.sender !== undefined) ? 'templated' : 'static',
+    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) && !presetsOwnKey ? 'templated' : 'static',
     templates: {
       text: sender?.message ?? optionalTemplate(m.textTemplate),
       message: sender?.message ?? optionalTemplate(m.messageTemplate),
@@ -205,8 +206,9 @@ export function candidates(c: Compiled, subPath: string): readonly CompiledMappi
 
 /**
  * First match wins: `match.path` (already filtered), `match.source` equal to the payload's string `source`, every
- * `match.headers` entry present with exactly that value, and a sender preset's event type among those it takes. `headers` are the request's headers as templates see them
- * (lower-cased names, repeats joined with ", ", credential headers removed).
+ * `match.headers` entry present with exactly that value, and a sender preset's event type among those it takes.
+ * `headers` are the request's headers as templates see them (lower-cased names, repeats joined with ", ", credential
+ * headers removed).
  */
 export function matchMapping(
   c: Compiled,

@@ -26,13 +26,9 @@ const SENDERS: Readonly<Record<SenderName, SenderPreset>> = {
   'standard-webhooks': standardWebhooks,
 };
 
-/** The sender presets, in catalogue order (for a setup command and the docs' tests). */
+/** The sender presets, in catalogue order (their setup steps and samples are for a setup command). */
 export function senderPresets(): readonly SenderPreset[] {
   return Object.values(SENDERS);
-}
-
-export function senderPreset(name: SenderName): SenderPreset {
-  return SENDERS[name];
 }
 
 /** The built-in presets that are on: those named in `hooks.presets`, and `gmail` whenever `hooks.gmail.account` is set. */
@@ -86,7 +82,11 @@ export function presetSessionKey(preset: PresetName | SenderName, payload: Recor
 }
 
 /** The content source of a request a preset's sender makes (see `Preset.content`), else `webhook`. */
-export function presetContentSource(preset: PresetName | SenderName | undefined, subPath: string, payload: Record<string, unknown>): ContentSource {
+export function presetContentSource(
+  preset: PresetName | SenderName | undefined,
+  subPath: string,
+  payload: Record<string, unknown>,
+): ContentSource {
   const payloadSource = Object.hasOwn(payload, 'source') ? payload.source : undefined;
   for (const p of Object.values(PRESETS)) {
     if (p.content && (preset === p.name || subPath === p.path || payloadSource === p.content.payloadSource)) return p.content.source;
