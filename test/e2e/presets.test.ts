@@ -41,7 +41,11 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
   let clientSeq = 0;
   // Each request from its own address: the refused ones must not add up to a lockout of the next.
   const send = (path: string, body: string, headers: Record<string, string>) =>
-    request(`${hg.url}/hooks/${path}`, { method: 'POST', body, headers: { 'x-forwarded-for': `10.7.${Math.floor(++clientSeq / 250)}.${clientSeq % 250}`, ...headers } });
+    request(`${hg.url}/hooks/${path}`, {
+      method: 'POST',
+      body,
+      headers: { 'x-forwarded-for': `10.7.${Math.floor(++clientSeq / 250)}.${clientSeq % 250}`, ...headers },
+    });
   const withStore = <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => withStoreAt(hg.dir, fn);
   const runsOf = (mappingId: string) => withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
 
@@ -51,12 +55,19 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       config: {
         gateway: { trustedProxies: ['127.0.0.1', '::1'] },
         heartbeat: { every: 'off' },
+        // No heartbeat ever runs (no periodic one, and every entry waits for it: `next-heartbeat`), so the main
+        // session's events stay pending and the wake case can count them.
         hooks: {
           presets: [
-            { use: 'github', secret: { env: 'GITHUB_WEBHOOK_SECRET' }, events: ['pull_request', 'issues', 'issue_comment'] },
-            { use: 'stripe', secret: STRIPE_SECRET },
-            { use: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' } },
-            { use: 'standard-webhooks', path: 'clerk', secret: SW_SECRET, name: 'Clerk' },
+            {
+              use: 'github',
+              secret: { env: 'GITHUB_WEBHOOK_SECRET' },
+              events: ['pull_request', 'issues', 'issue_comment'],
+              wakeMode: 'next-heartbeat',
+            },
+            { use: 'stripe', secret: STRIPE_SECRET, wakeMode: 'next-heartbeat' },
+            { use: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' }, wakeMode: 'next-heartbeat' },
+            { use: 'standard-webhooks', path: 'clerk', secret: SW_SECRET, name: 'Clerk', wakeMode: 'next-heartbeat' },
             { use: 'standard-webhooks', path: 'resend', secret: SW_SECRET, events: ['email.*'], action: 'wake', wakeMode: 'next-heartbeat' },
           ],
         },
@@ -330,6 +341,7 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body?.mode, 'next-heartbeat');
       // The main session also gets the other presets' run summaries as their runs end: count this preset's events only.
+      // (Kept pending: see the config's wakeMode.)
       const resendEvents = () => withStore(async (s) => (await s.pendingEvents('main', 1000)).filter((e) => e.source === 'resend'));
       const pending = await resendEvents();
       const ev = pending.find((e) => e.id === r.body?.eventId);
