@@ -5,6 +5,8 @@ import type { Config } from '../config/load.js';
 import { type MappingConfig, normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError } from '../errors.js';
 import { headersMatch } from '../hooks/mappings/compile.js';
+import { presetMappings } from '../hooks/mappings/presets/index.js';
+import { compileSender } from '../hooks/mappings/presets/sender.js';
 
 /** A repeatable option's values, in order. */
 export const collect = (value: string, previous: string[]) => [...previous, value];
@@ -37,15 +39,15 @@ export function parseJsonData(raw: Buffer): unknown {
 }
 
 /**
- * The custom mapping the service would pick for this request: the first in config order matching path, `source`
- * and `match.headers` (presets come after every custom mapping and are not considered here).
+ * The mapping the service would pick for this request: the first in config order matching path, `source` and
+ * `match.headers`, then the presets (a sender preset: its path and event types); `at` names it in the config.
  */
 export function matchingMapping(
   config: Config,
   name: string,
   payload: unknown,
   headers: Record<string, string>,
-): { index: number; mapping: MappingConfig } | undefined {
+): { at: string; mapping: MappingConfig } | undefined {
   const subPath = normalizeMatchPath(name);
   const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as { source: unknown }).source : undefined;
   const matches = (m: MappingConfig) =>
@@ -54,5 +56,16 @@ export function matchingMapping(
     (m.match?.headers === undefined || headersMatch(Object.entries(m.match.headers), headers));
   const index = config.hooks.mappings.findIndex(matches);
   const mapping = config.hooks.mappings[index];
-  return mapping ? { index, mapping } : undefined;
+  if (mapping) return { at: `hooks.mappings[${index}]`, mapping };
+  const body = payload !== null && typeof payload === 'object' ? (payload as Record<string, unknown>) : {};
+  for (const p of presetMappings(config.hooks)) {
+    if (!matches(p.mapping)) continue;
+    if (p.sender) {
+      const { events } = compileSender(p.sender.preset, p.sender.entry);
+      if (!events.takes(events.of(body, headers))) continue;
+    }
+    const at = p.sender ? `hooks.presets[${config.hooks.presets.indexOf(p.sender.entry)}]` : `hooks.presets (${p.name})`;
+    return { at, mapping: p.mapping };
+  }
+  return undefined;
 }

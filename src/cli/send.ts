@@ -107,12 +107,12 @@ interface Signed {
 function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Signed {
   const found = matchingMapping(config, name, payload, headers);
   const subPath = normalizeMatchPath(name);
-  if (!found) throw new CliError('cli_not_found', `--sign: no mapping in hooks.mappings matches "${subPath}" with this body and these headers`);
-  const { index, mapping: m } = found;
+  if (!found) throw new CliError('cli_not_found', `--sign: no mapping or preset matches "${subPath}" with this body and these headers`);
+  const { at, mapping: m } = found;
   if (!m.signature) {
-    throw new CliError('cli_usage', `--sign: hooks.mappings[${index}] (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
+    throw new CliError('cli_usage', `--sign: ${at} (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
   }
-  verbose(`signing for hooks.mappings[${index}] (${m.signature.scheme})`);
+  verbose(`signing for ${at} (${m.signature.scheme})`);
   return { headers: signRequest(m.signature, raw, Date.now()), query: signedQuery(m.signature, raw) };
 }
 

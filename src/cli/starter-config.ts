@@ -24,6 +24,7 @@ export function starterConfig(token: string): string {
     // defaultSessionKey: "hook:ingress",
     idempotencyTtlSeconds: 86400,
     authFailureLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 },
+    // A sender in one line (docs/senders.md): { use: "github", secret: { env: "GITHUB_WEBHOOK_SECRET" } }
     presets: [],
     mappings: [],
   },

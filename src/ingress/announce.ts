@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { HooksConfig } from '../config/schema/hooks.js';
 import type { FeedSink } from '../feed.js';
+import { allMappings } from '../hooks/mappings/presets/index.js';
 import { logPath } from '../text-safe.js';
 
 /** Ids listed per event at most (a fan-out of 200 runs would make one event of 8 KB): the rest are counted. */
@@ -24,12 +25,11 @@ export function routeLabel(hooks: HooksConfig, subPath: string, mappingId: strin
   let byPath = mappingRoutes.get(hooks);
   if (!byPath) {
     const m = new Map<string, string>();
-    hooks.mappings.forEach((mapping, i) => {
+    allMappings(hooks).forEach((mapping, i) => {
       const p = mapping.match?.path;
-      // the id the mapping compiles to (hooks/mappings/compile.ts)
+      // the id the mapping compiles to (hooks/mappings/compile.ts); presets carry theirs
       if (p && !m.has(p)) m.set(p, mapping.id ?? `mapping-${i + 1}`);
     });
-    for (const preset of hooks.presets) if (!m.has(preset)) m.set(preset, preset);
     mappingRoutes.set(hooks, (byPath = m));
   }
   return byPath.get(subPath) ?? 'other';

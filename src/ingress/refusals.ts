@@ -6,6 +6,7 @@
  */
 import type { HooksConfig } from '../config/schema/hooks.js';
 import type { HttpErrorCode } from '../errors.js';
+import { allMappings } from '../hooks/mappings/presets/index.js';
 import type { RefusalCount, RefusalWindow } from '../store/types.js';
 
 /** Longest path class kept; a longer sub-path is cut and marked with `…`. */
@@ -102,7 +103,7 @@ export function knownRoutes(hooks: HooksConfig): ReadonlySet<string> {
   if (!names) {
     const first = (p: string) => p.split('/')[0]!;
     const gmail = hooks.gmail?.account ? ['gmail', first(hooks.gmail.pushPath)] : [];
-    names = new Set(['', 'wake', 'agent', ...hooks.presets, ...gmail, ...hooks.mappings.map((m) => first(m.match?.path ?? '')).filter(Boolean)]);
+    names = new Set(['', 'wake', 'agent', ...gmail, ...allMappings(hooks).map((m) => first(m.match?.path ?? '')).filter(Boolean)]);
     routeNames.set(hooks, names);
   }
   return names;

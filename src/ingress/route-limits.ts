@@ -1,7 +1,7 @@
 /**
  * Per-route limits (docs/security.md, "Per-route limits"): `allowFrom` (client addresses, after trusted proxies) and
- * `rateLimit` (a token bucket per route, not per client) on each mapping, and on `/wake` and `/agent`
- * (`hooks.routes`). Compiled once per config generation; null when no route has a limit, so an unlimited service
+ * `rateLimit` (a token bucket per route, not per client) on each mapping and sender preset, and on `/wake` and
+ * `/agent` (`hooks.routes`). Compiled once per config generation; null when no route has a limit, so an unlimited service
  * pays one null check per request.
  *
  * Which route's limits apply is decided before the body is read, from what is known then: the sub-path and the
@@ -21,6 +21,7 @@ import { AddressList } from '../cidr.js';
 import type { HooksConfig } from '../config/schema/hooks.js';
 import type { RouteLimitsConfig } from '../config/schema/limits.js';
 import { HttpError } from '../errors.js';
+import { allMappings } from '../hooks/mappings/presets/index.js';
 import { CREDENTIAL_HEADERS } from './auth.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -73,7 +74,9 @@ export class RouteLimits {
    * routes whose key and `rateLimit` did not change; any other bucket starts full.
    */
   static compile(hooks: HooksConfig, previous: RouteLimits | null, now: number): RouteLimits | null {
-    const any = hooks.mappings.some((m) => m.allowFrom || m.rateLimit) || hooks.routes.wake !== undefined || hooks.routes.agent !== undefined;
+    // Presets come after the custom mappings, as the router tries them; each carries its id (and owns its path).
+    const mappings = allMappings(hooks);
+    const any = mappings.some((m) => m.allowFrom || m.rateLimit) || hooks.routes.wake !== undefined || hooks.routes.agent !== undefined;
     if (!any) return null;
     const old = new Map<string, TokenBucket>();
     if (previous) for (const l of previous.all()) if (l.bucket) old.set(l.key, l.bucket);
@@ -92,7 +95,7 @@ export class RouteLimits {
       if (l) direct.set(name, l);
     }
     const byId = new Map<string, RouteLimit>();
-    const all = hooks.mappings.map((m, i) => {
+    const all = mappings.map((m, i) => {
       // The id the router reports (compile.ts): the post-body lookup goes by it.
       const id = m.id ?? `mapping-${i + 1}`;
       const limit = make(`mapping:${id}`, m);

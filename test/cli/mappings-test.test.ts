@@ -25,7 +25,7 @@ describe('cli: mappings test', () => {
         hooks: {
           enabled: true,
           token: TOKEN,
-          presets: ['gmail'],
+          presets: ['gmail', { use: 'stripe', secret: 'whsec_stripe_for_tests' }],
           mappings: [
             {
               id: 'gh-pr',
@@ -52,6 +52,17 @@ describe('cli: mappings test', () => {
     assert.match(r.stdout, /^nothing was queued$/m);
     assert.ok(!r.stdout.includes('gh-secret-for-tests') && !r.stderr.includes('gh-secret-for-tests'), 'the secret is never printed');
     assert.equal(existsSync(join(dir, 'data')), false, 'no store was created or written');
+  });
+
+  it("renders a sender preset (signed here with the entry's secret): its wording and session key", async () => {
+    const body = { id: 'evt_1', type: 'invoice.paid', data: { object: { number: 'A-7', amount_paid: 900, currency: 'eur', customer: 'cus_9', customer_email: 'ada@example.com' } } };
+    const r = await cli('stripe', '--data', JSON.stringify(body));
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^mapping stripe \(signed here as stripe with its secret\) → 1 action$/m);
+    assert.match(r.stdout, /in session hook:stripe:cus_9 \(persistent\)/);
+    assert.match(r.stdout, /message: Stripe invoice A-7 paid: 900 eur by ada@example\.com \(customer cus_9\)/);
+    const other = await cli('stripe', '--data', JSON.stringify({ ...body, type: 'charge.captured' }));
+    assert.equal(other.code, 1, 'an event type the preset does not take matches nothing');
   });
 
   it('a wake mapping, a transform (also its null → skip), and the gmail preset', async () => {

@@ -94,7 +94,7 @@ describe('cli: scripting against a running service', () => {
     assert.match(plain.stderr, /hooks\.mappings\[5\] .* has no signature/);
     const none = await cli(['send', 'hook', 'nothing-here', '--data', '{}', '--sign']);
     assert.equal(none.code, 1);
-    assert.match(none.stderr, /no mapping in hooks\.mappings matches "nothing-here"/);
+    assert.match(none.stderr, /no mapping or preset matches "nothing-here"/);
   });
 
   it('--json prints every list and record as JSON', async () => {

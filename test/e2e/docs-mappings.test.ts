@@ -1,5 +1,5 @@
 /**
- * Runs the worked examples of docs/mappings.md against the real server, exactly as written there.
+ * Runs the worked examples of docs/mappings.md and docs/senders.md against the real server, exactly as written there.
  *
  * The doc marks each fenced block with an HTML comment `<!-- example <name>: <kind> -->` right above it:
  *   env              ```sh      `export NAME=value` lines: the server's environment (and the secrets to sign with)
@@ -17,13 +17,14 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
+import JSON5 from 'json5';
+import { SENDER_PRESETS, type SenderName } from '../../src/config/schema/hooks.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { request, ROOT, startHookgate } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStoreAt } from '../support/runtime-kit.js';
 import { parseExamples } from '../support/doc-examples.js';
 
-const DOC = join(ROOT, 'docs/mappings.md');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** `${VAR}` in a config string, as the config loader replaces it. */
@@ -39,14 +40,21 @@ interface SignatureSpec {
   prefix?: string;
 }
 
-/** The signature config of the mapping that owns `path` in the example config. */
+/** The signature config of the mapping (or sender preset: its sender's scheme) that owns `path` in the example config. */
 function signatureFor(config: Record<string, unknown>, path: string): SignatureSpec | undefined {
-  const mappings = ((config.hooks as Record<string, unknown> | undefined)?.mappings ?? []) as Array<Record<string, unknown>>;
-  const m = mappings.find((x) => {
+  const hooks = (config.hooks ?? {}) as { mappings?: Array<Record<string, unknown>>; presets?: unknown[] };
+  const m = (hooks.mappings ?? []).find((x) => {
     const p = (x.match as { path?: string } | undefined)?.path;
     return p === undefined || p.replace(/^\/+|\/+$/g, '') === path;
   });
-  return m?.signature as SignatureSpec | undefined;
+  if (m) return m.signature as SignatureSpec | undefined;
+  for (const p of hooks.presets ?? []) {
+    if (typeof p !== 'object' || p === null) continue;
+    const { use, path: own, ...secret } = p as { use: SenderName; path?: string } & Pick<SignatureSpec, 'secret' | 'secrets'>;
+    if ((own ?? use).replace(/^\/+|\/+$/g, '') !== path) continue;
+    return { scheme: SENDER_PRESETS[use], secret: secret.secret, secrets: secret.secrets };
+  }
+  return undefined;
 }
 
 /** The value that replaces `<signature>`, computed the way each provider does. */
@@ -111,88 +119,96 @@ function matches(expected: unknown, actual: unknown, previous: Record<string, un
   assert.deepEqual(actual, expected, at);
 }
 
-const markdown = readFileSync(DOC, 'utf8');
-const examples = parseExamples(markdown);
+/** Each doc with worked examples, and the examples it must have. */
+const DOCS: ReadonlyArray<[string, readonly string[]]> = [
+  ['docs/mappings.md', ['github-pr', 'slack', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']],
+  ['docs/senders.md', ['github', 'stripe', 'slack', 'standard-webhooks']],
+];
 
-describe('docs/mappings.md worked examples', () => {
-  it('has the examples the issue asks for, each with a config, requests and answers', () => {
-    // Every marker is followed by a block the parser read (a typo in a marker must not silently drop a check).
-    const markers = markdown.match(/<!-- example /g)?.length ?? 0;
-    const read = examples.reduce((n, e) => n + (Object.keys(e.env).length ? 1 : 0) + (e.config ? 1 : 0) + e.files.length + e.steps.length, 0);
-    assert.equal(read, markers);
-    const names = examples.map((e) => e.name);
-    for (const n of ['github-pr', 'slack', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']) assert.ok(names.includes(n), `missing example ${n}`);
-    for (const e of examples) {
-      assert.ok(e.config, `${e.name}: no config`);
-      const reqs = e.steps.filter((s) => s.kind === 'request').length;
-      assert.ok(reqs > 0, `${e.name}: no request`);
-      assert.equal(e.steps.filter((s) => s.kind === 'response').length, reqs, `${e.name}: one response per request`);
-    }
-  });
+for (const [doc, required] of DOCS) {
+  const markdown = readFileSync(join(ROOT, doc), 'utf8');
+  const examples = parseExamples(markdown);
 
-  for (const ex of examples) {
-    it(ex.name, async () => {
-      const dir = tempDir(`hookgate-docs-${ex.name}-`);
-      for (const f of ex.files) {
-        mkdirSync(dirname(join(dir, f.path)), { recursive: true });
-        writeFileSync(join(dir, f.path), f.text);
-      }
-      const hg = await startHookgate({ dir, config: ex.config!, env: ex.env });
-      try {
-        let sent: ReturnType<typeof parseRequest> | undefined;
-        let last: Record<string, unknown> | undefined;
-        let previous: Record<string, unknown> | undefined;
-        for (const step of ex.steps) {
-          if (step.kind === 'request') {
-            const ts = String(Math.floor(Date.now() / 1000));
-            const req = parseRequest(step.text);
-            const headers: Record<string, string> = { ...req.headers };
-            const spec = signatureFor(ex.config!, req.path.replace(/^\/hooks\/?/, ''));
-            for (const [k, v] of Object.entries(headers)) {
-              let value = v.replaceAll('<hook token>', ex.env.HOOKGATE_TOKEN ?? '').replaceAll('<timestamp>', ts);
-              if (value.includes('<signature>')) {
-                assert.ok(spec, `${ex.name}: <signature> on a path without a signed mapping`);
-                value = value.replaceAll('<signature>', sign(spec, ex.env, req.body, headers, ts));
-              }
-              headers[k] = value;
-            }
-            sent = { ...req, headers };
-          } else if (step.kind === 'response') {
-            assert.ok(sent, `${ex.name}: a response without a request`);
-            const r = await request(`${hg.url}${sent.path}`, { method: sent.method, headers: sent.headers, body: sent.body });
-            const want = parseResponse(step.text);
-            assert.equal(r.status, want.status, `${ex.name} ${sent.path}: ${r.text}`);
-            if (want.body === null) assert.equal(r.text, '');
-            else matches(want.body, r.body, previous, '', `${ex.name} answer`);
-            previous = r.body ?? undefined;
-            last = r.body ?? undefined;
-            sent = undefined;
-          } else {
-            const store = openStoreAt(dir);
-            try {
-              if (step.kind === 'event') {
-                const main = await store.getSession('main');
-                const events = [...(main?.pending ?? []), ...(main?.recentEvents ?? [])];
-                const ev = events.find((e) => e.id === last?.eventId);
-                assert.equal(ev?.text, step.text, `${ex.name}: the wake event`);
-              } else {
-                const ids = step.kind === 'run' ? [String(last?.runId)] : ((last?.runIds as string[] | undefined) ?? []);
-                const want = (step.kind === 'run' ? [JSON.parse(step.text)] : JSON.parse(step.text)) as Array<Record<string, unknown>>;
-                assert.equal(ids.length, want.length, `${ex.name}: number of runs`);
-                for (let i = 0; i < ids.length; i++) {
-                  const run = (await store.getRun(ids[i]!)) as unknown as Record<string, unknown> | undefined;
-                  assert.ok(run, `${ex.name}: run ${ids[i]} stored`);
-                  for (const [k, v] of Object.entries(want[i]!)) assert.deepEqual(run[k], v, `${ex.name}: run[${i}].${k}`);
-                }
-              }
-            } finally {
-              await store.close();
-            }
-          }
-        }
-      } finally {
-        await hg.cleanup();
+  describe(`${doc} worked examples`, () => {
+    it('has the examples it must have, each with a config, requests and answers', () => {
+      // Every marker is followed by a block the parser read (a typo in a marker must not silently drop a check).
+      const markers = markdown.match(/<!-- example /g)?.length ?? 0;
+      const read = examples.reduce((n, e) => n + (Object.keys(e.env).length ? 1 : 0) + (e.config ? 1 : 0) + e.files.length + e.steps.length, 0);
+      assert.equal(read, markers);
+      const names = examples.map((e) => e.name);
+      for (const n of required) assert.ok(names.includes(n), `missing example ${n}`);
+      for (const e of examples) {
+        assert.ok(e.config, `${e.name}: no config`);
+        const reqs = e.steps.filter((s) => s.kind === 'request').length;
+        assert.ok(reqs > 0, `${e.name}: no request`);
+        assert.equal(e.steps.filter((s) => s.kind === 'response').length, reqs, `${e.name}: one response per request`);
       }
     });
-  }
-});
+
+    for (const ex of examples) {
+      it(ex.name, async () => {
+        const dir = tempDir(`hookgate-docs-${ex.name}-`);
+        for (const f of ex.files) {
+          mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+          writeFileSync(join(dir, f.path), f.text);
+        }
+        const hg = await startHookgate({ dir, config: ex.config!, env: ex.env });
+        try {
+          let sent: ReturnType<typeof parseRequest> | undefined;
+          let last: Record<string, unknown> | undefined;
+          let previous: Record<string, unknown> | undefined;
+          for (const step of ex.steps) {
+            if (step.kind === 'request') {
+              const ts = String(Math.floor(Date.now() / 1000));
+              const req = parseRequest(step.text);
+              const headers: Record<string, string> = { ...req.headers };
+              const spec = signatureFor(ex.config!, req.path.replace(/^\/hooks\/?/, ''));
+              for (const [k, v] of Object.entries(headers)) {
+                let value = v.replaceAll('<hook token>', ex.env.HOOKGATE_TOKEN ?? '').replaceAll('<timestamp>', ts);
+                if (value.includes('<signature>')) {
+                  assert.ok(spec, `${ex.name}: <signature> on a path without a signed mapping`);
+                  value = value.replaceAll('<signature>', sign(spec, ex.env, req.body, headers, ts));
+                }
+                headers[k] = value;
+              }
+              sent = { ...req, headers };
+            } else if (step.kind === 'response') {
+              assert.ok(sent, `${ex.name}: a response without a request`);
+              const r = await request(`${hg.url}${sent.path}`, { method: sent.method, headers: sent.headers, body: sent.body });
+              const want = parseResponse(step.text);
+              assert.equal(r.status, want.status, `${ex.name} ${sent.path}: ${r.text}`);
+              if (want.body === null) assert.equal(r.text, '');
+              else matches(want.body, r.body, previous, '', `${ex.name} answer`);
+              previous = r.body ?? undefined;
+              last = r.body ?? undefined;
+              sent = undefined;
+            } else {
+              const store = openStoreAt(dir);
+              try {
+                if (step.kind === 'event') {
+                  const main = await store.getSession('main');
+                  const events = [...(main?.pending ?? []), ...(main?.recentEvents ?? [])];
+                  const ev = events.find((e) => e.id === last?.eventId);
+                  assert.equal(ev?.text, step.text, `${ex.name}: the wake event`);
+                } else {
+                  const ids = step.kind === 'run' ? [String(last?.runId)] : ((last?.runIds as string[] | undefined) ?? []);
+                  const want = (step.kind === 'run' ? [JSON.parse(step.text)] : JSON.parse(step.text)) as Array<Record<string, unknown>>;
+                  assert.equal(ids.length, want.length, `${ex.name}: number of runs`);
+                  for (let i = 0; i < ids.length; i++) {
+                    const run = (await store.getRun(ids[i]!)) as unknown as Record<string, unknown> | undefined;
+                    assert.ok(run, `${ex.name}: run ${ids[i]} stored`);
+                    for (const [k, v] of Object.entries(want[i]!)) assert.deepEqual(run[k], v, `${ex.name}: run[${i}].${k}`);
+                  }
+                }
+              } finally {
+                await store.close();
+              }
+            }
+          }
+        } finally {
+          await hg.cleanup();
+        }
+      });
+    }
+  });
+}

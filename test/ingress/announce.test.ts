@@ -1,19 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { performance } from 'node:perf_hooks';
-import type { HooksConfig } from '../../src/config/schema/hooks.js';
 import type { FeedEvent, ReceivedFeedEvent } from '../../src/feed.js';
 import { announceReceived, FEED_MAX_IDS, routeLabel } from '../../src/ingress/announce.js';
+import { parse } from '../config/helpers.js';
 
-const hooks = { mappings: [{ id: 'gh', match: { path: 'github' } }, { match: { path: 'stripe' } }], presets: ['gmail'] } as unknown as HooksConfig;
+const { hooks } = parse({
+  hooks: {
+    mappings: [
+      { id: 'gh', match: { path: 'github' }, messageTemplate: 'm' },
+      { match: { path: 'stripe' }, messageTemplate: 'm' },
+    ],
+    presets: ['gmail', { use: 'slack', path: 'chat', secret: 'signing-secret' }],
+  },
+});
 
 describe('the ingress on the live feed', () => {
-  it('route labels are bounded by the config: wake, agent, a mapping id (as it compiles), a preset, else other', () => {
+  it('route labels are bounded by the config: wake, agent, a mapping id (as it compiles), a preset (built-in or sender), else other', () => {
     assert.equal(routeLabel(hooks, 'wake', null), 'wake');
     assert.equal(routeLabel(hooks, 'agent', null), 'agent');
     assert.equal(routeLabel(hooks, 'github', null), 'gh');
     assert.equal(routeLabel(hooks, 'stripe', null), 'mapping-2');
     assert.equal(routeLabel(hooks, 'gmail', null), 'gmail');
+    assert.equal(routeLabel(hooks, 'chat', null), 'chat', "a sender preset's id is its path");
     assert.equal(routeLabel(hooks, 'anything/else', 'gh'), 'gh', 'the mapping that took the request wins');
     assert.equal(routeLabel(hooks, `probe-${Math.random()}`, null), 'other');
   });

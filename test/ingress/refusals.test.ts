@@ -2,13 +2,21 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { knownRoutes, OTHER, PATH_CLASS_MAX, pathClass, RefusalAggregator } from '../../src/ingress/refusals.js';
 import type { RefusalWindow } from '../../src/store/types.js';
+import { parse } from '../config/helpers.js';
 
 describe('pathClass', () => {
-  const known = knownRoutes({ presets: ['gmail'], mappings: [{ match: { path: 'github/org' } }, {}] } as never);
+  const { hooks } = parse({
+    hooks: {
+      presets: ['gmail', { use: 'stripe', path: 'billing/stripe', secret: 'whsec_x' }],
+      mappings: [{ match: { path: 'github/org' }, messageTemplate: 'm' }, { messageTemplate: 'm' }],
+    },
+  });
+  const known = knownRoutes(hooks);
   it('keeps the sub-path of a known route, cut to the bound with a marker', () => {
     assert.equal(pathClass('wake', known), 'wake');
     assert.equal(pathClass('github/org', known), 'github/org');
     assert.equal(pathClass('gmail', known), 'gmail');
+    assert.equal(pathClass('billing/stripe', known), 'billing/stripe', "a sender preset's path");
     const long = `agent/${'x'.repeat(10_000)}`;
     assert.equal(pathClass(long, known), `${long.slice(0, PATH_CLASS_MAX)}…`);
   });

@@ -55,6 +55,18 @@ describe('RouteLimits', () => {
     assert.equal(l.forMapping(null), undefined);
   });
 
+  it("a sender preset's limits apply to its whole path, before the body, after the custom mappings on it", () => {
+    const l = compile({
+      mappings: [{ id: 'deploys', match: { path: 'github', headers: { 'x-github-event': 'deployment' } }, messageTemplate: 'x', signature: { scheme: 'github', secret: 's' } }],
+      presets: [{ use: 'github', secret: 's', allowFrom: ['192.30.252.0/22'], rateLimit: { perMinute: 60, burst: 2 } }],
+    })!;
+    assert.equal(l.gate('github', { 'x-github-event': 'pull_request' }, '8.8.8.8'), FORBIDDEN);
+    assert.equal(keyOf(l.gate('github', { 'x-github-event': 'pull_request' }, '192.30.252.7')), 'mapping:github');
+    assert.equal(keyOf(l.gate('github', { 'x-github-event': 'anything-else' }, '192.30.252.7')), 'mapping:github');
+    assert.equal(l.gate('github', { 'x-github-event': 'deployment' }, '8.8.8.8'), null, 'the custom mapping comes first and has no limits');
+    assert.equal(l.forMapping('github')?.key, 'mapping:github');
+  });
+
   it('matches on headers as the router does: credential headers never match', () => {
     const l = compile({ mappings: [{ match: { path: 'p', headers: { authorization: 'x' } }, messageTemplate: 'x', allowFrom: ['10.0.0.0/8'] }] })!;
     assert.equal(l.gate('p', { authorization: 'x' }, '1.1.1.1'), null);

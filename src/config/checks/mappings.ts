@@ -1,6 +1,7 @@
 import type { ConfigIssue } from '../../errors.js';
 import { agentAllowed, startsWithAny } from '../lookup.js';
 import { ModelCatalog } from '../model-catalog.js';
+import type { MappingConfig } from '../schema/hooks.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
 import { accountCheck, channelNameCheck } from './channels.js';
@@ -14,15 +15,48 @@ import type { ConfigFindings } from './types.js';
 export function checkMappings(config: RawConfig): ConfigFindings {
   const { hooks } = config;
   const issues: ConfigIssue[] = [];
+  const checkFields = actionFieldsCheck(config, issues);
+  const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
+
+  hooks.mappings.forEach((m, i) => {
+    const at = `hooks.mappings[${i}]`;
+    checkFields(m, at);
+    // Both arrive as `Authorization: Bearer`: read as the hook token, the sender's secret would open every route.
+    if (m.signature?.scheme === 'bearer' && m.signature.secrets.some((s) => hookTokens.has(s)))
+      issues.push({
+        path: `${at}.signature`,
+        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
+      });
+    if (m.sessionMode === 'persistent' && !m.sessionKey && !m.transform && hooks.defaultSessionKey === undefined) {
+      issues.push({
+        path: `${at}.sessionMode`,
+        message: 'sessionMode "persistent" needs a session key: set sessionKey on this mapping or hooks.defaultSessionKey (every request would be refused)',
+      });
+    }
+    if (m.action === 'wake' && !m.textTemplate && !m.transform)
+      issues.push({ path: `${at}.textTemplate`, message: 'a wake mapping needs textTemplate or a transform' });
+    if (m.action === 'agent' && !m.messageTemplate && !m.transform)
+      issues.push({ path: `${at}.messageTemplate`, message: 'an agent mapping needs messageTemplate or a transform' });
+  });
+  issues.push(...duplicateIds(hooks));
+  return { issues, warnings: neverWorking(hooks) };
+}
+
+/** The fields a mapping and a sender preset share: what an action needs to be usable. */
+type ActionFields = Pick<MappingConfig, 'sessionKey' | 'model' | 'channel' | 'accountId' | 'agentId'>;
+
+/**
+ * A check of one mapping's (or sender preset's) own session key, model, channel, account and agent, pushing what it
+ * finds into `issues` at `<at>.<key>`.
+ */
+export function actionFieldsCheck(config: RawConfig, issues: ConfigIssue[]): (m: ActionFields, at: string) => void {
+  const { hooks } = config;
   const checkModel = modelRefCheck(new ModelCatalog(config), issues);
   const checkChannel = channelNameCheck(config, issues);
   const checkAccount = accountCheck(config, issues);
   const prefixes = hooks.allowedSessionKeyPrefixes;
   const hasPrefixes = prefixes !== undefined && prefixes.length > 0;
-  const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
-
-  hooks.mappings.forEach((m, i) => {
-    const at = `hooks.mappings[${i}]`;
+  return (m, at) => {
     if (m.sessionKey && isTemplated(m.sessionKey) && !hasPrefixes) {
       issues.push({
         path: `${at}.sessionKey`,
@@ -36,33 +70,15 @@ export function checkMappings(config: RawConfig): ConfigFindings {
           'a templated sessionKey needs hooks.allowRequestSessionKey: true (without it every request to this mapping is refused, 400 session_key_not_allowed); set it, or use a static key',
       });
     }
-    if (m.sessionMode === 'persistent' && !m.sessionKey && !m.transform && hooks.defaultSessionKey === undefined) {
-      issues.push({
-        path: `${at}.sessionMode`,
-        message: 'sessionMode "persistent" needs a session key: set sessionKey on this mapping or hooks.defaultSessionKey (every request would be refused)',
-      });
-    }
     if (m.sessionKey && !isTemplated(m.sessionKey) && hasPrefixes && !startsWithAny(m.sessionKey, prefixes)) {
       issues.push({ path: `${at}.sessionKey`, message: `sessionKey must start with one of: ${prefixes.join(', ')}` });
     }
-    if (m.action === 'wake' && !m.textTemplate && !m.transform)
-      issues.push({ path: `${at}.textTemplate`, message: 'a wake mapping needs textTemplate or a transform' });
-    if (m.action === 'agent' && !m.messageTemplate && !m.transform)
-      issues.push({ path: `${at}.messageTemplate`, message: 'an agent mapping needs messageTemplate or a transform' });
     checkModel(m.model, `${at}.model`, true);
     checkChannel(m.channel, `${at}.channel`);
     checkAccount(m.channel, m.accountId, `${at}.accountId`);
     if (m.agentId && hooks.allowedAgentIds && !agentAllowed(m.agentId, config))
       issues.push({ path: `${at}.agentId`, message: `agent "${m.agentId}" is not allowed by hooks.allowedAgentIds` });
-    // Both arrive as `Authorization: Bearer`: read as the hook token, the sender's secret would open every route.
-    if (m.signature?.scheme === 'bearer' && m.signature.secrets.some((s) => hookTokens.has(s)))
-      issues.push({
-        path: `${at}.signature`,
-        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
-      });
-  });
-  issues.push(...duplicateIds(hooks));
-  return { issues, warnings: neverWorking(hooks) };
+  };
 }
 
 function duplicateIds(hooks: RawConfig['hooks']): ConfigIssue[] {

@@ -20,7 +20,23 @@ export const SIGNATURE_SCHEMES = [
 ] as const;
 /** The schemes whose secret is sent as it is, in a header (not an HMAC key): it must survive as header text. */
 const TOKEN_SCHEMES: ReadonlySet<string> = new Set(['gitlab', 'bearer']);
+/** The built-in mapping presets, named by a string in `hooks.presets` (src/hooks/mappings/presets/gmail.ts). */
 export const PRESETS = ['gmail'] as const;
+
+/**
+ * The sender presets (`hooks.presets[]` objects, `{ use: "<name>", … }`): each one data file in
+ * src/hooks/mappings/presets/ and a line in its catalogue (index.ts), and here the signature scheme that verifies
+ * its deliveries, so that a preset's `secret` is checked by its scheme's rules when the config loads.
+ */
+export const SENDER_PRESETS = {
+  github: 'github',
+  stripe: 'stripe',
+  slack: 'slack',
+  'standard-webhooks': 'standard-webhooks',
+} as const satisfies Readonly<Record<string, (typeof SIGNATURE_SCHEMES)[number]>>;
+
+export type SenderName = keyof typeof SENDER_PRESETS;
+export const SENDER_NAMES = Object.keys(SENDER_PRESETS) as [SenderName, ...SenderName[]];
 
 /** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
 export function normalizeHooksPath(raw: string): string {
@@ -181,6 +197,106 @@ export const mappingSchema = z.strictObject({
 
 export type MappingConfig = z.output<typeof mappingSchema>;
 
+/** An event type a sender preset takes: a name (`pull_request`, `invoice.paid`), a family (`invoice.*`) or `*` (every one). */
+const EVENT_PATTERN_RE = /^(?:\*|[A-Za-z0-9_][\w.:-]*(?:\.\*)?)$/;
+/** A key of a preset's `templates`: one event type, or `*` for the wording of an event type without one of its own. */
+const EVENT_NAME_RE = /^(?:\*|[A-Za-z0-9_][\w.:-]*)$/;
+
+/** Whether `patterns` (a preset's `events`) take `event`; `*` takes every delivery, even one without an event type. */
+export function eventAllowed(patterns: readonly string[], event: string | undefined): boolean {
+  for (const p of patterns) {
+    if (p === '*') return true;
+    if (event === undefined) continue;
+    if (p === event || (p.endsWith('.*') && event.startsWith(p.slice(0, -1)))) return true;
+  }
+  return false;
+}
+
+const eventPattern = z
+  .string()
+  .trim()
+  .max(100)
+  .regex(EVENT_PATTERN_RE, 'must be an event type (letters, digits, _ . : -), a family like "invoice.*", or "*"');
+
+/**
+ * A sender preset (`hooks.presets[]` object): the sender's name and secret, and the mapping keys a user sets per
+ * sender. The output carries the built `signature` (the sender's scheme, `secret`/`secrets`, `toleranceSeconds`)
+ * and `path`, defaulted to the sender's name.
+ */
+export const senderPresetSchema = mappingSchema
+  .pick({
+    action: true,
+    wakeMode: true,
+    name: true,
+    agentId: true,
+    sessionKey: true,
+    sessionMode: true,
+    deliver: true,
+    channel: true,
+    to: true,
+    accountId: true,
+    model: true,
+    thinking: true,
+    timeoutSeconds: true,
+    allowUnsafeExternalContent: true,
+    allowFrom: true,
+    rateLimit: true,
+  })
+  .extend({
+    use: z.enum(SENDER_NAMES, {
+      error: (i) => `unknown sender ${JSON.stringify(i.input)}, expected one of ${SENDER_NAMES.join(', ')}`,
+    }),
+    path: z
+      .string()
+      .transform(normalizeMatchPath)
+      .refine((p) => p !== '' && p !== 'wake' && p !== 'agent', 'must be a sub-path other than wake and agent')
+      .optional(),
+    secret: nonBlank.optional(),
+    secrets: z.array(nonBlank).min(1).optional(),
+    toleranceSeconds: positiveInt.optional(),
+    /** Event types that make a run or wake; others do not match. Default: the preset's own list. */
+    events: z.array(eventPattern).min(1).optional(),
+    /** A message template per event type (`*`: events without wording of their own), over the preset's. */
+    templates: z
+      .record(z.string(), z.string())
+      .superRefine((t, ctx) => {
+        const message = 'must be an event type, or "*" for events without wording of their own';
+        for (const event of Object.keys(t)) if (!EVENT_NAME_RE.test(event)) ctx.addIssue({ code: 'custom', path: [event], message });
+      })
+      .optional(),
+  })
+  .transform(({ use, path, secret, secrets, toleranceSeconds, ...rest }, ctx) => {
+    const signature = signatureSchema.safeParse({ scheme: SENDER_PRESETS[use], secret, secrets, toleranceSeconds });
+    if (!signature.success) {
+      for (const i of signature.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
+      return z.NEVER;
+    }
+    const { events, templates } = rest;
+    if (events && templates) {
+      for (const event of Object.keys(templates)) {
+        if (event !== '*' && !eventAllowed(events, event))
+          ctx.addIssue({ code: 'custom', path: ['templates', event], message: `"${event}" is not in events, so this template is never used` });
+      }
+    }
+    return { use, path: path ?? use, signature: signature.data, ...rest };
+  });
+
+export type SenderPresetConfig = z.output<typeof senderPresetSchema>;
+
+const builtinPreset = z.enum(PRESETS, {
+  error: (i) =>
+    `unknown preset ${JSON.stringify(i.input)}: "gmail" is the built-in one; a sender is an object, ` +
+    `e.g. { use: "github", secret: { env: "GITHUB_WEBHOOK_SECRET" } } (senders: ${SENDER_NAMES.join(', ')})`,
+});
+
+/** One `hooks.presets` entry: a built-in name, or a sender preset object (each checked by its own schema). */
+const presetEntrySchema = z.unknown().transform((v, ctx): (typeof PRESETS)[number] | SenderPresetConfig => {
+  const r = typeof v === 'string' ? builtinPreset.safeParse(v) : senderPresetSchema.safeParse(v);
+  if (r.success) return r.data;
+  for (const i of r.error.issues) ctx.addIssue({ ...i });
+  return z.NEVER;
+});
+
 /** Google's endpoints: `hooks.gmail.*Url` point them at a proxy or a local stand-in (tests). */
 export const GMAIL_API_BASE_URL = 'https://gmail.googleapis.com';
 export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
@@ -253,7 +369,7 @@ export const hooksSchema = z
       .array(z.string())
       .transform((list) => [...new Set(list.map((p) => p.trim().toLowerCase()).filter(Boolean))])
       .optional(),
-    presets: z.array(z.enum(PRESETS)).default([]),
+    presets: z.array(presetEntrySchema).default([]),
     mappings: z.array(mappingSchema).default([]),
     /** `allowFrom` and `rateLimit` of the direct routes `/wake` and `/agent` (limits.ts). */
     routes: directRoutesSchema,

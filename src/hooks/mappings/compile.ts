@@ -11,7 +11,9 @@ import type { SessionMode, WakeMode } from '../../store/types.js';
 import { errorMessage } from '../../text-safe.js';
 import type { Config } from '../../config/load.js';
 import type { SessionKeySource } from '../policy.js';
-import { type PresetName, presetBodyLimits, presetMappings } from './presets/index.js';
+import type { SenderName } from '../../config/schema/hooks.js';
+import { type PresetMapping, type PresetName, presetBodyLimits, presetMappings } from './presets/index.js';
+import { compileSender, type EventMatch } from './presets/sender.js';
 import { type CompiledTemplate, compileTemplate } from './templates.js';
 import { type TransformFn, TransformLoader } from './transforms.js';
 
@@ -28,11 +30,14 @@ export interface CompiledMapping {
   readonly id: string;
   /** `hooks.mappings[i]` index, or undefined for a preset. */
   readonly index: number | undefined;
-  readonly preset: PresetName | undefined;
+  /** The preset that made it: `gmail` or a sender preset's name; undefined for `hooks.mappings`. */
+  readonly preset: PresetName | SenderName | undefined;
   readonly path: string | undefined;
   readonly source: string | undefined;
   /** `match.headers` as [lower-case name, exact value] pairs; undefined when the mapping does not match on headers. */
   readonly headers: ReadonlyArray<readonly [string, string]> | undefined;
+  /** A sender preset's event types: a delivery of another type does not match. Undefined for other mappings. */
+  readonly events: EventMatch | undefined;
   readonly action: 'wake' | 'agent';
   readonly wakeMode: WakeMode;
   readonly sessionMode: SessionMode;
@@ -81,12 +86,19 @@ const optionalTemplate = (s: string | undefined): CompiledTemplate | undefined =
 function compileMapping(
   m: MappingConfig,
   index: number | undefined,
-  preset: PresetName | undefined,
+  preset: PresetMapping | undefined,
   transforms: { dir: string | undefined; dirError: string | undefined; loader: TransformLoader | undefined },
 ): CompiledMapping {
+  const sender = preset?.sender && compileSender(preset.sender.preset, preset.sender.entry);
+  // A preset's key is hookgate's own template with a fixed namespace (`hook:gmail:{{…}}`, `hook:github:…`): the
+  // payload picks only the part inside it, so it is treated like a static key (no allowRequestSessionKey opt-in;
+  // prefixes still apply). OpenClaw required the opt-in here and every Gmail push got 400 until users opened it for
+  // all callers. The gmail mapping's `sessionKey` is such a key; a sender preset's is the user's own, like a mapping's
+  // (its own key is `sender.sessionKey`, static by construction).
+  const presetsOwnKey = preset !== undefined && preset.sender === undefined;
   let transform: CompiledTransform | undefined;
   if (m.transform) {
-    const keyPath = index === undefined ? `hooks.presets.${preset}.transform.module` : `hooks.mappings[${index}].transform.module`;
+    const keyPath = index === undefined ? `hooks.presets.${preset?.name}.transform.module` : `hooks.mappings[${index}].transform.module`;
     if (transforms.dir === undefined || transforms.loader === undefined) {
       transform = { unavailable: transforms.dirError ?? 'transforms directory unavailable' };
     } else {
@@ -99,12 +111,13 @@ function compileMapping(
     }
   }
   return {
-    id: m.id ?? (index === undefined ? (preset ?? 'preset') : `mapping-${index + 1}`),
+    id: m.id ?? (index === undefined ? (preset?.name ?? 'preset') : `mapping-${index + 1}`),
     index,
-    preset,
+    preset: preset?.name,
     path: m.match?.path,
     source: m.match?.source,
     headers: m.match?.headers && Object.keys(m.match.headers).length > 0 ? Object.entries(m.match.headers) : undefined,
+    events: sender?.events,
     action: m.action,
     wakeMode: m.wakeMode,
     sessionMode: m.sessionMode ?? 'isolated',
@@ -114,17 +127,14 @@ function compileMapping(
     timeoutSeconds: m.timeoutSeconds,
     forEach: m.forEach,
     signature: m.signature,
-    // A preset's key is hookgate's own template with a fixed namespace (`hook:gmail:{{…}}`): the payload picks only
-    // the part inside it, so it is treated like a static key (no allowRequestSessionKey opt-in; prefixes still
-    // apply). OpenClaw required the opt-in here and every Gmail push got 400 until users opened it for all callers.
-    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) && preset === undefined ? 'templated' : 'static',
+    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) && !presetsOwnKey ? 'templated' : 'static',
     templates: {
-      text: optionalTemplate(m.textTemplate),
-      message: optionalTemplate(m.messageTemplate),
+      text: sender?.message ?? optionalTemplate(m.textTemplate),
+      message: sender?.message ?? optionalTemplate(m.messageTemplate),
       name: optionalTemplate(m.name),
-      sessionKey: optionalTemplate(m.sessionKey),
+      sessionKey: sender?.sessionKey ?? optionalTemplate(m.sessionKey),
       channel: optionalTemplate(m.channel),
-      to: optionalTemplate(m.to),
+      to: sender?.to ?? optionalTemplate(m.to),
       accountId: optionalTemplate(m.accountId),
       model: optionalTemplate(m.model),
       thinking: optionalTemplate(m.thinking),
@@ -150,7 +160,7 @@ export function compileMappings(config: Config): Compiled {
   }
   const t = { dir, dirError, loader };
   const mappings: CompiledMapping[] = hooks.mappings.map((m, i) => compileMapping(m, i, undefined, t));
-  for (const p of presetMappings(hooks)) mappings.push(compileMapping(p.mapping, undefined, p.name, t));
+  for (const p of presetMappings(hooks)) mappings.push(compileMapping(p.mapping, undefined, p, t));
 
   const paths = new Set<string>();
   for (const m of mappings) if (m.path !== undefined) paths.add(m.path);
@@ -195,9 +205,10 @@ export function candidates(c: Compiled, subPath: string): readonly CompiledMappi
 }
 
 /**
- * First match wins: `match.path` (already filtered), `match.source` equal to the payload's string `source`, and every
- * `match.headers` entry present with exactly that value. `headers` are the request's headers as templates see them
- * (lower-cased names, repeats joined with ", ", credential headers removed).
+ * First match wins: `match.path` (already filtered), `match.source` equal to the payload's string `source`, every
+ * `match.headers` entry present with exactly that value, and a sender preset's event type among those it takes.
+ * `headers` are the request's headers as templates see them (lower-cased names, repeats joined with ", ", credential
+ * headers removed).
  */
 export function matchMapping(
   c: Compiled,
@@ -211,6 +222,7 @@ export function matchMapping(
   for (const m of list) {
     if (m.source !== undefined && m.source !== src) continue;
     if (m.headers !== undefined && !headersMatch(m.headers, headers)) continue;
+    if (m.events !== undefined && !m.events.takes(m.events.of(payload, headers))) continue;
     return m;
   }
   return undefined;

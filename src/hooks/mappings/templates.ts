@@ -142,8 +142,13 @@ function compileExpr(raw: string): Getter {
   return (ctx) => walk(ctx.payload, segments);
 }
 
-/** Parses `template` once; the returned function renders it against a context and never throws. */
-export function compileTemplate(template: string): CompiledTemplate {
+/**
+ * Parses `template` once; the returned function renders it against a context and never throws. With `complete`, a
+ * template any of whose expressions renders blank renders '' as a whole: a key made of parts (a sender preset's
+ * `acme/app#42`) is either whole or missing, never `acme/app#`.
+ */
+export function compileTemplate(template: string, opts: { complete?: boolean } = {}): CompiledTemplate {
+  const complete = opts.complete === true;
   const literals: string[] = [];
   const getters: Getter[] = [];
   let last = 0;
@@ -165,7 +170,9 @@ export function compileTemplate(template: string): CompiledTemplate {
         // Only reachable with exotic inputs (a Proxy payload, a throwing getter): render as missing.
         value = undefined;
       }
-      out += stringifyValue(value);
+      const part = stringifyValue(value);
+      if (complete && part.trim() === '') return '';
+      out += part;
     }
     return out + tail;
   };
