@@ -56,7 +56,9 @@ function openClawGmailWarnings(config: RawConfig): string[] {
   const gmail = config.hooks.gmail;
   const out: string[] = [];
   for (const [key, instead] of Object.entries(WATCHER_KEYS)) {
-    if (gmail[key as keyof typeof WATCHER_KEYS] !== undefined) out.push(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: ${instead}`);
+    if (gmail[key as keyof typeof WATCHER_KEYS] !== undefined) {
+      out.push(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: ${instead.replaceAll('{hooks.path}', config.hooks.path)}`);
+    }
   }
   if (gmail.watcherAccount !== undefined) {
     out.push(
