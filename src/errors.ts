@@ -19,6 +19,7 @@ export type HttpErrorCode =
   | 'not_found'
   | 'session_key_not_allowed'
   | 'agent_not_allowed'
+  | 'invalid_agent' // an agentId that names no configured agent
   | 'model_not_allowed'
   | 'invalid_channel'
   | 'idempotency_conflict'

@@ -4,6 +4,7 @@ import { cliFlags } from './context.js';
 import { addAuditCommand } from './audit-command.js';
 import { addDoctorCommand } from './doctor.js';
 import { addGmailCommands } from './gmail-command.js';
+import { addImportCommand } from './openclaw-command.js';
 import { addMappingsCommands } from './mappings-command.js';
 import { addNodesCommand } from './nodes-command.js';
 import { addStatusCommand } from './status-command.js';
@@ -38,5 +39,6 @@ export function buildProgram(): Command {
   addTailCommand(program);
   addGmailCommands(program);
   addAuditCommand(program);
+  addImportCommand(program);
   return program;
 }

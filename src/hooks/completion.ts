@@ -22,6 +22,15 @@ export interface FinishedCompletion {
   deliveryStatus: string;
   /** OpenClaw's field: a delivery was queued to the outbox (it is sent, and retried, after the answer). */
   deliveryAttempted: boolean;
+  /**
+   * OpenClaw's field: the reply was handed to its channel's delivery. In hookgate that is the durable outbox (sent,
+   * and retried, right after the answer; `hookgate deliveries` shows the outcome), so it is `deliveryAttempted`.
+   */
+  delivered: boolean;
+  /** OpenClaw's field: `delivery-failed` when the reply had to be delivered and could not be (no route). */
+  deliveryError?: 'delivery-failed';
+  /** OpenClaw's field: why nothing was delivered although `deliver` was on (`heartbeat`: only HEARTBEAT_OK; `empty`). */
+  deliverySuppressionReason?: 'heartbeat' | 'empty';
 }
 
 export type Completion = PendingCompletion | FinishedCompletion;

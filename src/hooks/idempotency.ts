@@ -35,7 +35,7 @@ export function extractIdempotencyKey(
 export function idempotencyClaim(
   scope: string,
   key: string,
-  rawBody: Buffer,
+  rawBody: Buffer | string,
   by: { sender: string; hooks: Pick<HooksConfig, 'idempotencyTtlSeconds' | 'idempotencyMaxKeys'> },
   now: number,
 ): IdempotencyClaim {

@@ -9,6 +9,8 @@ export interface WakeRequest {
   mode: WakeMode;
   /** A session other than the main one; the same policy as an agent request's key decides whether it is allowed. */
   sessionKey: string | undefined;
+  /** Checked against the configured agents and the allowlist; the event goes to the main session all the same. */
+  agentId: string | undefined;
 }
 
 /** An agent request after validation, before policy (agent, session, model, channel). */
@@ -32,7 +34,7 @@ export interface AgentRequest {
 type Payload = Record<string, unknown>;
 
 /** The fields each direct route reads (`idempotencyKey` is read by the idempotency step). */
-export const WAKE_FIELDS: ReadonlySet<string> = new Set(['text', 'mode', 'sessionKey', 'idempotencyKey']);
+export const WAKE_FIELDS: ReadonlySet<string> = new Set(['text', 'mode', 'sessionKey', 'agentId', 'idempotencyKey']);
 export const AGENT_FIELDS: ReadonlySet<string> = new Set([
   'message', 'name', 'agentId', 'sessionKey', 'sessionMode', 'wakeMode', 'deliver', 'channel', 'to', 'accountId',
   'model', 'thinking', 'timeoutSeconds', 'waitForCompletion', 'idempotencyKey',
@@ -58,7 +60,13 @@ export function unknownFields(p: Payload, known: ReadonlySet<string>): string[] 
 const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
 
 export function normalizeWake(p: Payload): WakeRequest {
-  return { text: requiredText(p, 'text'), mode: mode(p, 'mode'), sessionKey: optionalString(p, 'sessionKey') };
+  return { text: requiredText(p, 'text'), mode: mode(p, 'mode'), sessionKey: wakeSessionKey(p), agentId: optionalString(p, 'agentId') };
+}
+
+/** A wake's `sessionKey`, when sent, names a session: a blank one is refused (as OpenClaw does), not read as absent. */
+function wakeSessionKey(p: Payload): string | undefined {
+  if (typeof p.sessionKey === 'string' && p.sessionKey.trim() === '') throw bad('sessionKey must be a non-empty string when sent');
+  return optionalString(p, 'sessionKey');
 }
 
 export function normalizeAgent(p: Payload): AgentRequest {

@@ -2,6 +2,7 @@ import { newId } from '../ids.js';
 import { accountProblem, agentAllowed, normalizeChannelName, resolveAgentId, startsWithAny } from '../config/lookup.js';
 import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { HttpError } from '../errors.js';
+import { logSafe } from '../text-safe.js';
 import { type ContentSource, MAIN_SESSION_KEY, type NewRun } from '../store/types.js';
 import type { HooksContext } from './context.js';
 import type { AgentRequest } from './normalize.js';
@@ -17,12 +18,25 @@ export interface RunOrigin {
   allowUnsafeExternalContent: boolean;
 }
 
-/** The agent actually used (unknown ids fall back to the default) and whether the allowlist admits it. */
-export function resolveAgent(ctx: HooksContext, requested: string | undefined): string {
+/**
+ * The agent actually used, once the allowlist admits it. A request's unknown id is a 400 naming the configured ones
+ * (as OpenClaw answers it); a mapping's (config, or its transform) falls back to the default agent, as in OpenClaw.
+ */
+export function resolveAgent(ctx: HooksContext, requested: string | undefined, strict = false): string {
+  if (strict && requested !== undefined) requireKnownAgent(ctx, requested);
   if (!agentAllowed(requested, ctx.config)) {
     throw new HttpError(400, 'agent_not_allowed', 'agentId is not allowed by hooks.allowedAgentIds');
   }
   return resolveAgentId(requested, ctx.config);
+}
+
+/** An `agentId` a request names must be a configured agent: else 400 `invalid_agent`, naming them. */
+export function requireKnownAgent(ctx: HooksContext, requested: string): void {
+  const id = requested.trim().toLowerCase();
+  const list = ctx.config.agents.list;
+  if (id === ctx.defaultAgentId || list.some((a) => a.id === id)) return;
+  const ids = [...new Set([ctx.defaultAgentId, ...list.map((a) => a.id)])].join(', ');
+  throw new HttpError(400, 'invalid_agent', `unknown agentId "${logSafe(requested, 64)}"; the configured agents are: ${ids}`);
 }
 
 /** Session-key policy: request keys are opt-in, every supplied key obeys the prefixes, else default, else fresh. */
@@ -108,7 +122,7 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
       'sessionKey is required when sessionMode is persistent (send sessionKey, allowed by hooks.allowRequestSessionKey, or set hooks.defaultSessionKey)',
     );
   }
-  const agentId = resolveAgent(ctx, req.agentId);
+  const agentId = resolveAgent(ctx, req.agentId, origin.mappingId === null);
   const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource);
   const channel = resolveChannel(ctx, req.channel);
   const accountId = resolveAccount(ctx, channel, req.accountId);

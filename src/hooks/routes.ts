@@ -20,7 +20,7 @@ import { type Compiled, compileMappings } from './mappings/compile.js';
 import { createMappedRoutes } from './mappings/routes.js';
 import { compileMappedPlans, type MappedPlans } from './mappings/verifier.js';
 import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
-import { buildRun, resolveWakeSessionKey } from './policy.js';
+import { buildRun, resolveAgent as agentOf, resolveWakeSessionKey } from './policy.js';
 import { decodePushEnvelope, verifyPushToken } from './gmail-push.js';
 import type { GmailPush } from '../store/types.js';
 import { HOOK_TOKEN, type SignatureChecks, type Verdict, type Verifier, type VerifyRequest } from './verifier.js';
@@ -100,6 +100,11 @@ export type RouteResult =
        * payload is the sender's own JSON (GitHub, Stripe, Slack…), which must not be able to hold the connection.
        */
       waitForCompletion?: boolean;
+      /**
+       * What the idempotency fingerprint covers when it is not the raw body: a direct `/agent` request's fields
+       * without `waitForCompletion` (in name order), so a retry that only starts (or stops) waiting is the same request.
+       */
+      identity?: () => string;
     }
   /** A verified Gmail push: committed (GmailStore.recordGmailPush) by the ingress's commit stage, like any action. */
   | { kind: 'gmailPush'; push: Omit<GmailPush, 'receivedAt'> }
@@ -119,6 +124,7 @@ type DirectRoute = (req: HookRequest) => RouteResult;
 
 const resolveWake: DirectRoute = ({ ctx, payload }) => {
   const wake = normalizeWake(payload);
+  if (wake.agentId !== undefined) agentOf(ctx, wake.agentId, true);
   const sessionKey = resolveWakeSessionKey(ctx, wake.sessionKey, 'request');
   const unknown = unknownFields(payload, WAKE_FIELDS);
   return {
@@ -146,9 +152,16 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
     actions: [{ kind: 'agent', run }],
     fanOut: false,
     waitForCompletion: wait,
+    identity: () => agentIdentity(payload),
     ...(unknown ? { unknownFields: unknown } : {}),
   };
 };
+
+/** A direct `/agent` request's fields in name order, without `waitForCompletion`: what its idempotency key covers. */
+function agentIdentity(payload: Record<string, unknown>): string {
+  const keys = Object.keys(payload).filter((k) => k !== 'waitForCompletion').sort();
+  return JSON.stringify(keys.map((k) => [k, payload[k]]));
+}
 
 /** Sub-paths that never consult mappings (no mapping work on them); the base path itself has no hook. */
 const DIRECT: ReadonlyMap<string, DirectRoute> = new Map([

@@ -255,7 +255,7 @@ function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchA
   if (routed.kind === 'gmailPush') return commitGmailPush(h, x, routed.push);
   if (routed.unknownFields && h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
   const key = extractIdempotencyKey(x.req.headers, x.payload, routed.deliveryId);
-  const idempotency = key === undefined ? undefined : idempotencyClaim(x.subPath, key, x.rawBody, { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks }, x.now);
+  const idempotency = key === undefined ? undefined : idempotencyClaim(x.subPath, key, routed.identity?.() ?? x.rawBody, { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks }, x.now);
   // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
   const rec = x.received(0, null);
   rec.mappingId = routed.mappingId;

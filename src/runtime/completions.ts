@@ -138,5 +138,24 @@ export function completionOf(run: Run, state: FinishedRunState, ackMaxChars: num
     ...(state !== 'succeeded' ? { error: run.error ?? state } : {}),
     deliveryStatus,
     deliveryAttempted: deliveryStatus === 'outbox',
+    ...openClawDelivery(deliveryStatus, state, disposition),
   };
+}
+
+/**
+ * OpenClaw's delivery fields beside hookgate's `deliveryStatus`: `delivered` (handed to the outbox), and, when a reply
+ * was meant to go out and did not, `deliverySuppressionReason` (an acknowledgement, or no text) or `deliveryError`.
+ */
+function openClawDelivery(
+  deliveryStatus: string,
+  state: FinishedRunState,
+  disposition: ReplyDisposition,
+): Pick<FinishedCompletion, 'delivered' | 'deliveryError' | 'deliverySuppressionReason'> {
+  if (deliveryStatus === 'outbox') return { delivered: true };
+  if (deliveryStatus === 'suppressed:heartbeat_ack') return { delivered: false, deliverySuppressionReason: 'heartbeat' };
+  if (deliveryStatus === 'nowhere:no_route') return { delivered: false, deliveryError: 'delivery-failed' };
+  if (state === 'succeeded' && disposition === 'empty' && deliveryStatus !== 'suppressed:deliver_false') {
+    return { delivered: false, deliverySuppressionReason: 'empty' };
+  }
+  return { delivered: false };
 }

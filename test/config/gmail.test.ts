@@ -45,4 +45,39 @@ describe('hooks.gmail', () => {
     const c = parse(cfg({ pushToken: 'x', label: 'INBOX' }), env);
     assert.ok(c.warnings.some((w) => /pushToken/.test(w) && /unused/.test(w)));
   });
+
+  it("OpenClaw's whole block (as `openclaw webhooks gmail setup` writes it) validates: the watcher's mailbox, chain off, one message per key", () => {
+    const openclaw = {
+      account: 'openclaw@gmail.com',
+      label: 'INBOX',
+      topic: 'projects/my-project/topics/gog-gmail-watch',
+      subscription: 'gog-gmail-watch-push',
+      pushToken: 'shared-push-token',
+      hookUrl: 'http://127.0.0.1:18789/hooks/gmail',
+      includeBody: true,
+      maxBytes: 20000,
+      renewEveryMinutes: 720,
+      serve: { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' },
+      tailscale: { mode: 'funnel', path: '/gmail-pubsub' },
+      model: 'echo/echo',
+      thinking: 'low',
+    };
+    const c = parse({ hooks: { enabled: true, token: TOKEN, presets: ['gmail'], gmail: openclaw } });
+    const g = c.hooks.gmail;
+    assert.equal(g.account, undefined, "hookgate's own chain stays off");
+    assert.equal(g.watcherAccount, 'openclaw@gmail.com');
+    assert.equal(g.model, 'echo/echo');
+    for (const key of ['label', 'pushToken', 'hookUrl', 'renewEveryMinutes', 'serve', 'tailscale']) {
+      assert.ok(c.warnings.some((w) => w.startsWith(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: `)), key);
+    }
+    assert.ok(c.warnings.some((w) => /must keep posting to \/hooks\/gmail/.test(w) && /hookgate gmail setup/.test(w)));
+    assert.ok(!c.warnings.some((w) => /add "gmail" to hooks.presets/.test(w)));
+    // Without the preset, nothing would serve the watcher's posts: said.
+    const bare = parse({ hooks: { enabled: true, token: TOKEN, gmail: openclaw } });
+    assert.ok(bare.warnings.some((w) => /add "gmail" to hooks.presets/.test(w)));
+    // A block with any key of hookgate's own chain is hookgate's: its requirements apply.
+    assertIssue(cfg({ ...openclaw, audience: 'https://h.example/hooks/gmail-push' }), 'hooks.gmail.oauth', /requires/, env);
+    // watcherAccount is never set by hand.
+    assertIssue(cfg({ watcherAccount: 'x@example.com' }), 'hooks.gmail.watcherAccount', undefined, env);
+  });
 });

@@ -259,8 +259,16 @@ describe('ingress (CONTRACT §4)', () => {
         await store.close();
       }
     });
-    it('an unknown agentId falls back to the default agent', async () => {
-      const r = await hg.post('/hooks/agent', { message: 'who', agentId: 'missing-agent' });
+    it('an unknown agentId is 400 invalid_agent naming the configured agents (as OpenClaw answers it), on /agent and /wake', async () => {
+      const r0 = await hg.post('/hooks/agent', { message: 'who', agentId: 'missing-agent' });
+      assert.equal(r0.status, 400);
+      assert.equal(r0.body?.code, 'invalid_agent');
+      assert.match(String(r0.body?.error), /unknown agentId "missing-agent"; the configured agents are: .*ops/);
+      const w = await hg.post('/hooks/wake', { text: 'who', agentId: 'missing-agent' });
+      assert.equal(w.status, 400);
+      assert.equal(w.body?.code, 'invalid_agent');
+      assert.equal((await hg.post('/hooks/wake', { text: 'who', agentId: 'ops' })).status, 200);
+      const r = await hg.post('/hooks/agent', { message: 'who' });
       assert.equal(r.status, 200);
       const r2 = await hg.post('/hooks/agent', { message: 'who', agentId: 'OPS' });
       const store = openStore(hg);

@@ -2,6 +2,7 @@
  * `waitForCompletion: true` on `/hooks/agent` (issue 10 item 4) against the real server process: the held answer
  * with the completion of an echo run, a silent and an undelivered reply, a slow model past `hooks.maxWaitSeconds`
  * (pending, the run goes on), a failing and a timed-out model (error), a replay that waits for the first run, a
+ * retry that only changes the flag (the same request), a
  * caller that goes away mid-wait (the run is still completed and delivered), a non-boolean flag (400), and a stop
  * while a caller waits. Run `npm run build` first when running this file alone.
  */
@@ -48,7 +49,7 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     assert.deepEqual(r.body, {
       ok: true,
       runId,
-      completion: { status: 'ok', replyDisposition: 'visible', reply: `echo: ${message}`, deliveryStatus: 'outbox', deliveryAttempted: true },
+      completion: { status: 'ok', replyDisposition: 'visible', reply: `echo: ${message}`, deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true },
     });
     assert.equal((await store.getRun(runId))?.state, 'succeeded', 'the answer came after the run ended');
     await waitFor('the log-channel delivery', () => hg.logs.find((l) => l.runId === runId && l.channel === 'log' && l.text === `echo: ${message}`));
@@ -57,9 +58,9 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
   it('silent (only HEARTBEAT_OK: not delivered) and deliver: false are reported as the run recorded them', async () => {
     const ack = await postWaiting({ message: uniq('anything new?'), model: 'echo/ack' });
     assert.equal(ack.status, 200, ack.text);
-    assert.deepEqual(ack.body!.completion, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:heartbeat_ack', deliveryAttempted: false });
+    assert.deepEqual(ack.body!.completion, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:heartbeat_ack', deliveryAttempted: false, delivered: false, deliverySuppressionReason: 'heartbeat' });
     const quiet = await postWaiting({ message: 'keep it', model: 'echo/echo', deliver: false });
-    assert.deepEqual(quiet.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'echo: keep it', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false });
+    assert.deepEqual(quiet.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'echo: keep it', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false, delivered: false });
   });
 
   it('without the flag the answer is the plain accept answer, at once', async () => {
@@ -107,7 +108,7 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
 
     model.setHandler(() => 'hang');
     const timedOut = await postWaiting({ message: uniq('hangs'), timeoutSeconds: 0.5 });
-    assert.deepEqual(timedOut.body!.completion, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 0.5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false });
+    assert.deepEqual(timedOut.body!.completion, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 0.5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false, delivered: false });
     model.setHandler(() => 'ok');
   });
 
@@ -127,8 +128,26 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body!.runId, runId);
     assert.equal(r.body!.duplicate, true);
-    assert.deepEqual(r.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'replayed reply', deliveryStatus: 'outbox', deliveryAttempted: true });
+    assert.deepEqual(r.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'replayed reply', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true });
     assert.equal(model.calls.filter((c) => c.lastUser.includes(message)).length, 1, 'the replay ran the model again');
+  });
+
+  it('a retry that only changes waitForCompletion is the same request (as in OpenClaw); another body is still 409', async () => {
+    const message = uniq('flag only');
+    const key = { 'idempotency-key': uniq('key') };
+    const first = await hg.post('/hooks/agent', { message, model: 'echo/echo', wakeMode: 'next-heartbeat' }, key);
+    assert.equal(first.status, 200, first.text);
+    const waiting = await postWaiting({ message, model: 'echo/echo' }, key);
+    assert.equal(waiting.status, 200, waiting.text);
+    assert.equal(waiting.body!.runId, first.body!.runId);
+    assert.equal(waiting.body!.duplicate, true);
+    assert.equal((waiting.body!.completion as { status: string }).status, 'ok');
+    const flagOff = await hg.post('/hooks/agent', { message, model: 'echo/echo', wakeMode: 'next-heartbeat', waitForCompletion: false }, key);
+    assert.equal(flagOff.status, 200, flagOff.text);
+    assert.equal(flagOff.body!.runId, first.body!.runId);
+    const other = await hg.post('/hooks/agent', { message: `${message} 2`, model: 'echo/echo', wakeMode: 'next-heartbeat' }, key);
+    assert.equal(other.status, 409);
+    assert.equal(other.body!.code, 'idempotency_conflict');
   });
 
   it('a caller that goes away mid-wait changes nothing: the run completes and is delivered', async () => {

@@ -13,7 +13,7 @@ import { SqliteStore } from '../../src/store/sqlite.js';
 import { received, run } from '../store/contract.js';
 import { TOKEN } from '../support/token.js';
 
-const DONE: Completion = { status: 'ok', replyDisposition: 'visible', reply: 'done', deliveryStatus: 'outbox', deliveryAttempted: true };
+const DONE: Completion = { status: 'ok', replyDisposition: 'visible', reply: 'done', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true };
 const noSignals = { heartbeatRequested: () => {}, runsQueued: () => {} };
 
 describe('dispatch with waitForCompletion', () => {

@@ -56,7 +56,14 @@ before(() => {
   writeTransform(
     'echo-input.mjs',
     'export default async (input) => { await new Promise((r) => setTimeout(r, 2));\n' +
-      '  return { message: JSON.stringify({ headers: input.headers, query: input.query, path: input.path, keys: Object.keys(input).sort() }) }; };\n',
+      '  return { message: JSON.stringify({ headers: input.headers, query: input.query, path: input.path, keys: Object.keys(input).sort(),\n' +
+      '    url: input.url instanceof URL ? input.url.href : null, kind: input.url.searchParams.get("x") }) }; };\n',
+  );
+  writeTransform(
+    'keyed.mjs',
+    'export default (c) => ({ message: "m", sessionKey: c.payload.key ?? "hook:fixed", sessionKeySource: "static" });\n' +
+      'export const loose = () => ({ message: "m", sessionKey: "hook:loose" });\n' +
+      'export const odd = () => ({ message: "m", sessionKey: "hook:odd", sessionKeySource: "trusted" });\n',
   );
   writeTransform(
     'counted.mjs',
@@ -111,6 +118,7 @@ function resolve(s: Pick<Setup, 'ctx' | 'routes'>, subPath: string, payload: Rec
     headers: withoutCredentials(call.headers ?? {}),
     rawHeaders: call.headers ?? {},
     query: new URLSearchParams(call.query ?? ''),
+    rawQuery: call.query,
     now: NOW,
     // As on a token plan, whose token the ingress checked before the body, unless a call says otherwise.
     tokenVerified: call.tokenVerified ?? true,
@@ -461,15 +469,31 @@ describe('transforms (real modules on disk)', () => {
     assert.equal((await runOf(s, 'u', {})).message, 'as configured');
   });
 
-  it('is called with { payload, headers, query, path }: lower-cased headers without credentials, query as an object', async () => {
+  it('is called with { payload, headers, query, url, path }: lower-cased headers without credentials, query as an object, url a URL', async () => {
     const s = setup({ mappings: [{ match: { path: 'in/put' }, transform: { module: 'echo-input.mjs' } }] });
     const run = await runOf(s, 'in/put', { a: 1 }, { query: 'x=1&y=2', headers: { 'x-github-event': 'push', authorization: 'Bearer t', 'x-openclaw-token': 't' } });
     assert.deepEqual(JSON.parse(run.message), {
       headers: { 'x-github-event': 'push' },
       query: { x: '1', y: '2' },
       path: 'in/put',
-      keys: ['headers', 'path', 'payload', 'query'],
+      keys: ['headers', 'path', 'payload', 'query', 'url'],
+      // OpenClaw's `url`: the hook's path under hooks.path with the query as sent, on a fixed origin.
+      url: 'http://localhost/hooks/in/put?x=1&y=2',
+      kind: '1',
     });
+  });
+
+  it('a transform may vouch for its key with sessionKeySource: "static" (OpenClaw): no allowRequestSessionKey needed, prefixes still apply', async () => {
+    const mappings = [
+      { match: { path: 'fixed' }, transform: { module: 'keyed.mjs' } },
+      { match: { path: 'loose' }, transform: { module: 'keyed.mjs', export: 'loose' } },
+    ];
+    const s = setup({ mappings, allowedSessionKeyPrefixes: ['hook:'] });
+    assert.equal((await runOf(s, 'fixed', { n: 1 })).sessionKey, 'hook:fixed');
+    await rejects(resolve(s, 'loose', { n: 1 }), 400, 'session_key_not_allowed', /allowRequestSessionKey/);
+    await rejects(resolve(s, 'fixed', { n: 1, key: 'other:1' }), 400, 'session_key_not_allowed', /must start with one of: hook:/);
+    const bad = setup({ mappings: [{ match: { path: 'odd' }, transform: { module: 'keyed.mjs', export: 'odd' } }] });
+    await rejects(resolve(bad, 'odd', { n: 1 }), 500, 'mapping_failed', 'hook mapping failed: transform returned an invalid sessionKeySource');
   });
 
   it('transform.export names the function; TypeScript modules load through tsx', async () => {

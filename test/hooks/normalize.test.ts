@@ -15,7 +15,7 @@ function rejects400(fn: () => unknown, message?: RegExp): void {
 
 describe('normalizeWake', () => {
   it('requires text: a non-blank string, trimmed', () => {
-    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), { text: 'New mail', mode: 'now', sessionKey: undefined });
+    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), { text: 'New mail', mode: 'now', sessionKey: undefined, agentId: undefined });
     for (const text of [undefined, null, '', '   ', '\n\t', 42, true, ['a'], { a: 1 }]) {
       rejects400(() => normalizeWake(text === undefined ? {} : { text }), /text required/);
     }
@@ -31,7 +31,12 @@ describe('normalizeWake', () => {
   });
 
   it('ignores unknown keys', () => {
-    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), { text: 'x', mode: 'now', sessionKey: undefined });
+    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), { text: 'x', mode: 'now', sessionKey: undefined, agentId: undefined });
+  });
+
+  it('a sessionKey, when sent, must name a session: blank is 400 (as in OpenClaw), not ignored; agentId is read', () => {
+    for (const sessionKey of ['', '   ']) rejects400(() => normalizeWake({ text: 'x', sessionKey }), /sessionKey must be a non-empty string/);
+    assert.deepEqual(normalizeWake({ text: 'x', sessionKey: ' hook:w ', agentId: 'ops' }), { text: 'x', mode: 'now', sessionKey: 'hook:w', agentId: 'ops' });
   });
 });
 

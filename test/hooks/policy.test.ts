@@ -277,7 +277,17 @@ describe('session key policy', () => {
 });
 
 describe('agent policy', () => {
-  it('uses the requested agent when it exists (ids are case-insensitive), else the default agent', () => {
+  it("a request's unknown agentId is 400 invalid_agent naming the configured agents (as OpenClaw); a mapping's falls back", () => {
+    const ctx = ctxOf();
+    rejects(() => resolveAgent(ctx, 'ghost', true), 'invalid_agent', /^unknown agentId "ghost"; the configured agents are: main, ops$/);
+    assert.equal(resolveAgent(ctx, 'OPS', true), 'ops');
+    assert.equal(resolveAgent(ctx, undefined, true), 'main');
+    rejects(() => buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ghost' }), REQUEST, NOW), 'invalid_agent');
+    const mapped: RunOrigin = { ...REQUEST, hookPath: 'x', mappingId: 'm1', sessionKeySource: 'static' };
+    assert.equal(buildRun(ctx, normalizeAgent({ message: 'm', agentId: 'ghost' }), mapped, NOW).agentId, 'main');
+  });
+
+  it('uses the requested agent when it exists (ids are case-insensitive), else the default agent (mappings)', () => {
     const ctx = ctxOf();
     assert.equal(resolveAgent(ctx, undefined), 'main');
     assert.equal(resolveAgent(ctx, 'ops'), 'ops');

@@ -27,7 +27,7 @@ const write = (file: string, text: string) => {
   writeFileSync(file, text);
 };
 
-const input = { payload: { n: 2, name: 'x' }, headers: { 'x-a': '1' }, query: { q: 'v' }, path: 'p' };
+const input = { payload: { n: 2, name: 'x' }, headers: { 'x-a': '1' }, query: { q: 'v' }, url: new URL('http://localhost/hooks/p?q=v'), path: 'p' };
 
 before(() => {
   tmp = tempDir('hookgate-transforms-');

@@ -57,7 +57,7 @@ describe('completion waiters', () => {
     const t0 = Date.now();
     release.open();
     const c = await waiting;
-    assert.deepEqual(c, { status: 'ok', replyDisposition: 'visible', reply: 'deployed v2', deliveryStatus: 'outbox', deliveryAttempted: true });
+    assert.deepEqual(c, { status: 'ok', replyDisposition: 'visible', reply: 'deployed v2', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true });
     assert.ok(Date.now() - t0 < 2000, 'answered late');
     assert.equal(waiters.size, 0, 'the waiter is removed on completion');
   });
@@ -79,7 +79,7 @@ describe('completion waiters', () => {
     await delay(80);
     await finishElsewhere(id, 'HEARTBEAT_OK');
     const c = await waiting;
-    assert.deepEqual(c, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false });
+    assert.deepEqual(c, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false, delivered: false });
   });
 
   it('a failing run: status error with the error', async () => {
@@ -157,7 +157,7 @@ describe('completionOf', () => {
 
   it('a timed-out run is an error with its reason; no error key on success', () => {
     const c = completionOf(run({ error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out' }), 'timed_out', 300);
-    assert.deepEqual(c, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false });
+    assert.deepEqual(c, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false, delivered: false });
     assert.ok(!('error' in completionOf(run({ reply: 'x', deliveryStatus: 'outbox' }), 'succeeded', 300)));
   });
 });

@@ -27,6 +27,7 @@ const CODES: Record<HttpErrorCode, true> = {
   not_found: true,
   session_key_not_allowed: true,
   agent_not_allowed: true,
+  invalid_agent: true,
   model_not_allowed: true,
   invalid_channel: true,
   idempotency_conflict: true,

@@ -10,10 +10,7 @@ export function checkGmail(config: RawConfig): ConfigFindings {
   const gmail = config.hooks.gmail;
   const issues: ConfigFindings['issues'] = [];
   const warnings: string[] = [];
-  const legacy = (['label', 'pushToken', 'hookUrl', 'renewEveryMinutes'] as const).filter((k) => gmail[k] !== undefined);
-  if (legacy.length) {
-    warnings.push(`hooks.gmail.${legacy.join(', ')}: keys of OpenClaw's external Gmail watcher, unused by hookgate (see docs/gmail.md: labels, renewEveryHours)`);
-  }
+  warnings.push(...openClawGmailWarnings(config));
   if (!gmail.account) return { issues, warnings };
   const need = (key: 'audience' | 'serviceAccountEmail' | 'topic' | 'oauth', why: string) => {
     if (gmail[key] === undefined) issues.push({ path: `hooks.gmail.${key}`, message: `hooks.gmail.account requires hooks.gmail.${key} (${why})` });
@@ -39,4 +36,39 @@ export function checkGmail(config: RawConfig): ConfigFindings {
 export function gmailTopicName(gmail: { topic?: string | undefined; project?: string | undefined }): string | undefined {
   if (!gmail.topic) return undefined;
   return gmail.topic.startsWith('projects/') ? gmail.topic : `projects/${gmail.project}/topics/${gmail.topic}`;
+}
+
+/** What each key of OpenClaw's external watcher means here, and what to do instead: one warning per key set. */
+const WATCHER_KEYS = {
+  label: 'use hooks.gmail.labels (a list) for hookgate\'s own chain',
+  pushToken: "authenticates Pub/Sub to OpenClaw's watcher; hookgate's own chain checks the push's OIDC token instead (audience, serviceAccountEmail)",
+  hookUrl: 'the watcher posts to it: point it at this service\'s {hooks.path}/gmail',
+  renewEveryMinutes: 'use hooks.gmail.renewEveryHours for hookgate\'s own chain',
+  serve: "the watcher's own listener: hookgate does not start gog; run `gog gmail watch serve` yourself, or switch to hookgate's chain (hookgate gmail setup)",
+  tailscale: "exposes the watcher's listener: hookgate does not manage Tailscale; expose {hooks.path}/gmail-push yourself for hookgate's chain",
+} as const;
+
+/**
+ * Warnings for a block written for OpenClaw: each watcher key hookgate does not read, and, when the block names the
+ * watcher's mailbox (`watcherAccount`, see `gmailSchema`), that the external watcher must keep running.
+ */
+function openClawGmailWarnings(config: RawConfig): string[] {
+  const gmail = config.hooks.gmail;
+  const out: string[] = [];
+  for (const [key, instead] of Object.entries(WATCHER_KEYS)) {
+    if (gmail[key as keyof typeof WATCHER_KEYS] !== undefined) {
+      out.push(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: ${instead.replaceAll('{hooks.path}', config.hooks.path)}`);
+    }
+  }
+  if (gmail.watcherAccount !== undefined) {
+    out.push(
+      `hooks.gmail.account with OpenClaw's watcher keys and none of hookgate's chain (audience, serviceAccountEmail, oauth): ` +
+        `hookgate does not watch the mailbox itself; the external watcher (gog gmail watch serve) must keep posting to ` +
+        `${config.hooks.path}/gmail, which the gmail preset serves. For hookgate's own chain: hookgate gmail setup (docs/gmail.md)`,
+    );
+    if (!config.hooks.presets.includes('gmail') && !config.hooks.mappings.some((m) => m.match?.path === 'gmail')) {
+      out.push(`hooks.gmail names a watcher mailbox but no mapping serves ${config.hooks.path}/gmail: add "gmail" to hooks.presets`);
+    }
+  }
+  return out;
 }

@@ -307,7 +307,7 @@ export const GOOGLE_JWKS_URL = 'https://www.googleapis.com/oauth2/v3/certs';
  * `{hooks.path}/{pushPath}` (authenticated by the push's OIDC token), fetches the new mail through the Gmail API and
  * runs it through the `gmail` preset, and keeps the mailbox's watch renewed. `hookgate gmail setup` writes it.
  */
-export const gmailSchema = z.strictObject({
+const gmailFields = z.strictObject({
   /** The mailbox (`me` of the OAuth grant), e.g. `alice@example.com`. Setting it turns the chain on. */
   account: nonBlank.optional(),
   /** Google Cloud project of the topic and subscription. */
@@ -344,11 +344,32 @@ export const gmailSchema = z.strictObject({
   pushToken: z.string().optional(),
   hookUrl: z.string().optional(),
   renewEveryMinutes: positiveInt.optional(),
+  /** OpenClaw's watcher's own listener and its Tailscale exposure (`gog gmail watch serve`): unused (a warning). */
+  serve: z.record(z.string(), z.unknown()).optional(),
+  tailscale: z.record(z.string(), z.unknown()).optional(),
+  /** The mailbox of OpenClaw's external watcher, when the block is OpenClaw's (see `gmailSchema`); never set by hand. */
+  watcherAccount: z.never().optional(),
   /** Per-message body cap of an external watcher posting to `{hooks.path}/gmail`; sizes that path's body allowance. */
   maxBytes: positiveInt.default(20000),
   allowUnsafeExternalContent: z.boolean().optional(),
   model: nonBlank.optional(),
   thinking: nonBlank.optional(),
+});
+
+/** Keys only OpenClaw's external watcher has, and keys only hookgate's own push chain has. */
+const WATCHER_ONLY = ['pushToken', 'hookUrl', 'serve', 'tailscale', 'label', 'renewEveryMinutes'] as const;
+const CHAIN_ONLY = ['audience', 'serviceAccountEmail', 'oauth', 'project'] as const;
+
+/**
+ * A block written for OpenClaw (`account` with its watcher's keys, none of the chain's) names the mailbox an external
+ * `gog gmail watch serve` watches: hookgate's own chain stays off (`account` is kept as `watcherAccount`, and the
+ * check says so) and the watcher's posts to `{hooks.path}/gmail` are served by the preset, so the block validates.
+ */
+export const gmailSchema = gmailFields.transform((g) => {
+  const openclaw = g.account !== undefined && WATCHER_ONLY.some((k) => g[k] !== undefined) && CHAIN_ONLY.every((k) => g[k] === undefined);
+  if (!openclaw) return g as Omit<typeof g, 'watcherAccount'> & { watcherAccount?: string };
+  const { account, ...rest } = g;
+  return { ...rest, account: undefined, watcherAccount: account };
 });
 
 export type GmailConfig = z.output<typeof gmailSchema>;

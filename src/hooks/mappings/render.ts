@@ -36,6 +36,18 @@ export function queryRecord(query: URLSearchParams): Record<string, string> {
   return out;
 }
 
+/**
+ * The URL a transform sees (`TransformInput.url`): the hook's path under `hooks.path` with the query as received,
+ * on a fixed `http://localhost` origin (as OpenClaw builds it; the `Host` header is the sender's to choose).
+ */
+export function transformUrl(hooksPath: string, subPath: string, rawQuery: string | undefined): URL {
+  const base = hooksPath.endsWith('/') ? hooksPath : `${hooksPath}/`;
+  const url = new URL('http://localhost');
+  url.pathname = `${base}${subPath}`;
+  if (rawQuery !== undefined) url.search = rawQuery;
+  return url;
+}
+
 /** An action being built: the mapping's rendered fields, then the transform's overrides. */
 export interface Draft {
   kind: 'wake' | 'agent';
@@ -116,7 +128,8 @@ const STRING_FIELDS = ['name', 'agentId', 'sessionKey', 'channel', 'to', 'model'
 /**
  * Merges a transform's result over the draft. Absent (`undefined` / `null`) fields keep the mapping's value; present
  * ones must have the right type, else the mapping fails (a bug in the transform, not the sender's fault). Unknown keys
- * are ignored. A `sessionKey` from a transform counts as external (`templated`) for the session-key policy.
+ * are ignored. A `sessionKey` from a transform counts as external (`templated`) for the session-key policy, unless
+ * the transform also returns `sessionKeySource: "static"` (see `keySource`).
  */
 export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   // The same field rules as a direct request (hooks/normalize.ts); a violation is the transform's bug, not the sender's.
@@ -140,6 +153,7 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
     if (present(k)) out[k] = take(k, () => optionalString(o, k));
   }
   if (present('sessionKey')) out.sessionKeySource = 'templated';
+  if (present('sessionKeySource')) out.sessionKeySource = take('sessionKeySource', () => keySource(o.sessionKeySource));
   for (const k of ['mode', 'wakeMode'] as const) {
     if (present(k)) out.wakeMode = take(k, () => parseWakeMode(o[k], k));
   }
@@ -150,6 +164,15 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   if (present('accountId')) out.accountId = take('accountId', () => accountId(o.accountId));
   if (present('timeoutSeconds')) out.timeoutSeconds = take('timeoutSeconds', () => timeoutSeconds(o.timeoutSeconds));
   return out;
+}
+
+/**
+ * A transform's `sessionKeySource` (OpenClaw's field): trusted code may vouch that the key it returns is fixed
+ * (`static`: no `hooks.allowRequestSessionKey` needed, the prefixes still apply), or say it comes from the payload.
+ */
+function keySource(v: unknown): SessionKeySource {
+  if (v === 'static' || v === 'templated') return v;
+  throw new HttpError(400, 'invalid_payload', `sessionKeySource is ${describeKind(v)}; expected "static" or "templated"`);
 }
 
 export async function runTransform(m: CompiledMapping, c: Compiled, input: TransformInput): Promise<Record<string, unknown> | null | undefined> {

@@ -28,7 +28,7 @@ import { candidates, type Compiled, type CompiledMapping, matchMapping } from '.
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
-import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform } from './render.js';
+import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform, transformUrl } from './render.js';
 import { authorizeMapping, checkSignature } from './verifier.js';
 import type { TemplateContext } from './templates.js';
 
@@ -136,7 +136,8 @@ async function renderActions(
       if (key !== undefined) draft = { ...draft, sessionKey: key };
     }
     if (m.transform) {
-      const out = await runTransform(m, c, { payload: transformItems![i], headers, query, path: input.subPath });
+      const url = transformUrl(input.ctx.config.hooks.path, input.subPath, input.rawQuery);
+      const out = await runTransform(m, c, { payload: transformItems![i], headers, query, url, path: input.subPath });
       if (out === null) continue; // this item (or the whole request) is skipped
       if (out !== undefined) draft = applyOverride(draft, out);
     }

@@ -22,7 +22,14 @@ import { describeKind, firstLine } from '../../text-safe.js';
 export interface TransformInput {
   payload: unknown;
   headers: Record<string, string>;
+  /** The query parameters (first value of each name). */
   query: Record<string, string>;
+  /**
+   * The request's URL (`http://localhost{hooks.path}/{path}?{query}`), as OpenClaw passes it: transforms written
+   * for OpenClaw read `url.searchParams`. A fresh object per call; the host is not the request's `Host` header.
+   */
+  url: URL;
+  /** The sub-path after `hooks.path`, without slashes at either end. */
   path: string;
 }
 
