@@ -15,6 +15,7 @@ import type { HookAction } from '../../src/hooks/dispatch.js';
 import { createHookRoutes } from '../../src/hooks/routes.js';
 import { renderConfig } from '../../src/cli/openclaw-command.js';
 import { convertOpenClaw } from '../../src/cli/openclaw-import.js';
+import { OPENCLAW_GMAIL_BLOCK } from '../support/openclaw.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const HOOK_TOKEN = 'oc-hook-token-0123456789abcdef';
@@ -63,21 +64,7 @@ const OPENCLAW = {
       { id: 'ci', match: { path: 'ci' }, action: 'wake', textTemplate: 'CI {{status}} {{build}}', wakeMode: 'next-heartbeat' },
       { id: 'kind', match: { path: 'kind' }, transform: { module: 'kind.mjs' } },
     ],
-    gmail: {
-      account: 'openclaw@gmail.com',
-      label: 'INBOX',
-      topic: 'projects/my-project/topics/gog-gmail-watch',
-      subscription: 'gog-gmail-watch-push',
-      pushToken: 'shared-push-token',
-      hookUrl: 'http://127.0.0.1:18789/hooks/gmail',
-      includeBody: true,
-      maxBytes: 20000,
-      renewEveryMinutes: 720,
-      serve: { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' },
-      tailscale: { mode: 'funnel', path: '/gmail-pubsub' },
-      model: 'anthropic/claude-sonnet-4-6',
-      thinking: 'low',
-    },
+    gmail: OPENCLAW_GMAIL_BLOCK,
   },
 };
 

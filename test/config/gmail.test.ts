@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TOKEN } from '../support/token.js';
 import { assertIssue, parse } from './helpers.js';
+import { OPENCLAW_GMAIL_BLOCK } from '../support/openclaw.js';
 
 const full = {
   account: 'ada@example.com',
@@ -47,21 +48,7 @@ describe('hooks.gmail', () => {
   });
 
   it("OpenClaw's whole block (as `openclaw webhooks gmail setup` writes it) validates: the watcher's mailbox, chain off, one message per key", () => {
-    const openclaw = {
-      account: 'openclaw@gmail.com',
-      label: 'INBOX',
-      topic: 'projects/my-project/topics/gog-gmail-watch',
-      subscription: 'gog-gmail-watch-push',
-      pushToken: 'shared-push-token',
-      hookUrl: 'http://127.0.0.1:18789/hooks/gmail',
-      includeBody: true,
-      maxBytes: 20000,
-      renewEveryMinutes: 720,
-      serve: { bind: '127.0.0.1', port: 8788, path: '/gmail-pubsub' },
-      tailscale: { mode: 'funnel', path: '/gmail-pubsub' },
-      model: 'echo/echo',
-      thinking: 'low',
-    };
+    const openclaw = { ...OPENCLAW_GMAIL_BLOCK, model: 'echo/echo' };
     const c = parse({ hooks: { enabled: true, token: TOKEN, presets: ['gmail'], gmail: openclaw } });
     const g = c.hooks.gmail;
     assert.equal(g.account, undefined, "hookgate's own chain stays off");

@@ -18,6 +18,7 @@ import Stripe from 'stripe';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, startHookgate } from '../support/server.js';
 import { withStoreAt } from '../support/store-at.js';
+import { type OctokitExample, openedPullRequestMessage } from '../support/sender-messages.js';
 
 const GITHUB_SECRET = 'gh-webhook-secret-for-presets';
 const STRIPE_SECRET = 'whsec_presets_endpoint_secret';
@@ -26,7 +27,7 @@ const SW_SECRET = `whsec_${Buffer.from('standard webhooks presets key 32').toStr
 const SECRETS = [GITHUB_SECRET, STRIPE_SECRET, SLACK_SECRET, SW_SECRET];
 
 const definitions = createRequire(import.meta.url)('@octokit/webhooks-examples') as WebhookDefinition[];
-type Example = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Example = OctokitExample;
 const example = (event: string, pick: (e: Example) => boolean = () => true): Example => {
   const found = (definitions.find((d) => d.name === event)?.examples as unknown as Example[] | undefined)?.find(pick);
   assert.ok(found, `no example of ${event}`);
@@ -96,16 +97,7 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       const runs = await runsOf('github');
       const run = runs.find((x) => x.id === r.body?.runId);
       assert.ok(run, 'the answer names the queued run');
-      assert.equal(
-        run.message,
-        [
-          `GitHub pull request #${pr.number} opened in ${pr.repository.full_name} by ${pr.sender.login}: ${pr.pull_request.title}`,
-          `Branch ${pr.pull_request.head.ref} into ${pr.pull_request.base.ref}; state open, draft false, merged false`,
-          pr.pull_request.html_url,
-          '',
-          pr.pull_request.body,
-        ].join('\n'),
-      );
+      assert.equal(run.message, openedPullRequestMessage(pr));
       assert.equal(run.name, 'GitHub');
       assert.equal(run.sessionKey, `hook:github:${pr.repository.full_name}#${pr.number}`);
       assert.equal(run.sessionMode, 'persistent');

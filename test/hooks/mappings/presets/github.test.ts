@@ -9,10 +9,11 @@ import { describe, it } from 'node:test';
 import type { WebhookDefinition } from '@octokit/webhooks-examples';
 import { github } from '../../../../src/hooks/mappings/presets/github.js';
 import { kit, runOf } from './kit.js';
+import { type OctokitExample, openedPullRequestMessage } from '../../../support/sender-messages.js';
 
 const definitions = createRequire(import.meta.url)('@octokit/webhooks-examples') as WebhookDefinition[];
 // Their own shapes differ per event; the tests read them as plain JSON.
-type Example = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Example = OctokitExample;
 const examples = (event: string): Example[] => {
   const d = definitions.find((x) => x.name === event);
   assert.ok(d, `no examples of ${event}`);
@@ -42,16 +43,7 @@ describe('the github preset', () => {
   it('pull_request: who, what, where, the link and the description; one conversation per pull request', async () => {
     const pr = examples('pull_request').find((e) => e.action === 'opened')!;
     const r = await run('pull_request', pr);
-    assert.equal(
-      r.message,
-      [
-        `GitHub pull request #${pr.number} opened in ${pr.repository.full_name} by ${pr.sender.login}: ${pr.pull_request.title}`,
-        `Branch ${pr.pull_request.head.ref} into ${pr.pull_request.base.ref}; state open, draft false, merged false`,
-        pr.pull_request.html_url,
-        '',
-        pr.pull_request.body,
-      ].join('\n'),
-    );
+    assert.equal(r.message, openedPullRequestMessage(pr));
     assert.equal(r.sessionKey, `hook:github:${pr.repository.full_name}#${pr.number}`);
   });
 
