@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// Instructions per /hooks/wake request, counted by valgrind's callgrind: a measure that other processes on the
+// machine do not move (req/s and CPU time do), for comparing two builds. Needs valgrind (Debian: apt install valgrind).
+//   node bench/instructions.mjs [ROOT ...]        ROOT: a checkout with a built dist/ (default: this one)
+//   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8)
+// Each ROOT runs under callgrind at once (the counts do not depend on it); the table gives instructions per request by
+// kind. "JIT compiler" and "GC" depend on when V8 decides to optimise or collect, which timing moves under valgrind's
+// slowdown: compare builds on the "steady" sum, which leaves them out.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const here = new URL('..', import.meta.url).pathname;
+const roots = process.argv.slice(2).map((r) => resolve(r));
+if (roots.length === 0) roots.push(here);
+const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
+const REQUESTS = Number(process.env.INSTR_REQUESTS ?? 4000);
+const CONNECTIONS = Number(process.env.INSTR_CONNECTIONS ?? 8);
+const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+
+/** Self cost by kind, from callgrind_annotate's per-function lines. */
+const KINDS = [
+  ['JIT compiler', /v8::internal::compiler::|v8::internal::maglev|v8::internal::Pipeline|RegisterAllocator|InstructionSelector/],
+  ['GC', /Heap|Scavenge|Mark|Sweep|Evacuat|IterateObjectCache|RememberedSet|SlotSet/],
+  ['SQLite', /better_sqlite3/],
+  ['JIT code (JS)', /\?\?\?:0x/],
+  ['V8 builtins', /Builtins_/],
+  ['libc', /libc\.so/],
+  ['JSON', /Json/],
+  ['node native (http parser, streams)', /llhttp|node::/],
+  ['other V8 runtime', /./],
+];
+
+async function measure(root) {
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-instr-'));
+  const config = join(dir, 'hookgate.json5');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      gateway: { port: 0 },
+      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db') },
+      hooks: { enabled: true, token: TOKEN },
+      heartbeat: { every: 'off' },
+      agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
+      channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
+      logging: { level: 'info' },
+    }),
+  );
+  const out = join(dir, 'callgrind.out');
+  const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
+  const child = spawn('valgrind', [...args, process.execPath, '--max-semi-space-size=4', join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
+    env: { ...process.env, HOOKGATE_BENCH: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  const url = await new Promise((ok, fail) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg.url) ok(msg.url);
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`${root}: hookgate under valgrind exited ${code}\n${stderr}`)));
+  });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  let seq = 0;
+  const wake = () =>
+    new Promise((ok, fail) => {
+      const body = JSON.stringify({ text: `bench event ${seq++}`, mode: 'next-heartbeat' });
+      const req = http.request(`${url}/hooks/wake`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? ok() : fail(new Error(`${root}: /hooks/wake answered ${res.statusCode}`))));
+      });
+      req.on('error', fail);
+      req.end(body);
+    });
+  const burst = async (n) => {
+    let sent = 0;
+    await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+      while (sent++ < n) await wake();
+    }));
+  };
+  await burst(WARMUP);
+  execFileSync('callgrind_control', ['--instr=on', String(child.pid)], { stdio: 'ignore' });
+  await burst(REQUESTS);
+  execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+  execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'ignore' });
+  child.kill('SIGTERM');
+  await new Promise((ok) => child.once('exit', ok));
+  agent.destroy();
+  const dump = readdirSync(dir).map((f) => join(dir, f)).find((f) => f.startsWith(out) && /^part: 1$/m.test(readFileSync(f, 'utf8')));
+  if (!dump) throw new Error(`${root}: no callgrind dump in ${dir}`);
+  const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  const byKind = new Map(KINDS.map(([k]) => [k, 0]));
+  for (const line of text.split('\n')) {
+    const m = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$/.exec(line);
+    if (!m || m[2].includes('PROGRAM TOTALS')) continue;
+    const kind = KINDS.find(([, re]) => re.test(m[2]))[0];
+    byKind.set(kind, byKind.get(kind) + Number(m[1].replaceAll(',', '')) / REQUESTS);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return byKind;
+}
+
+const results = await Promise.all(roots.map(measure));
+const f = (n) => Math.round(n).toLocaleString('en-US');
+const steady = (m) => [...m].filter(([k]) => k !== 'JIT compiler' && k !== 'GC').reduce((s, [, v]) => s + v, 0);
+console.log(`instructions per /hooks/wake request (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`);
+console.log(`| kind | ${roots.join(' | ')} |\n|---|${roots.map(() => '---:').join('|')}|`);
+for (const [k] of KINDS) console.log(`| ${k} | ${results.map((m) => f(m.get(k))).join(' | ')} |`);
+console.log(`| **steady** (all but JIT compiler and GC) | ${results.map((m) => `**${f(steady(m))}**`).join(' | ')} |`);
+if (results.length > 1) console.log(`\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`);
