@@ -273,7 +273,10 @@ async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResul
   return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
 }
 
-/** Answer a committed request (2xx): the dispatch's answer, or the one its sender expects (Slack's empty 200, Twilio's TwiML); a Gmail push tells the fetcher. */
+/**
+ * Answer a committed request (2xx): the dispatch's answer, or the one its sender expects (Slack's empty 200, Twilio's
+ * TwiML); a Gmail push tells the fetcher.
+ */
 function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
   if (routed.kind === 'gmailPush') {
     // Recorded here: dispatch records the actions' requests in their own transaction.
@@ -282,7 +285,8 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
     if (!answer.duplicate) h.deps.signals.gmailPushed?.(routed.push.account);
     return;
   }
-  if (routed.senderAnswer && answer.status >= 200 && answer.status < 300) sendFixedOk(x.res, SENDER_ANSWERS[routed.senderAnswer], x.answerHeaders());
+  const expected = routed.senderAnswer && answer.status >= 200 && answer.status < 300 ? SENDER_ANSWERS[routed.senderAnswer] : undefined;
+  if (expected) sendFixedOk(x.res, expected, x.answerHeaders());
   else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
   if (h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
@@ -291,9 +295,10 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
 const IGNORED = { ok: true, ignored: true } as const;
 
 /**
- * Answer a genuine sender's request that no mapping takes (`unmatched`): 200 `{ ok: true, ignored: true }` (or the answer
- * its sender expects: Slack's forms an empty 200, Twilio's TwiML), nothing queued, recorded and announced with code `unmatched`, one line at info. Never an auth
- * failure: a sender that disables a failing endpoint (Stripe, Svix) must not lose the events that are mapped.
+ * Answer a genuine sender's request that no mapping takes (`unmatched`): 200 `{ ok: true, ignored: true }` (or the
+ * answer its sender expects: Slack's forms an empty 200, Twilio's TwiML), nothing queued, recorded and announced with
+ * code `unmatched`, one line at info. Never an auth failure: a sender that disables a failing endpoint (Stripe, Svix)
+ * must not lose the events that are mapped.
  */
 function answerUnmatched(h: Ingress, x: Exchange, routed: Extract<RouteResult, { kind: 'unmatched' }>): void {
   const event = routed.event === undefined ? {} : { eventHeader: routed.event.header, event: routed.event.value };

@@ -8,7 +8,8 @@
  */
 import type { SenderPreset } from './sender.js';
 
-const has = (payload: Record<string, unknown>, key: string) => Object.hasOwn(payload, key) && typeof payload[key] === 'string' && payload[key] !== '';
+const has = (payload: Record<string, unknown>, key: string) =>
+  Object.hasOwn(payload, key) && typeof payload[key] === 'string' && payload[key] !== '';
 
 function twilioEvent(payload: Record<string, unknown>): string | undefined {
   if (has(payload, 'MessageStatus')) return 'message_status';
