@@ -44,6 +44,7 @@ export const SENDER_PRESETS = {
 export type SenderName = keyof typeof SENDER_PRESETS;
 export const SENDER_NAMES = Object.keys(SENDER_PRESETS) as [SenderName, ...SenderName[]];
 
+const TWILIO_URL_REQUIRED = 'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
 /** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
 export function normalizeHooksPath(raw: string): string {
   const t = raw.trim();
@@ -278,14 +279,10 @@ export const senderPresetSchema = mappingSchema
   })
   .transform(({ use, path, secret, secrets, toleranceSeconds, url, ...rest }, ctx) => {
     const scheme = SENDER_PRESETS[use];
-    // The scheme's own message names `signature.url`; a preset entry has `url` itself.
-    if (scheme === 'twilio' && url === undefined) {
-      const message = 'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
-      ctx.addIssue({ code: 'custom', path: ['url'], message });
-      return z.NEVER;
-    }
-    if (scheme !== 'twilio' && url !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['url'], message: 'only applies to the twilio preset' });
+    // A preset entry has `url` itself (the scheme's own messages name `signature.url`).
+    const urlProblem = scheme === 'twilio' ? url === undefined && TWILIO_URL_REQUIRED : url !== undefined && 'only applies to the twilio preset';
+    if (urlProblem) {
+      ctx.addIssue({ code: 'custom', path: ['url'], message: urlProblem });
       return z.NEVER;
     }
     const signature = signatureSchema.safeParse({ scheme, secret, secrets, toleranceSeconds, ...(url !== undefined ? { url } : {}) });
