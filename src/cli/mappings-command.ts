@@ -13,7 +13,7 @@ import type { HookAction } from '../hooks/dispatch.js';
 import { candidates, type CompiledMapping, matchMapping } from '../hooks/mappings/compile.js';
 import { MappingFailure } from '../hooks/mappings/render.js';
 import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
-import { createHookRoutes, type HookRequest, type RouteResult } from '../hooks/routes.js';
+import { createHookRoutes, type HookRequest, type RouteResult, SENDER_ANSWERS, type SenderAnswer } from '../hooks/routes.js';
 import { createLogger } from '../log.js';
 import { logSafe } from '../text-safe.js';
 import { fullConfig } from './context.js';
@@ -106,18 +106,24 @@ async function verifySigned(
   return { tokenVerified: false, ...(verdict.signatures ? { signatures: verdict.signatures } : {}) };
 }
 
+/** How `hookgate mappings test` says what a sender's expected answer is. */
+function senderAnswerText(answer: SenderAnswer): string {
+  const body = SENDER_ANSWERS[answer].body;
+  return body === '' ? '200 with an empty body' : `200 ${body}`;
+}
+
 function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, subPath: string, signer?: CompiledMapping): string[] {
   const scheme = signer?.signature?.scheme;
   const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
   if (r.kind === 'unmatched') {
-    const answer = r.emptyAnswer ? '200 with an empty body' : '200 {"ok":true,"ignored":true}';
+    const answer = r.senderAnswer ? senderAnswerText(r.senderAnswer) : '200 {"ok":true,"ignored":true}';
     return [
       `no mapping or preset matches "${subPath}" with this body and these headers` +
         ` (signed here as ${r.scheme} with the secret of mapping ${signer?.id ?? '?'})`,
       `  → ignored: the service would answer ${answer} and record it as unmatched (with the hook token instead of a signature: 404)`,
     ];
   }
-  if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.emptyAnswer ? '200 with an empty body' : '204'} (a transform returned null, or the fan-out had no items)`];
+  if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.senderAnswer ? senderAnswerText(r.senderAnswer) : '204'} (a transform returned null, or the fan-out had no items)`];
   if (r.kind === 'reply') return [`${via(r.mappingId)} → a handshake answered ${r.status} ${JSON.stringify(r.body)}`];
   if (r.kind === 'gmailPush') return [`the Gmail push receiver → a notification of ${r.push.account} at history ${r.push.historyId} (fetched by the service)`];
   const lines = [`${via(r.mappingId)} → ${r.actions.length} action${r.actions.length > 1 ? 's' : ''}${r.dropped ? ` (${r.dropped} fan-out items over hooks.maxFanOut dropped)` : ''}`];

@@ -65,17 +65,31 @@ export interface HookRequest {
   log?: Logger;
 }
 
+/**
+ * The 200 a sender expects instead of hookgate's JSON, for a request accepted, skipped or ignored (`SENDER_ANSWERS`):
+ * `empty` for Slack's forms (slash commands, Interactivity: Slack would show a JSON body to the user, or read it as a
+ * modal's answer), `twiml` for Twilio's (a messaging webhook's answer is TwiML, and an empty `<Response/>` sends no
+ * reply).
+ */
+export type SenderAnswer = 'empty' | 'twiml';
+
+/** What each `SenderAnswer` is: its body and content type. */
+export const SENDER_ANSWERS: Readonly<Record<SenderAnswer, { readonly body: string; readonly contentType?: string }>> = {
+  empty: { body: '' },
+  twiml: { body: '<?xml version="1.0" encoding="UTF-8"?><Response/>', contentType: 'text/xml' },
+};
+
 export type RouteResult =
   | { kind: 'none' } // no route here → 404
-  /** A transform returned null, or a fan-out had no items → 204 (or an empty 200, with `emptyAnswer`). */
-  | { kind: 'skip'; mappingId: string; emptyAnswer?: boolean }
+  /** A transform returned null, or a fan-out had no items → 204 (or the sender's 200, with `senderAnswer`). */
+  | { kind: 'skip'; mappingId: string; senderAnswer?: SenderAnswer }
   /**
    * A request a candidate mapping's signature verified (the verdict's `signatures.any`) but no mapping of the path
    * matches: a genuine sender's event type nobody mapped. Answered 200 `{ ok: true, ignored: true }` (an empty 200
-   * with `emptyAnswer`: a Slack form), nothing queued, recorded with code `unmatched`. Authenticated: not an auth
+   * or TwiML with `senderAnswer`: a Slack or Twilio form), nothing queued, recorded with code `unmatched`. Authenticated: not an auth
    * failure, and it settles the request (the failure count's reset, the route's rate-limit token).
    */
-  | { kind: 'unmatched'; scheme: SignatureConfig['scheme']; event?: { header: string; value: string }; emptyAnswer?: boolean }
+  | { kind: 'unmatched'; scheme: SignatureConfig['scheme']; event?: { header: string; value: string }; senderAnswer?: SenderAnswer }
   /** A sender's handshake (Slack `url_verification`, GitHub `ping`), verified: answered with `body`, nothing queued. */
   | { kind: 'reply'; mappingId: string; status: number; body: Record<string, unknown> }
   | {
@@ -90,11 +104,8 @@ export type RouteResult =
       dropped?: number;
       /** Top-level fields of a direct request that hookgate does not read (see `unknownFields`). */
       unknownFields?: string[];
-      /**
-       * Answer an accepted request with an empty 200 instead of hookgate's JSON (Slack slash commands and
-       * Interactivity: Slack would show a JSON body to the user or read it as a modal response).
-       */
-      emptyAnswer?: boolean;
+      /** Answer an accepted request as its sender expects instead of with hookgate's JSON (`SenderAnswer`). */
+      senderAnswer?: SenderAnswer;
       /**
        * Hold the answer until the run ends (`waitForCompletion`). Direct `/agent` only, as in OpenClaw: a mapped
        * payload is the sender's own JSON (GitHub, Stripe, Slack…), which must not be able to hold the connection.

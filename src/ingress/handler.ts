@@ -12,7 +12,7 @@ import type { FeedSink } from '../feed.js';
 import type { CompletionWaiters } from '../hooks/completion.js';
 import { dispatch, type DispatchAnswer, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { createHookRoutes, type HookRoutes, type RouteResult } from '../hooks/routes.js';
+import { createHookRoutes, type HookRoutes, type RouteResult, SENDER_ANSWERS } from '../hooks/routes.js';
 import { type Scheme, validHookToken, type Verdict } from '../hooks/verifier.js';
 import type { IngressStore } from '../store/types.js';
 import { logPath } from '../text-safe.js';
@@ -27,7 +27,7 @@ import { RepeatLimitedLog } from '../net/log-repeats.js';
 import type { IngressPressure } from './pressure.js';
 import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
 import { FORBIDDEN, FORBIDDEN_SOURCE, routeRateLimited, UNDECIDED } from './route-limits.js';
-import { closedSignal, sendEmptyOk, sendError, sendErrorDiscardingBody, sendJson, sendNoContent } from './respond.js';
+import { closedSignal, sendError, sendErrorDiscardingBody, sendFixedOk, sendJson, sendNoContent } from './respond.js';
 
 export interface HandlerDeps {
   store: IngressStore;
@@ -273,7 +273,10 @@ async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResul
   return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
 }
 
-/** Answer a committed request (2xx): the dispatch's answer, or Slack's empty 200; a Gmail push tells the fetcher. */
+/**
+ * Answer a committed request (2xx): the dispatch's answer, or the one its sender expects (Slack's empty 200, Twilio's
+ * TwiML); a Gmail push tells the fetcher.
+ */
 function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
   if (routed.kind === 'gmailPush') {
     // Recorded here: dispatch records the actions' requests in their own transaction.
@@ -282,7 +285,8 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
     if (!answer.duplicate) h.deps.signals.gmailPushed?.(routed.push.account);
     return;
   }
-  if (routed.emptyAnswer && answer.status >= 200 && answer.status < 300) sendEmptyOk(x.res, x.answerHeaders());
+  const expected = routed.senderAnswer && answer.status >= 200 && answer.status < 300 ? SENDER_ANSWERS[routed.senderAnswer] : undefined;
+  if (expected) sendFixedOk(x.res, expected, x.answerHeaders());
   else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
   if (h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
@@ -291,9 +295,10 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
 const IGNORED = { ok: true, ignored: true } as const;
 
 /**
- * Answer a genuine sender's request that no mapping takes (`unmatched`): 200 `{ ok: true, ignored: true }` (Slack's
- * form: an empty 200), nothing queued, recorded and announced with code `unmatched`, one line at info. Never an auth
- * failure: a sender that disables a failing endpoint (Stripe, Svix) must not lose the events that are mapped.
+ * Answer a genuine sender's request that no mapping takes (`unmatched`): 200 `{ ok: true, ignored: true }` (or the
+ * answer its sender expects: Slack's forms an empty 200, Twilio's TwiML), nothing queued, recorded and announced with
+ * code `unmatched`, one line at info. Never an auth failure: a sender that disables a failing endpoint (Stripe, Svix)
+ * must not lose the events that are mapped.
  */
 function answerUnmatched(h: Ingress, x: Exchange, routed: Extract<RouteResult, { kind: 'unmatched' }>): void {
   const event = routed.event === undefined ? {} : { eventHeader: routed.event.header, event: routed.event.value };
@@ -301,17 +306,17 @@ function answerUnmatched(h: Ingress, x: Exchange, routed: Extract<RouteResult, {
   x.log.info(fields, 'hook ignored: signed request matches no mapping');
   record(h, x.received(200, 'unmatched'));
   announce(h, x, 200, 'unmatched', null);
-  if (routed.emptyAnswer) sendEmptyOk(x.res, x.answerHeaders());
+  if (routed.senderAnswer) sendFixedOk(x.res, SENDER_ANSWERS[routed.senderAnswer], x.answerHeaders());
   else sendJson(x.res, 200, IGNORED, x.answerHeaders());
 }
 
-/** Answer a request with nothing to commit: a verified sender's handshake, or a skip (204, or Slack's empty 200). */
+/** Answer a request with nothing to commit: a verified sender's handshake, or a skip (204, or its sender's 200). */
 function answerUncommitted(h: Ingress, x: Exchange, routed: Extract<RouteResult, { kind: 'reply' | 'skip' }>): void {
-  const status = routed.kind === 'reply' ? routed.status : routed.emptyAnswer ? 200 : 204;
+  const status = routed.kind === 'reply' ? routed.status : routed.senderAnswer ? 200 : 204;
   record(h, Object.assign(x.received(status, null), { mappingId: routed.mappingId }));
   announce(h, x, status, null, routed.mappingId);
   if (routed.kind === 'reply') sendJson(x.res, status, routed.body, x.answerHeaders());
-  else if (status === 200) sendEmptyOk(x.res, x.answerHeaders());
+  else if (routed.senderAnswer) sendFixedOk(x.res, SENDER_ANSWERS[routed.senderAnswer], x.answerHeaders());
   else sendNoContent(x.res, x.answerHeaders());
 }
 

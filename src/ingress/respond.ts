@@ -20,6 +20,18 @@ export function sendEmptyOk(res: ServerResponse, headers?: Record<string, string
   res.end();
 }
 
+/** A 200 with a fixed body (a sender's expected answer, hooks/routes.ts `SENDER_ANSWERS`); empty, no content type. */
+export function sendFixedOk(
+  res: ServerResponse,
+  answer: { readonly body: string; readonly contentType?: string },
+  headers?: Record<string, string>,
+): void {
+  if (answer.body === '') return sendEmptyOk(res, headers);
+  const body = Buffer.from(answer.body, 'utf8');
+  res.writeHead(200, { 'content-type': answer.contentType ?? 'text/plain; charset=utf-8', 'content-length': body.length, ...headers });
+  res.end(body);
+}
+
 export function sendNoContent(res: ServerResponse, headers?: Record<string, string>): void {
   res.writeHead(204, headers);
   res.end();

@@ -108,4 +108,24 @@ describe('hooks.presets: sender presets', () => {
     const narrowed = parse(hooks({ mappings: [{ id: 'deploys', match: { path: 'github', headers: { 'x-github-event': 'deployment' } }, messageTemplate: 'x' }], presets: [GH] }));
     assert.ok(!narrowed.warnings.some((w) => w.startsWith('hooks.presets[0]')));
   });
+
+  it('twilio needs url, the public URL Twilio signs; no other sender takes one', () => {
+    assertIssue(presets({ use: 'twilio', secret: 'auth-token' }), 'hooks.presets[0].url', /^required by the twilio preset: the public URL Twilio is configured to call/);
+    assertIssue(presets({ use: 'twilio', secret: 'auth-token', url: 'https://hooks.example.com/hooks/twilio?x=1' }), 'hooks.presets[0].url', /must not contain a query string/);
+    assertIssue(presets({ ...GH, url: 'https://hooks.example.com/hooks/github' }), 'hooks.presets[0].url', 'only applies to the twilio preset');
+    const c = parse(presets({ use: 'twilio', secret: 'auth-token', url: 'https://hooks.example.com/hooks/twilio' }));
+    assert.deepEqual((c.hooks.presets[0] as SenderPresetConfig).signature, { scheme: 'twilio', secrets: ['auth-token'], toleranceSeconds: 300, url: 'https://hooks.example.com/hooks/twilio' });
+  });
+
+  it("alertmanager's bearer secret must not be a hook token: it would open every route", () => {
+    const message = /^a bearer secret must not be a hook token \(hooks\.token, hooks\.tokens\)/;
+    assertIssue(presets({ use: 'alertmanager', secret: TOKEN }), 'hooks.presets[0].secret', message);
+    assertIssue(hooks({ tokens: [{ id: 'ci', token: 'ci-token-0123456789abcdef0123' }], presets: [{ use: 'alertmanager', secrets: ['own-secret', 'ci-token-0123456789abcdef0123'] }] }), 'hooks.presets[0].secrets', message);
+    assert.ok(parse(presets({ use: 'alertmanager', secret: 'alertmanager-own-secret' })));
+  });
+
+  it("event types with a slash (Shopify's orders/create) and their families (orders/*)", () => {
+    assert.ok(parse(presets({ use: 'shopify', secret: 's', events: ['orders/*', 'refunds/create'], templates: { 'orders/paid': 'x' } })));
+    assertIssue(presets({ use: 'shopify', secret: 's', events: ['orders/create'], templates: { 'refunds/create': 'x' } }), 'hooks.presets[0].templates.refunds/create', /is not in events/);
+  });
 });

@@ -10,7 +10,7 @@
  *   run              ```json    fields of the run whose id the last answer returned (`runId`)
  *   runs             ```json    fields of each run of the last answer's `runIds`, in order
  *   event            ```text    the text of the wake event the last answer returned (`eventId`)
- * Placeholders: `<hook token>`, `<timestamp>`, `<signature>` in requests; `"<uuid>"` and `"<same as above>"` in answers.
+ * Placeholders: `<hook token>`, `<timestamp>`, `<signature>` in requests (GitLab's and a bearer's: the secret itself); `"<uuid>"` and `"<same as above>"` in answers.
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -75,6 +75,14 @@ function sign(spec: SignatureSpec, env: Record<string, string>, body: string, he
     }
     case 'hmac-sha256':
       return h(secret, body).digest(spec.encoding === 'base64' ? 'base64' : 'hex');
+    case 'sentry':
+      return h(secret, body).digest('hex');
+    case 'shopify':
+      return h(secret, body).digest('base64');
+    case 'gitlab':
+    case 'bearer':
+      // Sent as it is: the secret is the credential.
+      return secret;
     default:
       throw new Error(`unknown scheme ${spec.scheme}`);
   }
@@ -122,7 +130,7 @@ function matches(expected: unknown, actual: unknown, previous: Record<string, un
 /** Each doc with worked examples, and the examples it must have. */
 const DOCS: ReadonlyArray<[string, readonly string[]]> = [
   ['docs/mappings.md', ['github-pr', 'slack', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']],
-  ['docs/senders.md', ['github', 'stripe', 'slack', 'standard-webhooks']],
+  ['docs/senders.md', ['github', 'stripe', 'slack', 'standard-webhooks', 'gitlab', 'alertmanager', 'sentry', 'shopify']],
 ];
 
 for (const [doc, required] of DOCS) {

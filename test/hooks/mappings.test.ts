@@ -823,11 +823,11 @@ describe('real senders: match.headers, handshakes, Slack forms and event ids, id
     const raw = Buffer.from(JSON.stringify(event));
     const r = await actionsOf(s, 'slack', event, { rawBody: raw, tokenVerified: false, headers: slack(raw) });
     assert.equal(r.deliveryId, 'Ev0PV52K25');
-    assert.equal(r.emptyAnswer, undefined, 'JSON event posts keep the JSON answer');
+    assert.equal(r.senderAnswer, undefined, 'JSON event posts keep the JSON answer');
 
     const formRaw = Buffer.from('command=%2Fweather&text=94070');
     const f = await actionsOf(s, 'slack', { command: '/weather', text: '94070' }, { rawBody: formRaw, form: true, tokenVerified: false, headers: slack(formRaw) });
-    assert.equal(f.emptyAnswer, true);
+    assert.equal(f.senderAnswer, 'empty');
     assert.equal(f.deliveryId, undefined);
     assert.equal((f.actions[0] as Extract<HookAction, { kind: 'agent' }>).run.message, '/weather 94070');
     await rejects(resolve(s, 'plain', { text: 'x' }, { form: true }), 400, 'invalid_json', /form bodies are accepted by mappings with a signature/);

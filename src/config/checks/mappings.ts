@@ -1,7 +1,7 @@
 import type { ConfigIssue } from '../../errors.js';
 import { agentAllowed, startsWithAny } from '../lookup.js';
 import { ModelCatalog } from '../model-catalog.js';
-import type { MappingConfig } from '../schema/hooks.js';
+import type { MappingConfig, SignatureConfig } from '../schema/hooks.js';
 import type { RawConfig } from '../schema/index.js';
 import { isTemplated } from '../template-syntax.js';
 import { accountCheck, channelNameCheck } from './channels.js';
@@ -16,17 +16,12 @@ export function checkMappings(config: RawConfig): ConfigFindings {
   const { hooks } = config;
   const issues: ConfigIssue[] = [];
   const checkFields = actionFieldsCheck(config, issues);
-  const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
+  const checkBearer = bearerSecretCheck(config, issues);
 
   hooks.mappings.forEach((m, i) => {
     const at = `hooks.mappings[${i}]`;
     checkFields(m, at);
-    // Both arrive as `Authorization: Bearer`: read as the hook token, the sender's secret would open every route.
-    if (m.signature?.scheme === 'bearer' && m.signature.secrets.some((s) => hookTokens.has(s)))
-      issues.push({
-        path: `${at}.signature`,
-        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
-      });
+    checkBearer(m.signature, `${at}.signature`);
     if (m.sessionMode === 'persistent' && !m.sessionKey && !m.transform && hooks.defaultSessionKey === undefined) {
       issues.push({
         path: `${at}.sessionMode`,
@@ -40,6 +35,23 @@ export function checkMappings(config: RawConfig): ConfigFindings {
   });
   issues.push(...duplicateIds(hooks));
   return { issues, warnings: neverWorking(hooks) };
+}
+
+/**
+ * A check that a `bearer` signature's secrets are no hook token: both arrive as `Authorization: Bearer`, so read as
+ * the hook token the sender's secret would open every route. For a mapping's `signature` and a sender preset's
+ * (alertmanager), pushing what it finds into `issues` at `at`.
+ */
+export function bearerSecretCheck(config: RawConfig, issues: ConfigIssue[]): (signature: SignatureConfig | undefined, at: string) => void {
+  const { hooks } = config;
+  const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
+  return (signature, at) => {
+    if (signature?.scheme === 'bearer' && signature.secrets.some((s) => hookTokens.has(s)))
+      issues.push({
+        path: at,
+        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
+      });
+  };
 }
 
 /** The fields a mapping and a sender preset share: what an action needs to be usable. */

@@ -2,12 +2,13 @@ import type { ConfigIssue } from '../../errors.js';
 import { startsWithAny } from '../lookup.js';
 import type { SenderPresetConfig } from '../schema/hooks.js';
 import type { RawConfig } from '../schema/index.js';
-import { actionFieldsCheck } from './mappings.js';
+import { actionFieldsCheck, bearerSecretCheck } from './mappings.js';
 import type { ConfigFindings } from './types.js';
 
 /**
  * `hooks.presets[]` sender presets: one path each (not another preset's, nor the Gmail push's), an id (its path) no
- * custom mapping has, session keys the prefixes admit, and the fields a mapping's are checked for. A custom mapping
+ * custom mapping has, session keys the prefixes admit, a bearer secret (alertmanager) that is no hook token, and the
+ * fields a mapping's are checked for. A custom mapping
  * that takes every request on a preset's path is a warning: the preset never runs.
  */
 export function checkPresets(config: RawConfig): ConfigFindings {
@@ -15,6 +16,7 @@ export function checkPresets(config: RawConfig): ConfigFindings {
   const issues: ConfigIssue[] = [];
   const warnings: string[] = [];
   const checkFields = actionFieldsCheck(config, issues);
+  const checkBearer = bearerSecretCheck(config, issues);
   const prefixes = hooks.allowedSessionKeyPrefixes;
 
   // Paths taken before the senders': the gmail preset's and the Gmail push receiver's.
@@ -41,6 +43,7 @@ export function checkPresets(config: RawConfig): ConfigFindings {
       });
     }
     checkFields(p, at);
+    checkBearer(p.signature, `${at}.secret${p.signature.secrets.length > 1 ? 's' : ''}`);
     const ownKeys = p.sessionKey === undefined && p.action === 'agent';
     if (ownKeys && prefixes !== undefined && prefixes.length > 0 && !startsWithAny(`hook:${p.path}:x`, prefixes)) {
       issues.push({

@@ -33,11 +33,18 @@ export const SENDER_PRESETS = {
   stripe: 'stripe',
   slack: 'slack',
   'standard-webhooks': 'standard-webhooks',
+  gitlab: 'gitlab',
+  alertmanager: 'bearer',
+  linear: 'linear',
+  sentry: 'sentry',
+  shopify: 'shopify',
+  twilio: 'twilio',
 } as const satisfies Readonly<Record<string, (typeof SIGNATURE_SCHEMES)[number]>>;
 
 export type SenderName = keyof typeof SENDER_PRESETS;
 export const SENDER_NAMES = Object.keys(SENDER_PRESETS) as [SenderName, ...SenderName[]];
 
+const TWILIO_URL_REQUIRED = 'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
 /** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
 export function normalizeHooksPath(raw: string): string {
   const t = raw.trim();
@@ -197,17 +204,20 @@ export const mappingSchema = z.strictObject({
 
 export type MappingConfig = z.output<typeof mappingSchema>;
 
-/** An event type a sender preset takes: a name (`pull_request`, `invoice.paid`), a family (`invoice.*`) or `*` (every one). */
-const EVENT_PATTERN_RE = /^(?:\*|[A-Za-z0-9_][\w.:-]*(?:\.\*)?)$/;
+/**
+ * An event type a sender preset takes: a name (`pull_request`, `invoice.paid`, Shopify's `orders/create`), a family
+ * (`invoice.*`, `orders/*`) or `*` (every one).
+ */
+const EVENT_PATTERN_RE = /^(?:\*|[A-Za-z0-9_][\w.:/-]*(?:[./]\*)?)$/;
 /** A key of a preset's `templates`: one event type, or `*` for the wording of an event type without one of its own. */
-const EVENT_NAME_RE = /^(?:\*|[A-Za-z0-9_][\w.:-]*)$/;
+const EVENT_NAME_RE = /^(?:\*|[A-Za-z0-9_][\w.:/-]*)$/;
 
 /** Whether `patterns` (a preset's `events`) take `event`; `*` takes every delivery, even one without an event type. */
 export function eventAllowed(patterns: readonly string[], event: string | undefined): boolean {
   for (const p of patterns) {
     if (p === '*') return true;
     if (event === undefined) continue;
-    if (p === event || (p.endsWith('.*') && event.startsWith(p.slice(0, -1)))) return true;
+    if (p === event || ((p.endsWith('.*') || p.endsWith('/*')) && event.startsWith(p.slice(0, -1)))) return true;
   }
   return false;
 }
@@ -216,7 +226,7 @@ const eventPattern = z
   .string()
   .trim()
   .max(100)
-  .regex(EVENT_PATTERN_RE, 'must be an event type (letters, digits, _ . : -), a family like "invoice.*", or "*"');
+  .regex(EVENT_PATTERN_RE, 'must be an event type (letters, digits, _ . : / -), a family like "invoice.*" or "orders/*", or "*"');
 
 /**
  * A sender preset (`hooks.presets[]` object): the sender's name and secret, and the mapping keys a user sets per
@@ -254,6 +264,8 @@ export const senderPresetSchema = mappingSchema
     secret: nonBlank.optional(),
     secrets: z.array(nonBlank).min(1).optional(),
     toleranceSeconds: positiveInt.optional(),
+    /** twilio only (and required there): the public URL Twilio is configured to call, which it signs. */
+    url: z.string().trim().optional(),
     /** Event types that make a run or wake; others do not match. Default: the preset's own list. */
     events: z.array(eventPattern).min(1).optional(),
     /** A message template per event type (`*`: events without wording of their own), over the preset's. */
@@ -265,8 +277,15 @@ export const senderPresetSchema = mappingSchema
       })
       .optional(),
   })
-  .transform(({ use, path, secret, secrets, toleranceSeconds, ...rest }, ctx) => {
-    const signature = signatureSchema.safeParse({ scheme: SENDER_PRESETS[use], secret, secrets, toleranceSeconds });
+  .transform(({ use, path, secret, secrets, toleranceSeconds, url, ...rest }, ctx) => {
+    const scheme = SENDER_PRESETS[use];
+    // A preset entry has `url` itself (the scheme's own messages name `signature.url`).
+    const urlProblem = scheme === 'twilio' ? url === undefined && TWILIO_URL_REQUIRED : url !== undefined && 'only applies to the twilio preset';
+    if (urlProblem) {
+      ctx.addIssue({ code: 'custom', path: ['url'], message: urlProblem });
+      return z.NEVER;
+    }
+    const signature = signatureSchema.safeParse({ scheme, secret, secrets, toleranceSeconds, ...(url !== undefined ? { url } : {}) });
     if (!signature.success) {
       for (const i of signature.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
       return z.NEVER;

@@ -23,7 +23,7 @@ import { HttpError, mappingFailed } from '../../errors.js';
 import { logSafe } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
 import { fanOutPayloads } from '../fan-out.js';
-import type { HookRequest, HookRoutes, HookRoutesOptions, RouteResult } from '../routes.js';
+import type { HookRequest, HookRoutes, HookRoutesOptions, RouteResult, SenderAnswer } from '../routes.js';
 import { candidates, type Compiled, type CompiledMapping, matchMapping } from './compile.js';
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
@@ -63,11 +63,10 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
       if (input.form && !m.signature) {
         throw new HttpError(400, 'invalid_json', 'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)');
       }
-      // Slack shows a slash command's answer to the user and reads Interactivity's as a modal response: an empty 200.
-      const emptyAnswer = input.form === true && m.signature?.scheme === 'slack';
+      const answer = senderAnswerOf(m.signature?.scheme, input.form);
 
       try {
-        return await renderActions(logger, c, m, input, headers, emptyAnswer, deliveryId);
+        return await renderActions(logger, c, m, input, headers, answer, deliveryId);
       } catch (err) {
         if (err instanceof MappingFailure) throw failed(logger, input, m, err);
         throw err;
@@ -76,24 +75,34 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
   };
 }
 
+/**
+ * The answer a sender's form post expects instead of hookgate's JSON: Slack shows a slash command's answer to the user
+ * and reads Interactivity's as a modal response (an empty 200); Twilio reads a messaging webhook's as TwiML (an
+ * empty `<Response/>`: no reply).
+ */
+function senderAnswerOf(scheme: SignatureConfig['scheme'] | undefined, form: boolean | undefined): SenderAnswer | undefined {
+  if (form !== true) return undefined;
+  return scheme === 'slack' ? 'empty' : scheme === 'twilio' ? 'twiml' : undefined;
+}
+
 /** Senders that name their event in a header of their own, whatever the mappings match on. */
 const EVENT_HEADERS: Partial<Record<SignatureConfig['scheme'], string>> = { github: 'x-github-event' };
 
 /**
  * A genuine sender's request (a candidate's signature verified it) that no mapping takes: answered as ignored, so a
- * sender that disables a failing endpoint (Stripe, Svix) keeps delivering the events that are mapped. Slack's form
- * posts get the empty 200 Slack expects. `event` (for the log line) is the sender's event header, else the first
+ * sender that disables a failing endpoint (Stripe, Svix) keeps delivering the events that are mapped. Slack's and
+ * Twilio's form posts get the answer their sender expects. `event` (for the log line) is the sender's event header, else the first
  * header the path's mappings match on that the request carries.
  */
 function unmatched(c: Compiled, input: HookRequest, headers: Record<string, string>, signature: SignatureConfig): RouteResult {
   const names = [EVENT_HEADERS[signature.scheme], ...candidates(c, input.subPath).flatMap((m) => m.headers?.map(([name]) => name) ?? [])];
   const header = names.find((name) => name !== undefined && Object.hasOwn(headers, name));
-  const emptyAnswer = input.form === true && signature.scheme === 'slack';
+  const answer = senderAnswerOf(signature.scheme, input.form);
   return {
     kind: 'unmatched',
     scheme: signature.scheme,
     ...(header !== undefined ? { event: { header, value: logSafe(headers[header]!, 100) } } : {}),
-    ...(emptyAnswer ? { emptyAnswer } : {}),
+    ...(answer ? { senderAnswer: answer } : {}),
   };
 }
 
@@ -118,11 +127,12 @@ async function renderActions(
   m: CompiledMapping,
   input: HookRequest,
   headers: Record<string, string>,
-  emptyAnswer: boolean,
+  answer: SenderAnswer | undefined,
   deliveryId: string | undefined,
 ): Promise<RouteResult> {
   const fan = itemsOf(logger, m, input);
-  if (fan === undefined) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  const senderAnswer = answer ? { senderAnswer: answer } : {};
+  if (fan === undefined) return { kind: 'skip', mappingId: m.id, ...senderAnswer };
   const { items, transformItems, dropped } = fan;
   const query = queryRecord(input.query);
   const now = new Date(input.now);
@@ -143,7 +153,7 @@ async function renderActions(
     }
     actions.push(finish(draft, m, input, contentSource));
   }
-  if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...(emptyAnswer ? { emptyAnswer } : {}) };
+  if (actions.length === 0) return { kind: 'skip', mappingId: m.id, ...senderAnswer };
   return {
     kind: 'actions',
     mappingId: m.id,
@@ -151,7 +161,7 @@ async function renderActions(
     fanOut: m.forEach !== undefined,
     ...(deliveryId !== undefined ? { deliveryId } : {}),
     ...(dropped > 0 ? { dropped } : {}),
-    ...(emptyAnswer ? { emptyAnswer } : {}),
+    ...senderAnswer,
   };
 }
 

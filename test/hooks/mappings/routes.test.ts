@@ -141,7 +141,7 @@ describe('mapped routes: a verified signature that no mapping takes', () => {
 
   it('slack: a form post (slash command) is unmatched with the empty answer Slack expects; a JSON event keeps the JSON answer', async () => {
     const form = 'team_id=T0001&channel_name=test&user_name=Steve&command=%2Fweather&text=94070';
-    await unmatchedAndTampered('slack', form, SENDERS.slack(form, 'application/x-www-form-urlencoded'), { kind: 'unmatched', scheme: 'slack', emptyAnswer: true }, { form: true });
+    await unmatchedAndTampered('slack', form, SENDERS.slack(form, 'application/x-www-form-urlencoded'), { kind: 'unmatched', scheme: 'slack', senderAnswer: 'empty' }, { form: true });
     const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } });
     await unmatchedAndTampered('slack', event, SENDERS.slack(event, 'application/json'), { kind: 'unmatched', scheme: 'slack' });
   });

@@ -6,13 +6,19 @@
  */
 import type { HooksConfig, MappingConfig, SenderName, SenderPresetConfig } from '../../../config/schema/hooks.js';
 import type { ContentSource } from '../../../store/types.js';
+import { alertmanager } from './alertmanager.js';
 import { github } from './github.js';
+import { gitlab } from './gitlab.js';
 import { gmail } from './gmail.js';
+import { linear } from './linear.js';
 import type { Preset, PresetName } from './preset.js';
 import { type SenderPreset, senderMapping } from './sender.js';
+import { sentry } from './sentry.js';
+import { shopify } from './shopify.js';
 import { slack } from './slack.js';
 import { standardWebhooks } from './standard-webhooks.js';
 import { stripe } from './stripe.js';
+import { twilio } from './twilio.js';
 
 export type { PresetName } from './preset.js';
 
@@ -24,6 +30,12 @@ const SENDERS: Readonly<Record<SenderName, SenderPreset>> = {
   stripe,
   slack,
   'standard-webhooks': standardWebhooks,
+  gitlab,
+  alertmanager,
+  linear,
+  sentry,
+  shopify,
+  twilio,
 };
 
 /** The sender presets, in catalogue order (their setup steps and samples are for a setup command). */

@@ -10,6 +10,12 @@ import { eventAllowed, type MappingConfig, type SenderName, type SenderPresetCon
 import { newId } from '../../../ids.js';
 import { type CompiledTemplate, compileTemplate, lookupPath } from '../templates.js';
 
+/**
+ * A message: a template, or, where no template can say it (a list of any length: Alertmanager's alerts), composed by
+ * code from the same context. It never throws, and reads the payload as a template does (`lookupPath`).
+ */
+export type Message = string | CompiledTemplate;
+
 /** Templates tried in order: the first whose every expression renders non-blank is used (templates.ts `complete`). */
 export type Candidates = readonly string[];
 
@@ -27,8 +33,8 @@ export interface SenderPreset {
   /** The runs' default `name` (templated), shown in the main session's summary. */
   readonly runName: string;
   readonly event: EventSource;
-  /** A message template per event type; their keys are the default `events`. */
-  readonly messages: Readonly<Record<string, string>>;
+  /** A message per event type; their keys are the default `events`. */
+  readonly messages: Readonly<Record<string, Message>>;
   /** The message of a taken event type without wording of its own. */
   readonly defaultMessage: string;
   /** The default `events` when they are not the worded ones (`["*"]`: every event). */
@@ -52,6 +58,11 @@ export interface SenderSetup {
 export interface SenderSample {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Readonly<Record<string, unknown>>;
+  /**
+   * A top-level body field holding the send time in Unix milliseconds, which the sender signs and hookgate checks
+   * (Linear's `webhookTimestamp`): a test send sets it to its own time before signing.
+   */
+  readonly sentAtField?: string;
 }
 
 /** The sender-specific parts of a sender preset's compiled mapping (compile.ts). */
@@ -149,10 +160,11 @@ export function compileSender(preset: SenderPreset, entry: SenderPresetConfig): 
   const taken = takenEvents(preset, entry);
   const events: EventMatch = { of, takes: (event) => eventAllowed(taken, event) };
 
-  const wording = { ...preset.messages, ...entry.templates };
+  const wording: Record<string, Message> = { ...preset.messages, ...entry.templates };
+  const compile = (m: Message): CompiledTemplate => (typeof m === 'string' ? compileTemplate(m) : m);
   const messages = new Map<string, CompiledTemplate>();
-  for (const [event, text] of Object.entries(wording)) if (event !== '*') messages.set(event, compileTemplate(text));
-  const message = byEvent(of, messages, compileTemplate(wording['*'] ?? preset.defaultMessage));
+  for (const [event, text] of Object.entries(wording)) if (event !== '*') messages.set(event, compile(text));
+  const message = byEvent(of, messages, compile(wording['*'] ?? preset.defaultMessage));
 
   let sessionKey: CompiledTemplate | undefined;
   if (entry.sessionKey === undefined && entry.action === 'agent') {

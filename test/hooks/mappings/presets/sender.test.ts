@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HookAction } from '../../../../src/hooks/dispatch.js';
 import { senderPresets } from '../../../../src/hooks/mappings/presets/index.js';
-import { signRequest } from '../../../../src/hooks/mappings/signatures.js';
+import { signedQuery, signRequest } from '../../../../src/hooks/mappings/signatures.js';
 import { actionOf, deliver, FRESH_KEY, kit, runOf } from './kit.js';
 
 const GH = { use: 'github', secret: 'gh-secret' };
@@ -183,10 +183,11 @@ describe('sender presets: one entry, one mapping', () => {
   it("every preset's sample delivery, signed with the entry's secret, makes one action (what a test send posts)", async () => {
     for (const p of senderPresets()) {
       const secret = p.name === 'standard-webhooks' || p.name === 'stripe' ? 'whsec_c2FtcGxlLXNlY3JldA==' : 'sample-secret';
-      const k = kit({ presets: [{ use: p.name, secret }] });
+      const k = kit({ presets: [{ use: p.name, secret, ...(p.name === 'twilio' ? { url: 'https://hooks.example.com/hooks/twilio' } : {}) }] });
       const m = k.ctx.routes.mapped.mappings.find((x) => x.preset === p.name)!;
-      const raw = JSON.stringify(p.sample.body);
-      const headers = { ...p.sample.headers, ...signRequest(m.signature!, Buffer.from(raw), Date.now()) };
+      const now = Date.now();
+      const raw = JSON.stringify(p.sample.sentAtField ? { ...p.sample.body, [p.sample.sentAtField]: now } : p.sample.body);
+      const headers = { ...p.sample.headers, ...signRequest(m.signature!, Buffer.from(raw), now) };
       const r = await k.routes.resolve({
         ctx: k.ctx,
         subPath: p.name,
@@ -194,8 +195,9 @@ describe('sender presets: one entry, one mapping', () => {
         rawBody: Buffer.from(raw),
         headers,
         rawHeaders: headers,
-        query: new URLSearchParams(),
-        now: Date.now(),
+        query: new URLSearchParams(signedQuery(m.signature!, Buffer.from(raw)).slice(1)),
+        rawQuery: signedQuery(m.signature!, Buffer.from(raw)).slice(1) || undefined,
+        now,
         tokenVerified: false,
       });
       assert.equal(r.kind, 'actions', `${p.name}: ${JSON.stringify(r)}`);

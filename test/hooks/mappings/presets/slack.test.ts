@@ -51,7 +51,7 @@ describe('the slack preset', () => {
   it('a slash command (form): the words, the channel as the conversation, an empty 200', async () => {
     const k = kit({ presets: [SLACK] });
     const { result, action } = await actionOf(k, 'slack', command, { ...FORM, raw: commandRaw });
-    assert.equal(result.emptyAnswer, true, 'Slack shows a body to the user');
+    assert.equal(result.senderAnswer, 'empty', 'Slack shows a body to the user');
     assert.equal(action.kind, 'agent');
     const run = (action as Extract<typeof action, { kind: 'agent' }>).run;
     assert.equal(run.message, 'Slack: Steve (<@U2147483697>) ran /weather 94070\nIn #test (C2147483705), workspace example');
@@ -64,7 +64,7 @@ describe('the slack preset', () => {
     const body = mention({});
     const { result } = await actionOf(k, 'slack', body);
     assert.equal(result.deliveryId, body.event_id);
-    assert.equal(result.emptyAnswer, undefined);
+    assert.equal(result.senderAnswer, undefined);
     const run = await runOf(k, 'slack', mention({}));
     assert.equal(run.message, 'Slack: <@U2147483697> mentioned the app in channel C2147483705:\n<@U0LAN0Z89> is the deploy done?');
     assert.equal(run.sessionKey, 'hook:slack:T0001/C2147483705', 'the same conversation as the slash command in that channel');
@@ -84,7 +84,7 @@ describe('the slack preset', () => {
     const k = kit({ presets: [SLACK] });
     const raw = `payload=${encodeURIComponent(JSON.stringify(blockActions.payload))}`;
     const { result, action } = await actionOf(k, 'slack', blockActions, { ...FORM, raw });
-    assert.equal(result.emptyAnswer, true);
+    assert.equal(result.senderAnswer, 'empty');
     const run = (action as Extract<typeof action, { kind: 'agent' }>).run;
     assert.equal(run.message, 'Slack: steve (<@U2147483697>) used approve_deploy (value v2) in channel test (C2147483705)\nOn the message: Deploy v2 to production?');
     assert.equal(run.sessionKey, 'hook:slack:T0001/C2147483705');
