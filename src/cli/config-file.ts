@@ -17,7 +17,8 @@ export function requireConfigFile(loc: ConfigLocation, what: string, otherwise =
     } catch {
       // reported below
     }
-    throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist; \`hookgate init ${loc.file}\` writes one`);
+    const missing = `config file ${loc.file} (from ${loc.from}) does not exist; \`hookgate init ${loc.file}\` writes one`;
+    throw new CliError('cli_config_missing', missing);
   }
   throw new CliError(
     'cli_config_missing',
@@ -37,11 +38,14 @@ export function rawConfig(file: string): Record<string, unknown> {
   } catch (err) {
     throw new CliError('cli_usage', `${file} is not valid JSON5: ${(err as Error).message}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new CliError('cli_usage', `${file} is not a JSON5 object`);
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new CliError('cli_usage', `${file} is not a JSON5 object`);
+  }
   return parsed as Record<string, unknown>;
 }
 
-const record = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const record = (v: unknown): Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 /** `${VAR}` replaced from this shell's environment (unset: empty), for the few keys read as written. */
 const expand = (s: string) => s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => process.env[name] ?? '');
 

@@ -43,13 +43,18 @@ interface ConnectOpts extends SecretOptions {
 export function addConnectCommand(program: Command): void {
   program
     .command('connect')
-    .description("set a sender up in one command: its hooks.presets entry and secret, then the URL and the steps on the sender's side; --test sends it a sample event, --list shows the senders")
+    .description(
+      "set a sender up in one command: its hooks.presets entry and secret, then the URL and the steps on the sender's side; " +
+        '--test sends it a sample event, --list shows the senders',
+    )
     .argument('[sender]', 'the sender, by its catalogue name (hookgate connect --list)')
     .option('--list', 'print the senders: name, title, who chooses the secret, the event types worded')
-    .option('--test', "send the sender's sample event, signed as the sender signs it, through the running service, and show what the agent receives")
+    .option('--test', "send the sender's sample event (signed as it signs) through the running service; print what the agent gets")
     .option('--path <path>', "the sub-path under hooks.path (default: the sender's name)")
     .option('--events <list>', 'comma-separated event types that make a run (default: those the preset words)')
-    .addOption(new Option('--action <action>', 'agent: an agent run per event (default); wake: an event for the main session').choices(['agent', 'wake']))
+    .addOption(
+      new Option('--action <action>', 'agent: a run per event (default); wake: an event for the main session').choices(['agent', 'wake']),
+    )
     .option('--channel <channel>', 'where the agent replies go (default: the main session\'s last channel)')
     .option('--to <to>', 'the recipient on that channel')
     .option('--secret-file <file>', 'a sender that shows its secret (Stripe, Slack…): read it from FILE (-: from stdin)')
@@ -78,11 +83,11 @@ function printList(): void {
   const lines: string[] = [];
   for (const p of senderPresets()) {
     const worded = Object.keys(p.messages);
-    lines.push(
-      `${p.name.padEnd(20)} ${p.title}`,
-      `  secret: ${p.setup.secret === 'generate' ? `hookgate makes it; you paste it into ${p.title}` : `${p.title} shows it; you give it to hookgate`}`,
-      `  events: ${worded.length ? worded.join(', ') : 'none worded on their own: one message for every event type'}${p.defaultEvents ? ` (default events: ${p.defaultEvents.join(', ')})` : ''}`,
-    );
+    const secret =
+      p.setup.secret === 'generate' ? `hookgate makes it; you paste it into ${p.title}` : `${p.title} shows it; you give it to hookgate`;
+    const events = worded.length ? worded.join(', ') : 'none worded on their own: one message for every event type';
+    const defaults = p.defaultEvents ? ` (default events: ${p.defaultEvents.join(', ')})` : '';
+    lines.push(`${p.name.padEnd(20)} ${p.title}`, `  secret: ${secret}`, `  events: ${events}${defaults}`);
   }
   process.stdout.write(`${lines.join('\n')}\n\nhookgate connect <name> sets one up (docs/senders.md)\n`);
 }
@@ -92,7 +97,9 @@ const PATH_RE = /^[\w.~-]+(\/[\w.~-]+)*$/;
 function entryOf(preset: SenderPreset, o: ConnectOpts, path: string, secret: ConnectEntry['secret']): ConnectEntry {
   const events = o.events?.split(',').map((e) => e.trim()).filter(Boolean);
   if (events?.length === 0) throw new CliError('cli_usage', '--events: name at least one event type (or * for every one)');
-  if (o.to !== undefined && o.channel === undefined) throw new CliError('cli_usage', '--to needs --channel: the recipient is on that channel');
+  if (o.to !== undefined && o.channel === undefined) {
+    throw new CliError('cli_usage', '--to needs --channel: the recipient is on that channel');
+  }
   return { use: preset.name, path, secret, events, action: o.action, channel: o.channel, to: o.to };
 }
 
@@ -101,7 +108,9 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const configDir = dirname(file);
   const raw = rawConfig(file);
   const path = normalizeMatchPath(o.path ?? preset.name);
-  if (!PATH_RE.test(path)) throw new CliError('cli_usage', `--path: expected a sub-path like ${preset.name} or ci/${preset.name}, got ${JSON.stringify(o.path)}`);
+  if (!PATH_RE.test(path)) {
+    throw new CliError('cli_usage', `--path: expected a sub-path like ${preset.name} or ci/${preset.name}, got ${JSON.stringify(o.path)}`);
+  }
   if (path === 'wake' || path === 'agent') throw new CliError('cli_usage', `--path: ${path} is a built-in hook; choose another path`);
   entryOf(preset, o, path, ''); // the options, checked before a secret is asked for
 
@@ -136,7 +145,10 @@ function checkEntry(text: string, file: string, index: number): void {
     if (!(err instanceof ConfigError)) throw err;
     const at = `hooks.presets[${index}]`;
     const mine = err.issues.filter((i) => i.path === at || i.path.startsWith(`${at}.`) || i.path.startsWith(`${at}[`));
-    if (mine.length) throw new CliError('cli_usage', `not writing ${file}: the new ${at} would be invalid (nothing was written):\n${mine.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`);
+    if (mine.length) {
+      const problems = mine.map((i) => `  ${i.path}: ${i.message}`).join('\n');
+      throw new CliError('cli_usage', `not writing ${file}: the new ${at} would be invalid (nothing was written):\n${problems}`);
+    }
   }
 }
 
@@ -152,29 +164,36 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
   const { secret } = d;
   const where = 'file' in secret.ref ? secret.ref.file : `$${secret.ref.env}`;
   const title = preset.title;
-  const out = [`${d.file}: ${d.how} (${preset.name} on "${d.path}", its secret ${'env' in secret.ref ? `from ${where}` : `in ${where}, mode 0600`})`, ''];
+  const kept = 'env' in secret.ref ? `from ${where}` : `in ${where}, mode 0600`;
+  const out = [`${d.file}: ${d.how} (${preset.name} on "${d.path}", its secret ${kept})`, ''];
 
   const { url, note } = publicUrl(o, d);
   out.push(`URL to paste into ${title}:`, `  ${url}`, ...(note ? [`  ${note}`] : []), '');
 
   if (secret.generated) {
-    out.push(`Secret: paste it into ${title} (its secret field). It is shown only this once; hookgate keeps it in ${where}:`, `  ${secret.value}`, '');
+    const once = `Secret: paste it into ${title} (its secret field). It is shown only this once; hookgate keeps it in ${where}:`;
+    out.push(once, `  ${secret.value}`, '');
   } else if (secret.kept) {
     out.push(`Secret: kept the one already in ${where} (${title} has it if you pasted it before; \`cat ${sh(where)}\` shows it).`, '');
   } else if ('env' in secret.ref && preset.setup.secret === 'generate') {
-    out.push(`Secret: set ${secret.ref.env} where hookgate serve runs to a strong random value (\`hookgate token\` prints one), and paste the same value into ${title}.`, '');
+    const set = `Secret: set ${secret.ref.env} where hookgate serve runs to a strong random value (\`hookgate token\` prints one)`;
+    out.push(`${set}, and paste the same value into ${title}.`, '');
+  } else if (secret.write && preset.setup.secret === 'generate') {
+    out.push(`Secret: the one you gave, now in ${where}; paste the same value into ${title}.`, '');
   } else if ('env' in secret.ref) {
     out.push(`Secret: set ${secret.ref.env} where hookgate serve runs to the signing secret ${title} shows.`, '');
   }
 
   const events = o.events?.split(',').map((e) => e.trim()).filter(Boolean) ?? takenEvents(preset, {});
   const eventList = events.includes('*') ? 'every event type' : events.join(', ');
-  out.push(`On ${title}'s side:`, ...preset.setup.steps.map((s, i) => `  ${i + 1}. ${s.replaceAll('<url>', url).replaceAll('<events>', eventList)}`), '');
+  const steps = preset.setup.steps.map((s, i) => `  ${i + 1}. ${s.replaceAll('<url>', url).replaceAll('<events>', eventList)}`);
+  out.push(`On ${title}'s side:`, ...steps, '');
 
   const flag = o.config ? ` --config ${sh(o.config)}` : '';
   out.push(
     'Then:',
-    `  - a running hookgate serve applies the change at once (it watches its config file); otherwise start it: hookgate serve --config ${sh(d.file)}`,
+    '  - a running hookgate serve applies the change at once (it watches its config file);' +
+      ` otherwise start it: hookgate serve --config ${sh(d.file)}`,
     `  - check it end to end: hookgate connect ${preset.name}${d.path !== preset.name ? ` --path ${sh(d.path)}` : ''} --test${flag}`,
   );
   process.stdout.write(`${out.join('\n')}\n`);
@@ -188,14 +207,15 @@ function publicUrl(o: ConnectOpts, d: Done): { url: string; note?: string } {
       url: own,
       note:
         "This is hookgate's own listener: the sender needs a public HTTPS URL. Put a reverse proxy or a tunnel in front of hookgate " +
-        `and paste its https address with the same path, or run this again with --public-url https://your.host to have it printed (docs/senders.md#a-public-https-url).`,
+        'and paste its https address with the same path, or run this again with --public-url https://your.host to have it printed ' +
+        '(docs/senders.md#a-public-https-url).',
     };
   }
   let u: URL;
   try {
     u = new URL(o.publicUrl);
   } catch {
-    throw new CliError('cli_usage', `--public-url: expected an https URL like https://hooks.example.com, got ${JSON.stringify(o.publicUrl)}`);
+    throw new CliError('cli_usage', `--public-url: expected a URL like https://hooks.example.com, got ${JSON.stringify(o.publicUrl)}`);
   }
   const hooksPath = new URL(own).pathname.slice(0, -(d.path.length + 1));
   // Just an origin: hookgate's own path is appended, as the proxy is expected to pass paths through unchanged.
@@ -210,7 +230,9 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const entry = senderEntries(config.hooks).find((e) => e.use === preset.name && (path === undefined || e.path === path));
   if (!entry) {
     const on = path === undefined ? '' : ` on "${path}"`;
-    throw new CliError('cli_not_found', `no ${preset.name} entry${on} in hooks.presets of ${location.file ?? 'the embedded default'}: \`hookgate connect ${preset.name}\` adds one`);
+    const of = location.file ?? 'the embedded default';
+    const add = `\`hookgate connect ${preset.name}\` adds one`;
+    throw new CliError('cli_not_found', `no ${preset.name} entry${on} in hooks.presets of ${of}: ${add}`);
   }
   const raw = Buffer.from(JSON.stringify(preset.sample.body));
   const headers: Record<string, string> = { 'content-type': 'application/json', ...preset.sample.headers };
@@ -221,20 +243,20 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const res = await request(target, { method: 'POST', headers: sent, body: raw }, {});
   if (res.kind !== 'response') {
     const start = location.file ? `hookgate serve --config ${sh(location.file)}` : 'hookgate serve';
-    throw new CliError(
-      'cli_unreachable',
-      `hookgate is not running at ${base} (${res.kind === 'network' ? res.code : res.kind}): start it (${start}; from a checkout, npm start), then run this again`,
-    );
+    const why = res.kind === 'network' ? res.code : res.kind;
+    const how = `start it (${start}; from a checkout, npm start), then run this again`;
+    throw new CliError('cli_unreachable', `hookgate is not running at ${base} (${why}): ${how}`);
   }
   const event = compileSender(preset, entry).events.of(preset.sample.body as Record<string, unknown>, headers);
-  process.stdout.write(
-    `sent ${preset.title}'s sample${event ? ` ${event}` : ''} event to ${target}, signed as ${preset.title} signs it\nanswer: ${res.status} ${oneLine(res.text) || '\n'}`,
-  );
+  const sample = `${preset.title}'s sample${event ? ` ${event}` : ''} event`;
+  process.stdout.write(`sent ${sample} to ${target}, signed as ${preset.title} signs it\n`);
+  process.stdout.write(`answer: ${res.status} ${oneLine(res.text) || '\n'}`);
   if (!is2xx(res.status)) {
     process.exitCode = 1;
     const hint =
       res.status === 401
-        ? 'the service does not take this secret: does it run with this config file and environment (a reload after an edit: SIGHUP, or its log says "config reloaded")?'
+        ? 'the service does not take this secret: does it run with this config file and environment ' +
+          '(a reload after an edit: SIGHUP, or its log says "config reloaded")?'
         : res.status === 404
           ? 'the service has no route on this path: is it running this config file (it applies an edited file at once; else restart it)?'
           : 'see the service log for this request';
@@ -244,7 +266,10 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const { result, signer } = await resolveLocally(config, entry.path, raw, preset.sample.body as Record<string, unknown>, headers);
   if (result.kind === 'unmatched') {
     const taken = takenEvents(preset, entry).join(', ');
-    process.stdout.write(`note: this entry takes ${taken}, not ${event ?? 'the sample\'s event type'}: the sample is answered and ignored, as that event from ${preset.title} would be\n`);
+    const not = event ?? "the sample's event type";
+    const as = `as that event from ${preset.title} would be`;
+    process.stdout.write(`note: this entry takes ${taken}, not ${not}: the sample is answered and ignored, ${as}\n`);
   }
-  process.stdout.write(`what the agent receives (rendered here as the service renders it; hookgate mappings test):\n${describe(result, entry.path, signer).join('\n')}\n`);
+  const rendered = describe(result, entry.path, signer).join('\n');
+  process.stdout.write(`what the agent receives (rendered here as the service renders it; hookgate mappings test):\n${rendered}\n`);
 }

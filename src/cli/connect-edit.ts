@@ -23,7 +23,8 @@ const lit = (v: unknown) => JSON.stringify(v);
 
 /** The entry as one line of JSON5: `{ use: "github", path: "github", secret: { file: "…" } }`. */
 export function entryText(e: ConnectEntry): string {
-  const secret = typeof e.secret === 'string' ? lit(e.secret) : 'file' in e.secret ? `{ file: ${lit(e.secret.file)} }` : `{ env: ${lit(e.secret.env)} }`;
+  const ref = e.secret;
+  const secret = typeof ref === 'string' ? lit(ref) : 'file' in ref ? `{ file: ${lit(ref.file)} }` : `{ env: ${lit(ref.env)} }`;
   const parts = [`use: ${lit(e.use)}`, `path: ${lit(e.path)}`, `secret: ${secret}`];
   if (e.events) parts.push(`events: [${e.events.map(lit).join(', ')}]`);
   if (e.action) parts.push(`action: ${lit(e.action)}`);
@@ -99,7 +100,8 @@ export function addPresetEntry(text: string, entry: string, comment: string, rep
   if (tokens[open]?.text !== '[') return { kind: 'refused', reason: 'its hooks.presets is not written as an array' };
   const items = elements(tokens, open);
   if (replace === undefined) {
-    return { kind: 'edited', text: appendMember(text, tokens, open, block), index: items.length, how: `added hooks.presets[${items.length}]` };
+    const index = items.length;
+    return { kind: 'edited', text: appendMember(text, tokens, open, block), index, how: `added hooks.presets[${index}]` };
   }
   const item = items[replace];
   if (!item) return { kind: 'refused', reason: `hooks.presets[${replace}] is not where it was expected` };
@@ -119,5 +121,6 @@ export function addPresetEntry(text: string, entry: string, comment: string, rep
     const edited = `${text.slice(0, start)}${block(indentAt(text, first.start))}${text.slice(end + restOfLine[0].length)}`;
     return { kind: 'edited', text: edited, index: replace, how: `replaced hooks.presets[${replace}]` };
   }
-  return { kind: 'edited', text: `${text.slice(0, first.start)}${entry}${text.slice(last.end)}`, index: replace, how: `replaced hooks.presets[${replace}]` };
+  const inline = `${text.slice(0, first.start)}${entry}${text.slice(last.end)}`;
+  return { kind: 'edited', text: inline, index: replace, how: `replaced hooks.presets[${replace}]` };
 }

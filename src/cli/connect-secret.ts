@@ -46,9 +46,14 @@ function refPath(configDir: string, file: string): string {
 }
 
 export async function obtainSecret(preset: SenderPreset, o: SecretOptions, configDir: string, file: string): Promise<ConnectSecret> {
-  if (o.secretEnv !== undefined && o.secretFile !== undefined) throw new CliError('cli_usage', 'give the secret one way: --secret-file or --secret-env, not both');
+  if (o.secretEnv !== undefined && o.secretFile !== undefined) {
+    throw new CliError('cli_usage', 'give the secret one way: --secret-file or --secret-env, not both');
+  }
   if (o.secretEnv !== undefined) {
-    if (!ENV_NAME_RE.test(o.secretEnv)) throw new CliError('cli_usage', `--secret-env: expected an environment variable's name (letters, digits, _), got ${JSON.stringify(o.secretEnv)}`);
+    if (!ENV_NAME_RE.test(o.secretEnv)) {
+      const got = JSON.stringify(o.secretEnv);
+      throw new CliError('cli_usage', `--secret-env: expected an environment variable's name (letters, digits, _), got ${got}`);
+    }
     return { ref: { env: o.secretEnv } };
   }
   const ref = { file: refPath(configDir, file) };
@@ -67,7 +72,8 @@ export async function obtainSecret(preset: SenderPreset, o: SecretOptions, confi
   throw new CliError(
     'cli_usage',
     `${preset.title} shows you the secret it signs with: give it to hookgate with --secret-file FILE (- reads it from stdin), ` +
-      'or --secret-env NAME (a variable of the environment hookgate serve runs in), or run this in a terminal to be asked for it (not echoed). Nothing was written.',
+      'or --secret-env NAME (a variable of the environment hookgate serve runs in), or run this in a terminal to be asked for it ' +
+      '(not echoed). Nothing was written.',
   );
 }
 
