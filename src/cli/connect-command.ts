@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Command, Option } from 'commander';
 import { locateConfigFile, parseConfig } from '../config/load.js';
-import { normalizeMatchPath } from '../config/schema/hooks.js';
+import { normalizeMatchPath, SENDER_PRESETS } from '../config/schema/hooks.js';
 import { CliError, ConfigError } from '../errors.js';
 import { is2xx, request } from '../http/client.js';
 import { senderEntries, senderPresets } from '../hooks/mappings/presets/index.js';
@@ -94,13 +94,16 @@ function printList(): void {
 
 const PATH_RE = /^[\w.~-]+(\/[\w.~-]+)*$/;
 
-function entryOf(preset: SenderPreset, o: ConnectOpts, path: string, secret: ConnectEntry['secret']): ConnectEntry {
+/** A sender whose signature covers the public URL it calls (Twilio): its entry names that URL (`url`). */
+const signsUrl = (preset: SenderPreset) => SENDER_PRESETS[preset.name] === 'twilio';
+
+function entryOf(preset: SenderPreset, o: ConnectOpts, path: string, secret: ConnectEntry['secret'], url?: string): ConnectEntry {
   const events = o.events?.split(',').map((e) => e.trim()).filter(Boolean);
   if (events?.length === 0) throw new CliError('cli_usage', '--events: name at least one event type (or * for every one)');
   if (o.to !== undefined && o.channel === undefined) {
     throw new CliError('cli_usage', '--to needs --channel: the recipient is on that channel');
   }
-  return { use: preset.name, path, secret, events, action: o.action, channel: o.channel, to: o.to };
+  return { use: preset.name, path, secret, events, action: o.action, channel: o.channel, to: o.to, url };
 }
 
 async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
@@ -113,6 +116,10 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   }
   if (path === 'wake' || path === 'agent') throw new CliError('cli_usage', `--path: ${path} is a built-in hook; choose another path`);
   entryOf(preset, o, path, ''); // the options, checked before a secret is asked for
+  if (signsUrl(preset) && o.publicUrl === undefined) {
+    const pass = 'pass it with --public-url https://hooks.example.com. Nothing was written.';
+    throw new CliError('cli_usage', `${preset.title} signs the public URL it calls, which its entry names: ${pass}`);
+  }
 
   const occupant = occupantOf(raw, path);
   if (occupant && !(o.force && occupant.kind === 'preset')) {
@@ -127,10 +134,11 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const text = readFileSync(file, 'utf8');
   const comment = connectComment(preset.title, preset.name, new Date());
   const replace = occupant?.kind === 'preset' ? occupant.index : undefined;
-  const edit = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.ref)), comment, replace);
+  const url = signsUrl(preset) ? publicUrl(o, raw, file, path).url : undefined;
+  const edit = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.ref, url)), comment, replace);
   if (edit.kind === 'refused') throw new CliError('cli_usage', `not writing ${file}: ${edit.reason}. Nothing was written.`);
   // Checked with the value itself in place of the reference: a secret its scheme refuses (a whsec_ that is not base64) is caught now.
-  const check = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.value ?? secret.ref)), comment, replace);
+  const check = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.value ?? secret.ref, url)), comment, replace);
   if (check.kind === 'edited') checkEntry(check.text, file, edit.index);
   writeSecret(secret);
   replaceFileKeepingMode(file, edit.text);
@@ -167,7 +175,7 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
   const kept = 'env' in secret.ref ? `from ${where}` : `in ${where}, mode 0600`;
   const out = [`${d.file}: ${d.how} (${preset.name} on "${d.path}", its secret ${kept})`, ''];
 
-  const { url, note } = publicUrl(o, d);
+  const { url, note } = publicUrl(o, d.raw, d.file, d.path);
   out.push(`URL to paste into ${title}:`, `  ${url}`, ...(note ? [`  ${note}`] : []), '');
 
   if (secret.generated) {
@@ -200,8 +208,8 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
 }
 
 /** The URL the sender posts to: under --public-url, else the listener's own with a note on what a sender can reach. */
-function publicUrl(o: ConnectOpts, d: Done): { url: string; note?: string } {
-  const own = `${listenerUrlOf(d.raw, d.file)}/${d.path}`;
+function publicUrl(o: ConnectOpts, raw: Record<string, unknown>, file: string, path: string): { url: string; note?: string } {
+  const own = `${listenerUrlOf(raw, file)}/${path}`;
   if (o.publicUrl === undefined) {
     return {
       url: own,
@@ -217,9 +225,9 @@ function publicUrl(o: ConnectOpts, d: Done): { url: string; note?: string } {
   } catch {
     throw new CliError('cli_usage', `--public-url: expected a URL like https://hooks.example.com, got ${JSON.stringify(o.publicUrl)}`);
   }
-  const hooksPath = new URL(own).pathname.slice(0, -(d.path.length + 1));
+  const hooksPath = new URL(own).pathname.slice(0, -(path.length + 1));
   // Just an origin: hookgate's own path is appended, as the proxy is expected to pass paths through unchanged.
-  const url = u.pathname === '/' && !u.search ? `${u.origin}${hooksPath}/${d.path}` : u.href;
+  const url = u.pathname === '/' && !u.search ? `${u.origin}${hooksPath}/${path}` : u.href;
   return { url, note: u.protocol === 'https:' ? undefined : 'Most senders call https URLs only.' };
 }
 
@@ -234,7 +242,10 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
     const add = `\`hookgate connect ${preset.name}\` adds one`;
     throw new CliError('cli_not_found', `no ${preset.name} entry${on} in hooks.presets of ${of}: ${add}`);
   }
-  const raw = Buffer.from(JSON.stringify(preset.sample.body));
+  // A sender that signs its send time in the body (Linear) gets a sample sent now, or its timestamp would be stale.
+  const { body: sampleBody, sentAtField } = preset.sample;
+  const body: Record<string, unknown> = sentAtField ? { ...sampleBody, [sentAtField]: Date.now() } : { ...sampleBody };
+  const raw = Buffer.from(JSON.stringify(body));
   const headers: Record<string, string> = { 'content-type': 'application/json', ...preset.sample.headers };
   const base = o.url ? `${o.url.replace(/\/+$/, '')}${config.hooks.path}` : listenerUrl(config);
   const target = `${base}/${entry.path}${signedQuery(entry.signature, raw)}`;
@@ -247,7 +258,7 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
     const how = `start it (${start}; from a checkout, npm start), then run this again`;
     throw new CliError('cli_unreachable', `hookgate is not running at ${base} (${why}): ${how}`);
   }
-  const event = compileSender(preset, entry).events.of(preset.sample.body as Record<string, unknown>, headers);
+  const event = compileSender(preset, entry).events.of(body, headers);
   const sample = `${preset.title}'s sample${event ? ` ${event}` : ''} event`;
   process.stdout.write(`sent ${sample} to ${target}, signed as ${preset.title} signs it\n`);
   process.stdout.write(`answer: ${res.status} ${oneLine(res.text) || '\n'}`);
@@ -263,7 +274,7 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
     process.stdout.write(`${hint}\n`);
     return;
   }
-  const { result, signer } = await resolveLocally(config, entry.path, raw, preset.sample.body as Record<string, unknown>, headers);
+  const { result, signer } = await resolveLocally(config, entry.path, raw, body, headers);
   if (result.kind === 'unmatched') {
     const taken = takenEvents(preset, entry).join(', ');
     const not = event ?? "the sample's event type";

@@ -17,6 +17,8 @@ export interface ConnectEntry {
   action?: 'agent' | 'wake';
   channel?: string;
   to?: string;
+  /** The public URL the sender calls, for a sender that signs it (Twilio). */
+  url?: string;
 }
 
 const lit = (v: unknown) => JSON.stringify(v);
@@ -30,6 +32,7 @@ export function entryText(e: ConnectEntry): string {
   if (e.action) parts.push(`action: ${lit(e.action)}`);
   if (e.channel) parts.push(`channel: ${lit(e.channel)}`);
   if (e.to) parts.push(`to: ${lit(e.to)}`);
+  if (e.url) parts.push(`url: ${lit(e.url)}`);
   return `{ ${parts.join(', ')} }`;
 }
 

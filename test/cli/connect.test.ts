@@ -179,6 +179,25 @@ describe('connect: the command', () => {
     assert.equal(readFileSync(file, 'utf8'), before);
   });
 
+  it('every sender of the catalogue connects into one file, which loads; Twilio, which signs its URL, needs --public-url', async () => {
+    const { dir, file } = await initDir('hookgate-connect-all-');
+    const twilio = await runCli(['connect', 'twilio', '--secret-file', '-'], { cwd: dir, input: STRIPE_SECRET });
+    assert.equal(twilio.code, 1);
+    assert.match(twilio.stderr, /Twilio signs the public URL it calls, which its entry names: pass it with --public-url/);
+    for (const p of senderPresets()) {
+      const copied = p.setup.secret === 'sender' ? ['--secret-file', '-'] : [];
+      const args = ['connect', p.name, '--public-url', 'https://hooks.example.com', ...copied];
+      const r = await runCli(args, { cwd: dir, input: STRIPE_SECRET });
+      assert.equal(r.code, 0, `${p.name}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`URL to paste into .*:\\n {2}https://hooks\\.example\\.com/hooks/${p.name}\\n`));
+      assert.equal(r.stdout.includes('Secret: paste it into'), p.setup.secret === 'generate', p.name);
+    }
+    const loaded = loadConfigFile(file).hooks.presets.filter((e) => typeof e !== 'string');
+    assert.deepEqual(loaded.map((e) => e.use), senderPresets().map((p) => p.name));
+    const entry = presetsOf(file).find((e) => typeof e !== 'string' && e.use === 'twilio') as Record<string, unknown>;
+    assert.equal(entry.url, 'https://hooks.example.com/hooks/twilio');
+  });
+
   it('--list prints the catalogue: each sender, its title, who chooses the secret and its worded events', async () => {
     const r = await runCli(['connect', '--list']);
     assert.equal(r.code, 0, r.stderr);

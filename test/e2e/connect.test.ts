@@ -2,8 +2,8 @@
  * `hookgate connect` from a fresh directory to a run in the store: `hookgate init`, `hookgate connect github`, the real
  * server started on that config, then `hookgate connect github --test` twice: each sample is signed with the secret
  * connect made, answered 2xx, shown as the agent receives it, and queued as a run of its own (a fresh delivery id: the
- * second is no duplicate). Runs on SQLite, and on PostgreSQL with HOOKGATE_TEST_STORE=postgres. `npm run build` first
- * when running this file alone.
+ * second is no duplicate); and Linear, whose signed body carries its send time. Runs on SQLite, and on PostgreSQL
+ * with HOOKGATE_TEST_STORE=postgres. `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -28,6 +28,9 @@ describe('e2e: hookgate connect github, then --test through the running service'
     assert.equal(connect.code, 0, connect.stderr);
     secret = readFileSync(join(dir, 'data/github-webhook-secret'), 'utf8').trim();
     assert.ok(connect.stdout.includes(`\n  ${secret}\n`), 'connect printed the secret to paste into GitHub');
+    // Linear signs its send time in the body: its sample must be sent with the test's own time, or be refused as stale.
+    const linear = await runCli(['connect', 'linear', '--secret-file', '-'], { cwd: dir, input: 'lin_wh_0123456789abcdef' });
+    assert.equal(linear.code, 0, linear.stderr);
 
     // The config connect wrote, on a port of the system's choosing (--test is given the URL) and on the store under test.
     let text = readFileSync(join(dir, 'hookgate.json5'), 'utf8').replace('port: 18789', 'port: 0');
@@ -42,8 +45,8 @@ describe('e2e: hookgate connect github, then --test through the running service'
     await db?.drop();
   });
 
-  const test = async () => {
-    const r = await runCli(['connect', 'github', '--test', '--url', hg.url], { cwd: dir });
+  const test = async (sender = 'github') => {
+    const r = await runCli(['connect', sender, '--test', '--url', hg.url], { cwd: dir });
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.ok(!r.stdout.includes(secret) && !r.stderr.includes(secret), 'the test never prints the secret');
     const answer = /^answer: (\d{3}) (.*)$/m.exec(r.stdout);
@@ -72,5 +75,12 @@ describe('e2e: hookgate connect github, then --test through the running service'
         assert.match(run.message, /GitHub issue #1347 opened in octocat\/Hello-World by octocat: Found a bug/);
       }
     });
+  });
+
+  it("a sender that signs its send time in the body (Linear) is sent with the test's time, and taken", async () => {
+    const r = await test('linear');
+    assert.match(r.stdout, /sent Linear's sample Issue\.create event to .*\/hooks\/linear, signed as Linear signs it/);
+    assert.equal(typeof r.body.runId, 'string');
+    await withStoreAt(dir, async (store) => assert.equal((await store.getRun(r.body.runId!))?.name, 'Linear'));
   });
 });
