@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
 import { safeUrl } from '../text-safe.js';
+import { hostOf } from './config-file.js';
 import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { openStore, type OpenStoreOptions } from '../store/open.js';
@@ -100,12 +101,15 @@ function storeMissing(loc: ConfigLocation, path: string): CliError {
   );
 }
 
+/** The hook listener's base URL (`{hooks.path}` included) as a client on this machine reaches it. */
+export function listenerUrl(config: Config): string {
+  return `http://${hostOf(config.gateway.bind)}:${config.gateway.port}${config.hooks.path}`;
+}
+
 /** Base URL and hook token of the running service, as the service itself reads them. Never creates a token. */
 export function serviceEndpoint(flag: string | undefined): { config: Config; url: string; token: string } {
   const { config, location } = fullConfig(flag);
-  const bind = config.gateway.bind;
-  const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
-  const url = `http://${host}:${config.gateway.port}${config.hooks.path}`;
+  const url = listenerUrl(config);
   let token: string | undefined;
   let from: string;
   if (location.file) {

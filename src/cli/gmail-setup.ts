@@ -3,12 +3,11 @@
  * its OIDC identity and audience) through the REST API, then `hooks.gmail` written into the config. Every step is
  * idempotent, so a run that failed half-way is simply run again. `--print` shows the same as gcloud commands instead.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import JSON5 from 'json5';
 import { locateConfigFile, parseConfig } from '../config/load.js';
-import { normalizeHooksPath } from '../config/schema/hooks.js';
 import { CliError, ConfigError } from '../errors.js';
+import { anyEnv, hooksPathOf, rawConfig, requireConfigFile } from './config-file.js';
 import { type GmailBlock, blockValue, gmailBlockText, insertGmail, type Secret } from './gmail-config-edit.js';
 import { replaceFileKeepingMode } from './json5-edit.js';
 import {
@@ -110,8 +109,13 @@ function makePlan(o: SetupOptions): Plan {
   if (labels.length === 0) throw new CliError('cli_usage', '--labels: name at least one label (INBOX, or a label id like Label_12)');
 
   const loc = locateConfigFile(o.config);
-  const file = o.writeConfig && !o.print ? requireConfigFile(loc) : loc.file && existsSync(loc.file) ? loc.file : undefined;
-  const hooksPath = file ? hooksPathOf(file) : '/hooks';
+  const file =
+    o.writeConfig && !o.print
+      ? requireConfigFile(loc, 'hooks.gmail', 'or pass --config FILE, --no-write-config (Google only), or --print (nothing called).')
+      : loc.file && existsSync(loc.file)
+        ? loc.file
+        : undefined;
+  const hooksPath = file ? hooksPathOf(rawConfig(file), file) : '/hooks';
   let url: URL;
   try {
     url = new URL(o.pushEndpoint);
@@ -140,39 +144,6 @@ function makePlan(o: SetupOptions): Plan {
   return { block, pushEndpoint, audience, file };
 }
 
-function requireConfigFile(loc: ReturnType<typeof locateConfigFile>): string {
-  if (loc.file) {
-    try {
-      if (statSync(loc.file).isFile()) return loc.file;
-    } catch {
-      // reported below
-    }
-    throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist; \`hookgate init ${loc.file}\` writes one`);
-  }
-  throw new CliError(
-    'cli_config_missing',
-    [
-      'no config file to write hooks.gmail into (the embedded default has none). Looked for:',
-      ...loc.looked.map((l) => `  ${l}`),
-      '`hookgate init` writes one; or pass --config FILE, --no-write-config (Google only), or --print (nothing called).',
-    ].join('\n'),
-  );
-}
-
-/** `hooks.path` of the file as written (not validated: setup must work before the rest of the config is complete). */
-function hooksPathOf(file: string): string {
-  let raw: unknown;
-  try {
-    raw = (JSON5.parse(readFileSync(file, 'utf8')) as { hooks?: { path?: unknown } } | null)?.hooks?.path;
-  } catch (err) {
-    throw new CliError('cli_usage', `${file} is not valid JSON5: ${(err as Error).message}`);
-  }
-  if (typeof raw !== 'string') return '/hooks';
-  const path = normalizeHooksPath(raw.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => process.env[name] ?? ''));
-  if (path === '/') throw new CliError('cli_usage', `${file}: hooks.path may not be "/"`);
-  return path;
-}
-
 interface ConfigEdit {
   file: string;
   text: string | undefined;
@@ -195,9 +166,8 @@ function planConfigEdit(plan: Plan): ConfigEdit {
       `not writing ${file}: ${result.reason}. Nothing was created in Google Cloud. Replace its gmail section with this block, then run setup again with --no-write-config:\n${gmailBlockText(plan.block, '    ', plan.pushEndpoint, today())}`,
     );
   }
-  const anyEnv = new Proxy({ ...process.env }, { get: (t, k) => (typeof k === 'string' ? (t[k] ?? 'set-by-the-service') : undefined) });
   try {
-    parseConfig(result.text, file, dirname(file), { env: anyEnv });
+    parseConfig(result.text, file, dirname(file), { env: anyEnv() });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     const mine = err.issues.filter((i) => i.path === 'hooks.gmail' || i.path.startsWith('hooks.gmail.') || i.path.startsWith('hooks.gmail['));

@@ -1,7 +1,7 @@
 /**
  * Editing JSON5 config text without losing the user's comments and layout: the text is tokenised (comments and
- * white space skipped) and edited in place, never re-serialised. Used by `hookgate gmail setup` and
- * `hookgate token rotate`.
+ * white space skipped) and edited in place, never re-serialised. Used by `hookgate gmail setup`,
+ * `hookgate token rotate` and `hookgate connect`.
  */
 import { chmodSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -81,6 +81,25 @@ export function member(tokens: Token[], open: number, key: string): { key: numbe
     if (tokens[i + 1]?.text === ':' && tokens[i + 1]!.kind === 'punct' && t.kind !== 'punct' && keyName(t) === key) return { key: i, value: i + 2 };
   }
   return undefined;
+}
+
+/** The elements of the array opened at `open`: the indices of each one's first and last token. */
+export function elements(tokens: Token[], open: number): Array<{ first: number; last: number }> {
+  const close = closing(tokens, open);
+  const out: Array<{ first: number; last: number }> = [];
+  let first = -1;
+  for (let i = open + 1; i < close; i++) {
+    const t = tokens[i]!;
+    if (t.kind === 'punct' && t.text === ',') {
+      if (first >= 0) out.push({ first, last: i - 1 });
+      first = -1;
+      continue;
+    }
+    if (first < 0) first = i;
+    if (t.kind === 'punct' && (t.text === '{' || t.text === '[')) i = closing(tokens, i);
+  }
+  if (first >= 0) out.push({ first, last: close - 1 });
+  return out;
 }
 
 export const lineStart = (text: string, pos: number) => text.lastIndexOf('\n', pos - 1) + 1;

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Command } from 'commander';
+import type { Config } from '../config/load.js';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError, HttpError } from '../errors.js';
 import { buildHooksContext, type HooksContext } from '../hooks/context.js';
@@ -48,9 +49,29 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
   const headers: Record<string, string> = Object.fromEntries(o.header.map(parseHeader));
   const subPath = normalizeMatchPath(name);
+  const { result, signer } = await resolveLocally(config, subPath, raw, payload as Record<string, unknown>, headers);
+  const scheme = signer?.signature?.scheme;
+  if (o.json) return printJson({ ...result, signed: scheme ?? null });
+  process.stdout.write(`${describe(result, subPath, signer).join('\n')}\nnothing was queued\n`);
+}
+
+export type LocalResult = Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>;
+
+/**
+ * What the service's routes make of a request to `{hooks.path}/<subPath>` (also `hookgate connect --test`), nothing
+ * queued; a signed mapping's request is signed here with its own secret. A request the service would refuse is a
+ * CliError saying the answer it would give.
+ */
+export async function resolveLocally(
+  config: Config,
+  subPath: string,
+  raw: Buffer,
+  payload: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<{ result: LocalResult; signer: CompiledMapping | undefined }> {
   const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
   const now = Date.now();
-  const signer = signerOf(ctx, subPath, payload as Record<string, unknown>, headers);
+  const signer = signerOf(ctx, subPath, payload, headers);
   const rawHeaders: IncomingHttpHeaders = signer?.signature ? { ...headers, ...signRequest(signer.signature, raw, now) } : headers;
   // The query string the scheme signs (Twilio's `bodySHA256`), as the sender would send it.
   const rawQuery = signer?.signature ? signedQuery(signer.signature, raw).slice(1) || undefined : undefined;
@@ -60,8 +81,7 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   try {
     // As a request that presented the hook token; a signed one goes through the path's verifier, as the service does.
     const credentials = signer ? await verifySigned(ctx, subPath, raw, rawHeaders, rawQuery, payload, now) : { tokenVerified: true };
-    const body = payload as Record<string, unknown>;
-    result = await routes.resolve({ ctx, subPath, payload: body, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now, ...credentials });
+    result = await routes.resolve({ ctx, subPath, payload, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now, ...credentials });
   } catch (err) {
     if (err instanceof HttpError) throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
     if (err instanceof MappingFailure) throw new CliError('cli_usage', `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`);
@@ -69,9 +89,7 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   }
   if (result.kind === 'none') throw new CliError('cli_not_found', `no mapping or preset matches "${subPath}" (the service would answer 404)`);
   if (result.kind === 'unauthorized') throw new CliError('cli_usage', `the service would answer 401: ${result.reason}`);
-  const scheme = signer?.signature?.scheme;
-  if (o.json) return printJson({ ...result, signed: scheme ?? null });
-  process.stdout.write(`${describe(result, subPath, signer).join('\n')}\nnothing was queued\n`);
+  return { result, signer };
 }
 
 /**
@@ -112,7 +130,8 @@ function senderAnswerText(answer: SenderAnswer): string {
   return body === '' ? '200 with an empty body' : `200 ${body}`;
 }
 
-function describe(r: Exclude<RouteResult, { kind: 'none' | 'unauthorized' }>, subPath: string, signer?: CompiledMapping): string[] {
+/** The result as lines for people: the mapping reached, and each action with its rendered message. */
+export function describe(r: LocalResult, subPath: string, signer?: CompiledMapping): string[] {
   const scheme = signer?.signature?.scheme;
   const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
   if (r.kind === 'unmatched') {

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { cliFlags } from './context.js';
 import { addAuditCommand } from './audit-command.js';
+import { addConnectCommand } from './connect-command.js';
 import { addDoctorCommand } from './doctor.js';
 import { addGmailCommands } from './gmail-command.js';
 import { addImportCommand } from './openclaw-command.js';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   addMappingsCommands(program);
   addDoctorCommand(program);
   addTailCommand(program);
+  addConnectCommand(program);
   addGmailCommands(program);
   addAuditCommand(program);
   addImportCommand(program);

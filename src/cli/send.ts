@@ -141,7 +141,7 @@ async function post(
 }
 
 /** The body on one line: JSON re-printed compactly, anything else as it came; nothing for an empty body. */
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   if (text.trim() === '') return '';
   try {
     return `${JSON.stringify(JSON.parse(text))}\n`;

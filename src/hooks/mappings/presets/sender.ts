@@ -51,6 +51,8 @@ export interface SenderPreset {
 export interface SenderSetup {
   /** `generate`: the user makes the secret and gives it to the sender (GitHub); `sender`: the sender shows one to copy. */
   readonly secret: 'generate' | 'sender';
+  /** How a generated secret (`generate`) is written: `base64url` (the default) or `hex`, whichever the sender takes. */
+  readonly secretFormat?: 'base64url' | 'hex';
   /** The sender-side steps, in order; `<url>` stands for the hook's public URL, `<events>` for the event types. */
   readonly steps: readonly string[];
 }
