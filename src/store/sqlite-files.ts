@@ -5,6 +5,7 @@
  */
 import { accessSync, closeSync, constants, fstatSync, openSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import { StoreError } from '../errors.js';
 import { logPath } from '../text-safe.js';
@@ -49,6 +50,9 @@ export function assertWritableStore(path: string): void {
   }
 }
 
+/** How long the -shm's last answer stands (ShmGuard). */
+const ASK_EVERY_MS = 1;
+
 /** What access(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
 const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
 
@@ -57,7 +61,7 @@ const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
  * a shared memory map of the -shm, on every commit, checkpoint and even read (its read mark); made immutable while
  * open (`chattr +i`), the file's pages are write-protected and the next such write is a SIGBUS that kills the
  * process with no log line. The store asks before each write batch, read and checkpoint and refuses with this error
- * (503) while it lasts; a window of microseconds between the question and SQLite's write remains. A missing -shm
+ * (503) while it lasts; a window of at most a millisecond between the question and SQLite's write remains. A missing -shm
  * (deleted while mapped) says nothing: not refused.
  *
  * access(2) (it reports immutable files and read-only mounts, not append-only), never open(2) and close(2): closing
@@ -67,6 +71,7 @@ const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
  */
 export class ShmGuard {
   private refusal: StoreError | undefined;
+  private askedAt = -Infinity;
 
   constructor(
     private readonly path: string,
@@ -74,8 +79,15 @@ export class ShmGuard {
     private readonly onChange: (refused: StoreError | undefined) => void = () => {},
   ) {}
 
-  /** The error to refuse with while the -shm cannot be written, else undefined. */
+  /**
+   * The error to refuse with while the -shm cannot be written, else undefined. Asked of the kernel at most once per
+   * `ASK_EVERY_MS`: under load a write batch commits every few tens of microseconds, and an access(2) per batch was a
+   * visible share of a wake's cost (docs/performance.md); the window it leaves stays far shorter than any `chattr`.
+   */
   refused(): StoreError | undefined {
+    const t = performance.now();
+    if (t - this.askedAt < ASK_EVERY_MS) return this.refusal;
+    this.askedAt = t;
     let err: unknown;
     try {
       accessSync(this.path, constants.W_OK);
