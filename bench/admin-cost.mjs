@@ -8,7 +8,10 @@ import { join } from 'node:path';
 import { TOKEN, attachFeed, median, peakRssMiB, round, runLoad, startChild, startHookgate } from './pinned.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-/** The bound: the ratio with the admin listener and a feed client, over the ratio without. */
+/**
+ * The bound the admin listener must keep (docs/performance.md): the ratio with the admin listener and a feed client,
+ * over the ratio without.
+ */
 export const ADMIN_COST_BOUND = 0.95;
 
 export async function adminCost(o) {

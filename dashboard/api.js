@@ -51,7 +51,7 @@ export function qs(params) {
   return s ? `?${s}` : '';
 }
 
-// The contract names delivery states pending|sent|failed; the store's words are pending|delivered|dead. The page
-// shows the contract's words and accepts either from the server.
+// The API names delivery states pending|sent|failed (docs/reference.md#admin-endpoints); the store's words are
+// pending|delivered|dead. The page shows the API's words and accepts either from the server.
 export const deliveryWord = (state) => ({ delivered: 'sent', dead: 'failed' })[state] ?? state;
 export const isDeadDelivery = (state) => state === 'dead' || state === 'failed';

@@ -30,8 +30,8 @@ export async function openRun(id, opener) {
 }
 
 /**
- * Accepts `{ run, transcript|turns, deliveries }` or the run with those fields inline (CONTRACT.md §7 names the
- * parts, not the nesting).
+ * Accepts `{ run, transcript|turns, deliveries }` or the run with those fields inline (the admin API's docs name the
+ * parts, not the nesting: docs/admin.md).
  */
 function normalise(body) {
   const run = body?.run ?? body ?? {};

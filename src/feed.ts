@@ -1,7 +1,8 @@
 /**
- * The live feed (CONTRACT.md §7, `GET /api/v1/events`): the events the ingress and the runtime announce as things
- * happen, and the in-process bus that carries them to the admin listener's SSE clients, `/metrics` and, on a shared
- * store, the other nodes. Ids only, never a payload, a message or a reply (a client reads those through the API).
+ * The live feed (docs/reference.md#live-feed, `GET /api/v1/events`): the events the ingress and the runtime announce as
+ * things happen, and the in-process bus that carries them to the admin listener's SSE clients, `/metrics` and, on a
+ * shared store, the other nodes. Ids only, never a payload, a message or a reply (a client reads those through the
+ * API).
  *
  * Publishing costs the hot path one small object and a slot in a ring buffer: no store read, no serialization.
  * An event is turned into its SSE frame (JSON) only when a client reads it, once per flush however many read it.

@@ -1,8 +1,8 @@
 /**
- * The admin REST API (CONTRACT.md §7, docs/admin.md): runs, sessions, deliveries, received records, and the two
- * repairs (retry a failed run, retry a dead delivery). Reads go to the store (the whole cluster's work on
- * PostgreSQL); a repair commits, then wakes this node's runtime so the work runs at once (other nodes learn of it
- * from the store's notice).
+ * The admin REST API (docs/admin.md, docs/reference.md#admin-endpoints): runs, sessions, deliveries, received records,
+ * and the two repairs (retry a failed run, retry a dead delivery). Reads go to the store (the whole cluster's work on
+ * PostgreSQL); a repair commits, then wakes this node's runtime so the work runs at once (other nodes learn of it from
+ * the store's notice).
  */
 import type { Audit } from '../audit.js';
 import { AdminError } from '../errors.js';
@@ -34,7 +34,7 @@ const FAILURE_WINDOW_MS = 3_600_000;
 /** Turns of a run's transcript shown with the run (its session's latest, those of this run). */
 const RUN_TRANSCRIPT_TURNS = 40;
 
-/** A run in a list: §7's fields, times in epoch milliseconds. */
+/** A run in a list: the fields docs/reference.md#admin-endpoints lists, times in epoch milliseconds. */
 export function runSummary(r: Run) {
   return {
     id: r.id, state: r.state, sessionKey: r.sessionKey, agentId: r.agentId, hookName: r.hookPath, model: r.model, attempts: r.attempts,

@@ -1,8 +1,8 @@
 /**
- * The dashboard's static files (CONTRACT.md §7, `GET /` of the admin listener): the hand-written page in the
- * package's `dashboard/` folder, served as is (no build step). The files themselves hold no data and no secret, so
- * they are served without the admin token (`auth: false`); the page asks for the token and sends it on every API
- * call. Only the files named in FILES are served: a request path never reaches the file system.
+ * The dashboard's static files (docs/reference.md#dashboard, `GET /` of the admin listener): the hand-written page in
+ * the package's `dashboard/` folder, served as is (no build step). The files themselves hold no data and no secret, so
+ * they are served without the admin token (`auth: false`); the page asks for the token and sends it on every API call.
+ * Only the files named in FILES are served: a request path never reaches the file system.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

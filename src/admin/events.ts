@@ -1,5 +1,5 @@
 /**
- * `GET /api/v1/events` (CONTRACT.md §7): the live feed as Server-Sent Events. Each event is one frame,
+ * `GET /api/v1/events` (docs/reference.md#live-feed): the live feed as Server-Sent Events. Each event is one frame,
  * `id: <epoch>-<seq>` / `event: <type>` / `data: <json>`; `Last-Event-ID` resumes from the bus's ring buffer, or
  * gets `event: reset` when it cannot (docs/admin.md, "Live feed"). A comment line every 15 s keeps proxies from
  * closing an idle stream.

@@ -1,8 +1,8 @@
 /**
- * The live feed across the nodes of a shared store (CONTRACT.md §8: the feed shows the whole cluster's work). This
- * node's own events go out in batches, one NOTIFY per batch (`publishFeed`, under FEED_NOTICE_MAX_BYTES), at most
- * every FLUSH_MS; the other nodes' `feed` notices are re-emitted on this node's bus with their origin node. On a
- * single-process store (SQLite) nothing is sent: the one process's feed is the whole feed.
+ * The live feed across the nodes of a shared store (docs/reference.md#cluster-on-postgresql: the feed shows the whole
+ * cluster's work). This node's own events go out in batches, one NOTIFY per batch (`publishFeed`, under
+ * FEED_NOTICE_MAX_BYTES), at most every FLUSH_MS; the other nodes' `feed` notices are re-emitted on this node's bus
+ * with their origin node. On a single-process store (SQLite) nothing is sent: the one process's feed is the whole feed.
  *
  * Best-effort, like every notice: events announced while PostgreSQL is unreachable, or past MAX_QUEUED while it is
  * slow, are not sent to the other nodes (they are counted in a warning); the store's records stay complete.

@@ -1,6 +1,6 @@
 /**
- * `GET /metrics` (CONTRACT.md §7): Prometheus text from prom-client, on a registry of hookgate's own (never the
- * global one, so an embedding program's metrics and ours do not mix), with prom-client's default process metrics.
+ * `GET /metrics` (docs/reference.md#metrics): Prometheus text from prom-client, on a registry of hookgate's own (never
+ * the global one, so an embedding program's metrics and ours do not mix), with prom-client's default process metrics.
  *
  * The counters and histograms are fed by the live feed's bus (this process's own events only: on PostgreSQL every
  * node counts its own work and Prometheus sums the nodes), plus the store's commit timings; the hot path pays an

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /**
- * One endpoint of the admin listener (CONTRACT.md §7). Each feature (the API, the live feed, metrics, health, the
- * dashboard's static files) exports its routes as a list of these; admin/server.ts matches method and path, checks
- * the admin token unless `auth` is false, and calls `handle`.
+ * One endpoint of the admin listener (docs/reference.md#the-admin-listener). Each feature (the API, the live feed,
+ * metrics, health, the dashboard's static files) exports its routes as a list of these; admin/server.ts matches method
+ * and path, checks the admin token unless `auth` is false, and calls `handle`.
  */
 export interface AdminRoute {
   method: 'GET' | 'POST';

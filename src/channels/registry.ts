@@ -28,7 +28,7 @@ export interface ChannelRegistry {
    * absent or `default`: the top-level section). Undefined when the channel, or that account of it, is not configured.
    */
   get(id: string, accountId?: string): Channel | undefined;
-  /** The configured channel ids: core platforms in the spec's order, then webhook, log, plugins in config order. */
+  /** The configured channel ids: core platforms in CORE_CHANNELS order, then webhook, log, plugins in config order. */
   ids(): string[];
   /**
    * Why `to` cannot be a recipient of channel `id` (its platform's rule and the shared one: recipients.ts), or

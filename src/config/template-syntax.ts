@@ -3,7 +3,7 @@
  * depending on the template compiler (hooks/mappings/templates.ts), which uses the same expression pattern.
  */
 
-/** Same shape as the reference implementation: double braces around anything but `}`; group 1 is the expression. */
+/** Same shape as OpenClaw's templates: double braces around anything but `}`; group 1 is the expression. */
 export const TEMPLATE_EXPRESSION = /\{\{([^}]*)\}\}/g;
 
 // Not global: `.test` on a global regex would carry `lastIndex` between calls.

@@ -4,7 +4,7 @@
  * - `jwtBearer(serviceAccount, scope)`: a Google service account's RS256-signed assertion (RFC 7523) — Google Chat,
  *   `hookgate gmail setup --credentials`;
  * - `refreshToken(client)`: the refresh_token grant — the Gmail mailbox, `authorized_user` credentials;
- * - `clientCredentials(client, scope)`: the client-credentials grant (RFC 6749 §4.4) — Microsoft Teams.
+ * - `clientCredentials(client, scope)`: the client-credentials grant (RFC 6749 section 4.4) — Microsoft Teams.
  *
  * Neither the tokens, the secrets nor the key are ever logged or put in an error.
  */
@@ -39,7 +39,7 @@ export function readServiceAccount(key: Record<string, unknown>): ServiceAccount
 const JWT_LIFETIME_S = 3600;
 const b64url = (s: string): string => Buffer.from(s, 'utf8').toString('base64url');
 
-/** RFC 7523 §2.1 assertion: iss = the service account, aud = the token endpoint, signed RS256, valid one hour. */
+/** RFC 7523 section 2.1 assertion: iss = the service account, aud = the token endpoint, RS256, valid one hour. */
 export function signAssertion(account: ServiceAccount, scope: string, audience: string, nowS: number): string {
   const header = { alg: 'RS256', typ: 'JWT', ...(account.keyId ? { kid: account.keyId } : {}) };
   const claims = { iss: account.clientEmail, scope, aud: audience, iat: nowS, exp: nowS + JWT_LIFETIME_S };

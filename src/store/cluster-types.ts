@@ -1,6 +1,6 @@
 /**
- * What several hookgate processes on one store share (CONTRACT.md §8): the node registry, the notices between nodes,
- * and the `ClusterStore` role of the store. Part of `Store` (./types.ts re-exports all of it).
+ * What several hookgate processes on one store share (docs/reference.md#cluster-on-postgresql): the node registry, the
+ * notices between nodes, and the `ClusterStore` role of the store. Part of `Store` (./types.ts re-exports all of it).
  */
 import type { FeedEvent } from '../feed.js';
 

@@ -1,6 +1,7 @@
 /**
- * What the admin listener reads (CONTRACT.md §7): cursor-paged lists, newest first, and the figures of the queues.
- * A cursor is opaque to callers (the driver encodes the last row's sort key); a bad one is the caller's error.
+ * What the admin listener reads (docs/reference.md#admin-endpoints): cursor-paged lists, newest first, and the figures
+ * of the queues. A cursor is opaque to callers (the driver encodes the last row's sort key); a bad one is the caller's
+ * error.
  */
 import type { DeliveryState, RunState } from '../enums.js';
 import type { Delivery, ReceivedHook, Run } from './types.js';

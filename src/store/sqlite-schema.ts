@@ -254,7 +254,7 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX gmail_pushes_pending ON gmail_pushes (account, fetched_at, seq);
   `,
   `
-  -- Issue 17. Provenance of system events: untrusted = 1 when the text derives from a sender's payload (a mapped wake
+  -- Provenance of system events: untrusted = 1 when the text derives from a sender's payload (a mapped wake
   -- rendered from it, the summary of a run that read it); the heartbeat prompt shows such text inside the
   -- external-content wrapper, with \`source\` (the hook's name) outside it.
   ALTER TABLE system_events ADD COLUMN untrusted INTEGER NOT NULL DEFAULT 0;

@@ -34,7 +34,7 @@ function setup(opts: { node?: string } = {}) {
 }
 
 describe('metrics (GET /metrics)', () => {
-  it('counts this process’s announced work under the contract’s names and labels', async () => {
+  it('counts this process’s announced work under the names and labels of docs/reference.md#metrics', async () => {
     const { bus, metrics } = setup();
     bus.publish(received('wake', 200));
     bus.publish(received('wake', 200));

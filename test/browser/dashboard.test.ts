@@ -1,5 +1,5 @@
 /**
- * The dashboard (CONTRACT.md §7, issue 14) in a real headless Chromium against the real server process with its
+ * The dashboard (docs/reference.md#dashboard) in a real headless Chromium against the real server process with its
  * admin listener: sign in with the token (and a clear message for a wrong one), a wake sent with curl shows up
  * within a second, an agent run's detail shows its reply, a dead-lettered delivery is retried with a click and
  * turns `sent`; keyboard-only sign-in, and nothing wider than a 375 px phone. Run `npm run build` first when running

@@ -1,4 +1,4 @@
-/** Issue 11 items 8 and 9: help text everywhere, and shell completion generated from the command tree. */
+/** Help text everywhere, and shell completion generated from the command tree. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Issue 13: `hookgate config check --connect` opens the store the config names, creating nothing: PostgreSQL (the real
+ * `hookgate config check --connect` opens the store the config names, creating nothing: PostgreSQL (the real
  * server: version and schema state; a closed port: a clear error) and SQLite (the file, or "created at start").
  * Never a password in the output. PostgreSQL cases skip without a server (fail with HOOKGATE_REQUIRE_SERVICES=1).
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 9: `hookgate doctor`, the real binary in a temp directory. A good Telegram bot, a Slack token the
+ * `hookgate doctor`, the real binary in a temp directory. A good Telegram bot, a Slack token the
  * platform refuses, a model API that is down and a store directory others can read: exit 1, each problem named
  * with what to change, no secret in the output; --json parses; --offline calls nothing.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11 items 1 and 3: the CLI finds the service the way `serve` does, creates no store and no token, says what
+ * The CLI finds the service the way `serve` does, creates no store and no token, says what
  * it uses, fails naming what it looked for, and reads the store with only the storage section of the config.
  */
 import assert from 'node:assert/strict';

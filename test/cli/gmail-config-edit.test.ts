@@ -1,4 +1,4 @@
-/** Issue 16 part 5: `hooks.gmail` goes into the user's JSON5 as text: comments and layout survive, the result parses. */
+/** `hooks.gmail` goes into the user's JSON5 as text: comments and layout survive, the result parses. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import JSON5 from 'json5';

@@ -1,5 +1,5 @@
 /**
- * Issue 16 part 5: `hookgate gmail setup` against a stand-in of Pub/Sub and Google's token endpoint that checks what
+ * `hookgate gmail setup` against a stand-in of Pub/Sub and Google's token endpoint that checks what
  * Google checks, run as the built binary: the topic, Gmail's publisher binding added to the existing policy (etag
  * round trip), the OIDC push subscription, idempotent re-runs, the config written (comments kept) and valid under
  * `hookgate config check`, `--print`, and the credential sources.

@@ -1,5 +1,5 @@
 /**
- * Issue 16 part 5: `hookgate gmail status` reads the mailbox's state from the store (never creating one) and
+ * `hookgate gmail status` reads the mailbox's state from the store (never creating one) and
  * `hookgate gmail stop` calls Gmail's users.stop with a token from the configured refresh token; both as the built
  * binary, against a stand-in of Google's token endpoint and Gmail API.
  */

@@ -1,4 +1,4 @@
-/** Issue 11 item 2: `init` says which token is in force, keeps the config out of git, prints a start command that works. */
+/** `init` says which token is in force, keeps the config out of git, prints a start command that works. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 9: `hookgate mappings test NAME --data …` renders what a request would become — through the
+ * `hookgate mappings test NAME --data …` renders what a request would become — through the
  * service's own routes (templates, transforms, presets, signatures, policy) — and queues nothing. Real binary.
  */
 import assert from 'node:assert/strict';

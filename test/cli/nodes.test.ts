@@ -1,5 +1,5 @@
 /**
- * Issue 13: `hookgate nodes` lists the node registry (SQLite here: the store of one node at a time, and the rows a
+ * `hookgate nodes` lists the node registry (SQLite here: the store of one node at a time, and the rows a
  * kill -9 left), live or gone by NODE_LIVE_MS; --json for scripts; never creates a store.
  */
 import assert from 'node:assert/strict';

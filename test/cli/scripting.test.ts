@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 8: the CLI in scripts. `send` prints the body alone and exits by the status; --limit is validated;
+ * The CLI in scripts. `send` prints the body alone and exits by the status; --limit is validated;
  * --data reads a file or stdin; --sign signs as each mapping's scheme expects, accepted by the real server.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 13: `hookgate store copy` moves a SQLite store's work into PostgreSQL: what the PostgreSQL Store then answers
+ * `hookgate store copy` moves a SQLite store's work into PostgreSQL: what the PostgreSQL Store then answers
  * is what SQLite held (runs, events, deliveries, sessions, idempotency), a second run copies nothing, new rows get
  * fresh seqs. Needs PostgreSQL (127.0.0.1:5432, database test): skipped without it, failed with
  * HOOKGATE_REQUIRE_SERVICES=1. The refusals that need no server run always.

@@ -1,4 +1,4 @@
-/** Issue 17 part 2: `hookgate token rotate` edits the config text (comments kept, the result valid) and prints the token once. */
+/** `hookgate token rotate` edits the config text (comments kept, the result valid) and prints the token once. */
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

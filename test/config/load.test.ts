@@ -63,7 +63,7 @@ describe('unknown keys are rejected by key path', () => {
     ['gateway', { gateway: { host: 'x' } }, 'gateway'],
     ['storage (sqlite)', { storage: { path: './x.db', url: 'postgres://x' } }, 'storage'],
     ['storage (postgres)', { storage: { driver: 'postgres', url: 'postgres://x', path: './x.db' } }, 'storage'],
-    ['hooks', { hooks: { tokn: 'x' } }, 'hooks'], // `tokens` is a key now (issue 17)
+    ['hooks', { hooks: { tokn: 'x' } }, 'hooks'], // `tokens` is a key (hooks.tokens): a near miss is not
     ['hooks.authFailureLimit', { hooks: { authFailureLimit: { max: 1 } } }, 'hooks.authFailureLimit'],
     ['hooks.gmail', { hooks: { gmail: { accountName: 'x' } } }, 'hooks.gmail'],
     ['a mapping', { hooks: { mappings: [{ messageTemplate: 'm', bogus: true }] } }, 'hooks.mappings[0]'],
@@ -544,7 +544,7 @@ describe('key paths and the error text', () => {
   });
 });
 
-describe('transform paths are config problems (CONTRACT §3)', () => {
+describe('transform paths are config problems (docs/reference.md#configuration)', () => {
   // serve and `config check` both load through loadServeConfig (src/config/serve-config.ts). Imported lazily so a broken app
   // module fails only these tests.
   let dir: string;

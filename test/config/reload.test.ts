@@ -1,6 +1,7 @@
 /**
- * CONTRACT §3: changing the config file while serving reloads it (SIGHUP too); an invalid new file is rejected with a
- * log line and the old config stays active. `storage` and `gateway.bind/port` apply only after a restart.
+ * Reloading (docs/reference.md#configuration): changing the config file while serving reloads it (SIGHUP too); an
+ * invalid new file is rejected with a log line and the old config stays active. `storage` and `gateway.bind/port` apply
+ * only after a restart.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

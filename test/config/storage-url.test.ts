@@ -1,5 +1,5 @@
 /**
- * Issue 13: `storage.url` of the postgres driver is a secret like the others (`{ env }`, `{ file }`, `${VAR}`), is
+ * `storage.url` of the postgres driver is a secret like the others (`{ env }`, `{ file }`, `${VAR}`), is
  * checked as a PostgreSQL URL with problems by key path, and never appears (its password) in a message.
  */
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-/** Issue 17 part 2: `hooks.tokens` and `admin.tokens` (schema/tokens.ts, checks/tokens.ts), with their messages. */
+/** Token rotation: `hooks.tokens` and `admin.tokens` (schema/tokens.ts, checks/tokens.ts), with their messages. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clientToken, parseInstant } from '../../src/config/schema/tokens.js';

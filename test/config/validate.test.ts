@@ -1,6 +1,6 @@
 /**
- * Cross-key rules of CONTRACT §3 (src/config/validate.ts), with their exact messages, and the helpers other
- * modules use (channel names, agent resolution and allowlist).
+ * Cross-key rules of the config (docs/reference.md#configuration, src/config/validate.ts), with their exact messages,
+ * and the helpers other modules use (channel names, agent resolution and allowlist).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';

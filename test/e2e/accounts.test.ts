@@ -1,7 +1,7 @@
 /**
- * Named channel accounts (CONTRACT §4 `accountId`) against the real server process and a Telegram stand-in serving
- * two bots: the default one (`channels.telegram`) and `alerts` (`channels.telegram.accounts.alerts`, its token from
- * the environment). A run names the account; the message arrives under that bot's token. Run `npm run build` first
+ * Named channel accounts (`accountId`, docs/reference.md#agent) against the real server process and a Telegram stand-in
+ * serving two bots: the default one (`channels.telegram`) and `alerts` (`channels.telegram.accounts.alerts`, its token
+ * from the environment). A run names the account; the message arrives under that bot's token. Run `npm run build` first
  * when running this file alone.
  */
 import assert from 'node:assert/strict';

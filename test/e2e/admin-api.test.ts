@@ -1,5 +1,5 @@
 /**
- * The admin listener (CONTRACT.md §7, docs/admin.md) against the real server process: every REST endpoint, the auth
+ * The admin listener (docs/admin.md) against the real server process: every REST endpoint, the auth
  * rules, invalid_query naming the parameter, pagination without loss or repetition, retry of a failed run and of a
  * dead delivery (each runs at once), /healthz and /readyz (503 once the store cannot write), and the two listeners
  * kept apart. Runs on SQLite, and on PostgreSQL with HOOKGATE_TEST_STORE=postgres. `npm run build` first when

@@ -1,8 +1,8 @@
 /**
- * The live feed and the metrics on the real server process (issue 14): `GET /api/v1/events` over SSE on the admin
- * listener (a wake within a second, `Last-Event-ID` resumes without loss, a run's states and its delivery),
- * `/metrics` read with the real Prometheus text parser and checked against what was sent, the admin token required,
- * `hookgate tail --json`; and on PostgreSQL, one node's feed carrying what another node accepted.
+ * The live feed and the metrics on the real server process (docs/reference.md#live-feed): `GET /api/v1/events` over SSE
+ * on the admin listener (a wake within a second, `Last-Event-ID` resumes without loss, a run's states and its
+ * delivery), `/metrics` read with the real Prometheus text parser and checked against what was sent, the admin token
+ * required, `hookgate tail --json`; and on PostgreSQL, one node's feed carrying what another node accepted.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

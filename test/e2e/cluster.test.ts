@@ -1,9 +1,9 @@
 /**
- * Issue 13, CONTRACT §8: several real `hookgate serve` processes on one PostgreSQL database. Each test makes its own
- * cluster on a fresh database (test/support/cluster.ts) and looks from the outside: what the webhook receiver got,
- * what each node's model stand-in was asked, what the HTTP answers said, and (for the counts) the shared tables.
- * Skips without a reachable PostgreSQL (fails under HOOKGATE_REQUIRE_SERVICES=1). Run `npm run build` first when
- * running this file alone.
+ * Scale-out (docs/reference.md#cluster-on-postgresql): several real `hookgate serve` processes on one PostgreSQL
+ * database. Each test makes its own cluster on a fresh database (test/support/cluster.ts) and looks from the outside:
+ * what the webhook receiver got, what each node's model stand-in was asked, what the HTTP answers said, and (for the
+ * counts) the shared tables. Skips without a reachable PostgreSQL (fails under HOOKGATE_REQUIRE_SERVICES=1). Run
+ * `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';

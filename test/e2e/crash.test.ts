@@ -1,5 +1,5 @@
 /**
- * Crash recovery (CONTRACT §5 "Durability"): kill -9 the real server while agent runs, deliveries and a heartbeat
+ * Crash recovery (docs/reference.md#durability): kill -9 the real server while agent runs, deliveries and a heartbeat
  * are mid-flight, start it again on the same store, and check what the outside can see: every accepted run completes
  * with its original id, each run's reply reaches the receiver as one delivery (the same webhook-id may arrive twice:
  * that is the at-least-once inside), and every pending event is fed to a heartbeat after the restart.

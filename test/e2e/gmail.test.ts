@@ -1,5 +1,5 @@
 /**
- * The Gmail push chain end to end (issue 16), against the real server process and local stand-ins for Google (a
+ * The Gmail push chain end to end (docs/gmail.md), against the real server process and local stand-ins for Google (a
  * JWKS endpoint with keys generated here, the token endpoint, the Gmail API): a verified push → one run whose prompt
  * holds the mail inside the external-content wrapper; forged / wrong audience / wrong service account / expired
  * tokens → 401 and nothing stored; a redelivered push → no second run; a history gap → the latest messages synced;

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §4 against the real server process, line by line.
+ * The hook listener (docs/reference.md#the-hook-listener) against the real server process, line by line.
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
@@ -36,7 +36,7 @@ function raw(url: string, head: string, body?: string, opts: { keepOpenMs?: numb
   });
 }
 
-describe('ingress (CONTRACT §4)', () => {
+describe('ingress (docs/reference.md#the-hook-listener)', () => {
   let hg: Hookgate;
   before(async () => {
     hg = await startHookgate({
@@ -331,7 +331,7 @@ describe('ingress (CONTRACT §4)', () => {
         assert.equal(run.to, 'ops');
         assert.equal(run.thinking, 'low');
         assert.equal(run.timeoutSeconds, 42);
-        // 'persistent' without a session key is refused now (issue 10): test/e2e/openclaw-fields.test.ts.
+        // 'persistent' without a session key is refused: test/e2e/openclaw-fields.test.ts.
         assert.equal(run.sessionMode, 'isolated');
         assert.equal(run.contentSource, 'webhook');
         assert.match(run.sessionKey, /^hook:[0-9a-f-]{36}$/);

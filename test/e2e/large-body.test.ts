@@ -1,7 +1,7 @@
 /**
  * A body over the limit is answered 413 in a way every HTTP client can read: the server reads and drops the rest of
  * the upload (within a bound) before it closes, instead of closing under the client, which made Node's fetch and
- * http clients see EPIPE/ECONNRESET rather than the answer (issue 10).
+ * http clients see EPIPE/ECONNRESET rather than the answer.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';

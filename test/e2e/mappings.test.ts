@@ -222,7 +222,7 @@ describe('mapped hooks (real process)', () => {
       assert.equal(locked.status, 429);
       assert.equal(locked.body?.code, 'rate_limited');
       assert.ok(Number(locked.headers.get('retry-after')) >= 1);
-      // Locked out: refused before the body is read (issue 12 item 4), so even a delivery that would verify waits
+      // Locked out: refused before the body is read, so even a delivery that would verify waits
       // out the lockout (senders retry a 429); the connection is closed so no body is uploaded.
       const good = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: { ...headers(body), ...ip } });
       assert.equal(good.status, 429, 'the lockout is checked before the body, so before its signature');
@@ -236,7 +236,7 @@ describe('mapped hooks (real process)', () => {
     });
 
     it('a body that is not JSON: 401 unless a signature verifies it, then 400 invalid_json', async () => {
-      // Issue 10: signed mappings now accept form bodies, so the non-JSON body here is plain text (was a form).
+      // Signed mappings accept form bodies, so the non-JSON body here is plain text (was a form).
       const text = 'action=opened but not a form';
       const unsigned = await send('/hooks/github', text, { 'content-type': 'text/plain' });
       assert.equal(unsigned.status, 401);

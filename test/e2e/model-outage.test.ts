@@ -1,5 +1,5 @@
 /**
- * Issue 11 item 4 against the real server process: runs survive a model outage. The model's port is closed when the
+ * Against the real server process: runs survive a model outage. The model's port is closed when the
  * runs arrive; they go back to the queue with the error visible, and once the model answers on that port they
  * succeed and are delivered, in order per session key. (`npm run build` first when running this file alone.)
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 4, against the real server process: the OpenClaw request fields callers rely on are honoured or
+ * Against the real server process: the OpenClaw request fields callers rely on are honoured or
  * refused, never accepted and dropped — `sessionMode: "persistent"` needs a key, `to` without `channel` goes to the
  * main session's last channel (or is refused when there is none), and `sessionKey` on `/hooks/wake` routes the event
  * to that session under the request-key policy, where its own heartbeat consumes it.

@@ -1,5 +1,5 @@
 /**
- * A platform's wait hint is the wait (issue 10): with the outbox's default settings, a Telegram reply answered
+ * A platform's wait hint is the wait: with the outbox's default settings, a Telegram reply answered
  * 429 `retry_after: 1` is sent about a second later — not after the backoff (30 s, then 60 s… before) — and the
  * next message to the same chat, queued behind it, is not held back: both arrive within a few seconds, in order.
  * Run `npm run build` first when running this file alone.

@@ -1,8 +1,8 @@
 /**
- * The outbox (CONTRACT §5 "Durability", the delivery issue) against the real server process and local stand-ins of
- * the receiving APIs: retries honouring Retry-After, dead letters visible and retryable from the CLI, permanent
- * failures, per-recipient order, long replies split at a platform's limit (resuming after a failed chunk), and a
- * core platform (Telegram) end to end. Run `npm run build` first when running this file alone.
+ * The outbox (docs/reference.md#deliveries-retries-and-dead-letters) against the real server process and local
+ * stand-ins of the receiving APIs: retries honouring Retry-After, dead letters visible and retryable from the CLI,
+ * permanent failures, per-recipient order, long replies split at a platform's limit (resuming after a failed chunk),
+ * and a core platform (Telegram) end to end. Run `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';

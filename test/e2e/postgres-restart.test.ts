@@ -1,5 +1,5 @@
 /**
- * Issue 13: PostgreSQL restarted under load. Two real hookgate nodes on a PostgreSQL server of this test's own
+ * PostgreSQL restarted under load. Two real hookgate nodes on a PostgreSQL server of this test's own
  * (test/support/private-postgres.ts: initdb into a temp dir; the machine's shared server is never touched) take
  * agent runs and wakes from concurrent senders while the server is restarted (`pg_ctl restart -m fast`, then a
  * stop / pause / start). What must hold: every request answered 2xx is in the database afterwards and is worked

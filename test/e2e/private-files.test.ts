@@ -1,5 +1,5 @@
 /**
- * Private files (issue 11, item 6): a store created through a config file is 0700 (directory) and 0600 (database,
+ * Private files: a store created through a config file is 0700 (directory) and 0600 (database,
  * -wal, -shm) under umask 022; a store left readable by others is reported at start, once, and left as it is.
  * Run `npm run build` first when running this file alone.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 10 "Real senders" against the real server process: Slack's Request URL handshake, slash commands and
+ * Real senders against the real server process: Slack's Request URL handshake, slash commands and
  * Interactivity (form bodies) and Events API retries, signed exactly the way Slack signs them; GitHub's ping and
  * `match.headers`; id-less Gmail messages; and a 409 idempotency conflict recorded once in the received log.
  * (`npm run build` first: the server runs from dist.)

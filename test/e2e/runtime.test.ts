@@ -1,7 +1,7 @@
 /**
- * CONTRACT §5 (the runtime) against the real server process: wakes and heartbeats, agent runs on real model
- * providers (OpenAI-compatible and Anthropic stand-ins, a command agent, echo), delivery, summaries, HEARTBEAT_OK,
- * timeouts and provider errors, the external-content wrapper, persistent sessions, per-session order, the
+ * The runtime (docs/reference.md#the-runtime) against the real server process: wakes and heartbeats, agent runs on real
+ * model providers (OpenAI-compatible and Anthropic stand-ins, a command agent, echo), delivery, summaries,
+ * HEARTBEAT_OK, timeouts and provider errors, the external-content wrapper, persistent sessions, per-session order, the
  * concurrency limit and routing. Run `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
@@ -251,7 +251,7 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       agents: {
         defaults: {
           maxConcurrent: 2,
-          // Transient model failures are retried (issue 11); a short window keeps these tests quick.
+          // Transient model failures are retried; a short window keeps these tests quick.
           retry: { maxSeconds: 1, initialBackoffMs: 200, maxBackoffMs: 400 },
           models: {
             'local/gpt-main': {},

@@ -1,10 +1,10 @@
 /**
- * The audit trail (issue 17.4, docs/security.md "The audit trail") against the real server process: a config reload
- * is one `event: "audit"` log line and a record listed by `hookgate audit --json`, changes by key path with every
- * secret masked (no secret value anywhere in the logs); a refused reload is recorded too; an admin retry (actor
- * "admin") and a CLI retry (actor "cli") are recorded; a flood of bad tokens that locks a client out is one record;
- * `hookgate sessions route` is recorded with the route it replaced.
- * Runs on SQLite, and on PostgreSQL with HOOKGATE_TEST_STORE=postgres. `npm run build` first when running this file alone.
+ * The audit trail (docs/security.md#the-audit-trail-hookgate-audit) against the real server process: a config reload is
+ * one `event: "audit"` log line and a record listed by `hookgate audit --json`, changes by key path with every secret
+ * masked (no secret value anywhere in the logs); a refused reload is recorded too; an admin retry (actor "admin") and a
+ * CLI retry (actor "cli") are recorded; a flood of bad tokens that locks a client out is one record; a session route
+ * set with `hookgate sessions route` is recorded with the route it replaced. Runs on SQLite, and on PostgreSQL with
+ * HOOKGATE_TEST_STORE=postgres. `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';

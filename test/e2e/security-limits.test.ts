@@ -1,5 +1,5 @@
 /**
- * Issue 17 item 3 against the real server process: per-route `allowFrom` (the client address after trusted proxies)
+ * Per-route limits against the real server process: per-route `allowFrom` (the client address after trusted proxies)
  * and `rateLimit` (a token bucket per route), on mappings and on `/wake` and `/agent` (`hooks.routes`), enforced
  * before the body is read; refusals are counted like every refusal; the limits follow a reload.
  */
@@ -39,7 +39,7 @@ function headersOnly(url: string, path: string, headers: Record<string, string>)
   });
 }
 
-describe('per-route allowFrom and rateLimit (issue 17 item 3)', () => {
+describe('per-route allowFrom and rateLimit', () => {
   let hg: Hookgate;
   before(async () => {
     hg = await startHookgate({

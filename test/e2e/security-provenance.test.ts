@@ -1,9 +1,9 @@
 /**
- * Issue 17.1 against the real server process: text derived from untrusted input reaches the main agent's heartbeat
- * only inside the external-content wrapper. A mapped wake whose template renders a payload field and the summary of a
- * hook run whose reply carries an injection are both wrapped (their own random boundary each, forged markers
- * neutralised, the mapping/hook name and the time outside); a plain `/hooks/wake` from a token holder is not; and
- * `allowUnsafeExternalContent: true` on a mapping opts its wakes and its runs' summaries out. The admin API and
+ * Provenance (docs/security.md), against the real server process: text derived from untrusted input reaches the main
+ * agent's heartbeat only inside the external-content wrapper. A mapped wake whose template renders a payload field and
+ * the summary of a hook run whose reply carries an injection are both wrapped (their own random boundary each, forged
+ * markers neutralised, the mapping/hook name and the time outside); a plain `/hooks/wake` from a token holder is not;
+ * and `allowUnsafeExternalContent: true` on a mapping opts its wakes and its runs' summaries out. The admin API and
  * `hookgate sessions show` show the flag. A scripted model stands in for the main agent and records the heartbeat
  * prompt it receives. Run `npm run build` first when running this file alone.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 17 part 2, against the real server process: several hook tokens and admin tokens (`hooks.tokens`,
+ * Token rotation against the real server process: several hook tokens and admin tokens (`hooks.tokens`,
  * `admin.tokens`) accepted side by side, the received record naming the token's id (never the token), an expired
  * token refused with 401 like a wrong one, and `hookgate token rotate` while the server runs: its file watch applies
  * the new list at once, the new token works and the old ones keep working until their `notAfter`. Runs on SQLite,

@@ -1,7 +1,7 @@
 /**
- * A clean stop (issue 11, item 5), with real signals to the real server process: what a slow client, a slow model
- * and a `command` agent see, what the store holds afterwards, and that no agent process outlives the service.
- * Run `npm run build` first when running this file alone.
+ * A clean stop (docs/operations.md#stopping), with real signals to the real server process: what a slow client, a slow
+ * model and a `command` agent see, what the store holds afterwards, and that no agent process outlives the service. Run
+ * `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';

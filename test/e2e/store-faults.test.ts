@@ -1,9 +1,9 @@
 /**
- * Store faults (issue 12, items 1, 3 and 6): a disk that fills (a 4 MiB tmpfs) is answered 503, never 200, and the
- * service recovers by itself once space is freed, also when it was full at start; a store file deleted under load is noticed and answered 503 from
- * then on; an immutable store is refused at start with a message instead of a SIGBUS.
- * Needs root for mount and chattr (skipped with the reason otherwise; HOOKGATE_REQUIRE_SERVICES=1 makes that an
- * error). Run `npm run build` first when running this file alone.
+ * Store faults (docs/reference.md#durability): a disk that fills (a 4 MiB tmpfs) is answered 503, never 200, and the
+ * service recovers by itself once space is freed, also when it was full at start; a store file deleted under load is
+ * noticed and answered 503 from then on; an immutable store is refused at start with a message instead of a SIGBUS.
+ * Needs root for mount and chattr (skipped with the reason otherwise; HOOKGATE_REQUIRE_SERVICES=1 makes that an error).
+ * Run `npm run build` first when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { closeSync, existsSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';

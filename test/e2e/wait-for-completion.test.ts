@@ -1,10 +1,10 @@
 /**
- * `waitForCompletion: true` on `/hooks/agent` (issue 10 item 4) against the real server process: the held answer
- * with the completion of an echo run, a silent and an undelivered reply, a slow model past `hooks.maxWaitSeconds`
- * (pending, the run goes on), a failing and a timed-out model (error), a replay that waits for the first run, a
- * retry that only changes the flag (the same request), a
- * caller that goes away mid-wait (the run is still completed and delivered), a non-boolean flag (400), and a stop
- * while a caller waits. Run `npm run build` first when running this file alone.
+ * `waitForCompletion: true` on `/hooks/agent` (docs/reference.md#waiting-for-the-run) against the real server process:
+ * the held answer with the completion of an echo run, a silent and an undelivered reply, a slow model past
+ * `hooks.maxWaitSeconds` (pending, the run goes on), a failing and a timed-out model (error), a replay that waits for
+ * the first run, a retry that only changes the flag (the same request), a caller that goes away mid-wait (the run is
+ * still completed and delivered), a non-boolean flag (400), and a stop while a caller waits. Run `npm run build` first
+ * when running this file alone.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

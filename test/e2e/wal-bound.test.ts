@@ -1,5 +1,5 @@
 /**
- * SLOW (about 70 s): the WAL stays bounded under sustained load (issue 12, item 1). Concurrent clients on loopback
+ * SLOW (about 70 s): the WAL stays bounded under sustained load. Concurrent clients on loopback
  * post wakes for 60 s against the real server (default inline writer); the WAL, sampled every 100 ms, must stay at
  * most 64 MB. Before the bound it grew without limit (1.8 GB after 40 s of 4 closed-loop clients).
  * Run `npm run build` first when running this file alone.

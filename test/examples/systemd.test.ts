@@ -1,5 +1,5 @@
 /**
- * examples/systemd/hookgate.service (issue 11, item 9): checked by `systemd-analyze verify` where it is installed
+ * examples/systemd/hookgate.service: checked by `systemd-analyze verify` where it is installed
  * (skipped otherwise: CI need not have systemd), and always against what hookgate's stop needs from it.
  */
 import assert from 'node:assert/strict';

@@ -382,7 +382,7 @@ describe('policy: the same checks as a direct request', () => {
     const stat = setup({ mappings: [{ match: { path: 's' }, messageTemplate: 'm', sessionKey: 'hook:static' }] });
     assert.equal((await runOf(stat, 's', {})).sessionKey, 'hook:static');
 
-    // A templated key without the opt-in would refuse every request: the config refuses it first (issue 11).
+    // A templated key without the opt-in would refuse every request: the config refuses it first.
     assert.throws(
       () => setup({ allowedSessionKeyPrefixes: ['hook:'], mappings: [{ match: { path: 't' }, messageTemplate: 'm', sessionKey: 'hook:t:{{id}}' }] }),
       /a templated sessionKey needs hooks\.allowRequestSessionKey: true/,

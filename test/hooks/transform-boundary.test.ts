@@ -1,5 +1,5 @@
 /**
- * What crosses the transform boundary (issue 12 item 6): what a transform's failure puts in the log, what payload a
+ * What crosses the transform boundary: what a transform's failure puts in the log, what payload a
  * transform is handed (no prototype keys), and the transforms root that config load accepts (no symlink).
  */
 import assert from 'node:assert/strict';

@@ -102,7 +102,7 @@ describe('handler: store failures', () => {
   });
 });
 
-// Signed paths refuse a forgery before parsing it (issue 12 item 4): in-process, so JSON.parse can be watched.
+// Signed paths refuse a forgery before parsing it: in-process, so JSON.parse can be watched.
 const SECRET = 'gh-secret-for-refusal-tests';
 const sign = (body: string, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 

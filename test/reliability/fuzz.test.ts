@@ -1,5 +1,5 @@
 /**
- * A bounded fuzz run of the real ingress (issue 12 item 7): 5,000 mutated requests (test/support/fuzz.ts: random
+ * A bounded fuzz run of the real ingress: 5,000 mutated requests (test/support/fuzz.ts: random
  * bytes, truncated JSON, huge numbers, deep nesting, odd Content-Types, invalid UTF-8, odd methods and paths) and
  * raw garbage on fresh connections. No 5xx, every 4xx in the documented shape, no crash, and a valid wake is still
  * accepted afterwards. The long version (10⁶ requests): `npm run soak`.

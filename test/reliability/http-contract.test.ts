@@ -1,8 +1,8 @@
 /**
- * Properties of the HTTP contract against the real server process (issue 12 item 7): whatever JSON object is posted
- * to /hooks/wake or /hooks/agent, and whatever method, path and headers a request has, the answer is a 2xx or a 4xx
- * `{ ok: false, error, code }` with a code from the catalogue (errors.ts), never a 5xx, and the process stays up.
- * Template rendering's properties (no prototype access, never throws) are in test/hooks/templates.test.ts.
+ * Properties of the HTTP contract against the real server process (docs/reference.md#error-answers): whatever JSON
+ * object is posted to /hooks/wake or /hooks/agent, and whatever method, path and headers a request has, the answer is a
+ * 2xx or a 4xx `{ ok: false, error, code }` with a code from the catalogue (errors.ts), never a 5xx, and the process
+ * stays up. Template rendering's properties (no prototype access, never throws) are in test/hooks/templates.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,7 +1,8 @@
 /**
- * kill -9 under concurrent load, in rounds, with counts (issue 12 item 7). Unlike test/e2e/durability.test.ts (one
- * burst, one kill, answered requests present), senders here retry what got no answer after the restart with the
- * same idempotency key, so the count also shows that nothing is stored twice. The long version: `npm run soak`.
+ * kill -9 under concurrent load, in rounds, with counts (docs/reference.md#durability). Unlike
+ * test/e2e/durability.test.ts (one burst, one kill, answered requests present), senders here retry what got no answer
+ * after the restart with the same idempotency key, so the count also shows that nothing is stored twice. The long
+ * version: `npm run soak`.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

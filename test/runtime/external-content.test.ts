@@ -19,7 +19,7 @@ const ID = 'deadbeefcafef00d';
 const fixedId = (): string => ID;
 
 // An independent, deliberately simple fold for the checks below (not the module's own): only the families the
-// contract names. If the module folds more, that only makes it stricter than this oracle.
+// docs name (docs/safety.md). If the module folds more, that only makes it stricter than this oracle.
 const ORACLE_LT = '＜〈〈‹⟨﹤«《⟪❬❮˂';
 const ORACLE_GT = '＞〉〉›⟩﹥»》⟫❭❯˃';
 function oracleFold(text: string): string {
@@ -402,7 +402,7 @@ describe('detectSuspiciousPatterns', () => {
     });
   }
 
-  it('covers the names the contract lists', () => {
+  it('covers the pattern names the docs list (docs/safety.md)', () => {
     for (const name of ['ignore_previous_instructions', 'disregard_previous', 'forget_instructions', 'you_are_now', 'new_instructions', 'system_prompt_override', 'exec_command', 'elevated_true', 'rm_rf', 'delete_all', 'system_tag', 'role_label_injection', 'bracketed_role', 'system_line']) {
       assert.ok(SUSPICIOUS_PATTERN_NAMES.includes(name), name);
       assert.ok(cases.some(([n]) => n === name), `no test case for ${name}`);

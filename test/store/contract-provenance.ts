@@ -1,7 +1,7 @@
 /**
- * Provenance of system events (issue 17.1): `untrusted` and `source` are kept by every write path (accept, addEvents,
- * completeRun), default to trusted, and a wake coalesces only into an event of the same text AND provenance. Called
- * from storeContract, so it runs on every driver (PostgreSQL's accept path is SQL: postgres-schema.ts).
+ * Provenance of system events (docs/security.md): `untrusted` and `source` are kept by every write path (accept,
+ * addEvents, completeRun), default to trusted, and a wake coalesces only into an event of the same text AND provenance.
+ * Called from storeContract, so it runs on every driver (PostgreSQL's accept path is SQL: postgres-schema.ts).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

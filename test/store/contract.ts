@@ -157,7 +157,7 @@ async function assertStoreError(p: Promise<unknown>): Promise<void> {
 export function storeContract(name: string, open: () => Promise<StoreHarness>): void {
   // A driver that hangs (a write never resolved) fails instead of stalling the run.
   // The whole suite's bound, not a test's: about 130 tests, each opening a fresh store (a writer thread for some
-  // harnesses). On a loaded 2-core machine a test took 1.4 s, which passed 120 s (issue 14 added the page tests).
+  // harnesses). On a loaded 2-core machine a test took 1.4 s, which passed 120 s once the page tests were added.
   describe(`store contract: ${name}`, { timeout: 300_000 }, () => {
     let h: StoreHarness;
     let store: Store;

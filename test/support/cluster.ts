@@ -1,13 +1,14 @@
 /**
- * Several real `hookgate serve` processes on one PostgreSQL database (CONTRACT §8), for the cluster end-to-end
- * tests: a fresh database (test/support/pg-database.ts), N servers started through test/support/server.ts (each in
- * its own dir, on its own port, started together by default), one scripted model stand-in per node (so a test can
- * tell which node ran what: node i's model calls are `cluster.models[i].calls`), one Standard Webhooks receiver
- * shared by all nodes as the delivery channel (target `ops`), kill -9 and restart of single nodes, and a clean-up
- * that stops every process and drops the database even when the test failed half-way.
+ * Several real `hookgate serve` processes on one PostgreSQL database (docs/reference.md#cluster-on-postgresql), for the
+ * cluster end-to-end tests: a fresh database (test/support/pg-database.ts), N servers started through
+ * test/support/server.ts (each in its own dir, on its own port, started together by default), one scripted model
+ * stand-in per node (so a test can tell which node ran what: node i's model calls are `cluster.models[i].calls`), one
+ * Standard Webhooks receiver shared by all nodes as the delivery channel (target `ops`), kill -9 and restart of single
+ * nodes, and a clean-up that stops every process and drops the database even when the test failed half-way.
  *
  *   const c = await startCluster({ nodes: 3, model: async (call) => 'reply' });
- *   const { node, result } = await c.post('/hooks/agent', { message: 'x', channel: 'webhook', to: 'ops' }); // round-robin
+ * const { node, result } = await c.post('/hooks/agent', { message: 'x', channel: 'webhook', to: 'ops' }); //
+ * round-robin
  *   await c.kill9(1); await c.restart(1);
  *   await c.cleanup();
  */

@@ -75,13 +75,13 @@ export function nickOf(prefix: string | undefined): string | undefined {
   return prefix?.split('!', 1)[0];
 }
 
-/** A full IRC line is at most 512 bytes including the trailing CR LF (RFC 2812 §2.3). */
+/** A full IRC line is at most 512 bytes including the trailing CR LF (RFC 2812 section 2.3). */
 export const IRC_LINE_BYTES = 512;
 /** The server relays our PRIVMSG with `:nick!user@host ` in front; host names are at most 63 bytes (RFC 1123). */
 const HOST_RESERVE = 63;
 /** Idents are usually cut to 10 characters; the server may add `~` when it has no ident answer. */
 const USER_RESERVE = 10;
-/** Channel names are at most 50 characters (RFC 2812 §1.3): the target assumed for `maxTextLength`. */
+/** Channel names are at most 50 characters (RFC 2812 section 1.3): the target assumed for `maxTextLength`. */
 export const TARGET_RESERVE = 50;
 
 const byteLength = (s: string) => Buffer.byteLength(s, 'utf8');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { withAccounts } from './accounts.js';
 import { httpUrl, nonBlank, port, positiveInt } from './common.js';
 
-/** The nine core messaging platforms of the spec. */
+/** The nine core messaging platforms, in the order the docs list them (docs/channels.md). */
 export const CORE_CHANNELS = ['whatsapp', 'telegram', 'discord', 'irc', 'googlechat', 'slack', 'signal', 'imessage', 'msteams'] as const;
 /** Extension channels built into hookgate. Plugins add more. */
 export const BUILTIN_EXTENSION_CHANNELS = ['webhook', 'log'] as const;
@@ -116,7 +116,7 @@ export const msteamsSchema = z.preprocess(
 );
 /** A single line: no CR, LF or NUL (they would end an IRC line or split an HTTP header, injecting commands). */
 const singleLine = z.string().regex(/^[^\r\n\0]*$/, 'must be a single line (no CR, LF or NUL)');
-/** An IRC nickname (RFC 2812 §2.3.1: a letter or special first, then letters, digits, specials or "-"). */
+/** An IRC nickname (RFC 2812 section 2.3.1: a letter or special first, then letters, digits, specials or "-"). */
 const ircNick = z
   .string()
   .trim()

@@ -116,7 +116,7 @@ export const configSchema = z.strictObject({
           const problem = databaseUrlProblem(url);
           if (problem) ctx.addIssue({ code: 'custom', message: problem });
         }),
-        /** Connections each node keeps to the database (plus one for LISTEN): see docs/scale-out.md#sizing-the-pool. */
+        /** Connections per node to the database (plus one for LISTEN): docs/scale-out.md#sizing-the-connection-pool. */
         poolSize: positiveInt.max(1000, 'at most 1000 connections per node').default(10),
       }),
     ]),

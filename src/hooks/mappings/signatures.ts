@@ -46,7 +46,7 @@ import { twilioBodyHash, twilioSignature, verifyTwilio } from './signature-twili
 export type { SignatureHeaders, SignatureResult, SignedRequest } from './signature-kit.js';
 
 /**
- * Standard Webhooks keys. `whsec_<base64>` is the spec's serialisation: the key is the decoded bytes. A secret
+ * Standard Webhooks keys. `whsec_<base64>` is Standard Webhooks' serialisation: the key is the decoded bytes. A secret
  * without the prefix is accepted in two readings, both tried: base64-decoded (what the reference `standardwebhooks`
  * library does with an unprefixed secret) and, failing that, its raw UTF-8 bytes (senders that HMAC with the
  * secret string as-is). Invalid `whsec_` values yield no key, so they can never verify anything.

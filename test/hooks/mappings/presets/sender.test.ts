@@ -91,14 +91,14 @@ describe('sender presets: one entry, one mapping', () => {
         {
           ...GH,
           templates: {
-            issues: 'Issue {{issue.number}} {{action}}: {{issue.title}}',
+            issues: 'Issue #{{issue.number}} {{action}}: {{issue.title}}',
             deployment: 'Deploy of {{deployment.ref}} to {{deployment.environment}}',
             '*': 'Something happened: {{headers.x-github-event}}',
           },
         },
       ],
     });
-    assert.equal((await runOf(k, 'github', issue, ev('issues'))).message, 'Issue 7 opened: Crash on start');
+    assert.equal((await runOf(k, 'github', issue, ev('issues'))).message, 'Issue #7 opened: Crash on start');
     assert.equal((await runOf(k, 'github', { deployment: { ref: 'v2', environment: 'prod' } }, ev('deployment'))).message, 'Deploy of v2 to prod');
     assert.match((await runOf(k, 'github', { ...issue, ref: 'refs/heads/x' }, ev('push'))).message, /^GitHub push to refs\/heads\/x/);
     assert.equal((await deliver(k, 'github', issue, ev('star'))).kind, 'unauthorized', '"*" rewords, it does not widen events');
