@@ -32,6 +32,7 @@ interface Block {
   flags: string[];
   text: string;
   env: Record<string, string>;
+  files: Array<{ path: string; text: string }>;
 }
 
 const PLACEHOLDER = 'docs-example-secret-0123456789abcdef';
@@ -46,20 +47,33 @@ function collect(): Block[] {
     for (const m of md.matchAll(re)) {
       const line = md.slice(0, m.index).split('\n').length;
       const flags = m[2]!.trim().split(/\s+/).filter(Boolean);
-      blocks.push({ where: `${page}:${line}`, kind: m[1]!, flags, text: m[3]!, env: {} });
+      blocks.push({ where: `${page}:${line}`, kind: m[1]!, flags, text: m[3]!, env: {}, files: [] });
     }
     for (const ex of parseExamples(md)) {
-      if (ex.config) blocks.push({ where: `${page} example ${ex.name}`, kind: 'config', flags: [], text: JSON.stringify(ex.config), env: ex.env });
+      if (!ex.config) continue;
+      blocks.push({ where: `${page} example ${ex.name}`, kind: 'config', flags: [], text: JSON.stringify(ex.config), env: ex.env, files: ex.files });
     }
   }
   return blocks;
 }
 
-/** The config file's text for a config block. */
+/**
+ * The config file's text for a config block. A part is set in a config that has what the part assumes: hooks on with
+ * a token, and the messaging platforms it names configured with tokens of the right shape.
+ */
 function configText(b: Block): string {
-  if (b.flags.includes('fragment')) return JSON.stringify(merge({ hooks: { enabled: true, token: TOKEN } }, JSON5.parse(`{${b.text}}`)));
-  if (b.flags.includes('preset')) return JSON.stringify({ hooks: { enabled: true, token: TOKEN, presets: [JSON5.parse(b.text)] } });
-  if (b.flags.includes('mapping')) return JSON.stringify({ hooks: { enabled: true, token: TOKEN, mappings: [JSON5.parse(b.text)] } });
+  const channels = {
+    ...(b.text.includes('"telegram"') && { telegram: { botToken: '123456789:docs-example' } }),
+    ...(b.text.includes('"slack"') && { slack: { botToken: 'xoxb-docs-example' } }),
+  };
+  const base = { hooks: { enabled: true, token: TOKEN }, channels };
+  if (b.flags.includes('fragment')) {
+    const part = JSON5.parse(`{${b.text}}`) as { hooks?: Record<string, unknown> };
+    if (part.hooks && 'tokens' in part.hooks) base.hooks = { enabled: true } as typeof base.hooks;
+    return JSON.stringify(merge(base, part));
+  }
+  if (b.flags.includes('preset')) return JSON.stringify(merge(base, { hooks: { presets: [JSON5.parse(b.text)] } }));
+  if (b.flags.includes('mapping')) return JSON.stringify(merge(base, { hooks: { mappings: [JSON5.parse(b.text)] } }));
   return b.text;
 }
 
@@ -73,18 +87,26 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
-/** Placeholders for the variables a config names, and its relative secret files written into `dir`. */
-function prepare(text: string, dir: string, env: Record<string, string>): Record<string, string> {
+/**
+ * Placeholders for the variables a config names (each its own, as two secrets must differ), its relative secret files
+ * and the example's own files, written into `dir`.
+ */
+function prepare(b: Block, text: string, dir: string): Record<string, string> {
+  const { env } = b;
   const out: Record<string, string> = {};
+  for (const f of b.files) {
+    mkdirSync(dirname(join(dir, f.path)), { recursive: true });
+    writeFileSync(join(dir, f.path), f.text);
+  }
   for (const m of text.matchAll(/\benv"?\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"|\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) {
     const name = (m[1] ?? m[2])!;
-    out[name] = env[name] ?? (/URL$/.test(name) ? 'postgres://127.0.0.1:5432/test' : /HOST$/.test(name) ? '127.0.0.1' : PLACEHOLDER);
+    out[name] = env[name] ?? (/URL$/.test(name) ? 'postgres://127.0.0.1:5432/test' : /HOST$/.test(name) ? '127.0.0.1' : `${PLACEHOLDER}-${name}`);
   }
   for (const m of text.matchAll(/\bfile"?\s*:\s*"([^"$]+)"/g)) {
     if (isAbsolute(m[1]!)) continue;
     const file = join(dir, m[1]!);
     mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${PLACEHOLDER}\n`, { mode: 0o600 });
+    writeFileSync(file, `${PLACEHOLDER}-${m[1]!.replace(/\W/g, '-')}\n`, { mode: 0o600 });
   }
   return { ...env, ...out };
 }
@@ -135,16 +157,22 @@ describe('docs examples', () => {
         for (let job = queue.shift(); job; job = queue.shift()) {
           const own = join(dir, String(job.i));
           mkdirSync(own, { recursive: true });
-          const text = configText(job.b);
+          let text: string;
+          try {
+            text = configText(job.b);
+          } catch (err) {
+            failures.push(`${job.b.where}: ${(err as Error).message}`);
+            continue;
+          }
           writeFileSync(join(own, 'hookgate.json5'), text);
-          const env = prepare(text, own, job.b.env);
+          const env = prepare(job.b, text, own);
           const r = await run(process.execPath, [CLI, 'config', 'check', '--config', join(own, 'hookgate.json5')], own, env);
           const want = job.b.flags.includes('invalid') ? 1 : 0;
           if (r.code !== want) failures.push(`${job.b.where}: config check exited ${r.code}, expected ${want}\n${r.out}`);
         }
       };
       await Promise.all([worker(), worker()]);
-      assert.deepEqual(failures, []);
+      assert.equal(failures.length, 0, failures.join('\n\n'));
     } finally {
       removeDir(dir);
     }
