@@ -417,7 +417,7 @@ function table(o, i, p) {
   lines.push(
     '',
     'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.',
-    'The floor server does only what any ingress that commits to SQLite before answering must (bench/floor-server.mjs): a target it does not meet is out of reach of such an ingress on this machine (docs/performance.md, "The floor").',
+    'The floor server does only what any ingress that commits to SQLite before answering must (bench/floor-server.mjs): a target it does not meet is out of reach of such an ingress on this machine (docs/performance.md, "What bounds it").',
   );
   return lines.join('\n');
 }
