@@ -116,8 +116,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
 /**
  * The live feed and the metrics, when something can read them: this process's admin listener, or (PostgreSQL) other
  * nodes' feeds through the cluster bridge. `admin.enabled` applies at the next start, so without either nothing is
- * built, prom-client is not loaded and the ingress announces nothing: on the bench's wake load that was ~0.4 KB of
- * garbage per request and a metrics update per request nobody could scrape.
+ * built, prom-client is not loaded and the ingress announces nothing: otherwise every request would make garbage and
+ * a metrics update nobody could scrape.
  */
 async function observability(config: Config, logger: Logger, owner: string): Promise<Observability | undefined> {
   const shared = config.storage.driver === 'postgres';

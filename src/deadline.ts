@@ -2,7 +2,7 @@
  * A signal that aborts when `outer` does (with its reason) or once `ms` have passed (with `reason()`), whichever
  * comes first, and lets go of `outer` when disposed. Used per model attempt, per run and per delivery instead of
  * `AbortSignal.any` + `AbortSignal.timeout`: Node 20 tracks `any` signals with weak references until they are
- * collected, and on the run pipeline they were 2–3 % of the profile; this is a controller, a timer and a listener.
+ * collected, a cost on every run; this is a controller, a timer and a listener.
  */
 export interface Deadline {
   readonly signal: AbortSignal;

@@ -2,10 +2,10 @@ import { setFlagsFromString } from 'node:v8';
 
 /**
  * How far V8 lets the old generation grow past what survived the last full GC before it collects again, in percent.
- * V8's default grows it up to 4× on a small heap: under the bench's load (garbage promoted by the 50 connections'
- * requests and the run worker's batches) the old space went from 15 to 80 MiB while ~20–30 MiB were live, and peak
- * RSS to ~200 MiB. At 20 % it stays at ~30 MiB (peak RSS −50 MiB) for no measurable change in CPU µs per request
- * (the full GCs are more frequent but each marks the same small live set). docs/operations.md, "Memory".
+ * V8's default grows it up to 4× on a small heap: under load (garbage promoted by many connections' requests and the
+ * run worker's batches) the old space grows to several times what is live, and peak RSS with it. At 20 % it stays
+ * close to the live set for no measurable change in CPU per request (the full GCs are more frequent but each marks
+ * the same small live set). docs/operations.md, "Memory".
  */
 export const HEAP_GROWING_PERCENT = 20;
 

@@ -32,11 +32,9 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
   if (pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' } } });
   if (opts.destination) return pino(base, opts.destination as pino.DestinationStream);
   // maxWrite: sonic-boom writes at most this much per write, one write per turn of the event loop. At its default
-  // (16 KiB) a busy loop logged faster than that and the buffer grew for as long as the load lasted: the pinned
-  // bench's backlog drain (2 lines per run, ~2,500 runs/s) grew the heap's live set 15 -> 34 MiB and peak RSS
-  // 97 -> 122 MiB; at 64 KiB it stays at 96. Not larger: each line appended costs a byte count of the chunk it
-  // joins, so while stdout is not read a full chunk is counted per line (stdout blocked for 30 s, agent runs
-  // finished meanwhile: 2,633/s at 16 KiB, 1,733/s at 64 KiB, 136/s at 1 MiB).
+  // (16 KiB) a busy loop logs faster than that and the buffer grows for as long as the load lasts (the heap's live
+  // set and peak RSS with it); 64 KiB keeps up. Not larger: each line appended costs a byte count of the chunk it
+  // joins, so while stdout is not read a full chunk is counted per line, and the work done meanwhile slows down.
   const max = opts.bufferMaxBytes ?? LOG_BUFFER_MAX_BYTES;
   const dest = pino.destination({ dest: opts.to ?? 1, sync: false, maxWrite: 64 * 1024, maxLength: max });
   const logger = pino(base, dest);

@@ -26,7 +26,7 @@ export class SseParser {
   /** Feed the next decoded chunk of the stream. */
   push(chunk: string): void {
     this.buf += chunk;
-    let nl;
+    let nl: number;
     while ((nl = this.buf.indexOf('\n')) >= 0) {
       const line = this.buf.slice(0, nl).replace(/\r$/, '');
       this.buf = this.buf.slice(nl + 1);

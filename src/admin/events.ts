@@ -6,8 +6,8 @@
  *
  * A client never slows anyone else: the bus only schedules a flush, and one flush every FEED_FLUSH_MS writes what
  * each client has not yet been sent (one socket write per client per flush, whatever the load). A flush per event-loop
- * turn cost the ingress 5–9 µs per event under load (a write per turn, a few events each); every 25 ms, ~2.5 µs —
- * and 25 ms is below what a person watching the feed can notice. A client whose unsent bytes pass `maxUnsentBytes`
+ * turn would cost the ingress a socket write for every few events under load; a flush every 25 ms batches them, and
+ * 25 ms is below what a person watching the feed can notice. A client whose unsent bytes pass `maxUnsentBytes`
  * at a flush (it reads slower than events come) is dropped: its socket is closed, it may reconnect with
  * `Last-Event-ID`. So per client memory is bounded by that limit plus one flush (at most FEED_FLUSH_EVENTS small
  * events), and the number of clients by `maxClients`.

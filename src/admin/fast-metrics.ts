@@ -1,7 +1,7 @@
 /**
  * The two metrics updated on every hook request, kept as plain numbers and handed to prom-client's registry only
  * when it is scraped. prom-client hashes the label set on every labelled `inc`/`observe` (a child from `labels()`
- * does too): measured ~3.5 µs per request for the counter and the histogram together, against ~0.1 µs here.
+ * does too), a cost paid on every request; adding to plain numbers is next to free.
  */
 import client, { type Registry } from 'prom-client';
 

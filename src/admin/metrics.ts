@@ -75,9 +75,7 @@ export class HookgateMetrics {
       labelNames: ['path'],
       registers,
     });
-
-    const self = this;
-    const depths = () => self.depths();
+    const depths = () => this.depths();
     new client.Gauge({
       name: 'hookgate_runs', help: 'Runs by state, in the whole store (cluster-wide).', labelNames: ['state'], registers,
       async collect() {

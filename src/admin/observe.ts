@@ -35,8 +35,8 @@ export interface Observability {
 /**
  * `node`: this node's id when the store is shared (PostgreSQL): feed events and metrics carry it. `replay: false`
  * (no admin listener in this process, and it only starts with the process): no reader can ever resume from the
- * buffer, so it keeps one event, not 4,096. Kept, each event outlived two young-generation GCs and died in the old
- * space: at ~15k wakes/s that was every event (measured: old space and scavenge time, docs/operations.md "Memory").
+ * buffer, so it keeps one event, not 4,096. Kept, each event would outlive two young-generation GCs and die in the
+ * old space: under load, every event would become old-generation garbage.
  */
 export function createObservability(opts: { node?: string; logger: Logger; replay?: boolean }): Observability {
   const feed = new FeedBus(opts.replay === false ? 1 : undefined, opts.node);

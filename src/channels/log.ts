@@ -81,9 +81,9 @@ export function createLogChannel(config: LogChannelConfig | undefined, ctx: Chan
         const fh = await file(path);
         let written = 0;
         // One write call per line; the loop only matters if the kernel ever accepts part of it. Synchronous, as
-        // hookgate's own log lines are: an append of one line to a local file takes microseconds, where the promise
-        // write went through libuv's thread pool (measured on the pinned pipeline bench: ~70 µs of CPU and an
-        // event-loop turn per delivery, and one route's deliveries go one after another). A file on a network
+        // hookgate's own log lines are: an append of one line to a local file takes microseconds, where a promise
+        // write goes through libuv's thread pool (far more CPU and an event-loop turn per delivery, and one route's
+        // deliveries go one after another). A file on a network
         // filesystem that can hang would hold the event loop: keep `path` on a local disk (docs/channels.md).
         while (written < line.length) written += writeSync(fh.fd, line, written);
       }

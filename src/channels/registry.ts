@@ -58,7 +58,7 @@ const PLATFORM_FACTORIES: { [K in CorePlatform]: () => Promise<PlatformFactory> 
   signal: async () => (await import('./signal.js')).createSignalChannel as PlatformFactory,
   imessage: async () => (await import('./imessage.js')).createIMessageChannel as PlatformFactory,
   msteams: async () => (await import('./msteams.js')).createMsTeamsChannel as PlatformFactory,
-  // Like the others: loaded at start it kept ~3.4 MiB resident (its module graph, its segmenter's ICU data).
+  // Like the others, loaded on first use: a process without IRC never holds its modules or its segmenter's ICU data.
   irc: async () => (await import('./irc.js')).createIrcChannel as PlatformFactory,
 };
 

@@ -112,7 +112,7 @@ function convertGmail(gmail: Record<string, unknown>, path: string, h: Record<st
   const g: Record<string, unknown> = {};
   h.gmail = g;
   out.comments['hooks.gmail'] =
-    "OpenClaw's Gmail watcher block: keep `gog gmail watch serve` posting to " + `${path}/gmail, or run \`hookgate gmail setup\` for hookgate's own chain (docs/gmail.md)`;
+    `OpenClaw's Gmail watcher block: keep \`gog gmail watch serve\` posting to ${path}/gmail, or run \`hookgate gmail setup\` for hookgate's own chain (docs/gmail.md)`;
   for (const [key, value] of Object.entries(gmail)) {
     const at = `hooks.gmail.${key}`;
     if (GMAIL_USED.includes(key)) {

@@ -64,7 +64,7 @@ export function addSetupCommands(program: Command): void {
     .addOption(jsonOption())
     .option('--connect', 'also connect to the store (PostgreSQL: server version, schema none/current/older/newer; SQLite: the file opens), creating nothing')
     .action(async (opts: { config?: string; json?: boolean; connect?: boolean }) => {
-      let config;
+      let config: ReturnType<typeof fullConfig>['config'];
       try {
         config = fullConfig(opts.config).config;
       } catch (err) {

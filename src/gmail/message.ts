@@ -77,7 +77,7 @@ function findPart(part: GmailApiPart | undefined, mimeType: string): GmailApiPar
 
 /**
  * html-to-text and its parser are loaded on the first HTML-only mail, not at start: a process without Gmail (most)
- * keeps ~3 MB less resident (measured, RSS after import). Its CommonJS build, so the load stays synchronous.
+ * never holds them in memory. Its CommonJS build, so the load stays synchronous.
  */
 let convert: typeof HtmlToText.convert | undefined;
 

@@ -1,6 +1,6 @@
 import { newId } from '../ids.js';
 import { HttpError, StoreError, storeUnavailable } from '../errors.js';
-import { type AcceptOutcome, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type WakeMode } from '../store/types.js';
+import { type AcceptOutcome, type AcceptResult, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type SessionRoute, type WakeMode } from '../store/types.js';
 import { type CompletionWait, waitBoundMs } from './completion.js';
 import type { HooksContext } from './context.js';
 
@@ -79,7 +79,7 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
   const received = req.received;
   received.status = req.wait ? 200 : spec.status;
 
-  let result;
+  let result: AcceptResult;
   try {
     result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received });
   } catch (err) {
@@ -124,7 +124,7 @@ function needsImplicitChannel(ctx: HooksContext, runs: NewRun[]): boolean {
 }
 
 async function requireImplicitChannel(ctx: HooksContext, store: IngressStore): Promise<void> {
-  let route;
+  let route: SessionRoute | undefined;
   try {
     route = await store.getRoute(MAIN_SESSION_KEY);
   } catch {

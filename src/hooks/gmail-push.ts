@@ -26,8 +26,8 @@ type Jwks = ReturnType<typeof Jose.createRemoteJWKSet>;
 const jwksByUrl = new Map<string, Jwks>();
 
 /**
- * jose is loaded on the first push, not at start: a process without Gmail (most) keeps ~8 MB less resident
- * (measured: RSS after importing its 46 modules).
+ * jose is loaded on the first push, not at start: a process without Gmail (most) never holds its modules in
+ * memory.
  */
 let jose: Promise<typeof Jose> | undefined;
 const loadJose = () => (jose ??= import('jose'));

@@ -52,7 +52,7 @@ export function resolveSessionKey(ctx: HooksContext, key: string | undefined, so
           : 'a templated mapping sessionKey needs hooks.allowRequestSessionKey=true',
       );
     }
-    if (prefixes && prefixes.length && !startsWithAny(key, prefixes)) {
+    if (prefixes?.length && !startsWithAny(key, prefixes)) {
       throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`);
     }
     return key;

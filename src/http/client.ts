@@ -79,8 +79,8 @@ export const DEFAULT_MAX_BYTES = 1024 * 1024;
 /*
  * Both transports are undici. Without a dispatcher: Node's own copy, the global `fetch`, which Node loads on first
  * use. With one: the npm copy's fetch (a dispatcher only takes effect on the fetch of the same undici copy), imported
- * on the first call that needs it: it adds about 15 MB of RSS to a process that makes no such call (a config with
- * only the `echo` model), measured with the pinned bench.
+ * on the first call that needs it, so a process that makes no such call (a config with only the `echo` model) never
+ * holds it in memory.
  */
 const importUndici = () => import('undici');
 let undici: ReturnType<typeof importUndici> | undefined;

@@ -72,8 +72,8 @@ export const isExpired = (t: ListedToken, now: number): boolean => t.notAfter !=
  * compared with `timingSafeEqual` against EVERY secret (all padded to the same width), then the lengths are
  * compared; the loop never stops at a match. The work depends on the presented token's length (the sender's own),
  * the window's width and the number of tokens, never on the secrets' bytes nor on which one matched; tokens up to
- * 256 bytes long share one window width, so their lengths are not revealed either. No allocation per request.
- * (This replaced hashing both sides with SHA-256, which cost ~2 µs per request.)
+ * 256 bytes long share one window width, so their lengths are not revealed either. No allocation and no hashing per
+ * request.
  */
 export class TokenSet {
   private readonly entries: readonly Padded[];

@@ -5,16 +5,15 @@ export const BUSY_TURN_REQUESTS = 8;
 /**
  * How long one saturated turn keeps the ingress counted as busy. Saturated, every turn re-arms it (a turn lasts a
  * few ms), so this is only how long the runtime waits after the last one: short, so a burst's backlog starts
- * draining at once (pinned pipeline bench, bursts of 2,000 requests a second: 100 -> 25 ms, delivered during the
- * load 1,395-1,573 -> 1,448-1,770 lines/s, the agent rounds unchanged at 0.29x).
+ * draining at once.
  */
 export const BUSY_HOLD_MS = 25;
 
 /**
  * Whether the ingress is saturated: requests queue up, so many arrive in one turn of the event loop. At a rate the
- * process keeps up with, each turn brings one or two (2,000 requests/s on one core: 1–3); 50 busy connections bring
- * 30–50. The runtime's claim loops read it to yield the core during a burst (claim-loop.ts): the backlog waits in the
- * store and is worked off afterwards, instead of the run worker taking the core the answers need.
+ * process keeps up with, each turn brings one to three; tens of busy connections bring dozens. The runtime's claim
+ * loops read it to yield the core during a burst (claim-loop.ts): the backlog waits in the store and is worked off
+ * afterwards, instead of the run worker taking the core the answers need.
  */
 export class IngressPressure {
   private inTurn = 0;

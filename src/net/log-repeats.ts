@@ -1,6 +1,6 @@
 /**
- * Per-request failure lines, rate-limited. During a store outage or a flood every refused request used to log its
- * own lines (80k lines in 20 s): the log then hides everything else and costs more than the refusal. The first line
+ * Per-request failure lines, rate-limited. During a store outage or a flood, lines for every refused request would
+ * hide everything else in the log and cost more than the refusal. The first line
  * of a kind (same message and code) is logged as it is; repeats within `windowMs` are only counted, and one summary
  * line `<message> repeated N times in the last 10 s` follows when the window ends.
  */

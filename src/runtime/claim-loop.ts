@@ -31,9 +31,9 @@ export interface ClaimLoopOptions<T extends { id: string }> {
 
 /**
  * While the ingress is saturated a loop claims once per 25 ms, at most 2 items: the run worker and the outbox then
- * take a bounded share of the core (about 80 runs/s and as many delivery batches) and the accepts the rest.
- * Measured in the pinned bench's agent rounds (operations.md). The gap is short so that the loop is back at full
- * speed soon after a burst ends (it was 100 ms with 8 items: the same share, but up to 100 ms lost per burst).
+ * take a bounded share of the core and the accepts the rest. The gap is short so that the loop is back at full
+ * speed soon after a burst ends (a longer gap with more items per claim gives the same share but loses more time
+ * per burst).
  */
 export const YIELD_GAP_MS = 25;
 export const YIELD_CLAIM = 2;

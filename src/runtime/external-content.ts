@@ -235,7 +235,7 @@ const SPECIAL_TOKEN_SOURCE = String.raw`<\|[a-z0-9_]{1,32}\|>|\[\/?INST\]|<<\/?S
 
 // The marker word. Everything else about a marker (the `<<<`, the id attribute, the `>>>`) is optional, so a
 // partial or mangled copy of the word is neutralised too: without the word nothing can pass for a boundary.
-const MARKER_WORD_SOURCE = String.raw`(END[_-]?)?` + EXTERNAL_CONTENT_WORD;
+const MARKER_WORD_SOURCE = `(END[_-]?)?${EXTERNAL_CONTENT_WORD}`;
 
 // What may follow the word as part of the same look-alike: an id attribute (quoted or not, 0-128 chars) and
 // the closing angle brackets. Applied sticky at the end of the word; bounded, so no backtracking blow-up.

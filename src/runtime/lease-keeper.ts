@@ -28,6 +28,7 @@ export interface LeaseKeeperOptions {
    * Extend the leases of `ids` until `until`. Resolves to the ids the store refused (another owner holds them), or
    * nothing when it does not say; rejects when the store could not be asked.
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a store's renewal that reports nothing returns Promise<void>
   renew: (ids: string[], until: number) => Promise<string[] | void>;
   now?: () => number;
 }

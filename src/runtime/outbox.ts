@@ -23,9 +23,8 @@ const DELIVERY_LEASE_MARGIN_MS = 10_000;
 const POLL_MS = 1000;
 /**
  * How many deliveries queued behind a route's head are claimed with it and sent after it, in order, by the same
- * worker: one claim per batch instead of one per delivery (a claim is a write and one of the store's round trips).
- * Measured (bench/pinned.mjs, echo → log file, one route): the outbox delivered 25-500 lines/s claiming one at a
- * time; with batches it keeps up with 2,000 runs/s.
+ * worker: one claim per batch instead of one per delivery (a claim is a write and one of the store's round trips),
+ * so the outbox keeps up with the runs that feed one route.
  */
 export const DELIVERY_FOLLOWERS = 63;
 
@@ -127,9 +126,8 @@ export class Outbox {
   /**
    * A route's deliveries in order; after one that is not done with (retry later, lease lost, stop) the rest go back.
    * Each delivery's outcome is written without waiting for it before the next one is sent: the writes of a batch
-   * share a commit instead of taking one round trip to the store each (measured, pinned pipeline bench with one
-   * route: a batch of 64 waited for 64 commits, and the outbox delivered ~300-500 lines/s while 2,000 runs/s were
-   * accepted). Order is kept: the sends still go one after another. A crash before the outcomes commit sends them
+   * share a commit instead of taking one round trip to the store each (a batch would otherwise wait for one commit
+   * per delivery). Order is kept: the sends still go one after another. A crash before the outcomes commit sends them
    * again, in order, as a crash between a send and its write always did (at least once, with a stable delivery id).
    * A write that fails stops the batch: what was not sent yet goes back.
    */
@@ -193,7 +191,7 @@ export class Outbox {
   /**
    * There may be deliveries to claim. Told which were queued (a run's completion), it claims only if one of them is
    * to a route with no batch in hand: a batch in hand claims its route again when it ends, so a claim now would
-   * find nothing (on the pipeline bench, one empty claim, a write, per finished run: ~5 % of the profile).
+   * find nothing (an empty claim is still a write, and it would come with every finished run).
    */
   notify(queued?: readonly Pick<NewDelivery, 'channel' | 'accountId' | 'to'>[]): void {
     if (queued?.length && queued.every((d) => this.routesInHand.has(routeKey(d)))) return;

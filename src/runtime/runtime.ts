@@ -7,7 +7,7 @@ import { drainWithin } from './claim-loop.js';
 import { SessionHeartbeats } from './session-heartbeats.js';
 import { Outbox } from './outbox.js';
 import { RunWorker } from './run-worker.js';
-import type { Delivery } from '../store/types.js';
+import type { Delivery, SessionRoute } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 
 /** How long running turns get to finish when the runtime closes without a deadline of its own (tests, embedding). */
@@ -106,7 +106,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
  * whoever wrote it, is what an operator should recognise; `hookgate sessions route` changes it.
  */
 async function sayMainRoute({ store, logger, env }: RuntimeDeps): Promise<void> {
-  let route;
+  let route: SessionRoute | undefined;
   try {
     route = await store.getRoute(MAIN_SESSION_KEY);
   } catch {

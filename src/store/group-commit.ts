@@ -78,12 +78,10 @@ export class GroupCommit<Op> {
       await this.commitQueued();
       // The writes that the answered batch's continuations make at once (an outbox sending its route's next
       // delivery, which may go only once the last is marked delivered) join a batch in this turn instead of waiting
-      // for the next turn of the event loop: a nextTick runs once the promise callbacks of this turn have run. A
-      // route's deliveries went one per turn (pinned pipeline bench, 2,000 agent runs/s: 169–660 delivered per
-      // second during the load before, 986 in the last full run with this). Not while the ingress is saturated:
-      // requests first, the runtime one step per turn (the pinned agent rounds: 0.08× the bare server when chaining
-      // regardless, 0.11–0.12× with this), its backlog drained once the ingress is quiet. Bounded, so no chain
-      // holds the loop.
+      // for the next turn of the event loop: a nextTick runs once the promise callbacks of this turn have run.
+      // Otherwise a route's deliveries go one per turn. Not while the ingress is saturated: requests first, the
+      // runtime one step per turn (chaining then would take the core from the answers), its backlog drained once
+      // the ingress is quiet. Bounded, so no chain holds the loop.
       if (rounds >= SAME_TURN_ROUNDS || this.ingressBusy()) break;
       await new Promise<void>((resolve) => process.nextTick(resolve));
       if (!this.queue.length) break;

@@ -60,7 +60,7 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
       }
     }
     case 'postgres': {
-      // Imported only here: pg and the PostgreSQL store add about 15 MB of RSS to a service on SQLite.
+      // Imported only here: a service on SQLite never loads pg and the PostgreSQL store.
       const [{ openPostgresStore }, { isConnectionError }] = await Promise.all([import('./postgres.js'), import('./postgres-connect.js')]);
       const open = () =>
         openPostgresStore({

@@ -15,7 +15,7 @@ const DELIVERIES = '{"kind":"deliveries"}';
 /**
  * Runnable: running with an expired lease (its node died), or queued and due; in both cases the oldest unfinished run
  * of its session. Two index-ordered scans (runs_running, runs_queued), each stopping at the limit: one scan ordered by
- * "expired first, then seq" had to sort every queued run on each claim, ~12 ms of server CPU per run with a backlog.
+ * "expired first, then seq" had to sort every queued run on each claim, a cost that grows with the backlog.
  */
 const OLDEST_OF_SESSION = `NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq AND p.state IN ('queued', 'running'))`;
 const CLAIM_RUNS = `

@@ -1,14 +1,9 @@
 /**
  * PostgreSQL driver: many `hookgate serve` processes on one database (docs/scale-out.md).
  *
- * Client: `pg` (node-postgres), chosen by measurement of the accept path (one `SELECT hookgate_accept($1::jsonb, $2)`
- * per batch, PostgreSQL 15 on the same host, batches of accepts with a run and an idempotency key each, µs per
- * accept, one round trip per batch whatever its size):
- *   batch  1: pg 728 (named statement 583), postgres.js 706
- *   batch 16: pg 221 (named 214),           postgres.js 300
- *   batch 64: pg 213 (named 273),           postgres.js 300
- * The server's work dominates (the commit, the function's statements); the clients are level at batch 1 and pg is
- * ahead on larger batches, so pg stays (postgres.js did not clearly win).
+ * Client: `pg` (node-postgres), chosen by measuring the accept path (one `SELECT hookgate_accept($1::jsonb, $2)`
+ * per batch) against postgres.js: the server's work dominates (the commit, the function's statements); the clients
+ * are level on single accepts and pg is ahead on larger batches (docs/performance.md, "Why the code is as it is").
  *
  * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts, its function
  * postgres-accept-function.ts; the other writes postgres-writes.ts; reads postgres-reads.ts (the admin listener's

@@ -142,7 +142,7 @@ export function diskFullAtOpen(err: unknown, path: string): string | undefined {
 /**
  * The identity of the open database file, compared with the file at its path: unlinked (nlink 0), moved away, or
  * replaced (another dev/inode). SQLite keeps writing to an unlinked file, so without this check the service would
- * answer 200 for writes that vanish at the next start. Costs one fstat and one stat (about 2 µs) per commit.
+ * answer 200 for writes that vanish at the next start. Costs one fstat and one stat per commit.
  */
 export class StoreFileIdentity {
   private readonly fd: number;
@@ -195,7 +195,7 @@ export class WalBound {
     private readonly worker: Worker,
   ) {}
 
-  /** After a commit: ask for a checkpoint if the WAL passed its size (one stat, about 1 µs). */
+  /** After a commit: ask for a checkpoint if the WAL passed its size (one stat). */
   afterCommit(): void {
     if (this.hold || Date.now() < this.notBefore) return;
     const size = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;

@@ -26,9 +26,9 @@ export function openSqlite(path: string, synchronous: 'normal' | 'full', busyTim
   try {
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-    // SQLite's own default page cache (2 MiB): better-sqlite3 builds with 16 MiB per connection, which filled as the
-    // store grew under the bench's load (peak RSS 123 → 111 MiB at 2 MiB, CPU per request unchanged: a page that
-    // misses this cache is in the OS's, a pread away).
+    // SQLite's own default page cache (2 MiB): better-sqlite3 builds with 16 MiB per connection, which fills as the
+    // store grows under load, resident memory for no CPU saved: a page that misses this cache is in the OS's, a
+    // pread away.
     db.pragma(`cache_size = ${SQLITE_CACHE_KIB}`);
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
     const version = db.pragma('user_version', { simple: true }) as number;

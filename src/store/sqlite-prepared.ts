@@ -3,8 +3,8 @@ import type Database from 'better-sqlite3';
 const statements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
 
 /**
- * The statement for `sql` on `db`, prepared once per connection (preparing parses the SQL: `getRoute` prepared on
- * every run was 1.6 % of the agent bench's profile). For constant SQL only: the cache keeps every text it is given.
+ * The statement for `sql` on `db`, prepared once per connection (preparing parses the SQL, and some statements run
+ * for every run). For constant SQL only: the cache keeps every text it is given.
  */
 export function prepared(db: Database.Database, sql: string): Database.Statement {
   let m = statements.get(db);

@@ -1,8 +1,8 @@
 /**
  * SQLite schema, applied in order by `PRAGMA user_version`. Append new steps; never edit an applied one (the first
  * steps were last edited before any release). Times are epoch milliseconds. Booleans are 0/1.
- * `seq` columns are plain rowids, not AUTOINCREMENT: that would update sqlite_sequence on every insert (~2 µs per
- * accepted request), and rows are never deleted from the end of the tables that order by seq.
+ * `seq` columns are plain rowids, not AUTOINCREMENT: that would update sqlite_sequence on every insert, and rows are
+ * never deleted from the end of the tables that order by seq.
  */
 export const SQLITE_MIGRATIONS: readonly string[] = [
   `

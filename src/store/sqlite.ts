@@ -126,8 +126,9 @@ export class SqliteStore implements Store {
   private startCheckpointer(data: CheckpointWorkerData): void {
     this.db.pragma('wal_autocheckpoint = 0');
     this.db.pragma(`journal_size_limit = ${WAL_KEEP_BYTES}`);
-    // Its own V8 isolate: a young generation of 1 MiB is plenty for a timer and a pragma (the default let it reach
-    // 4 MiB; measured −3 MiB RSS). No old-generation cap: running out would end the thread (it falls back, but why risk it).
+    // Its own V8 isolate: a young generation of 1 MiB is plenty for a timer and a pragma (the default lets it grow
+    // larger, resident for nothing). No old-generation cap: running out would end the thread (it falls back, but
+    // why risk it).
     const worker = startWorker('./sqlite-checkpoint-worker', import.meta.url, data, { maxYoungGenerationSizeMb: 1 });
     worker.unref();
     this.checkpointer = worker;
@@ -171,8 +172,7 @@ export class SqliteStore implements Store {
   /**
    * A batch is answered only if the database is still the file at its path after it committed: once it was
    * deleted, moved or replaced, this batch and every later write fail (503). So at most the batches already
-   * answered when the file went away can be answered 200 after it did (one batch, about 15–20 requests at 50
-   * connections); nothing checked after that is.
+   * answered when the file went away can be answered 200 after it did (one batch); nothing checked after that is.
    */
   private committed(results: WriteResult[]): Promise<WriteResult[]> {
     const lost = this.identity?.lost();

@@ -14,7 +14,9 @@ function fakeStore(shared = true) {
   const listeners = new Set<(n: ClusterNotice) => void>();
   return {
     sent,
-    notify: (n: ClusterNotice) => listeners.forEach((l) => l(n)),
+    notify: (n: ClusterNotice) => {
+      for (const l of listeners) l(n);
+    },
     store: {
       shared,
       async publishFeed(node: string, events: readonly string[]) {

@@ -17,7 +17,6 @@ import { type Hookgate, TOKEN } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 // The functions given to page.evaluate run in the page; the tests are compiled without the DOM's types.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 declare const document: any, window: any, sessionStorage: any, localStorage: any, location: any, getComputedStyle: any;
 
 const ADMIN_TOKEN = 'test-admin-token-fedcba9876543210';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { checkIrcRecipient, IRC_LINE_BYTES, type IrcChannel } from '../../src/channels/irc.js';
-import { freePort, IrcObserver, ngircdSkipReason, OPENSSL, startNgircd, type NgircdServer } from '../support/ngircd.js';
+import { IrcObserver, ngircdSkipReason, OPENSSL, startNgircd, type NgircdServer } from '../support/ngircd.js';
 import { ircChannel, message, testContext } from './irc/kit.js';
 
 // ----------------------------------------------------------------------------------------------------------------

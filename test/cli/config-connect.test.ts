@@ -8,7 +8,6 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { runCli } from '../support/server.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';

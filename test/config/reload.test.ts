@@ -78,7 +78,7 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
     assert.equal(await app.reload(), false);
     assert.equal(app.config(), before);
     const line = log.lines.findLast((l) => l.msg === 'config reload rejected; the previous config stays active');
-    assert.ok((line?.issues as Array<{ path: string; message: string }>).some((i) => i.path === 'admin.token' && i.message.includes('hookgate token')), JSON.stringify(line));
+    assert.ok((line!.issues as Array<{ path: string; message: string }>).some((i) => i.path === 'admin.token' && i.message.includes('hookgate token')), JSON.stringify(line));
     assert.ok(!JSON.stringify(log.lines).includes('weak-admin-2'), 'the token is never logged');
   });
 

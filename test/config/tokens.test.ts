@@ -60,7 +60,7 @@ describe('hooks.tokens and admin.tokens', () => {
     assertIssue({ admin: { enabled: true, bind: '::', token: A, tokens: [{ id: 'ops', token: weak }] } }, 'admin.tokens[0].token', /^\(id "ops"\) shorter than 16 characters, and admin.bind \(::\) is not loopback/);
     assertIssue({ admin: { enabled: true, bind: '192.168.1.10', token: weak } }, 'admin.token');
     for (const bind of ['127.0.0.1', '::1', 'localhost']) {
-      const c = parse({ admin: { enabled: true, bind, token: weak, tokens: [{ id: 'ops', token: weak + 'x' }] } });
+      const c = parse({ admin: { enabled: true, bind, token: weak, tokens: [{ id: 'ops', token: `${weak}x` }] } });
       assert.ok(c.warnings.includes('admin.token is shorter than 16 characters: use `hookgate token` for a strong one'), `${bind}: ${c.warnings.join('\n')}`);
       assert.ok(c.warnings.includes('admin.tokens[0].token (id "ops") is shorter than 16 characters: use `hookgate token` for a strong one'), c.warnings.join('\n'));
     }

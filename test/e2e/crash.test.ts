@@ -11,9 +11,9 @@ import { after, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { storedEvents } from '../support/db.js';
 import { cli, openServerStore, pendingFromShow, postAgent, postWake, startServer, waitFor, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
-import { delay, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
+import { delay, startScriptedModel } from '../support/scripted-model.js';
 import type { Hookgate } from '../support/server.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {

@@ -17,9 +17,7 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import JSON5 from 'json5';
 import { SENDER_PRESETS, type SenderName } from '../../src/config/schema/hooks.js';
-import type { SqliteStore } from '../../src/store/sqlite.js';
 import { request, ROOT, startHookgate } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStoreAt } from '../support/runtime-kit.js';
@@ -115,7 +113,7 @@ function matches(expected: unknown, actual: unknown, previous: Record<string, un
   if (Array.isArray(expected)) {
     assert.ok(Array.isArray(actual), `${at}: expected an array`);
     assert.equal(actual.length, expected.length, `${at}: length`);
-    expected.forEach((e, i) => matches(e, actual[i], previous, key, `${at}[${i}]`));
+    for (const [i, e] of expected.entries()) matches(e, actual[i], previous, key, `${at}[${i}]`);
     return;
   }
   if (expected !== null && typeof expected === 'object') {

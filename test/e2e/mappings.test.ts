@@ -352,7 +352,7 @@ describe('mapped hooks (real process)', () => {
     it('over hooks.maxFanOut: the first ones are dispatched, the rest dropped and counted', async () => {
       const r = await hg.post('/hooks/gmail', { messages: [msg('c1'), msg('c2'), msg('c3'), msg('c4'), msg('c5')] });
       assert.equal(r.status, 200);
-      assert.equal((r.body?.runIds as string[]).length, 3);
+      assert.equal((r.body!.runIds as string[]).length, 3);
       assert.equal(r.body?.dispatched, 3);
       assert.equal(r.body?.dropped, 2);
       await hg.waitForLog((l) => l.level === 40 && l.dropped === 2);
@@ -367,7 +367,7 @@ describe('mapped hooks (real process)', () => {
       const big = 'x'.repeat(300 * 1024);
       const r = await hg.post('/hooks/gmail', { messages: [msg('big', { body: big })] });
       assert.equal(r.status, 200, r.text.slice(0, 200));
-      const run = await withStore((s) => s.getRun((r.body?.runIds as string[])[0]!));
+      const run = await withStore((s) => s.getRun((r.body!.runIds as string[])[0]!));
       assert.ok(run?.message.endsWith(big));
       const agent = await hg.post('/hooks/agent', { message: big });
       assert.equal(agent.status, 413);

@@ -47,6 +47,7 @@ describe('renderTemplate', () => {
   });
 
   it('treats indexing a non-array and descending into a primitive as missing', () => {
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the case under test
     const c = ctx({ obj: { '0': 'zero' }, s: 'abc', n: 5, arr: [1, , 3] });
     assert.equal(renderTemplate('{{obj[0]}}', c), '');
     assert.equal(renderTemplate('{{s.length}}|{{n.toFixed}}|{{s[0]}}', c), '||');

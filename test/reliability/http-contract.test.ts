@@ -47,7 +47,7 @@ describe('reliability: HTTP contract properties', { timeout: 60_000 }, () => {
   it('any method, path and headers: a 2xx or a documented 4xx, never a 5xx', async () => {
     const segment = fc.oneof(fc.constantFrom('hooks', 'wake', 'agent', 'github', 'templated', '..', '.', '', '%2e%2e', '%00', 'x'.repeat(300)), fc.webSegment());
     const path = fc.array(segment, { maxLength: 4 }).map((s) => `/${s.join('/')}`);
-    const query = fc.option(fc.constantFrom('?token=' + TOKEN, '?x=1', '?', '?a=%ff', '?__proto__=1'), { nil: '' });
+    const query = fc.option(fc.constantFrom(`?token=${TOKEN}`, '?x=1', '?', '?a=%ff', '?__proto__=1'), { nil: '' });
     const headerName = fc.oneof(
       fc.constantFrom('authorization', 'x-openclaw-token', 'content-type', 'idempotency-key', 'x-github-event', 'x-hub-signature-256', 'accept', 'x-forwarded-for', 'content-encoding'),
       fc.stringMatching(/^x-[a-z0-9-]{1,12}$/),

@@ -35,8 +35,8 @@ describe('stripHeartbeatToken', () => {
 
   it('stays fast on hostile input', () => {
     const started = Date.now();
-    stripHeartbeatToken('*'.repeat(200_000) + 'HEARTBEAT_OK');
-    stripHeartbeatToken('HEARTBEAT_OK' + '<a '.repeat(100_000));
+    stripHeartbeatToken(`${'*'.repeat(200_000)}HEARTBEAT_OK`);
+    stripHeartbeatToken(`HEARTBEAT_OK${'<a '.repeat(100_000)}`);
     stripHeartbeatToken('HEARTBEAT_OK '.repeat(20_000));
     assert.ok(Date.now() - started < 2000);
   });

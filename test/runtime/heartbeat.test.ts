@@ -137,7 +137,7 @@ describe('heartbeat', () => {
     hb.request('b');
     hb.request('a');
     await waitFor('the heartbeat', () => beatsFinished().length === 1);
-    assert.deepEqual([...(beatsFinished()[0]?.reasons as string[])].sort(), ['a', 'b']);
+    assert.deepEqual([...(beatsFinished()[0]!.reasons as string[])].sort(), ['a', 'b']);
     assert.equal(kit.model.calls.length, 1);
   });
 

@@ -94,13 +94,13 @@ describe('splitText', () => {
   });
 
   it('does not make a blank first chunk out of leading newlines', () => {
-    const chunks = splitText('\n\n' + 'x'.repeat(10), 6);
+    const chunks = splitText(`\n\n${'x'.repeat(10)}`, 6);
     assert.notEqual(chunks[0]?.trim(), '');
-    assert.equal(chunks.join(''), '\n\n' + 'x'.repeat(10));
+    assert.equal(chunks.join(''), `\n\n${'x'.repeat(10)}`);
   });
 
   it('handles a long reply quickly', () => {
-    const text = ('Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n'.repeat(20) + '\n').repeat(200);
+    const text = `${'Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n'.repeat(20)}\n`.repeat(200);
     const started = performance.now();
     const chunks = splitText(text, 4096);
     assert.ok(performance.now() - started < 500);

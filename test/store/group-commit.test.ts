@@ -139,7 +139,7 @@ describe('GroupCommit', () => {
 describe('commitIsolated', () => {
   it('commits a clean batch in one call', () => {
     const seen: string[][] = [];
-    const results = commitIsolated(['a', 'b'], (ops) => (seen.push(ops), ops.map((o) => o + '!')), () => assert.fail('no retry'), () => assert.fail('no rollback'));
+    const results = commitIsolated(['a', 'b'], (ops) => (seen.push(ops), ops.map((o) => `${o}!`)), () => assert.fail('no retry'), () => assert.fail('no rollback'));
     assert.deepEqual(results, [{ ok: true, value: 'a!' }, { ok: true, value: 'b!' }]);
     assert.deepEqual(seen, [['a', 'b']]);
   });

@@ -93,7 +93,7 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
     const obj = (body ?? {}) as Record<string, unknown>;
     if ((m = /^\/v1\/projects\/([^/]+)\/topics\/([^/:]+)$/.exec(path)) && method === 'PUT') {
       const name = `projects/${m[1]}/topics/${m[2]}`;
-      if (s.topics.has(name)) return err(409, 'ALREADY_EXISTS', 'Resource already exists in the project (resource=' + m[2] + ').');
+      if (s.topics.has(name)) return err(409, 'ALREADY_EXISTS', `Resource already exists in the project (resource=${m[2]}).`);
       s.topics.set(name, { policy: {}, version: 0 });
       return { code: 200, body: { name } };
     }

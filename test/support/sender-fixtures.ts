@@ -5,7 +5,7 @@ import { join } from 'node:path';
 const DIR = new URL('../fixtures/senders/', import.meta.url).pathname;
 
 // Their shapes differ per sender and event; the tests read them as plain JSON.
-export type Fixture = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Fixture = Record<string, any>;
 
 export function fixture(sender: string, name: string): Fixture {
   return JSON.parse(readFileSync(join(DIR, sender, `${name}.json`), 'utf8')) as Fixture;

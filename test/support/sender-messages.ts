@@ -1,5 +1,5 @@
 /** A payload of `@octokit/webhooks-examples`: read by path, as the preset's templates do. */
-export type OctokitExample = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type OctokitExample = Record<string, any>;
 
 /** What the github preset (src/hooks/mappings/presets/github.ts) words for an opened, not-draft, unmerged pull request. */
 export function openedPullRequestMessage(pr: OctokitExample): string {

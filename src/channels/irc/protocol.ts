@@ -95,7 +95,7 @@ export function privmsgTextBudget(nick: string, user: string, target: string): n
   return IRC_LINE_BYTES - prefix - 'PRIVMSG '.length - byteLength(target) - ' :'.length - '\r\n'.length;
 }
 
-// Made on first use: an Intl.Segmenter pages in ~0.8 MiB of ICU data (resident for the process's life).
+// Made on first use: an Intl.Segmenter pages in ICU data that stays resident for the process's life.
 let graphemes: Intl.Segmenter | undefined;
 
 /**

@@ -3,7 +3,7 @@ import { randomInt } from 'node:crypto';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { logSafe } from '../../text-safe.js';
-import { codeOf, IrcConnection, SERVER_TEXT_MAX } from './connection.js';
+import { codeOf, type IrcConnection, SERVER_TEXT_MAX } from './connection.js';
 import { type IrcConfig, IrcError } from './protocol.js';
 
 // ---------------------------------------------------------------------------------------------------------------

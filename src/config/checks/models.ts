@@ -23,7 +23,9 @@ export function checkModels(config: RawConfig): ConfigFindings {
   const catalog = new ModelCatalog(config);
   const checkModel = modelRefCheck(catalog, issues);
   checkModel(agents.defaults.model, 'agents.defaults.model', true);
-  agents.list.forEach((a, i) => checkModel(a.model, `agents.list[${i}].model`, true));
+  agents.list.forEach((a, i) => {
+    checkModel(a.model, `agents.list[${i}].model`, true);
+  });
   checkModel(hooks.gmail.model, 'hooks.gmail.model', true);
   const allow = agents.defaults.models;
   if (allow) {

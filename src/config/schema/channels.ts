@@ -120,7 +120,7 @@ const singleLine = z.string().regex(/^[^\r\n\0]*$/, 'must be a single line (no C
 const ircNick = z
   .string()
   .trim()
-  .regex(/^[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}-]*$/, 'must be an IRC nickname (letters, digits, -[]\\`_^{|}, not starting with a digit or -)');
+  .regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]*$/, 'must be an IRC nickname (letters, digits, -[]\\`_^{|}, not starting with a digit or -)');
 export const ircSchema = z.strictObject({
   host: nonBlank,
   port: port.default(6697),

@@ -107,7 +107,7 @@ export const signatureSchema = z
         if (!/^[\x20-\x7e]+$/.test(s)) ctx.addIssue({ code: 'custom', path, message });
       };
       if (v.secret) check(v.secret, ['secret']);
-      v.secrets?.forEach((s, i) => check(s, ['secrets', i]));
+      for (const [i, s] of v.secrets?.entries() ?? []) check(s, ['secrets', i]);
     }
     if (v.scheme === 'standard-webhooks') {
       // `whsec_<base64>`: the key is the decoded bytes, so a value that is not base64 could never verify anything.
@@ -118,7 +118,7 @@ export const signatureSchema = z
           ctx.addIssue({ code: 'custom', message: 'a whsec_ secret must be whsec_ followed by base64', path });
       };
       if (v.secret) check(v.secret, ['secret']);
-      v.secrets?.forEach((s, i) => check(s, ['secrets', i]));
+      for (const [i, s] of v.secrets?.entries() ?? []) check(s, ['secrets', i]);
     }
   })
   .transform(({ secret, secrets, ...rest }) => ({ ...rest, secrets: secrets ?? [secret as string] }));

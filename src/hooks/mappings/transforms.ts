@@ -40,9 +40,9 @@ export interface TransformInput {
  * doing `Object.assign({}, payload.extra)` would otherwise take the sender's prototype.
  *
  * Why a copy here rather than a second parse of the raw body with secure-json-parse: the ingress's parser is shared
- * by every route, transforms also see form payloads and `forEach` items (not the raw body), and on a 285 KB body the
- * copy measured 0.34 ms against 0.85 ms for the re-parse (JSON.parse alone: 0.79 ms). The copy also keeps a
- * transform that mutates its input from changing the payload the rest of the request uses.
+ * by every route, transforms also see form payloads and `forEach` items (not the raw body), and the copy costs less
+ * than a second parse. The copy also keeps a transform that mutates its input from changing the payload the rest of
+ * the request uses.
  */
 export function withoutPrototypeKeys(value: unknown): unknown {
   // Iterative: a body of 256 KB can nest ~128k levels deep, which JSON.parse accepts and a recursion would not.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseIrcLine } from '../../../src/channels/irc.js';
 import { freePort } from '../../support/ngircd.js';
 import { ircChannel, message, testContext } from './kit.js';

@@ -95,7 +95,7 @@ export async function startMsTeams(options: MsTeamsStandInOptions = {}): Promise
 
     const m = /\/v3\/conversations\/([^/]+)\/activities$/.exec(req.path);
     if (!m) return { status: 404, body: { message: 'No HTTP resource was found that matches the request URI.' } };
-    if (req.method !== 'POST') return { status: 405, body: { message: "The requested resource does not support http method '" + req.method + "'." } };
+    if (req.method !== 'POST') return { status: 405, body: { message: `The requested resource does not support http method '${req.method}'.` } };
     const token = bearer(req.headers);
     if (!token || !issued.has(token)) return { status: 401, body: { message: 'Authorization has been denied for this request.' } };
 

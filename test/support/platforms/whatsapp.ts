@@ -84,7 +84,7 @@ export async function startWhatsApp(options: WhatsAppStandInOptions = {}): Promi
     const body = obj(req.body);
     if (body.messaging_product !== 'whatsapp') return graphError(400, 100, '(#100) The parameter messaging_product is required.');
     if (typeof body.to !== 'string' || !body.to) return graphError(400, 100, '(#100) The parameter to is required.');
-    if (body.type !== 'text') return graphError(400, 100, '(#100) Param type must be one of {...} - got "' + String(body.type) + '".');
+    if (body.type !== 'text') return graphError(400, 100, `(#100) Param type must be one of {...} - got "${String(body.type)}".`);
     const text = obj(body.text).body;
     if (typeof text !== 'string' || !text) return graphError(400, 100, "(#100) The parameter text['body'] is required.");
     if (text.length > 4096) return graphError(400, 100, "(#100) Param text['body'] must be at most 4096 characters long.");
