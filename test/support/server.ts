@@ -12,13 +12,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { ROOT } from './paths.js';
 import { createTestDatabase, type TestDatabase } from './pg-database.js';
 import { removeDir, tempDir } from './temp-dir.js';
 import { TOKEN } from './token.js';
 
-export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'dist/cli/main.js');
-export { TOKEN };
+export { ROOT, TOKEN };
 
 /** The store a test server is on. */
 export type TestStorage = { driver: 'sqlite'; path: string } | { driver: 'postgres'; url: string; db: TestDatabase };
