@@ -1,6 +1,6 @@
 /**
  * Starts the real hookgate process (the built CLI: `node dist/cli/main.js serve`) in a temp dir with a config,
- * for end-to-end tests. `npm test` builds dist first; to run one e2e file alone, `npm run build` before.
+ * for end-to-end tests. scripts/test.mjs (`npm test`, or `node scripts/test.mjs <files>`) builds dist first.
  *
  * The store: SQLite at `<dir>/data/hookgate.db` by default. `HOOKGATE_TEST_STORE=postgres` gives every server
  * started here a fresh PostgreSQL database instead (test/support/pg-database.ts; dropped by `cleanup()`), except a
