@@ -14,7 +14,7 @@
 // noticed by a signature of dist/'s files, and the next run rebuilds everything.
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
 /** Signature of a folder's files (path, size, mtime): it changes whenever a file there is written. */
@@ -38,7 +38,9 @@ function folderSignature(dir) {
  * Builds for the test run. Returns the number of files written, or false when the program has errors (printed;
  * nothing is written then).
  */
-export function buildForTests(root) {
+export function buildForTests(rootDir) {
+  // Normalised: a trailing slash would differ from the recorded rootDir and make every run a full one.
+  const root = resolve(rootDir);
   const out = join(root, '.test-build');
   const dist = join(root, 'dist');
   const buildInfo = join(out, 'tsbuildinfo');
