@@ -12,8 +12,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import ts from 'typescript';
+import { ROOT } from './support/paths.js';
 
-const ROOT = new URL('../', import.meta.url).pathname;
 const SRC = join(ROOT, 'src');
 
 /** A path relative to the repository, with forward slashes: `src/config/load.ts`. */

@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { tuneHeapForService } from '../src/heap-tuning.js';
+import { fromRoot } from './support/paths.js';
 
-const root = new URL('..', import.meta.url);
 
 /**
  * Old space (MiB) at its largest while a window of 600,000 small objects is replaced one by one: each outlives two
@@ -17,14 +18,14 @@ const root = new URL('..', import.meta.url);
 function peakOldSpace(tune: boolean): number {
   const code = `
     import { getHeapSpaceStatistics } from 'node:v8';
-    ${tune ? `const { tuneHeapForService } = await import(${JSON.stringify(new URL('src/heap-tuning.ts', root).href)}); tuneHeapForService([], '');` : ''}
+    ${tune ? `const { tuneHeapForService } = await import(${JSON.stringify(pathToFileURL(fromRoot('dist/heap-tuning.js')).href)}); tuneHeapForService([], '');` : ''}
     let peak = 0; const win = new Array(600000);
     for (let i = 0; i < 6e6; i++) {
       win[i % 600000] = { i, s: 'x' + i };
       if (i % 20000 === 0) peak = Math.max(peak, getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size);
     }
     console.log(peak / 1048576);`;
-  return Number(execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim());
+  return Number(execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim());
 }
 
 describe('heap tuning (hookgate serve)', () => {
@@ -40,8 +41,8 @@ describe('heap tuning (hookgate serve)', () => {
   });
 
   it('npm start and the systemd unit run node with the same --max-semi-space-size (read only when the heap is created)', () => {
-    const start = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).scripts.start as string;
-    const unit = readFileSync(new URL('examples/systemd/hookgate.service', root), 'utf8');
+    const start = JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')).scripts.start as string;
+    const unit = readFileSync(fromRoot('examples/systemd/hookgate.service'), 'utf8');
     assert.match(start, /^node --max-semi-space-size=4 dist\/cli\/main\.js serve$/);
     assert.match(unit, /^ExecStart=\/usr\/bin\/node --max-semi-space-size=4 \/opt\/hookgate\/dist\/cli\/main\.js serve /m);
   });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { ROOT } from '../support/paths.js';
 
 interface FeedModule {
   startFeed(opts: {
@@ -17,7 +18,6 @@ interface FeedModule {
   }): { stop(): void };
 }
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 // A plain browser module: loaded by URL so the test program does not type-check it.
 const load = () => import(pathToFileURL(join(ROOT, 'dashboard/feed.js')).href) as Promise<FeedModule>;
 

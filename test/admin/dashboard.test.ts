@@ -11,8 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DASHBOARD_CSP, DASHBOARD_DIR, dashboardRoutes } from '../../src/admin/dashboard.js';
+import { ROOT } from '../support/paths.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const DIR = join(ROOT, 'dashboard');
 const FILES = readdirSync(DIR).sort();
 const text = (f: string) => readFileSync(join(DIR, f), 'utf8');

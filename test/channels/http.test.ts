@@ -76,14 +76,15 @@ describe('channel http helpers', () => {
     });
     after(() => new Promise<void>((r) => server.close(() => r())));
 
+    // timeoutMs 20 s where the request should get its answer: a bound for a busy machine, not what is tested.
     it('parses a JSON answer', async () => {
-      const o = await postJson(`${url}/x`, { a: 1 }, { timeoutMs: 2000 });
+      const o = await postJson(`${url}/x`, { a: 1 }, { timeoutMs: 20_000 });
       assert.equal(o.kind, 'response');
       assert.deepEqual(o.kind === 'response' && o.json, { ok: true });
     });
 
     it('does not follow redirects (credentials would go elsewhere)', async () => {
-      const o = await postJson(`${url}/redirect`, {}, { timeoutMs: 2000 });
+      const o = await postJson(`${url}/redirect`, {}, { timeoutMs: 20_000 });
       assert.equal(o.kind === 'response' && o.status, 302);
     });
 
@@ -93,7 +94,7 @@ describe('channel http helpers', () => {
     });
 
     it('reports a refused connection by code only', async () => {
-      const o = await postJson(`${await closedPortUrl()}/secret-path?password=hunter2`, {}, { timeoutMs: 2000 });
+      const o = await postJson(`${await closedPortUrl()}/secret-path?password=hunter2`, {}, { timeoutMs: 20_000 });
       assert.deepEqual(o, { kind: 'network', code: 'ECONNREFUSED' });
     });
 
@@ -102,7 +103,7 @@ describe('channel http helpers', () => {
         throw happyEyeballsRefused();
       });
       t.after(() => mock.restoreAll());
-      const o = await postJson('http://localhost:1/x', {}, { timeoutMs: 2000 });
+      const o = await postJson('http://localhost:1/x', {}, { timeoutMs: 20_000 });
       assert.deepEqual(o, { kind: 'network', code: 'ECONNREFUSED' });
     });
   });

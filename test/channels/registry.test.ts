@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { channelsSchema } from '../../src/config/schema/channels.js';
 import { createChannelRegistry, loadRecipientCheck } from '../../src/channels/registry.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
+import { fromRoot } from '../support/paths.js';
 import { startTelegram } from '../support/platforms/telegram.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -240,7 +240,7 @@ describe('channel registry', () => {
 // The documented example plugin, loaded through the registry, against a small Matrix homeserver stand-in.
 
 describe('example plugin: examples/channels/matrix.mjs', () => {
-  const examplesDir = resolve(fileURLToPath(new URL('../../examples', import.meta.url)));
+  const examplesDir = fromRoot('examples');
   let server: Server;
   let base = '';
   const seen: Array<{ method: string; url: string; auth: string | undefined; body: unknown }> = [];

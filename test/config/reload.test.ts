@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { type App, startApp } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
+import { CLI, ROOT } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
 import { waitFor } from '../support/wait.js';
@@ -157,9 +158,8 @@ describe('SIGHUP (hookgate serve)', () => {
     dir = tempDir('hookgate-sighup-');
     const file = join(dir, 'hookgate.json5');
     writeFileSync(file, configText({ path: '/hooks' }));
-    const main = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-    const proc = spawn(process.execPath, ['--import', 'tsx', main, 'serve', '--config', file], {
-      cwd: new URL('../../', import.meta.url).pathname,
+    const proc = spawn(process.execPath, [CLI, 'serve', '--config', file], {
+      cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOOKGATE_SQLITE_WRITER: 'inline' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import twilio from 'twilio';
+import { twilio } from '../support/sender-sdks.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { fixture } from '../support/sender-fixtures.js';
 import { type Hookgate, request, startHookgate } from '../support/server.js';

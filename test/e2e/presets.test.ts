@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import type { WebhookDefinition } from '@octokit/webhooks-examples';
 import { Webhook } from 'standardwebhooks';
-import Stripe from 'stripe';
+import { Stripe } from '../support/sender-sdks.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, startHookgate } from '../support/server.js';
 import { withStoreAt } from '../support/store-at.js';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import twilio from 'twilio';
+import { twilio } from '../support/sender-sdks.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { type Hookgate, request, runCli, startHookgate, TOKEN } from '../support/server.js';
 import { withStoreAt } from '../support/store-at.js';

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { knownRoutes, OTHER, PATH_CLASS_MAX, pathClass, RefusalAggregator } from '../../src/ingress/refusals.js';
 import type { RefusalWindow } from '../../src/store/types.js';
 import { parse } from '../config/helpers.js';
+import { waitFor } from '../support/wait.js';
 
 describe('pathClass', () => {
   const { hooks } = parse({
@@ -62,7 +63,7 @@ describe('RefusalAggregator', () => {
   it('flushes a window that ended while nothing more came in (timer)', async () => {
     const { windows, agg } = collect({ windowSeconds: 1, maxKeys: 10 });
     agg.add(Date.now(), 401, 'unauthorized', 'wake', '192.0.2.1');
-    await new Promise((r) => setTimeout(r, 1200));
+    await waitFor('the window flushed by its timer', () => windows.length > 0);
     assert.equal(windows.length, 1);
     assert.equal(windows[0]!.counts[0]!.count, 1);
   });

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { commandProviderSchema } from '../../src/config/schema/models.js';
 import { createCommandProvider, renderPrompt, type CommandOptions } from '../../src/providers/command.js';
+import { fromRoot } from '../support/paths.js';
 import { rejection, requestFor } from '../support/provider-tests.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
-const AGENT = fileURLToPath(new URL('../support/agent.mjs', import.meta.url));
+const AGENT = fromRoot('test/support/agent.mjs');
 const dir = tempDir('hookgate-command-');
 let seq = 0;
 const tmp = (name: string) => join(dir, `${++seq}-${name}`);

@@ -7,9 +7,10 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { ROOT } from '../support/paths.js';
 import { PG_ADMIN_URL, skipWithoutPostgres } from '../support/pg-database.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const skip = await skipWithoutPostgres();
 
 describe('docs/schema.md', { skip }, () => {
@@ -18,7 +19,7 @@ describe('docs/schema.md', { skip }, () => {
       cwd: ROOT,
       env: { ...process.env, HOOKGATE_TEST_PG_URL: PG_ADMIN_URL },
     });
-    const page = readFileSync(new URL('docs/schema.md', `file://${ROOT}`), 'utf8');
+    const page = readFileSync(join(ROOT, 'docs/schema.md'), 'utf8');
     assert.ok(stdout === page, 'docs/schema.md is out of date: run `node --import tsx scripts/schema-doc.mjs > docs/schema.md`');
   });
 });

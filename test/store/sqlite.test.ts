@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { StoreError } from '../../src/errors.js';
 import { openSqlite } from '../../src/store/sqlite-open.js';
@@ -12,6 +13,7 @@ import { SqliteStore } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/store/open.js';
 import { validateConfig } from '../../src/config/load.js';
 import type { AcceptResult, RunState } from '../../src/store/types.js';
+import { fromRoot } from '../support/paths.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { claim, command, delivery, event, received, run, storeContract, type StoreHarness } from './contract.js';
 
@@ -185,7 +187,7 @@ describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
     'close() resolves in a process that has nothing else keeping the event loop alive',
     () => {
       const dir = tempDir();
-      const storeModule = new URL('../../src/store/sqlite.ts', import.meta.url).href;
+      const storeModule = pathToFileURL(fromRoot('dist/store/sqlite.js')).href;
       const script = `
         const { SqliteStore } = await import(${JSON.stringify(storeModule)});
         const s = new SqliteStore({ path: ${JSON.stringify(join(dir, 'c.db'))}, writer: 'thread' });
@@ -195,7 +197,10 @@ describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
         await s.close();
         console.log('closed');
       `;
-      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+      // A file, not `-e`: the writer thread inherits the process's flags, and `--input-type` fails a worker.
+      const file = join(dir, 'close.mjs');
+      writeFileSync(file, script);
+      const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000 });
       assert.match(r.stdout, /committed/, r.stderr);
       assert.match(r.stdout, /closed/, `close() did not resolve; exit code ${r.status}`);
       assert.equal(r.status, 0);

@@ -9,11 +9,12 @@ import { join } from 'node:path';
 import { openStore } from '../../src/store/open.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Run, Store } from '../../src/store/types.js';
+import { fromRoot } from './paths.js';
 import { type Hookgate, runCli, type StartOptions, startHookgate, storageByDir } from './server.js';
 import { waitFor } from './wait.js';
 import type { ReceivedWebhook, WebhookReceiver } from './webhook-receiver.js';
 
-export const AGENT_SCRIPT = new URL('./agent.mjs', import.meta.url).pathname;
+export const AGENT_SCRIPT = fromRoot('test/support/agent.mjs');
 
 /** A Standard Webhooks secret (`whsec_` + base64 of 32 bytes). */
 export function webhookSecret(): string {

@@ -1,8 +1,9 @@
 /** The senders' documented sample payloads (test/fixtures/senders/<sender>/, each folder's README names the doc page). */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fromRoot } from './paths.js';
 
-const DIR = new URL('../fixtures/senders/', import.meta.url).pathname;
+const DIR = fromRoot('test/fixtures/senders');
 
 // Their shapes differ per sender and event; the tests read them as plain JSON.
 export type Fixture = Record<string, any>;

@@ -1,6 +1,6 @@
 /**
  * Starts the real hookgate process (the built CLI: `node dist/cli/main.js serve`) in a temp dir with a config,
- * for end-to-end tests. `npm test` builds dist first; to run one e2e file alone, `npm run build` before.
+ * for end-to-end tests. scripts/test.mjs (`npm test`, or `node scripts/test.mjs <files>`) builds dist first.
  *
  * The store: SQLite at `<dir>/data/hookgate.db` by default. `HOOKGATE_TEST_STORE=postgres` gives every server
  * started here a fresh PostgreSQL database instead (test/support/pg-database.ts; dropped by `cleanup()`), except a
@@ -12,13 +12,13 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { ROOT } from './paths.js';
 import { createTestDatabase, type TestDatabase } from './pg-database.js';
 import { removeDir, tempDir } from './temp-dir.js';
 import { TOKEN } from './token.js';
 
-export const ROOT = new URL('../../', import.meta.url).pathname;
 export const CLI = join(ROOT, 'dist/cli/main.js');
-export { TOKEN };
+export { ROOT, TOKEN };
 
 /** The store a test server is on. */
 export type TestStorage = { driver: 'sqlite'; path: string } | { driver: 'postgres'; url: string; db: TestDatabase };

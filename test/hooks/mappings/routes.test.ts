@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { sign as githubSign } from '@octokit/webhooks-methods';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
-import Stripe from 'stripe';
+import { Stripe } from '../../support/sender-sdks.js';
 import { validateConfig } from '../../../src/config/load.js';
 import { buildHooksContext } from '../../../src/hooks/context.js';
 import { createHookRoutes, type RouteResult } from '../../../src/hooks/routes.js';

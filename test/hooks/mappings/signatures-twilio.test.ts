@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import twilio from 'twilio';
+import { twilio } from '../../support/sender-sdks.js';
 import { signatureSchema, type SignatureConfig } from '../../../src/config/schema/hooks.js';
 import { twilioBodyHash, twilioSignature } from '../../../src/hooks/mappings/signature-twilio.js';
 import { type SignatureHeaders, verifySignature } from '../../../src/hooks/mappings/signatures.js';
