@@ -47,8 +47,8 @@ export function blockedFor(file: string, reader: Reader): string | undefined {
     const shift = st.uid === reader.uid ? 6 : reader.gids.includes(st.gid) ? 3 : 0;
     return ((st.mode >> shift) & bit) !== 0;
   };
-  for (const d of dirs) if (!allowed(d, 1)) return `${d} (directory ${describe(d)}: cannot be searched)`;
-  return allowed(abs, 4) ? undefined : `${abs} (${describe(abs)})`;
+  for (const d of dirs) if (!allowed(d, 1)) return `${logPath(d, 300)} (directory ${describe(d)}: cannot be searched)`;
+  return allowed(abs, 4) ? undefined : `${logPath(abs, 300)} (${describe(abs)})`;
 }
 
 function describe(path: string): string {
@@ -142,7 +142,7 @@ function serviceUserFinding(files: string[], reader: Reader): Finding {
   return finding(
     'fail',
     'service user',
-    `${who} cannot read: ${blocked.map((b) => logPath(b, 300)).join('; ')}`,
+    `${who} cannot read: ${blocked.join('; ')}`,
     'keep secrets out of the config ({ env: "NAME" } set in the env file: hookgate init --service) and make it 0644, or give the file to that user',
   );
 }

@@ -8,10 +8,10 @@ import { dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { existingEmbeddedToken, newToken } from '../config/defaults.js';
 import { CliError } from '../errors.js';
-import { ensurePrivateDir, PRIVATE_FILE_MODE } from '../private-files.js';
+import { PRIVATE_FILE_MODE } from '../private-files.js';
 import { parseEnvFile } from './env-file.js';
 import { ignoreInGit } from './git-ignore.js';
-import { ADMIN_TOKEN_FILE, localValues, SERVICE_ENV, serviceValues, starterConfig } from './starter-config.js';
+import { localValues, SERVICE_ENV, serviceValues, starterConfig } from './starter-config.js';
 
 /** Where `init --service` writes by default: the paths of examples/systemd/hookgate.service. */
 export const SERVICE_DIR = '/etc/hookgate';
@@ -72,9 +72,9 @@ const KEPT_SUMMARY = (listeners: string) =>
   `the embedded default, spelt out: hooks on (127.0.0.1:18789, /hooks), the admin listener on (${listeners}), the echo model, the log channel`;
 
 /**
- * The config of a checkout. The hook token: the embedded default's (./data/hook-token next to the file) when there
- * is one, so senders already using it keep working; a fresh one otherwise, printed once. The admin token stays in
- * ./data/admin-token (created 0600 when missing, as the embedded default does), referenced by the file.
+ * The config of a checkout. The tokens: the embedded default's (./data/hook-token and ./data/admin-token next to the
+ * file) when there are, so senders and operators already using them keep working; fresh ones otherwise. A new hook
+ * token is printed once (senders need it); the admin token never is (it is read from the file).
  */
 function initLocal(file: string, force: boolean): void {
   const path = resolve(file);
@@ -83,21 +83,17 @@ function initLocal(file: string, force: boolean): void {
   const dir = dirname(path);
   const kept = existingEmbeddedToken(dir, {});
   const token = kept?.token ?? newToken();
-  const adminFile = join(dir, ADMIN_TOKEN_FILE);
-  const adminKept = existsSync(adminFile) && readFileSync(adminFile, 'utf8').trim() !== '';
-  if (!adminKept) {
-    ensurePrivateDir(dirname(adminFile));
-    writeAt(adminFile, `${newToken()}\n`, PRIVATE_FILE_MODE);
-  }
-  writeAt(path, starterConfig(localValues(token)), 0o600);
-  const out = [`wrote ${path} (mode 0600: it holds the hook token)`];
+  const adminFile = join(dir, 'data', 'admin-token');
+  const adminKept = existsSync(adminFile) ? readFileSync(adminFile, 'utf8').trim() : '';
+  writeAt(path, starterConfig(localValues(token, adminKept || newToken())), 0o600);
+  const out = [`wrote ${path} (mode 0600: it holds the hook and admin tokens)`];
   out.push(`kept: ${KEPT_SUMMARY('127.0.0.1:18790: dashboard, /metrics, tail')}, the store ${join(dir, 'data/hookgate.db')}`);
   if (kept) {
     out.push(`hook token: kept the embedded default's, from ${kept.from}; senders using it keep working`);
   } else {
     out.push(`hook token now in force (hooks.token in ${file}); senders must use it:`, `  ${token}`);
   }
-  out.push(adminKept ? `admin token: kept ${adminFile} (admin.token names it)` : `admin token: new, in ${adminFile} (mode 0600; admin.token names it)`);
+  out.push(adminKept ? `admin token: kept the embedded default's, from ${adminFile}` : `admin token: new, in admin.token of ${file} (for the dashboard, tail and /metrics)`);
   for (const name of ['HOOKGATE_TOKEN', 'HOOKGATE_ADMIN_TOKEN'] as const) {
     if (process.env[name]) out.push(`note: $${name} is set; it applies to the embedded default only, not to a config file`);
   }
@@ -108,8 +104,8 @@ function initLocal(file: string, force: boolean): void {
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-function gitLines(path: string): string[] {
-  const ignored = ignoreInGit(path);
+function gitLines(...paths: string[]): string[] {
+  const ignored = ignoreInGit(...paths);
   if (ignored?.added) return [`git: added it to ${ignored.excludeFile} (this clone's own ignore list; .gitignore is left alone)`];
   if (ignored) return ['git: already ignored'];
   return [];

@@ -4,6 +4,8 @@
  * config as the embedded default run in the file's directory (test/cli/init.test.ts holds it to that).
  */
 
+import { newToken } from '../config/defaults.js';
+
 /** Where each secret and the store are: JSON5 value texts (a quoted token, `{ env: "NAME" }`, `{ file: "path" }`). */
 export interface StarterValues {
   hookToken: string;
@@ -16,18 +18,15 @@ export interface StarterValues {
 /** The variables `init --service` puts in the environment file and names in the config. */
 export const SERVICE_ENV = { hookToken: 'HOOKGATE_HOOK_TOKEN', adminToken: 'HOOKGATE_ADMIN_TOKEN' } as const;
 
-/** The file the embedded default keeps its admin token in, relative to its directory. */
-export const ADMIN_TOKEN_FILE = 'data/admin-token';
-
 export const json5String = (s: string): string => JSON.stringify(s);
 
-/** The config of a local checkout: the hook token inline, the admin token in ./data/admin-token, the store in ./data. */
-export function localValues(hookToken: string): StarterValues {
+/** The config of a checkout: both tokens inline (the file is 0600), the store in ./data next to it. */
+export function localValues(hookToken: string, adminToken: string): StarterValues {
   return {
     hookToken: json5String(hookToken),
-    adminToken: `{ file: ${json5String(ADMIN_TOKEN_FILE)} }`,
+    adminToken: json5String(adminToken),
     storagePath: json5String('./data/hookgate.db'),
-    secretsNote: 'this file holds the hook token: keep it 0600 and out of git',
+    secretsNote: 'this file holds the hook and admin tokens: keep it 0600 and out of git',
   };
 }
 
@@ -41,9 +40,9 @@ export function serviceValues(storagePath: string, envFile: string): StarterValu
   };
 }
 
-/** A string is the hook token of a checkout's config (`localValues`). */
-export function starterConfig(values: StarterValues | string): string {
-  const v = typeof values === 'string' ? localValues(values) : values;
+/** A string is the hook token of a checkout's config (`localValues`), with a new admin token unless one is given. */
+export function starterConfig(values: StarterValues | string, adminToken?: string): string {
+  const v = typeof values === 'string' ? localValues(values, adminToken ?? newToken()) : values;
   return `// hookgate config (JSON5). Reference: docs/config.md
 // Values may use \${ENV_VAR}; any secret may instead be { env: "NAME" } or { file: "path" }.
 // This is the embedded default (the config used without a file) spelt out; most keys are shown at their default.
@@ -63,7 +62,7 @@ export function starterConfig(values: StarterValues | string): string {
     path: "/hooks",
     maxBodyBytes: 262144,
     bodyTimeoutMs: 30000,
-    allowedAgentIds: ["*"],            // [] denies every agent
+    // allowedAgentIds: ["main"],      // the agents a request may name; omitted: every agent, []: none
     allowRequestSessionKey: false,     // let senders choose sessionKey? keep false unless needed
     // allowedSessionKeyPrefixes: ["hook:"],
     // defaultSessionKey: "hook:ingress",
