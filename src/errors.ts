@@ -64,6 +64,7 @@ export type CliErrorCode =
   | 'cli_store_missing' // no store to read: the commands that read it never create one
   | 'cli_token_missing' // send found no hook token: it never invents one
   | 'cli_not_found' // the id or key asked for is not in the store or the config
+  | 'cli_write_failed' // init could not create a directory or write a file it was asked to
   | 'cli_unreachable' // send could not reach the service (or gmail setup/stop could not reach Google)
   | 'cli_google'; // gmail setup/stop: a Google API or token endpoint refused the call
 

@@ -3,7 +3,7 @@
  * a directory or a token; when there is nothing to act on, the error names what was looked for.
  */
 import { existsSync } from 'node:fs';
-import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken } from '../config/defaults.js';
+import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken, newToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
 import { safeUrl } from '../text-safe.js';
 import { hostOf } from './config-file.js';
@@ -37,12 +37,23 @@ export function locate(flag: string | undefined): ConfigLocation {
 
 const configLabel = (loc: ConfigLocation) => (loc.file ? `config ${loc.file} (from ${loc.from})` : 'no config file: the embedded default');
 
-/** The whole config, for commands that need more than the store (send, sessions route). Creates no token. */
-export function fullConfig(flag: string | undefined): { config: Config; location: ConfigLocation } {
+/** Said by `config check` and `doctor` about an embedded default that has not run in this directory yet. */
+export const UNSTARTED_DEFAULT_NOTE =
+  'the embedded default has not run here yet: its hooks turn on at the first `hookgate serve`, which writes the hook token to ./data/hook-token (or set $HOOKGATE_TOKEN)';
+
+/**
+ * The whole config, for commands that need more than the store (send, sessions route). Creates no token. `unstarted`:
+ * the embedded default without its token yet, whose hooks are off only until `serve` creates it.
+ */
+export function fullConfig(flag: string | undefined): { config: Config; location: ConfigLocation; unstarted?: boolean } {
   const location = locate(flag);
   if (location.file) return { config: loadConfigFile(location.file), location };
   const token = existingEmbeddedToken(process.cwd(), process.env)?.token;
-  return { config: validateConfig(embeddedConfig(token), undefined, process.cwd()), location };
+  const config = validateConfig(embeddedConfig(token), undefined, process.cwd());
+  if (token) return { config, location };
+  // Its warnings are those of the default once started: "hooks are off" would send the user to turn on what is on.
+  const started = validateConfig(embeddedConfig(newToken()), undefined, process.cwd());
+  return { config: { ...config, warnings: started.warnings }, location, unstarted: true };
 }
 
 /**

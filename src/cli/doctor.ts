@@ -13,8 +13,10 @@ import { isLoopbackHost } from '../http-util.js';
 import { request } from '../http/client.js';
 import { asRecord } from '../http/token.js';
 import { firstLine, logPath } from '../text-safe.js';
-import { fullConfig } from './context.js';
+import { fullConfig, UNSTARTED_DEFAULT_NOTE } from './context.js';
+import { applyEnvFile, checkAccess, envFileFor } from './doctor-access.js';
 import { type Finding, finding, formatFindings } from './doctor-format.js';
+import { probeNative, nativeFinding } from './doctor-native.js';
 import { checkChannels, checkProviders } from './doctor-remote.js';
 import { printJson } from './format.js';
 import { configOption, jsonOption } from './options.js';
@@ -24,6 +26,8 @@ export interface DoctorOptions {
   config?: string;
   json?: boolean;
   offline?: boolean;
+  serviceUser?: string;
+  envFile?: string;
 }
 
 export function addDoctorCommand(program: Command): void {
@@ -33,6 +37,8 @@ export function addDoctorCommand(program: Command): void {
     .addOption(configOption())
     .addOption(jsonOption())
     .option('--offline', 'skip every network call (providers, channels, the port probe of a remote bind)')
+    .option('--service-user <name>', "also check that this user can read the config and its secret files (a name the system does not know: the unit's DynamicUser=)")
+    .option('--env-file <file>', 'the environment file to check (default: hookgate.env next to the config, when there is one)')
     .action(async (opts: DoctorOptions) => {
       const findings = await runDoctor(opts);
       if (opts.json) printJson(findings);
@@ -47,7 +53,11 @@ export async function runDoctor(opts: DoctorOptions): Promise<Finding[]> {
   const offline = opts.offline === true;
   const location = locateConfigFile(opts.config);
   const out: Finding[] = [];
+  const envApplied = location.file ? applyEnvFile(envFileFor(location.file, opts.envFile)) : undefined;
+  if (envApplied) out.push(envApplied);
   const config = loadForDoctor(location, opts.config, out);
+  if (location.file && existsSync(location.file)) out.push(...checkAccess({ configFile: location.file, envFile: opts.envFile, serviceUser: opts.serviceUser }));
+  out.push(nativeFinding(probeNative(), storageDriver(location, config) === 'sqlite'));
   if (config) {
     out.push(...(await checkStoreConnection(config.storage, config.dir, location.file !== undefined)));
   } else {
@@ -69,6 +79,16 @@ export async function runDoctor(opts: DoctorOptions): Promise<Finding[]> {
   return out;
 }
 
+/** The store's driver, from the whole config or, when it is invalid, from its storage section; sqlite when unknown. */
+function storageDriver(location: ConfigLocation, config: Config | undefined): string {
+  if (config) return config.storage.driver;
+  try {
+    return loadStorageConfig(location.file).storage.driver;
+  } catch {
+    return 'sqlite';
+  }
+}
+
 /** The config as `serve` would load it, its problems and warnings as findings; undefined when it cannot be used. */
 function loadForDoctor(location: ConfigLocation, flag: string | undefined, out: Finding[]): Config | undefined {
   if (location.file && !existsSync(location.file)) {
@@ -77,8 +97,9 @@ function loadForDoctor(location: ConfigLocation, flag: string | undefined, out: 
   }
   const where = location.file ? `${logPath(location.file, 300)} (from ${location.from})` : `no config file: the embedded default (looked for ${location.looked.join(', ')})`;
   let config: Config;
+  let unstarted: boolean | undefined;
   try {
-    config = fullConfig(flag).config;
+    ({ config, unstarted } = fullConfig(flag));
   } catch (err) {
     if (!(err instanceof ConfigError)) {
       out.push(finding('fail', 'config', `${where}: ${firstLine(err)}`));
@@ -91,6 +112,7 @@ function loadForDoctor(location: ConfigLocation, flag: string | undefined, out: 
   }
   out.push(finding('ok', 'config', `${where}: valid`));
   for (const w of config.warnings) out.push(finding('warn', 'config', w));
+  if (unstarted) out.push(finding('ok', 'config', UNSTARTED_DEFAULT_NOTE));
   return config;
 }
 

@@ -1,9 +1,13 @@
-/** `hookgate init` keeps the config it writes (it holds the hook token) out of git when it lands in a work tree. */
+/**
+ * `hookgate init` keeps a file it writes with secrets in it out of git when it lands in a work tree. It writes the
+ * clone's own exclude list (`.git/info/exclude`), never the tracked `.gitignore`: editing that would leave the
+ * checkout dirty and make the next `git pull` conflict.
+ */
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, dirname, join, relative, sep } from 'node:path';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 
-export type IgnoreResult = { gitignore: string; added: boolean } | undefined;
+export type IgnoreResult = { excludeFile: string; added: boolean } | undefined;
 
 function git(args: string[], cwd: string): { ok: boolean; out: string } {
   const r = spawnSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
@@ -11,20 +15,33 @@ function git(args: string[], cwd: string): { ok: boolean; out: string } {
 }
 
 /**
- * Adds `/<path of file>` to the work tree's top-level .gitignore, unless git ignores the file already (by any rule,
- * so a second `init` adds nothing). Undefined when the file is not inside a git work tree or git is not installed.
+ * Adds `/<path>` (`/<path>/` for a directory) of each path to the repository's `info/exclude`, unless git ignores
+ * it already (by any rule, so a second `init` adds nothing). Undefined when the file is not inside a git work tree or git is not installed.
  */
-export function ignoreInGit(file: string): IgnoreResult {
-  const dir = realpathSync(dirname(file));
+export function ignoreInGit(...paths: string[]): IgnoreResult {
+  const first = paths[0];
+  if (first === undefined) return undefined;
+  const dir = realpathSync(dirname(first));
   const top = git(['rev-parse', '--show-toplevel'], dir);
   if (!top.ok || !top.out) return undefined;
-  const gitignore = join(top.out, '.gitignore');
-  if (git(['check-ignore', '-q', '--', basename(file)], dir).ok) return { gitignore, added: false };
-  // Escaped so a name with glob or comment characters matches only itself.
-  const line = `/${relative(top.out, join(dir, basename(file))).split(sep).join('/').replace(/[*?[\\]/g, '\\$&').replace(/^\/([#!])/, '/\\$1')}`;
-  const existing = existsSync(gitignore) ? readFileSync(gitignore, 'utf8') : '';
-  if (existing.split(/\r?\n/).includes(line)) return { gitignore, added: false };
+  const where = git(['rev-parse', '--git-path', 'info/exclude'], dir);
+  if (!where.ok || !where.out) return undefined;
+  const excludeFile = resolve(dir, where.out);
+  const existing = existsSync(excludeFile) ? readFileSync(excludeFile, 'utf8') : '';
+  const have = new Set(existing.split(/\r?\n/));
+  const lines: string[] = [];
+  for (const path of paths) {
+    const isDir = existsSync(path) && statSync(path).isDirectory();
+    const at = join(realpathSync(dirname(path)), basename(path));
+    if (git(['check-ignore', '-q', '--', at], dir).ok) continue;
+    // Escaped so a name with glob or comment characters matches only itself.
+    const rel = relative(top.out, at).split(sep).join('/').replace(/[*?[\\]/g, '\\$&');
+    const line = `/${rel}${isDir ? '/' : ''}`.replace(/^\/([#!])/, '/\\$1');
+    if (!have.has(line)) lines.push(line);
+  }
+  if (!lines.length) return { excludeFile, added: false };
   const sepLine = existing !== '' && !existing.endsWith('\n') ? '\n' : '';
-  appendFileSync(gitignore, `${sepLine}# hookgate config: holds the hook token and other secrets\n${line}\n`);
-  return { gitignore, added: true };
+  mkdirSync(dirname(excludeFile), { recursive: true });
+  appendFileSync(excludeFile, `${sepLine}# hookgate: holds secrets (written by hookgate init)\n${lines.join('\n')}\n`);
+  return { excludeFile, added: true };
 }

@@ -49,7 +49,7 @@ function importOpenClaw(path: string, opts: { out: string; print?: boolean; forc
     chmodSync(out, 0o600);
     log(`wrote ${out} (mode 0600: it may hold secrets)`);
     const ignored = ignoreInGit(out);
-    if (ignored?.added) log(`added it to ${ignored.gitignore} (it holds secrets)`);
+    if (ignored?.added) log(`added it to ${ignored.excludeFile} (it holds secrets)`);
   }
   for (const r of converted.report) log(`${r.action.padEnd(9)} ${r.key}${r.note ? `: ${r.note}` : ''}`);
   let config: Config;

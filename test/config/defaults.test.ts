@@ -112,11 +112,7 @@ describe('the starter config of `hookgate init`', () => {
     const d = parse({ hooks: { enabled: true, token }, channels: { default: { channel: 'log' }, log: {} } }, {}, dir);
     assert.deepEqual({ ...c.gateway }, { ...d.gateway });
     assert.deepEqual(c.storage, d.storage);
-    assert.deepEqual(
-      { ...c.hooks, allowedAgentIds: undefined },
-      { ...d.hooks, allowedAgentIds: undefined },
-    );
-    assert.deepEqual(c.hooks.allowedAgentIds, ['*']);
+    assert.deepEqual(c.hooks, d.hooks);
     assert.deepEqual(c.agents, d.agents);
     assert.deepEqual(c.heartbeat, d.heartbeat);
     assert.deepEqual(c.channels, d.channels);

@@ -1,15 +1,18 @@
 /**
- * examples/systemd/hookgate.service: checked by `systemd-analyze verify` where it is installed
- * (skipped otherwise: CI need not have systemd), and always against what hookgate's stop needs from it.
+ * examples/systemd/hookgate.service: checked by `systemd-analyze verify` where it is installed (skipped otherwise: CI
+ * need not have systemd), and always against what hookgate's stop needs from it and the layout `init --service` writes.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
+import { SERVICE_DIR, SERVICE_STATE_DIR } from '../../src/cli/init-command.js';
+import { parseEnvFile } from '../../src/cli/env-file.js';
+import { loadConfigFile } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema/index.js';
 import { DEFAULT_KILL_GRACE_MS } from '../../src/providers/command.js';
-import { ROOT } from '../support/server.js';
+import { ROOT, runCli } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const UNIT = join(ROOT, 'examples/systemd/hookgate.service');
@@ -45,6 +48,22 @@ describe('examples/systemd/hookgate.service', () => {
     assert.ok(timeout, `TimeoutStopSec in seconds: ${settings.get('TimeoutStopSec')}`);
     // The grace period, then the agents' SIGTERM → SIGKILL, then releasing runs and closing the store.
     assert.ok(Number(timeout[1]) >= graceSeconds + DEFAULT_KILL_GRACE_MS / 1000 + 2, `TimeoutStopSec=${timeout[1]}s leaves hookgate too little time`);
+  });
+
+  it('runs the layout `init --service` writes: its config, its environment file, its state directory', async () => {
+    const dir = tempDir('hookgate-unit-layout-');
+    const r = await runCli(['init', '--service', '--dir', dir], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    // The files land in a temp dir here; on the machine, in the unit's paths (the defaults of --dir and --state-dir).
+    assert.equal(settings.get('EnvironmentFile'), join(SERVICE_DIR, 'hookgate.env'), 'not optional: the secrets are there');
+    assert.match(settings.get('ExecStart') ?? '', new RegExp(` serve --config ${join(SERVICE_DIR, 'hookgate.json5')}$`));
+    assert.equal(settings.get('StateDirectory'), basename(SERVICE_STATE_DIR));
+    assert.equal(dirname(SERVICE_STATE_DIR), '/var/lib');
+    assert.equal(settings.get('WorkingDirectory'), SERVICE_STATE_DIR);
+    const env = Object.fromEntries(parseEnvFile(readFileSync(join(dir, 'hookgate.env'), 'utf8')));
+    const config = loadConfigFile(join(dir, 'hookgate.json5'), { env });
+    assert.equal(config.storage.driver === 'sqlite' && config.storage.path, join(SERVICE_STATE_DIR, 'hookgate.db'));
+    assert.equal(config.admin.enabled, true);
   });
 
   it('passes systemd-analyze verify', (t) => {
