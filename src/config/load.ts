@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import JSON5 from 'json5';
 import type { z } from 'zod';
@@ -8,6 +8,9 @@ import { interpolate } from './interpolate.js';
 import { configSchema, type RawConfig } from './schema/index.js';
 import { checkTransformPaths } from './transform-paths.js';
 import { crossCheck } from './validate.js';
+
+// Zod-free, for the commands that never load the schema.
+export { type ConfigLocation, findConfigFile, locateConfigFile } from './locate.js';
 
 /** A validated config and where it came from. One object per generation: reloads make a new one. */
 export interface Config extends RawConfig {
@@ -103,36 +106,23 @@ export interface StorageOnly {
  */
 export function loadStorageConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): StorageOnly {
   if (file === undefined) return { file, dir: cwd, storage: configSchema.shape.storage.parse({ ...EMBEDDED_STORAGE }) };
+  const { dir, value } = loadConfigSection(file, 'storage', env, cwd);
+  return { file: resolve(cwd, file), dir, storage: value };
+}
+
+/**
+ * One section of a config file, interpolated and validated alone (problems reported by key path, `hooks.…`); the
+ * other sections are not read, so their unset variables are no error for a command that does not use them.
+ */
+export function loadConfigSection<K extends keyof RawConfig>(file: string, key: K, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): { dir: string; value: RawConfig[K] } {
   const abs = resolve(cwd, file);
   const obj = parseObject(readConfigText(abs), abs);
   const issues: ConfigIssue[] = [];
-  const storage = interpolate(obj.storage, env, dirname(abs), issues, ['storage']);
+  const section = interpolate(obj[key], env, dirname(abs), issues, [key]);
   if (issues.length) throw new ConfigError(issues, abs);
-  const result = configSchema.shape.storage.safeParse(storage);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath(['storage', ...i.path]), message: describeIssue(i) })), abs);
-  return { file: abs, dir: dirname(abs), storage: result.data };
-}
-
-/** Where a config comes from: the first of `--config`, `HOOKGATE_CONFIG`, `./hookgate.json5` that applies. */
-export interface ConfigLocation {
-  /** Absolute path, or undefined for the embedded default. */
-  file: string | undefined;
-  from: '--config' | '$HOOKGATE_CONFIG' | './hookgate.json5' | 'embedded default';
-  /** What was looked for, in order, for a message when nothing is found. */
-  looked: string[];
-}
-
-export function locateConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigLocation {
-  if (flag) return { file: resolve(cwd, flag), from: '--config', looked: [] };
-  if (env.HOOKGATE_CONFIG) return { file: resolve(cwd, env.HOOKGATE_CONFIG), from: '$HOOKGATE_CONFIG', looked: [] };
-  const local = resolve(cwd, 'hookgate.json5');
-  const looked = ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${local} (no such file)`];
-  return existsSync(local) ? { file: local, from: './hookgate.json5', looked: [] } : { file: undefined, from: 'embedded default', looked };
-}
-
-/** `--config`, else `HOOKGATE_CONFIG`, else `./hookgate.json5` when it exists, else undefined (embedded default). */
-export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string | undefined {
-  return locateConfigFile(flag, env, cwd).file;
+  const result = (configSchema.shape[key] as unknown as z.ZodType<RawConfig[K]>).safeParse(section);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath([key, ...i.path]), message: describeIssue(i) })), abs);
+  return { dir: dirname(abs), value: result.data };
 }
 
 /** Resolve a path from the config against the config's directory. */
