@@ -131,6 +131,27 @@ export function loadClientConfig(file: string, part: 'hooks' | 'admin', env: Nod
   return out;
 }
 
+/**
+ * Where a secret of a config file comes from, as written there, for a line that names it without printing it:
+ * `{ file }` names the file, `{ env }` and `${VAR}` the variable, an inline value the key. `admin.token` unset: the
+ * `admin.tokens` list.
+ */
+export function secretSourceOf(file: string, section: 'hooks' | 'admin'): string {
+  const key = `${section}.token`;
+  let raw: unknown;
+  try {
+    raw = JSON5.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return `${key} in ${file}`;
+  }
+  const value = isRecord(raw) && isRecord(raw[section]) ? raw[section].token : undefined;
+  if (isRecord(value) && typeof value.file === 'string') return `${resolve(dirname(file), value.file)} (${key} of ${file})`;
+  if (isRecord(value) && typeof value.env === 'string') return `$${value.env} (${key} of ${file})`;
+  const variable = typeof value === 'string' ? /^\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*$/.exec(value)?.[1] : undefined;
+  if (variable) return `$${variable} (${key} of ${file})`;
+  return value === undefined ? `${section}.tokens in ${file}` : `${key} in ${file}`;
+}
+
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Reads one key at a time: interpolated where it sits, its problems reported by its key path. */

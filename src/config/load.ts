@@ -121,7 +121,7 @@ export function loadConfigSection<K extends keyof RawConfig>(file: string, key: 
   const section = interpolate(obj[key], env, dirname(abs), issues, [key]);
   if (issues.length) throw new ConfigError(issues, abs);
   const result = (configSchema.shape[key] as unknown as z.ZodType<RawConfig[K]>).safeParse(section);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath([key, ...i.path]), message: describeIssue(i) })), abs);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath([key, ...i.path]), message: describeIssue({ ...i, path: [key, ...i.path] }) })), abs);
   return { dir: dirname(abs), value: result.data };
 }
 
@@ -146,9 +146,79 @@ function crossCheckPartial(input: unknown, failed: Set<string>): ConfigIssue[] {
   return crossCheck(partial as RawConfig).issues.filter((i) => !failed.has(i.path.split(/[.[]/)[0] ?? ''));
 }
 
-function describeIssue(i: { code: string; message: string; keys?: string[] }): string {
-  if (i.code === 'unrecognized_keys' && i.keys) return `unknown key${i.keys.length > 1 ? 's' : ''}: ${i.keys.join(', ')}`;
+function describeIssue(i: { code: string; message: string; keys?: string[]; path?: PropertyKey[] }): string {
+  if (i.code === 'unrecognized_keys' && i.keys) {
+    const known = knownKeysAt(i.path ?? []);
+    const named = i.keys.map((k) => {
+      const near = closestKey(k, known);
+      return near ? `${k} (did you mean "${near}"?)` : k;
+    });
+    return `unknown key${i.keys.length > 1 ? 's' : ''}: ${named.join(', ')}`;
+  }
   return i.message;
+}
+
+/** The keys the schema knows for the object at `path` of the config (an issue's path), for a "did you mean". */
+function knownKeysAt(path: readonly PropertyKey[]): string[] {
+  let schemas: unknown[] = [configSchema];
+  for (const segment of path) {
+    schemas = schemas.flatMap((s) =>
+      through(s, (d) => {
+        if (d.type === 'array' && typeof segment === 'number') return [d.element];
+        if (d.type === 'record') return [d.valueType];
+        if (d.type === 'object' && typeof segment === 'string') return d.shape?.[segment] === undefined ? [] : [d.shape[segment]];
+        return undefined;
+      }),
+    );
+  }
+  return [...new Set(schemas.flatMap((s) => through(s, (d) => (d.type === 'object' ? Object.keys(d.shape ?? {}) : undefined))))] as string[];
+}
+
+interface SchemaDef {
+  type?: string;
+  shape?: Record<string, unknown>;
+  innerType?: unknown;
+  in?: unknown;
+  out?: unknown;
+  element?: unknown;
+  options?: unknown[];
+  valueType?: unknown;
+  left?: unknown;
+  right?: unknown;
+}
+const defOf = (s: unknown): SchemaDef => (s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {};
+
+/** What `pick` finds in a schema, looking through its wrappers (optional, default, pipes, unions) until it does. */
+function through(s: unknown, pick: (d: SchemaDef) => unknown[] | undefined, depth = 0): unknown[] {
+  const d = defOf(s);
+  const found = pick(d);
+  if (found) return found;
+  if (depth > 10) return [];
+  const inner = [d.innerType, d.in, d.out, d.left, d.right, ...(d.options ?? [])].filter((x) => x !== undefined);
+  return inner.flatMap((x) => through(x, pick, depth + 1));
+}
+
+/** The known key nearest to a misspelt one (a typo, a swapped pair of letters), if any is near enough. */
+export function closestKey(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; d: number } | undefined;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k.toLowerCase());
+    if (d <= Math.max(1, Math.min(2, Math.floor(k.length / 3))) && (!best || d < best.d)) best = { key: k, d };
+  }
+  return best?.key;
+}
+
+/** Edits (insert, delete, replace, swap two neighbours) between two strings. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
 }
 
 function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
