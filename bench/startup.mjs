@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const root = new URL('..', import.meta.url).pathname;
-const CLI = join(root, 'dist/cli/main.js');
+// STARTUP_CLI: another build's dist/cli/main.js, to compare two builds on the same machine at the same time.
+const CLI = process.env.STARTUP_CLI ?? join(root, 'dist/cli/main.js');
 const RUNS = Number(process.env.STARTUP_RUNS ?? 10);
 const TOKEN = 'startup-bench-token-0123456789abcdefghij';
 
