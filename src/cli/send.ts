@@ -142,7 +142,7 @@ async function post(
   if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
   const target = `${base}/${path}${signed?.query ?? ''}`;
   // The target is the operator's --url or the config's listener: never taken from an answer.
-  const res = await request(target, { method: 'POST', headers, body }, {});
+  const res = await request(target, { method: 'POST', headers, body }, { plainHttp: true });
   if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
   process.stdout.write(oneLine(res.text));
