@@ -114,10 +114,17 @@ export function loadClientConfig(file: string, part: 'hooks' | 'admin', env: Nod
   if (part === 'hooks') {
     const gateway = r.section(raw, 'gateway');
     const hooks = r.section(raw, 'hooks');
-    out.gateway = { bind: r.nonBlank(gateway, ['gateway', 'bind'], DEFAULT_GATEWAY_BIND), port: r.port(gateway, ['gateway', 'port'], DEFAULT_GATEWAY_PORT) };
+    out.gateway = {
+      bind: r.nonBlank(gateway, ['gateway', 'bind'], DEFAULT_GATEWAY_BIND),
+      port: r.port(gateway, ['gateway', 'port'], DEFAULT_GATEWAY_PORT),
+    };
     const path = normalizeHooksPath(r.string(hooks, ['hooks', 'path']) ?? DEFAULT_HOOKS_PATH);
     if (path === '/') issues.push({ path: 'hooks.path', message: 'may not be "/"' });
-    out.hooks = { path, token: r.string(hooks, ['hooks', 'token'])?.trim() || undefined, tokens: r.tokens(hooks, ['hooks', 'tokens']) };
+    out.hooks = {
+      path,
+      token: r.string(hooks, ['hooks', 'token'])?.trim() || undefined,
+      tokens: r.tokens(hooks, ['hooks', 'tokens']),
+    };
   } else {
     const admin = r.section(raw, 'admin');
     out.admin = {
@@ -215,8 +222,10 @@ class Reader {
       if (!token) this.issues.push({ path: keyPath([...at, 'token']), message: 'must be a non-empty string' });
       let notAfter: number | undefined;
       if (entry.notAfter !== undefined) {
-        notAfter = typeof entry.notAfter === 'string' || typeof entry.notAfter === 'number' ? parseInstant(entry.notAfter) : undefined;
-        if (notAfter === undefined) this.issues.push({ path: keyPath([...at, 'notAfter']), message: 'expected an ISO date-time with a zone or epoch milliseconds' });
+        const v = entry.notAfter;
+        notAfter = typeof v === 'string' || typeof v === 'number' ? parseInstant(v) : undefined;
+        const message = 'expected an ISO date-time with a zone or epoch milliseconds';
+        if (notAfter === undefined) this.issues.push({ path: keyPath([...at, 'notAfter']), message });
       }
       out.push({ id, token, notAfter });
     });

@@ -9,13 +9,20 @@ import { deadline } from '../deadline.js';
 import { errorCode } from '../http-util.js';
 import { type HttpOutcome, NO_CODE, type OutboundInit } from './client.js';
 
-export async function plainRequest(url: string, init: OutboundInit, opts: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined; maxBytes: (status: number) => number }): Promise<HttpOutcome> {
+interface PlainOptions {
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  maxBytes: (status: number) => number;
+}
+
+export async function plainRequest(url: string, init: OutboundInit, opts: PlainOptions): Promise<HttpOutcome> {
   const outer = opts.signal ?? new AbortController().signal;
   const limit = deadline(outer, opts.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
     const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers) : (init.headers ?? {});
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(url, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), headers, signal: limit.signal }, resolve);
+      const method = init.method ?? (init.body === undefined ? 'GET' : 'POST');
+      const req = httpRequest(url, { method, headers, signal: limit.signal }, resolve);
       req.on('error', reject);
       req.end(init.body);
     });
