@@ -7,6 +7,7 @@
 // BENCH_WRITER (inline | thread: storage.writer), BENCH_CHECKPOINTS (auto | thread: storage.checkpoints), BENCH_NODE_ARGS (e.g. --cpu-prof, for the hookgate process).
 // `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
+// `npm run bench -- --only startup`: instead, the CLI's start-up times (bench/startup.mjs; STARTUP_RUNS, default 10).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +25,14 @@ if (storeArg !== -1) {
     process.exit(1);
   }
   process.stdout.write(`${await storesBench(store === 'sqlite' ? ['sqlite'] : ['sqlite', 'postgres'])}\n`);
+  process.exit(0);
+}
+
+const onlyArg = process.argv.indexOf('--only');
+if (onlyArg !== -1 && process.argv[onlyArg + 1] === 'startup') {
+  const { startupBench, startupTable } = await import('./startup.mjs');
+  const results = await startupBench();
+  process.stdout.write(`${process.argv.includes('--json') ? JSON.stringify({ startup: results }) : startupTable(results)}\n`);
   process.exit(0);
 }
 

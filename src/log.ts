@@ -19,6 +19,12 @@ export interface LoggerOptions {
 }
 
 /**
+ * A terminal's log: one line per entry (its fields on that line), so that a reply the `log` channel prints stands
+ * out among the routine lines around it (run finished, delivered, heartbeat) instead of drowning in their fields.
+ */
+export const PRETTY_OPTIONS = { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc', singleLine: true } as const;
+
+/**
  * JSON lines on stdout; human-readable when stdout is a TTY. Nothing that logs may pass a token, a secret or a
  * raw payload: payload-derived text goes through text-safe (`logSafe`) first. The redact list is a second net.
  */
@@ -29,7 +35,7 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
     base: { svc: 'hookgate' },
     redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'apiKey', '*.apiKey', 'secret', '*.secret', 'password', '*.password'], censor: '[redacted]' },
   };
-  if (pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' } } });
+  if (pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: PRETTY_OPTIONS } });
   if (opts.destination) return pino(base, opts.destination as pino.DestinationStream);
   // maxWrite: sonic-boom writes at most this much per write, one write per turn of the event loop. At its default
   // (16 KiB) a busy loop logs faster than that and the buffer grows for as long as the load lasts (the heap's live

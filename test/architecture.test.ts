@@ -113,14 +113,17 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
 const entryOf = (file: string): string => /^src\/[^/]+\//.exec(file)?.[0] ?? file;
 const LAYER_OF = new Map(LAYERS.flatMap((entries, i) => entries.map((e) => [e, LAYERS.length - i] as const)));
 
-/** Every file reachable from `entry` through imports of the given kinds, with the chain that first reached it. */
-function closure(entry: string, kinds: ReadonlyArray<Import['kind']>): Map<string, string[]> {
+/**
+ * Every file reachable from `entry` through imports of the given kinds, with the chain that first reached it; and,
+ * with `follow`, through the dynamic imports it accepts too.
+ */
+function closure(entry: string, kinds: ReadonlyArray<Import['kind']>, follow: (i: Import & { target: string }) => boolean = () => false): Map<string, string[]> {
   const seen = new Map<string, string[]>([[entry, [entry]]]);
   const queue = [entry];
   while (queue.length) {
     const f = queue.shift()!;
     for (const i of srcImports(f)) {
-      if (!kinds.includes(i.kind) || seen.has(i.target)) continue;
+      if (!(kinds.includes(i.kind) || (i.kind === 'dynamic' && follow(i))) || seen.has(i.target)) continue;
       seen.set(i.target, [...seen.get(f)!, i.target]);
       queue.push(i.target);
     }
@@ -231,7 +234,8 @@ describe('architecture', () => {
 
   it('the CLI loads the server only for serve, through a dynamic import of app.ts', () => {
     const entry = 'src/cli/main.ts';
-    const loaded = closure(entry, ['static']);
+    // The command modules are loaded on demand (program.ts): each command's own chain counts as loaded.
+    const loaded = closure(entry, ['static'], (i) => i.target.startsWith('src/cli/'));
     const forbidden = (f: string) => f === 'src/app.ts' || f.startsWith('src/ingress/') || f.startsWith('src/runtime/');
     const offending = [...loaded].filter(([f]) => forbidden(f)).map(([, chain]) => chain.join(' → '));
     assert.deepEqual(
@@ -243,7 +247,7 @@ describe('architecture', () => {
     const dynamic = [...loaded.keys()].flatMap((f) => srcImports(f).filter((i) => i.kind === 'dynamic' && i.target === 'src/app.ts').map(() => f));
     assert.ok(
       dynamic.length > 0,
-      `serve must load the server with a dynamic import('…/app.js') from the CLI (today in ${entry}: \`const { startApp } = await import('../app.js')\`); none found in: ${[...loaded.keys()].filter((f) => f.startsWith('src/cli/')).join(', ')}`,
+      `serve must load the server with a dynamic import('…/app.js') from the CLI (in serve-command.ts: \`const { startApp } = await import('../app.js')\`); none found in: ${[...loaded.keys()].filter((f) => f.startsWith('src/cli/')).join(', ')}`,
     );
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createLogger } from '../src/log.js';
+import { createLogger, PRETTY_OPTIONS } from '../src/log.js';
 import { tempDir } from './support/temp-dir.js';
 
 describe('createLogger', () => {
@@ -40,5 +40,16 @@ describe('createLogger', () => {
     }
     assert.equal(text.split('\n').filter(Boolean).length, 40);
     assert.ok(!text.includes('log_lines_dropped'));
+  });
+});
+
+describe('log on a terminal', () => {
+  it('one line per entry, its fields on it: a routine line does not take a screenful', async () => {
+    const { prettyFactory } = (await import('pino-pretty')).default;
+    const line = JSON.stringify({ level: 30, time: Date.now(), svc: 'hookgate', msg: 'delivered', deliveryId: 'd1', runId: 'r1', channel: 'log', attempt: 1, chunks: 1 });
+    const out = prettyFactory({ ...PRETTY_OPTIONS, colorize: false })(JSON.parse(line));
+    assert.equal(out.trimEnd().split('\n').length, 1, out);
+    assert.match(out, /INFO: delivered .*"deliveryId":"d1"/);
+    assert.doesNotMatch(out, /svc/);
   });
 });

@@ -14,6 +14,7 @@ import type { Observability } from './observe.js';
 import type { AdminRoute } from './route.js';
 import type { AdminClientPolicy } from './auth-gate.js';
 import { type AdminListener, type AdminTokens, startAdminServer } from './server.js';
+import { secretSourceOf } from '../config/client.js';
 
 /** What the admin features read: the app's parts they need. A feature needing more adds a field here. */
 export interface AdminDeps {
@@ -83,6 +84,6 @@ export function generationAccess(current: () => AdminView): AdminAccess {
 
 /** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */
 export function adminNotice(url: string, configFile: string | undefined, env: NodeJS.ProcessEnv): string {
-  const token = configFile ? `admin.token in ${configFile}` : env.HOOKGATE_ADMIN_TOKEN?.trim() ? '$HOOKGATE_ADMIN_TOKEN' : './data/admin-token';
+  const token = configFile ? secretSourceOf(configFile, 'admin') : env.HOOKGATE_ADMIN_TOKEN?.trim() ? '$HOOKGATE_ADMIN_TOKEN' : './data/admin-token';
   return `hookgate: dashboard and admin API at ${url}/ (token: ${token})\n`;
 }

@@ -1,7 +1,8 @@
 /**
  * Extension channel `log`: each delivery becomes one JSON line — the same object a `webhook` delivery POSTs — on
  * stdout, or appended to `channels.log.path` (relative to the config file's directory). When stdout is a terminal
- * (someone is watching `hookgate serve`), a reply is printed for a person instead: `HH:MM:SS log → to · hook X`,
+ * (someone is watching `hookgate serve`), a reply is printed for a person instead: `HH:MM:SS log → to · hook X`
+ * (no `→ to` without a recipient),
  * then its text, indented. Piped or redirected stdout, and a file, get the JSON lines.
  *
  * Lines never interleave: each message is one `write` of one complete line. A file is opened once in append mode
@@ -40,7 +41,8 @@ export function humanLine(m: OutboundMessage): string {
   const at = new Date(m.createdAt);
   const time = Number.isNaN(at.getTime()) ? '--:--:--' : at.toTimeString().slice(0, 8);
   const source = m.hookName === null ? 'heartbeat' : `hook ${logSafe(m.hookName, 80)}`;
-  const header = `${time} ${logSafe(m.channel, 40)} → ${logSafe(m.to, 80) || '-'} · ${source}`;
+  const to = logSafe(m.to, 80);
+  const header = `${time} ${logSafe(m.channel, 40)}${to ? ` → ${to}` : ''} · ${source}`;
   const body = terminalSafe(m.text)
     .trim()
     .split('\n')

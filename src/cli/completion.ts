@@ -21,7 +21,7 @@ function nodes(program: Command): Node[] {
   const out: Node[] = [];
   const walk = (cmd: Command, path: string, inherited: Option[]) => {
     const own = cmd.options.filter((o) => !o.hidden);
-    // Options of the program (--verbose) work after any subcommand too.
+    // Options of the program (--verbose) work after any subcommand too; --config is offered where a command reads it.
     const options = [...own, ...inherited.filter((i) => !own.some((o) => o.long === i.long))];
     const subs = cmd.commands.filter((c) => !(c as Command & { _hidden?: boolean })._hidden);
     out.push({
@@ -31,7 +31,7 @@ function nodes(program: Command): Node[] {
       options,
       argChoices: cmd.registeredArguments.flatMap((a) => a.argChoices ?? []),
     });
-    for (const c of subs) walk(c, path ? `${path} ${c.name()}` : c.name(), path === '' ? own.filter((o) => o.long !== '--version') : inherited);
+    for (const c of subs) walk(c, path ? `${path} ${c.name()}` : c.name(), path === '' ? own.filter((o) => o.long !== '--version' && o.long !== '--config') : inherited);
   };
   walk(program, '', []);
   return out;

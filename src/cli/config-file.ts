@@ -6,7 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import JSON5 from 'json5';
 import type { ConfigLocation } from '../config/load.js';
-import { normalizeHooksPath } from '../config/schema/hooks.js';
+import { normalizeHooksPath } from '../config/client.js';
 import { CliError } from '../errors.js';
 
 /** The config file to write `what` into; a clear error naming what was looked for when there is none. */

@@ -4,38 +4,21 @@
  */
 import { existsSync } from 'node:fs';
 import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken, newToken } from '../config/defaults.js';
-import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, locateConfigFile, validateConfig } from '../config/load.js';
+import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, validateConfig } from '../config/load.js';
 import { safeUrl } from '../text-safe.js';
-import { hostOf } from './config-file.js';
-import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
+import { configLabel, locate } from './endpoint.js';
+import { announce } from './flags.js';
 import { openStore, type OpenStoreOptions } from '../store/open.js';
 import type { AdminStore } from '../store/pages.js';
 import type { AuditStore, ClusterStore, GmailStore, OperatorStore } from '../store/types.js';
 
 /** What the CLI's store commands use: read and repair, the node registry, the figures of `status`, a mailbox's Gmail state, the audit trail. */
+// Shared with the commands that load no more than the client's view of the config (endpoint.ts, flags.ts).
+export { cliFlags, announce, verbose } from './flags.js';
+export { listenerUrl, locate, serviceEndpoint } from './endpoint.js';
+
 export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
-
-/** Set once from the global `--verbose` before a command runs. */
-export const cliFlags = { verbose: false };
-
-/** A line for people about what the command uses: with --verbose, or when stderr is a terminal (never in a pipe). */
-export function announce(line: string): void {
-  if (cliFlags.verbose || process.stderr.isTTY) process.stderr.write(`hookgate: ${line}\n`);
-}
-
-/** Only with --verbose (details a script may want on stderr, like the HTTP status). */
-export function verbose(line: string): void {
-  if (cliFlags.verbose) process.stderr.write(`hookgate: ${line}\n`);
-}
-
-export function locate(flag: string | undefined): ConfigLocation {
-  const loc = locateConfigFile(flag);
-  if (loc.file && !existsSync(loc.file)) throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
-  return loc;
-}
-
-const configLabel = (loc: ConfigLocation) => (loc.file ? `config ${loc.file} (from ${loc.from})` : 'no config file: the embedded default');
 
 /** Said by `config check` and `doctor` about an embedded default that has not run in this directory yet. */
 export const UNSTARTED_DEFAULT_NOTE =
@@ -110,39 +93,4 @@ function storeMissing(loc: ConfigLocation, path: string): CliError {
       'Run this where `hookgate serve` runs, or pass --config FILE (or set HOOKGATE_CONFIG).',
     ].join('\n'),
   );
-}
-
-/** The hook listener's base URL (`{hooks.path}` included) as a client on this machine reaches it. */
-export function listenerUrl(config: Config): string {
-  return `http://${hostOf(config.gateway.bind)}:${config.gateway.port}${config.hooks.path}`;
-}
-
-/** Base URL and hook token of the running service, as the service itself reads them. Never creates a token. */
-export function serviceEndpoint(flag: string | undefined): { config: Config; url: string; token: string } {
-  const { config, location } = fullConfig(flag);
-  const url = listenerUrl(config);
-  let token: string | undefined;
-  let from: string;
-  if (location.file) {
-    const usable = clientToken('hooks', config.hooks, Date.now());
-    token = usable?.token;
-    from = `${usable?.key ?? 'hooks.token'} of ${location.file}`;
-    if (!token) throw new CliError('cli_token_missing', `no hook token: hooks.token is not set in ${location.file} (from ${location.from}), nor an unexpired hooks.tokens entry; send never makes one up`);
-  } else {
-    const found = existingEmbeddedToken(process.cwd(), process.env);
-    if (!found) {
-      throw new CliError(
-        'cli_token_missing',
-        [
-          'no hook token: no config file, $HOOKGATE_TOKEN is not set and the embedded default has no token yet. Looked for:',
-          ...[...location.looked, '$HOOKGATE_TOKEN (not set)', `${embeddedTokenFile(process.cwd())} (no such file)`].map((l) => `  ${l}`),
-          'Run this where `hookgate serve` runs, or pass --config FILE; send never makes a token up.',
-        ].join('\n'),
-      );
-    }
-    token = found.token;
-    from = found.from;
-  }
-  announce(`${configLabel(location)}; token from ${from}`);
-  return { config, url, token };
 }

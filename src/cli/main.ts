@@ -2,8 +2,8 @@
 import { ConfigError } from '../errors.js';
 import { buildProgram } from './program.js';
 
-buildProgram()
-  .parseAsync()
+buildProgram(process.argv.slice(2))
+  .then((program) => program.parseAsync())
   .catch((err: unknown) => {
     // A config error already starts with "invalid config <file>:"; the others get the program's name.
     process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `hookgate: ${(err as Error).message}\n`);

@@ -4,6 +4,9 @@ import { InvalidArgumentError, Option } from 'commander';
 export const configOption = () =>
   new Option('-c, --config <file>', 'config file (default: $HOOKGATE_CONFIG, else ./hookgate.json5, else the embedded default)');
 
+/** A repeatable option's values, in order. */
+export const collect = (value: string, previous: string[]) => [...previous, value];
+
 export const jsonOption = () => new Option('--json', 'print JSON (for scripts) instead of a table or text');
 
 /** A positive integer, refused with a clear message before it reaches SQL (where `abc` or `-1` meant other things). */

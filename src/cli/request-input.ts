@@ -8,8 +8,7 @@ import { headersMatch } from '../hooks/mappings/compile.js';
 import { presetMappings } from '../hooks/mappings/presets/index.js';
 import { compileSender } from '../hooks/mappings/presets/sender.js';
 
-/** A repeatable option's values, in order. */
-export const collect = (value: string, previous: string[]) => [...previous, value];
+export { collect } from './options.js';
 
 /** `-H name:value` → `[name (lower-case), value]`. */
 export function parseHeader(h: string): [string, string] {
@@ -43,7 +42,7 @@ export function parseJsonData(raw: Buffer): unknown {
  * `match.headers`, then the presets (a sender preset: its path and event types); `at` names it in the config.
  */
 export function matchingMapping(
-  config: Config,
+  config: Pick<Config, 'hooks'>,
   name: string,
   payload: unknown,
   headers: Record<string, string>,

@@ -3,15 +3,13 @@
  * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr.
  */
 import { type Command, Option } from 'commander';
-import { normalizeMatchPath } from '../config/schema/hooks.js';
-import type { Config } from '../config/load.js';
+import { normalizeMatchPath } from '../config/client.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
 import { is2xx, request } from '../http/client.js';
-import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
-import { serviceEndpoint, verbose } from './context.js';
-import { configOption, parsePositiveNumber } from './options.js';
-import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
+import { serviceEndpoint } from './endpoint.js';
+import { verbose } from './flags.js';
+import { collect, configOption, parsePositiveNumber } from './options.js';
 
 interface SendOpts {
   config?: string;
@@ -87,10 +85,13 @@ export function addSendCommands(program: Command): void {
     .addOption(configOption())
     .addOption(urlOption())
     .action(async (name: string, o: SendOpts & { data: string; header: string[]; sign?: boolean }) => {
+      // Loaded here only: what reads a body and finds its mapping is not needed by wake and agent.
+      const { parseHeader, parseJsonData, readData } = await import('./request-input.js');
       const raw = readData(o.data);
       const payload = parseJsonData(raw);
       const headers = Object.fromEntries(o.header.map(parseHeader));
-      await post(o, name, raw, headers, o.sign ? (config) => signatureHeaders(config, name, payload, headers, raw) : undefined);
+      const signed = o.sign ? await signatureHeaders(o.config, name, payload, headers, raw) : undefined;
+      await post(o, name, raw, headers, signed);
     });
 }
 
@@ -102,10 +103,19 @@ interface Signed {
 
 /**
  * The headers (and query string) the matching mapping's signature scheme expects for this body (the service picks
- * the first mapping matching path, `source` and `match.headers`, in config order).
+ * the first mapping matching path, `source` and `match.headers`, in config order). Reads the config's hooks section
+ * alone: the mappings and their secrets.
  */
-function signatureHeaders(config: Config, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Signed {
-  const found = matchingMapping(config, name, payload, headers);
+async function signatureHeaders(flag: string | undefined, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Promise<Signed> {
+  const [{ locate }, { loadConfigSection }, { matchingMapping }, { signedQuery, signRequest }] = await Promise.all([
+    import('./endpoint.js'),
+    import('../config/load.js'),
+    import('./request-input.js'),
+    import('../hooks/mappings/signatures.js'),
+  ]);
+  const location = locate(flag);
+  const hooks = location.file ? loadConfigSection(location.file, 'hooks').value : undefined;
+  const found = hooks ? matchingMapping({ hooks }, name, payload, headers) : undefined;
   const subPath = normalizeMatchPath(name);
   if (!found) throw new CliError('cli_not_found', `--sign: no mapping or preset matches "${subPath}" with this body and these headers`);
   const { at, mapping: m } = found;
@@ -121,19 +131,18 @@ async function post(
   path: string,
   body: Buffer,
   extra: Record<string, string> = {},
-  sign?: (config: Config) => Signed,
+  signed?: Signed,
 ): Promise<void> {
   const { config, url: configured, token } = serviceEndpoint(opts.config);
   const base = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : configured;
   const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
   // A signed request is authenticated by its signature alone: the hook token is not sent along with it.
-  const signed = sign?.(config);
   if (signed) Object.assign(headers, signed.headers);
   else headers.authorization = `Bearer ${token}`;
   if (opts.idempotencyKey) headers['idempotency-key'] = opts.idempotencyKey;
   const target = `${base}/${path}${signed?.query ?? ''}`;
   // The target is the operator's --url or the config's listener: never taken from an answer.
-  const res = await request(target, { method: 'POST', headers, body }, {});
+  const res = await request(target, { method: 'POST', headers, body }, { plainHttp: true });
   if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
   process.stdout.write(oneLine(res.text));

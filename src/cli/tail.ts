@@ -5,50 +5,14 @@
  * when it cannot resume, the service says `reset` and tail says so on stderr. A client of the service only: it loads
  * neither the server nor the store.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { type Command, Option } from 'commander';
-import { clientToken } from '../config/schema/tokens.js';
 import { CliError } from '../errors.js';
 import { FEED_EVENT_TYPES, type FeedEvent } from '../feed.js';
 import { openStream } from '../http/client.js';
 import { SseParser } from '../sse.js';
 import { terminalSafe } from '../text-safe.js';
-import { announce, fullConfig } from './context.js';
+import { adminEndpoint } from './endpoint.js';
 import { configOption } from './options.js';
-
-/** Where the embedded default keeps its generated admin token (the admin listener writes it at its first start). */
-export const embeddedAdminTokenFile = (cwd: string) => join(cwd, 'data', 'admin-token');
-
-/** The admin listener's URL and token, as the service reads them. Never creates a token. */
-export function adminEndpoint(flag: string | undefined): { url: string; token: string } {
-  const { config, location } = fullConfig(flag);
-  const bind = config.admin.bind;
-  const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
-  const url = `http://${host}:${config.admin.port}`;
-  const usable = clientToken('admin', config.admin, Date.now());
-  let token = usable?.token;
-  let from = `${usable?.key ?? 'admin.token'} of ${location.file}`;
-  if (!token && !location.file && process.env.HOOKGATE_ADMIN_TOKEN?.trim()) {
-    token = process.env.HOOKGATE_ADMIN_TOKEN.trim();
-    from = '$HOOKGATE_ADMIN_TOKEN';
-  }
-  if (!token && !location.file) {
-    const file = embeddedAdminTokenFile(process.cwd());
-    token = existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
-    from = file;
-  }
-  if (!token) {
-    throw new CliError(
-      'cli_token_missing',
-      location.file
-        ? `no admin token: admin.token is not set in ${location.file} (from ${location.from}), nor an unexpired admin.tokens entry`
-        : `no admin token: no config file and no ${embeddedAdminTokenFile(process.cwd())}; run this where \`hookgate serve\` runs, or pass --config FILE`,
-    );
-  }
-  announce(`admin listener ${url}; token from ${from}`);
-  return { url, token };
-}
 
 const hhmmss = (at: number) => new Date(at).toISOString().slice(11, 23);
 const s = (v: unknown) => terminalSafe(String(v ?? ''));

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import JSON5 from 'json5';
 import type { z } from 'zod';
@@ -8,6 +8,9 @@ import { interpolate } from './interpolate.js';
 import { configSchema, type RawConfig } from './schema/index.js';
 import { checkTransformPaths } from './transform-paths.js';
 import { crossCheck } from './validate.js';
+
+// Zod-free, for the commands that never load the schema.
+export { type ConfigLocation, findConfigFile, locateConfigFile } from './locate.js';
 
 /** A validated config and where it came from. One object per generation: reloads make a new one. */
 export interface Config extends RawConfig {
@@ -103,36 +106,23 @@ export interface StorageOnly {
  */
 export function loadStorageConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): StorageOnly {
   if (file === undefined) return { file, dir: cwd, storage: configSchema.shape.storage.parse({ ...EMBEDDED_STORAGE }) };
+  const { dir, value } = loadConfigSection(file, 'storage', env, cwd);
+  return { file: resolve(cwd, file), dir, storage: value };
+}
+
+/**
+ * One section of a config file, interpolated and validated alone (problems reported by key path, `hooks.…`); the
+ * other sections are not read, so their unset variables are no error for a command that does not use them.
+ */
+export function loadConfigSection<K extends keyof RawConfig>(file: string, key: K, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): { dir: string; value: RawConfig[K] } {
   const abs = resolve(cwd, file);
   const obj = parseObject(readConfigText(abs), abs);
   const issues: ConfigIssue[] = [];
-  const storage = interpolate(obj.storage, env, dirname(abs), issues, ['storage']);
+  const section = interpolate(obj[key], env, dirname(abs), issues, [key]);
   if (issues.length) throw new ConfigError(issues, abs);
-  const result = configSchema.shape.storage.safeParse(storage);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath(['storage', ...i.path]), message: describeIssue(i) })), abs);
-  return { file: abs, dir: dirname(abs), storage: result.data };
-}
-
-/** Where a config comes from: the first of `--config`, `HOOKGATE_CONFIG`, `./hookgate.json5` that applies. */
-export interface ConfigLocation {
-  /** Absolute path, or undefined for the embedded default. */
-  file: string | undefined;
-  from: '--config' | '$HOOKGATE_CONFIG' | './hookgate.json5' | 'embedded default';
-  /** What was looked for, in order, for a message when nothing is found. */
-  looked: string[];
-}
-
-export function locateConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigLocation {
-  if (flag) return { file: resolve(cwd, flag), from: '--config', looked: [] };
-  if (env.HOOKGATE_CONFIG) return { file: resolve(cwd, env.HOOKGATE_CONFIG), from: '$HOOKGATE_CONFIG', looked: [] };
-  const local = resolve(cwd, 'hookgate.json5');
-  const looked = ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${local} (no such file)`];
-  return existsSync(local) ? { file: local, from: './hookgate.json5', looked: [] } : { file: undefined, from: 'embedded default', looked };
-}
-
-/** `--config`, else `HOOKGATE_CONFIG`, else `./hookgate.json5` when it exists, else undefined (embedded default). */
-export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string | undefined {
-  return locateConfigFile(flag, env, cwd).file;
+  const result = (configSchema.shape[key] as unknown as z.ZodType<RawConfig[K]>).safeParse(section);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath([key, ...i.path]), message: describeIssue({ ...i, path: [key, ...i.path] }) })), abs);
+  return { dir: dirname(abs), value: result.data };
 }
 
 /** Resolve a path from the config against the config's directory. */
@@ -156,9 +146,79 @@ function crossCheckPartial(input: unknown, failed: Set<string>): ConfigIssue[] {
   return crossCheck(partial as RawConfig).issues.filter((i) => !failed.has(i.path.split(/[.[]/)[0] ?? ''));
 }
 
-function describeIssue(i: { code: string; message: string; keys?: string[] }): string {
-  if (i.code === 'unrecognized_keys' && i.keys) return `unknown key${i.keys.length > 1 ? 's' : ''}: ${i.keys.join(', ')}`;
+function describeIssue(i: { code: string; message: string; keys?: string[]; path?: PropertyKey[] }): string {
+  if (i.code === 'unrecognized_keys' && i.keys) {
+    const known = knownKeysAt(i.path ?? []);
+    const named = i.keys.map((k) => {
+      const near = closestKey(k, known);
+      return near ? `${k} (did you mean "${near}"?)` : k;
+    });
+    return `unknown key${i.keys.length > 1 ? 's' : ''}: ${named.join(', ')}`;
+  }
   return i.message;
+}
+
+/** The keys the schema knows for the object at `path` of the config (an issue's path), for a "did you mean". */
+function knownKeysAt(path: readonly PropertyKey[]): string[] {
+  let schemas: unknown[] = [configSchema];
+  for (const segment of path) {
+    schemas = schemas.flatMap((s) =>
+      through(s, (d) => {
+        if (d.type === 'array' && typeof segment === 'number') return [d.element];
+        if (d.type === 'record') return [d.valueType];
+        if (d.type === 'object' && typeof segment === 'string') return d.shape?.[segment] === undefined ? [] : [d.shape[segment]];
+        return undefined;
+      }),
+    );
+  }
+  return [...new Set(schemas.flatMap((s) => through(s, (d) => (d.type === 'object' ? Object.keys(d.shape ?? {}) : undefined))))] as string[];
+}
+
+interface SchemaDef {
+  type?: string;
+  shape?: Record<string, unknown>;
+  innerType?: unknown;
+  in?: unknown;
+  out?: unknown;
+  element?: unknown;
+  options?: unknown[];
+  valueType?: unknown;
+  left?: unknown;
+  right?: unknown;
+}
+const defOf = (s: unknown): SchemaDef => (s as { _zod?: { def?: SchemaDef } })?._zod?.def ?? {};
+
+/** What `pick` finds in a schema, looking through its wrappers (optional, default, pipes, unions) until it does. */
+function through(s: unknown, pick: (d: SchemaDef) => unknown[] | undefined, depth = 0): unknown[] {
+  const d = defOf(s);
+  const found = pick(d);
+  if (found) return found;
+  if (depth > 10) return [];
+  const inner = [d.innerType, d.in, d.out, d.left, d.right, ...(d.options ?? [])].filter((x) => x !== undefined);
+  return inner.flatMap((x) => through(x, pick, depth + 1));
+}
+
+/** The known key nearest to a misspelt one (a typo, a swapped pair of letters), if any is near enough. */
+export function closestKey(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; d: number } | undefined;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k.toLowerCase());
+    if (d <= Math.max(1, Math.min(2, Math.floor(k.length / 3))) && (!best || d < best.d)) best = { key: k, d };
+  }
+  return best?.key;
+}
+
+/** Edits (insert, delete, replace, swap two neighbours) between two strings. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
 }
 
 function dedupe(issues: ConfigIssue[]): ConfigIssue[] {

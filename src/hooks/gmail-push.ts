@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { GmailConfig } from '../config/schema/hooks.js';
 import { HttpError } from '../errors.js';
 import { asFetch } from '../http/client.js';
+import { logSafe } from '../text-safe.js';
 import type { GmailPush } from '../store/types.js';
 
 export const GOOGLE_ISSUERS = ['accounts.google.com', 'https://accounts.google.com'];
@@ -76,7 +77,13 @@ export async function verifyPushToken(
 function describeJoseError(joseErrors: typeof Jose.errors, err: unknown): string {
   if (err instanceof joseErrors.JWTClaimValidationFailed) return `${err.code} (${err.claim})`;
   if (err instanceof joseErrors.JOSEError) return err.code;
-  return (err as Error)?.name ?? 'error';
+  // Not jose's own: the key set could not be fetched (the network, a timeout). Its name alone (`TypeError`) says
+  // nothing; the system's code and the cause's message say what to fix (DNS, a firewall, a proxy).
+  const e = (err ?? {}) as { name?: unknown; message?: unknown; code?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const name = typeof e.name === 'string' ? e.name : 'error';
+  const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
+  const message = typeof e.cause?.message === 'string' ? e.cause.message : typeof e.message === 'string' ? e.message : '';
+  return `cannot fetch the JWKS (hooks.gmail.jwksUrl): ${name}${code ? ` ${code}` : ''}${message ? `: ${logSafe(message, 200)}` : ''}`;
 }
 
 /** Gmail's notification, decoded from a Pub/Sub push envelope; null when the envelope is not one. */

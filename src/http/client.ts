@@ -18,6 +18,7 @@
 import type { Agent, Dispatcher } from 'undici';
 import { deadline } from '../deadline.js';
 import { errorCode, readCapped } from '../http-util.js';
+import { plainRequest } from './plain.js';
 
 /** What came back from one request: an HTTP answer, or why there was none. */
 export type HttpOutcome =
@@ -71,6 +72,8 @@ export interface RequestOptions {
   dispatcher?: Dispatcher | undefined;
   /** Replaces undici's fetch: for tests only. */
   transport?: Transport | undefined;
+  /** An `http:` URL goes through Node's `http` module, not `fetch` (plain.ts): a short command's one call. */
+  plainHttp?: boolean | undefined;
 }
 
 /** Platform answers are small JSON objects; a proxy's HTML error page or a hostile server must not fill memory. */
@@ -104,6 +107,10 @@ const NEVER = new AbortController().signal;
 export const NO_CODE = 'fetch_failed';
 
 export async function request(url: string, init: OutboundInit, options: RequestOptions = {}): Promise<HttpOutcome> {
+  if (options.plainHttp && url.startsWith('http:') && !options.transport && !options.dispatcher) {
+    const { maxBytes = DEFAULT_MAX_BYTES } = options;
+    return plainRequest(url, init, { signal: options.signal, timeoutMs: options.timeoutMs, maxBytes: typeof maxBytes === 'function' ? maxBytes : () => maxBytes });
+  }
   const outer = options.signal ?? NEVER;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {

@@ -3,7 +3,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { createLogChannel, LOG_MAX_TEXT_LENGTH } from '../../src/channels/log.js';
+import { createLogChannel, humanLine, LOG_MAX_TEXT_LENGTH } from '../../src/channels/log.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
 import { deliveryRecord } from '../../src/channels/webhook.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -118,5 +118,24 @@ describe('log channel', () => {
     assert.match(!r.ok ? r.error : '', /ENOTDIR/);
     assert.ok(!(!r.ok && r.error.includes('secret reply')));
     await ch.close?.();
+  });
+});
+
+describe('log channel on a terminal', () => {
+  const message = (to: string): OutboundMessage => ({
+    deliveryId: 'd1',
+    channel: 'log',
+    to,
+    text: 'the reply\non two lines',
+    runId: 'r1',
+    sessionKey: 'hook:x',
+    agentId: 'main',
+    hookName: 'CI',
+    createdAt: new Date().toISOString(),
+  });
+
+  it('a header (recipient only when there is one), then the reply indented', () => {
+    assert.match(humanLine(message('')), /^\d\d:\d\d:\d\d log · hook CI\n {2}the reply\n {2}on two lines\n$/);
+    assert.match(humanLine(message('ops')), /^\d\d:\d\d:\d\d log → ops · hook CI\n/);
   });
 });

@@ -21,9 +21,9 @@ COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _hookgate; printf '%s\\n' "\${COMPREPLY[
 }
 
 describe('cli: help text and completion', () => {
-  it('every command, argument and option has help text', () => {
+  it('every command, argument and option has help text', async () => {
     const missing: string[] = [];
-    for (const { path, cmd } of commands(buildProgram())) {
+    for (const { path, cmd } of commands(await buildProgram())) {
       if (!cmd.description()) missing.push(`${path}: no description`);
       for (const a of cmd.registeredArguments) if (!a.description) missing.push(`${path} <${a.name()}>: no description`);
       for (const o of cmd.options) if (!o.description) missing.push(`${path} ${o.flags}: no description`);

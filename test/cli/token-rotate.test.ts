@@ -108,7 +108,7 @@ describe('token rotate: the config edit', () => {
 
 describe('hookgate token rotate (the CLI)', { timeout: 60_000 }, () => {
   it('is a subcommand of token, completed with its options; plain `hookgate token` still prints a token', async () => {
-    const script = completionScript(buildProgram(), 'bash');
+    const script = completionScript(await buildProgram(), 'bash');
     assert.match(script, /'token'\) echo 'rotate /);
     assert.match(script, /'token rotate'\) echo '--admin --id --not-after-old /);
     const plain = await runCli(['token']);

@@ -613,3 +613,22 @@ describe('loadStorageConfig and locateConfigFile (the CLI reading the store)', (
     assert.equal(locateConfigFile(undefined, {}, dir).from, './hookgate.json5');
   });
 });
+
+describe('config: an unknown key names the closest known one', () => {
+  it('a typo gets "did you mean", at the key path where it is, in nested objects and list entries too', () => {
+    const text = '{ gateway: { prot: 1 }, hooks: { enabeld: true, token: "x", mappings: [{ matc: {}, action: "wake" }] }, admin: { tokne: "x", zzzzzz: 1 } }';
+    const issues = issuesOf(text);
+    const at = (path: string) => issues.find((i) => i.path === path)?.message;
+    assert.equal(at('gateway'), 'unknown key: prot (did you mean "port"?)');
+    assert.equal(at('hooks'), 'unknown key: enabeld (did you mean "enabled"?)');
+    assert.equal(at('hooks.mappings[0]'), 'unknown key: matc (did you mean "match"?)');
+    assert.equal(at('admin'), 'unknown keys: tokne (did you mean "token"?), zzzzzz', 'nothing near: no suggestion');
+  });
+
+  it('the storage section alone (the store-reading commands) says it too', () => {
+    const dir = tempDir();
+    const file = join(dir, 'hg.json5');
+    writeFileSync(file, '{ storage: { pth: "x.db" } }');
+    assert.throws(() => loadStorageConfig(file), (err: ConfigError) => err.issues.some((i) => i.path === 'storage' && /did you mean "path"/.test(i.message)));
+  });
+});

@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import { INTERRUPTED_NOTE } from '../../src/runtime/run-worker.js';
 import { AGENT_SCRIPT, cli, openServerStore, postAgent, startServer, waitFor } from '../support/runtime-kit.js';
 import { delay, startScriptedModel } from '../support/scripted-model.js';
-import { type Hookgate, TOKEN } from '../support/server.js';
+import { type Hookgate, startHookgate, TOKEN } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const exited = (hg: Hookgate) =>
@@ -46,6 +46,26 @@ function alive(pid: number): boolean {
 }
 
 describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
+  it('the process exits right after "hookgate stopped": nothing left open holds it', async (t) => {
+    const hg = await startHookgate({ config: { admin: { enabled: true, port: 0, token: 'stop-test-admin-token-0123456789' }, channels: { default: { channel: 'log' }, log: {} } } });
+    t.after(() => hg.cleanup());
+    // A run and its delivery first: what they open (connections, timers) must not outlive the stop either.
+    const r = await hg.post('/hooks/agent', { message: 'before the stop', waitForCompletion: true });
+    assert.equal(r.status, 200, r.text);
+    await hg.waitForLog((l) => l.msg === 'delivered', 10_000);
+    let stoppedAt: number | undefined;
+    hg.proc.stdout!.on('data', (d: Buffer) => {
+      if (stoppedAt === undefined && d.includes('hookgate stopped')) stoppedAt = performance.now();
+    });
+    const exit = exited(hg);
+    hg.proc.kill('SIGTERM');
+    assert.equal(await exit, 0);
+    const after = performance.now() - stoppedAt!;
+    assert.ok(stoppedAt !== undefined, 'the stop was logged');
+    // 0.5 s is the target; the margin is for a loaded machine.
+    assert.ok(after < 1500, `exited ${Math.round(after)} ms after "hookgate stopped"`);
+  });
+
   it('a slow client cannot hold the stop past the grace period; a request in flight is answered; idle connections close at once', async (t) => {
     const hg = await startServer({ gateway: { stopGraceSeconds: 2 }, heartbeat: { every: 'off' } });
     t.after(() => hg.cleanup());

@@ -1,5 +1,7 @@
 /** The OIDC check of a Gmail push (src/hooks/gmail-push.ts), against a JWKS server with keys generated here. */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { decodePushEnvelope, verifyPushToken } from '../../src/hooks/gmail-push.js';
 import { type GoogleStandin, pushEnvelope, SERVICE_ACCOUNT, startGoogleStandin } from '../support/gmail-standin.js';
@@ -46,6 +48,19 @@ describe('gmail push OIDC token', () => {
     const token = await google.token({}, { expiresIn: 10 });
     assert.deepEqual(await check(token, Date.now() + 50_000), { ok: true });
     assert.equal((await check(token, Date.now() + 120_000)).ok, false);
+  });
+
+  it('a key set that cannot be fetched is named with the network cause, not only an error class', async () => {
+    const token = await google.token();
+    // A port nothing listens on (one just freed): the connection is refused.
+    const server = createServer().listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const unreachable = { ...gmail, jwksUrl: `http://127.0.0.1:${port}/jwks` };
+    const r = await verifyPushToken({ authorization: `Bearer ${token}` }, unreachable, Date.now());
+    assert.equal(r.ok, false);
+    assert.match((r as { reason: string }).reason, /cannot fetch the JWKS \(hooks\.gmail\.jwksUrl\): \w+ ECONNREFUSED/);
   });
 
   it('decodes the Pub/Sub envelope; anything else is a 400', () => {

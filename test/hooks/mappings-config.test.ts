@@ -32,7 +32,7 @@ describe('mapping config errors (by key path)', () => {
   });
 
   it('unknown keys anywhere in a mapping', () => {
-    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', sesionKey: 'x' }] }), 'hooks.mappings[0]', 'unknown key: sesionKey');
+    assertIssue(hooks({ mappings: [{ messageTemplate: 'm', sesionKey: 'x' }] }), 'hooks.mappings[0]', 'unknown key: sesionKey (did you mean "sessionKey"?)');
     assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'github', secret: 's', tolerance: 1 } }] }), 'hooks.mappings[0].signature');
     assertIssue(hooks({ mappings: [{ messageTemplate: 'm', signature: { scheme: 'bitbucket', secret: 's' } }] }), 'hooks.mappings[0].signature.scheme');
   });
@@ -59,7 +59,7 @@ describe('mapping config errors (by key path)', () => {
   it('match.headers: header names (lower-cased), string values; other keys in match are errors', () => {
     const c = parse(hooks({ mappings: [{ match: { path: 'gh', headers: { 'X-GitHub-Event': 'pull_request' } }, messageTemplate: 'm' }] }));
     assert.deepEqual(c.hooks.mappings[0]!.match!.headers, { 'x-github-event': 'pull_request' });
-    assertIssue(hooks({ mappings: [{ match: { path: 'gh', header: { a: 'b' } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match', 'unknown key: header');
+    assertIssue(hooks({ mappings: [{ match: { path: 'gh', header: { a: 'b' } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match', 'unknown key: header (did you mean "headers"?)');
     assertIssue(hooks({ mappings: [{ match: { headers: { 'bad name': 'x' } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match.headers.bad name', 'must be an HTTP header name');
     assertIssue(hooks({ mappings: [{ match: { headers: { 'x-a': 1 } }, messageTemplate: 'm' }] }), 'hooks.mappings[0].match.headers.x-a');
   });

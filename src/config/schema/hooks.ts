@@ -3,8 +3,11 @@ import { SESSION_MODES, WAKE_MODES } from '../../enums.js';
 import { httpUrl, nonBlank, positiveInt } from './common.js';
 import { directRoutesSchema, routeLimitsShape } from './limits.js';
 import { tokenListSchema } from './tokens.js';
+import { DEFAULT_HOOKS_PATH, normalizeHooksPath, normalizeMatchPath } from '../client.js';
 
 export { SESSION_MODES, WAKE_MODES };
+// Zod-free, so that the clients' view of the config (config/client.ts) shares them.
+export { normalizeHooksPath, normalizeMatchPath };
 export const SIGNATURE_SCHEMES = [
   'github',
   'stripe',
@@ -45,20 +48,6 @@ export type SenderName = keyof typeof SENDER_PRESETS;
 export const SENDER_NAMES = Object.keys(SENDER_PRESETS) as [SenderName, ...SenderName[]];
 
 const TWILIO_URL_REQUIRED = 'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
-/** `/hooks///` → `/hooks`; `hooks` → `/hooks`; blank → `/hooks`. `/` is rejected by the caller. */
-export function normalizeHooksPath(raw: string): string {
-  const t = raw.trim();
-  if (!t) return '/hooks';
-  const withSlash = t.startsWith('/') ? t : `/${t}`;
-  const stripped = withSlash.replace(/\/+$/, '');
-  return stripped === '' ? '/' : stripped;
-}
-
-/** `match.path`: compared with the sub-path after `hooks.path`, without leading/trailing slashes. */
-export function normalizeMatchPath(raw: string): string {
-  return raw.trim().replace(/^\/+/, '').replace(/\/+$/, '');
-}
-
 /** An HTTP header field name (RFC 9110 token). */
 const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Strict base64 (Buffer.from(…, 'base64') would silently drop invalid characters and shrink the key). */
@@ -399,7 +388,7 @@ export const hooksSchema = z
     token: z.string().trim().optional(),
     /** More tokens beside `token`, each with an id and an optional expiry (schema/tokens.ts). */
     tokens: tokenListSchema,
-    path: z.string().default('/hooks').transform(normalizeHooksPath),
+    path: z.string().default(DEFAULT_HOOKS_PATH).transform(normalizeHooksPath),
     maxBodyBytes: positiveInt.default(262144),
     bodyTimeoutMs: positiveInt.default(30000),
     allowedAgentIds: z.array(z.string().trim()).optional(),

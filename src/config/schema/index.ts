@@ -6,6 +6,7 @@ import { hooksSchema } from './hooks.js';
 import { modelsSchema } from './models.js';
 import { tokenListSchema } from './tokens.js';
 import { databaseUrlProblem } from '../database-url.js';
+import { DEFAULT_ADMIN_BIND, DEFAULT_ADMIN_PORT, DEFAULT_GATEWAY_BIND, DEFAULT_GATEWAY_PORT } from '../client.js';
 
 export const DEFAULT_HEARTBEAT_PROMPT =
   'Heartbeat. Read the system events above, if any, and act on what needs doing. ' +
@@ -77,8 +78,8 @@ const modelAllowlist = z.union([
 export const configSchema = z.strictObject({
   gateway: z
     .strictObject({
-      bind: nonBlank.default('127.0.0.1'),
-      port: port.default(18789),
+      bind: nonBlank.default(DEFAULT_GATEWAY_BIND),
+      port: port.default(DEFAULT_GATEWAY_PORT),
       trustedProxies: z.array(ipOrCidr).default([]),
       /**
        * On SIGTERM/SIGINT: how long requests in flight and running turns get to finish before they are cut off
@@ -160,8 +161,8 @@ export const configSchema = z.strictObject({
   admin: z
     .strictObject({
       enabled: z.boolean().default(false),
-      bind: nonBlank.default('127.0.0.1'),
-      port: port.default(18790),
+      bind: nonBlank.default(DEFAULT_ADMIN_BIND),
+      port: port.default(DEFAULT_ADMIN_PORT),
       token: z.string().trim().optional(),
       tokens: tokenListSchema,
     })

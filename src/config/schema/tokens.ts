@@ -4,6 +4,10 @@
  * records and log lines, never the token) and an optional `notAfter`, after which it is refused like a wrong token.
  */
 import { z } from 'zod';
+import { parseInstant } from '../client.js';
+
+// Shared with the clients' zod-free view of the config (config/client.ts).
+export { clientToken, parseInstant } from '../client.js';
 
 /** The id a single `hooks.token` / `admin.token` has in records and logs; reserved in `tokens` while `token` is set. */
 export const DEFAULT_TOKEN_ID = 'default';
@@ -21,16 +25,6 @@ export const instantMs = z.union([z.string(), z.number()]).transform((v, ctx) =>
   return ms;
 });
 
-/** Epoch ms of an ISO date-time that names its zone (Z or ±hh:mm), or of a non-negative integer; else undefined. */
-export function parseInstant(v: string | number): number | undefined {
-  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 ? v : undefined;
-  const s = v.trim();
-  // A zone is required: a bare local time would expire at a different instant on each machine.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i.test(s)) return undefined;
-  const ms = Date.parse(s);
-  return Number.isFinite(ms) ? ms : undefined;
-}
-
 export const tokenEntrySchema = z.strictObject({
   id: z.string().trim().regex(TOKEN_ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
   /** The secret; any secret form of the config (`{ env }`, `{ file }`, `${VAR}`) is resolved before this. */
@@ -42,21 +36,3 @@ export const tokenEntrySchema = z.strictObject({
 export type TokenEntry = z.output<typeof tokenEntrySchema>;
 
 export const tokenListSchema = z.array(tokenEntrySchema).optional();
-
-/**
- * The token a local client of the service uses (`hookgate send`, `hookgate tail`, ...): the single `token` while it
- * is set, else the newest usable entry of `tokens` (the last one listed that has not expired), with where it is.
- */
-export function clientToken(
-  section: 'hooks' | 'admin',
-  s: { token?: string | undefined; tokens?: TokenEntry[] | undefined },
-  now: number,
-): { token: string; key: string } | undefined {
-  if (s.token) return { token: s.token, key: `${section}.token` };
-  const list = s.tokens ?? [];
-  for (let i = list.length - 1; i >= 0; i--) {
-    const t = list[i]!;
-    if (t.notAfter === undefined || t.notAfter > now) return { token: t.token, key: `${section}.tokens[${i}] (id "${t.id}")` };
-  }
-  return undefined;
-}
