@@ -173,16 +173,31 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.equal(list.code, 0, list.stderr);
     const row = list.stdout.split('\n').find((l) => l.startsWith(delivery.id));
     assert.ok(row, list.stdout);
-    assert.match(row, /\bdead\b/);
+    assert.match(row, /\bfailed\b/);
+    assert.doesNotMatch(row, /\bdead\b/, 'one word for a dead letter: failed');
     assert.ok(row.includes(runId), `run id missing: ${row}`);
     assert.ok(row.includes('gave up after 3 attempts'), `last error missing: ${row}`);
-    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Delivery[];
+    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Array<Record<string, unknown>>;
     const mine = json.find((d) => d.id === delivery.id);
     assert.equal(mine?.runId, runId);
     assert.equal(mine?.lastError, delivery.lastError);
-    // Never hidden behind a success: the run is fine, its delivery is shown as dead.
+    assert.equal(mine?.state, 'failed');
+    // --state takes the same word, and the older spelling as an alias; anything else is refused.
+    for (const word of ['failed', 'dead']) {
+      const byState = await cli(hg, 'deliveries', 'list', '--state', word, '--json');
+      assert.equal(byState.code, 0, byState.stderr);
+      const ids = (JSON.parse(byState.stdout) as Array<{ id: string; state: string }>).map((d) => [d.id, d.state]);
+      assert.deepEqual(ids.find(([id]) => id === delivery.id), [delivery.id, 'failed'], word);
+    }
+    const sentOnly = await cli(hg, 'deliveries', 'list', '--state', 'delivered', '--json');
+    assert.equal(sentOnly.code, 0, sentOnly.stderr);
+    assert.ok((JSON.parse(sentOnly.stdout) as Array<{ state: string }>).every((d) => d.state === 'sent'));
+    const bad = await cli(hg, 'deliveries', 'list', '--state', 'retry');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /Allowed choices are pending, sent, failed/);
+    // Never hidden behind a success: the run is fine, its delivery is shown as failed.
     const show = await cli(hg, 'runs', 'show', runId);
-    assert.match(show.stdout, new RegExp(`delivery: +${delivery.id} dead → webhook:ops \\(attempts 3, last error: gave up`));
+    assert.match(show.stdout, new RegExp(`delivery: +${delivery.id} failed → webhook:ops \\(attempts 3, last error: gave up`));
     const dead = await waitFor('dead-letter log line', () => logsOf(delivery.id, 'delivery dead-lettered')[0]);
     assert.equal(dead.runId, runId);
     assert.equal(dead.level, 50, 'logged at error level');
