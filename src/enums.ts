@@ -39,7 +39,10 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 export const DELIVERY_STATE_NAMES = ['pending', 'sent', 'failed'] as const;
 export type DeliveryStateName = (typeof DELIVERY_STATE_NAMES)[number];
 /** Older spellings still accepted as input (a CLI `--state`, an API query parameter). */
-export const DELIVERY_STATE_ALIASES: Readonly<Record<string, DeliveryStateName>> = { delivered: 'sent', dead: 'failed' };
+export const DELIVERY_STATE_ALIASES: Readonly<Record<string, DeliveryStateName>> = {
+  delivered: 'sent',
+  dead: 'failed',
+};
 const STORED: Record<DeliveryStateName, DeliveryState> = { pending: 'pending', sent: 'delivered', failed: 'dead' };
 
 /** The store's state in the shown words. */

@@ -100,7 +100,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         sendJson(res, 200, {
           ...runSummary(run),
           name: run.name, message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
-          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt,
+          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt, retries: run.retries,
           transcript: messages.filter((m) => m.runId === run.id).map(turn),
           deliveries: deliveries.map(deliveryView),
         });

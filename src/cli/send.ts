@@ -1,21 +1,26 @@
 /**
  * `hookgate send`: a client of the running service. Stdout is the answer's body alone (one line of JSON, for jq);
- * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr.
+ * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr. `send agent --wait`
+ * says how the run ended instead (send-wait.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import type { Config } from '../config/load.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
-import { is2xx, request } from '../http/client.js';
+import { type HttpResponse, is2xx, request } from '../http/client.js';
 import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
 import { serviceEndpoint, verbose } from './context.js';
 import { configOption, parsePositiveNumber } from './options.js';
 import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
+import { answerBody, followRun, type Progress, WAIT_EXIT, waitExitCode } from './send-wait.js';
+import { adminEndpoint } from './tail.js';
 
 interface SendOpts {
   config?: string;
   url?: string;
+  adminUrl?: string;
   idempotencyKey?: string;
 }
 
@@ -50,7 +55,15 @@ export function addSendCommands(program: Command): void {
     .option('--channel <channel>', 'where the reply goes (default: last)')
     .option('--to <to>', 'the recipient on that channel')
     .option('--account-id <id>', "one of the channel's accounts (channels.<platform>.accounts; needs --channel)")
-    .option('--wait', 'hold the answer until the run ends (waitForCompletion): prints its completion, reply included')
+    .option(
+      '--wait',
+      'hold the answer until the run ends (waitForCompletion): its progress on stderr, its completion on stdout, ' +
+        'exit 0 only for a reply delivered or held back on purpose',
+    )
+    .option(
+      '--admin-url <url>',
+      "with --wait: the admin listener's base URL, asked for the run's progress (default: from admin.bind and admin.port)",
+    )
     .option('--model <model>', 'a model override: <provider>/<model> or an alias')
     .option('--thinking <level>', 'thinking level passed to the provider')
     .addOption(new Option('--timeout <seconds>', 'timeoutSeconds of the run').argParser(parsePositiveNumber))
@@ -72,8 +85,8 @@ export function addSendCommands(program: Command): void {
         model: o.model,
         thinking: o.thinking,
         timeoutSeconds: o.timeout,
-        ...(o.wait ? { waitForCompletion: true } : {}),
       };
+      if (o.wait) return waitForRun(o, body);
       await post(o, 'agent', Buffer.from(JSON.stringify(body)));
     });
   send
@@ -123,7 +136,78 @@ async function post(
   extra: Record<string, string> = {},
   sign?: (config: Config) => Signed,
 ): Promise<void> {
-  const { config, url: configured, token } = serviceEndpoint(opts.config);
+  const res = await exchange(opts, path, body, extra, sign);
+  process.stdout.write(oneLine(res.text));
+  process.exitCode = is2xx(res.status) ? 0 : 1;
+}
+
+/**
+ * `send agent --wait`: the run is accepted first (its id at once), then the same request with `waitForCompletion`
+ * and the same Idempotency-Key holds the answer until the run ends (a replay waits for the first run), while the run's
+ * progress goes to stderr. The exit code says how the run ended (WAIT_EXIT).
+ */
+async function waitForRun(o: SendOpts, body: Record<string, unknown>): Promise<void> {
+  const opts = { ...o, idempotencyKey: o.idempotencyKey ?? randomUUID() };
+  const endpoint = serviceEndpoint(o.config);
+  const first = await exchange(opts, 'agent', Buffer.from(JSON.stringify(body)), {}, undefined, endpoint);
+  const accepted = answerBody(first.text);
+  const runId = accepted?.runId;
+  if (!is2xx(first.status) || typeof runId !== 'string') {
+    process.stdout.write(oneLine(first.text));
+    process.exitCode = 1;
+    return;
+  }
+  const progress = follow(o, endpoint.config, runId);
+  let held: HttpResponse;
+  try {
+    const waiting = Buffer.from(JSON.stringify({ ...body, waitForCompletion: true }));
+    held = await exchange(opts, 'agent', waiting, {}, undefined, endpoint);
+  } finally {
+    await progress?.stop();
+  }
+  const answer = answerBody(held.text);
+  if (!is2xx(held.status) || !answer) {
+    process.stdout.write(oneLine(held.text));
+    process.exitCode = 1;
+    return;
+  }
+  // The held answer is a replay of the first: it is `duplicate` only when the first was.
+  if (accepted?.duplicate === undefined) delete answer.duplicate;
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+  process.exitCode = waitExitCode(answer.completion as { status?: unknown } | undefined);
+  if (process.exitCode === WAIT_EXIT.pending) {
+    const hint = `follow it with \`hookgate runs show ${runId}\``;
+    process.stderr.write(`hookgate: run ${runId} has not ended yet (it goes on): ${hint}\n`);
+  }
+}
+
+/** The run's progress from the admin API, or a note on stderr when there is no admin listener to ask. */
+function follow(o: SendOpts, config: Config, runId: string): Progress | undefined {
+  let why = 'the admin listener is off (admin.enabled)';
+  if (config.admin.enabled) {
+    try {
+      const admin = adminEndpoint(o.config);
+      const url = o.adminUrl?.replace(/\/+$/, '') ?? admin.url;
+      return followRun({ url, token: admin.token }, runId, process.stderr);
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err;
+      why = err.message;
+    }
+  }
+  process.stderr.write(`hookgate: waiting for run ${runId} without progress: ${why}\n`);
+  return undefined;
+}
+
+/** POSTs to the hooks listener; the answer whatever its status, or cli_unreachable. */
+async function exchange(
+  opts: SendOpts,
+  path: string,
+  body: Buffer,
+  extra: Record<string, string> = {},
+  sign?: (config: Config) => Signed,
+  endpoint = serviceEndpoint(opts.config),
+): Promise<HttpResponse> {
+  const { config, url: configured, token } = endpoint;
   const base = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : configured;
   const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
   // A signed request is authenticated by its signature alone: the hook token is not sent along with it.
@@ -136,8 +220,7 @@ async function post(
   const res = await request(target, { method: 'POST', headers, body }, {});
   if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
-  process.stdout.write(oneLine(res.text));
-  process.exitCode = is2xx(res.status) ? 0 : 1;
+  return res;
 }
 
 /** The body on one line: JSON re-printed compactly, anything else as it came; nothing for an empty body. */

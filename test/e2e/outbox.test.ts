@@ -289,4 +289,20 @@ describe('outbox', { timeout: 90_000 }, () => {
     const ok = await hg.post('/hooks/relay', { text: 'relayed', to: DISCORD_CHANNEL });
     assert.equal(ok.status, 200, ok.text);
   });
+
+  it('send agent --channel webhook --to <no such target> is refused at accept (400 invalid_channel), like an unknown channel', async () => {
+    const runsBefore = (await store.listRuns({ limit: 1000 })).length;
+    const deliveriesBefore = (await store.listDeliveries({ limit: 1000 })).length;
+    const r = await cli(hg, 'send', 'agent', uniq('to nobody'), '--channel', 'webhook', '--to', 'nobody');
+    assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
+    assert.ok(r.stdout.trim(), `no answer on stdout; stderr: ${r.stderr}`);
+    const answer = JSON.parse(r.stdout) as { ok: boolean; code: string; error: string };
+    assert.deepEqual([answer.ok, answer.code], [false, 'invalid_channel']);
+    assert.match(answer.error, /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
+    const channel = await cli(hg, 'send', 'agent', uniq('nowhere'), '--channel', 'nowhere', '--to', 'x');
+    assert.equal(channel.code, 1, 'an unknown channel is refused the same way');
+    assert.equal((JSON.parse(channel.stdout) as { code: string }).code, 'invalid_channel');
+    assert.equal((await store.listRuns({ limit: 1000 })).length, runsBefore, 'no run was stored (no model spend)');
+    assert.equal((await store.listDeliveries({ limit: 1000 })).length, deliveriesBefore, 'nothing dead-lettered');
+  });
 });
