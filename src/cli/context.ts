@@ -14,7 +14,7 @@ import type { AdminStore } from '../store/pages.js';
 import type { AuditStore, ClusterStore, GmailStore, OperatorStore } from '../store/types.js';
 
 /** What the CLI's store commands use: read and repair, the node registry, the figures of `status`, a mailbox's Gmail state, the audit trail. */
-export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'removeNode' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
 
 /** Set once from the global `--verbose` before a command runs. */
 export const cliFlags = { verbose: false };

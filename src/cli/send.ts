@@ -13,7 +13,7 @@ import { type HttpResponse, is2xx, request } from '../http/client.js';
 import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
 import { serviceEndpoint, verbose } from './context.js';
 import { configOption, parsePositiveNumber } from './options.js';
-import { collect, matchingMapping, parseHeader, parseJsonData, readData } from './request-input.js';
+import { type BodyOpts, collect, matchingMapping, parseHeader, requestBody } from './request-input.js';
 import { answerBody, followRun, type Progress, WAIT_EXIT, waitExitCode } from './send-wait.js';
 import { adminEndpoint } from './tail.js';
 
@@ -93,16 +93,17 @@ export function addSendCommands(program: Command): void {
     .command('hook')
     .description('POST a JSON body to a mapped hook ({hooks.path}/NAME)')
     .argument('<name>', 'the mapped hook name (path under hooks.path)')
-    .requiredOption('--data <json>', 'the JSON body: inline, @FILE to read a file, or - to read stdin (sent byte for byte)')
+    .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - for stdin (sent byte for byte)')
+    .option('--form <name=value>', 'a form field (repeatable), sent as application/x-www-form-urlencoded; @FILE: an encoded form body', collect, [])
+    .option('--content-type <type>', 'the Content-Type of --data (default application/json)')
     .option('-H, --header <name:value>', 'an extra request header (repeatable), e.g. for match.headers', collect, [])
     .option('--sign', "sign the body the way the matching mapping's signature expects, with its secret from the config")
     .addOption(idempotencyOption())
     .addOption(configOption())
     .addOption(urlOption())
-    .action(async (name: string, o: SendOpts & { data: string; header: string[]; sign?: boolean }) => {
-      const raw = readData(o.data);
-      const payload = parseJsonData(raw);
-      const headers = Object.fromEntries(o.header.map(parseHeader));
+    .action(async (name: string, o: SendOpts & BodyOpts & { header: string[]; sign?: boolean }) => {
+      const { raw, contentType, payload } = requestBody(o);
+      const headers = { 'content-type': contentType, ...Object.fromEntries(o.header.map(parseHeader)) };
       await post(o, name, raw, headers, o.sign ? (config) => signatureHeaders(config, name, payload, headers, raw) : undefined);
     });
 }

@@ -65,8 +65,8 @@ function addRuns(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listRuns({ state: o.state, sessionKey: o.session, limit: o.limit });
         if (o.json) return printJson(list);
-        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default' }));
-        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts'])}\n`);
+        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default', node: r.node ?? null }));
+        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts', 'node'])}\n`);
       });
     });
   recordCommand(runs, {
@@ -80,6 +80,7 @@ function addRuns(program: Command): void {
         `run ${run.id}`,
         `  state:      ${run.state} (attempts ${run.attempts})`,
         `  created:    ${time(run.createdAt)}   started: ${time(run.startedAt)}   finished: ${time(run.finishedAt)}`,
+        `  node:       ${run.node ?? 'none yet'}`,
         `  hook:       ${run.name} via ${run.hookPath}${run.mappingId ? ` (mapping ${run.mappingId})` : ''}`,
         `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
         `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,

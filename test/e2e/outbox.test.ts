@@ -293,13 +293,13 @@ describe('outbox', { timeout: 90_000 }, () => {
   it('send agent --channel webhook --to <no such target> is refused at accept (400 invalid_channel), like an unknown channel', async () => {
     const runsBefore = (await store.listRuns({ limit: 1000 })).length;
     const deliveriesBefore = (await store.listDeliveries({ limit: 1000 })).length;
-    const r = await cli(hg, 'send', 'agent', uniq('to nobody'), '--channel', 'webhook', '--to', 'nobody');
+    const r = await cli(hg, 'send', 'agent', uniq('to nobody'), '--channel', 'webhook', '--to', 'nobody', '--url', hg.url);
     assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
     assert.ok(r.stdout.trim(), `no answer on stdout; stderr: ${r.stderr}`);
     const answer = JSON.parse(r.stdout) as { ok: boolean; code: string; error: string };
     assert.deepEqual([answer.ok, answer.code], [false, 'invalid_channel']);
     assert.match(answer.error, /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
-    const channel = await cli(hg, 'send', 'agent', uniq('nowhere'), '--channel', 'nowhere', '--to', 'x');
+    const channel = await cli(hg, 'send', 'agent', uniq('nowhere'), '--channel', 'nowhere', '--to', 'x', '--url', hg.url);
     assert.equal(channel.code, 1, 'an unknown channel is refused the same way');
     assert.equal((JSON.parse(channel.stdout) as { code: string }).code, 'invalid_channel');
     assert.equal((await store.listRuns({ limit: 1000 })).length, runsBefore, 'no run was stored (no model spend)');
