@@ -44,7 +44,9 @@ export function addNodesCommand(program: Command): void {
     .option('--dry-run', 'list what would be removed, remove nothing')
     .addOption(jsonOption())
     .addOption(configOption())
-    .action(async (o: { olderThan: string; dryRun?: boolean; config?: string; json?: boolean }) => {
+    .action(async (_: unknown, cmd: Command) => {
+      // `nodes` itself takes --json and --config too: given after `prune`, they are read from either.
+      const o = cmd.optsWithGlobals<{ olderThan: string; dryRun?: boolean; config?: string; json?: boolean }>();
       const ms = pruneAge(o.olderThan);
       await withStore(o.config, async (store) => {
         const now = Date.now();
