@@ -4,11 +4,10 @@ import { resolve } from 'node:path';
 import type { Config } from '../config/load.js';
 import { type MappingConfig, normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError } from '../errors.js';
-import { isFormContentType } from '../form-body.js';
+import { isFormContentType, parseFormObject } from '../form-body.js';
 import { headersMatch } from '../hooks/mappings/compile.js';
 import { presetMappings } from '../hooks/mappings/presets/index.js';
 import { compileSender } from '../hooks/mappings/presets/sender.js';
-import { parseFormObject } from '../ingress/body.js';
 
 /** A repeatable option's values, in order. */
 export const collect = (value: string, previous: string[]) => [...previous, value];
