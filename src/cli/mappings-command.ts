@@ -36,7 +36,12 @@ export function addMappingsCommands(program: Command): void {
     .description('render the mapping a request to NAME would reach and print the action it would queue (nothing is queued)')
     .argument('<name>', 'the mapped hook name (path under hooks.path), e.g. github')
     .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - for stdin')
-    .option('--form <name=value>', 'a form field (repeatable), as application/x-www-form-urlencoded; @FILE: an encoded form body', collect, [])
+    .option(
+      '--form <name=value>',
+      'a form field (repeatable), as application/x-www-form-urlencoded; @FILE: an encoded form body',
+      collect,
+      [],
+    )
     .option('--content-type <type>', 'the Content-Type of --data (default application/json)')
     .option('-H, --header <name:value>', 'a request header (repeatable), e.g. for match.headers: -H x-github-event:pull_request', collect, [])
     .addOption(jsonOption())
@@ -48,7 +53,10 @@ async function testMapping(name: string, o: TestOpts): Promise<void> {
   const { config } = fullConfig(o.config);
   const { raw, contentType, payload } = requestBody(o);
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
-  const headers: Record<string, string> = { 'content-type': contentType, ...Object.fromEntries(o.header.map(parseHeader)) };
+  const headers: Record<string, string> = {
+    'content-type': contentType,
+    ...Object.fromEntries(o.header.map(parseHeader)),
+  };
   const subPath = normalizeMatchPath(name);
 
   const { result, signer } = await resolveLocally(config, subPath, raw, payload as Record<string, unknown>, headers);
@@ -74,7 +82,11 @@ export async function resolveLocally(
   const ctx = buildHooksContext(config, 1, [], await loadRecipientCheck(config.channels));
   // As the ingress: a form body is parsed only on a path whose verifier reads the body (a signature); else it is JSON.
   if (isFormContentType(headers['content-type']) && !ctx.routes.plan(subPath).verifier.needsBody) {
-    throw new CliError('cli_usage', 'the service would answer 400 invalid_json: a form body is read only on a path whose mappings verify a signature (Slack, Twilio...); this path takes JSON');
+    throw new CliError(
+      'cli_usage',
+      'the service would answer 400 invalid_json: a form body is read only on a path whose mappings verify a ' +
+        'signature (Slack, Twilio...); this path takes JSON',
+    );
   }
   const now = Date.now();
   const signer = signerOf(ctx, subPath, payload, headers);

@@ -19,6 +19,7 @@ export interface NodeView extends NodeInfo {
 
 /** `nodes prune`'s default: a node gone for a day is not coming back as itself (a restart registers a new id). */
 const PRUNE_DEFAULT = '24h';
+const LIVE_S = NODE_LIVE_MS / 1000;
 
 export function addNodesCommand(program: Command): void {
   const nodes = program
@@ -39,8 +40,8 @@ export function addNodesCommand(program: Command): void {
     });
   nodes
     .command('prune')
-    .description(`remove the rows of nodes not seen for longer than --older-than (default ${PRUNE_DEFAULT}); never a live one; audited`)
-    .option('--older-than <duration>', `not seen for longer than this ("30m", "24h", "7d"; at least ${NODE_LIVE_MS / 1000} s)`, PRUNE_DEFAULT)
+    .description(`remove the rows of nodes not seen for longer than --older-than (default ${PRUNE_DEFAULT}), never live`)
+    .option('--older-than <duration>', `not seen for longer than this ("24h", "7d"; at least ${LIVE_S} s)`, PRUNE_DEFAULT)
     .option('--dry-run', 'list what would be removed, remove nothing')
     .addOption(jsonOption())
     .addOption(configOption())
@@ -54,12 +55,14 @@ export function addNodesCommand(program: Command): void {
         if (!o.dryRun) {
           // A node that comes back after all registers its row again at its next refresh: nothing is lost.
           for (const n of stale) await store.removeNode(n.id);
-          if (stale.length) await auditCli(store, 'nodes.pruned', { nodes: stale.map((n) => n.id), olderThan: o.olderThan });
+          const ids = stale.map((n) => n.id);
+          if (ids.length) await auditCli(store, 'nodes.pruned', { nodes: ids, olderThan: o.olderThan });
         }
         if (o.json) return printJson(stale.map((n) => nodeView(n, now)));
         const verb = o.dryRun ? 'would remove' : 'removed';
         const lines = stale.map((n) => `${n.id}  ${n.host}  last seen ${ago(now - n.lastSeenAt)}`);
-        process.stdout.write(`${[...lines, `${verb} ${stale.length} node${stale.length === 1 ? '' : 's'} not seen for ${o.olderThan}`].join('\n')}\n`);
+        lines.push(`${verb} ${stale.length} node${stale.length === 1 ? '' : 's'} not seen for ${o.olderThan}`);
+        process.stdout.write(`${lines.join('\n')}\n`);
       });
     });
 }
@@ -67,8 +70,12 @@ export function addNodesCommand(program: Command): void {
 /** `--older-than`: a duration, at least the live window (a node seen within it is live and is never pruned). */
 function pruneAge(spec: string): number {
   const ms = parseDuration(spec);
-  if (ms === undefined) throw new CliError('cli_usage', `--older-than ${JSON.stringify(spec)}: expected a duration ("30m", "24h", "7d")`);
-  if (ms < NODE_LIVE_MS) throw new CliError('cli_usage', `--older-than must be at least ${NODE_LIVE_MS / 1000} s: a node seen within that is live`);
+  if (ms === undefined) {
+    throw new CliError('cli_usage', `--older-than ${JSON.stringify(spec)}: expected a duration ("30m", "24h", "7d")`);
+  }
+  if (ms < NODE_LIVE_MS) {
+    throw new CliError('cli_usage', `--older-than must be at least ${LIVE_S} s: a node seen within that is live`);
+  }
   return ms;
 }
 

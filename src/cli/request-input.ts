@@ -62,7 +62,9 @@ export function requestBody(o: BodyOpts): { raw: Buffer; contentType: string; pa
     const raw = Buffer.from(o.form.map(formPart).join('&'));
     return { raw, contentType: o.contentType ?? FORM, payload: parseFormObject(raw) };
   }
-  if (o.data === undefined) throw new CliError('cli_usage', 'give the body: --data JSON (or @FILE, or - for stdin), or --form name=value');
+  if (o.data === undefined) {
+    throw new CliError('cli_usage', 'give the body: --data JSON (or @FILE, or - for stdin), or --form name=value');
+  }
   const raw = readData(o.data);
   const contentType = o.contentType ?? 'application/json';
   if (isFormContentType(contentType)) return { raw, contentType, payload: parseFormObject(raw) };

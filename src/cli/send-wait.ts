@@ -61,7 +61,8 @@ export function progressLine(run: RunRecord, now: number): string {
 }
 
 /** What makes a new line: a change of state, of the reason or of the next try, never the countdown alone. */
-const changeKey = (r: RunRecord) => JSON.stringify([r.state, r.attempts, r.retries, r.error ?? null, r.nextAttemptAt ?? null]);
+const changeKey = (r: RunRecord) =>
+  JSON.stringify([r.state, r.attempts, r.retries, r.error ?? null, r.nextAttemptAt ?? null]);
 
 export interface Progress {
   /** Stops polling; prints the run's final line (fetched once more) when it changed. */

@@ -62,7 +62,7 @@ export function addSendCommands(program: Command): void {
     )
     .option(
       '--admin-url <url>',
-      "with --wait: the admin listener's base URL, asked for the run's progress (default: from admin.bind and admin.port)",
+      "with --wait: the admin listener's base URL, asked for the run's progress (default: admin.bind, admin.port)",
     )
     .option('--model <model>', 'a model override: <provider>/<model> or an alias')
     .option('--thinking <level>', 'thinking level passed to the provider')
@@ -93,8 +93,13 @@ export function addSendCommands(program: Command): void {
     .command('hook')
     .description('POST a JSON body to a mapped hook ({hooks.path}/NAME)')
     .argument('<name>', 'the mapped hook name (path under hooks.path)')
-    .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - for stdin (sent byte for byte)')
-    .option('--form <name=value>', 'a form field (repeatable), sent as application/x-www-form-urlencoded; @FILE: an encoded form body', collect, [])
+    .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - (stdin), as is')
+    .option(
+      '--form <name=value>',
+      'a form field (repeatable), sent as application/x-www-form-urlencoded; @FILE: an encoded form body',
+      collect,
+      [],
+    )
     .option('--content-type <type>', 'the Content-Type of --data (default application/json)')
     .option('-H, --header <name:value>', 'an extra request header (repeatable), e.g. for match.headers', collect, [])
     .option('--sign', "sign the body the way the matching mapping's signature expects, with its secret from the config")
