@@ -40,8 +40,8 @@ export function addNodesCommand(program: Command): void {
     });
   nodes
     .command('prune')
-    .description(`remove the rows of nodes not seen for longer than --older-than (default ${PRUNE_DEFAULT}), never live`)
-    .option('--older-than <duration>', `not seen for longer than this ("24h", "7d"; at least ${LIVE_S} s)`, PRUNE_DEFAULT)
+    .description(`remove the rows of nodes not seen for longer than --older-than (default ${PRUNE_DEFAULT}); audited`)
+    .option('--older-than <duration>', `not seen for this long ("24h", "7d"; at least ${LIVE_S} s)`, PRUNE_DEFAULT)
     .option('--dry-run', 'list what would be removed, remove nothing')
     .addOption(jsonOption())
     .addOption(configOption())
