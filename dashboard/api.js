@@ -51,7 +51,5 @@ export function qs(params) {
   return s ? `?${s}` : '';
 }
 
-// The API names delivery states pending|sent|failed (docs/reference.md#admin-endpoints); the store's words are
-// pending|delivered|dead. The page shows the API's words and accepts either from the server.
-export const deliveryWord = (state) => ({ delivered: 'sent', dead: 'failed' })[state] ?? state;
-export const isDeadDelivery = (state) => state === 'dead' || state === 'failed';
+// A delivery's state is pending, sent or failed (dead-lettered), in the API and the live feed alike.
+export const isDeadDelivery = (state) => state === 'failed';

@@ -1,6 +1,6 @@
 // The run detail view: a modal <dialog> (the browser traps focus in it and closes it on Escape); focus goes back
 // to the button that opened it. It reloads while open when the feed reports a change of the run or its deliveries.
-import { api, deliveryWord, isDeadDelivery } from './api.js';
+import { api, isDeadDelivery } from './api.js';
 import { badge, el, fill, timeEl } from './dom.js';
 
 const dialog = () => document.getElementById('run-dialog');
@@ -98,7 +98,7 @@ function deliveryRow(d) {
     el(
       'div',
       { class: 'row-main' },
-      badge(deliveryWord(d.state)),
+      badge(d.state),
       el('strong', {}, d.channel),
       el('span', { class: 'to' }, `→ ${d.to ?? ''}`),
       el('span', { class: 'meta' }, `${d.attempts ?? 0} attempt${d.attempts === 1 ? '' : 's'}`),

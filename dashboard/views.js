@@ -1,7 +1,7 @@
 // The four live lists: received hooks, runs, failed deliveries, the main session's pending events. Each has a
 // load (a page from the API) and an update from a feed event; the feed's events carry ids and states only, so
 // anything more is read through the API.
-import { api, deliveryWord, isDeadDelivery, qs } from './api.js';
+import { api, isDeadDelivery, qs } from './api.js';
 import { badge, el, fill, shortId, timeEl } from './dom.js';
 import { deliveries, pendingOf } from './overview.js';
 
@@ -138,7 +138,7 @@ function renderDelivery(li, d) {
     el(
       'div',
       { class: 'row-main' },
-      el('span', { class: 'd-state' }, badge(deliveryWord(d.state)), d.retried ? el('span', { class: 'sr-only' }, ' (retry queued)') : null),
+      el('span', { class: 'd-state' }, badge(d.state), d.retried ? el('span', { class: 'sr-only' }, ' (retry queued)') : null),
       el('strong', {}, d.channel),
       el('span', { class: 'to' }, `→ ${d.to ?? ''}`),
       el('span', { class: 'meta' }, `${d.attempts ?? 0} attempt${d.attempts === 1 ? '' : 's'}`),

@@ -27,6 +27,8 @@ export const AUDIT_KINDS = [
   'lockout',
   /** The operator set a session's route (`hookgate sessions route`): `detail.from` → `detail.to`. */
   'session.route',
+  /** The operator removed the rows of nodes gone for long (`hookgate nodes prune`): `detail.nodes`, their ids. */
+  'nodes.pruned',
 ] as const;
 export type AuditKind = (typeof AUDIT_KINDS)[number];
 

@@ -28,8 +28,32 @@ export type CompletionStatus = (typeof COMPLETION_STATUSES)[number];
 export const REPLY_DISPOSITIONS = ['visible', 'silent', 'empty'] as const;
 export type ReplyDisposition = (typeof REPLY_DISPOSITIONS)[number];
 
+/** The store's words for a delivery's state (its column values). Never shown: everything a user reads says the next. */
 export const DELIVERY_STATES = ['pending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/**
+ * A delivery's state as the API, the CLI, the live feed, the metrics and the dashboard name it: `pending` (on its way,
+ * maybe after failed attempts), `sent`, `failed` (dead-lettered: gave up, or refused for good).
+ */
+export const DELIVERY_STATE_NAMES = ['pending', 'sent', 'failed'] as const;
+export type DeliveryStateName = (typeof DELIVERY_STATE_NAMES)[number];
+/** Older spellings still accepted as input (a CLI `--state`, an API query parameter). */
+export const DELIVERY_STATE_ALIASES: Readonly<Record<string, DeliveryStateName>> = {
+  delivered: 'sent',
+  dead: 'failed',
+};
+const STORED: Record<DeliveryStateName, DeliveryState> = { pending: 'pending', sent: 'delivered', failed: 'dead' };
+
+/** The store's state in the shown words. */
+export function deliveryStateName(state: DeliveryState): DeliveryStateName {
+  return state === 'delivered' ? 'sent' : state === 'dead' ? 'failed' : 'pending';
+}
+/** A shown word (or an older alias) → the store's state; undefined for any other word. */
+export function storedDeliveryState(word: string): DeliveryState | undefined {
+  if (isOneOf(DELIVERY_STATE_NAMES, word)) return STORED[word];
+  return Object.hasOwn(DELIVERY_STATE_ALIASES, word) ? STORED[DELIVERY_STATE_ALIASES[word]!] : undefined;
+}
 
 /** What produced a system event: a wake request, a run summary, the CLI. */
 export const EVENT_ORIGINS = ['wake', 'summary', 'cli'] as const;

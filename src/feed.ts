@@ -8,7 +8,7 @@
  * An event is turned into its SSE frame (JSON) only when a client reads it, once per flush however many read it.
  */
 import { randomBytes } from 'node:crypto';
-import type { DeliveryState, RunState } from './enums.js';
+import type { DeliveryStateName, RunState } from './enums.js';
 
 /** A hook request answered: accepted (2xx) or refused (its code). */
 export interface ReceivedFeedEvent {
@@ -45,16 +45,21 @@ export interface RunFeedEvent {
   durationMs?: number;
 }
 
-/** A delivery was queued, sent, failed an attempt (still pending) or dead-lettered. */
+/**
+ * What happened to a delivery: `queued` (new, or retried by an operator), `sent`, `retry` (an attempt failed; still
+ * pending), `failed` (dead-lettered).
+ */
+export type DeliveryChange = 'queued' | 'sent' | 'retry' | 'failed';
+
+/** A delivery changed; `state` is what it is now, in the same words as the API's. */
 export interface DeliveryFeedEvent {
   type: 'delivery';
   at: number;
   deliveryId: string;
   runId: string | null;
   channel: string;
-  state: DeliveryState;
-  /** What happened: `queued` (new or retried by an operator), `sent`, `retry` (an attempt failed), `dead`. */
-  change: 'queued' | 'sent' | 'retry' | 'dead';
+  state: DeliveryStateName;
+  change: DeliveryChange;
   attempts: number;
   lastError: string | null;
 }

@@ -5,10 +5,11 @@
  * the store's notice).
  */
 import type { Audit } from '../audit.js';
+import { deliveryStateName } from '../enums.js';
 import { AdminError } from '../errors.js';
 import { sendJson } from '../ingress/respond.js';
 import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
-import { apiDeliveryState, parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
+import { parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
 import type { AdminRoute } from './route.js';
 
 /**
@@ -44,7 +45,7 @@ export function runSummary(r: Run) {
 
 export function deliveryView(d: Delivery) {
   return {
-    id: d.id, runId: d.runId, channel: d.channel, to: d.to, state: apiDeliveryState(d.state), attempts: d.attempts, lastError: d.lastError,
+    id: d.id, runId: d.runId, channel: d.channel, to: d.to, state: deliveryStateName(d.state), attempts: d.attempts, lastError: d.lastError,
     nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt : null, createdAt: d.createdAt, deliveredAt: d.deliveredAt,
   };
 }
@@ -99,7 +100,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         sendJson(res, 200, {
           ...runSummary(run),
           name: run.name, message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
-          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt,
+          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt, retries: run.retries,
           transcript: messages.filter((m) => m.runId === run.id).map(turn),
           deliveries: deliveries.map(deliveryView),
         });
@@ -155,11 +156,11 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const delivery = await store.getDelivery(params.id!);
         if (!delivery) throw notFound(`delivery ${params.id}`);
         if (delivery.state !== 'dead') {
-          throw new AdminError(409, 'not_retryable', `delivery ${delivery.id} is ${apiDeliveryState(delivery.state)}: only a failed (dead-lettered) delivery can be retried`);
+          throw new AdminError(409, 'not_retryable', `delivery ${delivery.id} is ${deliveryStateName(delivery.state)}: only a failed (dead-lettered) delivery can be retried`);
         }
         const queued = await store.retryDelivery(delivery.id, now());
         if (!queued) throw notFound(`delivery ${params.id}`);
-        audit?.record('admin.retry', 'admin', { deliveryId: delivery.id, from: 'dead' });
+        audit?.record('admin.retry', 'admin', { deliveryId: delivery.id, from: 'failed' });
         signals.deliveriesQueued([queued]);
         sendJson(res, 200, { ok: true, deliveryId: delivery.id });
       },

@@ -41,7 +41,7 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 const RUN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 
 /** Delivery changes counted as outcomes (a delivery being queued is not one). */
-const DELIVERY_OUTCOMES = { sent: 'sent', retry: 'failed', dead: 'dead' } as const;
+const DELIVERY_OUTCOMES = { sent: 'sent', retry: 'retry', failed: 'failed' } as const;
 
 export class HookgateMetrics {
   readonly registry = new client.Registry();
@@ -66,7 +66,7 @@ export class HookgateMetrics {
     this.requestSeconds = new KeyedHistogram('hookgate_hook_request_duration_seconds', 'Time from a hook request to its answer, by route.', LATENCY_BUCKETS, this.registry);
     this.commitSeconds = new client.Histogram({ name: 'hookgate_store_commit_duration_seconds', help: 'Time of one group commit of the store (a batch of accepted hooks).', buckets: LATENCY_BUCKETS, registers });
     this.runSeconds = new client.Histogram({ name: 'hookgate_run_duration_seconds', help: 'Time of an agent run from its start to its end (succeeded, failed or timed out).', buckets: RUN_BUCKETS, registers });
-    this.deliveries = new client.Counter({ name: 'hookgate_deliveries_total', help: 'Delivery attempts by channel and outcome: sent, failed (retried later), dead (dead-lettered).', labelNames: ['channel', 'outcome'], registers });
+    this.deliveries = new client.Counter({ name: 'hookgate_deliveries_total', help: 'Delivery attempts by channel and outcome: sent, retry (failed, tried again later), failed (dead-lettered).', labelNames: ['channel', 'outcome'], registers });
     this.heartbeats = new client.Counter({ name: 'hookgate_heartbeats_total', help: 'Heartbeat turns by outcome (ok, failed).', labelNames: ['outcome'], registers });
     this.authFailures = new client.Counter({ name: 'hookgate_auth_failures_total', help: 'Hook requests refused 401 (a missing or wrong token or signature).', registers });
     this.unmatched = new client.Counter({

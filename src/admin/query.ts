@@ -1,9 +1,9 @@
 /**
  * The admin API's query strings, parsed and checked (pure): a bad value is 400 `invalid_query` naming the parameter.
- * The API's words map onto the store's where they differ (a delivery `sent` is the store's `delivered`).
+ * A delivery state is named as everywhere else (`pending`, `sent`, `failed`); the older `delivered`, `dead` are accepted.
  */
 import { AUDIT_KINDS } from '../audit.js';
-import { type DeliveryState, RUN_STATES, type RunState } from '../enums.js';
+import { DELIVERY_STATE_NAMES, RUN_STATES, type RunState, storedDeliveryState } from '../enums.js';
 import type { AuditPageQuery } from '../store/audit-types.js';
 import { invalidQuery } from '../errors.js';
 import type { DeliveryPageQuery, ReceivedPageQuery, RunPageQuery } from '../store/pages.js';
@@ -12,15 +12,6 @@ export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 /** Longer values are no key, path or cursor hookgate made. */
 const MAX_VALUE_CHARS = 512;
-
-/** The delivery states of the API, and the store's state each one is. */
-export const API_DELIVERY_STATES = { pending: 'pending', sent: 'delivered', failed: 'dead' } as const satisfies Record<string, DeliveryState>;
-export type ApiDeliveryState = keyof typeof API_DELIVERY_STATES;
-
-/** The store's delivery state in the API's words. */
-export function apiDeliveryState(state: DeliveryState): ApiDeliveryState {
-  return state === 'delivered' ? 'sent' : state === 'dead' ? 'failed' : 'pending';
-}
 
 /** One value of a parameter: absent → undefined; repeated, empty or overlong → invalid_query. */
 export function single(query: URLSearchParams, name: string): string | undefined {
@@ -66,9 +57,11 @@ export function parseRunsQuery(query: URLSearchParams): RunPageQuery {
 
 export function parseDeliveriesQuery(query: URLSearchParams): DeliveryPageQuery {
   onlyKnown(query, ['state', 'channel', 'limit', 'cursor']);
-  const state = oneOf(query, 'state', Object.keys(API_DELIVERY_STATES) as ApiDeliveryState[]);
+  const word = single(query, 'state');
+  const state = word === undefined ? undefined : storedDeliveryState(word);
+  if (word !== undefined && state === undefined) throw invalidQuery('state', `one of ${DELIVERY_STATE_NAMES.join(', ')}`);
   const channel = single(query, 'channel');
-  return { ...page(query), ...(state ? { state: API_DELIVERY_STATES[state] } : {}), ...(channel !== undefined ? { channel } : {}) };
+  return { ...page(query), ...(state ? { state } : {}), ...(channel !== undefined ? { channel } : {}) };
 }
 
 export function parseReceivedQuery(query: URLSearchParams): ReceivedPageQuery {

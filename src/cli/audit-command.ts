@@ -60,6 +60,8 @@ function summary(e: AuditEntry): string {
       return `locked ${d.lockoutSeconds} s after ${d.failures} failures in ${d.windowSeconds} s${d.listener === 'admin' ? ' (admin listener)' : ''}`;
     case 'session.route':
       return logSafe(`session ${d.sessionKey}: ${routeOf(d.from) ?? 'none'} ⇒ ${routeOf(d.to) ?? 'none'}`, 300);
+    case 'nodes.pruned':
+      return logSafe(`${list(d.nodes)} (not seen for ${d.olderThan})`, 300);
     default:
       return logSafe(JSON.stringify(d), 300);
   }

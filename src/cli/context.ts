@@ -18,7 +18,7 @@ import type { AuditStore, ClusterStore, GmailStore, OperatorStore } from '../sto
 export { cliFlags, announce, verbose } from './flags.js';
 export { listenerUrl, locate, serviceEndpoint } from './endpoint.js';
 
-export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
+export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'removeNode' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
 
 /** Said by `config check` and `doctor` about an embedded default that has not run in this directory yet. */
 export const UNSTARTED_DEFAULT_NOTE =

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import type { Config } from '../config/load.js';
 import { type MappingConfig, normalizeMatchPath } from '../config/schema/hooks.js';
 import { CliError } from '../errors.js';
+import { isFormContentType, parseFormObject } from '../form-body.js';
 import { headersMatch } from '../hooks/mappings/compile.js';
 import { presetMappings } from '../hooks/mappings/presets/index.js';
 import { compileSender } from '../hooks/mappings/presets/sender.js';
@@ -35,6 +36,46 @@ export function parseJsonData(raw: Buffer): unknown {
   } catch (err) {
     throw new CliError('cli_usage', `--data is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** The body options of `send hook` and `mappings test`. */
+export interface BodyOpts {
+  data?: string;
+  form: string[];
+  contentType?: string;
+}
+
+/**
+ * The request's body, its content type and the payload the service would parse from it: `--data` (JSON unless
+ * `--content-type` says otherwise), or `--form` fields (`name=value`, encoded here; `@FILE` for a body already
+ * encoded, sent as it is), as a form sender (a Slack slash command) posts them.
+ */
+export function requestBody(o: BodyOpts): { raw: Buffer; contentType: string; payload: unknown } {
+  if (o.form.length > 0) {
+    if (o.data !== undefined) throw new CliError('cli_usage', 'give --data or --form, not both');
+    if (o.contentType !== undefined && !isFormContentType(o.contentType)) {
+      throw new CliError('cli_usage', `--form sends ${FORM}; --content-type ${o.contentType} does not fit it`);
+    }
+    const raw = Buffer.from(o.form.map(formPart).join('&'));
+    return { raw, contentType: o.contentType ?? FORM, payload: parseFormObject(raw) };
+  }
+  if (o.data === undefined) {
+    throw new CliError('cli_usage', 'give the body: --data JSON (or @FILE, or - for stdin), or --form name=value');
+  }
+  const raw = readData(o.data);
+  const contentType = o.contentType ?? 'application/json';
+  if (isFormContentType(contentType)) return { raw, contentType, payload: parseFormObject(raw) };
+  return { raw, contentType, payload: parseJsonData(raw) };
+}
+
+/** One `--form` value: `name=value` encoded, or `@FILE`'s bytes (an encoded body, trailing line break dropped). */
+function formPart(spec: string): string {
+  if (spec.startsWith('@')) return readData(spec).toString('utf8').replace(/\r?\n$/, '');
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new CliError('cli_usage', `--form ${JSON.stringify(spec)}: expected name=value or @FILE`);
+  return new URLSearchParams([[spec.slice(0, eq), spec.slice(eq + 1)]]).toString();
 }
 
 /**

@@ -1,19 +1,24 @@
 /**
  * `hookgate send`: a client of the running service. Stdout is the answer's body alone (one line of JSON, for jq);
- * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr.
+ * the HTTP status is the exit code (0 for 2xx, 1 otherwise) and, with --verbose, a line on stderr. `send agent --wait`
+ * says how the run ended instead (send-wait.ts).
  */
+import { randomUUID } from 'node:crypto';
 import { type Command, Option } from 'commander';
 import { normalizeMatchPath } from '../config/client.js';
 import { SESSION_MODES, WAKE_MODES } from '../enums.js';
 import { CliError } from '../errors.js';
-import { is2xx, request } from '../http/client.js';
-import { serviceEndpoint } from './endpoint.js';
+import { type HttpResponse, is2xx, request } from '../http/client.js';
+import { adminEndpoint, serviceEndpoint } from './endpoint.js';
 import { verbose } from './flags.js';
 import { collect, configOption, parsePositiveNumber } from './options.js';
+import type { BodyOpts } from './request-input.js';
+import { answerBody, followRun, type Progress, WAIT_EXIT, waitExitCode } from './send-wait.js';
 
 interface SendOpts {
   config?: string;
   url?: string;
+  adminUrl?: string;
   idempotencyKey?: string;
 }
 
@@ -48,7 +53,15 @@ export function addSendCommands(program: Command): void {
     .option('--channel <channel>', 'where the reply goes (default: last)')
     .option('--to <to>', 'the recipient on that channel')
     .option('--account-id <id>', "one of the channel's accounts (channels.<platform>.accounts; needs --channel)")
-    .option('--wait', 'hold the answer until the run ends (waitForCompletion): prints its completion, reply included')
+    .option(
+      '--wait',
+      'hold the answer until the run ends (waitForCompletion): its progress on stderr, its completion on stdout, ' +
+        'exit 0 only for a reply delivered or held back on purpose',
+    )
+    .option(
+      '--admin-url <url>',
+      "with --wait: the admin listener's base URL, asked for the run's progress (default: admin.bind, admin.port)",
+    )
     .option('--model <model>', 'a model override: <provider>/<model> or an alias')
     .option('--thinking <level>', 'thinking level passed to the provider')
     .addOption(new Option('--timeout <seconds>', 'timeoutSeconds of the run').argParser(parsePositiveNumber))
@@ -70,26 +83,32 @@ export function addSendCommands(program: Command): void {
         model: o.model,
         thinking: o.thinking,
         timeoutSeconds: o.timeout,
-        ...(o.wait ? { waitForCompletion: true } : {}),
       };
+      if (o.wait) return waitForRun(o, body);
       await post(o, 'agent', Buffer.from(JSON.stringify(body)));
     });
   send
     .command('hook')
     .description('POST a JSON body to a mapped hook ({hooks.path}/NAME)')
     .argument('<name>', 'the mapped hook name (path under hooks.path)')
-    .requiredOption('--data <json>', 'the JSON body: inline, @FILE to read a file, or - to read stdin (sent byte for byte)')
+    .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - (stdin), as is')
+    .option(
+      '--form <name=value>',
+      'a form field (repeatable), sent as application/x-www-form-urlencoded; @FILE: an encoded form body',
+      collect,
+      [],
+    )
+    .option('--content-type <type>', 'the Content-Type of --data (default application/json)')
     .option('-H, --header <name:value>', 'an extra request header (repeatable), e.g. for match.headers', collect, [])
     .option('--sign', "sign the body the way the matching mapping's signature expects, with its secret from the config")
     .addOption(idempotencyOption())
     .addOption(configOption())
     .addOption(urlOption())
-    .action(async (name: string, o: SendOpts & { data: string; header: string[]; sign?: boolean }) => {
+    .action(async (name: string, o: SendOpts & BodyOpts & { header: string[]; sign?: boolean }) => {
       // Loaded here only: what reads a body and finds its mapping is not needed by wake and agent.
-      const { parseHeader, parseJsonData, readData } = await import('./request-input.js');
-      const raw = readData(o.data);
-      const payload = parseJsonData(raw);
-      const headers = Object.fromEntries(o.header.map(parseHeader));
+      const { parseHeader, requestBody } = await import('./request-input.js');
+      const { raw, contentType, payload } = requestBody(o);
+      const headers = { 'content-type': contentType, ...Object.fromEntries(o.header.map(parseHeader)) };
       const signed = o.sign ? await signatureHeaders(o.config, name, payload, headers, raw) : undefined;
       await post(o, name, raw, headers, signed);
     });
@@ -133,7 +152,76 @@ async function post(
   extra: Record<string, string> = {},
   signed?: Signed,
 ): Promise<void> {
-  const { config, url: configured, token } = serviceEndpoint(opts.config);
+  const res = await exchange(opts, path, body, extra, signed);
+  process.stdout.write(oneLine(res.text));
+  process.exitCode = is2xx(res.status) ? 0 : 1;
+}
+
+/**
+ * `send agent --wait`: the run is accepted first (its id at once), then the same request with `waitForCompletion`
+ * and the same Idempotency-Key holds the answer until the run ends (a replay waits for the first run), while the run's
+ * progress goes to stderr. The exit code says how the run ended (WAIT_EXIT).
+ */
+async function waitForRun(o: SendOpts, body: Record<string, unknown>): Promise<void> {
+  const opts = { ...o, idempotencyKey: o.idempotencyKey ?? randomUUID() };
+  const endpoint = serviceEndpoint(o.config);
+  const first = await exchange(opts, 'agent', Buffer.from(JSON.stringify(body)), {}, undefined, endpoint);
+  const accepted = answerBody(first.text);
+  const runId = accepted?.runId;
+  if (!is2xx(first.status) || typeof runId !== 'string') {
+    process.stdout.write(oneLine(first.text));
+    process.exitCode = 1;
+    return;
+  }
+  const progress = follow(o, runId);
+  let held: HttpResponse;
+  try {
+    const waiting = Buffer.from(JSON.stringify({ ...body, waitForCompletion: true }));
+    held = await exchange(opts, 'agent', waiting, {}, undefined, endpoint);
+  } finally {
+    await progress?.stop();
+  }
+  const answer = answerBody(held.text);
+  if (!is2xx(held.status) || !answer) {
+    process.stdout.write(oneLine(held.text));
+    process.exitCode = 1;
+    return;
+  }
+  // The held answer is a replay of the first: it is `duplicate` only when the first was.
+  if (accepted?.duplicate === undefined) delete answer.duplicate;
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+  process.exitCode = waitExitCode(answer.completion as { status?: unknown } | undefined);
+  if (process.exitCode === WAIT_EXIT.pending) {
+    const hint = `follow it with \`hookgate runs show ${runId}\``;
+    process.stderr.write(`hookgate: run ${runId} has not ended yet (it goes on): ${hint}\n`);
+  }
+}
+
+/** The run's progress from the admin API, or a note on stderr when there is no admin listener to ask. */
+function follow(o: SendOpts, runId: string): Progress | undefined {
+  let why: string;
+  try {
+    const admin = adminEndpoint(o.config);
+    const url = o.adminUrl?.replace(/\/+$/, '') ?? admin.url;
+    return followRun({ url, token: admin.token }, runId, process.stderr);
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    why = err.message;
+  }
+  process.stderr.write(`hookgate: waiting for run ${runId} without progress: ${why}\n`);
+  return undefined;
+}
+
+/** POSTs to the hooks listener; the answer whatever its status, or cli_unreachable. */
+async function exchange(
+  opts: SendOpts,
+  path: string,
+  body: Buffer,
+  extra: Record<string, string> = {},
+  signed?: Signed,
+  endpoint = serviceEndpoint(opts.config),
+): Promise<HttpResponse> {
+  const { config, url: configured, token } = endpoint;
   const base = opts.url ? `${opts.url.replace(/\/+$/, '')}${config.hooks.path}` : configured;
   const headers: Record<string, string> = { 'content-type': 'application/json', ...extra };
   // A signed request is authenticated by its signature alone: the hook token is not sent along with it.
@@ -145,8 +233,7 @@ async function post(
   const res = await request(target, { method: 'POST', headers, body }, { plainHttp: true });
   if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
-  process.stdout.write(oneLine(res.text));
-  process.exitCode = is2xx(res.status) ? 0 : 1;
+  return res;
 }
 
 /** The body on one line: JSON re-printed compactly, anything else as it came; nothing for an empty body. */

@@ -1,11 +1,11 @@
 /** The commands that read (and repair) the store: runs, sessions, deliveries, received. They never load the server. */
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { accountProblem, configuredAccounts, configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
 import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { parseDuration } from '../config/schema/common.js';
-import { DELIVERY_STATES, RUN_STATES } from '../enums.js';
+import { DELIVERY_STATE_NAMES, deliveryStateName, RUN_STATES, storedDeliveryState } from '../enums.js';
 import { CliError } from '../errors.js';
-import type { DeliveryState, OperatorStore, RunState, SystemEvent } from '../store/types.js';
+import type { Delivery, DeliveryState, OperatorStore, RunState, SystemEvent } from '../store/types.js';
 import { logSafe } from '../text-safe.js';
 import { type CliStore, fullConfig, withStore } from './context.js';
 import { printJson, routeText, table, time } from './format.js';
@@ -65,8 +65,8 @@ function addRuns(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listRuns({ state: o.state, sessionKey: o.session, limit: o.limit });
         if (o.json) return printJson(list);
-        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default' }));
-        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts'])}\n`);
+        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default', node: r.node ?? null }));
+        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts', 'node'])}\n`);
       });
     });
   recordCommand(runs, {
@@ -80,6 +80,7 @@ function addRuns(program: Command): void {
         `run ${run.id}`,
         `  state:      ${run.state} (attempts ${run.attempts})`,
         `  created:    ${time(run.createdAt)}   started: ${time(run.startedAt)}   finished: ${time(run.finishedAt)}`,
+        `  node:       ${run.node ?? 'none yet'}`,
         `  hook:       ${run.name} via ${run.hookPath}${run.mappingId ? ` (mapping ${run.mappingId})` : ''}`,
         `  agent:      ${run.agentId}   session: ${run.sessionKey} (${run.sessionMode})`,
         `  model:      ${run.model ?? 'agent default'}${run.thinking ? `   thinking: ${run.thinking}` : ''}   timeout: ${run.timeoutSeconds}s`,
@@ -92,7 +93,7 @@ function addRuns(program: Command): void {
       if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
       if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
       for (const d of await store.listDeliveries({ runId: run.id })) {
-        lines.push(`  delivery:   ${d.id} ${d.state} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
+        lines.push(`  delivery:   ${d.id} ${deliveryStateName(d.state)} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
       }
       return lines;
     },
@@ -194,16 +195,20 @@ function addDeliveries(program: Command): void {
   deliveries
     .command('list')
     .description('list deliveries, newest first')
-    .option('--failed', 'only dead-lettered deliveries (same as --state dead)')
-    .addOption(new Option('--state <state>', 'only deliveries in this state').choices(DELIVERY_STATES))
+    .option('--failed', 'only failed (dead-lettered) deliveries (same as --state failed)')
+    .addOption(
+      new Option('--state <state>', 'only deliveries in this state (pending, sent, failed)')
+        .choices(DELIVERY_STATE_NAMES)
+        .argParser(deliveryStateOption),
+    )
     .addOption(limitOption())
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (o: StoreOpts & { failed?: boolean; state?: DeliveryState; limit: number }) => {
       await withStore(o.config, async (store) => {
         const list = await store.listDeliveries({ state: o.failed ? 'dead' : o.state, limit: o.limit });
-        if (o.json) return printJson(list);
-        const rows = list.map((d) => ({ ...d, created: time(d.createdAt), route: `${d.channel}${d.to ? `:${d.to}` : ''}`, run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null) }));
+        if (o.json) return printJson(list.map(shownDelivery));
+        const rows = list.map((d) => ({ ...shownDelivery(d), created: time(d.createdAt), route: `${d.channel}${d.to ? `:${d.to}` : ''}`, run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null) }));
         process.stdout.write(`${table(rows, ['id', 'state', 'created', 'route', 'run', 'attempts', 'lastError'])}\n`);
       });
     });
@@ -214,11 +219,23 @@ function addDeliveries(program: Command): void {
     get: async (store, id) => {
       const d = await store.retryDelivery(id, Date.now());
       if (d) await auditCli(store, 'admin.retry', { deliveryId: d.id });
-      return d;
+      return d && shownDelivery(d);
     },
-    missing: (id) => `no dead or pending delivery ${id}`,
+    missing: (id) => `no failed or pending delivery ${id}`,
     text: (d) => [`delivery ${d.id} queued again`],
   });
+}
+
+/** `--state`: a delivery state's name, or an older spelling of one (`delivered`, `dead`). */
+function deliveryStateOption(word: string): DeliveryState {
+  const state = storedDeliveryState(word);
+  if (state === undefined) throw new InvalidArgumentError(`Allowed choices are ${DELIVERY_STATE_NAMES.join(', ')}.`);
+  return state;
+}
+
+/** A delivery as the CLI prints it: its state named as in the API and the live feed. */
+function shownDelivery(d: Delivery): Omit<Delivery, 'state'> & { state: string } {
+  return { ...d, state: deliveryStateName(d.state) };
 }
 
 /** A command on one record by id or key: exit 1 when there is none; --json prints the record, else its text. */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from '../errors.js';
-import { formFields } from '../form-body.js';
+import { parseFormObject } from '../form-body.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -179,37 +179,4 @@ export class LazyPayload {
     }
     return this.parsed;
   }
-}
-
-/** Field names that are never copied from a form: they could reach an object's prototype. */
-const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor']);
-
-/**
- * A form body (`a=1&b=x+y`, UTF-8) as a payload: one string per field; a field sent more than once becomes an array
- * of its values in order (Slack never repeats one); `__proto__`/`prototype`/`constructor` fields are dropped. A
- * `payload` field holding a JSON object or array (Slack Interactivity) is decoded into that value; any other
- * `payload` stays a string. A BOM is skipped as for JSON. Never throws.
- */
-export function parseFormObject(body: Buffer): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of formFields(body)) {
-    if (PROTOTYPE_KEYS.has(name)) continue;
-    if (!Object.hasOwn(out, name)) out[name] = value;
-    else {
-      const prev = out[name];
-      out[name] = Array.isArray(prev) ? [...(prev as string[]), value] : [prev, value];
-    }
-  }
-  if (typeof out.payload === 'string') {
-    const text = out.payload.trim();
-    if (text.startsWith('{') || text.startsWith('[')) {
-      try {
-        const decoded = JSON.parse(text) as unknown;
-        if (decoded !== null && typeof decoded === 'object') out.payload = decoded;
-      } catch {
-        // not JSON after all: kept as the string that was sent
-      }
-    }
-  }
-  return out;
 }

@@ -3,8 +3,8 @@
  * heartbeat turn, each announced once its write committed. Ids and states only (errors are the runtime's own
  * one-line, log-safe texts), never a message or a reply.
  */
-import type { FeedSink } from '../feed.js';
-import type { DeliveryState, RunState } from '../enums.js';
+import type { DeliveryChange, FeedSink } from '../feed.js';
+import { type DeliveryState, deliveryStateName, type RunState } from '../enums.js';
 import type { NewDelivery, NewRun } from '../store/types.js';
 
 type RunRef = Pick<NewRun, 'id' | 'sessionKey' | 'hookPath'>;
@@ -30,8 +30,16 @@ export class RuntimeAnnouncer {
     for (const d of deliveries) this.delivery(d, 'queued', 'pending', 0, null);
   }
 
-  delivery(d: Pick<NewDelivery, 'id' | 'runId' | 'channel'>, change: 'queued' | 'sent' | 'retry' | 'dead', state: DeliveryState, attempts: number, lastError: string | null): void {
-    this.feed?.publish({ type: 'delivery', at: Date.now(), deliveryId: d.id, runId: d.runId, channel: d.channel, state, change, attempts, lastError });
+  /** `state` is the store's; the feed names it as the API does. */
+  delivery(
+    d: Pick<NewDelivery, 'id' | 'runId' | 'channel'>,
+    change: DeliveryChange,
+    state: DeliveryState,
+    attempts: number,
+    lastError: string | null,
+  ): void {
+    const event = { deliveryId: d.id, runId: d.runId, channel: d.channel, state: deliveryStateName(state), change, attempts, lastError };
+    this.feed?.publish({ type: 'delivery', at: Date.now(), ...event });
   }
 
   heartbeat(sessionKey: string, outcome: 'ok' | 'failed', events: number): void {

@@ -279,7 +279,8 @@ export class Outbox {
     if (leaseLost(lease)) return UNFINISHED;
     const written = writeWhileLeased(lease, () => this.deps.store.finishDelivery(d.id, this.deps.owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF)).then(() => {
       if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
-      else this.announce.delivery(d, outcome.kind, outcome.kind === 'dead' ? 'dead' : 'pending', d.attempts, outcome.error);
+      else if (outcome.kind === 'dead') this.announce.delivery(d, 'failed', 'dead', d.attempts, outcome.error);
+      else this.announce.delivery(d, 'retry', 'pending', d.attempts, outcome.error);
     });
     return { kind: outcome.kind, written };
   }

@@ -232,4 +232,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- migrated by this hookgate from before step 2 has had it since then; one left at step 2, 3 or 4 gets it here.
   ${PG_ACCEPT_FUNCTION}
   `,
+  `
+  -- The node that claimed a run last (the same as SQLite's step; see sqlite-schema.ts).
+  ALTER TABLE runs ADD COLUMN node text;
+  `,
 ];

@@ -30,7 +30,8 @@ const CLAIM_RUNS = `
     ORDER BY r.seq LIMIT $4
     FOR UPDATE OF r SKIP LOCKED),
   cand AS (SELECT id, was FROM (SELECT * FROM expired UNION ALL SELECT * FROM due) c ORDER BY pass, seq LIMIT $4)
-  UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1
+  UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1,
+    node = $2
   FROM cand WHERE runs.id = cand.id RETURNING runs.*, cand.was`;
 
 const CLAIM_DELIVERIES = `

@@ -39,6 +39,7 @@ export function rowToRun(r: Row): Run {
     error: (r.error as string | null) ?? null,
     reply: (r.reply as string | null) ?? null,
     deliveryStatus: (r.delivery_status as string | null) ?? null,
+    node: (r.node as string | null) ?? null,
   };
 }
 

@@ -272,4 +272,8 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX audit_log_at ON audit_log (at);
   `,
+  `
+  -- The node that claimed a run last (hookgate runs list, runs show): kept after the run ends, unlike lease_owner.
+  ALTER TABLE runs ADD COLUMN node TEXT;
+  `,
 ];

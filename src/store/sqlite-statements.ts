@@ -66,7 +66,7 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     leaseRun: db.prepare(
       `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
-         started_at = @now, updated_at = @now WHERE id = @id RETURNING *`,
+         started_at = @now, updated_at = @now, node = @owner WHERE id = @id RETURNING *`,
     ),
     renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
     finishRun: db.prepare(

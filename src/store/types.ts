@@ -78,6 +78,8 @@ export interface Run extends NewRun {
   retries: number;
   /** The first of those failures (the retry window runs from it); null when none. */
   retryingSince: number | null;
+  /** The node (`hookgate nodes` id) that claimed it last: the one running it, or that ran it; null before a claim. */
+  node?: string | null;
   /** A queued run waits until then (a retry's backoff); null: runnable now. */
   nextAttemptAt: number | null;
   updatedAt: number;

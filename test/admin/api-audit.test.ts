@@ -41,7 +41,7 @@ describe('admin API: repairs in the audit trail', () => {
     const res = fakeRes();
     await retry.handle({ req: {} as never, res, params: { id: 'd1' }, query: new URLSearchParams() });
     assert.equal(res.status, 200);
-    assert.deepEqual(records, [['admin.retry', 'admin', { deliveryId: 'd1', from: 'dead' }]]);
+    assert.deepEqual(records, [['admin.retry', 'admin', { deliveryId: 'd1', from: 'failed' }]]);
     await assert.rejects(Promise.resolve(retry.handle({ req: {} as never, res: fakeRes(), params: { id: 'd2' }, query: new URLSearchParams() })));
     assert.equal(records.length, 1);
   });

@@ -44,8 +44,8 @@ describe('metrics (GET /metrics)', () => {
     bus.publish({ type: 'run', at: 1, runId: 'r', state: 'succeeded', sessionKey: 'k', hookName: 'agent', error: null, durationMs: 1500 });
     bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'queued', attempts: 0, lastError: null });
     bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'retry', attempts: 1, lastError: 'x' });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'delivered', change: 'sent', attempts: 2, lastError: null });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'e', runId: null, channel: 'slack', state: 'dead', change: 'dead', attempts: 5, lastError: 'x' });
+    bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'sent', change: 'sent', attempts: 2, lastError: null });
+    bus.publish({ type: 'delivery', at: 1, deliveryId: 'e', runId: null, channel: 'slack', state: 'failed', change: 'failed', attempts: 5, lastError: 'x' });
     bus.publish({ type: 'heartbeat', at: 1, sessionKey: 'k', outcome: 'ok', events: 2 });
     bus.publish({ type: 'heartbeat', at: 1, sessionKey: 'k', outcome: 'failed', events: 2 });
     bus.publish(received('wake', 200), 'another-node'); // counted by its own node, not here
@@ -62,8 +62,9 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(Number(sample(m, 'hookgate_run_duration_seconds')!.sum), 1.5);
     assert.equal(Number(sample(m, 'hookgate_store_commit_duration_seconds')!.count), 1);
     assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'sent' }), 1);
-    assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'failed' }), 1);
-    assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'slack', outcome: 'dead' }), 1);
+    assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'retry' }), 1);
+    assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'slack', outcome: 'failed' }), 1);
+    assert.equal(sample(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'failed' }), undefined, 'a retry is not a failure');
     assert.equal(sample(m, 'hookgate_deliveries_total', { outcome: 'queued' }), undefined, 'being queued is not an outcome');
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'ok' }), 1);
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'failed' }), 1);

@@ -35,6 +35,13 @@ describe('cli: mappings test', () => {
               signature: { scheme: 'github', secret: '${GH_SECRET}' },
             },
             { id: 'door', match: { path: 'door' }, action: 'wake', textTemplate: 'door {{state}}' },
+            {
+              id: 'slash',
+              match: { path: 'slack-slash' },
+              name: 'Slack',
+              messageTemplate: '{{user_name}} asked {{command}} for {{text}}',
+              signature: { scheme: 'slack', secret: 'slack-signing-secret-for-tests' },
+            },
             { id: 'alerts', match: { path: 'alerts' }, transform: { module: 'alert.mjs' } },
             { id: 'strict', match: { path: 'strict' }, messageTemplate: 'x', model: '{{model}}' },
           ],
@@ -52,6 +59,35 @@ describe('cli: mappings test', () => {
     assert.match(r.stdout, /^nothing was queued$/m);
     assert.ok(!r.stdout.includes('gh-secret-for-tests') && !r.stderr.includes('gh-secret-for-tests'), 'the secret is never printed');
     assert.equal(existsSync(join(dir, 'data')), false, 'no store was created or written');
+  });
+
+  it('--form: a Slack slash command (a form body, signed here) renders; fields as name=value pairs or an encoded file', async () => {
+    const pairs = await cli('slack-slash', '--form', 'user_name=Steve', '--form', 'command=/weather', '--form', 'text=94070 & rain?');
+    assert.equal(pairs.code, 0, pairs.stderr);
+    assert.match(pairs.stdout, /^mapping slash \(signed here as slack with its secret\) → 1 action$/m);
+    assert.match(pairs.stdout, /message: Steve asked \/weather for 94070 & rain\?$/m);
+    writeFileSync(join(dir, 'slash.form'), 'user_name=Ada&command=%2Fweather&text=10115\n');
+    const file = await cli('slack-slash', '--form', '@slash.form');
+    assert.equal(file.code, 0, file.stderr);
+    assert.match(file.stdout, /message: Ada asked \/weather for 10115$/m);
+    const typed = await cli('slack-slash', '--data', 'user_name=Bo&command=%2Fw&text=1', '--content-type', 'application/x-www-form-urlencoded');
+    assert.equal(typed.code, 0, typed.stderr);
+    assert.match(typed.stdout, /message: Bo asked \/w for 1$/m);
+  });
+
+  it('--form: refused where the service reads JSON, with --data, or without name=value; a form without --form is JSON', async () => {
+    const tokenPath = await cli('door', '--form', 'state=open');
+    assert.equal(tokenPath.code, 1);
+    assert.match(tokenPath.stderr, /the service would answer 400 invalid_json: a form body is read only on a path whose mappings verify a signature/);
+    const both = await cli('door', '--form', 'state=open', '--data', '{}');
+    assert.match(both.stderr, /give --data or --form, not both/);
+    const bare = await cli('slack-slash', '--form', 'novalue');
+    assert.match(bare.stderr, /--form "novalue": expected name=value or @FILE/);
+    const none = await cli('door');
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /give the body: --data JSON/);
+    const asJson = await cli('slack-slash', '--data', 'user_name=Steve&text=94070');
+    assert.match(asJson.stderr, /--data is not valid JSON/);
   });
 
   it("renders a sender preset (signed here with the entry's secret): its wording and session key", async () => {

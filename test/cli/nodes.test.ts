@@ -80,3 +80,56 @@ describe('cli: hookgate nodes (SQLite)', () => {
     assert.deepEqual([ago(4_000), ago(300_000), ago(3 * 3_600_000), ago(3 * 86_400_000)], ['4 s ago', '5 min ago', '3 h ago', '3 d ago']);
   });
 });
+
+describe('cli: hookgate nodes prune (SQLite)', () => {
+  let dir: string;
+  const now = Date.now();
+  before(async () => {
+    dir = tempDir();
+    mkdirSync(join(dir, 'data'), { mode: 0o700 });
+    await withStoreAt(dir, async (s) => {
+      await s.registerNode(node('box-1:1:live', now));
+      await s.registerNode(node('box-1:2:gone-a-minute', now - 60_000));
+      await s.registerNode(node('box-1:3:gone-two-days', now - 2 * 86_400_000));
+    });
+  });
+  after(() => removeDir(dir));
+  const ids = async () => ((JSON.parse((await runCli(['nodes', '--json'], { cwd: dir })).stdout) as NodeInfo[]).map((n) => n.id));
+
+  it('--dry-run lists the nodes gone for longer than the default (24h) and removes nothing', async () => {
+    const r = await runCli(['nodes', 'prune', '--dry-run'], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^box-1:3:gone-two-days\s+box-1\s+last seen 2 d ago$/m);
+    assert.match(r.stdout, /^would remove 1 node not seen for 24h$/m);
+    assert.equal((await ids()).length, 3);
+  });
+
+  it('removes the rows gone for longer than --older-than, never a live one, and audits it; under 30 s is refused', async () => {
+    const tooShort = await runCli(['nodes', 'prune', '--older-than', '10s'], { cwd: dir });
+    assert.equal(tooShort.code, 1);
+    assert.match(tooShort.stderr, /--older-than must be at least 30 s: a node seen within that is live/);
+    const bad = await runCli(['nodes', 'prune', '--older-than', 'soon'], { cwd: dir });
+    assert.match(bad.stderr, /--older-than "soon": expected a duration/);
+
+    const r = await runCli(['nodes', 'prune', '--json'], { cwd: dir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual((JSON.parse(r.stdout) as NodeInfo[]).map((n) => n.id), ['box-1:3:gone-two-days']);
+    assert.deepEqual(await ids(), ['box-1:1:live', 'box-1:2:gone-a-minute']);
+
+    const shorter = await runCli(['nodes', 'prune', '--older-than', '30s'], { cwd: dir });
+    assert.equal(shorter.code, 0, shorter.stderr);
+    assert.match(shorter.stdout, /^removed 1 node not seen for 30s$/m);
+    assert.deepEqual(await ids(), ['box-1:1:live'], 'the live node stays');
+
+    const audit = await runCli(['audit', '--kind', 'nodes.pruned', '--json'], { cwd: dir });
+    assert.equal(audit.code, 0, audit.stderr);
+    const records = JSON.parse(audit.stdout) as Array<{ actor: string; detail: { nodes: string[]; olderThan: string } }>;
+    assert.deepEqual(
+      records.map((a) => [a.actor, a.detail.nodes, a.detail.olderThan]).sort((x, y) => String(x[2]).localeCompare(String(y[2]))),
+      [
+        ['cli', ['box-1:3:gone-two-days'], '24h'],
+        ['cli', ['box-1:2:gone-a-minute'], '30s'],
+      ],
+    );
+  });
+});

@@ -88,6 +88,17 @@ describe('cli: scripting against a running service', () => {
     });
   }
 
+  it('send hook --form: a Slack slash command (form body) signed with --sign is accepted; --content-type sends --data as that type', async () => {
+    const r = await cli(['send', 'hook', 'slack', '--form', 'user_name=Steve', '--form', 'text=94070', '--form', `trigger_id=t${Date.now()}`, '--sign']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout, '', 'a Slack form request is answered with an empty 200, as Slack expects');
+    const typed = await cli(['send', 'hook', 'slack', '--data', `user_name=Ada&text=1&trigger_id=u${Date.now()}`, '--content-type', 'application/x-www-form-urlencoded', '--sign']);
+    assert.equal(typed.code, 0, typed.stdout + typed.stderr);
+    // Unsigned, the same form is refused by the signature, as a JSON body is.
+    const unsigned = await cli(['send', 'hook', 'slack', '--form', 'text=x']);
+    assert.equal((JSON.parse(unsigned.stdout) as { code: string }).code, 'unauthorized');
+  });
+
   it('--sign on a mapping without a signature, or with no mapping, is refused before sending', async () => {
     const plain = await cli(['send', 'hook', 'plain', '--data', '{}', '--sign']);
     assert.equal(plain.code, 1);

@@ -10,7 +10,9 @@ import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startOpenAIStandin, type OpenAIStandin } from '../support/openai-standin.js';
 import { postAgent, postWake, startServer, waitFor, webhookSecret } from '../support/runtime-kit.js';
+import { parseMetrics, value } from '../support/prometheus.js';
 import { type Hookgate, TOKEN } from '../support/server.js';
+import { openSse } from '../support/sse.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
@@ -156,7 +158,7 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
       ['/api/v1/runs?state=done', 'state'],
       ['/api/v1/runs?cursor=nonsense', 'cursor'],
       ['/api/v1/runs?status=failed', 'status'],
-      ['/api/v1/deliveries?state=dead', 'state'],
+      ['/api/v1/deliveries?state=retry', 'state'],
       ['/api/v1/received?outcome=maybe', 'outcome'],
       ['/api/v1/sessions?limit=-1', 'limit'],
       ['/api/v1/overview?since=0', 'since'],
@@ -227,13 +229,31 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
 
   it('deliveries: a dead-lettered delivery is listed as failed and retried at once to sent; others are 409', async () => {
     receiver.script.push({ status: 500 }, { status: 500 });
+    const metricsText = async () => (await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    const failedCount = (text: string) => value(parseMetrics(text), 'hookgate_deliveries_total', { channel: 'webhook', outcome: 'failed' });
+    const before = failedCount(await metricsText());
+    const feed = await openSse(`${adminUrl}/api/v1/events?types=delivery`, { token: ADMIN_TOKEN });
     const runId = await postAgent(hg, { message: uniq('dead letter'), name: 'Dead', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    try {
+      // The live feed names the dead letter as the API does: a `failed` change to state `failed`.
+      const retried = await feed.next((f) => f.data.runId === runId && f.data.change === 'retry', 20_000);
+      assert.equal(retried.data.state, 'pending');
+      const gaveUp = await feed.next((f) => f.data.runId === runId && f.data.change === 'failed', 20_000);
+      assert.equal(gaveUp.data.state, 'failed');
+    } finally {
+      feed.close();
+    }
+    assert.equal(failedCount(await metricsText()) - before, 1, 'metrics: outcome="failed" counts the dead letter');
     const dead = await waitFor('the delivery to be dead-lettered', async () => {
       const page = await get('/api/v1/deliveries?state=failed&channel=webhook');
       return page.items.find((d: Record<string, unknown>) => d.runId === runId);
     }, 20_000);
     assert.deepEqual([dead.state, dead.channel, dead.to, dead.attempts, dead.nextAttemptAt], ['failed', 'webhook', 'ops', 2, null]);
     assert.match(dead.lastError, /500/);
+    // The older spelling is an alias of the same state, answered in the one vocabulary.
+    const alias = await get('/api/v1/deliveries?state=dead&channel=webhook');
+    assert.ok(alias.items.some((d: Record<string, unknown>) => d.id === dead.id && d.state === 'failed'));
+    assert.ok(alias.items.every((d: Record<string, unknown>) => d.state === 'failed'));
     const retry = await call(`/api/v1/deliveries/${dead.id}/retry`, { method: 'POST' });
     assert.deepEqual([retry.status, retry.body], [200, { ok: true, deliveryId: dead.id }]);
     const sent = await waitFor('the retried delivery to be sent', async () => {

@@ -87,7 +87,7 @@ describe('live feed and metrics (e2e)', () => {
     assert.equal(r.status, 200);
     const runId = String(r.body!.runId);
     const sent = await s.next((f) => f.event === 'delivery' && f.data.runId === runId && f.data.change === 'sent', 10_000);
-    assert.equal(sent.data.state, 'delivered');
+    assert.equal(sent.data.state, 'sent');
     assert.equal(sent.data.channel, 'log');
     const mine = s.frames.filter((f) => f.data.runId === runId);
     assert.deepEqual(

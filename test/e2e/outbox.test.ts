@@ -173,16 +173,31 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.equal(list.code, 0, list.stderr);
     const row = list.stdout.split('\n').find((l) => l.startsWith(delivery.id));
     assert.ok(row, list.stdout);
-    assert.match(row, /\bdead\b/);
+    assert.match(row, /\bfailed\b/);
+    assert.doesNotMatch(row, /\bdead\b/, 'one word for a dead letter: failed');
     assert.ok(row.includes(runId), `run id missing: ${row}`);
     assert.ok(row.includes('gave up after 3 attempts'), `last error missing: ${row}`);
-    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Delivery[];
+    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Array<Record<string, unknown>>;
     const mine = json.find((d) => d.id === delivery.id);
     assert.equal(mine?.runId, runId);
     assert.equal(mine?.lastError, delivery.lastError);
-    // Never hidden behind a success: the run is fine, its delivery is shown as dead.
+    assert.equal(mine?.state, 'failed');
+    // --state takes the same word, and the older spelling as an alias; anything else is refused.
+    for (const word of ['failed', 'dead']) {
+      const byState = await cli(hg, 'deliveries', 'list', '--state', word, '--json');
+      assert.equal(byState.code, 0, byState.stderr);
+      const ids = (JSON.parse(byState.stdout) as Array<{ id: string; state: string }>).map((d) => [d.id, d.state]);
+      assert.deepEqual(ids.find(([id]) => id === delivery.id), [delivery.id, 'failed'], word);
+    }
+    const sentOnly = await cli(hg, 'deliveries', 'list', '--state', 'delivered', '--json');
+    assert.equal(sentOnly.code, 0, sentOnly.stderr);
+    assert.ok((JSON.parse(sentOnly.stdout) as Array<{ state: string }>).every((d) => d.state === 'sent'));
+    const bad = await cli(hg, 'deliveries', 'list', '--state', 'retry');
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /Allowed choices are pending, sent, failed/);
+    // Never hidden behind a success: the run is fine, its delivery is shown as failed.
     const show = await cli(hg, 'runs', 'show', runId);
-    assert.match(show.stdout, new RegExp(`delivery: +${delivery.id} dead → webhook:ops \\(attempts 3, last error: gave up`));
+    assert.match(show.stdout, new RegExp(`delivery: +${delivery.id} failed → webhook:ops \\(attempts 3, last error: gave up`));
     const dead = await waitFor('dead-letter log line', () => logsOf(delivery.id, 'delivery dead-lettered')[0]);
     assert.equal(dead.runId, runId);
     assert.equal(dead.level, 50, 'logged at error level');
@@ -273,5 +288,21 @@ describe('outbox', { timeout: 90_000 }, () => {
     // The mapped route itself works with a real channel id (it does not deliver: the proxy counts Discord's POSTs).
     const ok = await hg.post('/hooks/relay', { text: 'relayed', to: DISCORD_CHANNEL });
     assert.equal(ok.status, 200, ok.text);
+  });
+
+  it('send agent --channel webhook --to <no such target> is refused at accept (400 invalid_channel), like an unknown channel', async () => {
+    const runsBefore = (await store.listRuns({ limit: 1000 })).length;
+    const deliveriesBefore = (await store.listDeliveries({ limit: 1000 })).length;
+    const r = await cli(hg, 'send', 'agent', uniq('to nobody'), '--channel', 'webhook', '--to', 'nobody', '--url', hg.url);
+    assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
+    assert.ok(r.stdout.trim(), `no answer on stdout; stderr: ${r.stderr}`);
+    const answer = JSON.parse(r.stdout) as { ok: boolean; code: string; error: string };
+    assert.deepEqual([answer.ok, answer.code], [false, 'invalid_channel']);
+    assert.match(answer.error, /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
+    const channel = await cli(hg, 'send', 'agent', uniq('nowhere'), '--channel', 'nowhere', '--to', 'x', '--url', hg.url);
+    assert.equal(channel.code, 1, 'an unknown channel is refused the same way');
+    assert.equal((JSON.parse(channel.stdout) as { code: string }).code, 'invalid_channel');
+    assert.equal((await store.listRuns({ limit: 1000 })).length, runsBefore, 'no run was stored (no model spend)');
+    assert.equal((await store.listDeliveries({ limit: 1000 })).length, deliveriesBefore, 'nothing dead-lettered');
   });
 });

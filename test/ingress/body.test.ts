@@ -4,7 +4,8 @@ import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpError } from '../../src/errors.js';
-import { parseFormObject, parseJsonObject, readBody } from '../../src/ingress/body.js';
+import { parseFormObject } from '../../src/form-body.js';
+import { parseJsonObject, readBody } from '../../src/ingress/body.js';
 import { sendError, sendJson } from '../../src/ingress/respond.js';
 import { waitFor } from '../support/wait.js';
 

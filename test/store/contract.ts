@@ -778,6 +778,17 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(await store.claimRuns(B, T0 + 101, LEASE, 10), []);
       });
 
+      it('a run records the node that claimed it last, and keeps it once finished (runs list shows it)', async () => {
+        const r = run({ createdAt: T0 + 1 });
+        await queue(r);
+        assert.equal((await store.getRun(r.id))?.node ?? null, null, 'no node before a claim');
+        const [claimed] = await store.claimRuns(A, T0 + 100, LEASE, 1);
+        assert.equal(claimed?.node, A);
+        assert.equal(await store.completeRun(completion(r.id, A, { finishedAt: T0 + 200, state: 'succeeded' })), true);
+        assert.equal((await store.getRun(r.id))?.node, A);
+        assert.equal((await store.listRuns({ limit: 10 })).find((x) => x.id === r.id)?.node, A);
+      });
+
       it('deferRun queues a leased run again for later: not claimable before, its session waits, retries count, the start does not', async () => {
         const r = run({ sessionKey: 'hook:s' });
         const next = run({ sessionKey: 'hook:s', name: 'next' });
