@@ -53,6 +53,8 @@ export async function loadFigures() {
   set('f-outbox', queues.outboxPending);
   set('f-events', queues.systemEventsPending);
   set('f-failures', failures.runsFailed + failures.deliveriesDead + failures.refused);
+  const parts = [[failures.refused, 'refused'], [failures.runsFailed, 'runs failed'], [failures.deliveriesDead, 'deliveries failed']];
+  set('f-failures-parts', parts.filter(([n]) => n > 0).map(([n, w]) => `${n} ${w}`).join(' · '));
 }
 
 /** A page of deliveries in one of the API's states (`pending`, `sent`, `failed`). */
