@@ -41,7 +41,7 @@ const adminPort = await freePort();
 const config = {
   gateway: { port: 0 },
   storage: { driver: 'sqlite', path: './data/hookgate.db' },
-  hooks: { enabled: true, token: HOOK_TOKEN },
+  hooks: { enabled: true, token: HOOK_TOKEN, allowRequestSessionKey: true },
   heartbeat: { every: 'off' },
   agents: { defaults: { model: 'echo/echo' } },
   admin: { enabled: true, bind: '127.0.0.1', port: adminPort, token: ADMIN_TOKEN },

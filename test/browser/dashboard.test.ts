@@ -37,6 +37,39 @@ function freePort(): Promise<number> {
 
 const skip = skipWithoutChromium();
 
+/**
+ * Run in the page (a string: the test compiler's helpers do not exist there): the texts whose contrast with the
+ * first opaque background behind them is under 4.5:1 (WCAG AA for normal text), the chart's axis labels included.
+ */
+const CONTRAST_CHECK = `(() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const bgOf = (e) => {
+    for (let n = e; n; n = n.parentElement) {
+      const c = getComputedStyle(n).backgroundColor;
+      if (c && !c.endsWith(', 0)') && c !== 'transparent') return c;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const ratio = (fg, bg) => {
+    const [a, b] = [lum(rgb(fg)), lum(rgb(bg))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
+  const out = [];
+  const sel = '.figure dt, .figure .parts, .legend li, .mini td, .mini th, .runs td, .recv time, .recv .code, .meta';
+  for (const e of [...document.querySelectorAll(sel)].slice(0, 300)) {
+    if (!e.textContent.trim() || !e.getClientRects().length) continue;
+    const r = ratio(getComputedStyle(e).color, bgOf(e));
+    if (r < 4.5) out.push(e.tagName + '.' + e.className + ' ' + r.toFixed(2));
+  }
+  const axis = document.querySelector('svg.chart text.axis');
+  if (axis && ratio(getComputedStyle(axis).fill, bgOf(axis)) < 4.5) out.push('chart axis');
+  return out;
+})()`;
+
 describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
   const secret = webhookSecret();
   let receiver: WebhookReceiver;
@@ -50,6 +83,8 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     hg = await startServer({
       heartbeat: { every: 'off' },
       agents: { defaults: { model: 'echo/echo' } },
+      // A run of a named session (as a mapping would make one) shows that session's label.
+      hooks: { allowRequestSessionKey: true },
       admin: { enabled: true, bind: '127.0.0.1', port, token: ADMIN_TOKEN },
       channels: {
         // Two quick attempts, then a dead letter: the stand-in receiver refuses as scripted.
@@ -281,32 +316,7 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.locator('#bd-codes tbody tr').first().waitFor({ timeout: 5000 });
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
-      const low = await page.evaluate(() => {
-        const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number);
-        const lum = ([r, g, b]: number[]) => {
-          const f = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
-          return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
-        };
-        const bgOf = (e: any): string => {
-          for (let n = e; n; n = n.parentElement) {
-            const c = getComputedStyle(n).backgroundColor;
-            if (c && !c.endsWith(', 0)') && c !== 'transparent') return c;
-          }
-          return 'rgb(255, 255, 255)';
-        };
-        const out: string[] = [];
-        const sel = '.figure dt, .figure .parts, .legend li, .mini td, .mini th, .runs td, .recv time, .recv .code, .meta';
-        for (const e of [...document.querySelectorAll(sel)].slice(0, 200)) {
-          if (!e.textContent.trim() || !e.getClientRects().length) continue;
-          const [a, b] = [lum(rgb(getComputedStyle(e).color)), lum(rgb(bgOf(e)))];
-          const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-          if (ratio < 4.5) out.push(`${e.tagName}.${e.className} ${ratio.toFixed(2)}`);
-        }
-        const axis = document.querySelector('svg.chart text.axis');
-        const [a, b] = [lum(rgb(getComputedStyle(axis).fill)), lum(rgb(bgOf(axis)))];
-        if ((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) < 4.5) out.push('chart axis');
-        return out;
-      });
+      const low = (await page.evaluate(CONTRAST_CHECK)) as string[];
       assert.deepEqual(low, [], `${scheme}: low contrast`);
     }
     await page.close();
