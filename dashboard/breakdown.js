@@ -65,9 +65,13 @@ function fillTable(id, rows, cells) {
   table.nextElementSibling.hidden = rows.length > 0; // the "none" line after each table
 }
 
+let last = null; // the last answer, redrawn when the width changes
+
 /** Stacked bars: accepted at the bottom, then each refusal code; the tallest minute fills the height. */
 function drawChart(b, codes, colour) {
-  const w = 600;
+  last = { b, codes, colour };
+  // Drawn at the container's width in CSS pixels, so the axis text is never stretched.
+  const w = Math.max(240, Math.round($('bd-chart').clientWidth || 600));
   const h = 140;
   const left = 34;
   const bottom = 18;
@@ -75,14 +79,16 @@ function drawChart(b, codes, colour) {
   const slot = (w - left) / n;
   const total = (x) => x.accepted + Object.values(x.refused).reduce((a, v) => a + v, 0);
   const peak = Math.max(1, ...b.buckets.map(total));
-  const y = (v) => ((h - bottom - 4) * v) / peak;
+  const top = 10; // room for the top axis label
+  const y = (v) => ((h - bottom - top) * v) / peak;
   const refusedAll = b.byCode.reduce((a, c) => a + c.count, 0);
   const acceptedAll = b.buckets.reduce((a, x) => a + x.accepted, 0);
   const root = svg('svg', {
     viewBox: `0 0 ${w} ${h}`,
+    width: w,
+    height: h,
     class: 'chart',
     role: 'img',
-    preserveAspectRatio: 'none',
     'aria-label': `Requests per minute over the last hour: ${acceptedAll} accepted, ${refusedAll} refused; busiest minute ${peak}`,
   });
   for (const frac of [0, 0.5, 1]) {
@@ -116,6 +122,12 @@ function drawChart(b, codes, colour) {
   }
   fill($('bd-chart'), root);
 }
+
+let resizeTimer = null;
+window.addEventListener('resize', () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => last && drawChart(last.b, last.codes, last.colour), 150);
+});
 
 function drawLegend(b, codes, colour) {
   const accepted = b.buckets.reduce((a, x) => a + x.accepted, 0);

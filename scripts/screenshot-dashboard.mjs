@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Takes the dashboard's screenshots for docs/admin.md: docs/admin-dashboard.png (1440 px, light),
-// docs/admin-dashboard-dark.png (1440 px, dark) and docs/admin-dashboard-mobile.png (375 px, light). The built
+// Takes the dashboard's screenshots for docs/admin.md: docs/admin-dashboard.png (1440×1000, light),
+// docs/admin-dashboard-dark.png (1440×1000, dark) and docs/admin-dashboard-mobile.png (375×1500, light). The built
 // server (npm run build first) runs in a temp dir with its admin listener. Its store is first given an hour of
 // history through the store's own API (wakes and agent requests every minute, a burst of 401s and a lockout 40
 // minutes ago); then live traffic: wakes, named agent runs, a few 401s, a delivery to a receiver that answers 500
@@ -130,12 +130,12 @@ try {
   ];
   for (const s of shots) {
     await page.emulateMedia({ colorScheme: s.scheme });
-    await page.setViewportSize({ width: s.width, height: s.width < 600 ? 812 : 1000 });
+    await page.setViewportSize({ width: s.width, height: s.width < 600 ? 1500 : 1000 });
     await sleep(300);
     await page.locator('#received-list').evaluate((e) => e.scrollTo(0, 0));
     const path = join(outDir, s.file);
-    // The phone shot is the whole page (one column, long); the desktop shots what a 1440×1000 window shows, scaled to half.
-    await page.screenshot({ path, fullPage: s.width < 600, scale: 'css' });
+    // What the window shows: the phone's tall window reaches from the figures through the breakdown to the first list.
+    await page.screenshot({ path, scale: 'css' });
     console.log(`wrote ${path}`);
   }
 } finally {
