@@ -21,6 +21,9 @@ export function receivedBlock(seq: number, records: string): LogBlock {
   return { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
 }
 
+/** How far out of time order received blocks may be committed (concurrent batches), for walks that stop at a time. */
+const OUT_OF_ORDER_MS = 60_000;
+
 export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
 
@@ -93,9 +96,10 @@ export class SqlitePages {
     for (const w of this.db.prepare('SELECT at, counts FROM refusal_log WHERE at >= ?').iterate(since) as IterableIterator<Row>) {
       for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[]) requests.add({ at: w.at as number, path, status, code }, count);
     }
-    // Blocks are appended in time order: walk back from the newest while they may hold records of the period.
+    // Blocks are appended in about time order (each stamped with its newest record): walk back from the newest, past
+    // the period's start by a margin for batches committed out of order (RequestTally skips records outside it).
     for (const b of this.db.prepare('SELECT at, records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
-      if ((b.at as number) < since) break;
+      if ((b.at as number) < since - OUT_OF_ORDER_MS) break;
       for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
     }
     return {
