@@ -1,6 +1,7 @@
 // The dashboard's entry: the token form, then the live page. The page loads each list once, then follows the feed
 // (GET /api/v1/events); on every (re)connection of the feed it reloads the lists, so a gap is never shown as calm.
 import { api, ApiError, setUnauthorizedHandler, token } from './api.js';
+import { loadBreakdown } from './breakdown.js';
 import { initDetail, openRun, openRunId, refreshRun } from './detail.js';
 import { throttle } from './dom.js';
 import { startFeed } from './feed.js';
@@ -10,6 +11,7 @@ import { addReceived, loadDeliveries, loadPending, loadReceived, loadRuns, onOpe
 const $ = (id) => document.getElementById(id);
 let feed = null;
 let rateTimer = null;
+let breakdownTimer = null;
 
 // ---- signing in and out ----------------------------------------------------------------------------------------
 
@@ -17,6 +19,7 @@ function showLogin(message = '', moveFocus = false) {
   feed?.stop();
   feed = null;
   clearInterval(rateTimer);
+  clearInterval(breakdownTimer);
   if (document.getElementById('run-dialog').open) document.getElementById('run-dialog').close();
   $('dash').hidden = true;
   $('signout').hidden = true;
@@ -91,6 +94,8 @@ const reloadFigures = throttle(() => guard(loadFigures()), 3000);
 const reloadPending = throttle(() => guard(loadPending()), 500);
 const reloadDeliveries = throttle(() => guard(loadDeliveries()), 1000);
 const reloadOpenRun = throttle(() => guard(refreshRun()), 300);
+// The breakdown reads an hour of records: at most once per 5 s, however busy the feed.
+const reloadBreakdown = throttle(() => guard(loadBreakdown()), 5000);
 
 function reloadAll() {
   // The rate's history is seeded from the first page (all outcomes only), not counted again on each reconnection.
@@ -106,6 +111,7 @@ function reloadAll() {
   guard(loadDeliveries());
   guard(loadPending());
   guard(loadFigures());
+  guard(loadBreakdown());
   if (openRunId()) reloadOpenRun();
 }
 
@@ -130,6 +136,7 @@ function onEvent(type, e) {
   // (re)connection, on which the lists were reloaded anyway.
 
   reloadFigures();
+  if (type === 'received' || type === 'delivery' || (type === 'run' && e.state !== 'queued' && e.state !== 'running')) reloadBreakdown();
 }
 
 function setConn(state, detail = '') {
@@ -158,6 +165,9 @@ function showDashboard() {
   drawRate();
   clearInterval(rateTimer);
   rateTimer = setInterval(drawRate, 1000);
+  // The chart's minutes move on even when nothing happens.
+  clearInterval(breakdownTimer);
+  breakdownTimer = setInterval(reloadBreakdown, 60000);
 }
 
 // ---- wiring ----------------------------------------------------------------------------------------------------

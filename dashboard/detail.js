@@ -1,7 +1,7 @@
 // The run detail view: a modal <dialog> (the browser traps focus in it and closes it on Escape); focus goes back
 // to the button that opened it. It reloads while open when the feed reports a change of the run or its deliveries.
 import { api, isDeadDelivery } from './api.js';
-import { badge, el, fill, timeEl } from './dom.js';
+import { badge, el, fill, sessionLabel, timeEl } from './dom.js';
 
 const dialog = () => document.getElementById('run-dialog');
 let current = null; // { id, opener }
@@ -59,8 +59,9 @@ export async function refreshRun() {
   const hadFocus = target.contains(document.activeElement);
   const facts = [
     ['State', badge(run.state, String(run.state ?? '').replace('_', ' '))],
-    ['Hook', run.hookName ?? run.hookPath ?? run.name],
-    ['Session', run.sessionKey],
+    ['Name', run.label ?? run.name],
+    ['Hook', run.hookName ?? run.hookPath],
+    ['Session', run.sessionKey && sessionLabel(run.sessionKey) !== run.sessionKey ? [sessionLabel(run.sessionKey), ' ', el('code', {}, run.sessionKey)] : run.sessionKey],
     ['Agent', run.agentId],
     ['Model', run.model ?? 'agent default'],
     ['Attempts', run.attempts],
@@ -74,7 +75,7 @@ export async function refreshRun() {
     run.error ? section('Error', el('p', { class: 'error-text' }, run.error)) : null,
     run.state === 'failed' || run.state === 'timed_out' ? retryRunButton(id) : null,
     section('Message', el('pre', { class: 'text' }, run.message ?? '—')),
-    section('Reply', run.reply ? el('pre', { class: 'text reply' }, run.reply) : el('p', { class: 'hint' }, run.state === 'succeeded' ? 'No reply text.' : 'No reply yet.')),
+    section('Reply', run.reply ? el('pre', { class: 'text reply' }, run.reply) : el('p', { class: 'hint' }, run.state === 'succeeded' ? 'No reply text.' : run.state === 'failed' || run.state === 'timed_out' ? 'No reply: the run failed.' : 'No reply yet.')),
     section(
       `Transcript (${turns.length} turn${turns.length === 1 ? '' : 's'})`,
       turns.length

@@ -35,15 +35,35 @@ export function svg(tag, attrs = {}) {
   return node;
 }
 
-/** 14:05:09 for today, 2026-11-24 14:05 otherwise; the full ISO time in the title. */
+const startOfDay = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+const dayAndClock = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+const fullDate = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+const longForm = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long' });
+
+/** A time in the browser's locale: the clock for today, the date and minute before (the year too if not this one). */
+export function formatTime(ms, now = Date.now()) {
+  const d = new Date(ms);
+  if (startOfDay(d) === startOfDay(new Date(now))) return clock.format(d);
+  return (d.getFullYear() === new Date(now).getFullYear() ? dayAndClock : fullDate).format(d);
+}
+
+/** A <time>: formatTime's text; the ISO time in `datetime` and, with the long local form, in the title. */
 export function timeEl(ms) {
   if (typeof ms !== 'number' || !Number.isFinite(ms)) return el('span', {}, '—');
   const d = new Date(ms);
-  const today = new Date().toDateString() === d.toDateString();
-  const pad = (n) => String(n).padStart(2, '0');
-  const hms = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-  const text = today ? hms : `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${hms.slice(0, 5)}`;
-  return el('time', { datetime: d.toISOString(), title: d.toISOString() }, text);
+  return el('time', { datetime: d.toISOString(), title: `${d.toISOString()} (${longForm.format(d)})` }, formatTime(ms));
+}
+
+/**
+ * A session key as a person reads it: `main`; a run's own session (`hook:<id>`, made when the request named none)
+ * as "own session" and the end of its id; a named key without the `hook:` prefix every hook session has.
+ */
+export function sessionLabel(key) {
+  const k = String(key ?? '');
+  const own = /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(k);
+  if (own) return `own session …${k.slice(-6)}`;
+  return k.startsWith('hook:') ? k.slice(5) : k;
 }
 
 /**

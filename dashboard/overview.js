@@ -53,6 +53,12 @@ export async function loadFigures() {
   set('f-outbox', queues.outboxPending);
   set('f-events', queues.systemEventsPending);
   set('f-failures', failures.runsFailed + failures.deliveriesDead + failures.refused);
+  const parts = [
+    [failures.refused, 'refused', 'refused'],
+    [failures.runsFailed, 'run failed', 'runs failed'],
+    [failures.deliveriesDead, 'delivery failed', 'deliveries failed'],
+  ];
+  set('f-failures-parts', parts.filter(([n]) => n > 0).map(([n, one, many]) => `${n} ${n === 1 ? one : many}`).join(' · '));
 }
 
 /** A page of deliveries in one of the API's states (`pending`, `sent`, `failed`). */

@@ -2,7 +2,7 @@
 // load (a page from the API) and an update from a feed event; the feed's events carry ids and states only, so
 // anything more is read through the API.
 import { api, isDeadDelivery, qs } from './api.js';
-import { badge, el, fill, shortId, timeEl } from './dom.js';
+import { badge, el, fill, formatTime, sessionLabel, shortId, timeEl } from './dom.js';
 import { deliveries, pendingOf } from './overview.js';
 
 const $ = (id) => document.getElementById(id);
@@ -27,9 +27,16 @@ function receivedItem(r) {
     el('span', { class: 'path' }, r.path),
     el('span', { class: 'sr-only' }, ` ${outcome}`),
     r.code ? el('span', { class: 'code' }, r.code) : null,
-    r.count > 1 ? el('span', { class: 'code' }, `×${r.count}`) : null,
+    r.count > 1 ? el('span', { class: 'code', title: countTitle(r) }, `×${r.count}`) : null,
+    r.count === 1 ? el('span', { class: 'sr-only' }, ` (${countTitle(r)})`) : null,
     el('span', { class: 'meta' }, [r.clientIp, ...ids].filter(Boolean).join(' · ')),
   );
+}
+
+/** Refusals are stored as counts per window: the time shown is the window's start. */
+function countTitle(r) {
+  const minutes = Math.round((r.windowMs ?? 60000) / 60000);
+  return `counted over ${minutes === 1 ? 'the minute' : `${minutes} minutes`} from ${formatTime(r.at)}`;
 }
 
 export async function loadReceived() {
@@ -58,7 +65,8 @@ export function onOpenRun(fn) {
   openRun = fn;
 }
 const runFilter = () => document.querySelector('input[name="run-state"]:checked')?.value ?? '';
-const hookOf = (r) => r.hookName ?? r.hookPath ?? r.name ?? '';
+/** What to call a run: the server's label (its name, else its mapping, else its hook); older servers send none. */
+const hookOf = (r) => r.label ?? r.hookName ?? r.hookPath ?? '';
 
 function runRow(r) {
   const button = el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${r.id}`, onclick: () => openRun(r.id, button) }, shortId(r.id));
@@ -67,8 +75,8 @@ function runRow(r) {
     { 'data-run': r.id, role: 'row' },
     el('td', { class: 'c-time', role: 'cell' }, timeEl(r.createdAt ?? r.at)),
     el('td', { class: 'c-state', role: 'cell' }, badge(r.state, r.state.replace('_', ' '))),
-    el('td', { class: 'c-hook', role: 'cell' }, hookOf(r)),
-    el('td', { class: 'c-session', role: 'cell', title: r.sessionKey ?? '' }, r.sessionKey ?? ''),
+    el('td', { class: 'c-hook', role: 'cell', title: r.hookName && r.hookName !== hookOf(r) ? `hook ${r.hookName}` : null }, hookOf(r)),
+    el('td', { class: 'c-session', role: 'cell', title: r.sessionKey ?? '' }, sessionLabel(r.sessionKey)),
     el('td', { class: 'c-id', role: 'cell' }, button),
   );
   if (r.error) tr.title = r.error;
@@ -103,7 +111,7 @@ export function updateRun(e) {
     $('runs-empty').hidden = runRows.size > 0;
     return;
   }
-  const tr = runRow({ id: e.runId, state: e.state, hookName: e.hookName, sessionKey: e.sessionKey, error: e.error, createdAt: e.at });
+  const tr = runRow({ id: e.runId, state: e.state, label: e.label, hookName: e.hookName, sessionKey: e.sessionKey, error: e.error, createdAt: e.at });
   const body = $('runs-body');
   if (old) {
     // Keep the row's time (the run's creation); the event's `at` is the time of this change.

@@ -40,6 +40,8 @@ export interface RunFeedEvent {
   sessionKey: string;
   /** The hook sub-path that produced it. */
   hookName: string;
+  /** What to call it: the request's `name`, else its mapping's id, else the hook sub-path. */
+  label: string;
   error: string | null;
   /** A finished run: how long its turn took. */
   durationMs?: number;

@@ -6,11 +6,15 @@
  */
 import type { Audit } from '../audit.js';
 import { deliveryStateName } from '../enums.js';
+import type { FeedBus } from '../feed.js';
 import { AdminError } from '../errors.js';
 import { sendJson } from '../ingress/respond.js';
+import type { ReceivedRecord } from '../store/pages.js';
 import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
-import { parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
+import { parseBreakdownQuery, parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
 import type { AdminRoute } from './route.js';
+import { runLabel } from '../runtime/summary.js';
+import { liveRecord, unstoredRefusals } from './recent.js';
 
 /**
  * What a repair wakes: this node's run worker and outbox (a no-op once the app stops). The runs and deliveries
@@ -27,10 +31,14 @@ export interface ApiDeps {
   /** Where repairs are recorded (actor "admin"); none in tests that do not look. */
   audit?: Pick<Audit, 'record'>;
   now?: () => number;
+  /** The live feed's ring: refusals not stored yet are read from it (recent.ts). */
+  feed?: FeedBus;
 }
 
 /** The window of `failures` in `GET /api/v1/overview` (the dashboard's and `hookgate status`'s "last hour"). */
 const FAILURE_WINDOW_MS = 3_600_000;
+/** The buckets of `GET /api/v1/breakdown`: one a minute, the window of refusal counts by default. */
+const BREAKDOWN_BUCKET_MS = 60_000;
 
 /** Turns of a run's transcript shown with the run (its session's latest, those of this run). */
 const RUN_TRANSCRIPT_TURNS = 40;
@@ -38,7 +46,8 @@ const RUN_TRANSCRIPT_TURNS = 40;
 /** A run in a list: the fields docs/reference.md#admin-endpoints lists, times in epoch milliseconds. */
 export function runSummary(r: Run) {
   return {
-    id: r.id, state: r.state, sessionKey: r.sessionKey, agentId: r.agentId, hookName: r.hookPath, model: r.model, attempts: r.attempts,
+    id: r.id, state: r.state, label: runLabel(r), name: r.name, mappingId: r.mappingId, sessionKey: r.sessionKey, agentId: r.agentId,
+    hookName: r.hookPath, model: r.model, attempts: r.attempts,
     createdAt: r.createdAt, startedAt: r.startedAt, finishedAt: r.finishedAt, error: r.error,
   };
 }
@@ -76,7 +85,9 @@ function notFound(what: string): AdminError {
 }
 
 export function apiRoutes(deps: ApiDeps): AdminRoute[] {
-  const { store, signals, audit } = deps;
+  const { store, signals, audit, feed } = deps;
+  /** Refusals newer than the newest stored window of counts, from the feed's ring (newest first). */
+  const unstored = async (from: number) => unstoredRefusals(feed, Math.max(from, (await store.refusalsStoredUntil()) ?? 0));
   const now = deps.now ?? Date.now;
   return [
     {
@@ -99,7 +110,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         ]);
         sendJson(res, 200, {
           ...runSummary(run),
-          name: run.name, message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
+          message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
           wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt, retries: run.retries,
           transcript: messages.filter((m) => m.runId === run.id).map(turn),
           deliveries: deliveries.map(deliveryView),
@@ -172,17 +183,46 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
       async handle({ res, query }) {
         parseOverviewQuery(query);
         const since = now() - FAILURE_WINDOW_MS;
-        const [queues, failures] = await Promise.all([store.queueDepths(), store.failuresSince(since)]);
-        sendJson(res, 200, { queues, failures, since });
+        const [queues, failures, live] = await Promise.all([store.queueDepths(), store.failuresSince(since), unstored(since)]);
+        sendJson(res, 200, { queues, failures: { ...failures, refused: failures.refused + live.length }, since });
+      },
+    },
+    {
+      // The last hour broken down for the dashboard's chart and tables (docs/admin.md, "Breakdown of the last hour").
+      method: 'GET',
+      path: '/api/v1/breakdown',
+      async handle({ res, query }) {
+        parseBreakdownQuery(query);
+        const until = Math.ceil((now() + 1) / BREAKDOWN_BUCKET_MS) * BREAKDOWN_BUCKET_MS;
+        const since = until - FAILURE_WINDOW_MS;
+        const stored = await store.breakdownSince(since, until, BREAKDOWN_BUCKET_MS);
+        for (const { event } of unstoredRefusals(feed, Math.max(since, stored.refusalsStoredUntil ?? 0))) stored.requests.add(event);
+        const runs = new Map<string, number>();
+        for (const r of stored.runs) {
+          const label = runLabel({ name: r.name, mappingId: r.mappingId, hookPath: r.hookPath });
+          runs.set(label, (runs.get(label) ?? 0) + r.failed);
+        }
+        sendJson(res, 200, {
+          since, until, bucketMs: BREAKDOWN_BUCKET_MS, ...stored.requests.result(), byChannel: stored.channels,
+          runs: [...runs].map(([label, failed]) => ({ label, failed })).sort((a, b) => b.failed - a.failed),
+        });
       },
     },
     {
       method: 'GET',
       path: '/api/v1/received',
       async handle({ res, query }) {
-        const page = await store.pageReceived(parseReceivedQuery(query));
+        const q = parseReceivedQuery(query);
+        const page = await store.pageReceived(q);
         // `tokenId` always present: the hook token's id when one authenticated the request, else null.
-        sendJson(res, 200, { items: page.items.map((r) => ({ ...r, tokenId: r.tokenId ?? null })), nextCursor: page.nextCursor });
+        const items: Array<ReceivedRecord & { live?: true }> = page.items.map((r) => ({ ...r, tokenId: r.tokenId ?? null }));
+        // The first page also lists the refusals not stored yet (at most `limit` more), merged newest first.
+        if (q.cursor === undefined && q.outcome !== 'accepted' && feed) {
+          const live = (await unstored(0)).filter(({ event }) => q.path === undefined || event.path === q.path).slice(0, q.limit);
+          items.push(...live.map(({ seq, event }) => ({ ...liveRecord(feed, seq, event), tokenId: null })));
+          items.sort((a, b) => b.at - a.at);
+        }
+        sendJson(res, 200, { items, nextCursor: page.nextCursor });
       },
     },
   ];

@@ -20,7 +20,7 @@ const FILES: ReadonlyArray<{ path: string; file: string; type: string }> = [
   { path: '/', file: 'index.html', type: 'text/html; charset=utf-8' },
   { path: '/style.css', file: 'style.css', type: 'text/css; charset=utf-8' },
   { path: '/favicon.svg', file: 'favicon.svg', type: 'image/svg+xml' },
-  ...['app.js', 'api.js', 'feed.js', 'dom.js', 'views.js', 'detail.js', 'overview.js'].map((file) => ({
+  ...['app.js', 'api.js', 'feed.js', 'dom.js', 'views.js', 'detail.js', 'overview.js', 'breakdown.js'].map((file) => ({
     path: `/${file}`,
     file,
     type: 'text/javascript; charset=utf-8',

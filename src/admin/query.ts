@@ -81,6 +81,11 @@ export function parseOverviewQuery(query: URLSearchParams): void {
   onlyKnown(query, []);
 }
 
+/** `GET /api/v1/breakdown` takes no parameter: always the last hour, per minute. */
+export function parseBreakdownQuery(query: URLSearchParams): void {
+  onlyKnown(query, []);
+}
+
 export function parseSessionsQuery(query: URLSearchParams): { limit: number } {
   onlyKnown(query, ['limit']);
   return { limit: parseLimit(query) };

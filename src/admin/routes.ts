@@ -34,7 +34,9 @@ export interface AdminDeps {
 export function adminRoutes(deps: AdminDeps): AdminRoute[] {
   return [
     ...healthRoutes({ probeWrite: (now) => deps.store.probeWrite(now), ingressListening: deps.ingressListening, configLoaded: deps.configLoaded }),
-    ...apiRoutes({ store: deps.store, signals: deps.signals, ...(deps.audit ? { audit: deps.audit } : {}) }),
+    ...apiRoutes({
+      store: deps.store, signals: deps.signals, ...(deps.audit ? { audit: deps.audit } : {}), ...(deps.observability ? { feed: deps.observability.feed } : {}),
+    }),
     ...auditRoutes(deps.store),
     ...(deps.observability?.routes() ?? []),
     ...dashboardRoutes(),

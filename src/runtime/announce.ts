@@ -6,8 +6,9 @@
 import type { DeliveryChange, FeedSink } from '../feed.js';
 import { type DeliveryState, deliveryStateName, type RunState } from '../enums.js';
 import type { NewDelivery, NewRun } from '../store/types.js';
+import { runLabel } from './summary.js';
 
-type RunRef = Pick<NewRun, 'id' | 'sessionKey' | 'hookPath'>;
+type RunRef = Pick<NewRun, 'id' | 'sessionKey' | 'hookPath' | 'name' | 'mappingId'>;
 
 export class RuntimeAnnouncer {
   constructor(private readonly feed: FeedSink | undefined) {}
@@ -20,6 +21,7 @@ export class RuntimeAnnouncer {
       state,
       sessionKey: run.sessionKey,
       hookName: run.hookPath,
+      label: runLabel(run),
       error,
       ...(durationMs !== undefined ? { durationMs } : {}),
     });

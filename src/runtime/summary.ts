@@ -24,6 +24,17 @@ function summaryBody(text: string): string {
   return truncateWithEllipsis(flat, SUMMARY_MAX_CHARS);
 }
 
+/**
+ * What an operator calls a run in lists (the dashboard, the live feed): the request's `name` when one was given,
+ * else the mapping or preset that made it, else its hook sub-path (`agent`). `Hook` is the unnamed default, so it
+ * names nothing.
+ */
+export function runLabel(run: Pick<Run, 'name' | 'mappingId' | 'hookPath'>): string {
+  const name = logSafe(run.name ?? '', SUMMARY_NAME_MAX_CHARS);
+  if (name !== '' && name !== DEFAULT_HOOK_NAME) return name;
+  return run.mappingId || run.hookPath || 'agent';
+}
+
 /** The hook name as shown in a summary; falls back to `Hook` so the line never reads `Hook : …`. */
 export function summaryHookName(name: string): string {
   const clean = logSafe(name ?? '', SUMMARY_NAME_MAX_CHARS);

@@ -6,6 +6,7 @@
  */
 import { StoreError } from '../errors.js';
 import { errorMessage } from '../text-safe.js';
+import type { StoredBreakdown } from './breakdown.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { GmailFetchCompletion } from './gmail-types.js';
 import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
@@ -209,6 +210,12 @@ export class DeferredStore implements Store {
   }
   failuresSince(since: number): Promise<RecentFailures> {
     return this.real ? this.real.failuresSince(since) : this.refuse();
+  }
+  breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
+    return this.real ? this.real.breakdownSince(since, until, bucketMs) : this.refuse();
+  }
+  refusalsStoredUntil(): Promise<number | null> {
+    return this.real ? this.real.refusalsStoredUntil() : this.refuse();
   }
   probeWrite(now: number): Promise<void> {
     return this.real ? this.real.probeWrite(now) : this.refuse();

@@ -4,6 +4,7 @@
  * error.
  */
 import type { DeliveryState, RunState } from '../enums.js';
+import type { StoredBreakdown } from './breakdown.js';
 import type { Delivery, ReceivedHook, Run } from './types.js';
 
 export interface Page<T> {
@@ -65,6 +66,10 @@ export interface AdminStore {
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>>;
   queueDepths(): Promise<QueueDepths>;
   failuresSince(since: number): Promise<RecentFailures>;
+  /** Requests, refusals and failures from `since` to `until`, counted per bucket of `bucketMs` and per path, code, channel, hook. */
+  breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown>;
+  /** The end of the newest stored window of refusal counts; null when none is stored. */
+  refusalsStoredUntil(): Promise<number | null>;
   /** A small write that proves the store commits (`/readyz`); throws when it cannot. */
   probeWrite(now: number): Promise<void>;
 }

@@ -6,6 +6,10 @@ import type { PgDb } from './postgres-db.js';
 import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
 import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
+import {
+  CHANNEL_FAILURES_SQL, HOOK_FAILURES_SQL, REFUSALS_STORED_UNTIL_SQL, RequestTally, rowToChannelFailures, rowToHookFailures, type StoredBreakdown,
+} from './breakdown.js';
+import type { ReceivedTuple, RefusalTuple } from './record-encoding.js';
 
 function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
   const present = filters.filter(([, v]) => v !== undefined);
@@ -70,6 +74,30 @@ export class PgPages {
     );
     const r = rows[0]!;
     return { runsFailed: Number(r.runs_failed), deliveriesDead: Number(r.deliveries_dead), refused: Number(r.refusal_counts) + Number(r.refused_records) };
+  }
+
+  async refusalsStoredUntil(): Promise<number | null> {
+    const { rows } = await this.db.query(REFUSALS_STORED_UNTIL_SQL);
+    return rows[0] ? Number(rows[0].until) : null;
+  }
+
+  /** Counted here, not in SQL, as on SQLite: the same tally from the same records (received_log's `at` is indexed). */
+  async breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
+    const [windows, blocks, channels, runs, storedUntil] = await Promise.all([
+      this.db.query('SELECT at, counts FROM refusal_log WHERE at >= $1', [since]),
+      this.db.query('SELECT records FROM received_log WHERE at >= $1', [since]),
+      this.db.query(CHANNEL_FAILURES_SQL('$1'), [since]),
+      this.db.query(HOOK_FAILURES_SQL('$1'), [since]),
+      this.refusalsStoredUntil(),
+    ]);
+    const requests = new RequestTally(since, until, bucketMs);
+    for (const w of windows.rows) {
+      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[]) requests.add({ at: Number(w.at), path, status, code }, count);
+    }
+    for (const b of blocks.rows) {
+      for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
+    }
+    return { requests, channels: channels.rows.map(rowToChannelFailures), runs: runs.rows.map(rowToHookFailures), refusalsStoredUntil: storedUntil };
   }
 
   async probeWrite(now: number): Promise<void> {

@@ -11,6 +11,7 @@
  * postgres-migrate.ts (the resulting tables: docs/schema.md); connections postgres-connect.ts, postgres-db.ts.
  */
 import { PgAcceptPath } from './postgres-accept.js';
+import type { StoredBreakdown } from './breakdown.js';
 import type { PgConnectOptions } from './postgres-connect.js';
 import { PgAudit } from './postgres-audit.js';
 import { PgGmail } from './postgres-gmail.js';
@@ -195,6 +196,12 @@ export class PostgresStore implements Store {
   }
   failuresSince(since: number): Promise<RecentFailures> {
     return this.pages.failuresSince(since);
+  }
+  breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
+    return this.pages.breakdownSince(since, until, bucketMs);
+  }
+  refusalsStoredUntil(): Promise<number | null> {
+    return this.pages.refusalsStoredUntil();
   }
   probeWrite(now: number): Promise<void> {
     return this.pages.probeWrite(now);

@@ -5,6 +5,10 @@ import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedR
 import { type LogBlock, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import { type ReceivedTuple, type Row, rowToDelivery, rowToRefusals, rowToRun, tupleToReceived } from './record-encoding.js';
 import type { Delivery, Run } from './types.js';
+import {
+  CHANNEL_FAILURES_SQL, HOOK_FAILURES_SQL, REFUSALS_STORED_UNTIL_SQL, RequestTally, rowToChannelFailures, rowToHookFailures, type StoredBreakdown,
+} from './breakdown.js';
+import type { RefusalTuple } from './record-encoding.js';
 
 /** `WHERE` of the present filters (column = value), plus `seq < ?`. */
 function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
@@ -16,6 +20,9 @@ function where(filters: Array<[string, unknown]>, below: number): { sql: string;
 export function receivedBlock(seq: number, records: string): LogBlock {
   return { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
 }
+
+/** How far out of time order received blocks may be committed (concurrent batches), for walks that stop at a time. */
+const OUT_OF_ORDER_MS = 60_000;
 
 export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
@@ -77,6 +84,30 @@ export class SqlitePages {
       for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) if (t[0] >= since && t[4] >= 400) refused++;
     }
     return { runsFailed: row.runs_failed as number, deliveriesDead: row.deliveries_dead as number, refused };
+  }
+
+  async refusalsStoredUntil(): Promise<number | null> {
+    const row = this.db.prepare(REFUSALS_STORED_UNTIL_SQL).get() as Row | undefined;
+    return row ? Number(row.until) : null;
+  }
+
+  async breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
+    const requests = new RequestTally(since, until, bucketMs);
+    for (const w of this.db.prepare('SELECT at, counts FROM refusal_log WHERE at >= ?').iterate(since) as IterableIterator<Row>) {
+      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[]) requests.add({ at: w.at as number, path, status, code }, count);
+    }
+    // Blocks are appended in about time order (each stamped with its newest record): walk back from the newest, past
+    // the period's start by a margin for batches committed out of order (RequestTally skips records outside it).
+    for (const b of this.db.prepare('SELECT at, records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+      if ((b.at as number) < since - OUT_OF_ORDER_MS) break;
+      for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
+    }
+    return {
+      requests,
+      channels: (this.db.prepare(CHANNEL_FAILURES_SQL('?')).all(since) as Row[]).map(rowToChannelFailures),
+      runs: (this.db.prepare(HOOK_FAILURES_SQL('?')).all(since) as Row[]).map(rowToHookFailures),
+      refusalsStoredUntil: await this.refusalsStoredUntil(),
+    };
   }
 }
 

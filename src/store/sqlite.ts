@@ -1,4 +1,5 @@
 import { dirname } from 'node:path';
+import type { StoredBreakdown } from './breakdown.js';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError, StoreSchemaError } from '../errors.js';
@@ -240,6 +241,12 @@ export class SqliteStore implements Store {
   }
   failuresSince(since: number): Promise<RecentFailures> {
     return this.refusedRead() ?? this.pages.failuresSince(since);
+  }
+  breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
+    return this.refusedRead() ?? this.pages.breakdownSince(since, until, bucketMs);
+  }
+  refusalsStoredUntil(): Promise<number | null> {
+    return this.refusedRead() ?? this.pages.refusalsStoredUntil();
   }
   getRun(id: string): Promise<Run | undefined> {
     return this.refusedRead() ?? this.reads.getRun(id);

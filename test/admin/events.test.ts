@@ -9,7 +9,7 @@ import { FeedBus, type FeedEvent, type RunFeedEvent } from '../../src/feed.js';
 import { openSse, type SseStream } from '../support/sse.js';
 import { waitFor } from '../support/wait.js';
 
-const run = (runId: string, state: 'queued' | 'running' = 'queued'): RunFeedEvent => ({ type: 'run', at: 1, runId, state, sessionKey: 'hook:x', hookName: 'agent', error: null });
+const run = (runId: string, state: 'queued' | 'running' = 'queued'): RunFeedEvent => ({ type: 'run', at: 1, runId, state, sessionKey: 'hook:x', hookName: 'agent', label: 'agent', error: null });
 const hb = (n: number): FeedEvent => ({ type: 'heartbeat', at: n, sessionKey: 'agent:main:main', outcome: 'ok', events: n });
 
 /** A stand-in for the admin listener: matches method and path, checks the bearer token, calls the route. */

@@ -7,7 +7,7 @@ import { type ClusterNotice, FEED_NOTICE_MAX_BYTES } from '../../src/store/types
 import { captureLogger } from '../support/log-capture.js';
 import { waitFor } from '../support/wait.js';
 
-const run = (runId: string): FeedEvent => ({ type: 'run', at: 1, runId, state: 'queued', sessionKey: 'hook:x', hookName: 'agent', error: 'e'.repeat(200) });
+const run = (runId: string): FeedEvent => ({ type: 'run', at: 1, runId, state: 'queued', sessionKey: 'hook:x', hookName: 'agent', label: 'agent', error: 'e'.repeat(200) });
 
 function fakeStore(shared = true) {
   const sent: string[] = [];

@@ -41,7 +41,7 @@ describe('metrics (GET /metrics)', () => {
     bus.publish(received('github', 202));
     bus.publish(received('other', 401, 'unauthorized'));
     bus.publish(received('other', 429, 'rate_limited'));
-    bus.publish({ type: 'run', at: 1, runId: 'r', state: 'succeeded', sessionKey: 'k', hookName: 'agent', error: null, durationMs: 1500 });
+    bus.publish({ type: 'run', at: 1, runId: 'r', state: 'succeeded', sessionKey: 'k', hookName: 'agent', label: 'agent', error: null, durationMs: 1500 });
     bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'queued', attempts: 0, lastError: null });
     bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'retry', attempts: 1, lastError: 'x' });
     bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'sent', change: 'sent', attempts: 2, lastError: null });

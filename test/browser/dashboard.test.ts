@@ -36,6 +36,39 @@ function freePort(): Promise<number> {
 
 const skip = skipWithoutChromium();
 
+/**
+ * Run in the page (a string: the test compiler's helpers do not exist there): the texts whose contrast with the
+ * first opaque background behind them is under 4.5:1 (WCAG AA for normal text), the chart's axis labels included.
+ */
+const CONTRAST_CHECK = `(() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const bgOf = (e) => {
+    for (let n = e; n; n = n.parentElement) {
+      const c = getComputedStyle(n).backgroundColor;
+      if (c && !c.endsWith(', 0)') && c !== 'transparent') return c;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  const ratio = (fg, bg) => {
+    const [a, b] = [lum(rgb(fg)), lum(rgb(bg))];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
+  const out = [];
+  const sel = '.figure dt, .figure .parts, .legend li, .mini td, .mini th, .runs td, .recv time, .recv .code, .meta';
+  for (const e of [...document.querySelectorAll(sel)].slice(0, 300)) {
+    if (!e.textContent.trim() || !e.getClientRects().length) continue;
+    const r = ratio(getComputedStyle(e).color, bgOf(e));
+    if (r < 4.5) out.push(e.tagName + '.' + e.className + ' ' + r.toFixed(2));
+  }
+  const axis = document.querySelector('svg.chart text.axis');
+  if (axis && ratio(getComputedStyle(axis).fill, bgOf(axis)) < 4.5) out.push('chart axis');
+  return out;
+})()`;
+
 describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
   const secret = webhookSecret();
   let receiver: WebhookReceiver;
@@ -49,6 +82,8 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     hg = await startServer({
       heartbeat: { every: 'off' },
       agents: { defaults: { model: 'echo/echo' } },
+      // A run of a named session (as a mapping would make one) shows that session's label.
+      hooks: { allowRequestSessionKey: true },
       admin: { enabled: true, bind: '127.0.0.1', port, token: ADMIN_TOKEN },
       channels: {
         // Two quick attempts, then a dead letter: the stand-in receiver refuses as scripted.
@@ -220,6 +255,72 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it('runs show their name and a session label, times carry the date; a refusal seen live is still listed after a reload', async () => {
+    const named = await postAgent(hg, { message: uniq('build report'), name: 'CI', deliver: false, wakeMode: 'next-heartbeat' });
+    const unnamed = await postAgent(hg, { message: uniq('no name'), deliver: false, wakeMode: 'next-heartbeat' });
+    const keyed = await postAgent(hg, { message: uniq('pr'), name: 'GitHub PR', sessionKey: 'hook:github:acme/app#42', deliver: false, wakeMode: 'next-heartbeat' });
+    const page = await liveDashboard();
+    const row = (id: string) => page.locator(`#runs-body tr[data-run="${id}"]`);
+    await row(keyed).waitFor({ timeout: 10_000 });
+    assert.equal(await row(named).locator('.c-hook').textContent(), 'CI');
+    assert.equal(await row(unnamed).locator('.c-hook').textContent(), 'agent');
+    // A run's own session reads as such, with the end of its id; a named key without `hook:`; the full key on hover.
+    const own = row(named).locator('.c-session');
+    assert.match((await own.textContent()) ?? '', /^own session …[0-9a-f]{6}$/);
+    assert.match((await own.getAttribute('title')) ?? '', /^hook:[0-9a-f-]{36}$/);
+    assert.equal(await row(keyed).locator('.c-session').textContent(), 'github:acme/app#42');
+    // Today's time is the clock; the ISO time is in the title. An older time carries its date.
+    const time = row(named).locator('time');
+    assert.match((await time.getAttribute('title')) ?? '', /^\d{4}-\d\d-\d\dT/);
+    const older = await page.evaluate(async () => {
+      const { formatTime } = await import(`${location.origin}/dom.js`);
+      const at = Date.now() - 3 * 86_400_000;
+      return { text: formatTime(at), month: new Date(at).toLocaleDateString(undefined, { month: 'short' }) };
+    });
+    assert.ok(older.text.includes(older.month), JSON.stringify(older));
+
+    const refused = await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer wrong-hook-token-111111111' });
+    assert.equal(refused.status, 401);
+    await page.locator('#received-list li.refused', { hasText: '401' }).first().waitFor({ timeout: 2000 });
+    await page.reload();
+    await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+    await page.locator('#received-list li.refused', { hasText: 'unauthorized' }).first().waitFor({ timeout: 2000 });
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('the last hour is broken down: a chart by code, and tables by path, by code, by channel', async () => {
+    receiver.script.push({ status: 500 }, { status: 500 });
+    const runId = await postAgent(hg, { message: uniq('dead letter'), name: 'Deploy', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    await waitFor('the dead letter', async () => {
+      const page = (await apiGet('/deliveries?state=failed&channel=webhook')) as { items: Array<Record<string, unknown>> };
+      return page.items.some((d) => d.runId === runId);
+    }, 15_000);
+    for (let i = 0; i < 2; i++) assert.equal((await hg.post('/hooks/agent', { message: 'x' }, { authorization: 'Bearer wrong-hook-token-222222222' })).status, 401);
+    const page = await liveDashboard();
+    await page.locator('#bd-codes tbody tr', { hasText: 'unauthorized' }).waitFor({ timeout: 5000 });
+    const agent = page.locator('#bd-paths tbody tr', { hasText: 'agent' });
+    assert.match((await agent.textContent()) ?? '', /unauthorized ×\d+/);
+    await page.locator('#bd-channels tbody tr', { hasText: 'webhook' }).waitFor();
+    assert.ok((await page.locator('svg.chart rect.bar-bad').count()) > 0, 'no refusal bar in the chart');
+    assert.ok((await page.locator('svg.chart rect.bar-ok').count()) > 0, 'no accepted bar in the chart');
+    assert.match((await page.locator('svg.chart').getAttribute('aria-label')) ?? '', /\d+ accepted, \d+ refused/);
+    assert.match((await page.locator('#f-failures-parts').textContent()) ?? '', /refused/);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('text reaches 4.5:1 contrast on its background, light and dark (figures, chart axis, tables, runs)', async () => {
+    const page = await liveDashboard();
+    await page.locator('#bd-codes tbody tr').first().waitFor({ timeout: 5000 });
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const low = (await page.evaluate(CONTRAST_CHECK)) as string[];
+      assert.deepEqual(low, [], `${scheme}: low contrast`);
+    }
+    await page.close();
+  });
+
   it('follows prefers-color-scheme: light and dark backgrounds and text', async () => {
     const page = await liveDashboard();
     const colours = () => page.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor, fg: getComputedStyle(document.body).color }));
@@ -241,6 +342,7 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
         const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && e.getClientRects().length > 0);
         return { scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth, wide: wide.slice(0, 5).map((e) => `${e.tagName}.${e.className}`) };
       });
+    await page.locator('#bd-chart svg').waitFor({ timeout: 5000 });
     const o = await overflow();
     assert.ok(o.scroll <= 375, `page is ${o.scroll} px wide; too wide: ${o.wide.join(', ')}`);
     assert.deepEqual(o.wide, []);

@@ -158,6 +158,31 @@ export function pagesContract(h: () => StoreHarness): void {
       assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 5 });
     });
 
+    it('breakdownSince counts requests per bucket, path and code, dead deliveries per channel and failed runs per hook', async () => {
+      const r = run();
+      await store().accept(command({ runs: [r] }));
+      await h().setRunState?.(r.id, 'failed', T0 + 10);
+      await addDeliveries(delivery({ to: 'x' }));
+      const [d] = await store().claimDeliveries('o', T0 + 100, 60_000, 1);
+      await store().finishDelivery(d!.id, 'o', { kind: 'dead', error: 'gone', at: T0 + 100 }, T0 + 100);
+      // In time order, as the ingress writes them.
+      await store().recordReceived(received({ at: T0 - 5, status: 200 }));
+      await store().recordReceived(received({ at: T0 + 5, status: 200 }));
+      await store().recordReceived(received({ at: T0 + 61_000, status: 401, code: 'unauthorized' }));
+      assert.equal(await store().refusalsStoredUntil(), null);
+      await store().recordRefusals({ at: T0 + 60_000, windowMs: 60_000, counts: [{ status: 429, code: 'rate_limited', path: 'wake', bucket: 'b', count: 4 }] }, 100);
+      assert.equal(await store().refusalsStoredUntil(), T0 + 120_000);
+      const b = await store().breakdownSince(T0, T0 + 180_000, 60_000);
+      const { buckets, byCode } = b.requests.result();
+      assert.deepEqual(buckets.map((x) => [x.at, x.accepted, x.refused]), [
+        // The accepted command's own record (at T0) and the one at T0 + 5.
+        [T0, 2, {}], [T0 + 60_000, 0, { rate_limited: 4, unauthorized: 1 }], [T0 + 120_000, 0, {}],
+      ]);
+      assert.deepEqual(byCode, [{ status: 429, code: 'rate_limited', count: 4 }, { status: 401, code: 'unauthorized', count: 1 }]);
+      assert.deepEqual(b.channels, [{ channel: d!.channel, dead: 1, retrying: 0 }]);
+      assert.equal(b.runs.reduce((n, x) => n + x.failed, 0), h().setRunState ? 1 : 0);
+    });
+
     it('probeWrite commits and leaves nothing behind; after close it rejects with a StoreError', async () => {
       await store().probeWrite(T0);
       assert.deepEqual(await store().listNodes(), []);
