@@ -3,7 +3,7 @@
  * a directory or a token; when there is nothing to act on, the error names what was looked for.
  */
 import { existsSync } from 'node:fs';
-import { embeddedConfig, embeddedTokenFile, existingEmbeddedToken, newToken } from '../config/defaults.js';
+import { embeddedConfig, existingEmbeddedToken, newToken } from '../config/defaults.js';
 import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, validateConfig } from '../config/load.js';
 import { safeUrl } from '../text-safe.js';
 import { CliError } from '../errors.js';

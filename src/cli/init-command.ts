@@ -151,7 +151,7 @@ function initService(opts: InitOptions): void {
     `hook token: ${SERVICE_ENV.hookToken} in ${envFile}; give it to your senders`,
     `admin token: ${SERVICE_ENV.adminToken} in ${envFile}; for the dashboard, tail and /metrics`,
     ...gitLines(envFile),
-    'next: install examples/systemd/hookgate.service and run `hookgate doctor --config ' + configFile + ' --service-user hookgate`',
+    `next: install examples/systemd/hookgate.service and run \`hookgate doctor --config ${configFile} --service-user hookgate\``,
     '  (docs/operations.md, "Running under systemd", step by step)',
   );
   process.stdout.write(`${out.join('\n')}\n`);

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadClientConfig, secretSourceOf } from '../../src/config/client.js';
-import { ConfigError } from '../../src/errors.js';
+import type { ConfigError } from '../../src/errors.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 
 describe('config: what a client reads', () => {
