@@ -11,8 +11,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, it } from 'node:test';
+import { fromRoot } from './support/paths.js';
 
-const ROOT = new URL('../', import.meta.url).pathname;
+const ROOT = fromRoot('.');
 
 /** A path relative to the repository, with forward slashes. */
 const rel = (file: string) => relative(ROOT, file).split('\\').join('/');
