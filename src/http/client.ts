@@ -131,12 +131,17 @@ export async function request(url: string, init: OutboundInit, options: RequestO
     const { text, truncated } = await readCapped(res.body, max);
     return { kind: 'response', status: res.status, statusText: res.statusText, headers: res.headers, text, json: truncated ? undefined : parseJson(text), truncated };
   } catch (err) {
-    if (outer.aborted) return { kind: 'aborted' };
-    if (limit.timedOut) return { kind: 'timeout' };
-    return { kind: 'network', code: errorCode(err) ?? NO_CODE };
+    return attemptFailure(err, outer, limit);
   } finally {
     limit.dispose();
   }
+}
+
+/** What a failed attempt was: stopped by the caller, out of time, or a network error (its code only). */
+export function attemptFailure(err: unknown, outer: AbortSignal, limit: { timedOut: boolean }): HttpFailure {
+  if (outer.aborted) return { kind: 'aborted' };
+  if (limit.timedOut) return { kind: 'timeout' };
+  return { kind: 'network', code: errorCode(err) ?? NO_CODE };
 }
 
 /** application/x-www-form-urlencoded: the OAuth token endpoints (RFC 6749) take nothing else. */

@@ -6,8 +6,7 @@
  */
 import { type IncomingMessage, request as httpRequest, STATUS_CODES } from 'node:http';
 import { deadline } from '../deadline.js';
-import { errorCode } from '../http-util.js';
-import { type HttpOutcome, NO_CODE, type OutboundInit } from './client.js';
+import { attemptFailure, type HttpOutcome, type OutboundInit } from './client.js';
 
 interface PlainOptions {
   signal?: AbortSignal | undefined;
@@ -32,9 +31,7 @@ export async function plainRequest(url: string, init: OutboundInit, opts: PlainO
     const { text, truncated } = max === 0 ? { text: '', truncated: false } : await readBody(res, max);
     return new PlainResponse(status, res.statusMessage || STATUS_CODES[status] || '', res.rawHeaders, text, truncated);
   } catch (err) {
-    if (outer.aborted) return { kind: 'aborted' };
-    if (limit.timedOut) return { kind: 'timeout' };
-    return { kind: 'network', code: errorCode(err) ?? NO_CODE };
+    return attemptFailure(err, outer, limit);
   } finally {
     limit.dispose();
   }
