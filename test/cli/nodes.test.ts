@@ -3,13 +3,13 @@
  * kill -9 left), live or gone by NODE_LIVE_MS; --json for scripts; never creates a store.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ago, nodeView } from '../../src/cli/nodes-command.js';
 import { NODE_LIVE_MS, type NodeInfo } from '../../src/store/types.js';
 import { runCli } from '../support/server.js';
-import { withStoreAt } from '../support/store-at.js';
+import { storeDirWith } from '../support/store-at.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 
 const node = (id: string, lastSeenAt: number): NodeInfo => ({
@@ -26,9 +26,7 @@ describe('cli: hookgate nodes (SQLite)', () => {
   let dir: string;
   const now = Date.now();
   before(async () => {
-    dir = tempDir();
-    mkdirSync(join(dir, 'data'), { mode: 0o700 });
-    await withStoreAt(dir, async (s) => {
+    dir = await storeDirWith(async (s) => {
       await s.registerNode(node('box-1:4242:live', now));
       await s.registerNode(node('box-1:4100:killed', now - NODE_LIVE_MS - 5_000));
     });
@@ -85,9 +83,7 @@ describe('cli: hookgate nodes prune (SQLite)', () => {
   let dir: string;
   const now = Date.now();
   before(async () => {
-    dir = tempDir();
-    mkdirSync(join(dir, 'data'), { mode: 0o700 });
-    await withStoreAt(dir, async (s) => {
+    dir = await storeDirWith(async (s) => {
       await s.registerNode(node('box-1:1:live', now));
       await s.registerNode(node('box-1:2:gone-a-minute', now - 60_000));
       await s.registerNode(node('box-1:3:gone-two-days', now - 2 * 86_400_000));

@@ -3,13 +3,13 @@
  * failures in the last hour; --json for scripts; read from the store, never creating one.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { lastHeartbeatOf, type StatusView, statusText } from '../../src/cli/status-command.js';
 import type { SessionDetail } from '../../src/store/types.js';
 import { runCli } from '../support/server.js';
-import { withStoreAt } from '../support/store-at.js';
+import { storeDirWith } from '../support/store-at.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { command, delivery, event, received, run } from '../store/contract.js';
 
@@ -17,9 +17,7 @@ describe('cli: hookgate status', () => {
   let dir: string;
   const now = Date.now();
   before(async () => {
-    dir = tempDir();
-    mkdirSync(join(dir, 'data'), { mode: 0o700 });
-    await withStoreAt(dir, async (s) => {
+    dir = await storeDirWith(async (s) => {
       const ev = event({ text: 'consumed', createdAt: now - 60_000 });
       await s.accept(command({ events: [ev], runs: [run(), run()], received: received({ at: now }) }));
       await s.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [ev.id], consumedAt: now - 30_000, deliveries: [delivery({ runId: null, heartbeatId: 'hb-1', createdAt: now - 30_000 })], messages: [] });

@@ -1,5 +1,8 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { openStoreAt } from './runtime-kit.js';
+import { tempDir } from './temp-dir.js';
 
 /**
  * Runs `fn` with the store of a hookgate started in `dir` (`data/hookgate.db`, or its PostgreSQL database under
@@ -12,4 +15,12 @@ export async function withStoreAt<T>(dir: string, fn: (s: SqliteStore) => Promis
   } finally {
     await store.close();
   }
+}
+
+/** A new directory laid out as a stopped hookgate's (`data/`, 0700), its store filled by `fill`: the CLI's store commands read it. */
+export async function storeDirWith(fill: (s: SqliteStore) => Promise<void>): Promise<string> {
+  const dir = tempDir();
+  mkdirSync(join(dir, 'data'), { mode: 0o700 });
+  await withStoreAt(dir, fill);
+  return dir;
 }
