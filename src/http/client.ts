@@ -151,7 +151,8 @@ export function formBody(form: Record<string, string>): string {
 
 export const is2xx = (status: number): boolean => status >= 200 && status < 300;
 
-function parseJson(text: string): unknown {
+/** The answer's body as JSON, or undefined when it is empty or not JSON. */
+export function parseJson(text: string): unknown {
   if (!text) return undefined;
   try {
     return JSON.parse(text) as unknown;

@@ -6,7 +6,7 @@
  */
 import { type IncomingMessage, request as httpRequest, STATUS_CODES } from 'node:http';
 import { deadline } from '../deadline.js';
-import { attemptFailure, type HttpOutcome, type OutboundInit } from './client.js';
+import { attemptFailure, type HttpOutcome, type OutboundInit, parseJson } from './client.js';
 
 interface PlainOptions {
   signal?: AbortSignal | undefined;
@@ -73,14 +73,5 @@ class PlainResponse {
       for (let i = 0; i + 1 < this.raw.length; i += 2) this.made.append(this.raw[i]!, this.raw[i + 1]!);
     }
     return this.made;
-  }
-}
-
-function parseJson(text: string): unknown {
-  if (!text) return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }
