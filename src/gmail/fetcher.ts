@@ -12,7 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { gmailTopicName } from '../config/checks/gmail.js';
-import type { GmailConfig } from '../config/schema/hooks.js';
+import type { GmailConfig } from '../config/schema/gmail.js';
 import { HttpError } from '../errors.js';
 import type { HooksContext } from '../hooks/context.js';
 import { dispatch, type RuntimeSignals } from '../hooks/dispatch.js';

@@ -9,7 +9,7 @@
  */
 import type * as Jose from 'jose';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GmailConfig } from '../config/schema/hooks.js';
+import type { GmailConfig } from '../config/schema/gmail.js';
 import { HttpError } from '../errors.js';
 import { asFetch } from '../http/client.js';
 import { logSafe } from '../text-safe.js';

@@ -12,7 +12,8 @@
  */
 import type { Logger } from 'pino';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GmailConfig, SignatureConfig } from '../config/schema/hooks.js';
+import type { GmailConfig } from '../config/schema/gmail.js';
+import type { SignatureConfig } from '../config/schema/hooks.js';
 import type { HooksContext } from './context.js';
 import type { HookAction } from './dispatch.js';
 import type { Config } from '../config/load.js';

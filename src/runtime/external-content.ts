@@ -8,8 +8,8 @@
 // compatibility forms) and the special tokens chat templates use to delimit turns are replaced by inert text.
 //
 // Everything here is pure (the only side effect is drawing the random id from node:crypto). Detection of
-// suspicious phrases is separate: it never changes the message, it only names what it saw so the caller can
-// log the names (never the text).
+// suspicious phrases is separate (suspicious-patterns.ts): it never changes the message, it only names what it
+// saw so the caller can log the names (never the text).
 
 import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_WORD, endMarker, startMarker } from '../prompt-markers.js';
 import { logSafe } from '../text-safe.js';
@@ -231,7 +231,7 @@ function applySpans(original: string, folded: Folded, spans: readonly Span[]): s
 // Chat-template special tokens. The pipe form is generic (<|im_start|>, <|endoftext|>, <|eot_id|>,
 // <|start_header_id|>, ...) because new models keep adding names and `<|word|>` has no business in an email.
 // Every quantifier is bounded, so matching stays linear on hostile input.
-const SPECIAL_TOKEN_SOURCE = String.raw`<\|[a-z0-9_]{1,32}\|>|\[\/?INST\]|<<\/?SYS>>|<(?:start|end)_of_turn>`;
+export const SPECIAL_TOKEN_SOURCE = String.raw`<\|[a-z0-9_]{1,32}\|>|\[\/?INST\]|<<\/?SYS>>|<(?:start|end)_of_turn>`;
 
 // The marker word. Everything else about a marker (the `<<<`, the id attribute, the `>>>`) is optional, so a
 // partial or mangled copy of the word is neutralised too: without the word nothing can pass for a boundary.
@@ -341,81 +341,4 @@ export function wrapExternalContent(content: string, opts: WrapExternalContentOp
   lines.push(startMarker(id), `Source: ${label}`, EXTERNAL_CONTENT_META_END);
   lines.push(sanitizeExternalContent(content), endMarker(id));
   return lines.join('\n');
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Suspicious-pattern detection (log only, never blocks, never alters the message).
-// Patterns run on the folded view so fullwidth or zero-width-split phrases are still seen. All repetition is
-// bounded or unambiguous so a hostile 256 KiB body cannot make detection slow.
-// ---------------------------------------------------------------------------------------------------------
-
-interface SuspiciousPattern {
-  readonly name: string;
-  readonly re: RegExp;
-}
-
-const SUSPICIOUS_PATTERNS: readonly SuspiciousPattern[] = [
-  {
-    name: 'ignore_previous_instructions',
-    re: /\bignore\s+(?:all\s+)?(?:(?:the|any|your|of\s+the|of\s+your)\s+)?(?:previous|prior|above|earlier|preceding)\s+(?:instructions?|prompts?|directions?|rules?|messages?|context)\b/iu,
-  },
-  {
-    name: 'disregard_previous',
-    re: /\bdisregard\s+(?:all\s+)?(?:(?:the|any|your|of\s+the|of\s+your)\s+)?(?:previous|prior|above|earlier|preceding)\b/iu,
-  },
-  {
-    name: 'forget_instructions',
-    re: /\bforget\s+(?:(?:everything|all)\s+(?:you\s+(?:were|have\s+been|'ve\s+been)\s+told|above|before|previously|(?:(?:of\s+)?(?:your|the|previous|prior|earlier)\s+)?(?:instructions?|rules?|guidelines?|prompts?))|(?:your|the|any|previous|prior)\s+(?:(?:previous|prior|earlier|original)\s+)?(?:instructions?|rules?|guidelines?|prompts?|programming|training))\b/iu,
-  },
-  {
-    name: 'you_are_now',
-    re: /\byou(?:\s+are|'re)\s+now\s+(?:an?|the|my|acting\s+as|no\s+longer|in\s+[a-z]{1,20}\s+mode)\b/iu,
-  },
-  { name: 'new_instructions', re: /\b(?:new|updated|revised|real)\s+(?:system\s+)?instructions?\s*:/iu },
-  { name: 'system_prompt_override', re: /\bsystem[\s_-]{0,4}(?:prompt|override|command)s?\b/iu },
-  { name: 'exec_command', re: /\bexec\b[^\n]{0,200}?\bcommand\s*=/iu },
-  { name: 'elevated_true', re: /\belevated\s{0,4}[=:]\s{0,4}["']?true\b/iu },
-  {
-    name: 'rm_rf',
-    re: /\brm\s+(?:-[a-z]{0,6}(?:rf|fr)|-r\s+-f|-f\s+-r|--recursive\s+--force|--force\s+--recursive)/iu,
-  },
-  {
-    name: 'delete_all',
-    re: /\b(?:delete|erase|wipe|remove)\s+all\s+(?:(?:of\s+)?(?:the|my|your|their|his|her|our)\s+)?(?:e-?mails?|files?|data|messages?|records?|documents?|contacts?|backups?|users?|repos|repositories)\b/iu,
-  },
-  { name: 'system_tag', re: /<\s{0,8}\/?\s{0,8}system(?:[_-][a-z_-]{0,30})?\s{0,8}>/iu },
-  { name: 'role_label_injection', re: /\][ \t]*\r?\n[ \t]*\[?(?:system|assistant|user|developer)\]?[ \t]*:/iu },
-  {
-    name: 'bracketed_role',
-    re: /\[[ \t]{0,8}(?:system(?:[ \t]+message)?|assistant|internal|developer|admin(?:istrator)?)[ \t]{0,8}\]/iu,
-  },
-  { name: 'system_line', re: /^[ \t]*system[ \t]*:/imu },
-  // Also worth a log line even though the wrapper neutralises them: content that imitates our boundary or a
-  // chat template's turn delimiters is a deliberate injection attempt, not an accident.
-  { name: 'boundary_marker_spoof', re: /external_untrusted_content/iu },
-  { name: 'special_token', re: new RegExp(SPECIAL_TOKEN_SOURCE, 'iu') },
-];
-
-/** Every name `detectSuspiciousPatterns` can return, in the order it returns them. */
-export const SUSPICIOUS_PATTERN_NAMES: readonly string[] = SUSPICIOUS_PATTERNS.map((p) => p.name);
-
-/**
- * Names of the suspicious patterns found in `content` (case-insensitive, on the folded view), in a stable
- * order, each at most once. Returns identifiers only, never matched text, so the result is safe to log.
- */
-export function detectSuspiciousPatterns(content: string): string[] {
-  const folded = foldForDetection(String(content));
-  const names: string[] = [];
-  for (const { name, re } of SUSPICIOUS_PATTERNS) {
-    if (re.test(folded)) names.push(name);
-  }
-  return names;
-}
-
-/**
- * The warn line for detected patterns: session key (sanitised for logs) and the pattern names only. The
- * content itself never goes to the log; it may carry personal data and is attacker-controlled.
- */
-export function suspiciousPatternLogLine(sessionKey: string, names: readonly string[]): string {
-  return `[security] suspicious patterns in external hook content (session=${logSafe(sessionKey, 200)}, patterns=${names.length}): ${names.join(', ')}`;
 }

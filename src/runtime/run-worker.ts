@@ -11,7 +11,7 @@ import { ClaimLoop, drainWithin } from './claim-loop.js';
 import { LeaseKeeper, leaseLost, writeWhileLeased } from './lease-keeper.js';
 import { OUTAGE_BACKOFF } from './outage.js';
 import { planDelivery } from './delivery-plan.js';
-import { detectSuspiciousPatterns } from './external-content.js';
+import { detectSuspiciousPatterns } from './suspicious-patterns.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps, type RuntimeEnv } from './env.js';
 import { runPrompt } from './prompt.js';
 import { hookSummary, summaryEvent } from './summary.js';

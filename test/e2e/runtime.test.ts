@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
+import { HEARTBEAT_COALESCE_MS } from '../../src/runtime/heartbeat.js';
 import { type AnthropicStandin, startAnthropicStandin } from '../support/anthropic-standin.js';
 import { storedEvents } from '../support/db.js';
 import { type OpenAIChatRequestBody, type OpenAIStandin, startOpenAIStandin } from '../support/openai-standin.js';
@@ -99,10 +100,15 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     // A second heartbeat would start 250 ms after the first one finished; give it ample time to show up.
     await delay(1200);
     const beats = model.calls.slice(mark).filter((c) => c.heartbeat);
-    assert.equal(beats.length, 1, `heartbeats (wakes posted within ${span} ms): ${beats.map((b) => b.lastUser.split('\n')[0]).join(' | ')}`);
-    const prompt = beats[0]!.lastUser;
-    assert.match(prompt, /^System events \(4\):/);
-    for (const t of texts) assert.ok(prompt.includes(t), `missing ${t} in\n${prompt}`);
+    // Every wake reaches exactly one heartbeat, whatever the timing.
+    for (const t of texts) assert.equal(beats.filter((b) => b.lastUser.includes(t)).length, 1, `${t} in ${beats.length} heartbeats`);
+    // One heartbeat only if the four were accepted inside one window; on a machine so loaded that the posts took
+    // longer than the window, the later ones rightly make a second heartbeat (the unit test in
+    // test/runtime/heartbeat.test.ts checks the window itself without a network in between).
+    if (span <= HEARTBEAT_COALESCE_MS) {
+      assert.equal(beats.length, 1, `heartbeats (wakes posted within ${span} ms): ${beats.map((b) => b.lastUser.split('\n')[0]).join(' | ')}`);
+      assert.match(beats[0]!.lastUser, /^System events \(4\):/);
+    }
     // in the order they were accepted is not promised for concurrent requests; all four are there
   });
 

@@ -6,14 +6,13 @@ import {
   MARKER_SANITIZED,
   REMOVED_SPECIAL_TOKEN,
   SECURITY_NOTICE_LINES,
-  SUSPICIOUS_PATTERN_NAMES,
-  detectSuspiciousPatterns,
   endMarker,
   sanitizeExternalContent,
   startMarker,
-  suspiciousPatternLogLine,
   wrapExternalContent,
 } from '../../src/runtime/external-content.js';
+// The detector runs on the wrapper's folded view; its cases share this file's hostile-content generator.
+import { SUSPICIOUS_PATTERN_NAMES, detectSuspiciousPatterns, suspiciousPatternLogLine } from '../../src/runtime/suspicious-patterns.js';
 
 const ID = 'deadbeefcafef00d';
 const fixedId = (): string => ID;
