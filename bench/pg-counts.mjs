@@ -108,7 +108,10 @@ export async function statementStats(admin, dbName) {
     },
     async read() {
       if (!available) return [];
-      const r = await admin.query('SELECT query, toplevel, calls, total_exec_time, rows FROM pg_stat_statements WHERE dbid = $1', [oid]);
+      const r = await admin.query(
+        'SELECT query, toplevel, calls, total_exec_time, rows FROM pg_stat_statements WHERE dbid = $1',
+        [oid],
+      );
       return r.rows;
     },
     xacts,
@@ -201,7 +204,7 @@ export function countsTable(results, opts) {
   lines.push(
     '',
     'statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions included.',
-    'A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes\' background work (claim polls, node refresh): its rate is the idle row.',
+    "A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes' background work (claim polls, node refresh): its rate is the idle row.",
   );
   if (results.some((r) => !r.statementsAvailable)) {
     lines.push(
@@ -214,7 +217,11 @@ export function countsTable(results, opts) {
       ['end-to-end run', r.runs],
     ]) {
       if (!m.statements) continue;
-      lines.push('', `${r.setup}, per ${label}: top statements by calls, then by execution time ("in fn": inside a function)`, '');
+      lines.push(
+        '',
+        `${r.setup}, per ${label}: top statements by calls, then by execution time ("in fn": inside a function)`,
+        '',
+      );
       lines.push('| calls | ms | rows/call | statement |', '|---:|---:|---:|---|');
       const row = (s) =>
         `| ${f(s.calls / Math.max(1, m.ops), 3)} | ${f(s.ms / Math.max(1, m.ops), 4)} | ${f(s.rows / Math.max(1, s.calls), 1)} | ${s.nested ? '(in fn) ' : ''}\`${s.query.replaceAll('|', '\\|')}\` |`;

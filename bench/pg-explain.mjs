@@ -17,7 +17,8 @@ import pg from 'pg';
 
 const root = new URL('..', import.meta.url);
 const { openPostgresStore } = await import(new URL('dist/store/postgres.js', root).href);
-const adminUrl = process.env.PG_EXPLAIN_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const adminUrl =
+  process.env.PG_EXPLAIN_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const sizes = (process.env.PG_EXPLAIN_SIZES ?? '0,20000,1000000').split(',').map(Number);
 const NOW = 1_800_000_000_000;
 const OWNER = 'node-explain';
@@ -63,7 +64,9 @@ const mix = (n) => `
   WITH g AS (SELECT i, i::float8 / GREATEST(${n}, 1) AS f FROM generate_series(1, ${n}) AS i)`;
 
 async function fill(c, n) {
-  await c.query('TRUNCATE runs, deliveries, system_events, session_messages, received_log, idempotency, sessions RESTART IDENTITY');
+  await c.query(
+    'TRUNCATE runs, deliveries, system_events, session_messages, received_log, idempotency, sessions RESTART IDENTITY',
+  );
   if (n > 0) {
     // Sessions: one in ten runs on one of 100 shared sessions, the others each on their own (fresh hook: keys).
     await c.query(`${mix(n)}
@@ -102,13 +105,38 @@ async function fill(c, n) {
 // ——— what the runtime does on its hot path ———
 function run(id, sessionKey) {
   return {
-    id, agentId: 'main', sessionKey, sessionMode: 'isolated', name: 'Bench', message: 'explain', wakeMode: 'next-heartbeat', deliver: true,
-    channel: 'last', to: null, accountId: null, model: null, thinking: null, timeoutSeconds: 120, allowUnsafeExternalContent: false,
-    contentSource: 'webhook', hookPath: 'agent', mappingId: null, createdAt: NOW,
+    id,
+    agentId: 'main',
+    sessionKey,
+    sessionMode: 'isolated',
+    name: 'Bench',
+    message: 'explain',
+    wakeMode: 'next-heartbeat',
+    deliver: true,
+    channel: 'last',
+    to: null,
+    accountId: null,
+    model: null,
+    thinking: null,
+    timeoutSeconds: 120,
+    allowUnsafeExternalContent: false,
+    contentSource: 'webhook',
+    hookPath: 'agent',
+    mappingId: null,
+    createdAt: NOW,
   };
 }
 const received = (path, runIds) => ({
-  at: NOW, method: 'POST', path, clientIp: '127.0.0.1', status: 202, code: null, eventIds: [], runIds, mappingId: null, durationMs: 1,
+  at: NOW,
+  method: 'POST',
+  path,
+  clientIp: '127.0.0.1',
+  status: 202,
+  code: null,
+  eventIds: [],
+  runIds,
+  mappingId: null,
+  durationMs: 1,
 });
 
 /** [label, call]: each call makes the store send one operation's statements. */
@@ -117,31 +145,93 @@ function hotPath(store, n) {
   const heldDelivery = n > 0 ? `dlv-${Math.ceil(n * 0.86)}` : 'dlv-none';
   const newId = `run-explain-${randomBytes(4).toString('hex')}`;
   return [
-    ['accept (agent: one run)', () => store.accept({ events: [], runs: [run(newId, `hook:${newId}`)], answerSpec: { kind: 'agent' }, received: received('/hooks/agent', [newId]) })],
+    [
+      'accept (agent: one run)',
+      () =>
+        store.accept({
+          events: [],
+          runs: [run(newId, `hook:${newId}`)],
+          answerSpec: { kind: 'agent' },
+          received: received('/hooks/agent', [newId]),
+        }),
+    ],
     [
       'accept (wake: one event)',
       () =>
         store.accept({
-          events: [{ id: 'ev-explain', sessionKey: 'agent:main:main', agentId: 'main', text: 'wake', origin: 'wake', createdAt: NOW }],
+          events: [
+            {
+              id: 'ev-explain',
+              sessionKey: 'agent:main:main',
+              agentId: 'main',
+              text: 'wake',
+              origin: 'wake',
+              createdAt: NOW,
+            },
+          ],
           runs: [],
           answerSpec: { kind: 'wake' },
           received: received('/hooks/wake', []),
         }),
     ],
     ['run claim (16)', () => store.claimRuns(OWNER, NOW, LEASE_MS, 16)],
-    ['lease renewal (16 runs)', () => store.renewRunLeases(DEAD, Array.from({ length: 16 }, (_, i) => `run-${Math.ceil(n * 0.85) + 1 + i}`), NOW + LEASE_MS)],
+    [
+      'lease renewal (16 runs)',
+      () =>
+        store.renewRunLeases(
+          DEAD,
+          Array.from({ length: 16 }, (_, i) => `run-${Math.ceil(n * 0.85) + 1 + i}`),
+          NOW + LEASE_MS,
+        ),
+    ],
     [
       'run completion',
       () =>
         store.completeRun({
-          runId: heldRun, owner: DEAD, state: 'succeeded', finishedAt: NOW, error: null, reply: 'reply', deliveryStatus: 'log:pending',
-          events: [{ id: 'ev-summary', sessionKey: 'agent:main:main', agentId: 'main', text: 'summary', origin: 'summary', runId: heldRun, createdAt: NOW }],
+          runId: heldRun,
+          owner: DEAD,
+          state: 'succeeded',
+          finishedAt: NOW,
+          error: null,
+          reply: 'reply',
+          deliveryStatus: 'log:pending',
+          events: [
+            {
+              id: 'ev-summary',
+              sessionKey: 'agent:main:main',
+              agentId: 'main',
+              text: 'summary',
+              origin: 'summary',
+              runId: heldRun,
+              createdAt: NOW,
+            },
+          ],
           deliveries: [
-            { id: 'dlv-explain', runId: heldRun, heartbeatId: null, sessionKey: 'hook:x', agentId: 'main', hookName: 'Bench', channel: 'log', to: 'r1', accountId: null, text: 'reply', explicitRoute: false, createdAt: NOW },
+            {
+              id: 'dlv-explain',
+              runId: heldRun,
+              heartbeatId: null,
+              sessionKey: 'hook:x',
+              agentId: 'main',
+              hookName: 'Bench',
+              channel: 'log',
+              to: 'r1',
+              accountId: null,
+              text: 'reply',
+              explicitRoute: false,
+              createdAt: NOW,
+            },
           ],
           messages: [
             { sessionKey: 'hook:x', agentId: 'main', role: 'user', content: 'explain', runId: heldRun, createdAt: NOW },
-            { sessionKey: 'hook:x', agentId: 'main', role: 'assistant', content: 'reply', runId: heldRun, createdAt: NOW },
+            {
+              sessionKey: 'hook:x',
+              agentId: 'main',
+              role: 'assistant',
+              content: 'reply',
+              runId: heldRun,
+              createdAt: NOW,
+            },
           ],
         }),
     ],
@@ -159,7 +249,9 @@ async function explainAll(c, store, n) {
   const out = [`\n=== ${n.toLocaleString('en')} rows in runs, deliveries and system_events ===`];
   for (const [label, call] of hotPath(store, n)) {
     const sent = await record(call);
-    out.push(`\n--- ${label}: ${sent.length} statement${sent.length === 1 ? '' : 's'} sent${sent.length ? '' : ' (nothing: no statement on this path)'}`);
+    out.push(
+      `\n--- ${label}: ${sent.length} statement${sent.length === 1 ? '' : 's'} sent${sent.length ? '' : ' (nothing: no statement on this path)'}`,
+    );
     for (const { text, params } of sent) {
       if (SKIP.test(text)) {
         out.push(`(not explained) ${oneLine(text)}`);
@@ -214,14 +306,23 @@ try {
     )
     .then(
       () => true,
-      (err) => (process.stdout.write(`(auto_explain unavailable, the statements inside functions are not shown: ${err.message})\n`), false),
+      (err) => (
+        process.stdout.write(
+          `(auto_explain unavailable, the statements inside functions are not shown: ${err.message})\n`,
+        ),
+        false
+      ),
     );
   const { rows } = await c.query('SHOW server_version');
-  process.stdout.write(`hookgate pg-explain: PostgreSQL ${rows[0].server_version}, database ${dbName}, ${new Date().toISOString()}\n`);
+  process.stdout.write(
+    `hookgate pg-explain: PostgreSQL ${rows[0].server_version}, database ${dbName}, ${new Date().toISOString()}\n`,
+  );
   for (const n of sizes) {
     const t0 = performance.now();
     await fill(c, n);
-    process.stdout.write(`\n(filled ${n.toLocaleString('en')} rows per table in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    process.stdout.write(
+      `\n(filled ${n.toLocaleString('en')} rows per table in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+    );
     process.stdout.write(`${await explainAll(c, store, n)}\n`);
   }
 } finally {

@@ -5,8 +5,8 @@
 //   - statements: simple Query ('Q') and Execute ('E') messages;
 //   - parses: Parse ('P') messages, `named` when they create a named prepared statement (parsed once per connection);
 //   - prepared executions: Bind ('B') messages naming a prepared statement (no Parse for that execution);
-//   - commits / rollbacks: a ReadyForQuery back to idle ('I') after a command completed, told apart by the last
-//     CommandComplete tag (ROLLBACK) or an ErrorResponse in between.
+//   - commits / rollbacks: a ReadyForQuery back to idle ('I') after a command completed or failed, told apart by the
+//     last CommandComplete tag (ROLLBACK) or an ErrorResponse in between (as pg_stat_database counts them).
 // A connection that switches to TLS (SSLRequest answered 'S') is forwarded but no longer read (`tls` counts them).
 import { createConnection, createServer } from 'node:net';
 
@@ -14,7 +14,21 @@ const SSL_REQUEST = 80877103;
 const GSSENC_REQUEST = 80877104;
 
 export function emptyCounts() {
-  return { connections: 0, tls: 0, roundTrips: 0, simpleQueries: 0, executes: 0, parses: 0, namedParses: 0, binds: 0, preparedBinds: 0, commits: 0, rollbacks: 0, bytesIn: 0, bytesOut: 0 };
+  return {
+    connections: 0,
+    tls: 0,
+    roundTrips: 0,
+    simpleQueries: 0,
+    executes: 0,
+    parses: 0,
+    namedParses: 0,
+    binds: 0,
+    preparedBinds: 0,
+    commits: 0,
+    rollbacks: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+  };
 }
 
 export function diffCounts(after, before) {
@@ -121,7 +135,7 @@ export function connectionCounter(counts) {
         return;
       }
       counts.roundTrips++;
-      if (body[0] === 0x49 /* I */ && commandDone) {
+      if (body[0] === 0x49 /* I */ && (commandDone || failed)) {
         if (failed || lastTag === 'ROLLBACK') counts.rollbacks++;
         else counts.commits++;
       }
