@@ -3,15 +3,18 @@
 // A scratch database gets hookgate's schema from the built store (openPostgresStore migrates it), then, for each size
 // (PG_EXPLAIN_SIZES, default 0,20000,1000000 rows in runs, deliveries and system_events), is filled with
 // `INSERT … SELECT generate_series` in a realistic mix (oldest rows finished, the newest queued: 85 % done, 3 % of
-// those failed/dead, 2 % running or leased with an expired lease, the rest queued or pending), vacuumed and analysed.
+// those failed/dead, 2 % running or leased with an expired lease, the rest queued or pending; half the deliveries on
+// one route, as when every reply goes to the same recipient, the rest over 50), vacuumed and analysed.
 //
 // The statements are not copied here: each store method below is called on the real store while the pg client
 // records what it is sent (and answers with an empty result), so a renamed or rewritten statement is picked up.
 // Each recorded statement then runs as `EXPLAIN (ANALYZE, BUFFERS)` with the same parameters, in a transaction that
 // is rolled back, so every plan sees the same data. The plans are custom plans (parameters known), which is what an
-// unnamed statement gets. BEGIN/COMMIT and bare `pg_notify` calls are listed, not explained. The database is dropped
-// at the end. A call of one of hookgate's functions (hookgate_accept) is run once more with auto_explain (loaded in the
-// session; superuser) to show the plans of the statements inside it. Env: PG_EXPLAIN_URL (admin URL; default HOOKGATE_TEST_PG_URL or the machine's server, database test).
+// unnamed statement always gets (a named one may switch to a generic plan after five executions). BEGIN/COMMIT and
+// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept) runs once
+// more with auto_explain (loaded in the session: superuser) to show the plans of the statements inside it. The
+// database is dropped at the end. Env: PG_EXPLAIN_URL (admin URL; default HOOKGATE_TEST_PG_URL, else the machine's
+// server, database test).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
@@ -85,7 +88,7 @@ async function fill(c, n) {
     await c.query(`${mix(n)}
       INSERT INTO deliveries (id, run_id, session_key, agent_id, hook_name, channel, recipient, text, explicit_route, state, attempts,
         next_attempt_at, lease_owner, lease_until, created_at, updated_at, delivered_at)
-      SELECT 'dlv-' || i, 'run-' || i, 'hook:' || i, 'main', 'Bench', 'log', 'r' || (i % 50), 'reply ' || i, 0,
+      SELECT 'dlv-' || i, 'run-' || i, 'hook:' || i, 'main', 'Bench', 'log', CASE WHEN i % 2 = 0 THEN 'main' ELSE 'r' || (i % 50) END, 'reply ' || i, 0,
         CASE WHEN f < 0.85 THEN (CASE WHEN i % 33 = 0 THEN 'dead' ELSE 'delivered' END) ELSE 'pending' END,
         CASE WHEN f < 0.87 THEN 1 ELSE 0 END, ${NOW} - (${n} - i) * 10,
         CASE WHEN f >= 0.85 AND f < 0.87 THEN '${DEAD}' END, CASE WHEN f >= 0.85 AND f < 0.87 THEN ${NOW} - 1000 END,
