@@ -49,7 +49,8 @@ export function summariseStatements(rows, top = 8) {
   };
 }
 
-function cpuMicros(pid) {
+/** CPU time (user + system, all threads) of a process so far, µs; 0 once it is gone. */
+export function cpuMicros(pid) {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
@@ -75,11 +76,12 @@ export function postgresCpu(dbName) {
   }
   return { all, own };
 }
-const since = (now, before) => {
+/** CPU used since `before` (a map from postgresCpu) by the processes there now: one that exited takes its share along. */
+export function postgresCpuSince(before, now = postgresCpu().all) {
   let s = 0;
   for (const [pid, v] of now) s += v - (before.get(pid) ?? 0);
   return s;
-};
+}
 
 /** The observer: pg_stat_statements and pg_stat_database read from the admin database, never the bench one. */
 export async function statementStats(admin, dbName) {
@@ -126,19 +128,19 @@ const STATS_FLUSH_MS = 1500;
  * One measured phase: `work()` returns the number of operations it did. Everything the database saw from the nodes
  * meanwhile counts, background work (claim polls, node refresh) included: see the idle phase for its rate.
  */
-export async function measurePhase({ stats, proxy, dbName, pids, cpu }, work) {
+export async function measurePhase({ stats, proxy, dbName, pids }, work) {
   await sleep(STATS_FLUSH_MS); // the commits of what came before reach pg_stat_database first
   await stats.reset();
   const x0 = await stats.xacts();
   const p0 = proxy.snapshot();
   const c0 = postgresCpu(dbName);
-  const h0 = pids.reduce((s, p) => s + cpu(p), 0);
+  const h0 = pids.reduce((s, p) => s + cpuMicros(p), 0);
   const t0 = performance.now();
   const ops = await work();
   const seconds = (performance.now() - t0) / 1000;
   const p1 = proxy.snapshot();
   const c1 = postgresCpu(dbName);
-  const h1 = pids.reduce((s, p) => s + cpu(p), 0);
+  const h1 = pids.reduce((s, p) => s + cpuMicros(p), 0);
   const statements = await stats.read();
   await sleep(STATS_FLUSH_MS);
   const x1 = await stats.xacts();
@@ -150,8 +152,8 @@ export async function measurePhase({ stats, proxy, dbName, pids, cpu }, work) {
     wire,
     serverCommits: x1.commits - x0.commits,
     serverRollbacks: x1.rollbacks - x0.rollbacks,
-    pgCpuOwn: since(c1.own, c0.own),
-    pgCpuAll: since(c1.all, c0.all),
+    pgCpuOwn: postgresCpuSince(c0.own, c1.own),
+    pgCpuAll: postgresCpuSince(c0.all, c1.all),
     hookgateCpu: h1 - h0,
     statements: stats.available ? summariseStatements(statements) : undefined,
   };

@@ -3,8 +3,9 @@
 // A scratch database gets hookgate's schema from the built store (openPostgresStore migrates it), then, for each size
 // (PG_EXPLAIN_SIZES, default 0,20000,1000000 rows in runs, deliveries and system_events), is filled with
 // `INSERT … SELECT generate_series` in a realistic mix (oldest rows finished, the newest queued: 85 % done, 3 % of
-// those failed/dead, 2 % running or leased with an expired lease, the rest queued or pending; half the deliveries on
-// one route, as when every reply goes to the same recipient, the rest over 50), vacuumed and analysed.
+// those failed/dead, 2 % running or leased with an expired lease, the rest queued or pending; the deliveries over
+// PG_EXPLAIN_ROUTES recipients, default 1: every reply to the same channel and recipient, as in the bench and in many
+// set-ups), vacuumed and analysed.
 //
 // The statements are not copied here: each store method below is called on the real store while the pg client
 // records what it is sent (and answers with an empty result), so a renamed or rewritten statement is picked up.
@@ -23,6 +24,7 @@ const { openPostgresStore } = await import(new URL('dist/store/postgres.js', roo
 const adminUrl =
   process.env.PG_EXPLAIN_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const sizes = (process.env.PG_EXPLAIN_SIZES ?? '0,20000,1000000').split(',').map(Number);
+const routes = Math.max(1, Number(process.env.PG_EXPLAIN_ROUTES ?? 1));
 const NOW = 1_800_000_000_000;
 const OWNER = 'node-explain';
 const DEAD = 'node-dead'; // holds the expired leases
@@ -88,7 +90,7 @@ async function fill(c, n) {
     await c.query(`${mix(n)}
       INSERT INTO deliveries (id, run_id, session_key, agent_id, hook_name, channel, recipient, text, explicit_route, state, attempts,
         next_attempt_at, lease_owner, lease_until, created_at, updated_at, delivered_at)
-      SELECT 'dlv-' || i, 'run-' || i, 'hook:' || i, 'main', 'Bench', 'log', CASE WHEN i % 2 = 0 THEN 'main' ELSE 'r' || (i % 50) END, 'reply ' || i, 0,
+      SELECT 'dlv-' || i, 'run-' || i, 'hook:' || i, 'main', 'Bench', 'log', 'r' || (i % ${routes}), 'reply ' || i, 0,
         CASE WHEN f < 0.85 THEN (CASE WHEN i % 33 = 0 THEN 'dead' ELSE 'delivered' END) ELSE 'pending' END,
         CASE WHEN f < 0.87 THEN 1 ELSE 0 END, ${NOW} - (${n} - i) * 10,
         CASE WHEN f >= 0.85 AND f < 0.87 THEN '${DEAD}' END, CASE WHEN f >= 0.85 AND f < 0.87 THEN ${NOW} - 1000 END,

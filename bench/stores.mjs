@@ -10,14 +10,14 @@
 // (bench/pg-counts.mjs): BENCH_COUNT_WAKES (5000), BENCH_COUNT_RUNS (500), BENCH_COUNT_NODES ("1,3"). `--counts-only` skips the throughput table.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { countsTable, measurePhase, statementStats } from './pg-counts.mjs';
+import { countsTable, cpuMicros, measurePhase, postgresCpu, postgresCpuSince, statementStats } from './pg-counts.mjs';
 import { startCountingProxy } from './pg-wire.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -31,34 +31,6 @@ const countNodes = (process.env.BENCH_COUNT_NODES ?? `1,${clusterSize}`).split('
 const adminUrl = process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function cpuMicros(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-  } catch {
-    return 0; // gone
-  }
-}
-
-/** CPU of every `postgres` process now (a backend that exits between two samples takes its share with it). */
-function postgresCpu() {
-  const out = new Map();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if (readFileSync(`/proc/${e}/comm`, 'utf8').trim() === 'postgres') out.set(e, cpuMicros(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
-function postgresCpuSince(before) {
-  let sum = 0;
-  for (const [pid, now] of postgresCpu()) sum += now - (before.get(pid) ?? 0);
-  return sum;
-}
 
 function startServer(configFile) {
   const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOOKGATE_BENCH: '1' } });
@@ -185,7 +157,7 @@ const runBody = (i) => JSON.stringify({ message: `pipeline ${i}`, name: 'Bench',
 async function load(urls, path, makeBody, headers, pids, opts = {}) {
   let i = 0;
   const cpu0 = pids.reduce((s, p) => s + cpuMicros(p), 0);
-  const pg0 = opts.postgres ? postgresCpu() : undefined;
+  const pg0 = opts.postgres ? postgresCpu().all : undefined;
   const per = Math.max(1, Math.floor(connections / urls.length));
   const results = await Promise.all(
     urls.map((url) =>
@@ -218,7 +190,7 @@ async function runBurst(s, amount) {
 
 async function endToEnd(s, pids, isPg) {
   const cpu0 = pids.reduce((a, p) => a + cpuMicros(p), 0);
-  const pg0 = isPg ? postgresCpu() : undefined;
+  const pg0 = isPg ? postgresCpu().all : undefined;
   const t0 = performance.now();
   const n = await runBurst(s, burst);
   const secs = (performance.now() - t0) / 1000;
@@ -231,7 +203,7 @@ async function countPass(nodes) {
   const s = await setUp('postgres', nodes, true);
   try {
     const { proxy, stats, dbName } = s.counting;
-    const ctx = { stats, proxy, dbName, pids: s.pids, cpu: cpuMicros };
+    const ctx = { stats, proxy, dbName, pids: s.pids };
     await load(s.urls, '/hooks/wake', wakeBody, auth, [], { amount: 1000 }); // warm-up
     const idle = await measurePhase(ctx, async () => {
       await sleep(3000);
