@@ -158,7 +158,9 @@ async function load(urls, path, makeBody, headers, pids, opts = {}) {
   let i = 0;
   const cpu0 = pids.reduce((s, p) => s + cpuMicros(p), 0);
   const pg0 = opts.postgres ? postgresCpu().all : undefined;
-  const per = Math.max(1, Math.floor(connections / urls.length));
+  const share = Math.max(1, Math.floor(connections / urls.length));
+  // autocannon refuses more connections than requests.
+  const per = opts.amount ? Math.min(share, Math.ceil(opts.amount / urls.length)) : share;
   const results = await Promise.all(
     urls.map((url) =>
       autocannon({
