@@ -6,7 +6,8 @@
 // BENCH_PIPELINE_SECONDS (2000 runs/s for 30 s), BENCH_SERVER_CPU / BENCH_LOAD_CPU (0 / 1), BENCH_LOADGEN=autocannon,
 // BENCH_WRITER (inline | thread: storage.writer), BENCH_CHECKPOINTS (auto | thread: storage.checkpoints), BENCH_NODE_ARGS (e.g. --cpu-prof, for the hookgate process).
 // `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
-// `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
+// `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes, then PostgreSQL's
+// statements, round trips and commits per wake and per run (bench/stores.mjs; `--counts-only`: those alone; `--json`).
 // `npm run bench -- --only startup`: instead, the CLI's start-up times (bench/startup.mjs; STARTUP_RUNS, default 10).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,10 +22,11 @@ const storeArg = process.argv.indexOf('--store');
 if (storeArg !== -1) {
   const store = process.argv[storeArg + 1];
   if (store !== 'postgres' && store !== 'sqlite') {
-    console.error('usage: npm run bench -- --store postgres|sqlite');
+    console.error('usage: npm run bench -- --store postgres|sqlite [--counts-only] [--json]');
     process.exit(1);
   }
-  process.stdout.write(`${await storesBench(store === 'sqlite' ? ['sqlite'] : ['sqlite', 'postgres'])}\n`);
+  const opts = { countsOnly: process.argv.includes('--counts-only'), json: process.argv.includes('--json') };
+  process.stdout.write(`${await storesBench(store === 'sqlite' ? ['sqlite'] : ['sqlite', 'postgres'], opts)}\n`);
   process.exit(0);
 }
 

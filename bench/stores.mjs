@@ -6,52 +6,31 @@
 // processes (the `postgres` processes of the machine, so another tenant's queries count too on a shared server).
 // Env: BENCH_SECONDS (5), BENCH_CONNECTIONS (50), BENCH_BURST (2000 runs), BENCH_PG_URL (admin URL, default the
 // machine's server, database test), BENCH_NODES (3).
+// Then, on fresh PostgreSQL set-ups behind a counting proxy, what the database does per wake and per end-to-end run
+// (bench/pg-counts.mjs): BENCH_COUNT_WAKES (5000), BENCH_COUNT_RUNS (500), BENCH_COUNT_NODES ("1,3"). `--counts-only` skips the throughput table.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { countsTable, cpuMicros, measurePhase, postgresCpu, postgresCpuSince, statementStats } from './pg-counts.mjs';
+import { startCountingProxy } from './pg-wire.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const burst = Number(process.env.BENCH_BURST ?? 2000);
 const clusterSize = Number(process.env.BENCH_NODES ?? 3);
+const countWakes = Number(process.env.BENCH_COUNT_WAKES ?? 5000);
+const countRuns = Number(process.env.BENCH_COUNT_RUNS ?? 500);
+const countNodes = (process.env.BENCH_COUNT_NODES ?? `1,${clusterSize}`).split(',').map(Number);
 const adminUrl = process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function cpuMicros(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100;
-  } catch {
-    return 0; // gone
-  }
-}
-
-/** CPU of every `postgres` process now (a backend that exits between two samples takes its share with it). */
-function postgresCpu() {
-  const out = new Map();
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      if (readFileSync(`/proc/${e}/comm`, 'utf8').trim() === 'postgres') out.set(e, cpuMicros(e));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
-function postgresCpuSince(before) {
-  let sum = 0;
-  for (const [pid, now] of postgresCpu()) sum += now - (before.get(pid) ?? 0);
-  return sum;
-}
 
 function startServer(configFile) {
   const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOOKGATE_BENCH: '1' } });
@@ -73,13 +52,19 @@ async function withAdmin(fn) {
   }
 }
 
-/** Start a set-up: `nodes` servers on `store`; returns urls, pids, a delivered-count query and a teardown. */
-async function setUp(store, nodes) {
+/**
+ * Start a set-up: `nodes` servers on `store`; returns urls, pids, a delivered-count query and a teardown. With
+ * `counting`, the nodes reach PostgreSQL through the counting proxy and the statistics are prepared first.
+ */
+async function setUp(store, nodes, counting = false) {
   const dir = mkdtempSync(join(tmpdir(), `hookgate-bench-${store}-`));
   let storage;
   let dbName;
   let countDelivered;
   let closeCounter = async () => {};
+  let proxy;
+  let observer;
+  let stats;
   if (store === 'sqlite') {
     storage = { driver: 'sqlite', path: join(dir, 'hookgate.db') };
   } else {
@@ -87,6 +72,14 @@ async function setUp(store, nodes) {
     await withAdmin((c) => c.query(`CREATE DATABASE "${dbName}"`));
     const u = new URL(adminUrl);
     u.pathname = `/${dbName}`;
+    if (counting) {
+      proxy = await startCountingProxy({ host: u.hostname, port: Number(u.port || 5432) });
+      observer = new pg.Client({ connectionString: adminUrl });
+      await observer.connect();
+      stats = await statementStats(observer, dbName);
+      u.hostname = '127.0.0.1';
+      u.port = String(proxy.port);
+    }
     storage = { driver: 'postgres', url: u.toString(), poolSize: 10 };
   }
   const servers = [];
@@ -110,9 +103,25 @@ async function setUp(store, nodes) {
     }
   } catch (err) {
     for (const s of servers) s.child.kill('SIGKILL');
+    await observer?.end();
+    await proxy?.close();
     throw err;
   }
-  if (store === 'sqlite') {
+  if (counting) {
+    // Delivered replies counted from the log channel's files, not the database: the count must not add statements.
+    const files = servers.map((_, i) => join(dir, `deliveries-${i}.jsonl`));
+    const lines = (f) => {
+      try {
+        const b = readFileSync(f);
+        let n = 0;
+        for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) n++;
+        return n;
+      } catch {
+        return 0; // not written yet
+      }
+    };
+    countDelivered = async () => files.reduce((s, f) => s + lines(f), 0);
+  } else if (store === 'sqlite') {
     const db = new Database(storage.path, { readonly: true });
     const q = db.prepare("SELECT COUNT(*) AS n FROM deliveries WHERE state = 'delivered'");
     countDelivered = async () => q.get().n;
@@ -127,9 +136,12 @@ async function setUp(store, nodes) {
     urls: servers.map((s) => s.url),
     pids: servers.map((s) => s.child.pid),
     countDelivered,
+    counting: counting ? { proxy, stats, dbName } : undefined,
     async tearDown() {
       await closeCounter();
       await Promise.all(servers.map((s) => new Promise((r) => (s.child.once('exit', r), s.child.kill('SIGTERM')))));
+      await observer?.end();
+      await proxy?.close();
       if (dbName) await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
       rmSync(dir, { recursive: true, force: true });
     },
@@ -145,8 +157,10 @@ const runBody = (i) => JSON.stringify({ message: `pipeline ${i}`, name: 'Bench',
 async function load(urls, path, makeBody, headers, pids, opts = {}) {
   let i = 0;
   const cpu0 = pids.reduce((s, p) => s + cpuMicros(p), 0);
-  const pg0 = opts.postgres ? postgresCpu() : undefined;
-  const per = Math.max(1, Math.floor(connections / urls.length));
+  const pg0 = opts.postgres ? postgresCpu().all : undefined;
+  const share = Math.max(1, Math.floor(connections / urls.length));
+  // autocannon refuses more connections than requests.
+  const per = opts.amount ? Math.min(share, Math.ceil(opts.amount / urls.length)) : share;
   const results = await Promise.all(
     urls.map((url) =>
       autocannon({
@@ -166,21 +180,66 @@ async function load(urls, path, makeBody, headers, pids, opts = {}) {
   return { rps, total, non2xx, p99, cpuPerReq: cpu / Math.max(1, total), pgCpuPerReq: pgCpu / Math.max(1, total) };
 }
 
-async function endToEnd(s, pids, isPg) {
+/** A burst of `amount` agent runs; resolves with the number delivered once every accepted one is (3 min at most). */
+async function runBurst(s, amount) {
   const before = await s.countDelivered();
-  const cpu0 = pids.reduce((a, p) => a + cpuMicros(p), 0);
-  const pg0 = isPg ? postgresCpu() : undefined;
   const t0 = performance.now();
-  const accepted = await load(s.urls, '/hooks/agent', runBody, auth, [], { amount: burst });
+  const accepted = await load(s.urls, '/hooks/agent', runBody, auth, [], { amount });
   let delivered = before;
   while ((delivered = await s.countDelivered()) - before < accepted.total - accepted.non2xx && performance.now() - t0 < 180_000) await sleep(50);
+  return delivered - before;
+}
+
+async function endToEnd(s, pids, isPg) {
+  const cpu0 = pids.reduce((a, p) => a + cpuMicros(p), 0);
+  const pg0 = isPg ? postgresCpu().all : undefined;
+  const t0 = performance.now();
+  const n = await runBurst(s, burst);
   const secs = (performance.now() - t0) / 1000;
   const cpu = pids.reduce((a, p) => a + cpuMicros(p), 0) - cpu0;
-  const n = delivered - before;
   return { runs: n, seconds: secs, runsPerSecond: n / secs, cpuPerRun: cpu / Math.max(1, n), pgCpuPerRun: pg0 ? postgresCpuSince(pg0) / Math.max(1, n) : 0 };
 }
 
-export async function storesBench(stores) {
+/** The counting pass (bench/pg-counts.mjs) on a fresh set-up: idle, then wakes, then a burst of runs. */
+async function countPass(nodes) {
+  const s = await setUp('postgres', nodes, true);
+  try {
+    const { proxy, stats, dbName } = s.counting;
+    const ctx = { stats, proxy, dbName, pids: s.pids };
+    await load(s.urls, '/hooks/wake', wakeBody, auth, [], { amount: 1000 }); // warm-up
+    const idle = await measurePhase(ctx, async () => {
+      await sleep(3000);
+      return 0;
+    });
+    const wakes = await measurePhase(ctx, async () => {
+      const r = await load(s.urls, '/hooks/wake', wakeBody, auth, [], { amount: countWakes });
+      return r.total - r.non2xx;
+    });
+    const runs = await measurePhase(ctx, async () => {
+      const n = await runBurst(s, countRuns);
+      await sleep(300); // the last delivery's outcome is written just after its line
+      return n;
+    });
+    return { setup: `PostgreSQL, ${nodes} node${nodes > 1 ? 's' : ''}`, statementsAvailable: stats.available, why: stats.why, idle, wakes, runs };
+  } finally {
+    await s.tearDown();
+  }
+}
+
+/**
+ * `stores`: the set-ups of the throughput table; with PostgreSQL among them, the counting pass follows. Options:
+ * `countsOnly` (no throughput table), `json` (one JSON object instead of tables).
+ */
+export async function storesBench(stores, opts = {}) {
+  const rows = opts.countsOnly ? undefined : await throughput(stores);
+  const counts = [];
+  if (stores.includes('postgres')) for (const nodes of countNodes) counts.push(await countPass(nodes));
+  if (opts.json) return JSON.stringify({ stores: rows, postgresCounts: counts });
+  const countOpts = { wakes: countWakes, runs: countRuns, connections };
+  return [rows ? throughputTable(rows) : '', counts.length ? countsTable(counts, countOpts) : ''].filter(Boolean).join('\n');
+}
+
+async function throughput(stores) {
   const setups = [];
   for (const store of stores) {
     setups.push({ store, nodes: 1 });
@@ -214,6 +273,10 @@ export async function storesBench(stores) {
       await s.tearDown();
     }
   }
+  return rows;
+}
+
+function throughputTable(rows) {
   const f = (n, d = 0) => (n === undefined ? '–' : n.toFixed(d));
   const base = rows[0].wake.rps;
   const lines = [
@@ -234,5 +297,5 @@ export async function storesBench(stores) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`${await storesBench(['sqlite', 'postgres'])}\n`);
+  process.stdout.write(`${await storesBench(['sqlite', 'postgres'], { countsOnly: process.argv.includes('--counts-only'), json: process.argv.includes('--json') })}\n`);
 }
