@@ -3,12 +3,14 @@ import { hostname } from 'node:os';
 import type { Observability } from './admin/observe.js';
 import { type Config, configPath, loadConfigFile } from './config/load.js';
 import { loadServeConfig } from './config/serve-config.js';
+import { watchConfigFile } from './config/watch.js';
 import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
 import { createHandler } from './ingress/handler.js';
 import { IngressPressure } from './ingress/pressure.js';
 import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
+import { errorMessage } from './text-safe.js';
 import { AuthFailureLimiter } from './net/limiter.js';
 import { killAgents } from './providers/command.js';
 import type { NodeRegistration } from './runtime/node-registry.js';
@@ -83,9 +85,8 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const limiter = new AuthFailureLimiter(first.hooks.authFailureLimit);
   generations.onSwap((next) => (limiter.setLimits(next.config.hooks.authFailureLimit), runtime.reconfigure()));
   const routes = createHookRoutes({ logger });
-  // Until the Gmail fetcher starts (after the listeners), a committed push waits in the store: it looks there at its start.
-  let gmail: GmailService | undefined;
-  const signals = { ...runtime.signals, gmailPushed: (account: string) => gmail?.notify(account) };
+  const background = startBackground({ store, logger, owner, generations, signals: runtime.signals, routes, limiter });
+  const signals = { ...runtime.signals, gmailPushed: background.gmail.notify };
   const handler = createHandler(() => generations.current, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure, limiter });
   const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });
   obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => limiter.lockedCount(Date.now()), connections });
@@ -97,10 +98,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   }));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
-  const background = await startBackground({ store, logger, owner, generations, signals: runtime.signals, routes, limiter, url: listener.url, watch: opts.watchConfig === true });
-  gmail = background.gmail;
-  const stopBackground = () => (background.stop(), obs?.stop());
-  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry: background.registry, stopBackground, flushIngress: handler.flushRefusals, gmail, audit });
+  // In the same tick as the line above: a change written as soon as the line is read is seen.
+  const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
+  background.listening(listener.url);
+  const stopBackground = () => (stopWatching?.(), background.stop(), obs?.stop());
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry: background.registry, stopBackground, flushIngress: handler.flushRefusals, gmail: background.gmail, audit });
   return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
@@ -134,32 +136,39 @@ interface BackgroundDeps {
   signals: Runtime['signals'];
   routes: HookRoutes;
   limiter: AuthFailureLimiter;
-  /** The hooks listener's URL, for the node registry. */
-  url: string;
-  /** Watch the config file (the CLI's `serve`). */
-  watch: boolean;
 }
 
 /**
- * What works beside the listeners, started once they listen (its modules are loaded then, not before the first
- * request can be taken): the Gmail fetcher and watch renewal, the config watcher, the pruner, the lockout sharing and
- * this node's row in the node registry.
+ * What works beside the listeners, loaded (its modules) and started once they listen, not before the first request
+ * can be taken: the Gmail fetcher and watch renewal, the pruner, the lockout sharing and this node's row in the node
+ * registry. Until then a committed Gmail push waits in the store (the fetcher looks there when it starts), and a stop
+ * waits for the start to stop them.
  */
-async function startBackground(d: BackgroundDeps): Promise<{ gmail: GmailService; registry: NodeRegistration; stop(): void }> {
-  const [{ startGmail }, { watchConfigFile }, { startPruner }, { shareLockouts }, { startNodeRegistry }] = await Promise.all([
-    import('./gmail/watch.js'), import('./config/watch.js'), import('./runtime/pruner.js'), import('./ingress/lockout-sync.js'), import('./runtime/node-registry.js'),
-  ]);
-  const { store, logger, owner, generations } = d;
-  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: d.signals, routes: d.routes });
-  const file = generations.current.config.file;
-  const stopWatching = d.watch && file ? watchConfigFile(file, () => void generations.reload()) : undefined;
-  const stopPruning = startPruner(store, logger, {
-    received: () => generations.current.config.hooks.receivedRetentionDays,
-    audit: () => generations.current.config.logging.auditRetentionDays,
-  });
-  const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
-  const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: d.url, startedAt: Date.now() } });
-  return { gmail, registry, stop: () => (stopWatching?.(), stopPruning(), stopSharingLockouts()) };
+function startBackground(d: BackgroundDeps): { gmail: GmailService; registry: NodeRegistration; listening(url: string): void; stop(): void } {
+  let started: Promise<{ gmail: GmailService; registry: NodeRegistration; stop(): void }> | undefined;
+  const ready = () => started ?? Promise.reject(new Error('the background tasks have not started'));
+  const listening = (url: string) => {
+    started = Promise.all([import('./gmail/watch.js'), import('./runtime/pruner.js'), import('./ingress/lockout-sync.js'), import('./runtime/node-registry.js')]).then(
+      ([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]) => {
+        const { store, logger, owner, generations } = d;
+        const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: d.signals, routes: d.routes });
+        const stopPruning = startPruner(store, logger, {
+          received: () => generations.current.config.hooks.receivedRetentionDays,
+          audit: () => generations.current.config.logging.auditRetentionDays,
+        });
+        const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
+        const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url, startedAt: Date.now() } });
+        return { gmail, registry, stop: () => (stopPruning(), stopSharingLockouts()) };
+      },
+    );
+    started.catch((err: unknown) => d.logger.error({ err: errorMessage(err) }, 'the Gmail fetcher, pruner and node registry did not start'));
+  };
+  return {
+    gmail: { notify: (account) => void started?.then((b) => b.gmail.notify(account), () => {}), stop: async () => (await ready()).gmail.stop() },
+    registry: { stop: async () => (await ready()).registry.stop() },
+    listening,
+    stop: () => void started?.then((b) => b.stop(), () => {}),
+  };
 }
 
 /** The audit trail of the service: every reload (applied or refused) is recorded; admin repairs and lockouts by their callers. */
