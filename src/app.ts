@@ -141,15 +141,19 @@ interface BackgroundDeps {
 /**
  * What works beside the listeners, loaded (its modules) and started once they listen, not before the first request
  * can be taken: the Gmail fetcher and watch renewal, the pruner, the lockout sharing and this node's row in the node
- * registry. Until then a committed Gmail push waits in the store (the fetcher looks there when it starts), and a stop
- * waits for the start to stop them.
+ * registry. Until then a committed Gmail push waits in the store (the fetcher looks there when it starts); a stop
+ * that comes first starts none of them.
  */
 function startBackground(d: BackgroundDeps): { gmail: GmailService; registry: NodeRegistration; listening(url: string): void; stop(): void } {
-  let started: Promise<{ gmail: GmailService; registry: NodeRegistration; stop(): void }> | undefined;
-  const ready = () => started ?? Promise.reject(new Error('the background tasks have not started'));
+  type Started = { gmail: GmailService; registry: NodeRegistration; stop(): void };
+  const none: Started = { gmail: { notify: () => {}, stop: async () => {} }, registry: { stop: async () => {} }, stop: () => {} };
+  let started: Promise<Started> | undefined;
+  let stopped = false;
+  const ready = () => started ?? Promise.resolve(none);
   const listening = (url: string) => {
     started = Promise.all([import('./gmail/watch.js'), import('./runtime/pruner.js'), import('./ingress/lockout-sync.js'), import('./runtime/node-registry.js')]).then(
-      ([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]) => {
+      ([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]): Started => {
+        if (stopped) return none;
         const { store, logger, owner, generations } = d;
         const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: d.signals, routes: d.routes });
         const stopPruning = startPruner(store, logger, {
@@ -167,7 +171,10 @@ function startBackground(d: BackgroundDeps): { gmail: GmailService; registry: No
     gmail: { notify: (account) => void started?.then((b) => b.gmail.notify(account), () => {}), stop: async () => (await ready()).gmail.stop() },
     registry: { stop: async () => (await ready()).registry.stop() },
     listening,
-    stop: () => void started?.then((b) => b.stop(), () => {}),
+    stop: () => {
+      stopped = true;
+      void started?.then((b) => b.stop(), () => {});
+    },
   };
 }
 
