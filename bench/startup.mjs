@@ -5,10 +5,12 @@
 //   hookgate send wake               a client of a running server (config read, one POST, exit)
 //   hookgate serve, warm             until listening, on a store that exists (files in the page cache)
 //   hookgate serve, first start      until listening, in a fresh directory (the store is created)
+// The serve rows also give the CPU time of the process's main thread until the line (Linux: its schedstat), which
+// moves far less with the machine's load than the wall time.
 // Run on the built CLI (`npm run build` first, or `npm run bench -- --only startup`). Env: STARTUP_RUNS (default 10).
 // `--json` prints one JSON object instead of the table.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -45,7 +47,16 @@ function timeRun(args, cwd) {
   return ms;
 }
 
-/** Start `serve` and resolve when it logs that it listens: its URL, the time it took, and a stop(). */
+/** CPU ms of a process's main thread so far (Linux), else undefined. */
+function mainThreadCpuMs(pid) {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Start `serve` and resolve when it logs that it listens: its URL, the time it took, its main thread's CPU, and a stop(). */
 function serve(configFile, cwd) {
   const t0 = process.hrtime.bigint();
   const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], { cwd, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOOKGATE_TOKEN: '' } });
@@ -62,7 +73,7 @@ function serve(configFile, cwd) {
       } catch {
         return;
       }
-      if (msg.msg === 'hookgate listening') resolve({ url: msg.url, ms: Number(process.hrtime.bigint() - t0) / 1e6, stop });
+      if (msg.msg === 'hookgate listening') resolve({ url: msg.url, ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: mainThreadCpuMs(child.pid), stop });
     });
     exited.then((code) => reject(new Error(`serve exited with ${code} before listening`)));
   });
@@ -70,6 +81,7 @@ function serve(configFile, cwd) {
 
 async function serveRuns(fresh) {
   const times = [];
+  const cpu = [];
   const warmDir = fresh ? undefined : mkdtempSync(join(tmpdir(), 'hookgate-startup-'));
   if (warmDir) {
     // One start to create the store; it is not counted.
@@ -80,11 +92,12 @@ async function serveRuns(fresh) {
     const dir = warmDir ?? mkdtempSync(join(tmpdir(), 'hookgate-startup-'));
     const s = await serve(writeConfig(dir), dir);
     times.push(s.ms);
+    if (s.cpuMs !== undefined) cpu.push(s.cpuMs);
     await s.stop();
     if (!warmDir) rmSync(dir, { recursive: true, force: true });
   }
   if (warmDir) rmSync(warmDir, { recursive: true, force: true });
-  return times;
+  return { times, cpu };
 }
 
 export async function startupBench() {
@@ -102,13 +115,24 @@ export async function startupBench() {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  results['hookgate serve, warm (until listening)'] = await serveRuns(false);
-  results['hookgate serve, first start (until listening)'] = await serveRuns(true);
-  return Object.fromEntries(Object.entries(results).map(([k, v]) => [k, { medianMs: Math.round(median(v)), minMs: Math.round(Math.min(...v)), runs: v.length }]));
+  const cpu = {};
+  for (const [key, fresh] of [['hookgate serve, warm (until listening)', false], ['hookgate serve, first start (until listening)', true]]) {
+    const r = await serveRuns(fresh);
+    results[key] = r.times;
+    if (r.cpu.length) cpu[key] = r.cpu;
+  }
+  return Object.fromEntries(
+    Object.entries(results).map(([k, v]) => [
+      k,
+      { medianMs: Math.round(median(v)), minMs: Math.round(Math.min(...v)), runs: v.length, ...(cpu[k] ? { mainThreadCpuMedianMs: Math.round(median(cpu[k])) } : {}) },
+    ]),
+  );
 }
 
 export function startupTable(results) {
-  const rows = Object.entries(results).map(([k, v]) => `  ${k.padEnd(48)} ${String(v.medianMs).padStart(5)} ms  (min ${v.minMs} ms)`);
+  const rows = Object.entries(results).map(
+    ([k, v]) => `  ${k.padEnd(48)} ${String(v.medianMs).padStart(5)} ms  (min ${v.minMs} ms)${v.mainThreadCpuMedianMs === undefined ? '' : `, main thread CPU ${v.mainThreadCpuMedianMs} ms`}`,
+  );
   return [`CLI start-up, median of ${RUNS} runs`, ...rows].join('\n');
 }
 

@@ -51,8 +51,8 @@ export async function loadBreakdown() {
   ]);
   fillTable('bd-channels', b.byChannel, (c) => [
     el('td', {}, el('strong', {}, c.channel)),
-    el('td', { class: `n${c.dead ? ' bad' : ''}` }, String(c.dead)),
-    el('td', { class: 'n' }, String(c.retrying)),
+    el('td', { class: `n${c.failed ? ' bad' : ''}` }, String(c.failed)),
+    el('td', { class: 'n' }, String(c.pendingRetry)),
   ]);
   fillTable('bd-runs', b.runs, (r) => [el('td', {}, r.label), el('td', { class: 'n bad' }, String(r.failed))]);
   return b;

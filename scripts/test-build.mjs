@@ -118,3 +118,11 @@ function isLink(p) {
     return false;
   }
 }
+
+// `node scripts/test-build.mjs`: the build alone (dist/ and .test-build/), without running any test.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const started = Date.now();
+  const written = buildForTests(new URL('..', import.meta.url).pathname);
+  if (written === false) process.exit(1);
+  console.log(`build: ${written} files written in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}

@@ -8,19 +8,19 @@ import { Generations } from './generation.js';
 import { createHookRoutes } from './hooks/routes.js';
 import { createHandler } from './ingress/handler.js';
 import { IngressPressure } from './ingress/pressure.js';
-import { shareLockouts } from './ingress/lockout-sync.js';
 import { type Listener, listen } from './ingress/server.js';
 import { createLogger, type Logger } from './log.js';
+import { errorMessage } from './text-safe.js';
 import { AuthFailureLimiter } from './net/limiter.js';
 import { killAgents } from './providers/command.js';
-import { type NodeRegistration, startNodeRegistry } from './runtime/node-registry.js';
-import { type GmailService, startGmail } from './gmail/watch.js';
-import { startPruner } from './runtime/pruner.js';
+import type { NodeRegistration } from './runtime/node-registry.js';
+import type { GmailService } from './gmail/watch.js';
+import type { HookRoutes } from './hooks/routes.js';
 import { type Runtime, startRuntime } from './runtime/runtime.js';
 import { openStore } from './store/open.js';
 import type { ReadStore, Store } from './store/types.js';
 import { VERSION } from './version.js';
-import { adminNotice, generationAccess, startAdmin } from './admin/routes.js';
+import type { AdminDeps } from './admin/routes.js';
 import { Audit } from './audit.js';
 import type { AdminListener } from './admin/server.js';
 
@@ -77,17 +77,16 @@ export async function startApp(opts: AppOptions): Promise<App> {
     onWarning: (message) => logger.warn(message),
     onError: (message) => logger.error(message),
   });
-  await recoverLeases(store, logger);
-
-  const generations = await Generations.start(first, logger, (file) => loadConfigFile(file, { env }));
+  // The first write waits for the store's writer thread to start: the generation is built meanwhile.
+  const [, generations] = await Promise.all([recoverLeases(store, logger), Generations.start(first, logger, (file) => loadConfigFile(file, { env }))]);
   const audit = startAudit(generations, store, logger, owner);
   const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed, ingressBusy: () => pressure.busy() });
   // Kept across reloads (a reload changes its limits, never its counts): the ingress's and the lockout sync's.
   const limiter = new AuthFailureLimiter(first.hooks.authFailureLimit);
   generations.onSwap((next) => (limiter.setLimits(next.config.hooks.authFailureLimit), runtime.reconfigure()));
   const routes = createHookRoutes({ logger });
-  const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: runtime.signals, routes });
-  const signals = { ...runtime.signals, gmailPushed: gmail.notify };
+  const background = startBackground({ store, logger, owner, generations, signals: runtime.signals, routes, limiter });
+  const signals = { ...runtime.signals, gmailPushed: background.gmail.notify };
   const handler = createHandler(() => generations.current, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure, limiter });
   const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });
   obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => limiter.lockedCount(Date.now()), connections });
@@ -95,21 +94,15 @@ export async function startApp(opts: AppOptions): Promise<App> {
   limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
   const listener = await listen(handler, { ...first.gateway, clientIps: generations.current.clientIps }, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.clientIps));
-  const admin = obs && (await startAdmin(first.admin, generationAccess(() => generations.current), {
+  const admin = obs && (await startAdminListener(first, env, generations, {
     store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
   }));
-  if (admin) process.stderr.write(adminNotice(admin.url, first.file, env));
   logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
+  // In the same tick as the line above: a change written as soon as the line is read is seen.
   const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
-  const stopPruning = startPruner(store, logger, {
-    received: () => generations.current.config.hooks.receivedRetentionDays,
-    audit: () => generations.current.config.logging.auditRetentionDays,
-  });
-  const stopSharingLockouts = shareLockouts(limiter, store, logger);
-  const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url: listener.url, startedAt: Date.now() } });
-
-  const stopBackground = () => (stopWatching?.(), stopPruning(), stopSharingLockouts(), obs?.stop());
-  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress: handler.flushRefusals, gmail, audit });
+  background.listening(listener.url);
+  const stopBackground = () => (stopWatching?.(), background.stop(), obs?.stop());
+  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry: background.registry, stopBackground, flushIngress: handler.flushRefusals, gmail: background.gmail, audit });
   return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
 }
 
@@ -124,6 +117,65 @@ async function observability(config: Config, logger: Logger, owner: string): Pro
   if (!config.admin.enabled && !shared) return undefined;
   const { createObservability } = await import('./admin/observe.js');
   return createObservability({ logger, replay: config.admin.enabled, ...(shared ? { node: owner } : {}) });
+}
+
+/** The admin listener and its notice, when `admin.enabled`: its modules (routes, dashboard, API) are loaded only then. */
+async function startAdminListener(config: Config, env: NodeJS.ProcessEnv, generations: Generations, deps: AdminDeps): Promise<AdminListener | undefined> {
+  if (!config.admin.enabled) return undefined;
+  const { adminNotice, generationAccess, startAdmin } = await import('./admin/routes.js');
+  const admin = await startAdmin(config.admin, generationAccess(() => generations.current), deps);
+  if (admin) process.stderr.write(adminNotice(admin.url, config.file, env));
+  return admin;
+}
+
+interface BackgroundDeps {
+  store: Store;
+  logger: Logger;
+  owner: string;
+  generations: Generations;
+  signals: Runtime['signals'];
+  routes: HookRoutes;
+  limiter: AuthFailureLimiter;
+}
+
+/**
+ * What works beside the listeners, loaded (its modules) and started once they listen, not before the first request
+ * can be taken: the Gmail fetcher and watch renewal, the pruner, the lockout sharing and this node's row in the node
+ * registry. Until then a committed Gmail push waits in the store (the fetcher looks there when it starts); a stop
+ * that comes first starts none of them.
+ */
+function startBackground(d: BackgroundDeps): { gmail: GmailService; registry: NodeRegistration; listening(url: string): void; stop(): void } {
+  type Started = { gmail: GmailService; registry: NodeRegistration; stop(): void };
+  const none: Started = { gmail: { notify: () => {}, stop: async () => {} }, registry: { stop: async () => {} }, stop: () => {} };
+  let started: Promise<Started> | undefined;
+  let stopped = false;
+  const ready = () => started ?? Promise.resolve(none);
+  const listening = (url: string) => {
+    started = Promise.all([import('./gmail/watch.js'), import('./runtime/pruner.js'), import('./ingress/lockout-sync.js'), import('./runtime/node-registry.js')]).then(
+      ([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]): Started => {
+        if (stopped) return none;
+        const { store, logger, owner, generations } = d;
+        const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: d.signals, routes: d.routes });
+        const stopPruning = startPruner(store, logger, {
+          received: () => generations.current.config.hooks.receivedRetentionDays,
+          audit: () => generations.current.config.logging.auditRetentionDays,
+        });
+        const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
+        const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url, startedAt: Date.now() } });
+        return { gmail, registry, stop: () => (stopPruning(), stopSharingLockouts()) };
+      },
+    );
+    started.catch((err: unknown) => d.logger.error({ err: errorMessage(err) }, 'the Gmail fetcher, pruner and node registry did not start'));
+  };
+  return {
+    gmail: { notify: (account) => void started?.then((b) => b.gmail.notify(account), () => {}), stop: async () => (await ready()).gmail.stop() },
+    registry: { stop: async () => (await ready()).registry.stop() },
+    listening,
+    stop: () => {
+      stopped = true;
+      void started?.then((b) => b.stop(), () => {});
+    },
+  };
 }
 
 /** The audit trail of the service: every reload (applied or refused) is recorded; admin repairs and lockouts by their callers. */

@@ -18,7 +18,8 @@ export async function plainRequest(url: string, init: OutboundInit, opts: PlainO
   const outer = opts.signal ?? new AbortController().signal;
   const limit = deadline(outer, opts.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
-    const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers) : (init.headers ?? {});
+    // Told apart without naming the global `Headers`: its first read loads the bundled undici this path avoids.
+    const headers = isPlainHeaders(init.headers) ? (init.headers ?? {}) : Object.fromEntries(init.headers.entries());
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
       const method = init.method ?? (init.body === undefined ? 'GET' : 'POST');
       const req = httpRequest(url, { method, headers, signal: limit.signal }, resolve);
@@ -35,6 +36,10 @@ export async function plainRequest(url: string, init: OutboundInit, opts: PlainO
   } finally {
     limit.dispose();
   }
+}
+
+function isPlainHeaders(h: OutboundInit['headers']): h is Record<string, string> | undefined {
+  return h === undefined || typeof (h as { entries?: unknown }).entries !== 'function';
 }
 
 async function readBody(res: IncomingMessage, max: number): Promise<{ text: string; truncated: boolean }> {

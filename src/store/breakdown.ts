@@ -90,11 +90,14 @@ export class RequestTally {
   }
 }
 
-/** Dead-lettered deliveries of the period, and deliveries still retrying after a failed attempt, per channel. */
+/**
+ * Delivery failures of the period per channel, in the delivery states' words (`pending`, `sent`, `failed`): `failed`,
+ * dead-lettered; `pendingRetry`, still pending after a failed attempt (it waits for its next one).
+ */
 export interface ChannelFailures {
   channel: string;
-  dead: number;
-  retrying: number;
+  failed: number;
+  pendingRetry: number;
 }
 
 /** Failed and timed-out runs of the period, per hook (the admin listener names them: runtime's `runLabel`). */
@@ -115,10 +118,10 @@ export interface StoredBreakdown {
 
 /** The SQL both drivers run for the channel and hook tables (`p` is the driver's placeholder for `since`). */
 export const CHANNEL_FAILURES_SQL = (p: string) =>
-  `SELECT channel, SUM(CASE WHEN state = 'dead' THEN 1 ELSE 0 END) AS dead,
-     SUM(CASE WHEN state = 'pending' AND attempts > 0 THEN 1 ELSE 0 END) AS retrying
+  `SELECT channel, SUM(CASE WHEN state = 'dead' THEN 1 ELSE 0 END) AS failed,
+     SUM(CASE WHEN state = 'pending' AND attempts > 0 THEN 1 ELSE 0 END) AS pending_retry
    FROM deliveries WHERE updated_at >= ${p} AND (state = 'dead' OR (state = 'pending' AND attempts > 0))
-   GROUP BY channel ORDER BY dead DESC, retrying DESC, channel`;
+   GROUP BY channel ORDER BY failed DESC, pending_retry DESC, channel`;
 
 export const HOOK_FAILURES_SQL = (p: string) =>
   `SELECT name, mapping_id, hook_path, COUNT(*) AS failed FROM runs
@@ -128,7 +131,7 @@ export const HOOK_FAILURES_SQL = (p: string) =>
 export const REFUSALS_STORED_UNTIL_SQL = 'SELECT at + window_ms AS until FROM refusal_log ORDER BY seq DESC LIMIT 1';
 
 type Row = Record<string, unknown>;
-export const rowToChannelFailures = (r: Row): ChannelFailures => ({ channel: String(r.channel), dead: Number(r.dead), retrying: Number(r.retrying) });
+export const rowToChannelFailures = (r: Row): ChannelFailures => ({ channel: String(r.channel), failed: Number(r.failed), pendingRetry: Number(r.pending_retry) });
 export const rowToHookFailures = (r: Row): HookFailures => ({
   name: String(r.name ?? ''), mappingId: (r.mapping_id as string | null) ?? null, hookPath: String(r.hook_path ?? ''), failed: Number(r.failed),
 });

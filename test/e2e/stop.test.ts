@@ -9,10 +9,12 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { INTERRUPTED_NOTE } from '../../src/runtime/run-worker.js';
-import { AGENT_SCRIPT, cli, openServerStore, postAgent, startServer, waitFor } from '../support/runtime-kit.js';
+import { ACCOUNT, OAUTH, SERVICE_ACCOUNT, startGoogleStandin } from '../support/gmail-standin.js';
+import { AGENT_SCRIPT, cli, openServerStore, postAgent, startServer, waitFor, webhookSecret } from '../support/runtime-kit.js';
 import { delay, startScriptedModel } from '../support/scripted-model.js';
 import { type Hookgate, startHookgate, TOKEN } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const exited = (hg: Hookgate) =>
   new Promise<number | null>((resolve) => (hg.proc.exitCode !== null ? resolve(hg.proc.exitCode) : hg.proc.once('exit', (code) => resolve(code))));
@@ -63,6 +65,46 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
     const after = performance.now() - stoppedAt!;
     assert.ok(stoppedAt !== undefined, 'the stop was logged');
     // 0.5 s is the target; the margin is for a loaded machine.
+    assert.ok(after < 1500, `exited ${Math.round(after)} ms after "hookgate stopped"`);
+  });
+
+  it('the process exits right after "hookgate stopped" with channels, a model provider, Gmail and a run at the model', async (t) => {
+    const google = await startGoogleStandin();
+    t.after(() => google.close());
+    const model = await startScriptedModel((c) => (c.heartbeat ? 'HEARTBEAT_OK' : 'hang'));
+    t.after(() => model.close());
+    const secret = webhookSecret();
+    const receiver = await startWebhookReceiver(secret);
+    t.after(() => receiver.close());
+    const hg = await startServer({
+      gateway: { stopGraceSeconds: 1 },
+      admin: { enabled: true, port: 0, token: 'stop-test-admin-token-0123456789' },
+      heartbeat: { every: 'off' },
+      models: { providers: { m: { api: 'openai-chat', baseUrl: model.url, apiKey: 'test-key', maxAttempts: 1 } } },
+      agents: { list: [{ id: 'main', default: true, model: 'm/x' }] },
+      channels: { default: { channel: 'log' }, log: {}, webhook: { targets: { ops: { url: receiver.url, secret } } } },
+      hooks: {
+        gmail: {
+          account: ACCOUNT, topic: 'projects/proj/topics/gmail', audience: 'https://hookgate.test/hooks/gmail-push', serviceAccountEmail: SERVICE_ACCOUNT,
+          oauth: OAUTH, gmailApiBaseUrl: google.url, tokenUrl: google.tokenUrl, jwksUrl: google.jwksUrl,
+        },
+      },
+    });
+    t.after(() => hg.cleanup());
+    // The Gmail watch was renewed (an outbound connection to Google's stand-in) and a run is waiting on the model.
+    await waitFor('the Gmail watch renewed', () => google.calls.some((c) => c === 'POST /gmail/v1/users/me/watch'));
+    await postAgent(hg, { message: 'at the model during the stop', channel: 'webhook', to: 'ops' });
+    await waitFor('the run at the model', () => model.calls.some((c) => !c.heartbeat));
+    let stoppedAt: number | undefined;
+    hg.proc.stdout!.on('data', (d: Buffer) => {
+      if (stoppedAt === undefined && d.includes('hookgate stopped')) stoppedAt = performance.now();
+    });
+    const exit = exited(hg);
+    hg.proc.kill('SIGTERM');
+    assert.equal(await exit, 0);
+    const after = performance.now() - stoppedAt!;
+    assert.ok(stoppedAt !== undefined, 'the stop was logged');
+    t.diagnostic(`exited ${Math.round(after)} ms after "hookgate stopped"`);
     assert.ok(after < 1500, `exited ${Math.round(after)} ms after "hookgate stopped"`);
   });
 

@@ -1,9 +1,11 @@
 /** `request` with `plainHttp` (src/http/plain.ts): the same outcome as through fetch, without loading it. */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { request } from '../../src/http/client.js';
 
 describe('http: plain requests (Node http, not fetch)', () => {
@@ -46,5 +48,16 @@ describe('http: plain requests (Node http, not fetch)', () => {
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
     assert.deepEqual(await request(`http://127.0.0.1:${port}/`, {}, { plainHttp: true }), { kind: 'network', code: 'ECONNREFUSED' });
+  });
+
+  it('takes a Headers object too, and loads no undici for a plain one (a fresh process: its module list)', async () => {
+    const r = await request(`${base}/x`, { method: 'POST', headers: new Headers({ authorization: 'Bearer h' }), body: '' }, { plainHttp: true });
+    assert.ok(r.kind === 'response' && r.headers.get('x-seen') === 'Bearer h');
+    const client = new URL('../../src/http/client.js', import.meta.url).href;
+    const script = `const { request } = await import(${JSON.stringify(client)});
+      const r = await request(${JSON.stringify(`${base}/x`)}, { method: 'POST', headers: { authorization: 'Bearer p' }, body: 'b' }, { plainHttp: true });
+      process.stdout.write(JSON.stringify({ status: r.status, undici: process.moduleLoadList.filter((m) => m.includes('undici')) }));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
+    assert.deepEqual(JSON.parse(stdout), { status: 201, undici: [] });
   });
 });

@@ -158,13 +158,14 @@ export function pagesContract(h: () => StoreHarness): void {
       assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 5 });
     });
 
-    it('breakdownSince counts requests per bucket, path and code, dead deliveries per channel and failed runs per hook', async () => {
+    it('breakdownSince counts requests per bucket, path and code, delivery failures per channel and failed runs per hook', async () => {
       const r = run();
       await store().accept(command({ runs: [r] }));
       await h().setRunState?.(r.id, 'failed', T0 + 10);
-      await addDeliveries(delivery({ to: 'x' }));
-      const [d] = await store().claimDeliveries('o', T0 + 100, 60_000, 1);
+      await addDeliveries(delivery({ to: 'x' }), delivery({ to: 'y' }));
+      const [d, waiting] = await store().claimDeliveries('o', T0 + 100, 60_000, 2);
       await store().finishDelivery(d!.id, 'o', { kind: 'dead', error: 'gone', at: T0 + 100 }, T0 + 100);
+      await store().finishDelivery(waiting!.id, 'o', { kind: 'retry', nextAttemptAt: T0 + 5000, error: 'busy' }, T0 + 100);
       // In time order, as the ingress writes them.
       await store().recordReceived(received({ at: T0 - 5, status: 200 }));
       await store().recordReceived(received({ at: T0 + 5, status: 200 }));
@@ -179,7 +180,8 @@ export function pagesContract(h: () => StoreHarness): void {
         [T0, 2, {}], [T0 + 60_000, 0, { rate_limited: 4, unauthorized: 1 }], [T0 + 120_000, 0, {}],
       ]);
       assert.deepEqual(byCode, [{ status: 429, code: 'rate_limited', count: 4 }, { status: 401, code: 'unauthorized', count: 1 }]);
-      assert.deepEqual(b.channels, [{ channel: d!.channel, dead: 1, retrying: 0 }]);
+      // In the delivery states' words: dead-lettered is `failed`; pending after a failed attempt is `pendingRetry`.
+      assert.deepEqual(b.channels, [{ channel: d!.channel, failed: 1, pendingRetry: 1 }]);
       assert.equal(b.runs.reduce((n, x) => n + x.failed, 0), h().setRunState ? 1 : 0);
     });
 

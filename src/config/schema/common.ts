@@ -1,5 +1,10 @@
 import { z } from 'zod';
 
+// A config is parsed once per load or reload: zod's compiled fast path for objects (a `new Function` per object
+// schema, built at its first parse) costs more to build than it saves on one parse. Every schema module imports this
+// one, so it applies before any parse.
+z.config({ jitless: true });
+
 /** Durations in config: a number of milliseconds, or "500ms", "30s", "5m", "1h", "1d". "0" / "off" → 0 (disabled). */
 export function parseDuration(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) && value >= 0 ? value : undefined;
