@@ -5,9 +5,42 @@
  */
 import pg from 'pg';
 import { StoreError, StoreSchemaError } from '../errors.js';
-import { isConnectionError, pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
+import { isConnectionError, isDataError, pgClientConfig, pgError, type PgConnectOptions } from './postgres-connect.js';
+import type { PgStatement } from './postgres-statements.js';
+import type { WriteResult } from './group-commit.js';
 
-export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, params?: unknown[]) => Promise<pg.QueryResult<R>>;
+/** A plain SQL string (parsed on every call), or a named statement of the catalogue (postgres-statements.ts). */
+export type Sql = string | PgStatement;
+export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: Sql, params?: unknown[]) => Promise<pg.QueryResult<R>>;
+
+/** What node-postgres is given: a named statement is prepared once per connection, then only bound and executed. */
+function toConfig(sql: Sql, params: unknown[] | undefined): pg.QueryConfig {
+  return typeof sql === 'string' ? { text: sql, values: params ?? [] } : { name: sql.name, text: sql.text, values: params ?? [] };
+}
+
+/**
+ * Send a batch with `send` (one statement: one transaction); when it fails on one op's own data (a constraint, bad
+ * data) it was rolled back whole, and each op is sent alone so that only the one at fault fails (as commitIsolated
+ * does for SQLite). Anything else (unreachable, restarting, a timeout) fails the whole batch: N retries would only
+ * wait N times.
+ */
+export async function sendIsolated<Op>(ops: Op[], send: (ops: Op[]) => Promise<unknown[]>): Promise<WriteResult[]> {
+  try {
+    return (await send(ops)).map((value) => ({ ok: true, value: value ?? undefined }));
+  } catch (err) {
+    if (ops.length === 1 || !isDataError((err as Error).cause ?? err)) throw err;
+  }
+  const results: WriteResult[] = [];
+  for (const op of ops) {
+    try {
+      const [value] = await send([op]);
+      results.push({ ok: true, value: value ?? undefined });
+    } catch (err) {
+      results.push({ ok: false, error: (err as Error).message });
+    }
+  }
+  return results;
+}
 
 export class PgDb {
   readonly pool: pg.Pool;
@@ -33,7 +66,7 @@ export class PgDb {
     if (this.closed) throw new StoreError('the store is closed');
     this.queries++;
     try {
-      return await this.pool.query(sql, params);
+      return await this.pool.query(toConfig(sql, params));
     } catch (err) {
       throw pgError('query', err, this.opts.url);
     }
@@ -50,7 +83,7 @@ export class PgDb {
     }
     const q: Query = async (sql, params) => {
       this.queries++;
-      return client.query(sql, params);
+      return client.query(toConfig(sql, params));
     };
     let broken: unknown;
     // A connection dropping between two statements is emitted on the checked-out client: noted, never unhandled.
