@@ -27,13 +27,17 @@ const DUE_RUNS = `
     WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= $1) AND ${OLDEST_OF_SESSION}
     ORDER BY r.seq LIMIT $4
     FOR UPDATE OF r SKIP LOCKED`;
+/**
+ * By id through an array, not a join: the generic plan cannot know how many rows `LIMIT $4` gives and, joining,
+ * chose a hash join over a scan of every run (measured: 6 ms at 20,000 runs); `= ANY(ARRAY(...))` is index lookups.
+ */
 const LEASE_RUNS = `
   UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1,
     node = $2
-  FROM cand WHERE runs.id = cand.id RETURNING runs.*, cand.was`;
+  WHERE runs.id = ANY(ARRAY(SELECT id FROM cand)) RETURNING runs.*, (SELECT was FROM cand WHERE cand.id = runs.id) AS was`;
 
 /** $1 now, $2 owner, $3 lease until, $4 limit: queued runs only (the usual claim). */
-const CLAIM_RUNS = `WITH cand AS (${DUE_RUNS}) ${LEASE_RUNS}`;
+const CLAIM_RUNS = `WITH cand AS (SELECT id, was FROM (${DUE_RUNS}) due) ${LEASE_RUNS}`;
 
 /** The same, expired leases first (a dead node's runs): run at most once per sweep period (postgres-writes.ts). */
 const CLAIM_RUNS_AND_EXPIRED = `
@@ -50,7 +54,8 @@ const CLAIM_RUNS_AND_EXPIRED = `
  * $1 now, $2 owner, $3 lease until, $4 heads, $5 followers per head. `routes` is a loose index scan: from one route's
  * head to the next route's by a row-value seek on (channel, recipient), one seek per route. The followers are locked
  * (SKIP LOCKED: a claim never waits for another node's) and kept up to the first that is not due or not free, so a
- * route's order holds; a head another node holds locked is not ours (`got_head`).
+ * route's order holds; a head another node holds locked is not ours (`got_head`). `seq + 0`: a bound on seq alone
+ * made the planner walk the primary key from the head on, through every later delivery of every route.
  */
 const CLAIM_DELIVERIES = `
   WITH RECURSIVE routes AS (
@@ -68,7 +73,7 @@ const CLAIM_DELIVERIES = `
   rows AS (
     SELECT f.id, f.seq, f.free, h.seq AS head_seq, h.next_attempt_at AS head_due FROM heads h, LATERAL (
       SELECT d.id, d.seq, d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1) AS free FROM deliveries d
-      WHERE d.state = 'pending' AND d.channel = h.channel AND d.recipient = h.recipient AND d.seq >= h.seq
+      WHERE d.state = 'pending' AND d.channel = h.channel AND d.recipient = h.recipient AND d.seq + 0 >= h.seq
       ORDER BY d.seq LIMIT $5 + 1
       FOR UPDATE OF d SKIP LOCKED) f),
   cand AS (
