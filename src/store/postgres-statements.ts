@@ -52,9 +52,11 @@ const CLAIM_RUNS_AND_EXPIRED = `
 
 /**
  * $1 now, $2 owner, $3 lease until, $4 heads, $5 followers per head. `routes` is a loose index scan: from one route's
- * head to the next route's by a row-value seek on (channel, recipient), one seek per route. The followers are locked
- * (SKIP LOCKED: a claim never waits for another node's) and kept up to the first that is not due or not free, so a
- * route's order holds; a head another node holds locked is not ours (`got_head`). `seq + 0`: a bound on seq alone
+ * head to the next route's by a row-value seek on (channel, recipient), one seek per route. One claim at a time per
+ * route: a route another claim is taking (its transaction-scoped advisory lock) is skipped, never waited for, so no
+ * other claim can hold one of its followers locked and make this one skip it and send the next one first. The
+ * followers are locked (SKIP LOCKED) and kept up to the first that is not due or not free, so a route's order holds;
+ * a head held locked by another write is not ours (`got_head`). `seq + 0`: a bound on seq alone
  * made the planner walk the primary key from the head on, through every later delivery of every route.
  */
 const CLAIM_DELIVERIES = `
@@ -66,10 +68,12 @@ const CLAIM_DELIVERIES = `
       SELECT channel, recipient, seq, next_attempt_at, lease_until FROM deliveries
       WHERE state = 'pending' AND (channel, recipient) > (r.channel, r.recipient)
       ORDER BY channel, recipient, seq LIMIT 1) n),
-  heads AS (
+  due AS (
     SELECT channel, recipient, seq, next_attempt_at FROM routes
     WHERE next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
     ORDER BY next_attempt_at, seq LIMIT $4),
+  heads AS (
+    SELECT * FROM due WHERE pg_try_advisory_xact_lock(hashtextextended(recipient, hashtextextended(channel, hashtextextended(current_schema(), 0))))),
   rows AS (
     SELECT f.id, f.seq, f.free, h.seq AS head_seq, h.next_attempt_at AS head_due FROM heads h, LATERAL (
       SELECT d.id, d.seq, d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1) AS free FROM deliveries d
