@@ -46,6 +46,8 @@ export class PgDb {
   readonly pool: pg.Pool;
   /** Statements sent (each one round trip; BEGIN and COMMIT count too). */
   queries = 0;
+  /** The server processes of this pool's connections: a notice one of them sent is this node's own (postgres-notices.ts). */
+  readonly backends = new Set<number>();
   private closed = false;
 
   constructor(
@@ -59,7 +61,12 @@ export class PgDb {
     // connection due to administrator command" reached a connection between pg-pool's listeners and ours and crashed
     // a node (an unhandled 'error' event: on CI, and in 1 of 4 runs here under load; in none of 6 since). The pool's
     // and our listeners still see every error.
-    this.pool.on('connect', (client) => client.on('error', () => {}));
+    this.pool.on('connect', (client) => {
+      client.on('error', () => {});
+      const pid = (client as pg.PoolClient & { processID: number | null }).processID;
+      if (pid !== null) this.backends.add(pid);
+    });
+    this.pool.on('remove', (client) => this.backends.delete((client as pg.PoolClient & { processID: number | null }).processID ?? -1));
   }
 
   readonly query: Query = async (sql, params) => {

@@ -82,7 +82,7 @@ export class PostgresStore implements Store {
     this.pages = new PgPages(db);
     this.gmail = new PgGmail(db);
     this.audit = new PgAudit(db);
-    this.listener = new PgListener(opts, channel, opts.onWarning);
+    this.listener = new PgListener(opts, channel, opts.onWarning, (pid) => db.backends.has(pid));
   }
 
   accept(cmd: AcceptCommand): Promise<AcceptResult> {

@@ -160,4 +160,21 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     stop();
     assert.deepEqual(got, [{ kind: 'deliveries' }]);
   });
+
+  it('a node is not woken by its own notices (it told its runtime when it committed); the other nodes are', async () => {
+    const gotA: ClusterNotice[] = [];
+    const gotB: ClusterNotice[] = [];
+    const stopA = a.subscribe((n) => gotA.push(n));
+    const stopB = b.subscribe((n) => gotB.push(n));
+    await Promise.all([a.noticesReady(), b.noticesReady()]);
+    await a.accept(command({ runs: [run()], received: received() }));
+    await a.shareLockout('198.51.100.0/24', T0 + 9000);
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline && gotB.length < 2) await new Promise((res) => setTimeout(res, 20));
+    await new Promise((res) => setTimeout(res, 300)); // A's copy of the same NOTIFY arrives with B's
+    stopA();
+    stopB();
+    assert.deepEqual(gotB.map((n) => n.kind), ['runs', 'lockout']);
+    assert.deepEqual(gotA.map((n) => n.kind), ['lockout'], 'only the kinds a node tells itself directly are dropped');
+  });
 });
