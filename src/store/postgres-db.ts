@@ -19,6 +19,14 @@ function toConfig(sql: Sql, params: unknown[] | undefined): pg.QueryConfig {
 }
 
 /**
+ * A prepared statement whose result columns changed under it (the schema was migrated since it was prepared):
+ * SQLSTATE 0A000. Any other error of that class would fail unnamed as well, so the code alone is enough.
+ */
+function isStalePlan(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '0A000';
+}
+
+/**
  * Send a batch with `send` (one statement: one transaction); when it fails on one op's own data (a constraint, bad
  * data) it was rolled back whole, and each op is sent alone so that only the one at fault fails (as commitIsolated
  * does for SQLite). Anything else (unreachable, restarting, a timeout) fails the whole batch: N retries would only
@@ -73,11 +81,31 @@ export class PgDb {
     if (this.closed) throw new StoreError('the store is closed');
     this.queries++;
     try {
-      return await this.pool.query(toConfig(sql, params));
+      return typeof sql === 'string' ? await this.pool.query(toConfig(sql, params)) : await this.named(sql, params);
     } catch (err) {
       throw pgError('query', err, this.opts.url);
     }
   };
+
+  /**
+   * A named statement on a pooled connection. A connection that prepared it before another node migrated the schema
+   * (a column added: "cached plan must not change result type") would refuse it for as long as it lives: that
+   * connection is closed, and the statement sent once more unnamed on another.
+   */
+  private async named<R extends pg.QueryResultRow>(sql: PgStatement, params: unknown[] | undefined): Promise<pg.QueryResult<R>> {
+    const client = await this.pool.connect();
+    let failed: Error | undefined;
+    try {
+      return await client.query<R>(toConfig(sql, params));
+    } catch (err) {
+      failed = err as Error;
+      if (!isStalePlan(err)) throw err;
+    } finally {
+      // As pool.query does: a connection whose statement failed is not reused.
+      client.release(failed);
+    }
+    return this.pool.query<R>(toConfig(sql.text, params));
+  }
 
   /** Run `fn` in one transaction (BEGIN … COMMIT); rolled back if it throws. */
   async tx<T>(fn: (q: Query) => Promise<T>): Promise<T> {
@@ -102,7 +130,7 @@ export class PgDb {
       await q('COMMIT');
       return value;
     } catch (err) {
-      if (isConnectionError(err)) broken = err;
+      if (isConnectionError(err) || isStalePlan(err)) broken = err;
       else await client.query('ROLLBACK').catch((e: unknown) => (broken = e));
       throw pgError('transaction', err, this.opts.url);
     } finally {

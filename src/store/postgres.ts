@@ -6,7 +6,9 @@
  * are level on single accepts and pg is ahead on larger batches (docs/performance.md, "Why the code is as it is").
  *
  * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts, its function
- * postgres-accept-function.ts; the other writes postgres-writes.ts; reads postgres-reads.ts (the admin listener's
+ * postgres-accept-function.ts; the runtime's group-committed writes (completions, delivery outcomes)
+ * postgres-completions.ts; the other writes postgres-writes.ts; the named hot statements postgres-statements.ts;
+ * reads postgres-reads.ts (the admin listener's
  * pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations postgres-schema.ts,
  * postgres-migrate.ts (the resulting tables: docs/schema.md); connections postgres-connect.ts, postgres-db.ts.
  */

@@ -177,4 +177,20 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     assert.deepEqual(gotB.map((n) => n.kind), ['runs', 'lockout']);
     assert.deepEqual(gotA.map((n) => n.kind), ['lockout'], 'only the kinds a node tells itself directly are dropped');
   });
+
+  it('a statement prepared before another node added a column still answers (the connection is replaced)', async () => {
+    const own = await testSchema();
+    const one = await openTestStore(own.schema, { poolSize: 1 });
+    try {
+      await one.accept(command({ runs: [run()], received: received() }));
+      const [r] = await one.claimRuns('nodeA', T0, LEASE, 1);
+      assert.equal((await one.getRun(r!.id))?.id, r!.id); // prepared on the pool's one connection
+      await sqlIn(own.schema, 'ALTER TABLE runs ADD COLUMN added_later integer');
+      assert.equal((await one.getRun(r!.id))?.id, r!.id);
+      assert.equal((await one.getRun(r!.id))?.state, 'running');
+    } finally {
+      await one.close();
+      await own.drop();
+    }
+  });
 });
