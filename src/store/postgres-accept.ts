@@ -8,9 +8,9 @@
  * whole; each command is then sent alone, so only the one that fails again fails (as commitIsolated does for SQLite).
  */
 import { GroupCommit, type WriteResult } from './group-commit.js';
-import { isDataError } from './postgres-connect.js';
-import type { PgDb } from './postgres-db.js';
+import { type PgDb, sendIsolated } from './postgres-db.js';
 import { eventRow, runRow } from './postgres-rows.js';
+import { PG } from './postgres-statements.js';
 import { receivedToTuple } from './record-encoding.js';
 import type { AcceptCommand, AcceptResult, ReceivedHook } from './types.js';
 
@@ -61,27 +61,11 @@ export class PgAcceptPath {
   }
 
   private async send(ops: AcceptOp[]): Promise<unknown[]> {
-    const { rows } = await this.db.query<{ r: unknown[] }>('SELECT hookgate_accept($1::jsonb, $2) AS r', [JSON.stringify(ops.map(toJson)), this.channel]);
+    const { rows } = await this.db.query<{ r: unknown[] }>(PG.accept, [JSON.stringify(ops.map(toJson)), this.channel]);
     return rows[0]!.r;
   }
 
-  private async commit(ops: AcceptOp[]): Promise<WriteResult[]> {
-    try {
-      return (await this.send(ops)).map((value) => ({ ok: true, value: value ?? undefined }));
-    } catch (err) {
-      // Only a command's own data can make it fail alone (a constraint, bad data): then each is tried alone. Anything
-      // else (unreachable, restarting, a timeout) fails the whole batch with its 503: N retries would only wait N times.
-      if (ops.length === 1 || !isDataError((err as Error).cause ?? err)) throw err;
-    }
-    const results: WriteResult[] = [];
-    for (const op of ops) {
-      try {
-        const [value] = await this.send([op]);
-        results.push({ ok: true, value: value ?? undefined });
-      } catch (err) {
-        results.push({ ok: false, error: (err as Error).message });
-      }
-    }
-    return results;
+  private commit(ops: AcceptOp[]): Promise<WriteResult[]> {
+    return sendIsolated(ops, (batch) => this.send(batch));
   }
 }

@@ -50,6 +50,12 @@ export class PgListener {
     private readonly opts: PgConnectOptions,
     private readonly channel: string,
     private readonly onWarning: (message: string) => void = () => {},
+    /**
+     * Whether a server process is one of this node's own connections. A 'runs' or 'deliveries' notice this node sent
+     * is not passed on: the node told its own runtime directly when it committed, and the echo would only make it
+     * claim once more, finding nothing (one empty claim per commit).
+     */
+    private readonly ownBackend: (pid: number) => boolean = () => false,
   ) {}
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
@@ -80,7 +86,7 @@ export class PgListener {
     client.on('notification', (msg) => {
       if (msg.channel !== this.channel) return;
       const notice = parseNotice(msg.payload);
-      if (!notice) return;
+      if (!notice || ((notice.kind === 'runs' || notice.kind === 'deliveries') && this.ownBackend(msg.processId))) return;
       for (const l of [...this.listeners]) {
         try {
           l(notice);

@@ -1,5 +1,6 @@
 /** The reads of the PostgreSQL driver (the same queries as SQLite's, in PostgreSQL's dialect). */
 import type { PgDb } from './postgres-db.js';
+import { PG } from './postgres-statements.js';
 import { listSessionsSql, type ReceivedTuple, rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row, tupleToReceived } from './record-encoding.js';
 import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
 
@@ -16,7 +17,7 @@ export class PgReads {
   constructor(private readonly db: PgDb) {}
 
   async getRun(id: string): Promise<Run | undefined> {
-    const { rows } = await this.db.query('SELECT * FROM runs WHERE id = $1', [id]);
+    const { rows } = await this.db.query(PG.getRun, [id]);
     return rows[0] && rowToRun(rows[0]);
   }
 
@@ -100,25 +101,22 @@ export class PgReads {
   }
 
   async pendingEvents(sessionKey: string, limit = 1000): Promise<SystemEvent[]> {
-    const { rows } = await this.db.query('SELECT * FROM system_events WHERE session_key = $1 AND consumed_at IS NULL ORDER BY seq LIMIT $2', [sessionKey, limit]);
+    const { rows } = await this.db.query(PG.pendingEvents, [sessionKey, limit]);
     return rows.map(rowToEvent);
   }
 
   async sessionsWithPendingEvents(limit = 1000): Promise<string[]> {
-    const { rows } = await this.db.query<{ session_key: string }>('SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT $1', [limit]);
+    const { rows } = await this.db.query<{ session_key: string }>(PG.sessionsWithPendingEvents, [limit]);
     return rows.map((r) => r.session_key);
   }
 
   async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
-    const { rows } = await this.db.query(
-      'SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = $1 AND session_key = $2 ORDER BY seq DESC LIMIT $3) t ORDER BY seq',
-      [agentId, sessionKey, limit],
-    );
+    const { rows } = await this.db.query(PG.sessionMessages, [agentId, sessionKey, limit]);
     return rows.map(rowToMessage);
   }
 
   async getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
-    const { rows } = await this.db.query('SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = $1', [sessionKey]);
+    const { rows } = await this.db.query(PG.getRoute, [sessionKey]);
     return rowToRoute(rows[0]);
   }
 

@@ -5,7 +5,9 @@
  * makes runs or deliveries claimable now sends its notice in the same transaction (delivered at commit).
  */
 import type { PgDb, Query } from './postgres-db.js';
-import { deliveryRow, eventRow, INSERT_DELIVERIES, INSERT_EVENTS, INSERT_MESSAGES, messageRow } from './postgres-rows.js';
+import { PgCompletions } from './postgres-completions.js';
+import { deliveryRow, eventRow, messageRow } from './postgres-rows.js';
+import { PG } from './postgres-statements.js';
 import { refusalsToJson, rowToDelivery, rowToRun, type Row } from './record-encoding.js';
 import type { Delivery, DeliveryOutcome, HeartbeatCompletion, NewSystemEvent, RefusalWindow, Run, RunOutcome } from './types.js';
 
@@ -13,36 +15,11 @@ const RUNS = '{"kind":"runs"}';
 const DELIVERIES = '{"kind":"deliveries"}';
 
 /**
- * Runnable: running with an expired lease (its node died), or queued and due; in both cases the oldest unfinished run
- * of its session. Two index-ordered scans (runs_running, runs_queued), each stopping at the limit: one scan ordered by
- * "expired first, then seq" had to sort every queued run on each claim, a cost that grows with the backlog.
+ * How often a claim also looks for runs whose lease expired (a dead node's), by the claim's own clock: the claim
+ * loops poll at this period anyway, so a dead node's runs wait no longer than a lost notice does, and the claims in
+ * between (one per finished run under load) walk the queue only.
  */
-const OLDEST_OF_SESSION = `NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq AND p.state IN ('queued', 'running'))`;
-const CLAIM_RUNS = `
-  WITH expired AS (
-    SELECT r.id, r.state AS was, 0 AS pass, r.seq FROM runs r
-    WHERE r.state = 'running' AND r.lease_until < $1 AND ${OLDEST_OF_SESSION}
-    ORDER BY r.seq LIMIT $4
-    FOR UPDATE OF r SKIP LOCKED),
-  due AS (
-    SELECT r.id, r.state AS was, 1 AS pass, r.seq FROM runs r
-    WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= $1) AND ${OLDEST_OF_SESSION}
-    ORDER BY r.seq LIMIT $4
-    FOR UPDATE OF r SKIP LOCKED),
-  cand AS (SELECT id, was FROM (SELECT * FROM expired UNION ALL SELECT * FROM due) c ORDER BY pass, seq LIMIT $4)
-  UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1,
-    node = $2
-  FROM cand WHERE runs.id = cand.id RETURNING runs.*, cand.was`;
-
-const CLAIM_DELIVERIES = `
-  WITH cand AS (
-    SELECT d.id FROM deliveries d
-    WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until < $1)
-      AND NOT EXISTS (SELECT 1 FROM deliveries p WHERE p.channel = d.channel AND p.recipient = d.recipient AND p.seq < d.seq AND p.state = 'pending')
-    ORDER BY d.next_attempt_at, d.seq LIMIT $4
-    FOR UPDATE OF d SKIP LOCKED)
-  UPDATE deliveries SET lease_owner = $2, lease_until = $3, attempts = attempts + 1, updated_at = $1
-  FROM cand WHERE deliveries.id = cand.id RETURNING deliveries.*`;
+export const EXPIRED_SWEEP_MS = 1000;
 
 const UPSERT_ROUTE = `INSERT INTO sessions (key, agent_id, last_channel, last_to, last_account_id, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, $6, $6)
@@ -52,18 +29,40 @@ const REQUEUE_SET = `state = 'queued', updated_at = $1, finished_at = NULL, leas
   next_attempt_at = NULL, retries = 0, retrying_since = NULL`;
 
 export class PgWrites {
+  /**
+   * When a claim next looks for expired leases (by the claims' own clock): a sweep period after the last look, or
+   * once the earliest lease this store handed out since may have run out, if that is sooner (tests, whose clocks jump).
+   * A clock that went back looks at once.
+   */
+  private sweepAt = Number.NEGATIVE_INFINITY;
+  private leaseEnds = Number.POSITIVE_INFINITY;
+  private readonly completions: PgCompletions;
+
   constructor(
     private readonly db: PgDb,
     private readonly channel: string,
-  ) {}
+  ) {
+    this.completions = new PgCompletions(db, channel);
+  }
+
+  /** Wait for the runtime's batches in flight (completions, delivery outcomes), then refuse new ones. */
+  close(): Promise<void> {
+    return this.completions.close();
+  }
 
   private notify(q: Query, payload: string): Promise<unknown> {
-    return q('SELECT pg_notify($1, $2)', [this.channel, payload]);
+    return q(PG.notify, [this.channel, payload]);
   }
 
   async claimRuns(owner: string, now: number, leaseMs: number, limit: number): Promise<Run[]> {
     if (limit <= 0) return [];
-    const { rows } = await this.db.query(CLAIM_RUNS, [now, owner, now + leaseMs, limit]);
+    const sweep = now >= this.sweepAt || now > this.leaseEnds || now < this.sweepAt - EXPIRED_SWEEP_MS;
+    if (sweep) {
+      this.sweepAt = now + EXPIRED_SWEEP_MS;
+      if (now > this.leaseEnds) this.leaseEnds = Number.POSITIVE_INFINITY;
+    }
+    const { rows } = await this.db.query(sweep ? PG.claimRunsAndExpired : PG.claimRuns, [now, owner, now + leaseMs, limit]);
+    if (rows.length) this.leaseEnds = Math.min(this.leaseEnds, now + leaseMs);
     // Expired leases first (as SQLite hands them out), then the queue, each oldest first.
     const key = (r: Row) => (r.was === 'running' ? 0 : 1);
     return rows.sort((a, b) => key(a) - key(b) || (a.seq as number) - (b.seq as number)).map(rowToRun);
@@ -71,80 +70,48 @@ export class PgWrites {
 
   async renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.query(`UPDATE runs SET lease_until = $1 WHERE id = ANY($2) AND lease_owner = $3 AND state = 'running'`, [until, ids, owner]);
+    await this.db.query(PG.renewRuns, [until, ids, owner]);
   }
 
+  /** Group-committed with the other completions of the turn (postgres-completions.ts). */
   completeRun(c: RunOutcome): Promise<boolean> {
-    return this.db.tx(async (q) => {
-      // The session's next run (if one is queued) becomes runnable now: a 'runs' notice, in the same statement.
-      const { rowCount } = await q(
-        `WITH done AS (
-           UPDATE runs SET state = $1, finished_at = $2, updated_at = $2, error = $3, reply = $4, delivery_status = $5,
-             lease_owner = NULL, lease_until = NULL
-           WHERE id = $6 AND lease_owner = $7 AND state = 'running' RETURNING session_key)
-         SELECT (SELECT pg_notify($8, '${RUNS}') FROM runs n WHERE n.session_key = done.session_key AND n.state = 'queued' LIMIT 1) FROM done`,
-        [c.state, c.finishedAt, c.error, c.reply, c.deliveryStatus, c.runId, c.owner, this.channel],
-      );
-      if (!rowCount) return false; // the lease was lost (expired and taken over): the other worker's result counts
-      await this.insertRest(q, c.events, c.deliveries.map(deliveryRow), c.messages.map(messageRow));
-      return true;
-    });
+    return this.completions.completeRun(c);
   }
 
   /** Events, outbox rows and transcript of a completion; a 'deliveries' notice when there are deliveries. */
   private async insertRest(q: Query, events: NewSystemEvent[], deliveries: unknown[], messages: unknown[]): Promise<void> {
-    if (events.length) await q(INSERT_EVENTS, [JSON.stringify(events.map(eventRow))]);
+    if (events.length) await q(PG.insertEvents, [JSON.stringify(events.map(eventRow))]);
     if (deliveries.length) {
-      await q(INSERT_DELIVERIES, [JSON.stringify(deliveries)]);
+      await q(PG.insertDeliveries, [JSON.stringify(deliveries)]);
       await this.notify(q, DELIVERIES);
     }
-    if (messages.length) await q(INSERT_MESSAGES, [JSON.stringify(messages)]);
+    if (messages.length) await q(PG.insertMessages, [JSON.stringify(messages)]);
   }
 
+  /** One statement: the runs back in the queue and, when any was, a 'runs' notice. */
   async releaseRuns(owner: string, ids: string[], now: number, note: string): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.tx(async (q) => {
-      const { rowCount } = await q(
-        `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = GREATEST(attempts - 1, 0), updated_at = $1,
-           error = $2 WHERE id = ANY($3) AND lease_owner = $4 AND state = 'running'`,
-        [now, note, ids, owner],
-      );
-      if (rowCount) await this.notify(q, RUNS);
-    });
+    await this.db.query(PG.releaseRuns, [now, note, ids, owner, this.channel]);
   }
 
   async deferRun(d: { runId: string; owner: string; until: number; error: string; now: number }): Promise<boolean> {
-    const { rowCount } = await this.db.query(
-      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, attempts = GREATEST(attempts - 1, 0),
-         retries = retries + 1, retrying_since = COALESCE(retrying_since, $1), next_attempt_at = $2, error = $3, updated_at = $1
-       WHERE id = $4 AND lease_owner = $5 AND state = 'running'`,
-      [d.now, d.until, d.error, d.runId, d.owner],
-    );
+    const { rowCount } = await this.db.query(PG.deferRun, [d.now, d.until, d.error, d.runId, d.owner]);
     return (rowCount ?? 0) > 0;
   }
 
   async failRun(id: string, error: string, now: number): Promise<void> {
-    await this.db.query(
-      `UPDATE runs SET state = 'failed', error = $1, finished_at = $2, updated_at = $2, lease_owner = NULL, lease_until = NULL,
-         delivery_status = 'nowhere:failed_before_run' WHERE id = $3`,
-      [error, now, id],
-    );
+    await this.db.query(PG.failRun, [error, now, id]);
   }
 
   async addEvents(events: NewSystemEvent[]): Promise<void> {
-    if (events.length) await this.db.query(INSERT_EVENTS, [JSON.stringify(events.map(eventRow))]);
+    if (events.length) await this.db.query(PG.insertEvents, [JSON.stringify(events.map(eventRow))]);
   }
 
   /** See the SQLite statement `consumeEvents`: only the oldest pending events of the session, those named. */
   completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
     return this.db.tx(async (q) => {
       if (c.eventIds.length) {
-        await q(
-          `UPDATE system_events SET consumed_at = $1, heartbeat_id = $2
-           WHERE seq IN (SELECT seq FROM system_events WHERE session_key = $3 AND consumed_at IS NULL ORDER BY seq LIMIT $4)
-             AND id = ANY($5)`,
-          [c.consumedAt, c.heartbeatId, c.sessionKey, c.eventIds.length, c.eventIds],
-        );
+        await q(PG.consumeEvents, [c.consumedAt, c.heartbeatId, c.sessionKey, c.eventIds.length, c.eventIds]);
       }
       await this.insertRest(q, [], c.deliveries.map(deliveryRow), c.messages.map(messageRow));
     });
@@ -154,46 +121,27 @@ export class PgWrites {
     await this.db.query(UPSERT_ROUTE, [sessionKey, agentId, channel, to, accountId, now]);
   }
 
-  async claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
+  /** Route heads and, after each, up to `followers` of its route in order (as SQLite's claim; see Store.claimDeliveries). */
+  async claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers = 0): Promise<Delivery[]> {
     if (limit <= 0) return [];
-    const { rows } = await this.db.query(CLAIM_DELIVERIES, [now, owner, now + leaseMs, limit]);
-    return rows
-      .sort((a, b) => (a.next_attempt_at as number) - (b.next_attempt_at as number) || (a.seq as number) - (b.seq as number))
-      .map(rowToDelivery);
+    const { rows } = await this.db.query(PG.claimDeliveries, [now, owner, now + leaseMs, limit, Math.max(0, followers)]);
+    // Heads in the order they are due, each followed by its route's rows in seq order.
+    const n = (r: Row, k: string) => r[k] as number;
+    return rows.sort((a, b) => n(a, 'head_due') - n(b, 'head_due') || n(a, 'head_seq') - n(b, 'head_seq') || n(a, 'seq') - n(b, 'seq')).map(rowToDelivery);
   }
 
   async releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
     if (ids.length === 0) return;
-    await this.db.query(
-      `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = GREATEST(0, attempts - 1), updated_at = $1
-       WHERE id = ANY($2) AND lease_owner = $3 AND state = 'pending'`,
-      [now, ids, owner],
-    );
+    await this.db.query(PG.releaseDeliveries, [now, ids, owner]);
   }
 
   async deliveryProgress(id: string, owner: string, chunksSent: number, now: number): Promise<void> {
-    await this.db.query('UPDATE deliveries SET chunks_sent = $1, updated_at = $2 WHERE id = $3 AND lease_owner = $4', [chunksSent, now, id, owner]);
+    await this.db.query(PG.deliveryProgress, [chunksSent, now, id, owner]);
   }
 
-  async finishDelivery(id: string, owner: string, o: DeliveryOutcome, now: number): Promise<void> {
-    if (o.kind === 'retry') {
-      await this.db.query(
-        `UPDATE deliveries SET next_attempt_at = $1, last_error = $2, updated_at = $3, lease_owner = NULL, lease_until = NULL
-         WHERE id = $4 AND lease_owner = $5`,
-        [o.nextAttemptAt, o.error, now, id, owner],
-      );
-    } else if (o.kind === 'dead') {
-      await this.db.query(
-        `UPDATE deliveries SET state = 'dead', last_error = $1, updated_at = $2, lease_owner = NULL, lease_until = NULL WHERE id = $3 AND lease_owner = $4`,
-        [o.error, now, id, owner],
-      );
-    } else {
-      await this.db.query(
-        `UPDATE deliveries SET state = 'delivered', delivered_at = $1, updated_at = $2, lease_owner = NULL, lease_until = NULL, last_error = NULL
-         WHERE id = $3 AND lease_owner = $4`,
-        [o.at, now, id, owner],
-      );
-    }
+  /** Group-committed with the other outcomes of the turn (postgres-completions.ts). */
+  finishDelivery(id: string, owner: string, o: DeliveryOutcome, now: number): Promise<void> {
+    return this.completions.finishDelivery(id, owner, o, now);
   }
 
   async retryDelivery(id: string, now: number): Promise<Delivery | undefined> {

@@ -6,7 +6,9 @@
  * are level on single accepts and pg is ahead on larger batches (docs/performance.md, "Why the code is as it is").
  *
  * Modules: the accept path (group commit, one round trip per batch) postgres-accept.ts, its function
- * postgres-accept-function.ts; the other writes postgres-writes.ts; reads postgres-reads.ts (the admin listener's
+ * postgres-accept-function.ts; the runtime's group-committed writes (completions, delivery outcomes)
+ * postgres-completions.ts; the other writes postgres-writes.ts; the named hot statements postgres-statements.ts;
+ * reads postgres-reads.ts (the admin listener's
  * pages: postgres-pages.ts); notices postgres-notices.ts; schema and migrations postgres-schema.ts,
  * postgres-migrate.ts (the resulting tables: docs/schema.md); connections postgres-connect.ts, postgres-db.ts.
  */
@@ -21,6 +23,7 @@ import { safeUrl } from '../text-safe.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
+import { PG } from './postgres-statements.js';
 import { rowToNode } from './record-encoding.js';
 import { PgWrites } from './postgres-writes.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
@@ -81,7 +84,7 @@ export class PostgresStore implements Store {
     this.pages = new PgPages(db);
     this.gmail = new PgGmail(db);
     this.audit = new PgAudit(db);
-    this.listener = new PgListener(opts, channel, opts.onWarning);
+    this.listener = new PgListener(opts, channel, opts.onWarning, (pid) => db.backends.has(pid));
   }
 
   accept(cmd: AcceptCommand): Promise<AcceptResult> {
@@ -120,8 +123,8 @@ export class PostgresStore implements Store {
   setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
     return this.writes.setRoute(sessionKey, agentId, channel, to, now, accountId);
   }
-  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
-    return this.writes.claimDeliveries(owner, now, leaseMs, limit);
+  claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
+    return this.writes.claimDeliveries(owner, now, leaseMs, limit, followers);
   }
   releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
     return this.writes.releaseDeliveries(owner, ids, now);
@@ -244,17 +247,12 @@ export class PostgresStore implements Store {
   // ——— cluster ———
   /** One row per session key: taken when free, expired, or already ours (a conditional upsert). */
   async leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
-    const { rowCount } = await this.db.query(
-      `INSERT INTO heartbeat_leases (session_key, owner, until) VALUES ($1, $2, $3)
-       ON CONFLICT (session_key) DO UPDATE SET owner = EXCLUDED.owner, until = EXCLUDED.until
-       WHERE heartbeat_leases.owner = EXCLUDED.owner OR heartbeat_leases.until <= $4`,
-      [sessionKey, owner, now + leaseMs, now],
-    );
+    const { rowCount } = await this.db.query(PG.leaseHeartbeat, [sessionKey, owner, now + leaseMs, now]);
     return (rowCount ?? 0) > 0;
   }
 
   async releaseHeartbeat(sessionKey: string, owner: string): Promise<void> {
-    await this.db.query('DELETE FROM heartbeat_leases WHERE session_key = $1 AND owner = $2', [sessionKey, owner]);
+    await this.db.query(PG.releaseHeartbeat, [sessionKey, owner]);
   }
 
   /** The later `until` is kept; the notice goes out with the row (one statement: one transaction). */
@@ -276,11 +274,7 @@ export class PostgresStore implements Store {
   }
 
   async registerNode(n: NodeInfo): Promise<void> {
-    await this.db.query(
-      `INSERT INTO nodes (id, host, pid, version, url, started_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (id) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at, url = EXCLUDED.url, version = EXCLUDED.version`,
-      [n.id, n.host, n.pid, n.version, n.url, n.startedAt, n.lastSeenAt],
-    );
+    await this.db.query(PG.registerNode, [n.id, n.host, n.pid, n.version, n.url, n.startedAt, n.lastSeenAt]);
   }
 
   async removeNode(id: string): Promise<void> {
@@ -295,7 +289,7 @@ export class PostgresStore implements Store {
   /** One NOTIFY carrying a batch of feed events (the caller keeps it under FEED_NOTICE_MAX_BYTES). */
   async publishFeed(node: string, events: readonly string[]): Promise<void> {
     if (events.length === 0) return;
-    await this.db.query('SELECT pg_notify($1, $2)', [this.channel, feedNoticePayload(node, events)]);
+    await this.db.query(PG.notify, [this.channel, feedNoticePayload(node, events)]);
   }
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
@@ -312,6 +306,7 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     this.closed = true;
     await this.acceptPath.close();
+    await this.writes.close();
     await this.listener.close();
     await this.db.close();
   }

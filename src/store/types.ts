@@ -367,7 +367,7 @@ export interface RuntimeStore extends RunLookup {
   /**
    * Lease up to `limit` route heads: due deliveries with no earlier pending one to the same recipient. With
    * `followers` > 0 a store may also lease, after each head, up to that many of the deliveries queued behind it on
-   * its route, in order, as long as each is due and not leased (SQLite does; PostgreSQL returns heads only). The
+   * its route, in order, as long as each is due and not leased (SQLite and PostgreSQL do). The
    * caller sends them in order and gives back with `releaseDeliveries` those it will not send (an earlier one failed).
    */
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]>;
