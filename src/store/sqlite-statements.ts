@@ -50,16 +50,16 @@ export function prepareWriteStatements(db: Database.Database) {
        WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
-    // unfinished run of its session key. Two queries so each walks a small partial index in order.
+    // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
     claimableQueued: db.prepare(
-      `SELECT r.id FROM runs r INDEXED BY runs_queued
+      `SELECT r.id FROM runs r INDEXED BY runs_by_state
        WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
     ),
     claimableExpired: db.prepare(
-      `SELECT r.id FROM runs r WHERE r.state = 'running' AND r.lease_until < @now
+      `SELECT r.id FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
