@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { rawRowReader } from './sqlite-prepared.js';
 
 /**
  * Every statement of the SQLite writer, prepared once per writing connection (the writer thread's, or the store's
@@ -52,22 +53,24 @@ export function prepareWriteStatements(db: Database.Database) {
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
     // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
     claimableQueued: db.prepare(
-      `SELECT r.id FROM runs r INDEXED BY runs_by_state
+      `SELECT r.seq FROM runs r INDEXED BY runs_by_state
        WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
     ),
     claimableExpired: db.prepare(
-      `SELECT r.id FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
+      `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
     ),
+    // By rowid, read back with runBySeq: `RETURNING *` made the lease cost about twice the update itself.
     leaseRun: db.prepare(
       `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
-         started_at = @now, updated_at = @now, node = @owner WHERE id = @id RETURNING *`,
+         started_at = @now, updated_at = @now, node = @owner WHERE seq = @seq`,
     ),
+    runBySeq: rawRowReader(db.prepare('SELECT * FROM runs WHERE seq = ?')),
     renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
     finishRun: db.prepare(
       `UPDATE runs SET state = @state, finished_at = @finishedAt, updated_at = @finishedAt, error = @error, reply = @reply,

@@ -60,9 +60,12 @@ export const WRITE_OPS = {
   },
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
-    const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ id: string }>;
-    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ id: string }>) : [];
-    return [...expired, ...queued].map(({ id }) => rowToRun(w.stmt.leaseRun.get({ id, owner, until: now + leaseMs, now }) as Row));
+    const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ seq: number }>;
+    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ seq: number }>) : [];
+    return [...expired, ...queued].map(({ seq }) => {
+      w.stmt.leaseRun.run({ seq, owner, until: now + leaseMs, now });
+      return rowToRun(w.stmt.runBySeq(seq)!);
+    });
   },
 
   renewRunLeases(w: SqliteWriter, owner: string, ids: string[], until: number): void {
