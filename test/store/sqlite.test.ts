@@ -409,7 +409,7 @@ describe('SQLite schema', () => {
     }
   });
 
-  it('carries a version-14 database over: runs lose the two partial claim indexes, and claims still find the same runs', async () => {
+  it('carries a version-14 database over: runs lose the two partial claim indexes, deliveries the unread pending one, and claims still find the same runs', async () => {
     const path = join(tempDir(), 'v14.db');
     const old = new Database(path);
     old.pragma('journal_mode = WAL');
@@ -433,6 +433,8 @@ describe('SQLite schema', () => {
       assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
       const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
       assert.deepEqual(indexes, ['runs_by_session', 'runs_by_state', 'runs_open_by_session', 'sqlite_autoindex_runs_1']);
+      const deliveryIndexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
+      assert.ok(!deliveryIndexes.includes('deliveries_pending') && deliveryIndexes.includes('deliveries_pending_by_route'), deliveryIndexes.join());
       // Expired leases first, then queued runs in order, each the oldest unfinished run of its session.
       assert.deepEqual((await store.claimRuns('n1', T0 + 10, 120_000, 10)).map((r) => r.id), ['r-expired', 'r-queued', 'r-next']);
       assert.deepEqual(await store.claimRuns('n1', T0 + 10, 120_000, 10), []);
