@@ -133,17 +133,19 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     /** The pending deliveries after `seq` on one route, in order (claimDeliveries' followers). */
     routeFollowers: db.prepare(
-      `SELECT id, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+      `SELECT seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
        WHERE state = 'pending' AND channel = @channel AND recipient = @recipient AND seq > @seq ORDER BY seq LIMIT @limit`,
     ),
     releaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?
        WHERE id = ? AND lease_owner = ? AND state = 'pending'`,
     ),
+    // By rowid, read back with deliveryBySeq (as leaseRun).
     leaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now
-       WHERE id = @id RETURNING *`,
+       WHERE seq = @seq`,
     ),
+    deliveryBySeq: rawRowReader(db.prepare('SELECT * FROM deliveries WHERE seq = ?')),
     progress: db.prepare('UPDATE deliveries SET chunks_sent = ?, updated_at = ? WHERE id = ? AND lease_owner = ?'),
     delivered: db.prepare(
       `UPDATE deliveries SET state = 'delivered', delivered_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL

@@ -145,16 +145,19 @@ export const WRITE_OPS = {
       if (h.next_attempt_at <= now && (h.lease_until === null || h.lease_until < now)) due.push(h);
     }
     const heads = due.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq).slice(0, Math.max(0, limit));
-    const lease = (id: string) => rowToDelivery(w.stmt.leaseDelivery.get({ id, owner, until: now + leaseMs, now }) as Row);
+    const lease = (seq: number) => {
+      w.stmt.leaseDelivery.run({ seq, owner, until: now + leaseMs, now });
+      return rowToDelivery(w.stmt.deliveryBySeq(seq)!);
+    };
     const out: Delivery[] = [];
     for (const head of heads) {
-      out.push(lease(head.id));
+      out.push(lease(head.seq));
       if (followers <= 0) continue;
       // The head's route, in order, as long as each next one is due and free (see Store.claimDeliveries).
       const next = w.stmt.routeFollowers.all({ channel: head.channel, recipient: head.recipient, seq: head.seq, limit: followers }) as Row[];
       for (const f of next) {
         if ((f.next_attempt_at as number) > now || (f.lease_until !== null && (f.lease_until as number) >= now)) break;
-        out.push(lease(f.id as string));
+        out.push(lease(f.seq as number));
       }
     }
     return out;
