@@ -17,7 +17,8 @@ export function prepared(db: Database.Database, sql: string): Database.Statement
 
 /**
  * `stmt`'s first row as an object built from better-sqlite3's raw row (an array): its own row objects, each column
- * set by name from C++, cost ~1.5 µs more for a row of the runs table, and every claimed run is read this way.
+ * set by name from C++, cost ~1.5 µs more for a row of the runs table, and every claimed run and delivery is read
+ * this way.
  */
 export function rawRowReader(stmt: Database.Statement): (...params: unknown[]) => Row | undefined {
   stmt.raw(true);
