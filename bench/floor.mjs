@@ -1,6 +1,6 @@
 // `npm run bench -- --only floor`: how far /hooks/wake is from the floor of any durable ingress. The bare server,
 // bench/floor-server.mjs (the bare server plus a SQLite group commit of two rows per request, answered after the
-// commit), bench/journal-floor-server.mjs (the bare server plus one append of the turn's lines to a file) and
+// commit; and again with one row per request), bench/journal-floor-server.mjs (the bare server plus one append of the turn's lines to a file) and
 // hookgate, pinned as the rest of the bench, in interleaved rounds; medians and per-round ratios.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,18 +13,20 @@ export async function floorBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-floor-'));
   const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
   const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], { cpu: o.serverCpu, key: 'port' });
+  const floor1 = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor1.db'), '1'], { cpu: o.serverCpu, key: 'port' });
   const journal = await startChild(process.execPath, [join(root, 'bench/journal-floor-server.mjs'), join(dir, 'journal.jsonl')], { cpu: o.serverCpu, key: 'port' });
   const hg = await startHookgate({ ...o, admin: false }, dir);
   try {
     const targets = [
       ['bare', bare.child.pid, `http://127.0.0.1:${bare.info.port}/`, 'bare', undefined],
       ['floor', floor.child.pid, `http://127.0.0.1:${floor.info.port}/`, 'wake', undefined],
+      ['floor1', floor1.child.pid, `http://127.0.0.1:${floor1.info.port}/`, 'wake', undefined],
       ['journal', journal.child.pid, `http://127.0.0.1:${journal.info.port}/`, 'wake', undefined],
       ['wake', hg.child.pid, `${hg.url}/hooks/wake`, 'wake', TOKEN],
     ];
     const load = (url, kind, token, seconds = o.seconds) => ({ url, kind, token, seconds, connections: o.connections });
     for (const [, , url, kind, token] of targets) await runLoad(o, load(url, kind, token, 2)); // warm-up, not measured
-    const r = { bare: [], floor: [], journal: [], wake: [] };
+    const r = { bare: [], floor: [], floor1: [], journal: [], wake: [] };
     for (let i = 0; i < o.rounds; i++) {
       for (const [name, pid, url, kind, token] of targets) r[name].push(await round(o, pid, load(url, kind, token)));
     }
@@ -34,12 +36,14 @@ export async function floorBench(o) {
       rounds: r,
       bare: row(r.bare),
       floor: row(r.floor),
+      floor1: row(r.floor1),
       journal: row(r.journal),
       wake: row(r.wake),
       floorRatios: per(r.floor),
+      floor1Ratios: per(r.floor1),
       journalRatios: per(r.journal),
       wakeRatios: per(r.wake),
-      rss: { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), journal: peakRssMiB(journal.child.pid), hookgate: peakRssMiB(hg.child.pid) },
+      rss: { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), floor1: peakRssMiB(floor1.child.pid), journal: peakRssMiB(journal.child.pid), hookgate: peakRssMiB(hg.child.pid) },
     };
   } finally {
     hg.db.close();
@@ -47,6 +51,7 @@ export async function floorBench(o) {
     await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
     bare.child.kill();
     floor.child.kill();
+    floor1.child.kill();
     journal.child.kill();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -56,15 +61,16 @@ export function floorTable(o, f) {
   const n = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
   const line = (name, x, ratios, rss) => `| ${name} | ${n(x.rps)} | ${n(x.p99, 2)} | ${n(x.cpuPerReq, 1)} | ${n(rss, 1)} | ${ratios ? n(median(ratios), 2) : '1.00'} |`;
   return [
-    `hookgate bench, the floor (pinned: servers on CPU ${o.serverCpu}, load generator on CPU ${o.loadCpu}): ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (bare, floor, journal, wake), medians; ${new Date().toISOString()}`,
+    `hookgate bench, the floor (pinned: servers on CPU ${o.serverCpu}, load generator on CPU ${o.loadCpu}): ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (bare, floor, one-row floor, journal, wake), medians; ${new Date().toISOString()}`,
     '',
     '| server | req/s | p99 ms | CPU µs/req | peak RSS MiB | ratio to bare |',
     '|---|---:|---:|---:|---:|---:|',
     line('bare node:http', f.bare, undefined, f.rss.bare),
     line('floor (bare + grouped SQLite commit of two rows)', f.floor, f.floorRatios, f.rss.floor),
+    line('one-row floor (the same, one row per request)', f.floor1, f.floor1Ratios, f.rss.floor1),
     line('journal floor (bare + one append of the turn\'s lines to a file)', f.journal, f.journalRatios, f.rss.journal),
     line('hookgate /hooks/wake', f.wake, f.wakeRatios, f.rss.hookgate),
     '',
-    `floor / bare per round: ${f.floorRatios.map((x) => n(x, 2)).join(' ')}; journal / bare: ${f.journalRatios.map((x) => n(x, 2)).join(' ')}; wake / bare: ${f.wakeRatios.map((x) => n(x, 2)).join(' ')}`,
+    `floor / bare per round: ${f.floorRatios.map((x) => n(x, 2)).join(' ')}; one-row floor / bare: ${f.floor1Ratios.map((x) => n(x, 2)).join(' ')}; journal / bare: ${f.journalRatios.map((x) => n(x, 2)).join(' ')}; wake / bare: ${f.wakeRatios.map((x) => n(x, 2)).join(' ')}`,
   ].join('\n');
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// Instructions per /hooks/wake request, counted by valgrind's callgrind: a measure that other processes on the
-// machine do not move (req/s and CPU time do), for comparing two builds. Needs valgrind (Debian: apt install valgrind).
-//   node bench/instructions.mjs [ROOT ...]        ROOT: a checkout with a built dist/ (default: this one)
-//   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8)
+// Instructions per request, counted by valgrind's callgrind: a measure that other processes on the machine do not
+// move (req/s and CPU time do), for comparing two builds. Needs valgrind (Debian: apt install valgrind).
+//   node bench/instructions.mjs [--target T] [ROOT ...]   ROOT: a checkout with a built dist/ (default: this one)
+//   T: wake (default: /hooks/wake), agent (/hooks/agent; its runs drained before and after the counted requests, so
+//   each request's count includes its run, echo → log file), floor (bench/floor-server.mjs, two rows per request),
+//   floor1 (the same, one row per request)
+//   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
+//   INSTR_ANNOTATE (a file prefix: callgrind_annotate's per-function output kept as PREFIX-N.txt, N the ROOT's index)
 // Each ROOT runs under callgrind at once (the counts do not depend on it); the table gives instructions per request by
 // kind. "JIT compiler" and "GC" depend on when V8 decides to optimise or collect, which timing moves under valgrind's
 // slowdown: compare builds on the "steady" sum, which leaves them out.
@@ -14,7 +18,11 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const here = new URL('..', import.meta.url).pathname;
-const roots = process.argv.slice(2).map((r) => resolve(r));
+const argv = process.argv.slice(2);
+const targetAt = argv.indexOf('--target');
+const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
+if (!['wake', 'agent', 'floor', 'floor1'].includes(TARGET)) throw new Error(`--target: wake, agent, floor or floor1, not ${TARGET}`);
+const roots = argv.map((r) => resolve(r));
 if (roots.length === 0) roots.push(here);
 const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
 const REQUESTS = Number(process.env.INSTR_REQUESTS ?? 4000);
@@ -34,7 +42,7 @@ const KINDS = [
   ['other V8 runtime', /./],
 ];
 
-async function measure(root) {
+async function measure(root, index) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-instr-'));
   const config = join(dir, 'hookgate.json5');
   writeFileSync(
@@ -51,7 +59,11 @@ async function measure(root) {
   );
   const out = join(dir, 'callgrind.out');
   const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
-  const child = spawn('valgrind', [...args, process.execPath, '--max-semi-space-size=4', join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
+  const floor = TARGET.startsWith('floor');
+  const server = floor
+    ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
+    : ['--max-semi-space-size=4', join(root, 'dist/cli/main.js'), 'serve', '--config', config];
+  const child = spawn('valgrind', [...args, process.execPath, ...server], {
     env: { ...process.env, HOOKGATE_BENCH: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -62,6 +74,7 @@ async function measure(root) {
       try {
         const msg = JSON.parse(line);
         if (msg.url) ok(msg.url);
+        if (msg.port) ok(`http://127.0.0.1:${msg.port}`);
       } catch {
         /* not JSON */
       }
@@ -70,12 +83,15 @@ async function measure(root) {
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let seq = 0;
+  const path = floor ? '/' : TARGET === 'agent' ? '/hooks/agent' : '/hooks/wake';
   const wake = () =>
     new Promise((ok, fail) => {
-      const body = JSON.stringify({ text: `bench event ${seq++}`, mode: 'next-heartbeat' });
-      const req = http.request(`${url}/hooks/wake`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const body = JSON.stringify(
+        TARGET === 'agent' ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' } : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
+      );
+      const req = http.request(`${url}${path}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
         res.resume();
-        res.on('end', () => (res.statusCode === 200 ? ok() : fail(new Error(`${root}: /hooks/wake answered ${res.statusCode}`))));
+        res.on('end', () => (res.statusCode < 300 ? ok() : fail(new Error(`${root}: ${path} answered ${res.statusCode}`))));
       });
       req.on('error', fail);
       req.end(body);
@@ -86,9 +102,26 @@ async function measure(root) {
       while (sent++ < n) await wake();
     }));
   };
+  // The agent's runs: wait until each request's reply is in the log file, so the counted window holds whole runs.
+  const drained = async (n) => {
+    if (TARGET !== 'agent') return;
+    const lines = () => {
+      try {
+        return readFileSync(join(dir, 'deliveries.jsonl'), 'utf8').split('\n').length - 1;
+      } catch {
+        return 0;
+      }
+    };
+    for (let t = Date.now(); lines() < n; ) {
+      if (Date.now() - t > 600_000) throw new Error(`${root}: ${lines()} of ${n} replies delivered after 10 min`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
   await burst(WARMUP);
+  await drained(WARMUP);
   execFileSync('callgrind_control', ['--instr=on', String(child.pid)], { stdio: 'ignore' });
   await burst(REQUESTS);
+  await drained(WARMUP + REQUESTS);
   execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
   execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'ignore' });
   child.kill('SIGTERM');
@@ -97,6 +130,7 @@ async function measure(root) {
   const dump = readdirSync(dir).map((f) => join(dir, f)).find((f) => f.startsWith(out) && /^part: 1$/m.test(readFileSync(f, 'utf8')));
   if (!dump) throw new Error(`${root}: no callgrind dump in ${dir}`);
   const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  if (process.env.INSTR_ANNOTATE) writeFileSync(`${process.env.INSTR_ANNOTATE}-${index}.txt`, text);
   const byKind = new Map(KINDS.map(([k]) => [k, 0]));
   for (const line of text.split('\n')) {
     const m = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$/.exec(line);
@@ -108,10 +142,11 @@ async function measure(root) {
   return byKind;
 }
 
-const results = await Promise.all(roots.map(measure));
+const results = await Promise.all(roots.map((r, i) => measure(r, i)));
 const f = (n) => Math.round(n).toLocaleString('en-US');
 const steady = (m) => [...m].filter(([k]) => k !== 'JIT compiler' && k !== 'GC').reduce((s, [, v]) => s + v, 0);
-console.log(`instructions per /hooks/wake request (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`);
+const what = { wake: '/hooks/wake request', agent: '/hooks/agent request, its run executed and delivered', floor: 'floor request (two rows)', floor1: 'floor request (one row)' }[TARGET];
+console.log(`instructions per ${what} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`);
 console.log(`| kind | ${roots.join(' | ')} |\n|---|${roots.map(() => '---:').join('|')}|`);
 for (const [k] of KINDS) console.log(`| ${k} | ${results.map((m) => f(m.get(k))).join(' | ')} |`);
 console.log(`| **steady** (all but JIT compiler and GC) | ${results.map((m) => `**${f(steady(m))}**`).join(' | ')} |`);

@@ -276,4 +276,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   -- The node that claimed a run last (hookgate runs list, runs show): kept after the run ends, unlike lease_owner.
   ALTER TABLE runs ADD COLUMN node TEXT;
   `,
+  `
+  -- runs_by_state (state, seq) finds the queued runs in order and the running ones (at most the workers' concurrency)
+  -- as well: the two partial indexes were two more b-trees written on every run's insert, lease, renewal and finish.
+  -- No query reads deliveries_pending (the outbox walks deliveries_pending_by_route, counts use deliveries_due).
+  DROP INDEX runs_queued;
+  DROP INDEX runs_running;
+  DROP INDEX deliveries_pending;
+  `,
 ];

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { rawRowReader } from './sqlite-prepared.js';
 
 /**
  * Every statement of the SQLite writer, prepared once per writing connection (the writer thread's, or the store's
@@ -50,24 +51,26 @@ export function prepareWriteStatements(db: Database.Database) {
        WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
-    // unfinished run of its session key. Two queries so each walks a small partial index in order.
+    // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
     claimableQueued: db.prepare(
-      `SELECT r.id FROM runs r INDEXED BY runs_queued
+      `SELECT r.seq FROM runs r INDEXED BY runs_by_state
        WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
     ),
     claimableExpired: db.prepare(
-      `SELECT r.id FROM runs r WHERE r.state = 'running' AND r.lease_until < @now
+      `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
        ORDER BY r.seq LIMIT @limit`,
     ),
+    // By rowid, then read back with runBySeq: `RETURNING *` and its row object cost ~4 µs more per lease.
     leaseRun: db.prepare(
       `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
-         started_at = @now, updated_at = @now, node = @owner WHERE id = @id RETURNING *`,
+         started_at = @now, updated_at = @now, node = @owner WHERE seq = @seq`,
     ),
+    runBySeq: rawRowReader(db.prepare('SELECT * FROM runs WHERE seq = ?')),
     renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
     finishRun: db.prepare(
       `UPDATE runs SET state = @state, finished_at = @finishedAt, updated_at = @finishedAt, error = @error, reply = @reply,
@@ -130,17 +133,19 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     /** The pending deliveries after `seq` on one route, in order (claimDeliveries' followers). */
     routeFollowers: db.prepare(
-      `SELECT id, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
+      `SELECT seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
        WHERE state = 'pending' AND channel = @channel AND recipient = @recipient AND seq > @seq ORDER BY seq LIMIT @limit`,
     ),
     releaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?
        WHERE id = ? AND lease_owner = ? AND state = 'pending'`,
     ),
+    // By rowid, read back with deliveryBySeq (as leaseRun).
     leaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now
-       WHERE id = @id RETURNING *`,
+       WHERE seq = @seq`,
     ),
+    deliveryBySeq: rawRowReader(db.prepare('SELECT * FROM deliveries WHERE seq = ?')),
     progress: db.prepare('UPDATE deliveries SET chunks_sent = ?, updated_at = ? WHERE id = ? AND lease_owner = ?'),
     delivered: db.prepare(
       `UPDATE deliveries SET state = 'delivered', delivered_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL

@@ -60,9 +60,12 @@ export const WRITE_OPS = {
   },
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
-    const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ id: string }>;
-    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ id: string }>) : [];
-    return [...expired, ...queued].map(({ id }) => rowToRun(w.stmt.leaseRun.get({ id, owner, until: now + leaseMs, now }) as Row));
+    const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ seq: number }>;
+    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ seq: number }>) : [];
+    return [...expired, ...queued].map(({ seq }) => {
+      w.stmt.leaseRun.run({ seq, owner, until: now + leaseMs, now });
+      return rowToRun(w.stmt.runBySeq(seq)!);
+    });
   },
 
   renewRunLeases(w: SqliteWriter, owner: string, ids: string[], until: number): void {
@@ -142,16 +145,19 @@ export const WRITE_OPS = {
       if (h.next_attempt_at <= now && (h.lease_until === null || h.lease_until < now)) due.push(h);
     }
     const heads = due.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq).slice(0, Math.max(0, limit));
-    const lease = (id: string) => rowToDelivery(w.stmt.leaseDelivery.get({ id, owner, until: now + leaseMs, now }) as Row);
+    const lease = (seq: number) => {
+      w.stmt.leaseDelivery.run({ seq, owner, until: now + leaseMs, now });
+      return rowToDelivery(w.stmt.deliveryBySeq(seq)!);
+    };
     const out: Delivery[] = [];
     for (const head of heads) {
-      out.push(lease(head.id));
+      out.push(lease(head.seq));
       if (followers <= 0) continue;
       // The head's route, in order, as long as each next one is due and free (see Store.claimDeliveries).
       const next = w.stmt.routeFollowers.all({ channel: head.channel, recipient: head.recipient, seq: head.seq, limit: followers }) as Row[];
       for (const f of next) {
         if ((f.next_attempt_at as number) > now || (f.lease_until !== null && (f.lease_until as number) >= now)) break;
-        out.push(lease(f.id as string));
+        out.push(lease(f.seq as number));
       }
     }
     return out;

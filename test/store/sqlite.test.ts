@@ -409,6 +409,42 @@ describe('SQLite schema', () => {
     }
   });
 
+  it('carries a version-14 database over: runs lose the two partial claim indexes, deliveries the unread pending one, and claims still find the same runs', async () => {
+    const path = join(tempDir(), 'v14.db');
+    const old = new Database(path);
+    old.pragma('journal_mode = WAL');
+    for (let v = 0; v < 14; v++) old.exec(SQLITE_MIGRATIONS[v]!);
+    old.pragma('user_version = 14');
+    const ins = old.prepare(
+      `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, timeout_seconds,
+         allow_unsafe, content_source, hook_path, created_at, updated_at, lease_owner, lease_until)
+       VALUES (?, ?, 'main', ?, 'isolated', 'Hook', 'm', 'now', 1, 'last', 600, 0, 'webhook', 'agent', ?, ?, ?, ?)`,
+    );
+    ins.run('r-done', 'succeeded', 'a', T0, T0, null, null);
+    ins.run('r-expired', 'running', 'b', T0 + 1, T0 + 1, 'gone-node', T0 + 5); // its worker died: lease over
+    ins.run('r-held', 'running', 'c', T0 + 2, T0 + 2, 'live-node', T0 + 60_000);
+    ins.run('r-queued', 'queued', 'a', T0 + 3, T0 + 3, null, null);
+    ins.run('r-after-held', 'queued', 'c', T0 + 4, T0 + 4, null, null); // waits for r-held (same session)
+    ins.run('r-next', 'queued', 'd', T0 + 5, T0 + 5, null, null);
+    old.close();
+
+    const store = new SqliteStore({ path, writer: 'inline' });
+    try {
+      assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
+      const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
+      assert.deepEqual(indexes, ['runs_by_session', 'runs_by_state', 'runs_open_by_session', 'sqlite_autoindex_runs_1']);
+      const deliveryIndexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
+      assert.ok(!deliveryIndexes.includes('deliveries_pending') && deliveryIndexes.includes('deliveries_pending_by_route'), deliveryIndexes.join());
+      // Expired leases first, then queued runs in order, each the oldest unfinished run of its session.
+      assert.deepEqual((await store.claimRuns('n1', T0 + 10, 120_000, 10)).map((r) => r.id), ['r-expired', 'r-queued', 'r-next']);
+      assert.deepEqual(await store.claimRuns('n1', T0 + 10, 120_000, 10), []);
+      // Once the held run's lease is over, it is claimed again; the run behind it waits until it ends.
+      assert.deepEqual((await store.claimRuns('n2', T0 + 60_001, 30_000, 10)).map((r) => r.id), ['r-held']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('carries a version-5 database over: events lose only their id index, received rows become one-record blocks', async () => {
     const path = join(tempDir(), 'v5.db');
     const old = new Database(path);
