@@ -29,7 +29,13 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
     try {
       const other = await attempts(3, () => attempt(adminUrl, '127.0.0.71', { path: '/readyz' }, BOUND_MS));
       const same = await attempts(3, () => attempt(adminUrl, '127.0.0.70', { path: '/readyz' }, BOUND_MS));
-      for (const a of [...other, ...same]) assert.equal(a.outcome, 200, JSON.stringify({ other, same }));
+      for (const a of other) assert.equal(a.outcome, 200, JSON.stringify({ other, same }));
+      // The flood's own address churns its 32 slots (each closed connection reopens 200 ms later): a request from
+      // it whose headers the server has not read yet is idle, and becomes the oldest idle one within tens of ms on
+      // a loaded machine (docs/security.md, "Connection fairness": idle connections give way). So the same address
+      // gets through on a retry, and a connection is only ever reset, never answered wrongly.
+      assert.ok(same.some((a) => a.outcome === 200), JSON.stringify({ same }));
+      for (const a of same) assert.ok(a.outcome === 200 || a.outcome === 'ECONNRESET', JSON.stringify({ same }));
       assert.ok(flood.open() <= 300);
     } finally {
       flood.stop();
