@@ -16,14 +16,21 @@ export const ADMIN_COST_BOUND = 0.95;
 
 export async function adminCost(o) {
   const dirs = [mkdtempSync(join(tmpdir(), 'hookgate-bench-')), mkdtempSync(join(tmpdir(), 'hookgate-bench-admin-'))];
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
   const plain = await startHookgate({ ...o, admin: false }, dirs[0]);
   const admin = await startHookgate({ ...o, admin: true }, dirs[1]);
   const feedTotal = { status: 0, bytes: 0, error: undefined };
   try {
     const bareUrl = `http://127.0.0.1:${bare.info.port}/`;
     const load = (url, kind, token, seconds = o.seconds) => ({ url, kind, token, seconds, connections: o.connections });
-    for (const [url, kind, token] of [[bareUrl, 'bare'], [`${plain.url}/hooks/wake`, 'wake', TOKEN], [`${admin.url}/hooks/wake`, 'wake', TOKEN]]) {
+    for (const [url, kind, token] of [
+      [bareUrl, 'bare'],
+      [`${plain.url}/hooks/wake`, 'wake', TOKEN],
+      [`${admin.url}/hooks/wake`, 'wake', TOKEN],
+    ]) {
       await runLoad(o, load(url, kind, token, 2)); // warm-up (JIT, page cache), not measured
     }
     // The feed's cost is measured within one process (the admin one, with and without its client), the listener's
@@ -35,7 +42,11 @@ export async function adminCost(o) {
         return await round(o, admin.child.pid, load(`${admin.url}/hooks/wake`, 'wake', TOKEN));
       } finally {
         feed.close();
-        Object.assign(feedTotal, { status: feed.state.status, bytes: feedTotal.bytes + feed.state.bytes, error: feed.state.error });
+        Object.assign(feedTotal, {
+          status: feed.state.status,
+          bytes: feedTotal.bytes + feed.state.bytes,
+          error: feed.state.error,
+        });
       }
     };
     const r = { bare: [], wake: [], wakeListener: [], wakeAdmin: [] };
@@ -50,7 +61,12 @@ export async function adminCost(o) {
       if (i % 2) steps.reverse();
       for (const [k, step] of steps) r[k].push(await step());
     }
-    const row = (xs) => ({ rps: median(xs.map((x) => x.rps)), p99: median(xs.map((x) => x.p99)), cpuPerReq: median(xs.map((x) => x.cpuPerReq)), sysPerReq: median(xs.map((x) => x.sysPerReq)) });
+    const row = (xs) => ({
+      rps: median(xs.map((x) => x.rps)),
+      p99: median(xs.map((x) => x.p99)),
+      cpuPerReq: median(xs.map((x) => x.cpuPerReq)),
+      sysPerReq: median(xs.map((x) => x.sysPerReq)),
+    });
     const per = (a, b) => a.map((x, i) => x.rps / b[i].rps);
     const feedRatios = per(r.wakeAdmin, r.wakeListener);
     const listenerRatios = per(r.wakeListener, r.wake);

@@ -6,7 +6,8 @@ const [url, kind, seconds, connections, token = '', rate = '0'] = process.argv.s
 let i = 0;
 const body =
   kind === 'agent'
-    ? () => JSON.stringify({ message: `bench message ${i++} @${Date.now()}`, name: 'Bench', wakeMode: 'next-heartbeat' })
+    ? () =>
+        JSON.stringify({ message: `bench message ${i++} @${Date.now()}`, name: 'Bench', wakeMode: 'next-heartbeat' })
     : () => JSON.stringify({ text: `bench event ${i++}`, mode: 'next-heartbeat' });
 const r = await autocannon({
   url,

@@ -12,7 +12,10 @@ const server = createServer((req, res) => {
       ok = false;
     }
     const body = JSON.stringify({ ok });
-    res.writeHead(ok ? 200 : 400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+    res.writeHead(ok ? 200 : 400, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+    });
     res.end(body);
   });
 });

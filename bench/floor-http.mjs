@@ -25,7 +25,10 @@ export function serveWakes(commitBatch) {
       }
       const answer = (status, value) => {
         const text = JSON.stringify(value);
-        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+        res.writeHead(status, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(text),
+        });
         res.end(text);
       };
       if (!body || typeof body.text !== 'string') return answer(400, { ok: false });

@@ -17,7 +17,9 @@ CREATE TABLE IF NOT EXISTS events1 (id TEXT PRIMARY KEY, session_key TEXT NOT NU
 CREATE TABLE IF NOT EXISTS received (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL, event_id TEXT)`);
 const insEvent = db.prepare('INSERT INTO events (id, session_key, text, created_at) VALUES (?, ?, ?, ?)');
 const insReceived = db.prepare('INSERT INTO received (at, path, status, event_id) VALUES (?, ?, ?, ?)');
-const insOne = db.prepare('INSERT INTO events1 (id, session_key, text, created_at, path, status) VALUES (?, ?, ?, ?, ?, ?)');
+const insOne = db.prepare(
+  'INSERT INTO events1 (id, session_key, text, created_at, path, status) VALUES (?, ?, ?, ?, ?, ?)',
+);
 const commit =
   rows === 2
     ? db.transaction((batch) => {

@@ -11,10 +11,24 @@ const root = new URL('..', import.meta.url).pathname;
 
 export async function floorBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-floor-'));
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], { cpu: o.serverCpu, key: 'port' });
-  const floor1 = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor1.db'), '1'], { cpu: o.serverCpu, key: 'port' });
-  const journal = await startChild(process.execPath, [join(root, 'bench/journal-floor-server.mjs'), join(dir, 'journal.jsonl')], { cpu: o.serverCpu, key: 'port' });
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const floor1 = await startChild(
+    process.execPath,
+    [join(root, 'bench/floor-server.mjs'), join(dir, 'floor1.db'), '1'],
+    { cpu: o.serverCpu, key: 'port' },
+  );
+  const journal = await startChild(
+    process.execPath,
+    [join(root, 'bench/journal-floor-server.mjs'), join(dir, 'journal.jsonl')],
+    { cpu: o.serverCpu, key: 'port' },
+  );
   const hg = await startHookgate({ ...o, admin: false }, dir);
   try {
     const targets = [
@@ -30,7 +44,11 @@ export async function floorBench(o) {
     for (let i = 0; i < o.rounds; i++) {
       for (const [name, pid, url, kind, token] of targets) r[name].push(await round(o, pid, load(url, kind, token)));
     }
-    const row = (xs) => ({ rps: median(xs.map((x) => x.rps)), p99: median(xs.map((x) => x.p99)), cpuPerReq: median(xs.map((x) => x.cpuPerReq)) });
+    const row = (xs) => ({
+      rps: median(xs.map((x) => x.rps)),
+      p99: median(xs.map((x) => x.p99)),
+      cpuPerReq: median(xs.map((x) => x.cpuPerReq)),
+    });
     const per = (xs) => xs.map((x, i) => x.rps / r.bare[i].rps);
     return {
       rounds: r,
@@ -43,7 +61,13 @@ export async function floorBench(o) {
       floor1Ratios: per(r.floor1),
       journalRatios: per(r.journal),
       wakeRatios: per(r.wake),
-      rss: { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), floor1: peakRssMiB(floor1.child.pid), journal: peakRssMiB(journal.child.pid), hookgate: peakRssMiB(hg.child.pid) },
+      rss: {
+        bare: peakRssMiB(bare.child.pid),
+        floor: peakRssMiB(floor.child.pid),
+        floor1: peakRssMiB(floor1.child.pid),
+        journal: peakRssMiB(journal.child.pid),
+        hookgate: peakRssMiB(hg.child.pid),
+      },
     };
   } finally {
     hg.db.close();
@@ -59,7 +83,8 @@ export async function floorBench(o) {
 
 export function floorTable(o, f) {
   const n = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '-');
-  const line = (name, x, ratios, rss) => `| ${name} | ${n(x.rps)} | ${n(x.p99, 2)} | ${n(x.cpuPerReq, 1)} | ${n(rss, 1)} | ${ratios ? n(median(ratios), 2) : '1.00'} |`;
+  const line = (name, x, ratios, rss) =>
+    `| ${name} | ${n(x.rps)} | ${n(x.p99, 2)} | ${n(x.cpuPerReq, 1)} | ${n(rss, 1)} | ${ratios ? n(median(ratios), 2) : '1.00'} |`;
   return [
     `hookgate bench, the floor (pinned: servers on CPU ${o.serverCpu}, load generator on CPU ${o.loadCpu}): ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (bare, floor, one-row floor, journal, wake), medians; ${new Date().toISOString()}`,
     '',
@@ -68,7 +93,7 @@ export function floorTable(o, f) {
     line('bare node:http', f.bare, undefined, f.rss.bare),
     line('floor (bare + grouped SQLite commit of two rows)', f.floor, f.floorRatios, f.rss.floor),
     line('one-row floor (the same, one row per request)', f.floor1, f.floor1Ratios, f.rss.floor1),
-    line('journal floor (bare + one append of the turn\'s lines to a file)', f.journal, f.journalRatios, f.rss.journal),
+    line("journal floor (bare + one append of the turn's lines to a file)", f.journal, f.journalRatios, f.rss.journal),
     line('hookgate /hooks/wake', f.wake, f.wakeRatios, f.rss.hookgate),
     '',
     `floor / bare per round: ${f.floorRatios.map((x) => n(x, 2)).join(' ')}; one-row floor / bare: ${f.floor1Ratios.map((x) => n(x, 2)).join(' ')}; journal / bare: ${f.journalRatios.map((x) => n(x, 2)).join(' ')}; wake / bare: ${f.wakeRatios.map((x) => n(x, 2)).join(' ')}`,

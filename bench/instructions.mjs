@@ -21,7 +21,8 @@ const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
 const targetAt = argv.indexOf('--target');
 const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
-if (!['wake', 'agent', 'floor', 'floor1'].includes(TARGET)) throw new Error(`--target: wake, agent, floor or floor1, not ${TARGET}`);
+if (!['wake', 'agent', 'floor', 'floor1'].includes(TARGET))
+  throw new Error(`--target: wake, agent, floor or floor1, not ${TARGET}`);
 const roots = argv.map((r) => resolve(r));
 if (roots.length === 0) roots.push(here);
 const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
@@ -31,7 +32,10 @@ const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 
 /** Self cost by kind, from callgrind_annotate's per-function lines. */
 const KINDS = [
-  ['JIT compiler', /v8::internal::compiler::|v8::internal::maglev|v8::internal::Pipeline|RegisterAllocator|InstructionSelector/],
+  [
+    'JIT compiler',
+    /v8::internal::compiler::|v8::internal::maglev|v8::internal::Pipeline|RegisterAllocator|InstructionSelector/,
+  ],
   ['GC', /Heap|Scavenge|Mark|Sweep|Evacuat|IterateObjectCache|RememberedSet|SlotSet/],
   ['SQLite', /better_sqlite3/],
   ['JIT code (JS)', /\?\?\?:0x/],
@@ -87,20 +91,38 @@ async function measure(root, index) {
   const wake = () =>
     new Promise((ok, fail) => {
       const body = JSON.stringify(
-        TARGET === 'agent' ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' } : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
+        TARGET === 'agent'
+          ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' }
+          : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
       );
-      const req = http.request(`${url}${path}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode < 300 ? ok() : fail(new Error(`${root}: ${path} answered ${res.statusCode}`))));
-      });
+      const req = http.request(
+        `${url}${path}`,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${TOKEN}`,
+            'content-length': Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            res.statusCode < 300 ? ok() : fail(new Error(`${root}: ${path} answered ${res.statusCode}`)),
+          );
+        },
+      );
       req.on('error', fail);
       req.end(body);
     });
   const burst = async (n) => {
     let sent = 0;
-    await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-      while (sent++ < n) await wake();
-    }));
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (sent++ < n) await wake();
+      }),
+    );
   };
   // The agent's runs: wait until each request's reply is in the log file, so the counted window holds whole runs.
   const drained = async (n) => {
@@ -127,9 +149,14 @@ async function measure(root, index) {
   child.kill('SIGTERM');
   await new Promise((ok) => child.once('exit', ok));
   agent.destroy();
-  const dump = readdirSync(dir).map((f) => join(dir, f)).find((f) => f.startsWith(out) && /^part: 1$/m.test(readFileSync(f, 'utf8')));
+  const dump = readdirSync(dir)
+    .map((f) => join(dir, f))
+    .find((f) => f.startsWith(out) && /^part: 1$/m.test(readFileSync(f, 'utf8')));
   if (!dump) throw new Error(`${root}: no callgrind dump in ${dir}`);
-  const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', dump], {
+    encoding: 'utf8',
+    maxBuffer: 256 << 20,
+  });
   if (process.env.INSTR_ANNOTATE) writeFileSync(`${process.env.INSTR_ANNOTATE}-${index}.txt`, text);
   const byKind = new Map(KINDS.map(([k]) => [k, 0]));
   for (const line of text.split('\n')) {
@@ -145,9 +172,19 @@ async function measure(root, index) {
 const results = await Promise.all(roots.map((r, i) => measure(r, i)));
 const f = (n) => Math.round(n).toLocaleString('en-US');
 const steady = (m) => [...m].filter(([k]) => k !== 'JIT compiler' && k !== 'GC').reduce((s, [, v]) => s + v, 0);
-const what = { wake: '/hooks/wake request', agent: '/hooks/agent request, its run executed and delivered', floor: 'floor request (two rows)', floor1: 'floor request (one row)' }[TARGET];
-console.log(`instructions per ${what} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`);
+const what = {
+  wake: '/hooks/wake request',
+  agent: '/hooks/agent request, its run executed and delivered',
+  floor: 'floor request (two rows)',
+  floor1: 'floor request (one row)',
+}[TARGET];
+console.log(
+  `instructions per ${what} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`,
+);
 console.log(`| kind | ${roots.join(' | ')} |\n|---|${roots.map(() => '---:').join('|')}|`);
 for (const [k] of KINDS) console.log(`| ${k} | ${results.map((m) => f(m.get(k))).join(' | ')} |`);
 console.log(`| **steady** (all but JIT compiler and GC) | ${results.map((m) => `**${f(steady(m))}**`).join(' | ')} |`);
-if (results.length > 1) console.log(`\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`);
+if (results.length > 1)
+  console.log(
+    `\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`,
+  );

@@ -205,7 +205,7 @@ export function countsTable(results, opts) {
   }
   lines.push(
     '',
-    'statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions and autovacuum\'s included.',
+    "statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions and autovacuum's included.",
     "A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes' background work (claim polls, node refresh): its rate is the idle row.",
   );
   if (results.some((r) => !r.statementsAvailable)) {

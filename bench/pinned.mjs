@@ -11,7 +11,18 @@
 // delivered to the `log` channel's file; the file is read while it grows, and each delivered line is matched to the
 // time its request was sent (carried in the message), for the end-to-end latency and the backlog each second.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -89,8 +100,27 @@ export function startChild(cmd, args, { cpu, env, key }) {
 export function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
   const useWrk = o.wrk && rate === 0;
   const args = useWrk
-    ? ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', join(root, 'bench/wrk-post.lua'), url, '--', kind, token ?? '']
-    : [join(root, 'bench/autocannon-load.mjs'), url, kind, String(seconds), String(connections), token ?? '', String(rate)];
+    ? [
+        '-t1',
+        `-c${connections}`,
+        `-d${seconds}s`,
+        '--latency',
+        '-s',
+        join(root, 'bench/wrk-post.lua'),
+        url,
+        '--',
+        kind,
+        token ?? '',
+      ]
+    : [
+        join(root, 'bench/autocannon-load.mjs'),
+        url,
+        kind,
+        String(seconds),
+        String(connections),
+        token ?? '',
+        String(rate),
+      ];
   const cmd = useWrk ? o.wrk : process.execPath;
   const [file, argv] = o.loadCpu === null ? [cmd, args] : ['taskset', ['-c', String(o.loadCpu), cmd, ...args]];
   return new Promise((resolve, reject) => {
@@ -113,7 +143,15 @@ export async function round(o, pid, load) {
   const cpu = cpuMicros(pid) - cpu0;
   const sys = cpuMicros(pid, 'sys') - sys0;
   const n = Math.max(1, r.requests);
-  return { rps: r.requests / r.seconds, p50: r.p50, p99: r.p99, non2xx: r.non2xx + r.errors, total: r.requests, cpuPerReq: cpu / n, sysPerReq: sys / n };
+  return {
+    rps: r.requests / r.seconds,
+    p50: r.p50,
+    p99: r.p99,
+    non2xx: r.non2xx + r.errors,
+    total: r.requests,
+    cpuPerReq: cpu / n,
+    sysPerReq: sys / n,
+  };
 }
 
 export const median = (xs) => {
@@ -135,7 +173,12 @@ function writeConfig(dir, { admin, adminPort }) {
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}) },
+      storage: {
+        driver: 'sqlite',
+        path: join(dir, 'hookgate.db'),
+        ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}),
+        ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}),
+      },
       hooks: { enabled: true, token: TOKEN },
       // A summary of each hook run would otherwise wake the main agent too.
       heartbeat: { every: 'off' },
@@ -157,16 +200,26 @@ export function startFlags() {
 export async function startHookgate(o, dir) {
   const adminPort = o.admin ? await freePort() : 0;
   const config = writeConfig(dir, { admin: o.admin, adminPort });
-  const hg = await startChild(process.execPath, [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
-    cpu: o.serverCpu,
-    env: { ...process.env, HOOKGATE_BENCH: '1' },
-    key: 'url',
-  });
+  const hg = await startChild(
+    process.execPath,
+    [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],
+    {
+      cpu: o.serverCpu,
+      env: { ...process.env, HOOKGATE_BENCH: '1' },
+      key: 'url',
+    },
+  );
   const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
   const backlog = db.prepare(
     `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`,
   );
-  return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => backlog.get().n, db };
+  return {
+    ...hg,
+    url: hg.info.url,
+    adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined,
+    backlog: () => backlog.get().n,
+    db,
+  };
 }
 
 /**
@@ -205,8 +258,14 @@ async function drain(hg, limitMs = 60_000) {
  */
 async function ingress(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], { cpu: o.serverCpu, key: 'port' });
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
   const hg = await startHookgate(o, dir);
   const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
   try {
@@ -289,7 +348,14 @@ async function pipeline(o) {
   const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
   try {
     // Warm-up, then wait for it to be delivered.
-    await runLoad(o, { url: `${hg.url}/hooks/agent`, kind: 'agent', token: TOKEN, seconds: 2, connections: 20, rate: 500 });
+    await runLoad(o, {
+      url: `${hg.url}/hooks/agent`,
+      kind: 'agent',
+      token: TOKEN,
+      seconds: 2,
+      connections: 20,
+      rate: 500,
+    });
     await drain(hg);
     const tail = tailDeliveries(join(dir, 'deliveries.jsonl'));
     tail.read();
@@ -300,10 +366,21 @@ async function pipeline(o) {
     const samples = [];
     const sampler = setInterval(() => {
       tail.read();
-      samples.push({ t: (performance.now() - t0) / 1000, delivered: tail.state.lines - startLines, backlog: hg.backlog() });
+      samples.push({
+        t: (performance.now() - t0) / 1000,
+        delivered: tail.state.lines - startLines,
+        backlog: hg.backlog(),
+      });
     }, 1000);
     const poll = setInterval(tail.read, 100);
-    const load = await runLoad(o, { url: `${hg.url}/hooks/agent`, kind: 'agent', token: TOKEN, seconds: o.pipelineSeconds, connections: 50, rate: o.rate });
+    const load = await runLoad(o, {
+      url: `${hg.url}/hooks/agent`,
+      kind: 'agent',
+      token: TOKEN,
+      seconds: o.pipelineSeconds,
+      connections: 50,
+      rate: o.rate,
+    });
     const loadEnd = performance.now();
     tail.read();
     const deliveredAtEnd = tail.state.lines - startLines;
@@ -359,14 +436,42 @@ function verdicts(i, p) {
       const floor = median(floorRatios);
       return { target, value, ok: meets(value), floor: { value: floor, ok: meets(floor) } };
     };
-    v.push(ratioTarget(`/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`, i.wakeRatios, i.floorRatios, (x) => x >= TARGETS.wakeRatio));
-    v.push(ratioTarget(`/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`, i.wakeP99Ratios, i.floorP99Ratios, (x) => x <= TARGETS.wakeP99));
-    v.push(ratioTarget(`/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`, i.agentRatios, i.floorRatios, (x) => x >= TARGETS.agentRatio));
+    v.push(
+      ratioTarget(
+        `/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`,
+        i.wakeRatios,
+        i.floorRatios,
+        (x) => x >= TARGETS.wakeRatio,
+      ),
+    );
+    v.push(
+      ratioTarget(
+        `/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`,
+        i.wakeP99Ratios,
+        i.floorP99Ratios,
+        (x) => x <= TARGETS.wakeP99,
+      ),
+    );
+    v.push(
+      ratioTarget(
+        `/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`,
+        i.agentRatios,
+        i.floorRatios,
+        (x) => x >= TARGETS.agentRatio,
+      ),
+    );
   }
   if (p) {
     // Sustained: delivered at the offered rate during the load (within 2 %), and every accepted run delivered after it.
-    const ok = p.deliveredPerSecond >= TARGETS.runsPerSecond * 0.98 && p.acceptedPerSecond >= TARGETS.runsPerSecond * 0.98 && p.delivered >= p.accepted;
-    v.push({ target: `≥ ${TARGETS.runsPerSecond} echo runs/s end to end for ${p.seconds} s, bounded backlog`, value: p.deliveredPerSecond, ok });
+    const ok =
+      p.deliveredPerSecond >= TARGETS.runsPerSecond * 0.98 &&
+      p.acceptedPerSecond >= TARGETS.runsPerSecond * 0.98 &&
+      p.delivered >= p.accepted;
+    v.push({
+      target: `≥ ${TARGETS.runsPerSecond} echo runs/s end to end for ${p.seconds} s, bounded backlog`,
+      value: p.deliveredPerSecond,
+      ok,
+    });
   }
   v.push({ target: `peak RSS ≤ ${TARGETS.rssMiB} MiB`, value: rss, ok: rss <= TARGETS.rssMiB });
   return v;
@@ -394,7 +499,10 @@ function table(o, i, p) {
       `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s`,
       `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | floor ${i.rounds.floor.map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
     );
-    if (i.feed) lines.push(`--admin feed: ${i.feed.error ? `no answer (${i.feed.error})` : i.feed.status === 404 ? 'GET /api/v1/events answered 404 (not built on this branch)' : `HTTP ${i.feed.status}, ${i.feed.bytes} bytes read`}`);
+    if (i.feed)
+      lines.push(
+        `--admin feed: ${i.feed.error ? `no answer (${i.feed.error})` : i.feed.status === 404 ? 'GET /api/v1/events answered 404 (not built on this branch)' : `HTTP ${i.feed.status}, ${i.feed.bytes} bytes read`}`,
+      );
   }
   if (p) {
     lines.push(
@@ -410,10 +518,16 @@ function table(o, i, p) {
       `| CPU µs per run (whole process) | ${f(p.cpuPerRun)} |`,
       `| peak RSS MiB | ${f(p.rss, 1)} |`,
     );
-    if (p.feed) lines.push(`--admin feed (pipeline): ${p.feed.error ? `no answer (${p.feed.error})` : p.feed.status === 404 ? 'GET /api/v1/events answered 404' : `HTTP ${p.feed.status}, ${p.feed.bytes} bytes read`}`);
+    if (p.feed)
+      lines.push(
+        `--admin feed (pipeline): ${p.feed.error ? `no answer (${p.feed.error})` : p.feed.status === 404 ? 'GET /api/v1/events answered 404' : `HTTP ${p.feed.status}, ${p.feed.bytes} bytes read`}`,
+      );
   }
   lines.push('', '| target | measured | met | the floor server, same target |', '|---|---:|:---:|---:|');
-  for (const v of verdicts(i, p)) lines.push(`| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} | ${v.floor ? `${f(v.floor.value, 2)} (${v.floor.ok ? 'met' : 'not met'})` : '-'} |`);
+  for (const v of verdicts(i, p))
+    lines.push(
+      `| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} | ${v.floor ? `${f(v.floor.value, 2)} (${v.floor.ok ? 'met' : 'not met'})` : '-'} |`,
+    );
   lines.push(
     '',
     'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.',
@@ -463,7 +577,9 @@ export async function pinnedBench(argv) {
   const v = verdicts(i, p);
   if (o.json) {
     const { nodeArgs, ...opts } = o;
-    process.stdout.write(`${JSON.stringify({ pinned: true, options: { ...opts, wrk: o.wrk ?? null }, ingress: i, pipeline: p, targets: v, allMet: v.every((x) => x.ok) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ pinned: true, options: { ...opts, wrk: o.wrk ?? null }, ingress: i, pipeline: p, targets: v, allMet: v.every((x) => x.ok) })}\n`,
+    );
   } else process.stdout.write(`${table(o, i, p)}\n`);
   return v.every((x) => x.ok);
 }

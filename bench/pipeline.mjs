@@ -30,7 +30,9 @@ export async function pipelineBench({ burst = 3000, rate = 500, seconds = 10 } =
       channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
     }),
   );
-  const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`hookgate exited ${c}`)));
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -54,22 +56,50 @@ export async function pipelineBench({ burst = 3000, rate = 500, seconds = 10 } =
     // 1. Throughput.
     let i = 0;
     const t0 = performance.now();
-    await autocannon({ url, connections: 20, amount: burst, requests: [{ ...request(0), setupRequest: (r) => ({ ...r, ...request(i++) }) }] });
+    await autocannon({
+      url,
+      connections: 20,
+      amount: burst,
+      requests: [{ ...request(0), setupRequest: (r) => ({ ...r, ...request(i++) }) }],
+    });
     const accepted = performance.now();
     while (count.get().delivered < burst && performance.now() - t0 < 120_000) await sleep(50);
     const done = performance.now();
     const delivered = count.get().delivered;
-    const throughput = { runs: burst, delivered, acceptSeconds: (accepted - t0) / 1000, seconds: (done - t0) / 1000, runsPerSecond: delivered / ((done - t0) / 1000) };
+    const throughput = {
+      runs: burst,
+      delivered,
+      acceptSeconds: (accepted - t0) / 1000,
+      seconds: (done - t0) / 1000,
+      runsPerSecond: delivered / ((done - t0) / 1000),
+    };
 
     // 2. Steady state at `rate` accepted runs per second.
     const samples = [];
     const sampler = setInterval(() => samples.push(count.get()), 1000);
     const before = count.get().total;
-    const steadyRun = await autocannon({ url, connections: 10, overallRate: rate, duration: seconds, requests: [{ ...request(0), setupRequest: (r) => ({ ...r, ...request(i++) }) }] });
+    const steadyRun = await autocannon({
+      url,
+      connections: 10,
+      overallRate: rate,
+      duration: seconds,
+      requests: [{ ...request(0), setupRequest: (r) => ({ ...r, ...request(i++) }) }],
+    });
     clearInterval(sampler);
     const acceptedRate = (count.get().total - before) / seconds;
     const backlog = samples.map((s) => s.runs + s.deliveries);
-    return { throughput, steady: { rate, acceptedRate, non2xx: steadyRun.non2xx, seconds, backlog, maxBacklog: Math.max(...backlog), lastBacklog: backlog.at(-1) ?? 0 } };
+    return {
+      throughput,
+      steady: {
+        rate,
+        acceptedRate,
+        non2xx: steadyRun.non2xx,
+        seconds,
+        backlog,
+        maxBacklog: Math.max(...backlog),
+        lastBacklog: backlog.at(-1) ?? 0,
+      },
+    };
   } finally {
     db.close();
     child.kill('SIGTERM');

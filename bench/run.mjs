@@ -34,7 +34,9 @@ const onlyArg = process.argv.indexOf('--only');
 if (onlyArg !== -1 && process.argv[onlyArg + 1] === 'startup') {
   const { startupBench, startupTable } = await import('./startup.mjs');
   const results = await startupBench();
-  process.stdout.write(`${process.argv.includes('--json') ? JSON.stringify({ startup: results }) : startupTable(results)}\n`);
+  process.stdout.write(
+    `${process.argv.includes('--json') ? JSON.stringify({ startup: results }) : startupTable(results)}\n`,
+  );
   process.exit(0);
 }
 
@@ -91,11 +93,25 @@ async function load(url, path, makeBody, headers, pid) {
   });
   const non2xx = result.non2xx + result.errors + result.timeouts;
   const cpuPerReq = (cpuMicros(pid) - cpu0) / Math.max(1, result.requests.total);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx, total: result.requests.total, cpuPerReq };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx,
+    total: result.requests.total,
+    cpuPerReq,
+  };
 }
 
 async function warm(url, path, makeBody, headers) {
-  await autocannon({ url, connections: 10, duration: 2, requests: [{ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: makeBody(0) }] });
+  await autocannon({
+    url,
+    connections: 10,
+    duration: 2,
+    requests: [
+      { method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, body: makeBody(0) },
+    ],
+  });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
@@ -104,7 +120,11 @@ writeFileSync(
   config,
   JSON.stringify({
     gateway: { port: 0 },
-    storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}) },
+    storage: {
+      driver: 'sqlite',
+      path: join(dir, 'hookgate.db'),
+      ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}),
+    },
     hooks: { enabled: true, token: TOKEN },
     logging: { level: 'info' },
   }),
@@ -112,7 +132,11 @@ writeFileSync(
 
 const rows = [];
 const bare = await startChild([join(root, 'bench/bare-server.mjs')], {}, 'port');
-const hg = await startChild([join(root, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, HOOKGATE_BENCH: '1' } }, 'url');
+const hg = await startChild(
+  [join(root, 'dist/cli/main.js'), 'serve', '--config', config],
+  { env: { ...process.env, HOOKGATE_BENCH: '1' } },
+  'url',
+);
 try {
   const bareUrl = `http://127.0.0.1:${bare.info.port}`;
   const hgUrl = hg.info.url;
@@ -145,8 +169,9 @@ try {
     '',
     '| target | req/s | p50 ms | p99 ms | non-2xx | CPU µs/req | peak RSS MiB | ratio to bare |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) =>
-      `| ${r.target} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.non2xx} | ${fmt(r.cpuPerReq)} | ${fmt(r.target.startsWith('bare') ? rss.bare : rss.hookgate, 1)} | ${fmt(r.rps / base, 2)} |`,
+    ...rows.map(
+      (r) =>
+        `| ${r.target} | ${fmt(r.rps)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.non2xx} | ${fmt(r.cpuPerReq)} | ${fmt(r.target.startsWith('bare') ? rss.bare : rss.hookgate, 1)} | ${fmt(r.rps / base, 2)} |`,
     ),
     '',
     `wake / bare per round: ${perRound}`,

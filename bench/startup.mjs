@@ -41,7 +41,11 @@ function writeConfig(dir) {
 /** Milliseconds from spawn to exit; the command must exit 0. */
 function timeRun(args, cwd) {
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOOKGATE_TOKEN: '' } });
+  const r = spawnSync(process.execPath, args, {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HOOKGATE_TOKEN: '' },
+  });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited with ${r.status}: ${r.stderr}`);
   return ms;
@@ -59,7 +63,11 @@ function mainThreadCpuMs(pid) {
 /** Start `serve` and resolve when it logs that it listens: its URL, the time it took, its main thread's CPU, and a stop(). */
 function serve(configFile, cwd) {
   const t0 = process.hrtime.bigint();
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], { cwd, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOOKGATE_TOKEN: '' } });
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], {
+    cwd,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, HOOKGATE_TOKEN: '' },
+  });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const stop = async () => {
     child.kill('SIGTERM');
@@ -73,7 +81,13 @@ function serve(configFile, cwd) {
       } catch {
         return;
       }
-      if (msg.msg === 'hookgate listening') resolve({ url: msg.url, ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: mainThreadCpuMs(child.pid), stop });
+      if (msg.msg === 'hookgate listening')
+        resolve({
+          url: msg.url,
+          ms: Number(process.hrtime.bigint() - t0) / 1e6,
+          cpuMs: mainThreadCpuMs(child.pid),
+          stop,
+        });
     });
     exited.then((code) => reject(new Error(`serve exited with ${code} before listening`)));
   });
@@ -109,14 +123,20 @@ export async function startupBench() {
   const server = await serve(configFile, dir);
   try {
     results['hookgate send wake'] = Array.from({ length: RUNS }, (_, i) =>
-      timeRun([CLI, 'send', 'wake', `startup ${i}`, '--mode', 'next-heartbeat', '--config', configFile, '--url', server.url], dir),
+      timeRun(
+        [CLI, 'send', 'wake', `startup ${i}`, '--mode', 'next-heartbeat', '--config', configFile, '--url', server.url],
+        dir,
+      ),
     );
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   const cpu = {};
-  for (const [key, fresh] of [['hookgate serve, warm (until listening)', false], ['hookgate serve, first start (until listening)', true]]) {
+  for (const [key, fresh] of [
+    ['hookgate serve, warm (until listening)', false],
+    ['hookgate serve, first start (until listening)', true],
+  ]) {
     const r = await serveRuns(fresh);
     results[key] = r.times;
     if (r.cpu.length) cpu[key] = r.cpu;
@@ -124,19 +144,27 @@ export async function startupBench() {
   return Object.fromEntries(
     Object.entries(results).map(([k, v]) => [
       k,
-      { medianMs: Math.round(median(v)), minMs: Math.round(Math.min(...v)), runs: v.length, ...(cpu[k] ? { mainThreadCpuMedianMs: Math.round(median(cpu[k])) } : {}) },
+      {
+        medianMs: Math.round(median(v)),
+        minMs: Math.round(Math.min(...v)),
+        runs: v.length,
+        ...(cpu[k] ? { mainThreadCpuMedianMs: Math.round(median(cpu[k])) } : {}),
+      },
     ]),
   );
 }
 
 export function startupTable(results) {
   const rows = Object.entries(results).map(
-    ([k, v]) => `  ${k.padEnd(48)} ${String(v.medianMs).padStart(5)} ms  (min ${v.minMs} ms)${v.mainThreadCpuMedianMs === undefined ? '' : `, main thread CPU ${v.mainThreadCpuMedianMs} ms`}`,
+    ([k, v]) =>
+      `  ${k.padEnd(48)} ${String(v.medianMs).padStart(5)} ms  (min ${v.minMs} ms)${v.mainThreadCpuMedianMs === undefined ? '' : `, main thread CPU ${v.mainThreadCpuMedianMs} ms`}`,
   );
   return [`CLI start-up, median of ${RUNS} runs`, ...rows].join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const results = await startupBench();
-  process.stdout.write(`${process.argv.includes('--json') ? JSON.stringify({ startup: results }) : startupTable(results)}\n`);
+  process.stdout.write(
+    `${process.argv.includes('--json') ? JSON.stringify({ startup: results }) : startupTable(results)}\n`,
+  );
 }

@@ -28,12 +28,16 @@ const clusterSize = Number(process.env.BENCH_NODES ?? 3);
 const countWakes = Number(process.env.BENCH_COUNT_WAKES ?? 5000);
 const countRuns = Number(process.env.BENCH_COUNT_RUNS ?? 500);
 const countNodes = (process.env.BENCH_COUNT_NODES ?? `1,${clusterSize}`).split(',').map(Number);
-const adminUrl = process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const adminUrl =
+  process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function startServer(configFile) {
-  const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HOOKGATE_BENCH: '1' } });
+  const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, HOOKGATE_BENCH: '1' },
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`hookgate exited ${c}`)));
     createInterface({ input: child.stdout }).on('line', (line) => {
@@ -129,7 +133,8 @@ async function setUp(store, nodes, counting = false) {
   } else {
     const c = new pg.Client({ connectionString: storage.url });
     await c.connect();
-    countDelivered = async () => Number((await c.query("SELECT count(*) AS n FROM deliveries WHERE state = 'delivered'")).rows[0].n);
+    countDelivered = async () =>
+      Number((await c.query("SELECT count(*) AS n FROM deliveries WHERE state = 'delivered'")).rows[0].n);
     closeCounter = () => c.end();
   }
   return {
@@ -167,7 +172,14 @@ async function load(urls, path, makeBody, headers, pids, opts = {}) {
         url,
         connections: per,
         ...(opts.amount ? { amount: Math.ceil(opts.amount / urls.length) } : { duration: opts.duration ?? seconds }),
-        requests: [{ method: 'POST', path, headers: { 'content-type': 'application/json', ...headers }, setupRequest: (req) => ({ ...req, body: makeBody(i++) }) }],
+        requests: [
+          {
+            method: 'POST',
+            path,
+            headers: { 'content-type': 'application/json', ...headers },
+            setupRequest: (req) => ({ ...req, body: makeBody(i++) }),
+          },
+        ],
       }),
     ),
   );
@@ -186,7 +198,11 @@ async function runBurst(s, amount) {
   const t0 = performance.now();
   const accepted = await load(s.urls, '/hooks/agent', runBody, auth, [], { amount });
   let delivered = before;
-  while ((delivered = await s.countDelivered()) - before < accepted.total - accepted.non2xx && performance.now() - t0 < 180_000) await sleep(50);
+  while (
+    (delivered = await s.countDelivered()) - before < accepted.total - accepted.non2xx &&
+    performance.now() - t0 < 180_000
+  )
+    await sleep(50);
   return delivered - before;
 }
 
@@ -197,7 +213,13 @@ async function endToEnd(s, pids, isPg) {
   const n = await runBurst(s, burst);
   const secs = (performance.now() - t0) / 1000;
   const cpu = pids.reduce((a, p) => a + cpuMicros(p), 0) - cpu0;
-  return { runs: n, seconds: secs, runsPerSecond: n / secs, cpuPerRun: cpu / Math.max(1, n), pgCpuPerRun: pg0 ? postgresCpuSince(pg0) / Math.max(1, n) : 0 };
+  return {
+    runs: n,
+    seconds: secs,
+    runsPerSecond: n / secs,
+    cpuPerRun: cpu / Math.max(1, n),
+    pgCpuPerRun: pg0 ? postgresCpuSince(pg0) / Math.max(1, n) : 0,
+  };
 }
 
 /** The counting pass (bench/pg-counts.mjs) on a fresh set-up: idle, then wakes, then a burst of runs. */
@@ -220,7 +242,14 @@ async function countPass(nodes) {
       await sleep(300); // the last delivery's outcome is written just after its line
       return n;
     });
-    return { setup: `PostgreSQL, ${nodes} node${nodes > 1 ? 's' : ''}`, statementsAvailable: stats.available, why: stats.why, idle, wakes, runs };
+    return {
+      setup: `PostgreSQL, ${nodes} node${nodes > 1 ? 's' : ''}`,
+      statementsAvailable: stats.available,
+      why: stats.why,
+      idle,
+      wakes,
+      runs,
+    };
   } finally {
     await s.tearDown();
   }
@@ -236,7 +265,9 @@ export async function storesBench(stores, opts = {}) {
   if (stores.includes('postgres')) for (const nodes of countNodes) counts.push(await countPass(nodes));
   if (opts.json) return JSON.stringify({ stores: rows, postgresCounts: counts });
   const countOpts = { wakes: countWakes, runs: countRuns, connections };
-  return [rows ? throughputTable(rows) : '', counts.length ? countsTable(counts, countOpts) : ''].filter(Boolean).join('\n');
+  return [rows ? throughputTable(rows) : '', counts.length ? countsTable(counts, countOpts) : '']
+    .filter(Boolean)
+    .join('\n');
 }
 
 async function throughput(stores) {
@@ -247,9 +278,13 @@ async function throughput(stores) {
   }
   // The yardstick.
   const bare = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bench/bare-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     child.once('exit', (c) => reject(new Error(`bare server exited ${c}`)));
-    createInterface({ input: child.stdout }).on('line', (l) => resolve({ child, url: `http://127.0.0.1:${JSON.parse(l).port}` }));
+    createInterface({ input: child.stdout }).on('line', (l) =>
+      resolve({ child, url: `http://127.0.0.1:${JSON.parse(l).port}` }),
+    );
   });
   const rows = [];
   try {
@@ -268,7 +303,12 @@ async function throughput(stores) {
       await load(s.urls, '/hooks/wake', wakeBody, auth, s.pids, { duration: 2 }); // warm-up
       const wake = await load(s.urls, '/hooks/wake', wakeBody, auth, s.pids, { postgres: isPg });
       const agent = await load(s.urls, '/hooks/agent', agentBody, auth, s.pids, { postgres: isPg });
-      rows.push({ setup: `${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${nodes} node${nodes > 1 ? 's' : ''}`, wake, agent, e2e });
+      rows.push({
+        setup: `${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${nodes} node${nodes > 1 ? 's' : ''}`,
+        wake,
+        agent,
+        e2e,
+      });
     } finally {
       await s.tearDown();
     }
@@ -290,12 +330,14 @@ function throughputTable(rows) {
         : `| ${r.setup} | ${f(r.wake.rps)} | ${f(r.wake.p99)} | ${f(r.wake.cpuPerReq)} | – | – | – | – | ${r.wake.non2xx} | 1.00 |`,
     ),
     '',
-    'CPU µs/req: CPU time of the hookgate processes (every node, all threads) per request, + that of the machine\'s postgres processes (PostgreSQL set-ups; on a shared server other tenants count too).',
+    "CPU µs/req: CPU time of the hookgate processes (every node, all threads) per request, + that of the machine's postgres processes (PostgreSQL set-ups; on a shared server other tenants count too).",
     `The ${clusterSize}-node rows run ${clusterSize} server processes and the load generator on the same ${cpus().length} CPUs: they show the cost of the cluster (coordination, more connections), not a scale-out; more nodes add throughput only with cores (or machines) to put them on.`,
   ];
   return lines.join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`${await storesBench(['sqlite', 'postgres'], { countsOnly: process.argv.includes('--counts-only'), json: process.argv.includes('--json') })}\n`);
+  process.stdout.write(
+    `${await storesBench(['sqlite', 'postgres'], { countsOnly: process.argv.includes('--counts-only'), json: process.argv.includes('--json') })}\n`,
+  );
 }

@@ -28,7 +28,12 @@ export function setUnauthorizedHandler(fn) {
 export async function api(path, { method = 'GET', body, t } = {}) {
   const headers = { authorization: `Bearer ${t ?? token.get() ?? ''}`, accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const res = await fetch(`/api/v1${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store',
+  });
   const text = await res.text();
   let json = null;
   try {

@@ -6,7 +6,16 @@ import { initDetail, openRun, openRunId, refreshRun } from './detail.js';
 import { throttle } from './dom.js';
 import { startFeed } from './feed.js';
 import { countRequest, drawRate, loadFigures, resetRate } from './overview.js';
-import { addReceived, loadDeliveries, loadPending, loadReceived, loadRuns, onOpenRun, updateDelivery, updateRun } from './views.js';
+import {
+  addReceived,
+  loadDeliveries,
+  loadPending,
+  loadReceived,
+  loadRuns,
+  onOpenRun,
+  updateDelivery,
+  updateRun,
+} from './views.js';
 
 const $ = (id) => document.getElementById(id);
 let feed = null;
@@ -136,11 +145,18 @@ function onEvent(type, e) {
   // (re)connection, on which the lists were reloaded anyway.
 
   reloadFigures();
-  if (type === 'received' || type === 'delivery' || (type === 'run' && e.state !== 'queued' && e.state !== 'running')) reloadBreakdown();
+  if (type === 'received' || type === 'delivery' || (type === 'run' && e.state !== 'queued' && e.state !== 'running'))
+    reloadBreakdown();
 }
 
 function setConn(state, detail = '') {
-  const words = { connecting: 'Connecting…', live: 'Live', retrying: 'Reconnecting…', refused: 'Token refused', error: 'Error' };
+  const words = {
+    connecting: 'Connecting…',
+    live: 'Live',
+    retrying: 'Reconnecting…',
+    refused: 'Token refused',
+    error: 'Error',
+  };
   const conn = $('conn');
   conn.hidden = false;
   conn.dataset.state = state;
@@ -178,7 +194,8 @@ setUnauthorizedHandler(refused);
 $('login-form').addEventListener('submit', signIn);
 $('signout').addEventListener('click', signOut);
 $('received-filter').addEventListener('change', () => guard(loadReceived()));
-for (const r of document.querySelectorAll('input[name="run-state"]')) r.addEventListener('change', () => guard(loadRuns()));
+for (const r of document.querySelectorAll('input[name="run-state"]'))
+  r.addEventListener('change', () => guard(loadRuns()));
 $('runs-more').addEventListener('click', () => guard(loadRuns({ more: true })));
 
 if (token.get()) showDashboard();

@@ -42,10 +42,24 @@ export async function loadBreakdown() {
     el('td', { class: 'path' }, p.path || '/'),
     el('td', { class: 'n' }, String(p.accepted)),
     el('td', { class: `n${p.refused ? ' bad' : ''}` }, String(p.refused)),
-    el('td', { class: 'codes' }, Object.entries(p.codes).sort((x, y) => y[1] - x[1]).map(([c, n]) => `${c} ×${n}`).join(', ')),
+    el(
+      'td',
+      { class: 'codes' },
+      Object.entries(p.codes)
+        .sort((x, y) => y[1] - x[1])
+        .map(([c, n]) => `${c} ×${n}`)
+        .join(', '),
+    ),
   ]);
   fillTable('bd-codes', b.byCode, (c) => [
-    el('td', {}, el('span', { class: `swatch ${colour(c.code)}`, 'aria-hidden': 'true' }), el('code', {}, String(c.status)), ' ', c.code),
+    el(
+      'td',
+      {},
+      el('span', { class: `swatch ${colour(c.code)}`, 'aria-hidden': 'true' }),
+      el('code', {}, String(c.status)),
+      ' ',
+      c.code,
+    ),
     el('td', { class: 'hint-cell' }, CODE_WORDS[c.code] ?? ''),
     el('td', { class: 'n bad' }, String(c.count)),
   ]);
@@ -104,7 +118,9 @@ function drawChart(b, codes, colour) {
       if (!v) return;
       const hh = Math.max(1, y(v));
       base -= hh;
-      root.append(svg('rect', { x: left + i * slot + 0.5, y: base, width: Math.max(1, slot - 1), height: hh, class: cls }));
+      root.append(
+        svg('rect', { x: left + i * slot + 0.5, y: base, width: Math.max(1, slot - 1), height: hh, class: cls }),
+      );
     };
     bar(x.accepted, 'bar-ok');
     for (const code of codes) bar(x.refused[code] ?? 0, `bar-bad ${colour(code)}`);
@@ -115,8 +131,17 @@ function drawChart(b, codes, colour) {
     hit.append(t);
     root.append(hit);
   });
-  for (const [i, anchor] of [[0, 'start'], [Math.floor(n / 2), 'middle'], [n - 1, 'end']]) {
-    const label = svg('text', { x: left + (i + (anchor === 'end' ? 1 : anchor === 'middle' ? 0.5 : 0)) * slot, y: h - 4, class: 'axis', 'text-anchor': anchor });
+  for (const [i, anchor] of [
+    [0, 'start'],
+    [Math.floor(n / 2), 'middle'],
+    [n - 1, 'end'],
+  ]) {
+    const label = svg('text', {
+      x: left + (i + (anchor === 'end' ? 1 : anchor === 'middle' ? 0.5 : 0)) * slot,
+      y: h - 4,
+      class: 'axis',
+      'text-anchor': anchor,
+    });
     label.textContent = formatTime(b.buckets[i].at).replace(/:\d\d(?=\D*$)/, '');
     root.append(label);
   }
@@ -134,7 +159,9 @@ function drawLegend(b, codes, colour) {
   fill(
     $('bd-legend'),
     el('li', {}, el('span', { class: 'swatch ok', 'aria-hidden': 'true' }), `accepted ${accepted}`),
-    ...b.byCode.map((c) => el('li', {}, el('span', { class: `swatch ${colour(c.code)}`, 'aria-hidden': 'true' }), `${c.code} ${c.count}`)),
+    ...b.byCode.map((c) =>
+      el('li', {}, el('span', { class: `swatch ${colour(c.code)}`, 'aria-hidden': 'true' }), `${c.code} ${c.count}`),
+    ),
   );
   $('bd-empty').hidden = accepted > 0 || codes.length > 0;
 }

@@ -50,7 +50,8 @@ export async function refreshRun() {
   try {
     body = await api(`/runs/${encodeURIComponent(id)}`);
   } catch (err) {
-    if (current?.id === id) fill(target, el('p', { class: 'error', role: 'alert' }, `Could not load the run: ${err.message}`));
+    if (current?.id === id)
+      fill(target, el('p', { class: 'error', role: 'alert' }, `Could not load the run: ${err.message}`));
     return;
   }
   if (current?.id !== id) return; // another run was opened meanwhile
@@ -61,7 +62,12 @@ export async function refreshRun() {
     ['State', badge(run.state, String(run.state ?? '').replace('_', ' '))],
     ['Name', run.label ?? run.name],
     ['Hook', run.hookName ?? run.hookPath],
-    ['Session', run.sessionKey && sessionLabel(run.sessionKey) !== run.sessionKey ? [sessionLabel(run.sessionKey), ' ', el('code', {}, run.sessionKey)] : run.sessionKey],
+    [
+      'Session',
+      run.sessionKey && sessionLabel(run.sessionKey) !== run.sessionKey
+        ? [sessionLabel(run.sessionKey), ' ', el('code', {}, run.sessionKey)]
+        : run.sessionKey,
+    ],
     ['Agent', run.agentId],
     ['Model', run.model ?? 'agent default'],
     ['Attempts', run.attempts],
@@ -75,16 +81,43 @@ export async function refreshRun() {
     run.error ? section('Error', el('p', { class: 'error-text' }, run.error)) : null,
     run.state === 'failed' || run.state === 'timed_out' ? retryRunButton(id) : null,
     section('Message', el('pre', { class: 'text' }, run.message ?? '—')),
-    section('Reply', run.reply ? el('pre', { class: 'text reply' }, run.reply) : el('p', { class: 'hint' }, run.state === 'succeeded' ? 'No reply text.' : run.state === 'failed' || run.state === 'timed_out' ? 'No reply: the run failed.' : 'No reply yet.')),
+    section(
+      'Reply',
+      run.reply
+        ? el('pre', { class: 'text reply' }, run.reply)
+        : el(
+            'p',
+            { class: 'hint' },
+            run.state === 'succeeded'
+              ? 'No reply text.'
+              : run.state === 'failed' || run.state === 'timed_out'
+                ? 'No reply: the run failed.'
+                : 'No reply yet.',
+          ),
+    ),
     section(
       `Transcript (${turns.length} turn${turns.length === 1 ? '' : 's'})`,
       turns.length
-        ? el('ol', { class: 'turns' }, ...turns.map((t) => el('li', { class: `turn ${t.role}` }, el('span', { class: 'role' }, t.role ?? ''), timeEl(t.createdAt), el('pre', { class: 'text' }, t.content ?? t.text ?? ''))))
+        ? el(
+            'ol',
+            { class: 'turns' },
+            ...turns.map((t) =>
+              el(
+                'li',
+                { class: `turn ${t.role}` },
+                el('span', { class: 'role' }, t.role ?? ''),
+                timeEl(t.createdAt),
+                el('pre', { class: 'text' }, t.content ?? t.text ?? ''),
+              ),
+            ),
+          )
         : el('p', { class: 'hint' }, 'No transcript turns.'),
     ),
     section(
       'Deliveries',
-      deliveries.length ? el('ul', { class: 'rows' }, ...deliveries.map(deliveryRow)) : el('p', { class: 'hint' }, run.deliveryStatus ? `None (${run.deliveryStatus}).` : 'None.'),
+      deliveries.length
+        ? el('ul', { class: 'rows' }, ...deliveries.map(deliveryRow))
+        : el('p', { class: 'hint' }, run.deliveryStatus ? `None (${run.deliveryStatus}).` : 'None.'),
     ),
   );
   if (hadFocus) document.getElementById('run-h').focus();

@@ -38,9 +38,20 @@ export function drawRate() {
   const h = 28;
   const peak = Math.max(1, ...values);
   const step = w / (values.length - 1);
-  const points = values.map((v, i) => `${(i * step).toFixed(1)},${(h - 2 - (v / peak) * (h - 4)).toFixed(1)}`).join(' ');
-  const root = svg('svg', { viewBox: `0 0 ${w} ${h}`, width: w, height: h, role: 'img', 'aria-label': `Requests per second over the last minute; peak ${Math.max(...values)}` });
-  root.append(svg('polyline', { points: `0,${h} ${points} ${w},${h}`, class: 'spark-fill' }), svg('polyline', { points, class: 'spark-line' }));
+  const points = values
+    .map((v, i) => `${(i * step).toFixed(1)},${(h - 2 - (v / peak) * (h - 4)).toFixed(1)}`)
+    .join(' ');
+  const root = svg('svg', {
+    viewBox: `0 0 ${w} ${h}`,
+    width: w,
+    height: h,
+    role: 'img',
+    'aria-label': `Requests per second over the last minute; peak ${Math.max(...values)}`,
+  });
+  root.append(
+    svg('polyline', { points: `0,${h} ${points} ${w},${h}`, class: 'spark-fill' }),
+    svg('polyline', { points, class: 'spark-line' }),
+  );
   fill(document.getElementById('spark-wrap'), root);
 }
 
@@ -58,7 +69,13 @@ export async function loadFigures() {
     [failures.runsFailed, 'run failed', 'runs failed'],
     [failures.deliveriesDead, 'delivery failed', 'deliveries failed'],
   ];
-  set('f-failures-parts', parts.filter(([n]) => n > 0).map(([n, one, many]) => `${n} ${n === 1 ? one : many}`).join(' · '));
+  set(
+    'f-failures-parts',
+    parts
+      .filter(([n]) => n > 0)
+      .map(([n, one, many]) => `${n} ${n === 1 ? one : many}`)
+      .join(' · '),
+  );
 }
 
 /** A page of deliveries in one of the API's states (`pending`, `sent`, `failed`). */

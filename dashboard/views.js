@@ -16,8 +16,17 @@ const accepted = (r) => r.status < 400;
 function receivedItem(r) {
   const ok = accepted(r);
   // `unmatched`: a signed request that no mapping takes, answered 200 and ignored.
-  const outcome = ok ? (r.code === 'duplicate' ? 'duplicate' : r.code === 'unmatched' ? 'ignored' : 'accepted') : 'refused';
-  const ids = [...(r.runIds ?? []).map((id) => `run ${shortId(id)}`), ...(r.eventIds ?? []).map((id) => `event ${shortId(id)}`)];
+  const outcome = ok
+    ? r.code === 'duplicate'
+      ? 'duplicate'
+      : r.code === 'unmatched'
+        ? 'ignored'
+        : 'accepted'
+    : 'refused';
+  const ids = [
+    ...(r.runIds ?? []).map((id) => `run ${shortId(id)}`),
+    ...(r.eventIds ?? []).map((id) => `event ${shortId(id)}`),
+  ];
   return el(
     'li',
     // The full ids, for finding a request's line (tests, the browser's find); the text shows short ones.
@@ -69,13 +78,21 @@ const runFilter = () => document.querySelector('input[name="run-state"]:checked'
 const hookOf = (r) => r.label ?? r.hookName ?? r.hookPath ?? '';
 
 function runRow(r) {
-  const button = el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${r.id}`, onclick: () => openRun(r.id, button) }, shortId(r.id));
+  const button = el(
+    'button',
+    { type: 'button', class: 'link', 'aria-label': `Details of run ${r.id}`, onclick: () => openRun(r.id, button) },
+    shortId(r.id),
+  );
   const tr = el(
     'tr',
     { 'data-run': r.id, role: 'row' },
     el('td', { class: 'c-time', role: 'cell' }, timeEl(r.createdAt ?? r.at)),
     el('td', { class: 'c-state', role: 'cell' }, badge(r.state, r.state.replace('_', ' '))),
-    el('td', { class: 'c-hook', role: 'cell', title: r.hookName && r.hookName !== hookOf(r) ? `hook ${r.hookName}` : null }, hookOf(r)),
+    el(
+      'td',
+      { class: 'c-hook', role: 'cell', title: r.hookName && r.hookName !== hookOf(r) ? `hook ${r.hookName}` : null },
+      hookOf(r),
+    ),
     el('td', { class: 'c-session', role: 'cell', title: r.sessionKey ?? '' }, sessionLabel(r.sessionKey)),
     el('td', { class: 'c-id', role: 'cell' }, button),
   );
@@ -111,7 +128,15 @@ export function updateRun(e) {
     $('runs-empty').hidden = runRows.size > 0;
     return;
   }
-  const tr = runRow({ id: e.runId, state: e.state, label: e.label, hookName: e.hookName, sessionKey: e.sessionKey, error: e.error, createdAt: e.at });
+  const tr = runRow({
+    id: e.runId,
+    state: e.state,
+    label: e.label,
+    hookName: e.hookName,
+    sessionKey: e.sessionKey,
+    error: e.error,
+    createdAt: e.at,
+  });
   const body = $('runs-body');
   if (old) {
     // Keep the row's time (the run's creation); the event's `at` is the time of this change.
@@ -136,17 +161,40 @@ const deliveryRows = new Map(); // delivery id → { d, li }
 function renderDelivery(li, d) {
   const dead = isDeadDelivery(d.state);
   const retry = dead
-    ? el('button', { type: 'button', class: 'primary small', 'aria-label': `Retry delivery to ${d.channel} ${d.to}`, onclick: () => retryDelivery(d.id) }, 'Retry')
+    ? el(
+        'button',
+        {
+          type: 'button',
+          class: 'primary small',
+          'aria-label': `Retry delivery to ${d.channel} ${d.to}`,
+          onclick: () => retryDelivery(d.id),
+        },
+        'Retry',
+      )
     : null;
   const run = d.runId
-    ? el('button', { type: 'button', class: 'link', 'aria-label': `Details of run ${d.runId}`, onclick: (ev) => openRun(d.runId, ev.currentTarget) }, `run ${shortId(d.runId)}`)
+    ? el(
+        'button',
+        {
+          type: 'button',
+          class: 'link',
+          'aria-label': `Details of run ${d.runId}`,
+          onclick: (ev) => openRun(d.runId, ev.currentTarget),
+        },
+        `run ${shortId(d.runId)}`,
+      )
     : 'heartbeat reply';
   fill(
     li,
     el(
       'div',
       { class: 'row-main' },
-      el('span', { class: 'd-state' }, badge(d.state), d.retried ? el('span', { class: 'sr-only' }, ' (retry queued)') : null),
+      el(
+        'span',
+        { class: 'd-state' },
+        badge(d.state),
+        d.retried ? el('span', { class: 'sr-only' }, ' (retry queued)') : null,
+      ),
       el('strong', {}, d.channel),
       el('span', { class: 'to' }, `→ ${d.to ?? ''}`),
       el('span', { class: 'meta' }, `${d.attempts ?? 0} attempt${d.attempts === 1 ? '' : 's'}`),
@@ -202,7 +250,14 @@ async function retryDelivery(id) {
 export function updateDelivery(e, reload) {
   const row = deliveryRows.get(e.deliveryId);
   if (row) {
-    putDelivery({ ...row.d, state: e.state, attempts: e.attempts, lastError: e.lastError ?? row.d.lastError, updatedAt: e.at, retried: row.d.retried && e.state === 'pending' });
+    putDelivery({
+      ...row.d,
+      state: e.state,
+      attempts: e.attempts,
+      lastError: e.lastError ?? row.d.lastError,
+      updatedAt: e.at,
+      retried: row.d.retried && e.state === 'pending',
+    });
   } else if (isDeadDelivery(e.state)) reload();
 }
 
@@ -214,7 +269,12 @@ export async function loadPending() {
   fill(
     $('pending-list'),
     ...pending.map((p) =>
-      el('li', { class: 'pending' }, el('div', { class: 'row-main' }, timeEl(p.createdAt), badge('origin', p.origin ?? 'event')), el('p', { class: 'text' }, p.text ?? '')),
+      el(
+        'li',
+        { class: 'pending' },
+        el('div', { class: 'row-main' }, timeEl(p.createdAt), badge('origin', p.origin ?? 'event')),
+        el('p', { class: 'text' }, p.text ?? ''),
+      ),
     ),
   );
   $('pending-empty').hidden = pending.length > 0;

@@ -13,11 +13,18 @@ import { openSqlite } from '../src/store/sqlite-open.ts';
 
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-const cell = (v) => (v === null || v === undefined || v === '' ? '' : `\`${String(v).replace(/\s+/g, ' ').replace(/\|/g, '\\|')}\``);
+const cell = (v) =>
+  v === null || v === undefined || v === '' ? '' : `\`${String(v).replace(/\s+/g, ' ').replace(/\|/g, '\\|')}\``;
 
 function table(name, note, columns, indexes) {
-  const out = [`### ${name}${note ? ` (${note})` : ''}`, '', '| column | type | not null | default | key |', '| --- | --- | --- | --- | --- |'];
-  for (const c of columns) out.push(`| ${c.name} | ${c.type} | ${c.notNull ? 'yes' : ''} | ${cell(c.default)} | ${c.key ?? ''} |`);
+  const out = [
+    `### ${name}${note ? ` (${note})` : ''}`,
+    '',
+    '| column | type | not null | default | key |',
+    '| --- | --- | --- | --- | --- |',
+  ];
+  for (const c of columns)
+    out.push(`| ${c.name} | ${c.type} | ${c.notNull ? 'yes' : ''} | ${cell(c.default)} | ${c.key ?? ''} |`);
   out.push('');
   if (indexes.length) {
     out.push('Indexes:', '');
@@ -32,19 +39,25 @@ export function sqliteSchema() {
   const db = openSqlite(':memory:', 'normal');
   try {
     const version = db.pragma('user_version', { simple: true });
-    const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all();
+    const tables = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+      .all();
     const parts = [];
     for (const { name } of tables) {
       // Columns with a UNIQUE constraint of their own (an index SQLite made for it, origin "u").
       const unique = new Set(
-        db.pragma(`index_list(${JSON.stringify(name)})`)
+        db
+          .pragma(`index_list(${JSON.stringify(name)})`)
           .filter((i) => i.origin === 'u')
           .map((i) => db.pragma(`index_info(${JSON.stringify(i.name)})`))
           .filter((cols) => cols.length === 1)
           .map((cols) => cols[0].name),
       );
       const columns = db.pragma(`table_info(${JSON.stringify(name)})`).map((c) => ({
-        name: c.name, type: c.type, notNull: c.notnull === 1 || c.pk > 0, default: c.dflt_value,
+        name: c.name,
+        type: c.type,
+        notNull: c.notnull === 1 || c.pk > 0,
+        default: c.dflt_value,
         key: c.pk ? 'primary' : unique.has(c.name) ? 'unique' : undefined,
       }));
       const indexes = db
@@ -52,7 +65,10 @@ export function sqliteSchema() {
         .sort((a, b) => (a.name < b.name ? -1 : 1))
         .map((i) => {
           const sql = db.prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`).get(i.name)?.sql;
-          const cols = db.pragma(`index_info(${JSON.stringify(i.name)})`).map((c) => c.name).join(', ');
+          const cols = db
+            .pragma(`index_info(${JSON.stringify(i.name)})`)
+            .map((c) => c.name)
+            .join(', ');
           // A created index: its definition after the table name (columns, WHERE); a constraint's: its columns.
           const def = sql ? sql.replace(/\s+/g, ' ').replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ /i, '') : `(${cols})`;
           return { name: i.name, unique: i.unique === 1, def };
@@ -75,22 +91,29 @@ export async function postgresSchema(url = process.env.HOOKGATE_TEST_PG_URL || D
     await client.query(`SET search_path = ${schema}`);
     await migrate(client, 0, 'schema-doc');
     const q = async (sql) => (await client.query(sql, [schema])).rows;
-    const tables = await q(`SELECT c.relname AS name, c.relpersistence AS persistence FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    const tables =
+      await q(`SELECT c.relname AS name, c.relpersistence AS persistence FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY c.relname`);
-    const columns = await q(`SELECT table_name, column_name, data_type, is_nullable, column_default, is_identity FROM information_schema.columns
+    const columns =
+      await q(`SELECT table_name, column_name, data_type, is_nullable, column_default, is_identity FROM information_schema.columns
       WHERE table_schema = $1 ORDER BY table_name, ordinal_position`);
-    const keys = await q(`SELECT tc.table_name, kcu.column_name, tc.constraint_type FROM information_schema.table_constraints tc
+    const keys =
+      await q(`SELECT tc.table_name, kcu.column_name, tc.constraint_type FROM information_schema.table_constraints tc
       JOIN information_schema.key_column_usage kcu ON kcu.constraint_name = tc.constraint_name AND kcu.table_schema = tc.table_schema
       WHERE tc.table_schema = $1 AND tc.constraint_type IN ('PRIMARY KEY', 'UNIQUE')`);
-    const indexes = await q(`SELECT t.relname AS table_name, i.relname AS name, x.indisunique AS unique, pg_get_indexdef(x.indexrelid) AS def
+    const indexes =
+      await q(`SELECT t.relname AS table_name, i.relname AS name, x.indisunique AS unique, pg_get_indexdef(x.indexrelid) AS def
       FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
       WHERE n.nspname = $1 ORDER BY t.relname, i.relname`);
-    const functions = await q(`SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS args, pg_get_function_result(p.oid) AS result
+    const functions =
+      await q(`SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS args, pg_get_function_result(p.oid) AS result
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY p.proname`);
     const parts = [];
     for (const t of tables) {
       const keyOf = (col) => {
-        const k = keys.filter((k) => k.table_name === t.name && k.column_name === col).map((k) => (k.constraint_type === 'PRIMARY KEY' ? 'primary' : 'unique'));
+        const k = keys
+          .filter((k) => k.table_name === t.name && k.column_name === col)
+          .map((k) => (k.constraint_type === 'PRIMARY KEY' ? 'primary' : 'unique'));
         return k.length ? k.join(', ') : undefined;
       };
       const cols = columns
@@ -104,7 +127,11 @@ export async function postgresSchema(url = process.env.HOOKGATE_TEST_PG_URL || D
         }));
       const idx = indexes
         .filter((i) => i.table_name === t.name)
-        .map((i) => ({ name: i.name, unique: i.unique, def: i.def.replace(new RegExp(`^CREATE (UNIQUE )?INDEX \\S+ ON (${schema}\\.)?\\S+ USING btree `), '') }));
+        .map((i) => ({
+          name: i.name,
+          unique: i.unique,
+          def: i.def.replace(new RegExp(`^CREATE (UNIQUE )?INDEX \\S+ ON (${schema}\\.)?\\S+ USING btree `), ''),
+        }));
       parts.push(table(t.name, t.persistence === 'u' ? 'unlogged' : '', cols, idx));
     }
     const fns = functions.map((f) => `- \`${f.name}(${f.args}) → ${f.result}\``).join('\n');

@@ -47,7 +47,14 @@ const config = {
   admin: { enabled: true, bind: '127.0.0.1', port: adminPort, token: ADMIN_TOKEN },
   channels: {
     outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 2 },
-    webhook: { targets: { ops: { url: `http://127.0.0.1:${refuser.address().port}/hook`, secret: `whsec_${randomBytes(32).toString('base64')}` } } },
+    webhook: {
+      targets: {
+        ops: {
+          url: `http://127.0.0.1:${refuser.address().port}/hook`,
+          secret: `whsec_${randomBytes(32).toString('base64')}`,
+        },
+      },
+    },
   },
 };
 writeFileSync(join(dir, 'hookgate.json5'), JSON.stringify(config));
@@ -56,22 +63,55 @@ writeFileSync(join(dir, 'hookgate.json5'), JSON.stringify(config));
 const { openStore } = await import(join(root, 'dist/store/open.js'));
 const store = await openStore(config.storage, (p) => join(dir, p), { writer: 'inline' });
 const t0 = Date.now() - 3_600_000;
-const rec = (at, path, status, code = null) => ({ at, method: 'POST', path, clientIp: '10.0.4.17', status, code, eventIds: [], runIds: [], mappingId: null, durationMs: 1.2 });
+const rec = (at, path, status, code = null) => ({
+  at,
+  method: 'POST',
+  path,
+  clientIp: '10.0.4.17',
+  status,
+  code,
+  eventIds: [],
+  runIds: [],
+  mappingId: null,
+  durationMs: 1.2,
+});
 for (let m = 0; m < 59; m++) {
   const at = t0 + m * 60_000;
-  for (let i = 0; i < 2 + ((m * 7) % 5); i++) await store.recordReceived(rec(at + i * 9000, i % 3 ? 'wake' : 'agent', 200));
+  for (let i = 0; i < 2 + ((m * 7) % 5); i++)
+    await store.recordReceived(rec(at + i * 9000, i % 3 ? 'wake' : 'agent', 200));
   if (m % 15 === 7) await store.recordReceived(rec(at + 31_000, 'github', 200));
   const minute = at - (at % 60_000);
   if (m >= 18 && m <= 21) {
-    await store.recordRefusals({ at: minute, windowMs: 60_000, counts: [
-      { status: 401, code: 'unauthorized', path: 'github', bucket: '140.82.112.0/20', count: m === 21 ? 4 : 6 },
-      ...(m === 21 ? [{ status: 429, code: 'rate_limited', path: 'github', bucket: '140.82.112.0/20', count: 5 }] : []),
-    ] }, 1440);
+    await store.recordRefusals(
+      {
+        at: minute,
+        windowMs: 60_000,
+        counts: [
+          { status: 401, code: 'unauthorized', path: 'github', bucket: '140.82.112.0/20', count: m === 21 ? 4 : 6 },
+          ...(m === 21
+            ? [{ status: 429, code: 'rate_limited', path: 'github', bucket: '140.82.112.0/20', count: 5 }]
+            : []),
+        ],
+      },
+      1440,
+    );
   }
-  if (m === 44) await store.recordRefusals({ at: minute, windowMs: 60_000, counts: [{ status: 404, code: 'not_found', path: 'other', bucket: '203.0.113.0/24', count: 3 }] }, 1440);
+  if (m === 44)
+    await store.recordRefusals(
+      {
+        at: minute,
+        windowMs: 60_000,
+        counts: [{ status: 404, code: 'not_found', path: 'other', bucket: '203.0.113.0/24', count: 3 }],
+      },
+      1440,
+    );
 }
 await store.close();
-const proc = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', join(dir, 'hookgate.json5')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+const proc = spawn(
+  process.execPath,
+  [join(root, 'dist/cli/main.js'), 'serve', '--config', join(dir, 'hookgate.json5')],
+  { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+);
 const hooksUrl = await new Promise((resolve, reject) => {
   proc.once('exit', (code) => reject(new Error(`hookgate exited with ${code}`)));
   createInterface({ input: proc.stdout }).on('line', (l) => {
@@ -87,13 +127,24 @@ const admin = `http://127.0.0.1:${adminPort}`;
 for (let i = 0; i < 50 && !(await fetch(`${admin}/healthz`).catch(() => null))?.ok; i++) await sleep(100);
 
 const post = (path, body, token = HOOK_TOKEN) =>
-  fetch(`${hooksUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${hooksUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 const profile = mkdtempSync(join(tmpdir(), 'hookgate-shot-profile-'));
 const browser = await chromium.launchPersistentContext(profile, {
   executablePath: '/usr/bin/chromium',
   headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  args: [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--no-first-run',
+  ],
 });
 try {
   const page = await browser.newPage();
@@ -106,13 +157,32 @@ try {
   // Traffic over a few seconds, so the sparkline has a shape: named runs, an unnamed one, a run of a named session.
   await post('/hooks/wake', { text: 'Backup of db-1 finished (12.4 GB)', mode: 'next-heartbeat' });
   await post('/hooks/wake', { text: 'Disk 91% full on web-3', mode: 'next-heartbeat' });
-  await post('/hooks/agent', { message: 'Deploy of api v2.14.0 to production failed; page the on-call', name: 'Deploy', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+  await post('/hooks/agent', {
+    message: 'Deploy of api v2.14.0 to production failed; page the on-call',
+    name: 'Deploy',
+    channel: 'webhook',
+    to: 'ops',
+    wakeMode: 'next-heartbeat',
+  });
   const names = ['CI', 'Nightly', 'PagerDuty', 'CI'];
   for (let i = 0; i < 24; i++) {
     const kind = i % 6;
     if (kind === 5) await post('/hooks/wake', { text: 'x' }, 'wrong-token-0000000000000000');
-    else if (kind === 3) await post('/hooks/agent', { message: `PR #${40 + i} opened: review the diff`, name: 'GitHub PR', sessionKey: `hook:github:acme/app#${40 + i}`, deliver: false, wakeMode: 'next-heartbeat' });
-    else if (kind % 2) await post('/hooks/agent', { message: `Build ${1200 + i} report`, ...(i === 1 ? {} : { name: names[i % 4] }), deliver: false, wakeMode: 'next-heartbeat' });
+    else if (kind === 3)
+      await post('/hooks/agent', {
+        message: `PR #${40 + i} opened: review the diff`,
+        name: 'GitHub PR',
+        sessionKey: `hook:github:acme/app#${40 + i}`,
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
+    else if (kind % 2)
+      await post('/hooks/agent', {
+        message: `Build ${1200 + i} report`,
+        ...(i === 1 ? {} : { name: names[i % 4] }),
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
     else await post('/hooks/wake', { text: `CI build ${1200 + i} passed`, mode: 'next-heartbeat' });
     await sleep(150 + ((i * 97) % 5) * 60);
   }

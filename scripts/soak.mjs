@@ -102,8 +102,18 @@ const concurrency = num('concurrency');
     s.stop();
     await hg.cleanup();
   }
-  rows.push({ phase: 'kill -9 under load', trials: total.trials, requests: total.sent, ok200: total.answered200, missing: total.missing, duplicates: total.duplicates, bad: total.refused, ...s.peak });
-  if (total.missing || total.duplicates || total.refused) failures.push('kill -9: lost, duplicated or refused requests');
+  rows.push({
+    phase: 'kill -9 under load',
+    trials: total.trials,
+    requests: total.sent,
+    ok200: total.answered200,
+    missing: total.missing,
+    duplicates: total.duplicates,
+    bad: total.refused,
+    ...s.peak,
+  });
+  if (total.missing || total.duplicates || total.refused)
+    failures.push('kill -9: lost, duplicated or refused requests');
 }
 
 // 2. fuzz
@@ -130,7 +140,10 @@ const concurrency = num('concurrency');
         if (examples.length < 5) examples.push(`#${i}: ${err.message}`);
       }
     });
-    const alive = hg.proc.exitCode === null && hg.proc.signalCode === null && (await hg.post('/hooks/wake', { text: 'after the soak fuzz' })).status === 200;
+    const alive =
+      hg.proc.exitCode === null &&
+      hg.proc.signalCode === null &&
+      (await hg.post('/hooks/wake', { text: 'after the soak fuzz' })).status === 200;
     if (!alive) failures.push('fuzz: the process no longer accepts a valid wake');
     if (bad) failures.push(`fuzz: ${bad} answers broke the contract, e.g.\n  ${examples.join('\n  ')}`);
     rows.push({ phase: 'fuzz', trials: 1, requests: done, ok200, missing: 'n/a', duplicates: 'n/a', bad, ...s.peak });
@@ -150,9 +163,17 @@ const concurrency = num('concurrency');
     const done = await pool(num('addresses'), concurrency, deadline, async (i) => {
       const addr = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
       const good = i % 4 === 0;
-      const headers = { authorization: `Bearer ${good ? TOKEN : `wrong-${i}`}`, 'content-type': 'application/json', 'x-forwarded-for': addr };
+      const headers = {
+        authorization: `Bearer ${good ? TOKEN : `wrong-${i}`}`,
+        'content-type': 'application/json',
+        'x-forwarded-for': addr,
+      };
       try {
-        const res = await fetch(`${hg.url}/hooks/wake`, { method: 'POST', headers, body: JSON.stringify({ text: `flood ${i}`, mode: 'next-heartbeat' }) });
+        const res = await fetch(`${hg.url}/hooks/wake`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ text: `flood ${i}`, mode: 'next-heartbeat' }),
+        });
         await res.arrayBuffer();
         if (res.status === 200) ok200++;
         if (res.status !== (good ? 200 : 401)) bad++;
@@ -160,7 +181,16 @@ const concurrency = num('concurrency');
         bad++;
       }
     });
-    rows.push({ phase: 'flood (distinct addresses)', trials: 1, requests: done, ok200, missing: 'n/a', duplicates: 'n/a', bad, ...s.peak });
+    rows.push({
+      phase: 'flood (distinct addresses)',
+      trials: 1,
+      requests: done,
+      ok200,
+      missing: 'n/a',
+      duplicates: 'n/a',
+      bad,
+      ...s.peak,
+    });
     if (bad) failures.push(`flood: ${bad} answers other than 200 (right token) / 401 (wrong token)`);
   } finally {
     s.stop();
@@ -196,20 +226,55 @@ async function routeHijackPhase() {
     await hg.cleanup();
     await discord.close();
   }
-  rows.push({ phase: 'route hijack (heartbeats at an attacker)', trials: total.trials, requests: total.requests, ok200: total.requests, missing: 'n/a', duplicates: 'n/a', bad: total.hijacked, ...s.peak });
-  if (total.hijacked) failures.push(`route hijack: ${total.hijacked} of ${total.heartbeats} heartbeat replies reached an attacker's recipient`);
-  if (total.heartbeats < total.trials || total.asked < total.trials * ATTACKS) failures.push(`route hijack: ${total.heartbeats} heartbeat replies for ${total.trials} wakes, ${total.asked} of ${total.trials * ATTACKS} attack replies where they asked`);
+  rows.push({
+    phase: 'route hijack (heartbeats at an attacker)',
+    trials: total.trials,
+    requests: total.requests,
+    ok200: total.requests,
+    missing: 'n/a',
+    duplicates: 'n/a',
+    bad: total.hijacked,
+    ...s.peak,
+  });
+  if (total.hijacked)
+    failures.push(
+      `route hijack: ${total.hijacked} of ${total.heartbeats} heartbeat replies reached an attacker's recipient`,
+    );
+  if (total.heartbeats < total.trials || total.asked < total.trials * ATTACKS)
+    failures.push(
+      `route hijack: ${total.heartbeats} heartbeat replies for ${total.trials} wakes, ${total.asked} of ${total.trials * ATTACKS} attack replies where they asked`,
+    );
 }
 // 5. connection fairness: the flood holds every connection it may keep; a fresh address must still be answered.
 async function connectionFairnessPhase() {
   const hg = await startHookgate({ config: RELIABILITY_CONFIG });
   const s = sampler(hg);
   try {
-    const r = await fairnessProbe({ url: hg.url, token: TOKEN, addresses: loopbackAddresses(10, 20), perAddress: 64, client: '127.0.0.50', requests: 50, timeoutMs: 5000 });
+    const r = await fairnessProbe({
+      url: hg.url,
+      token: TOKEN,
+      addresses: loopbackAddresses(10, 20),
+      perAddress: 64,
+      client: '127.0.0.50',
+      requests: 50,
+      timeoutMs: 5000,
+    });
     const phase = `connection fairness (20 addresses; slowest ${r.maxMs} ms)`;
-    rows.push({ phase, trials: 1, requests: r.outcomes.length, ok200: r.answered, missing: 'n/a', duplicates: 'n/a', bad: r.refused, ...s.peak });
+    rows.push({
+      phase,
+      trials: 1,
+      requests: r.outcomes.length,
+      ok200: r.answered,
+      missing: 'n/a',
+      duplicates: 'n/a',
+      bad: r.refused,
+      ...s.peak,
+    });
     const unanswered = r.outcomes.filter((o) => o.outcome !== 200).map((o) => o.outcome);
-    if (r.refused) failures.push(`connection fairness: ${r.refused} of ${r.outcomes.length} wakes from a fresh address not answered 200 (${[...new Set(unanswered)].join(', ')})`);
+    if (r.refused)
+      failures.push(
+        `connection fairness: ${r.refused} of ${r.outcomes.length} wakes from a fresh address not answered 200 (${[...new Set(unanswered)].join(', ')})`,
+      );
   } finally {
     s.stop();
     await hg.cleanup();
@@ -219,12 +284,38 @@ await connectionFairnessPhase();
 
 const mib = (b) => `${(b / MiB).toFixed(1)} MiB`;
 const table = [
-  ['phase', 'trials', 'requests', 'answered 200', 'missing', 'dup. (receiver)', 'contract breaks', 'peak RSS', 'peak WAL', 'peak store'],
-  ...rows.map((r) => [r.phase, r.trials, r.requests, r.ok200, r.missing, r.phase.startsWith('kill') ? `${r.duplicates} (store); receiver n/a` : 'n/a', r.bad, mib(r.rss), mib(r.wal), mib(r.store)].map(String)),
+  [
+    'phase',
+    'trials',
+    'requests',
+    'answered 200',
+    'missing',
+    'dup. (receiver)',
+    'contract breaks',
+    'peak RSS',
+    'peak WAL',
+    'peak store',
+  ],
+  ...rows.map((r) =>
+    [
+      r.phase,
+      r.trials,
+      r.requests,
+      r.ok200,
+      r.missing,
+      r.phase.startsWith('kill') ? `${r.duplicates} (store); receiver n/a` : 'n/a',
+      r.bad,
+      mib(r.rss),
+      mib(r.wal),
+      mib(r.store),
+    ].map(String),
+  ),
 ];
 const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
 const line = (row) => `| ${row.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`;
-console.log([line(table[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...table.slice(1).map(line)].join('\n'));
+console.log(
+  [line(table[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...table.slice(1).map(line)].join('\n'),
+);
 if (failures.length) {
   console.error(`\nFAILED:\n${failures.join('\n')}`);
   process.exit(1);

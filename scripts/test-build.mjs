@@ -13,7 +13,17 @@
 // `rm -rf .test-build` forces a full build. Anything else that changes dist/ (npm run build, a branch switch) is
 // noticed by a signature of dist/'s files, and the next run rebuilds everything.
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
@@ -46,13 +56,24 @@ export function buildForTests(rootDir) {
   const buildInfo = join(out, 'tsbuildinfo');
   const distSig = join(out, 'dist.sig');
 
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.test.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(root, 'tsconfig.test.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
-  const options = { ...parsed.options, noEmit: false, rootDir: root, outDir: out, incremental: true, tsBuildInfoFile: buildInfo };
+  );
+  const options = {
+    ...parsed.options,
+    noEmit: false,
+    rootDir: root,
+    outDir: out,
+    incremental: true,
+    tsBuildInfoFile: buildInfo,
+  };
 
   // An earlier build's record only holds while its output is there unchanged.
   const sigNow = folderSignature(dist);

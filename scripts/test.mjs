@@ -36,7 +36,14 @@ if (files.length === 0) {
 // files on 2 cores kept them about 85 % busy).
 const concurrency = process.env.TEST_CONCURRENCY ?? String(availableParallelism() * 2);
 // No single test may hang: 15 min is far past the slowest file (about 90 s on a loaded 2-core machine).
-const args = ['--enable-source-maps', '--test', '--test-timeout=900000', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files];
+const args = [
+  '--enable-source-maps',
+  '--test',
+  '--test-timeout=900000',
+  `--test-concurrency=${concurrency}`,
+  '--test-reporter=spec',
+  ...files,
+];
 
 // Nor may a file whose tests are done but whose process stays alive (a handle a failed test left open: a timer, a
 // socket, a sender loop) hold the whole run until CI's time runs out — it did once, 90 min for one failure. The
@@ -55,7 +62,9 @@ child.stdout.on('data', relay(process.stdout));
 child.stderr.on('data', relay(process.stderr));
 const watchdog = setInterval(() => {
   if (Date.now() - last < STALL_MS) return;
-  console.error(`\nscripts/test.mjs: no test output for ${Math.round(STALL_MS / 1000)} s: a test file is stuck (its tests ended but its process did not, or a test waits forever); stopping the run`);
+  console.error(
+    `\nscripts/test.mjs: no test output for ${Math.round(STALL_MS / 1000)} s: a test file is stuck (its tests ended but its process did not, or a test waits forever); stopping the run`,
+  );
   process.kill(-child.pid, 'SIGKILL');
 }, 10_000);
 // Ctrl-C: the group is not in the terminal's foreground group any more, so pass it on.

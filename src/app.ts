@@ -68,6 +68,57 @@ export async function startApp(opts: AppOptions): Promise<App> {
   // Tells the runtime (and the store's group commit) when the ingress is saturated, so that a burst's runs wait in
   // the store instead of taking the core.
   const pressure = new IngressPressure();
+  const { store, generations, audit, runtime } = await startCore({ first, env, logger, owner, obs, pressure });
+  // Kept across reloads (a reload changes its limits, never its counts): the ingress's and the lockout sync's.
+  const limiter = new AuthFailureLimiter(first.hooks.authFailureLimit);
+  generations.onSwap((next) => (limiter.setLimits(next.config.hooks.authFailureLimit), runtime.reconfigure()));
+  const routes = createHookRoutes({ logger });
+  const background = startBackground({ store, logger, owner, generations, signals: runtime.signals, routes, limiter });
+  const signals = { ...runtime.signals, gmailPushed: background.gmail.notify };
+  const core = { store, generations, audit, runtime, logger, obs };
+  const { handler, listener, admin } = await startListeners(first, env, core, { signals, routes, pressure, limiter });
+  logListening(logger, first, listener, admin);
+  // In the same tick as the line above: a change written as soon as the line is read is seen.
+  const stopWatching =
+    opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
+  background.listening(listener.url);
+  const stopBackground = () => (stopWatching?.(), background.stop(), obs?.stop());
+  const stop = stopper({
+    listener,
+    admin,
+    runtime,
+    generations,
+    store,
+    logger,
+    registry: background.registry,
+    stopBackground,
+    flushIngress: handler.flushRefusals,
+    gmail: background.gmail,
+    audit,
+  });
+  return {
+    url: listener.url,
+    port: listener.port,
+    adminUrl: admin?.url,
+    store,
+    logger,
+    config: () => generations.current.config,
+    reload: () => generations.reload(),
+    ...stop,
+  };
+}
+
+interface CoreDeps {
+  first: Config;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  owner: string;
+  obs: Observability | undefined;
+  pressure: IngressPressure;
+}
+
+/** The durable core: the store (opened, migrated, stale leases recovered), the config generations, audit, runtime. */
+async function startCore({ first, env, logger, owner, obs, pressure }: CoreDeps) {
   const store = await openStore(first.storage, (p) => configPath(first, p), {
     ...(obs ? { onCommit: obs.onCommit } : {}),
     ingressBusy: () => pressure.busy(),
@@ -78,32 +129,74 @@ export async function startApp(opts: AppOptions): Promise<App> {
     onError: (message) => logger.error(message),
   });
   // The first write waits for the store's writer thread to start: the generation is built meanwhile.
-  const [, generations] = await Promise.all([recoverLeases(store, logger), Generations.start(first, logger, (file) => loadConfigFile(file, { env }))]);
+  const [, generations] = await Promise.all([
+    recoverLeases(store, logger),
+    Generations.start(first, logger, (file) => loadConfigFile(file, { env })),
+  ]);
   const audit = startAudit(generations, store, logger, owner);
-  const runtime = await startRuntime({ store, logger, owner, env: () => generations.current, feed: obs?.feed, ingressBusy: () => pressure.busy() });
-  // Kept across reloads (a reload changes its limits, never its counts): the ingress's and the lockout sync's.
-  const limiter = new AuthFailureLimiter(first.hooks.authFailureLimit);
-  generations.onSwap((next) => (limiter.setLimits(next.config.hooks.authFailureLimit), runtime.reconfigure()));
-  const routes = createHookRoutes({ logger });
-  const background = startBackground({ store, logger, owner, generations, signals: runtime.signals, routes, limiter });
-  const signals = { ...runtime.signals, gmailPushed: background.gmail.notify };
-  const handler = createHandler(() => generations.current, { store, signals, completions: runtime.completions, logger, routes, feed: obs?.feed, pressure, limiter });
+  const feed = obs?.feed;
+  const runtime = await startRuntime({
+    store,
+    logger,
+    owner,
+    env: () => generations.current,
+    feed,
+    ingressBusy: () => pressure.busy(),
+  });
+  return { store, generations, audit, runtime };
+}
+
+type Core = Awaited<ReturnType<typeof startCore>> & { logger: Logger; obs: Observability | undefined };
+
+interface IngressDeps {
+  signals: Runtime['signals'];
+  routes: HookRoutes;
+  pressure: IngressPressure;
+  limiter: AuthFailureLimiter;
+}
+
+/** The hook listener (and its handler), then the admin listener when enabled; the metrics see both. */
+async function startListeners(first: Config, env: NodeJS.ProcessEnv, core: Core, deps: IngressDeps) {
+  const { store, generations, audit, runtime, logger, obs } = core;
+  const { limiter } = deps;
+  const handler = createHandler(() => generations.current, {
+    store,
+    completions: runtime.completions,
+    logger,
+    feed: obs?.feed,
+    ...deps,
+  });
   const connections = () => ({ hooks: listener.connectionCounts(), admin: admin?.connectionCounts() });
-  obs?.attach({ store, depths: () => store.queueDepths(), lockouts: () => limiter.lockedCount(Date.now()), connections });
+  obs?.attach({
+    store,
+    depths: () => store.queueDepths(),
+    lockouts: () => limiter.lockedCount(Date.now()),
+    connections,
+  });
   // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
   limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until }));
   const listener = await listen(handler, { ...first.gateway, clientIps: generations.current.clientIps }, logger);
   generations.onSwap((next) => listener.setLimits(next.config.gateway.limits, next.clientIps));
-  const admin = obs && (await startAdminListener(first, env, generations, {
-    store, signals: runtime.signals, logger, observability: obs, audit, ingressListening: () => listener.listening(), configLoaded: () => generations.current !== undefined,
-  }));
-  logger.info({ url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path, config: first.file ?? 'embedded default', store: first.storage.driver }, 'hookgate listening');
-  // In the same tick as the line above: a change written as soon as the line is read is seen.
-  const stopWatching = opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
-  background.listening(listener.url);
-  const stopBackground = () => (stopWatching?.(), background.stop(), obs?.stop());
-  const stop = stopper({ listener, admin, runtime, generations, store, logger, registry: background.registry, stopBackground, flushIngress: handler.flushRefusals, gmail: background.gmail, audit });
-  return { url: listener.url, port: listener.port, adminUrl: admin?.url, store, logger, config: () => generations.current.config, reload: () => generations.reload(), ...stop };
+  const admin =
+    obs &&
+    (await startAdminListener(first, env, generations, {
+      store,
+      signals: runtime.signals,
+      logger,
+      observability: obs,
+      audit,
+      ingressListening: () => listener.listening(),
+      configLoaded: () => generations.current !== undefined,
+    }));
+  return { handler, listener, admin };
+}
+
+function logListening(logger: Logger, first: Config, listener: Listener, admin: AdminListener | undefined): void {
+  const where = { url: listener.url, adminUrl: admin?.url, hooksPath: first.hooks.path };
+  logger.info(
+    { ...where, config: first.file ?? 'embedded default', store: first.storage.driver },
+    'hookgate listening',
+  );
 }
 
 /**
@@ -120,10 +213,19 @@ async function observability(config: Config, logger: Logger, owner: string): Pro
 }
 
 /** The admin listener and its notice, when `admin.enabled`: its modules (routes, dashboard, API) are loaded only then. */
-async function startAdminListener(config: Config, env: NodeJS.ProcessEnv, generations: Generations, deps: AdminDeps): Promise<AdminListener | undefined> {
+async function startAdminListener(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  generations: Generations,
+  deps: AdminDeps,
+): Promise<AdminListener | undefined> {
   if (!config.admin.enabled) return undefined;
   const { adminNotice, generationAccess, startAdmin } = await import('./admin/routes.js');
-  const admin = await startAdmin(config.admin, generationAccess(() => generations.current), deps);
+  const admin = await startAdmin(
+    config.admin,
+    generationAccess(() => generations.current),
+    deps,
+  );
   if (admin) process.stderr.write(adminNotice(admin.url, config.file, env));
   return admin;
 }
@@ -144,36 +246,71 @@ interface BackgroundDeps {
  * registry. Until then a committed Gmail push waits in the store (the fetcher looks there when it starts); a stop
  * that comes first starts none of them.
  */
-function startBackground(d: BackgroundDeps): { gmail: GmailService; registry: NodeRegistration; listening(url: string): void; stop(): void } {
+function startBackground(d: BackgroundDeps): {
+  gmail: GmailService;
+  registry: NodeRegistration;
+  listening(url: string): void;
+  stop(): void;
+} {
   type Started = { gmail: GmailService; registry: NodeRegistration; stop(): void };
-  const none: Started = { gmail: { notify: () => {}, stop: async () => {} }, registry: { stop: async () => {} }, stop: () => {} };
+  const none: Started = {
+    gmail: { notify: () => {}, stop: async () => {} },
+    registry: { stop: async () => {} },
+    stop: () => {},
+  };
   let started: Promise<Started> | undefined;
   let stopped = false;
   const ready = () => started ?? Promise.resolve(none);
   const listening = (url: string) => {
-    started = Promise.all([import('./gmail/watch.js'), import('./runtime/pruner.js'), import('./ingress/lockout-sync.js'), import('./runtime/node-registry.js')]).then(
-      ([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]): Started => {
-        if (stopped) return none;
-        const { store, logger, owner, generations } = d;
-        const gmail = startGmail({ store, logger, owner, ctx: () => generations.current, signals: d.signals, routes: d.routes });
-        const stopPruning = startPruner(store, logger, {
-          received: () => generations.current.config.hooks.receivedRetentionDays,
-          audit: () => generations.current.config.logging.auditRetentionDays,
-        });
-        const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
-        const registry = startNodeRegistry({ store, logger, node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url, startedAt: Date.now() } });
-        return { gmail, registry, stop: () => (stopPruning(), stopSharingLockouts()) };
-      },
+    started = Promise.all([
+      import('./gmail/watch.js'),
+      import('./runtime/pruner.js'),
+      import('./ingress/lockout-sync.js'),
+      import('./runtime/node-registry.js'),
+    ]).then(([{ startGmail }, { startPruner }, { shareLockouts }, { startNodeRegistry }]): Started => {
+      if (stopped) return none;
+      const { store, logger, owner, generations } = d;
+      const gmail = startGmail({
+        store,
+        logger,
+        owner,
+        ctx: () => generations.current,
+        signals: d.signals,
+        routes: d.routes,
+      });
+      const stopPruning = startPruner(store, logger, {
+        received: () => generations.current.config.hooks.receivedRetentionDays,
+        audit: () => generations.current.config.logging.auditRetentionDays,
+      });
+      const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
+      const registry = startNodeRegistry({
+        store,
+        logger,
+        node: { id: owner, host: hostname(), pid: process.pid, version: VERSION, url, startedAt: Date.now() },
+      });
+      return { gmail, registry, stop: () => (stopPruning(), stopSharingLockouts()) };
+    });
+    started.catch((err: unknown) =>
+      d.logger.error({ err: errorMessage(err) }, 'the Gmail fetcher, pruner and node registry did not start'),
     );
-    started.catch((err: unknown) => d.logger.error({ err: errorMessage(err) }, 'the Gmail fetcher, pruner and node registry did not start'));
   };
   return {
-    gmail: { notify: (account) => void started?.then((b) => b.gmail.notify(account), () => {}), stop: async () => (await ready()).gmail.stop() },
+    gmail: {
+      notify: (account) =>
+        void started?.then(
+          (b) => b.gmail.notify(account),
+          () => {},
+        ),
+      stop: async () => (await ready()).gmail.stop(),
+    },
     registry: { stop: async () => (await ready()).registry.stop() },
     listening,
     stop: () => {
       stopped = true;
-      void started?.then((b) => b.stop(), () => {});
+      void started?.then(
+        (b) => b.stop(),
+        () => {},
+      );
     },
   };
 }
@@ -186,7 +323,14 @@ function startAudit(generations: Generations, store: Store, logger: Logger, owne
     audit.configReloaded(config, next.config, next.generation);
     config = next.config;
   });
-  generations.onReject((r) => void audit.record('config.rejected', 'config', { reason: r.reason, paths: r.paths, generation: generations.current.generation }));
+  generations.onReject(
+    (r) =>
+      void audit.record('config.rejected', 'config', {
+        reason: r.reason,
+        paths: r.paths,
+        generation: generations.current.generation,
+      }),
+  );
   return audit;
 }
 
@@ -197,7 +341,11 @@ function startAudit(generations: Generations, store: Store, logger: Logger, owne
 async function recoverLeases(store: Store, logger: Logger): Promise<void> {
   if (store.shared) return;
   const recovered = await store.recoverLeases(Date.now());
-  if (recovered) logger.warn({ runs: recovered }, 'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids');
+  if (recovered)
+    logger.warn(
+      { runs: recovered },
+      'recovered runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids',
+    );
 }
 
 interface StopParts {
@@ -220,7 +368,19 @@ interface StopParts {
 }
 
 /** The stop of a started app: `close` (once, however often called) and `force`. */
-function stopper({ listener, admin, runtime, generations, store, logger, registry, stopBackground, flushIngress, gmail, audit }: StopParts): Pick<App, 'close' | 'force'> {
+function stopper({
+  listener,
+  admin,
+  runtime,
+  generations,
+  store,
+  logger,
+  registry,
+  stopBackground,
+  flushIngress,
+  gmail,
+  audit,
+}: StopParts): Pick<App, 'close' | 'force'> {
   const deadline = new AbortController();
   let closing: Promise<void> | undefined;
   const close = (opts: { hint?: string } = {}) =>
@@ -234,9 +394,15 @@ function stopper({ listener, admin, runtime, generations, store, logger, registr
       const { runs, heartbeats, deliveries } = runtime.load();
       const { connections, requests } = listener.load();
       const fields = { runs, heartbeats, deliveries, connections, requests, graceSeconds };
-      logger.info(fields, `stopping: draining ${runs} runs, ${connections} connections${opts.hint ? ` (${opts.hint})` : ''}`);
+      logger.info(
+        fields,
+        `stopping: draining ${runs} runs, ${connections} connections${opts.hint ? ` (${opts.hint})` : ''}`,
+      );
       const timer = setTimeout(() => {
-        logger.warn({ graceSeconds }, 'stop grace period over: closing open connections, giving unfinished runs back to the queue');
+        logger.warn(
+          { graceSeconds },
+          'stop grace period over: closing open connections, giving unfinished runs back to the queue',
+        );
         deadline.abort();
       }, graceSeconds * 1000);
       runtime.releaseWaiters(); // held answers (waitForCompletion) would keep the listener from closing
@@ -259,7 +425,9 @@ function stopper({ listener, admin, runtime, generations, store, logger, registr
     const stopping = close();
     void stopping.catch(() => {});
     if (!deadline.signal.aborted) {
-      logger.warn('forced stop: closing open connections, killing agent processes, giving unfinished runs back to the queue');
+      logger.warn(
+        'forced stop: closing open connections, killing agent processes, giving unfinished runs back to the queue',
+      );
       deadline.abort();
     }
     // After the abort (which records why each run ends), so a killed agent's run is given back, not failed.

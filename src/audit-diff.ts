@@ -109,7 +109,14 @@ export function diffConfigs(before: unknown, after: unknown): ConfigDiff {
     if (b === undefined && Array.isArray(a) && hasIds(a)) b = [];
     // A single token (not one inside a list: that one is named by its id) that appears, goes or changes.
     const scalarToken = TOKEN_KEY.test(key) && !path.includes('[') && (typeof a === 'string' || typeof b === 'string');
-    if (scalarToken) tokens.push({ path, added: [], removed: [], replaced: [], op: a === undefined ? 'added' : b === undefined ? 'removed' : 'changed' });
+    if (scalarToken)
+      tokens.push({
+        path,
+        added: [],
+        removed: [],
+        replaced: [],
+        op: a === undefined ? 'added' : b === undefined ? 'removed' : 'changed',
+      });
     if (a === undefined) return void push({ path, op: 'added', to: maskSecrets(b, secret) });
     if (b === undefined) return void push({ path, op: 'removed', from: maskSecrets(a, secret) });
     if (isObject(a) && isObject(b)) {
@@ -125,12 +132,14 @@ export function diffConfigs(before: unknown, after: unknown): ConfigDiff {
         const after = new Map(b.map((x) => [x.id as string, x]));
         const t: TokenChange = { path, added: [], removed: [], replaced: [] };
         for (const [id, x] of before) {
-          if (!after.has(id)) (push({ path: `${path}[id=${id}]`, op: 'removed', from: maskSecrets(x, secret) }), t.removed.push(id));
+          if (!after.has(id))
+            push({ path: `${path}[id=${id}]`, op: 'removed', from: maskSecrets(x, secret) }), t.removed.push(id);
         }
         for (const [id, y] of after) {
           const x = before.get(id);
-          if (x === undefined) (push({ path: `${path}[id=${id}]`, op: 'added', to: maskSecrets(y, secret) }), t.added.push(id));
-          else if (!same(x, y)) (walk(x, y, `${path}[id=${id}]`, secret, false), t.replaced.push(id));
+          if (x === undefined)
+            push({ path: `${path}[id=${id}]`, op: 'added', to: maskSecrets(y, secret) }), t.added.push(id);
+          else if (!same(x, y)) walk(x, y, `${path}[id=${id}]`, secret, false), t.replaced.push(id);
         }
         if (TOKEN_KEY.test(key)) tokens.push(t);
         return;

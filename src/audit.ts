@@ -48,7 +48,13 @@ export interface AuditOptions {
 }
 
 /** One record, `detail` masked (a second net: callers pass no secrets). The CLI appends these directly (actor "cli"). */
-export function auditEntry(kind: AuditKind, actor: string, detail: Record<string, unknown>, node: string | null = null, at = Date.now()): AuditEntry {
+export function auditEntry(
+  kind: AuditKind,
+  actor: string,
+  detail: Record<string, unknown>,
+  node: string | null = null,
+  at = Date.now(),
+): AuditEntry {
   return { id: newId(), at, kind, actor, node, detail: maskSecrets(detail) as Record<string, unknown> };
 }
 
@@ -77,7 +83,11 @@ export class Audit {
     this.queue.push(entry);
     if (this.queue.length > this.maxQueued) {
       this.queue.shift();
-      if (this.dropped++ === 0) this.opts.logger.warn({ maxQueued: this.maxQueued }, 'audit records dropped: the store refuses them and the queue is full (oldest dropped first)');
+      if (this.dropped++ === 0)
+        this.opts.logger.warn(
+          { maxQueued: this.maxQueued },
+          'audit records dropped: the store refuses them and the queue is full (oldest dropped first)',
+        );
     }
     if (!this.timer) this.pump();
     return entry;
@@ -90,10 +100,18 @@ export class Audit {
       diff = diffConfigs(before, after);
     } catch (err) {
       // Never in the way of the reload itself: the record says it happened, without the changes.
-      this.record('config.reload', 'config', { generation, changes: [], error: `the changes could not be listed: ${errorMessage(err)}` });
+      this.record('config.reload', 'config', {
+        generation,
+        changes: [],
+        error: `the changes could not be listed: ${errorMessage(err)}`,
+      });
       return undefined;
     }
-    this.record('config.reload', 'config', { generation, changes: diff.changes, ...(diff.more ? { moreChanges: diff.more } : {}) });
+    this.record('config.reload', 'config', {
+      generation,
+      changes: diff.changes,
+      ...(diff.more ? { moreChanges: diff.more } : {}),
+    });
     for (const t of diff.tokens) this.record('token.rotated', 'config', { ...t });
     return diff;
   }
@@ -124,7 +142,11 @@ export class Audit {
     try {
       await this.opts.store.appendAudit(batch);
     } catch (err) {
-      if (this.failures++ === 0) this.opts.logger.warn({ err: errorMessage(err), queued: this.queue.length }, 'audit records not stored yet: retrying');
+      if (this.failures++ === 0)
+        this.opts.logger.warn(
+          { err: errorMessage(err), queued: this.queue.length },
+          'audit records not stored yet: retrying',
+        );
       return false;
     }
     // Ids are unique: a batch appended again after an unclear failure is not stored twice.

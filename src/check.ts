@@ -13,8 +13,10 @@ export interface CheckResult {
 }
 
 export const checkOk = (detail: string): CheckResult => ({ status: 'ok', detail });
-export const checkWarn = (detail: string, fix?: string): CheckResult => (fix ? { status: 'warn', detail, fix } : { status: 'warn', detail });
-export const checkFail = (detail: string, fix?: string): CheckResult => (fix ? { status: 'fail', detail, fix } : { status: 'fail', detail });
+export const checkWarn = (detail: string, fix?: string): CheckResult =>
+  fix ? { status: 'warn', detail, fix } : { status: 'warn', detail };
+export const checkFail = (detail: string, fix?: string): CheckResult =>
+  fix ? { status: 'fail', detail, fix } : { status: 'fail', detail };
 
 /** Each check's time limit: a hung endpoint must not hang the doctor. */
 export const CHECK_TIMEOUT_MS = 5000;

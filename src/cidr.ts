@@ -22,7 +22,8 @@ export function cidrProblem(entry: string): string | undefined {
   if (slash < 0) return undefined;
   const bits = entry.slice(slash + 1);
   const max = family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) return `"${entry}": the prefix length after / must be 0 to ${max} for an IPv${family} address`;
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > max)
+    return `"${entry}": the prefix length after / must be 0 to ${max} for an IPv${family} address`;
   return undefined;
 }
 
@@ -69,7 +70,7 @@ export class AddressList {
 
   private containsV4(ip: number): boolean {
     const rules = this.v4;
-    for (let i = 0; i < rules.length; i += 2) if (((ip & rules[i + 1]!) >>> 0) === rules[i]) return true;
+    for (let i = 0; i < rules.length; i += 2) if ((ip & rules[i + 1]!) >>> 0 === rules[i]) return true;
     if (this.v6.length === 0) return false;
     // The IPv4-mapped IPv6 form, for `::ffff:…/n` entries.
     const g = SCRATCH;

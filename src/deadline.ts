@@ -12,7 +12,12 @@ export interface Deadline {
   dispose(): void;
 }
 
-export function deadline(outer: AbortSignal, ms: number | undefined, reason: () => unknown, opts: { unref?: boolean } = {}): Deadline {
+export function deadline(
+  outer: AbortSignal,
+  ms: number | undefined,
+  reason: () => unknown,
+  opts: { unref?: boolean } = {},
+): Deadline {
   return new TimedSignal(outer, ms, reason, opts.unref ?? false);
 }
 

@@ -99,8 +99,7 @@ export type OutboundErrorCode =
   | 'outbound_bad_response'; // an answer, but not what the protocol promises (not JSON, too large)
 
 /** The runtime gave work up (src/runtime). */
-export type RuntimeErrorCode =
-  | 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
+export type RuntimeErrorCode = 'lease_lost'; // a lease could not be renewed in time (store unreachable, or another node took it): the work stops
 
 /**
  * Every code hookgate's errors carry: the one catalogue. Add a code here, in its family, before throwing it.
@@ -166,7 +165,9 @@ export const STORE_RETRY_AFTER_S = 1;
  * with `Retry-After`. Nothing was accepted, so the same request can be sent again.
  */
 export function storeUnavailable(): HttpError {
-  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later', { 'retry-after': String(STORE_RETRY_AFTER_S) });
+  return new HttpError(503, 'unavailable', 'the store is unavailable; nothing was accepted, retry later', {
+    'retry-after': String(STORE_RETRY_AFTER_S),
+  });
 }
 
 /**

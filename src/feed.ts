@@ -92,7 +92,9 @@ export const FEED_CAPACITY = 4096;
 export type FeedListener = (event: FeedEvent, seq: number, origin: string | null) => void;
 
 /** Where a `Last-Event-ID` puts a reader: `next` is the first sequence number to send; `reset` when it cannot resume. */
-export type FeedPosition = { kind: 'resume'; next: number } | { kind: 'reset'; reason: 'unknown_id' | 'gap'; next: number };
+export type FeedPosition =
+  | { kind: 'resume'; next: number }
+  | { kind: 'reset'; reason: 'unknown_id' | 'gap'; next: number };
 
 /**
  * The bus: a ring buffer of the last `capacity` events, numbered 1, 2, 3… in this process, and synchronous
@@ -169,7 +171,10 @@ export class FeedBus implements FeedSink {
     const event = this.at(seq);
     if (!event) return undefined;
     const node = this.origins[seq % this.capacity] ?? this.node;
-    const data = event.type === 'received' ? receivedJson(event, node) : JSON.stringify(node === undefined ? event : { ...event, node });
+    const data =
+      event.type === 'received'
+        ? receivedJson(event, node)
+        : JSON.stringify(node === undefined ? event : { ...event, node });
     return `id: ${this.epoch}-${seq}\nevent: ${event.type}\ndata: ${data}\n\n`;
   }
 

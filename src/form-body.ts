@@ -8,7 +8,9 @@
 export function isFormContentType(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   const semi = contentType.indexOf(';');
-  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/x-www-form-urlencoded';
+  return (
+    (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/x-www-form-urlencoded'
+  );
 }
 
 /**

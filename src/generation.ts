@@ -39,7 +39,12 @@ export interface Generation extends IngressContext, RuntimeEnv {
  * Builds generation `number` of `config`; `previous` (a reload) hands its route buckets on. Channels start here (IRC
  * connects): a failure rejects and nothing is left open.
  */
-export async function buildGeneration(config: Config, number: number, logger: Logger, previous?: Generation): Promise<Generation> {
+export async function buildGeneration(
+  config: Config,
+  number: number,
+  logger: Logger,
+  previous?: Generation,
+): Promise<Generation> {
   const channels = await createChannelRegistry(config.channels, { configDir: config.dir, logger });
   const providers = createProviders(config.models.providers);
   const hooks = buildHooksContext(config, number, channels.ids(), channels.checkRecipient);
@@ -60,7 +65,8 @@ export async function buildGeneration(config: Config, number: number, logger: Lo
 export function restartOnlyChanges(current: Config, next: Config): string[] {
   const keys: string[] = [];
   if (JSON.stringify(next.storage) !== JSON.stringify(current.storage)) keys.push('storage');
-  if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port) keys.push('gateway.bind/port');
+  if (next.gateway.bind !== current.gateway.bind || next.gateway.port !== current.gateway.port)
+    keys.push('gateway.bind/port');
   // The admin listener is started once; it reads its tokens from the current generation, so new ones apply at once.
   const a = current.admin;
   const b = next.admin;
@@ -133,7 +139,10 @@ export class Generations {
     try {
       built = await buildGeneration(next, this.gen.generation + 1, logger, this.gen);
     } catch (err) {
-      logger.error({ config: next.file, err: (err as Error).message }, 'config reload rejected: channels failed to start; the previous config stays active');
+      logger.error(
+        { config: next.file, err: (err as Error).message },
+        'config reload rejected: channels failed to start; the previous config stays active',
+      );
       this.rejected({ reason: 'channels', paths: ['channels'] });
       return false;
     }

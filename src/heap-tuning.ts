@@ -15,7 +15,10 @@ export const HEAP_GROWING_PERCENT = 20;
  * once when the heap is created: that one is on the `npm start` line and in the systemd unit instead). An operator's
  * own --heap-growing-percent (node flag or NODE_OPTIONS) wins.
  */
-export function tuneHeapForService(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? ''): boolean {
+export function tuneHeapForService(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions = process.env.NODE_OPTIONS ?? '',
+): boolean {
   const given = [...execArgv, ...nodeOptions.split(/\s+/)].some((a) => /^--heap[-_]growing[-_]percent(=|$)/.test(a));
   if (given) return false;
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);

@@ -9,7 +9,10 @@ export function isRetryableStatus(status: number): boolean {
  * A response body as UTF-8, at most `limit` bytes: past the limit the stream is cancelled (the rest is never read
  * or buffered) and `truncated` is set. A failing stream rejects, for the caller to classify.
  */
-export async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<{ text: string; truncated: boolean }> {
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<{ text: string; truncated: boolean }> {
   if (!body) return { text: '', truncated: false };
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
@@ -56,7 +59,13 @@ export function errorCode(err: unknown, depth = 0): string | undefined {
 /** Whether a host name or address (`[::1]` brackets allowed) is this machine's loopback: traffic that never leaves it. */
 export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '::ffff:127.0.0.1';
+  return (
+    h === 'localhost' ||
+    h.endsWith('.localhost') ||
+    h === '::1' ||
+    /^127\.\d+\.\d+\.\d+$/.test(h) ||
+    h === '::ffff:127.0.0.1'
+  );
 }
 
 /**

@@ -22,7 +22,12 @@ export interface LoggerOptions {
  * A terminal's log: one line per entry (its fields on that line), so that a reply the `log` channel prints stands
  * out among the routine lines around it (run finished, delivered, heartbeat) instead of drowning in their fields.
  */
-export const PRETTY_OPTIONS = { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc', singleLine: true } as const;
+export const PRETTY_OPTIONS = {
+  colorize: true,
+  translateTime: 'SYS:HH:MM:ss.l',
+  ignore: 'pid,hostname,svc',
+  singleLine: true,
+} as const;
 
 /**
  * JSON lines on stdout; human-readable when stdout is a TTY. Nothing that logs may pass a token, a secret or a
@@ -33,7 +38,21 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
   const base: pino.LoggerOptions = {
     level,
     base: { svc: 'hookgate' },
-    redact: { paths: ['token', '*.token', 'authorization', '*.authorization', 'apiKey', '*.apiKey', 'secret', '*.secret', 'password', '*.password'], censor: '[redacted]' },
+    redact: {
+      paths: [
+        'token',
+        '*.token',
+        'authorization',
+        '*.authorization',
+        'apiKey',
+        '*.apiKey',
+        'secret',
+        '*.secret',
+        'password',
+        '*.password',
+      ],
+      censor: '[redacted]',
+    },
   };
   if (pretty) return pino({ ...base, transport: { target: 'pino-pretty', options: PRETTY_OPTIONS } });
   if (opts.destination) return pino(base, opts.destination as pino.DestinationStream);
@@ -56,6 +75,9 @@ function reportDrops(dest: ReturnType<typeof pino.destination>, logger: Logger, 
     if (dropped === 0) return;
     const n = dropped;
     dropped = 0;
-    logger.warn({ dropped: n, code: 'log_lines_dropped' }, `${n} log lines were dropped: stdout was not read fast enough and ${maxBytes} bytes of log output were waiting`);
+    logger.warn(
+      { dropped: n, code: 'log_lines_dropped' },
+      `${n} log lines were dropped: stdout was not read fast enough and ${maxBytes} bytes of log output were waiting`,
+    );
   });
 }

@@ -13,7 +13,8 @@
 export const LINE_UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /** The same set, without the whitespace controls (\t \n \v \f \r): for text whose line breaks are collapsed later. */
-export const NON_WHITESPACE_CONTROLS = /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export const NON_WHITESPACE_CONTROLS =
+  /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 const WHITESPACE_RUN = /\s+/g;
 const ELLIPSIS = '…';
@@ -50,7 +51,10 @@ export function logSafe(text: string, max = 500): string {
  * recolour, move the cursor or retitle the window) and the bidi controls removed.
  */
 export function terminalSafe(text: string): string {
-  return String(text).replace(/\r\n?/g, '\n').replace(/[\v\f\u2028\u2029]/g, '\n').replace(NON_WHITESPACE_CONTROLS, '');
+  return String(text)
+    .replace(/\r\n?/g, '\n')
+    .replace(/[\v\f\u2028\u2029]/g, '\n')
+    .replace(NON_WHITESPACE_CONTROLS, '');
 }
 
 /** `logSafe` for an optional value: a non-string or a blank result is `undefined`. */
@@ -100,7 +104,9 @@ export function redactSecrets(text: string, secrets: ReadonlyArray<string | unde
   // Longest first, so a secret that contains another is masked whole.
   const known = secrets.filter((s): s is string => !!s && s.length >= 4).sort((a, b) => b.length - a.length);
   for (const s of known) out = out.split(s).join('[redacted]');
-  out = out.replace(/\b(?:sk|pk|rk)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]').replace(/\b(Bearer|Basic)\s+[^\s"',]+/gi, '$1 [redacted]');
+  out = out
+    .replace(/\b(?:sk|pk|rk)-[A-Za-z0-9_*.-]{6,}/g, '[redacted]')
+    .replace(/\b(Bearer|Basic)\s+[^\s"',]+/gi, '$1 [redacted]');
   return logSafe(out, max);
 }
 
@@ -138,7 +144,11 @@ export function safeUrl(url: string): string {
     return '(a URL that does not parse)';
   }
   const mask = (part: string) => (credentialLike(part) ? URL_MASK : part);
-  const user = u.username ? `${mask(u.username)}${u.password ? `:${URL_MASK}` : ''}@` : u.password ? `:${URL_MASK}@` : '';
+  const user = u.username
+    ? `${mask(u.username)}${u.password ? `:${URL_MASK}` : ''}@`
+    : u.password
+      ? `:${URL_MASK}@`
+      : '';
   let secretFromHere = false;
   const path = u.pathname
     .split('/')

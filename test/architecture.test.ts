@@ -43,7 +43,15 @@ const TEXT = new Map(FILES.map((f) => [f, readFileSync(join(ROOT, f), 'utf8')]))
 function resolveSpec(from: string, spec: string): string | undefined {
   if (!spec.startsWith('.')) return undefined;
   const base = resolve(ROOT, dirname(from), spec);
-  const candidates = [base.replace(/\.js$/, '.ts').replace(/\.mjs$/, '.mts').replace(/\.cjs$/, '.cts'), base, `${base}.ts`, join(base, 'index.ts')];
+  const candidates = [
+    base
+      .replace(/\.js$/, '.ts')
+      .replace(/\.mjs$/, '.mts')
+      .replace(/\.cjs$/, '.cts'),
+    base,
+    `${base}.ts`,
+    join(base, 'index.ts'),
+  ];
   const hit = candidates.find((c) => existsSync(c) && statSync(c).isFile());
   return rel(hit ?? candidates[0]!);
 }
@@ -55,7 +63,8 @@ function importsOf(file: string): Import[] {
   const text = stripComments(TEXT.get(file)!);
   const out: Import[] = [];
   const add = (spec: string, kind: Import['kind']) => out.push({ spec, target: resolveSpec(file, spec), kind });
-  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/gm)) add(m[3]!, m[2] ? 'type' : 'static');
+  for (const m of text.matchAll(/^\s*(import|export)\s+(type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/gm))
+    add(m[3]!, m[2] ? 'type' : 'static');
   for (const m of text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm)) add(m[1]!, 'static');
   for (const m of text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) add(m[1]!, 'dynamic');
   return out;
@@ -64,11 +73,14 @@ function importsOf(file: string): Import[] {
 /** The names an `import { … } from '<spec>'` of this file brings in ('' when there is none). */
 function importClause(text: string, spec: string): string {
   const esc = spec.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  return [...text.matchAll(new RegExp(`import\\s+([^'";]*?)\\s+from\\s*['"]${esc}['"]`, 'g'))].map((m) => m[1]).join(' ');
+  return [...text.matchAll(new RegExp(`import\\s+([^'";]*?)\\s+from\\s*['"]${esc}['"]`, 'g'))]
+    .map((m) => m[1])
+    .join(' ');
 }
 
 const IMPORTS = new Map(FILES.map((f) => [f, importsOf(f)]));
-const srcImports = (file: string) => (IMPORTS.get(file) ?? []).filter((i): i is Import & { target: string } => i.target !== undefined);
+const srcImports = (file: string) =>
+  (IMPORTS.get(file) ?? []).filter((i): i is Import & { target: string } => i.target !== undefined);
 const show = (lines: string[]) => lines.map((l) => `  ${l}`).join('\n');
 
 /**
@@ -117,7 +129,11 @@ const LAYER_OF = new Map(LAYERS.flatMap((entries, i) => entries.map((e) => [e, L
  * Every file reachable from `entry` through imports of the given kinds, with the chain that first reached it; and,
  * with `follow`, through the dynamic imports it accepts too.
  */
-function closure(entry: string, kinds: ReadonlyArray<Import['kind']>, follow: (i: Import & { target: string }) => boolean = () => false): Map<string, string[]> {
+function closure(
+  entry: string,
+  kinds: ReadonlyArray<Import['kind']>,
+  follow: (i: Import & { target: string }) => boolean = () => false,
+): Map<string, string[]> {
   const seen = new Map<string, string[]>([[entry, [entry]]]);
   const queue = [entry];
   while (queue.length) {
@@ -140,18 +156,33 @@ describe('architecture', () => {
     assert.ok(FILES.includes('src/cli/main.ts') && FILES.includes('src/app.ts'));
     assert.ok(srcImports('src/app.ts').length > 5, 'app.ts imports from src/');
     for (const expected of ['src/errors.ts', 'src/log.ts', 'src/ids.ts', 'src/text-safe.ts', 'src/enums.ts']) {
-      assert.ok(LEAVES.has(expected), `${expected} is a leaf (imports only builtins, packages and other leaves); leaves: ${[...LEAVES].join(', ')}`);
+      assert.ok(
+        LEAVES.has(expected),
+        `${expected} is a leaf (imports only builtins, packages and other leaves); leaves: ${[...LEAVES].join(', ')}`,
+      );
     }
-    assert.ok(!LEAVES.has('src/app.ts') && !LEAVES.has('src/generation.ts'), 'app.ts and generation.ts import folders: not leaves');
+    assert.ok(
+      !LEAVES.has('src/app.ts') && !LEAVES.has('src/generation.ts'),
+      'app.ts and generation.ts import folders: not leaves',
+    );
     for (const [file, imports] of IMPORTS) {
-      for (const i of imports) if (i.target) assert.ok(TEXT.has(i.target), `${file} imports '${i.spec}', which resolves to no file under src/ (${i.target})`);
+      for (const i of imports)
+        if (i.target)
+          assert.ok(
+            TEXT.has(i.target),
+            `${file} imports '${i.spec}', which resolves to no file under src/ (${i.target})`,
+          );
     }
   });
 
   it('every folder under src/, and every top-level file that is not a leaf, has a layer', () => {
     const entries = [...new Set(FILES.filter((f) => !LEAVES.has(f)).map(entryOf))];
     const missing = entries.filter((e) => !LAYER_OF.has(e));
-    assert.deepEqual(missing, [], `add these to LAYERS in test/architecture.test.ts (and to docs/architecture.md), at the layer their imports put them:\n${show(missing)}`);
+    assert.deepEqual(
+      missing,
+      [],
+      `add these to LAYERS in test/architecture.test.ts (and to docs/architecture.md), at the layer their imports put them:\n${show(missing)}`,
+    );
   });
 
   it('imports point down the layers: never up, never to a sibling', () => {
@@ -160,7 +191,9 @@ describe('architecture', () => {
       const level = LAYER_OF.get(from);
       if (level === undefined) return [];
       return srcImports(f)
-        .filter((i) => !LEAVES.has(i.target) && entryOf(i.target) !== from && (LAYER_OF.get(entryOf(i.target)) ?? 0) >= level)
+        .filter(
+          (i) => !LEAVES.has(i.target) && entryOf(i.target) !== from && (LAYER_OF.get(entryOf(i.target)) ?? 0) >= level,
+        )
         .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`);
     });
     assert.deepEqual(
@@ -189,7 +222,11 @@ describe('architecture', () => {
         .filter((i) => i.target.startsWith('src/ingress/'))
         .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
     );
-    assert.deepEqual(offending, [], `hooks sit below ingress: what hooks needs from ingress belongs in hooks (or a leaf):\n${show(offending)}`);
+    assert.deepEqual(
+      offending,
+      [],
+      `hooks sit below ingress: what hooks needs from ingress belongs in hooks (or a leaf):\n${show(offending)}`,
+    );
   });
 
   it('src/net (what both listeners share) imports only from src/net and the leaf modules', () => {
@@ -198,7 +235,11 @@ describe('architecture', () => {
         .filter((i) => !i.target.startsWith('src/net/') && !LEAVES.has(i.target))
         .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
     );
-    assert.deepEqual(offending, [], `net sits below ingress and admin, which both import it; it must not import them (nor config, nor store):\n${show(offending)}`);
+    assert.deepEqual(
+      offending,
+      [],
+      `net sits below ingress and admin, which both import it; it must not import them (nor config, nor store):\n${show(offending)}`,
+    );
   });
 
   it('src/http (the outbound client) imports only from src/http and the leaf modules', () => {
@@ -207,7 +248,11 @@ describe('architecture', () => {
         .filter((i) => !i.target.startsWith('src/http/') && !LEAVES.has(i.target))
         .map((i) => `${f} imports ${i.target}${i.kind === 'type' ? ' (type only)' : ''}`),
     );
-    assert.deepEqual(offending, [], `http sits at the level of the leaves, below channels, providers, gmail and cli, which import it:\n${show(offending)}`);
+    assert.deepEqual(
+      offending,
+      [],
+      `http sits at the level of the leaves, below channels, providers, gmail and cli, which import it:\n${show(offending)}`,
+    );
   });
 
   it('outbound HTTP goes through src/http only: no fetch, undici, http.request or https.request elsewhere', () => {
@@ -221,7 +266,13 @@ describe('architecture', () => {
       const text = stripComments(TEXT.get(f)!);
       const found = calls.filter(([re]) => re.test(text)).map(([, what]) => `${f} ${what}`);
       const imports = (IMPORTS.get(f) ?? [])
-        .filter((i) => i.spec === 'undici' || i.spec.startsWith('undici/') || ((i.spec === 'node:http' || i.spec === 'node:https' || i.spec === 'http' || i.spec === 'https') && /\b(request|get)\b/.test(importClause(text, i.spec))))
+        .filter(
+          (i) =>
+            i.spec === 'undici' ||
+            i.spec.startsWith('undici/') ||
+            ((i.spec === 'node:http' || i.spec === 'node:https' || i.spec === 'http' || i.spec === 'https') &&
+              /\b(request|get)\b/.test(importClause(text, i.spec))),
+        )
         .map((i) => `${f} imports ${i.spec}${i.spec.includes('undici') ? '' : ' (request/get)'}`);
       return [...found, ...imports];
     });
@@ -244,7 +295,11 @@ describe('architecture', () => {
       `the store-reading commands must not load app.ts, src/ingress or src/runtime; these static import chains from ${entry} do:\n${show(offending)}`,
     );
 
-    const dynamic = [...loaded.keys()].flatMap((f) => srcImports(f).filter((i) => i.kind === 'dynamic' && i.target === 'src/app.ts').map(() => f));
+    const dynamic = [...loaded.keys()].flatMap((f) =>
+      srcImports(f)
+        .filter((i) => i.kind === 'dynamic' && i.target === 'src/app.ts')
+        .map(() => f),
+    );
     assert.ok(
       dynamic.length > 0,
       `serve must load the server with a dynamic import('…/app.js') from the CLI (in serve-command.ts: \`const { startApp } = await import('../app.js')\`); none found in: ${[...loaded.keys()].filter((f) => f.startsWith('src/cli/')).join(', ')}`,
@@ -263,11 +318,16 @@ describe('architecture', () => {
   it(`startApp in src/app.ts is at most ${MAX_START_APP_LINES} lines`, () => {
     const file = 'src/app.ts';
     const source = ts.createSourceFile(file, TEXT.get(file)!, ts.ScriptTarget.Latest, true);
-    const fn = source.statements.find((s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === 'startApp');
+    const fn = source.statements.find(
+      (s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === 'startApp',
+    );
     assert.ok(fn, `no function declaration startApp in ${file}`);
     const first = source.getLineAndCharacterOfPosition(fn.getStart(source)).line + 1;
     const last = source.getLineAndCharacterOfPosition(fn.getEnd()).line + 1;
     const n = last - first + 1;
-    assert.ok(n <= MAX_START_APP_LINES, `startApp (${file}:${first}-${last}) is ${n} lines; at most ${MAX_START_APP_LINES}: move what it builds into functions of its own`);
+    assert.ok(
+      n <= MAX_START_APP_LINES,
+      `startApp (${file}:${first}-${last}) is ${n} lines; at most ${MAX_START_APP_LINES}: move what it builds into functions of its own`,
+    );
   });
 });

@@ -7,11 +7,19 @@ const SECRET = 'hunter2-super-secret-value';
 describe('maskSecrets', () => {
   it('masks strings under secret-looking keys, in headers and env, and URL passwords; keeps numbers, booleans, ids', () => {
     const masked = maskSecrets({
-      hooks: { token: SECRET, path: '/hooks', tokens: [{ id: 'ci', token: SECRET, notAfter: '2027-01-01' }], idempotencyMaxKeys: 100 },
+      hooks: {
+        token: SECRET,
+        path: '/hooks',
+        tokens: [{ id: 'ci', token: SECRET, notAfter: '2027-01-01' }],
+        idempotencyMaxKeys: 100,
+      },
       admin: { token: SECRET, enabled: true },
       storage: { url: `postgres://hookgate:${SECRET}@db:5432/hookgate` },
       models: { providers: { openai: { apiKey: SECRET, headers: { 'X-Custom': SECRET }, env: { SOME_VAR: SECRET } } } },
-      channels: { telegram: { botToken: SECRET }, slack: { signingSecret: SECRET, clientSecret: SECRET, password: SECRET } },
+      channels: {
+        telegram: { botToken: SECRET },
+        slack: { signingSecret: SECRET, clientSecret: SECRET, password: SECRET },
+      },
       hooksMapping: { sessionKey: 'hook:github', privateKey: SECRET, authorization: SECRET },
     });
     assert.equal(JSON.stringify(masked).includes(SECRET), false);
@@ -29,14 +37,24 @@ describe('maskSecrets', () => {
 
   it('masks the path and query secrets of every URL-valued string, under any key, and URLs inside text', () => {
     const url = 'http://127.0.0.1:21099/services/T0/B0/PATHSECRET456?key=URLSECRET123&sig=QSIG789';
-    const masked = maskSecrets({ channels: { webhook: { targets: { recv: { url } } } }, note: `posts to ${url} on failure`, list: [url] }) as any;
+    const masked = maskSecrets({
+      channels: { webhook: { targets: { recv: { url } } } },
+      note: `posts to ${url} on failure`,
+      list: [url],
+    }) as any;
     const shown = 'http://127.0.0.1:21099/services/***/***/***?key=***&sig=***';
     assert.equal(masked.channels.webhook.targets.recv.url, shown);
     assert.equal(masked.note, `posts to ${shown} on failure`);
     assert.deepEqual(masked.list, [shown]);
-    const diff = diffConfigs({ channels: { webhook: { targets: { recv: { url: 'http://127.0.0.1:21099/recv' } } } } }, { channels: { webhook: { targets: { recv: { url } } } } });
-    assert.deepEqual(diff.changes, [{ path: 'channels.webhook.targets.recv.url', op: 'changed', from: 'http://127.0.0.1:21099/recv', to: shown }]);
-    for (const secret of ['PATHSECRET456', 'URLSECRET123', 'QSIG789']) assert.equal(JSON.stringify([masked, diff]).includes(secret), false, secret);
+    const diff = diffConfigs(
+      { channels: { webhook: { targets: { recv: { url: 'http://127.0.0.1:21099/recv' } } } } },
+      { channels: { webhook: { targets: { recv: { url } } } } },
+    );
+    assert.deepEqual(diff.changes, [
+      { path: 'channels.webhook.targets.recv.url', op: 'changed', from: 'http://127.0.0.1:21099/recv', to: shown },
+    ]);
+    for (const secret of ['PATHSECRET456', 'URLSECRET123', 'QSIG789'])
+      assert.equal(JSON.stringify([masked, diff]).includes(secret), false, secret);
   });
 
   it('shortens long strings', () => {
@@ -52,7 +70,14 @@ describe('diffConfigs', () => {
     dir: '/etc',
     warnings: [],
     gateway: { port: 18789 },
-    hooks: { token: SECRET, receivedRetentionDays: 7, mappings: [{ id: 'github', action: 'agent' }, { id: 'stripe', action: 'wake' }] },
+    hooks: {
+      token: SECRET,
+      receivedRetentionDays: 7,
+      mappings: [
+        { id: 'github', action: 'agent' },
+        { id: 'stripe', action: 'wake' },
+      ],
+    },
     storage: { driver: 'postgres', url: `postgres://u:${SECRET}@h/db` },
   };
 
@@ -81,7 +106,16 @@ describe('diffConfigs', () => {
   });
 
   it('lists of objects with an id are compared by id (added, removed, changed inside)', () => {
-    const next = { ...base, hooks: { ...base.hooks, mappings: [{ id: 'stripe', action: 'agent' }, { id: 'gmail', action: 'agent' }] } };
+    const next = {
+      ...base,
+      hooks: {
+        ...base.hooks,
+        mappings: [
+          { id: 'stripe', action: 'agent' },
+          { id: 'gmail', action: 'agent' },
+        ],
+      },
+    };
     const d = diffConfigs(base, next);
     assert.deepEqual(d.changes, [
       { path: 'hooks.mappings[id=github]', op: 'removed', from: { id: 'github', action: 'agent' } },
@@ -92,8 +126,22 @@ describe('diffConfigs', () => {
   });
 
   it('a token list: the ids added, removed and replaced are named, the tokens never', () => {
-    const a = { hooks: { tokens: [{ id: 'old', token: 'tok-old-1234567890' }, { id: 'ci', token: 'tok-ci-1234567890' }] } };
-    const b = { hooks: { tokens: [{ id: 'ci', token: 'tok-ci-rotated-000' }, { id: 'new', token: 'tok-new-1234567890', notAfter: '2027-01-01' }] } };
+    const a = {
+      hooks: {
+        tokens: [
+          { id: 'old', token: 'tok-old-1234567890' },
+          { id: 'ci', token: 'tok-ci-1234567890' },
+        ],
+      },
+    };
+    const b = {
+      hooks: {
+        tokens: [
+          { id: 'ci', token: 'tok-ci-rotated-000' },
+          { id: 'new', token: 'tok-new-1234567890', notAfter: '2027-01-01' },
+        ],
+      },
+    };
     const d = diffConfigs(a, b);
     assert.deepEqual(d.tokens, [{ path: 'hooks.tokens', added: ['new'], removed: ['old'], replaced: ['ci'] }]);
     assert.deepEqual(d.changes, [
@@ -105,7 +153,10 @@ describe('diffConfigs', () => {
   });
 
   it('a token list that appears whole, and a single token added: both are token changes', () => {
-    const d = diffConfigs({ admin: {} }, { admin: { token: 'adm-secret-xyz', tokens: [{ id: 'a', token: 'adm-secret-abc' }] } });
+    const d = diffConfigs(
+      { admin: {} },
+      { admin: { token: 'adm-secret-xyz', tokens: [{ id: 'a', token: 'adm-secret-abc' }] } },
+    );
     assert.deepEqual(d.tokens, [
       { path: 'admin.token', added: [], removed: [], replaced: [], op: 'added' },
       { path: 'admin.tokens', added: ['a'], removed: [], replaced: [] },
@@ -114,7 +165,10 @@ describe('diffConfigs', () => {
   });
 
   it('lists without ids are compared by index; a list of plain strings under a secret key is masked', () => {
-    const d = diffConfigs({ gateway: { trustedProxies: ['10.0.0.1'] }, x: { apiKeys: ['k1-secret'] } }, { gateway: { trustedProxies: ['10.0.0.1', '10.0.0.2'] }, x: { apiKeys: ['k2-secret'] } });
+    const d = diffConfigs(
+      { gateway: { trustedProxies: ['10.0.0.1'] }, x: { apiKeys: ['k1-secret'] } },
+      { gateway: { trustedProxies: ['10.0.0.1', '10.0.0.2'] }, x: { apiKeys: ['k2-secret'] } },
+    );
     assert.deepEqual(d.changes, [
       { path: 'gateway.trustedProxies[1]', op: 'added', to: '10.0.0.2' },
       { path: 'x.apiKeys[0]', op: 'changed', from: MASK, to: MASK },

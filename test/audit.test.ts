@@ -43,7 +43,11 @@ describe('Audit recorder', () => {
     const { logger } = captureLogger();
     const store = fakeStore();
     const audit = new Audit({ logger, store, node: null });
-    audit.configReloaded({ hooks: { tokens: [{ id: 'a', token: 'x-secret-1' }] } }, { hooks: { tokens: [{ id: 'b', token: 'x-secret-2' }] } }, 2);
+    audit.configReloaded(
+      { hooks: { tokens: [{ id: 'a', token: 'x-secret-1' }] } },
+      { hooks: { tokens: [{ id: 'b', token: 'x-secret-2' }] } },
+      2,
+    );
     await audit.flush();
     const kinds = [...store.stored.values()].map((e) => e.kind);
     assert.deepEqual(kinds, ['config.reload', 'token.rotated']);
@@ -57,11 +61,15 @@ describe('Audit recorder', () => {
     const audit = new Audit({ logger, store, node: null, maxQueued: 5 });
     const ids = Array.from({ length: 12 }, (_, i) => audit.record('lockout', `10.0.0.${i}`, { failures: 20 }).id);
     assert.equal(lines.filter((l) => String(l.msg).startsWith('audit records dropped')).length, 1);
-    await waitFor('the retry warning', () => lines.some((l) => String(l.msg).startsWith('audit records not stored yet')));
+    await waitFor('the retry warning', () =>
+      lines.some((l) => String(l.msg).startsWith('audit records not stored yet')),
+    );
     store.down = false;
     await audit.flush();
     assert.deepEqual([...store.stored.keys()].sort(), ids.slice(7).sort(), 'the newest 5 are stored');
-    await waitFor('the recovery line', () => lines.some((l) => l.msg === 'audit records are stored again' && l.dropped === 7));
+    await waitFor('the recovery line', () =>
+      lines.some((l) => l.msg === 'audit records are stored again' && l.dropped === 7),
+    );
   });
 
   it(`by default at most ${AUDIT_MAX_QUEUED} (1000) records wait for a refusing store`, async () => {

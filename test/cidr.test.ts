@@ -10,7 +10,17 @@ import { prng } from './support/fuzz.js';
 
 describe('cidrProblem (config validation)', () => {
   it('accepts addresses and CIDR blocks of both families', () => {
-    for (const ok of ['203.0.113.7', '203.0.113.0/24', '0.0.0.0/0', '10.0.0.0/8', '2001:db8::/32', '::1', '::/0', '::ffff:10.0.0.0/104', '2001:db8::1/128'])
+    for (const ok of [
+      '203.0.113.7',
+      '203.0.113.0/24',
+      '0.0.0.0/0',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+      '::1',
+      '::/0',
+      '::ffff:10.0.0.0/104',
+      '2001:db8::1/128',
+    ])
       assert.equal(cidrProblem(ok), undefined, ok);
   });
   it('names what is wrong with anything else', () => {
@@ -28,11 +38,18 @@ describe('AddressList', () => {
   it('matches IPv4 blocks and single addresses', () => {
     const l = new AddressList(['203.0.113.0/24', '198.51.100.7', '10.0.0.0/8']);
     for (const ip of ['203.0.113.0', '203.0.113.255', '198.51.100.7', '10.200.3.4']) assert.ok(l.contains(ip), ip);
-    for (const ip of ['203.0.114.1', '198.51.100.8', '11.0.0.1', 'unknown', '', '2001:db8::1']) assert.ok(!l.contains(ip), ip);
+    for (const ip of ['203.0.114.1', '198.51.100.8', '11.0.0.1', 'unknown', '', '2001:db8::1'])
+      assert.ok(!l.contains(ip), ip);
   });
   it('matches IPv6 blocks, whatever the spelling and with a zone', () => {
     const l = new AddressList(['2001:db8:abcd::/48', 'fe80::/10']);
-    for (const ip of ['2001:db8:abcd::1', '2001:DB8:ABCD:ffff::', '2001:0db8:abcd:0000:0000:0000:0000:0001', 'fe80::1%eth0', 'febf::1'])
+    for (const ip of [
+      '2001:db8:abcd::1',
+      '2001:DB8:ABCD:ffff::',
+      '2001:0db8:abcd:0000:0000:0000:0000:0001',
+      'fe80::1%eth0',
+      'febf::1',
+    ])
       assert.ok(l.contains(ip), ip);
     for (const ip of ['2001:db8:abce::1', 'fec0::1', '::1', '203.0.113.1']) assert.ok(!l.contains(ip), ip);
   });
@@ -64,8 +81,14 @@ describe('AddressList', () => {
       for (let k = 0; k < 20; k++) {
         // Near the network (shares a random prefix) half the time, so both answers occur.
         const ip = v6
-          ? net.split(':').map((g, i) => (i < Math.floor(rand() * 9) ? g : group())).join(':')
-          : net.split('.').map((b, i) => (i < Math.floor(rand() * 5) ? b : String(byte()))).join('.');
+          ? net
+              .split(':')
+              .map((g, i) => (i < Math.floor(rand() * 9) ? g : group()))
+              .join(':')
+          : net
+              .split('.')
+              .map((b, i) => (i < Math.floor(rand() * 5) ? b : String(byte())))
+              .join('.');
         assert.equal(list.contains(ip), block.check(ip, v6 ? 'ipv6' : 'ipv4'), `${ip} in ${net}/${bits}`);
       }
     }
@@ -75,9 +98,31 @@ describe('AddressList', () => {
 describe('parseV6', () => {
   it('reads the forms isIP accepts and refuses the others', () => {
     const out = new Uint16Array(8);
-    for (const s of ['::', '::1', '1::', '1:2:3:4:5:6:7:8', '1:2:3:4:5:6:7::', '::2:3:4:5:6:7:8', '1::8', '::ffff:1.2.3.4', '64:ff9b::192.0.2.33'])
+    for (const s of [
+      '::',
+      '::1',
+      '1::',
+      '1:2:3:4:5:6:7:8',
+      '1:2:3:4:5:6:7::',
+      '::2:3:4:5:6:7:8',
+      '1::8',
+      '::ffff:1.2.3.4',
+      '64:ff9b::192.0.2.33',
+    ])
       assert.ok(parseV6(s, s.length, out) && isIP(s) === 6, s);
-    for (const s of [':', ':1', '1:', '1::2::3', '1:2:3:4:5:6:7:8:9', '1:2:3:4:5:6:7', '12345::', 'g::', '1:2:3:4:5:6:7:8::', '::1.2.3', '1.2.3.4'])
+    for (const s of [
+      ':',
+      ':1',
+      '1:',
+      '1::2::3',
+      '1:2:3:4:5:6:7:8:9',
+      '1:2:3:4:5:6:7',
+      '12345::',
+      'g::',
+      '1:2:3:4:5:6:7:8::',
+      '::1.2.3',
+      '1.2.3.4',
+    ])
       assert.ok(!parseV6(s, s.length, out), s);
   });
 });

@@ -3,7 +3,13 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FeedBus, type FeedEvent, receivedJson } from '../src/feed.js';
 
-const hb = (n: number): FeedEvent => ({ type: 'heartbeat', at: n, sessionKey: 'agent:main:main', outcome: 'ok', events: n });
+const hb = (n: number): FeedEvent => ({
+  type: 'heartbeat',
+  at: n,
+  sessionKey: 'agent:main:main',
+  outcome: 'ok',
+  events: n,
+});
 
 describe('FeedBus (the live feed ring buffer)', () => {
   it('numbers events 1, 2, 3… and keeps the last `capacity` of them', () => {
@@ -38,12 +44,25 @@ describe('FeedBus (the live feed ring buffer)', () => {
     for (let i = 1; i <= 6; i++) bus.publish(hb(i));
     assert.deepEqual(bus.position(undefined), { kind: 'resume', next: 7 });
     assert.deepEqual(bus.position(bus.idOf(4)), { kind: 'resume', next: 5 });
-    assert.deepEqual(bus.position(bus.idOf(2)), { kind: 'resume', next: 3 }, 'the next one (3) is still buffered: nothing lost');
+    assert.deepEqual(
+      bus.position(bus.idOf(2)),
+      { kind: 'resume', next: 3 },
+      'the next one (3) is still buffered: nothing lost',
+    );
     assert.deepEqual(bus.position(bus.idOf(1)), { kind: 'reset', reason: 'gap', next: 7 });
     assert.deepEqual(bus.position(bus.idOf(6)), { kind: 'resume', next: 7 });
-    assert.deepEqual(bus.position('0badcafe-3'), { kind: 'reset', reason: 'unknown_id', next: 7 }, "another node's (or an earlier process's) id");
-    assert.deepEqual(bus.position(bus.idOf(9)), { kind: 'reset', reason: 'unknown_id', next: 7 }, 'an id not given out yet');
-    for (const bad of ['x', '-', `${bus.epoch}-`, `${bus.epoch}-1.5`, `${bus.epoch}--1`]) assert.equal(bus.position(bad).kind, 'reset', bad);
+    assert.deepEqual(
+      bus.position('0badcafe-3'),
+      { kind: 'reset', reason: 'unknown_id', next: 7 },
+      "another node's (or an earlier process's) id",
+    );
+    assert.deepEqual(
+      bus.position(bus.idOf(9)),
+      { kind: 'reset', reason: 'unknown_id', next: 7 },
+      'an id not given out yet',
+    );
+    for (const bad of ['x', '-', `${bus.epoch}-`, `${bus.epoch}-1.5`, `${bus.epoch}--1`])
+      assert.equal(bus.position(bad).kind, 'reset', bad);
     assert.notEqual(new FeedBus(4).epoch, bus.epoch, 'every process its own epoch');
   });
 
@@ -58,7 +77,10 @@ describe('FeedBus (the live feed ring buffer)', () => {
     bus.publish(hb(2), 'node-b');
     stop();
     bus.publish(hb(3));
-    assert.deepEqual(seen, [[1, null], [2, 'node-b']]);
+    assert.deepEqual(seen, [
+      [1, null],
+      [2, 'node-b'],
+    ]);
     assert.equal(bus.subscribers, 1);
   });
 
@@ -79,7 +101,9 @@ describe('FeedBus (the live feed ring buffer)', () => {
         durationMs: fc.double({ noNaN: false }),
         reqId: text,
       },
-      { requiredKeys: ['type', 'at', 'path', 'route', 'status', 'code', 'clientIp', 'eventIds', 'runIds', 'durationMs'] },
+      {
+        requiredKeys: ['type', 'at', 'path', 'route', 'status', 'code', 'clientIp', 'eventIds', 'runIds', 'durationMs'],
+      },
     );
     fc.assert(
       fc.property(received, fc.option(text, { nil: undefined }), (event, node) => {

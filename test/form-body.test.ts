@@ -15,7 +15,10 @@ describe('form bodies', () => {
   });
 
   it('formFields: every field in order, repeats kept, + and %XX decoded as UTF-8, a bad escape left as written, a BOM skipped', () => {
-    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('b=2&a=x+y&b=1&c=caf%C3%A9&d=100%&__proto__=p&=empty&flag')]);
+    const body = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('b=2&a=x+y&b=1&c=caf%C3%A9&d=100%&__proto__=p&=empty&flag'),
+    ]);
     assert.deepEqual(formFields(body), [
       ['b', '2'],
       ['a', 'x y'],

@@ -10,7 +10,6 @@ import { pathToFileURL } from 'node:url';
 import { tuneHeapForService } from '../src/heap-tuning.js';
 import { fromRoot } from './support/paths.js';
 
-
 /**
  * Old space (MiB) at its largest while a window of 600,000 small objects is replaced one by one: each outlives two
  * young-generation GCs and dies in the old space (the pattern of a busy service's in-flight work). About 1 s.
@@ -25,7 +24,12 @@ function peakOldSpace(tune: boolean): number {
       if (i % 20000 === 0) peak = Math.max(peak, getHeapSpaceStatistics().find((s) => s.space_name === 'old_space').space_size);
     }
     console.log(peak / 1048576);`;
-  return Number(execFileSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } }).trim());
+  return Number(
+    execFileSync(process.execPath, ['--input-type=module', '-e', code], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    }).trim(),
+  );
 }
 
 describe('heap tuning (hookgate serve)', () => {
@@ -44,6 +48,9 @@ describe('heap tuning (hookgate serve)', () => {
     const start = JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')).scripts.start as string;
     const unit = readFileSync(fromRoot('examples/systemd/hookgate.service'), 'utf8');
     assert.match(start, /^node --max-semi-space-size=4 dist\/cli\/main\.js serve$/);
-    assert.match(unit, /^ExecStart=\/usr\/bin\/node --max-semi-space-size=4 \/opt\/hookgate\/dist\/cli\/main\.js serve /m);
+    assert.match(
+      unit,
+      /^ExecStart=\/usr\/bin\/node --max-semi-space-size=4 \/opt\/hookgate\/dist\/cli\/main\.js serve /m,
+    );
   });
 });

@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import { bearerToken, onePathSegment, readCapped } from '../src/http-util.js';
 
 /** A body stream that hands out `chunks` and records whether it was cancelled. */
-function body(chunks: string[]): { stream: ReadableStream<Uint8Array>; cancelled: () => boolean; pulled: () => number } {
+function body(chunks: string[]): {
+  stream: ReadableStream<Uint8Array>;
+  cancelled: () => boolean;
+  pulled: () => number;
+} {
   let i = 0;
   let cancelled = false;
   const stream = new ReadableStream<Uint8Array>({

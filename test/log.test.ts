@@ -15,7 +15,10 @@ describe('createLogger', () => {
     let lines: Array<Record<string, unknown>> = [];
     for (let t = 0; t < 200; t++) {
       await new Promise((r) => setTimeout(r, 10));
-      lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      lines = readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       if (lines.some((l) => l.code === 'log_lines_dropped')) break;
     }
     const kept = lines.filter((l) => l.msg === 'line');
@@ -25,7 +28,10 @@ describe('createLogger', () => {
     assert.ok(kept.length > 0 && kept.length < 40, `${kept.length} lines kept`);
     assert.equal(warning.dropped, 40 - kept.length, 'every line is either written or counted');
     // The lines kept are the first ones, in order.
-    assert.deepEqual(kept.map((l) => l.i), Array.from({ length: kept.length }, (_, i) => i));
+    assert.deepEqual(
+      kept.map((l) => l.i),
+      Array.from({ length: kept.length }, (_, i) => i),
+    );
   });
 
   it('without drops, no warning', async () => {
@@ -46,7 +52,17 @@ describe('createLogger', () => {
 describe('log on a terminal', () => {
   it('one line per entry, its fields on it: a routine line does not take a screenful', async () => {
     const { prettyFactory } = (await import('pino-pretty')).default;
-    const line = JSON.stringify({ level: 30, time: Date.now(), svc: 'hookgate', msg: 'delivered', deliveryId: 'd1', runId: 'r1', channel: 'log', attempt: 1, chunks: 1 });
+    const line = JSON.stringify({
+      level: 30,
+      time: Date.now(),
+      svc: 'hookgate',
+      msg: 'delivered',
+      deliveryId: 'd1',
+      runId: 'r1',
+      channel: 'log',
+      attempt: 1,
+      chunks: 1,
+    });
     const out = prettyFactory({ ...PRETTY_OPTIONS, colorize: false })(JSON.parse(line));
     assert.equal(out.trimEnd().split('\n').length, 1, out);
     assert.match(out, /INFO: delivered .*"deliveryId":"d1"/);

@@ -52,7 +52,7 @@ const FILES = [
 const FORBIDDEN: Array<{ pattern: RegExp; why: string }> = [
   { pattern: /\bCONTRACT\b/, why: 'a document outside the repository: cite docs/reference.md or state the rule' },
   { pattern: /§/, why: 'a numbered section reference: link the heading (docs/x.md#anchor) or name it' },
-  { pattern: /\b(issue|session|round)\s+\d+/i, why: 'a work item as a reason: say why in the project\'s words' },
+  { pattern: /\b(issue|session|round)\s+\d+/i, why: "a work item as a reason: say why in the project's words" },
 ];
 
 interface Hit {
@@ -91,9 +91,7 @@ function anchorsOf(markdown: string): Set<string> {
       .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
       .replace(/<[^>]+>/g, '')
       .toLowerCase();
-    const base = text
-      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-      .replace(/\s/g, '-');
+    const base = text.replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     anchors.add(n === 0 ? base : `${base}-${n}`);
@@ -157,7 +155,7 @@ function markdownLinks(file: string): Hit[] {
 }
 
 describe('references in the repository', () => {
-  it('reads the project\'s files (the walk finds the trees)', () => {
+  it("reads the project's files (the walk finds the trees)", () => {
     for (const f of ['src/errors.ts', 'test/architecture.test.ts', 'docs/reference.md', 'README.md']) {
       assert.ok(FILES.includes(f), `${f} is scanned`);
     }
@@ -165,10 +163,19 @@ describe('references in the repository', () => {
   });
 
   it('the anchors are computed as GitHub computes them', () => {
-    const a = anchorsOf('# The HTTP contract\n## 8. Answers at a glance\n### Upgrading the store\'s schema\n' +
-      '## Stop\n## Stop\n```\n# not a heading\n```\n<a id="custom"></a>\n## `hooks.path` and `x-request-id`');
-    assert.deepEqual([...a].sort(), ['8-answers-at-a-glance', 'custom', 'hookspath-and-x-request-id', 'stop', 'stop-1',
-      'the-http-contract', 'upgrading-the-stores-schema']);
+    const a = anchorsOf(
+      "# The HTTP contract\n## 8. Answers at a glance\n### Upgrading the store's schema\n" +
+        '## Stop\n## Stop\n```\n# not a heading\n```\n<a id="custom"></a>\n## `hooks.path` and `x-request-id`',
+    );
+    assert.deepEqual([...a].sort(), [
+      '8-answers-at-a-glance',
+      'custom',
+      'hookspath-and-x-request-id',
+      'stop',
+      'stop-1',
+      'the-http-contract',
+      'upgrading-the-stores-schema',
+    ]);
   });
 
   const groups = [

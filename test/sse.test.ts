@@ -5,7 +5,10 @@ import { type SseMessage, SseParser } from '../src/sse.js';
 function parse(chunks: string[]): { messages: SseMessage[]; comments: string[] } {
   const messages: SseMessage[] = [];
   const comments: string[] = [];
-  const p = new SseParser((m) => messages.push(m), (c) => comments.push(c));
+  const p = new SseParser(
+    (m) => messages.push(m),
+    (c) => comments.push(c),
+  );
   for (const c of chunks) p.push(c);
   return { messages, comments };
 }

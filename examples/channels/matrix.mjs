@@ -31,7 +31,8 @@ export default function createMatrixChannel(ctx) {
   const env = process.env;
   const homeserver = env.MATRIX_HOMESERVER_URL?.replace(/\/+$/, '');
   const token = env.MATRIX_ACCESS_TOKEN;
-  if (!homeserver || !/^https?:\/\//.test(homeserver)) throw new Error('MATRIX_HOMESERVER_URL must be set to the homeserver URL (https://...)');
+  if (!homeserver || !/^https?:\/\//.test(homeserver))
+    throw new Error('MATRIX_HOMESERVER_URL must be set to the homeserver URL (https://...)');
   if (!token) throw new Error('MATRIX_ACCESS_TOKEN must be set');
   const msgtype = env.MATRIX_MSGTYPE ?? 'm.notice';
   if (msgtype !== 'm.notice' && msgtype !== 'm.text') throw new Error('MATRIX_MSGTYPE must be m.notice or m.text');
@@ -55,7 +56,9 @@ export default function createMatrixChannel(ctx) {
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
     } catch (err) {
-      const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : `network error (${err?.cause?.code ?? err?.name ?? 'error'})`;
+      const why = timeout.aborted
+        ? `no answer within ${timeoutMs} ms`
+        : `network error (${err?.cause?.code ?? err?.name ?? 'error'})`;
       return { ok: false, result: { ok: false, retryable: true, error: `matrix: ${why}` } };
     }
     const json = await res.json().catch(() => ({}));
@@ -66,22 +69,37 @@ export default function createMatrixChannel(ctx) {
     const retryable = status === 429 || status >= 500;
     const headerSeconds = Number(res.headers.get('retry-after'));
     const retryAfterMs =
-      typeof json?.retry_after_ms === 'number' ? json.retry_after_ms : Number.isFinite(headerSeconds) && headerSeconds > 0 ? headerSeconds * 1000 : undefined;
+      typeof json?.retry_after_ms === 'number'
+        ? json.retry_after_ms
+        : Number.isFinite(headerSeconds) && headerSeconds > 0
+          ? headerSeconds * 1000
+          : undefined;
     return {
       ok: false,
-      result: { ok: false, retryable, status, error: `matrix answered ${status} ${errcode}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) },
+      result: {
+        ok: false,
+        retryable,
+        status,
+        error: `matrix answered ${status} ${errcode}`,
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      },
     };
   }
 
   /** `!room:server` as is; `#alias:server` through the room directory, cached. */
   async function roomId(to, signal) {
     if (to.startsWith('!')) return { ok: true, roomId: to };
-    if (!to.startsWith('#')) return { ok: false, result: { ok: false, retryable: false, error: 'matrix: `to` must be a room id (!...) or alias (#...)' } };
+    if (!to.startsWith('#'))
+      return {
+        ok: false,
+        result: { ok: false, retryable: false, error: 'matrix: `to` must be a room id (!...) or alias (#...)' },
+      };
     const cached = rooms.get(to);
     if (cached) return { ok: true, roomId: cached };
     const r = await call('GET', `/_matrix/client/v3/directory/room/${encodeURIComponent(to)}`, undefined, signal);
     if (!r.ok) return r;
-    if (typeof r.body?.room_id !== 'string') return { ok: false, result: { ok: false, retryable: true, error: 'matrix: alias lookup returned no room_id' } };
+    if (typeof r.body?.room_id !== 'string')
+      return { ok: false, result: { ok: false, retryable: true, error: 'matrix: alias lookup returned no room_id' } };
     rooms.set(to, r.body.room_id);
     return { ok: true, roomId: r.body.room_id };
   }

@@ -10,8 +10,23 @@ import type { FeedBus } from '../feed.js';
 import { AdminError } from '../errors.js';
 import { sendJson } from '../ingress/respond.js';
 import type { ReceivedRecord } from '../store/pages.js';
-import type { Delivery, Run, SessionDetail, SessionMessage, SessionSummary, Store, SystemEvent } from '../store/types.js';
-import { parseBreakdownQuery, parseDeliveriesQuery, parseOverviewQuery, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from './query.js';
+import type {
+  Delivery,
+  Run,
+  SessionDetail,
+  SessionMessage,
+  SessionSummary,
+  Store,
+  SystemEvent,
+} from '../store/types.js';
+import {
+  parseBreakdownQuery,
+  parseDeliveriesQuery,
+  parseOverviewQuery,
+  parseReceivedQuery,
+  parseRunsQuery,
+  parseSessionsQuery,
+} from './query.js';
 import type { AdminRoute } from './route.js';
 import { runLabel } from '../runtime/summary.js';
 import { liveRecord, unstoredRefusals } from './recent.js';
@@ -46,27 +61,56 @@ const RUN_TRANSCRIPT_TURNS = 40;
 /** A run in a list: the fields docs/reference.md#admin-endpoints lists, times in epoch milliseconds. */
 export function runSummary(r: Run) {
   return {
-    id: r.id, state: r.state, label: runLabel(r), name: r.name, mappingId: r.mappingId, sessionKey: r.sessionKey, agentId: r.agentId,
-    hookName: r.hookPath, model: r.model, attempts: r.attempts,
-    createdAt: r.createdAt, startedAt: r.startedAt, finishedAt: r.finishedAt, error: r.error,
+    id: r.id,
+    state: r.state,
+    label: runLabel(r),
+    name: r.name,
+    mappingId: r.mappingId,
+    sessionKey: r.sessionKey,
+    agentId: r.agentId,
+    hookName: r.hookPath,
+    model: r.model,
+    attempts: r.attempts,
+    createdAt: r.createdAt,
+    startedAt: r.startedAt,
+    finishedAt: r.finishedAt,
+    error: r.error,
   };
 }
 
 export function deliveryView(d: Delivery) {
   return {
-    id: d.id, runId: d.runId, channel: d.channel, to: d.to, state: deliveryStateName(d.state), attempts: d.attempts, lastError: d.lastError,
-    nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt : null, createdAt: d.createdAt, deliveredAt: d.deliveredAt,
+    id: d.id,
+    runId: d.runId,
+    channel: d.channel,
+    to: d.to,
+    state: deliveryStateName(d.state),
+    attempts: d.attempts,
+    lastError: d.lastError,
+    nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt : null,
+    createdAt: d.createdAt,
+    deliveredAt: d.deliveredAt,
   };
 }
 
 const turn = (m: SessionMessage) => ({ role: m.role, content: m.content, runId: m.runId, createdAt: m.createdAt });
 const eventView = (e: SystemEvent) => ({
-  id: e.id, text: e.text, origin: e.origin, runId: e.runId ?? null, createdAt: e.createdAt, untrusted: e.untrusted, source: e.source,
+  id: e.id,
+  text: e.text,
+  origin: e.origin,
+  runId: e.runId ?? null,
+  createdAt: e.createdAt,
+  untrusted: e.untrusted,
+  source: e.source,
 });
 
 function sessionView(s: SessionSummary) {
   return {
-    key: s.key, agentId: s.agentId, pendingEvents: s.pendingEvents, runs: s.runs, lastActivityAt: s.lastActivityAt,
+    key: s.key,
+    agentId: s.agentId,
+    pendingEvents: s.pendingEvents,
+    runs: s.runs,
+    lastActivityAt: s.lastActivityAt,
     lastRoute: s.lastChannel ? { channel: s.lastChannel, to: s.lastTo, accountId: s.lastAccountId } : null,
   };
 }
@@ -87,7 +131,8 @@ function notFound(what: string): AdminError {
 export function apiRoutes(deps: ApiDeps): AdminRoute[] {
   const { store, signals, audit, feed } = deps;
   /** Refusals newer than the newest stored window of counts, from the feed's ring (newest first). */
-  const unstored = async (from: number) => unstoredRefusals(feed, Math.max(from, (await store.refusalsStoredUntil()) ?? 0));
+  const unstored = async (from: number) =>
+    unstoredRefusals(feed, Math.max(from, (await store.refusalsStoredUntil()) ?? 0));
   const now = deps.now ?? Date.now;
   return [
     {
@@ -110,8 +155,15 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         ]);
         sendJson(res, 200, {
           ...runSummary(run),
-          message: run.message, reply: run.reply, deliveryStatus: run.deliveryStatus, channel: run.channel, to: run.to,
-          wakeMode: run.wakeMode, deliver: run.deliver, nextAttemptAt: run.nextAttemptAt, retries: run.retries,
+          message: run.message,
+          reply: run.reply,
+          deliveryStatus: run.deliveryStatus,
+          channel: run.channel,
+          to: run.to,
+          wakeMode: run.wakeMode,
+          deliver: run.deliver,
+          nextAttemptAt: run.nextAttemptAt,
+          retries: run.retries,
           transcript: messages.filter((m) => m.runId === run.id).map(turn),
           deliveries: deliveries.map(deliveryView),
         });
@@ -124,7 +176,11 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const run = await store.getRun(params.id!);
         if (!run) throw notFound(`run ${params.id}`);
         if (run.state !== 'failed' && run.state !== 'timed_out') {
-          throw new AdminError(409, 'not_retryable', `run ${run.id} is ${run.state}: only a failed or timed_out run can be retried`);
+          throw new AdminError(
+            409,
+            'not_retryable',
+            `run ${run.id} is ${run.state}: only a failed or timed_out run can be retried`,
+          );
         }
         const queued = await store.requeueRun(run.id, now());
         // Another retry (or the CLI) got there first: it is queued already, which is what was asked.
@@ -167,7 +223,11 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const delivery = await store.getDelivery(params.id!);
         if (!delivery) throw notFound(`delivery ${params.id}`);
         if (delivery.state !== 'dead') {
-          throw new AdminError(409, 'not_retryable', `delivery ${delivery.id} is ${deliveryStateName(delivery.state)}: only a failed (dead-lettered) delivery can be retried`);
+          throw new AdminError(
+            409,
+            'not_retryable',
+            `delivery ${delivery.id} is ${deliveryStateName(delivery.state)}: only a failed (dead-lettered) delivery can be retried`,
+          );
         }
         const queued = await store.retryDelivery(delivery.id, now());
         if (!queued) throw notFound(`delivery ${params.id}`);
@@ -183,7 +243,11 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
       async handle({ res, query }) {
         parseOverviewQuery(query);
         const since = now() - FAILURE_WINDOW_MS;
-        const [queues, failures, live] = await Promise.all([store.queueDepths(), store.failuresSince(since), unstored(since)]);
+        const [queues, failures, live] = await Promise.all([
+          store.queueDepths(),
+          store.failuresSince(since),
+          unstored(since),
+        ]);
         sendJson(res, 200, { queues, failures: { ...failures, refused: failures.refused + live.length }, since });
       },
     },
@@ -196,14 +260,19 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const until = Math.ceil((now() + 1) / BREAKDOWN_BUCKET_MS) * BREAKDOWN_BUCKET_MS;
         const since = until - FAILURE_WINDOW_MS;
         const stored = await store.breakdownSince(since, until, BREAKDOWN_BUCKET_MS);
-        for (const { event } of unstoredRefusals(feed, Math.max(since, stored.refusalsStoredUntil ?? 0))) stored.requests.add(event);
+        for (const { event } of unstoredRefusals(feed, Math.max(since, stored.refusalsStoredUntil ?? 0)))
+          stored.requests.add(event);
         const runs = new Map<string, number>();
         for (const r of stored.runs) {
           const label = runLabel({ name: r.name, mappingId: r.mappingId, hookPath: r.hookPath });
           runs.set(label, (runs.get(label) ?? 0) + r.failed);
         }
         sendJson(res, 200, {
-          since, until, bucketMs: BREAKDOWN_BUCKET_MS, ...stored.requests.result(), byChannel: stored.channels,
+          since,
+          until,
+          bucketMs: BREAKDOWN_BUCKET_MS,
+          ...stored.requests.result(),
+          byChannel: stored.channels,
           runs: [...runs].map(([label, failed]) => ({ label, failed })).sort((a, b) => b.failed - a.failed),
         });
       },
@@ -215,10 +284,15 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
         const q = parseReceivedQuery(query);
         const page = await store.pageReceived(q);
         // `tokenId` always present: the hook token's id when one authenticated the request, else null.
-        const items: Array<ReceivedRecord & { live?: true }> = page.items.map((r) => ({ ...r, tokenId: r.tokenId ?? null }));
+        const items: Array<ReceivedRecord & { live?: true }> = page.items.map((r) => ({
+          ...r,
+          tokenId: r.tokenId ?? null,
+        }));
         // The first page also lists the refusals not stored yet (at most `limit` more), merged newest first.
         if (q.cursor === undefined && q.outcome !== 'accepted' && feed) {
-          const live = (await unstored(0)).filter(({ event }) => q.path === undefined || event.path === q.path).slice(0, q.limit);
+          const live = (await unstored(0))
+            .filter(({ event }) => q.path === undefined || event.path === q.path)
+            .slice(0, q.limit);
           items.push(...live.map(({ seq, event }) => ({ ...liveRecord(feed, seq, event), tokenId: null })));
           items.sort((a, b) => b.at - a.at);
         }

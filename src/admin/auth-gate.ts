@@ -23,7 +23,8 @@ export interface AdminClientPolicy {
   authFailureLimit: AuthFailureLimits;
 }
 
-const UNAUTHORIZED = (): AdminError => new AdminError(401, 'unauthorized', 'Authorization: Bearer <admin token> required', { 'www-authenticate': 'Bearer' });
+const UNAUTHORIZED = (): AdminError =>
+  new AdminError(401, 'unauthorized', 'Authorization: Bearer <admin token> required', { 'www-authenticate': 'Bearer' });
 
 export class AdminAuthGate {
   private current: AdminClientPolicy;
@@ -42,7 +43,10 @@ export class AdminAuthGate {
     this.limiter = new AuthFailureLimiter(this.current.authFailureLimit);
     this.log = new RepeatLimitedLog(logger);
     // One record per lockout (the limiter tells once per lockout, never per failure); the actor is the address bucket.
-    if (audit) this.limiter.onLocked((bucket, until, why) => void audit.record('lockout', bucket, { ...why, until, listener: 'admin' }));
+    if (audit)
+      this.limiter.onLocked(
+        (bucket, until, why) => void audit.record('lockout', bucket, { ...why, until, listener: 'admin' }),
+      );
   }
 
   /** Told when a reload changed the policy (the connection guard's client addresses). */
@@ -70,15 +74,29 @@ export class AdminAuthGate {
     if (this.authorized(extractBearer(req.headers)) !== undefined) return this.limiter.reset(client);
     const lockedFor = this.limiter.fail(client, now);
     if (lockedFor > 0) {
-      this.log.warn('rate_limited', { client: addressBucket(client), retryAfterSeconds: lockedFor }, 'admin auth throttled: client locked out after repeated wrong admin tokens');
-    } else this.log.warn('unauthorized', { client: addressBucket(client) }, 'admin request refused: missing or wrong admin token');
+      this.log.warn(
+        'rate_limited',
+        { client: addressBucket(client), retryAfterSeconds: lockedFor },
+        'admin auth throttled: client locked out after repeated wrong admin tokens',
+      );
+    } else
+      this.log.warn(
+        'unauthorized',
+        { client: addressBucket(client) },
+        'admin request refused: missing or wrong admin token',
+      );
     throw UNAUTHORIZED();
   }
 }
 
 function lockedOut(seconds: number): AdminError {
-  return new AdminError(429, 'rate_limited', `too many failed admin authentications from this address; retry after ${seconds} s`, {
-    'retry-after': String(seconds),
-    connection: 'close',
-  });
+  return new AdminError(
+    429,
+    'rate_limited',
+    `too many failed admin authentications from this address; retry after ${seconds} s`,
+    {
+      'retry-after': String(seconds),
+      connection: 'close',
+    },
+  );
 }

@@ -46,16 +46,25 @@ interface Client {
 
 function answer(res: ServerResponse, status: number, code: string, error: string): void {
   const text = JSON.stringify({ ok: false, error, code });
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
 /** `?types=run,delivery`: a subset of the event types, or undefined for all; a word that is not a type is an error. */
 export function parseTypes(value: string | null): ReadonlySet<FeedEventType> | undefined | Error {
   if (value === null || value.trim() === '') return undefined;
-  const words = value.split(',').map((w) => w.trim()).filter(Boolean);
+  const words = value
+    .split(',')
+    .map((w) => w.trim())
+    .filter(Boolean);
   const bad = words.filter((w) => !(FEED_EVENT_TYPES as readonly string[]).includes(w));
-  if (bad.length) return new Error(`types: unknown event type ${JSON.stringify(bad[0]!.slice(0, 40))}; use any of ${FEED_EVENT_TYPES.join(', ')}`);
+  if (bad.length)
+    return new Error(
+      `types: unknown event type ${JSON.stringify(bad[0]!.slice(0, 40))}; use any of ${FEED_EVENT_TYPES.join(', ')}`,
+    );
   return new Set(words as FeedEventType[]);
 }
 
@@ -91,7 +100,12 @@ export class FeedStreams {
   open(res: ServerResponse, lastEventId: string | undefined, types: ReadonlySet<FeedEventType> | undefined): void {
     if (this.opts.signal?.aborted) return answer(res, 503, 'unavailable', 'the admin listener is stopping');
     if (this.clients.size >= this.maxClients) {
-      return answer(res, 503, 'unavailable', `too many live feed clients (at most ${this.maxClients}); close one and retry`);
+      return answer(
+        res,
+        503,
+        'unavailable',
+        `too many live feed clients (at most ${this.maxClients}); close one and retry`,
+      );
     }
     const pos = this.bus.position(lastEventId);
     res.writeHead(200, {
@@ -179,7 +193,10 @@ export class FeedStreams {
   private drop(c: Client): void {
     this.dropped++;
     this.remove(c);
-    this.opts.logger?.warn({ unsentBytes: c.res.writableLength, limit: this.maxUnsentBytes }, 'live feed client dropped: it reads slower than events come; it may reconnect with Last-Event-ID');
+    this.opts.logger?.warn(
+      { unsentBytes: c.res.writableLength, limit: this.maxUnsentBytes },
+      'live feed client dropped: it reads slower than events come; it may reconnect with Last-Event-ID',
+    );
     c.res.destroy();
   }
 

@@ -60,7 +60,11 @@ export class KeyedHistogram {
 
   observe(key: string, labels: () => Record<string, string>, value: number): void {
     let s = this.series.get(key);
-    if (!s) this.series.set(key, (s = { labels: labels(), counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 }));
+    if (!s)
+      this.series.set(
+        key,
+        (s = { labels: labels(), counts: new Array(this.buckets.length).fill(0), sum: 0, count: 0 }),
+      );
     s.sum += value;
     s.count++;
     const b = this.buckets;
@@ -72,7 +76,13 @@ export class KeyedHistogram {
     }
   }
 
-  get(): { name: string; help: string; type: string; aggregator: string; values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> } {
+  get(): {
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: Array<{ labels: Record<string, string | number>; value: number; metricName: string }>;
+  } {
     const values = [];
     for (const s of this.series.values()) {
       let cumulative = 0;

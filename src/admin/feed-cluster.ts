@@ -21,7 +21,13 @@ const ENVELOPE_BYTES = 300;
 
 export type FeedClusterStore = Pick<ClusterStore, 'shared' | 'publishFeed' | 'subscribe'>;
 
-export function shareFeed(bus: FeedBus, store: FeedClusterStore, node: string, logger: Logger, opts: { flushMs?: number } = {}): () => void {
+export function shareFeed(
+  bus: FeedBus,
+  store: FeedClusterStore,
+  node: string,
+  logger: Logger,
+  opts: { flushMs?: number } = {},
+): () => void {
   if (!store.shared) return () => {};
   const limit = FEED_NOTICE_MAX_BYTES - ENVELOPE_BYTES - Buffer.byteLength(node);
   let queue: { json: string; bytes: number }[] = [];
@@ -51,7 +57,11 @@ export function shareFeed(bus: FeedBus, store: FeedClusterStore, node: string, l
         } catch (err) {
           lost += batch.length + queue.length;
           queue = [];
-          if (!failing) logger.warn({ err: errorMessage(err) }, "live feed: could not send this node's events to the other nodes; their feeds miss them meanwhile");
+          if (!failing)
+            logger.warn(
+              { err: errorMessage(err) },
+              "live feed: could not send this node's events to the other nodes; their feeds miss them meanwhile",
+            );
           failing = true;
         }
       }

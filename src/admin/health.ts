@@ -34,14 +34,21 @@ function withTimeout(p: Promise<void>, ms: number): Promise<void> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-export async function readiness(deps: HealthDeps): Promise<{ ok: boolean; checks: Record<'store' | 'ingress' | 'config', Check> }> {
+export async function readiness(
+  deps: HealthDeps,
+): Promise<{ ok: boolean; checks: Record<'store' | 'ingress' | 'config', Check> }> {
   const now = deps.now ?? Date.now;
   const store = await withTimeout(deps.probeWrite(now()), PROBE_TIMEOUT_MS).then(
     (): Check => ({ ok: true }),
     // Short and generic: a driver's message may name a path or a URL with credentials.
     (err: unknown): Check => ({
       ok: false,
-      error: err === TIMED_OUT ? `no answer within ${PROBE_TIMEOUT_MS} ms` : err instanceof StoreError ? 'the store does not commit writes' : 'the store failed',
+      error:
+        err === TIMED_OUT
+          ? `no answer within ${PROBE_TIMEOUT_MS} ms`
+          : err instanceof StoreError
+            ? 'the store does not commit writes'
+            : 'the store failed',
     }),
   );
   const checks = {

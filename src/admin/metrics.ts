@@ -35,7 +35,10 @@ export interface MetricsOptions {
 }
 
 /** The connection counts by listener; the admin listener's only when it runs. */
-export type ListenerConnections = { hooks?: Readonly<ConnectionCounts> | undefined; admin?: Readonly<ConnectionCounts> | undefined };
+export type ListenerConnections = {
+  hooks?: Readonly<ConnectionCounts> | undefined;
+  admin?: Readonly<ConnectionCounts> | undefined;
+};
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const RUN_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
@@ -62,13 +65,47 @@ export class HookgateMetrics {
     const registers = [this.registry];
     if (opts.node) this.registry.setDefaultLabels({ node: opts.node });
     client.collectDefaultMetrics({ register: this.registry });
-    this.requests = new KeyedCounter({ name: 'hookgate_hook_requests_total', help: 'Hook requests answered, by route (wake, agent, mapping id, other) and HTTP status.', labelNames: ['route', 'status'], registry: this.registry });
-    this.requestSeconds = new KeyedHistogram('hookgate_hook_request_duration_seconds', 'Time from a hook request to its answer, by route.', LATENCY_BUCKETS, this.registry);
-    this.commitSeconds = new client.Histogram({ name: 'hookgate_store_commit_duration_seconds', help: 'Time of one group commit of the store (a batch of accepted hooks).', buckets: LATENCY_BUCKETS, registers });
-    this.runSeconds = new client.Histogram({ name: 'hookgate_run_duration_seconds', help: 'Time of an agent run from its start to its end (succeeded, failed or timed out).', buckets: RUN_BUCKETS, registers });
-    this.deliveries = new client.Counter({ name: 'hookgate_deliveries_total', help: 'Delivery attempts by channel and outcome: sent, retry (failed, tried again later), failed (dead-lettered).', labelNames: ['channel', 'outcome'], registers });
-    this.heartbeats = new client.Counter({ name: 'hookgate_heartbeats_total', help: 'Heartbeat turns by outcome (ok, failed).', labelNames: ['outcome'], registers });
-    this.authFailures = new client.Counter({ name: 'hookgate_auth_failures_total', help: 'Hook requests refused 401 (a missing or wrong token or signature).', registers });
+    this.requests = new KeyedCounter({
+      name: 'hookgate_hook_requests_total',
+      help: 'Hook requests answered, by route (wake, agent, mapping id, other) and HTTP status.',
+      labelNames: ['route', 'status'],
+      registry: this.registry,
+    });
+    this.requestSeconds = new KeyedHistogram(
+      'hookgate_hook_request_duration_seconds',
+      'Time from a hook request to its answer, by route.',
+      LATENCY_BUCKETS,
+      this.registry,
+    );
+    this.commitSeconds = new client.Histogram({
+      name: 'hookgate_store_commit_duration_seconds',
+      help: 'Time of one group commit of the store (a batch of accepted hooks).',
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.runSeconds = new client.Histogram({
+      name: 'hookgate_run_duration_seconds',
+      help: 'Time of an agent run from its start to its end (succeeded, failed or timed out).',
+      buckets: RUN_BUCKETS,
+      registers,
+    });
+    this.deliveries = new client.Counter({
+      name: 'hookgate_deliveries_total',
+      help: 'Delivery attempts by channel and outcome: sent, retry (failed, tried again later), failed (dead-lettered).',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
+    this.heartbeats = new client.Counter({
+      name: 'hookgate_heartbeats_total',
+      help: 'Heartbeat turns by outcome (ok, failed).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.authFailures = new client.Counter({
+      name: 'hookgate_auth_failures_total',
+      help: 'Hook requests refused 401 (a missing or wrong token or signature).',
+      registers,
+    });
     this.unmatched = new client.Counter({
       name: 'hookgate_hooks_unmatched_total',
       help: 'Signed hook requests that no mapping takes (answered 200, ignored), by mapped path (other: a path no mapping names).',
@@ -77,36 +114,57 @@ export class HookgateMetrics {
     });
     const depths = () => this.depths();
     new client.Gauge({
-      name: 'hookgate_runs', help: 'Runs by state, in the whole store (cluster-wide).', labelNames: ['state'], registers,
+      name: 'hookgate_runs',
+      help: 'Runs by state, in the whole store (cluster-wide).',
+      labelNames: ['state'],
+      registers,
       async collect() {
         const d = await depths();
         if (d) for (const state of RUN_STATES) this.set({ state }, d.runs[state] ?? 0);
       },
     });
     new client.Gauge({
-      name: 'hookgate_outbox_pending', help: 'Deliveries not sent yet, including those waiting for a retry (cluster-wide).', registers,
+      name: 'hookgate_outbox_pending',
+      help: 'Deliveries not sent yet, including those waiting for a retry (cluster-wide).',
+      registers,
       async collect() {
         const d = await depths();
         if (d) this.set(d.outboxPending);
       },
     });
     new client.Gauge({
-      name: 'hookgate_system_events_pending', help: 'System events waiting for a heartbeat, all sessions (cluster-wide).', registers,
+      name: 'hookgate_system_events_pending',
+      help: 'System events waiting for a heartbeat, all sessions (cluster-wide).',
+      registers,
       async collect() {
         const d = await depths();
         if (d) this.set(d.systemEventsPending);
       },
     });
     new client.Gauge({
-      name: 'hookgate_auth_lockouts_active', help: 'Client addresses locked out now after too many failed authentications.', registers,
+      name: 'hookgate_auth_lockouts_active',
+      help: 'Client addresses locked out now after too many failed authentications.',
+      registers,
       collect() {
         this.set(opts.lockouts());
       },
     });
-    connectionCounter(registers, opts.connections, 'hookgate_connections_evicted_total', 'state', { idle: 'evictedIdle', unfinished: 'evictedUnfinished' },
-      'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).');
-    connectionCounter(registers, opts.connections, 'hookgate_connections_refused_total', 'cap', { per_address: 'refusedPerAddress', total: 'refusedTotal' },
-      'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).');
+    connectionCounter(
+      registers,
+      opts.connections,
+      'hookgate_connections_evicted_total',
+      'state',
+      { idle: 'evictedIdle', unfinished: 'evictedUnfinished' },
+      'Idle connections closed to admit a new one at the connection caps, by listener and state (idle: between two requests; unfinished: request headers incomplete).',
+    );
+    connectionCounter(
+      registers,
+      opts.connections,
+      'hookgate_connections_refused_total',
+      'cap',
+      { per_address: 'refusedPerAddress', total: 'refusedTotal' },
+      'New connections closed unread because every connection they could replace was busy, by listener and cap (per_address, total).',
+    );
     this.unsubscribe = opts.bus.subscribe((event, _seq, origin) => {
       if (origin === null) this.count(event);
     });
@@ -142,7 +200,9 @@ export class HookgateMetrics {
       case 'delivery': {
         if (e.change === 'queued') return;
         const outcome = DELIVERY_OUTCOMES[e.change];
-        (this.child(`o ${e.channel} ${outcome}`, () => this.deliveries.labels(e.channel, outcome)) as { inc(): void }).inc();
+        (
+          this.child(`o ${e.channel} ${outcome}`, () => this.deliveries.labels(e.channel, outcome)) as { inc(): void }
+        ).inc();
         return;
       }
       case 'heartbeat':
@@ -171,7 +231,10 @@ export class HookgateMetrics {
     const now = (this.opts.now ?? Date.now)();
     if (this.depthsCache && now - this.depthsCache.at < DEPTHS_CACHE_MS) return this.depthsCache.value;
     const value = this.opts.depths().catch((err: unknown) => {
-      this.opts.logger?.warn({ err: errorMessage(err) }, 'metrics: the queue gauges could not be read from the store; they keep their last values');
+      this.opts.logger?.warn(
+        { err: errorMessage(err) },
+        'metrics: the queue gauges could not be read from the store; they keep their last values',
+      );
       return undefined;
     });
     this.depthsCache = { at: now, value };
@@ -180,13 +243,24 @@ export class HookgateMetrics {
 }
 
 /** A counter of the listeners' connection counts (read at scrape time), one series per listener and `label` value. */
-function connectionCounter(registers: client.Registry[], read: () => ListenerConnections, name: string, label: string, series: Record<string, keyof ConnectionCounts>, help: string): void {
+function connectionCounter(
+  registers: client.Registry[],
+  read: () => ListenerConnections,
+  name: string,
+  label: string,
+  series: Record<string, keyof ConnectionCounts>,
+  help: string,
+): void {
   new client.Counter({
-    name, help, registers, labelNames: ['listener', label],
+    name,
+    help,
+    registers,
+    labelNames: ['listener', label],
     collect() {
       this.reset();
       for (const [listener, counts] of Object.entries(read())) {
-        if (counts) for (const [value, key] of Object.entries(series)) this.inc({ listener, [label]: value }, counts[key]);
+        if (counts)
+          for (const [value, key] of Object.entries(series)) this.inc({ listener, [label]: value }, counts[key]);
       }
     },
   });
@@ -200,7 +274,11 @@ export function metricsRoutes(metrics: HookgateMetrics): AdminRoute[] {
       path: '/metrics',
       async handle({ res }) {
         const { contentType, body } = await metrics.text();
-        res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+        res.writeHead(200, {
+          'content-type': contentType,
+          'content-length': Buffer.byteLength(body),
+          'cache-control': 'no-store',
+        });
         res.end(body);
       },
     },

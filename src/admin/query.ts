@@ -27,7 +27,8 @@ export function single(query: URLSearchParams, name: string): string | undefined
 export function parseLimit(query: URLSearchParams): number {
   const v = single(query, 'limit');
   if (v === undefined) return DEFAULT_LIMIT;
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > MAX_LIMIT) throw invalidQuery('limit', `an integer from 1 to ${MAX_LIMIT}`);
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > MAX_LIMIT)
+    throw invalidQuery('limit', `an integer from 1 to ${MAX_LIMIT}`);
   return Number(v);
 }
 
@@ -40,7 +41,8 @@ function oneOf<T extends string>(query: URLSearchParams, name: string, values: r
 
 /** Parameters a list does not know are refused, so a typo (`?status=failed`) is not silently a list of everything. */
 function onlyKnown(query: URLSearchParams, known: readonly string[]): void {
-  for (const name of query.keys()) if (!known.includes(name)) throw invalidQuery(name, `not a parameter of this list (${known.join(', ')})`);
+  for (const name of query.keys())
+    if (!known.includes(name)) throw invalidQuery(name, `not a parameter of this list (${known.join(', ')})`);
 }
 
 function page(query: URLSearchParams): { limit: number; cursor?: string } {
@@ -59,7 +61,8 @@ export function parseDeliveriesQuery(query: URLSearchParams): DeliveryPageQuery 
   onlyKnown(query, ['state', 'channel', 'limit', 'cursor']);
   const word = single(query, 'state');
   const state = word === undefined ? undefined : storedDeliveryState(word);
-  if (word !== undefined && state === undefined) throw invalidQuery('state', `one of ${DELIVERY_STATE_NAMES.join(', ')}`);
+  if (word !== undefined && state === undefined)
+    throw invalidQuery('state', `one of ${DELIVERY_STATE_NAMES.join(', ')}`);
   const channel = single(query, 'channel');
   return { ...page(query), ...(state ? { state } : {}), ...(channel !== undefined ? { channel } : {}) };
 }
@@ -68,7 +71,11 @@ export function parseReceivedQuery(query: URLSearchParams): ReceivedPageQuery {
   onlyKnown(query, ['outcome', 'path', 'limit', 'cursor']);
   const outcome = oneOf(query, 'outcome', ['accepted', 'rejected'] as const);
   const path = single(query, 'path');
-  return { ...page(query), ...(outcome ? { outcome } : {}), ...(path !== undefined ? { path: normalisePath(path) } : {}) };
+  return {
+    ...page(query),
+    ...(outcome ? { outcome } : {}),
+    ...(path !== undefined ? { path: normalisePath(path) } : {}),
+  };
 }
 
 /** Records keep the hook sub-path (`wake`, `github/push`); `/wake` names it too. */
@@ -97,6 +104,7 @@ export function parseAuditQuery(query: URLSearchParams): AuditPageQuery {
   const kind = oneOf(query, 'kind', AUDIT_KINDS);
   const s = single(query, 'since');
   const since = s === undefined ? undefined : /^\d+$/.test(s) ? Number(s) : Date.parse(s);
-  if (since !== undefined && !Number.isSafeInteger(since)) throw invalidQuery('since', 'epoch milliseconds or an ISO time (2026-11-25T08:00:00Z)');
+  if (since !== undefined && !Number.isSafeInteger(since))
+    throw invalidQuery('since', 'epoch milliseconds or an ISO time (2026-11-25T08:00:00Z)');
   return { ...page(query), ...(kind ? { kind } : {}), ...(since !== undefined ? { since } : {}) };
 }

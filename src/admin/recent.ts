@@ -9,7 +9,10 @@ import type { FeedBus, ReceivedFeedEvent } from '../feed.js';
 import type { ReceivedRecord } from '../store/pages.js';
 
 /** Refusals in the ring at or after `from` (epoch ms), newest first. */
-export function unstoredRefusals(bus: FeedBus | undefined, from: number): Array<{ seq: number; event: ReceivedFeedEvent }> {
+export function unstoredRefusals(
+  bus: FeedBus | undefined,
+  from: number,
+): Array<{ seq: number; event: ReceivedFeedEvent }> {
   const out: Array<{ seq: number; event: ReceivedFeedEvent }> = [];
   if (!bus) return out;
   for (let seq = bus.last; seq >= bus.oldest; seq--) {

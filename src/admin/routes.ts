@@ -33,9 +33,16 @@ export interface AdminDeps {
 
 export function adminRoutes(deps: AdminDeps): AdminRoute[] {
   return [
-    ...healthRoutes({ probeWrite: (now) => deps.store.probeWrite(now), ingressListening: deps.ingressListening, configLoaded: deps.configLoaded }),
+    ...healthRoutes({
+      probeWrite: (now) => deps.store.probeWrite(now),
+      ingressListening: deps.ingressListening,
+      configLoaded: deps.configLoaded,
+    }),
     ...apiRoutes({
-      store: deps.store, signals: deps.signals, ...(deps.audit ? { audit: deps.audit } : {}), ...(deps.observability ? { feed: deps.observability.feed } : {}),
+      store: deps.store,
+      signals: deps.signals,
+      ...(deps.audit ? { audit: deps.audit } : {}),
+      ...(deps.observability ? { feed: deps.observability.feed } : {}),
     }),
     ...auditRoutes(deps.store),
     ...(deps.observability?.routes() ?? []),
@@ -60,10 +67,19 @@ export interface AdminAccess {
  * that changes them applies at the next restart); the access is read per request, so a new `admin.token` or
  * `admin.tokens` (or trusted proxies, or auth-failure limit) applies at once.
  */
-export async function startAdmin(settings: AdminSettings, access: AdminAccess, deps: AdminDeps): Promise<AdminListener | undefined> {
+export async function startAdmin(
+  settings: AdminSettings,
+  access: AdminAccess,
+  deps: AdminDeps,
+): Promise<AdminListener | undefined> {
   if (!settings.enabled) return undefined;
   return startAdminServer({
-    bind: settings.bind, port: settings.port, routes: adminRoutes(deps), tokens: access.tokens, clients: access.clients, logger: deps.logger,
+    bind: settings.bind,
+    port: settings.port,
+    routes: adminRoutes(deps),
+    tokens: access.tokens,
+    clients: access.clients,
+    logger: deps.logger,
     ...(deps.audit ? { audit: deps.audit } : {}),
   });
 }
@@ -81,11 +97,18 @@ export interface AdminView {
  * tokens, trusted proxies, auth-failure limit) apply at once; a request allocates none.
  */
 export function generationAccess(current: () => AdminView): AdminAccess {
-  return { tokens: { admin: () => current().adminTokens, hooks: () => current().hookTokens }, clients: () => current().adminClients };
+  return {
+    tokens: { admin: () => current().adminTokens, hooks: () => current().hookTokens },
+    clients: () => current().adminClients,
+  };
 }
 
 /** The line `serve` prints at start: the dashboard's URL and where the token is (never the token itself). */
 export function adminNotice(url: string, configFile: string | undefined, env: NodeJS.ProcessEnv): string {
-  const token = configFile ? secretSourceOf(configFile, 'admin') : env.HOOKGATE_ADMIN_TOKEN?.trim() ? '$HOOKGATE_ADMIN_TOKEN' : './data/admin-token';
+  const token = configFile
+    ? secretSourceOf(configFile, 'admin')
+    : env.HOOKGATE_ADMIN_TOKEN?.trim()
+      ? '$HOOKGATE_ADMIN_TOKEN'
+      : './data/admin-token';
   return `hookgate: dashboard and admin API at ${url}/ (token: ${token})\n`;
 }

@@ -63,8 +63,14 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
 }
 
 /** The status of an error a handler threw: by code, never by message. */
-export function statusOf(err: unknown): { status: number; code: ErrorCode; message: string; headers?: Record<string, string> | undefined } {
-  if (err instanceof AdminError) return { status: err.status, code: err.code, message: err.message, headers: err.headers };
+export function statusOf(err: unknown): {
+  status: number;
+  code: ErrorCode;
+  message: string;
+  headers?: Record<string, string> | undefined;
+} {
+  if (err instanceof AdminError)
+    return { status: err.status, code: err.code, message: err.message, headers: err.headers };
   if (err instanceof HookgateError) {
     switch (err.code) {
       case 'invalid_query':
@@ -98,7 +104,10 @@ export interface AdminTokens {
  * The id of the admin token `presented` is, or undefined: none, a wrong one, an expired one, or one that is also a
  * hook token. Both lists are compared in full whatever matched (ingress/auth.ts, `TokenSet`).
  */
-export function adminAuthorizer(tokens: AdminTokens, now: () => number = Date.now): (presented: string | undefined) => string | undefined {
+export function adminAuthorizer(
+  tokens: AdminTokens,
+  now: () => number = Date.now,
+): (presented: string | undefined) => string | undefined {
   return (presented) => {
     if (presented === undefined) return undefined;
     const admin = tokens.admin().find(presented);
@@ -147,7 +156,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
   const route = compileRoutes(opts.routes);
   const gate = new AdminAuthGate(adminAuthorizer(opts.tokens), opts.clients, opts.logger, opts.audit);
   const maxConnections = opts.maxConnections ?? ADMIN_MAX_CONNECTIONS;
-  const caps = { maxConnections, maxConnectionsPerAddress: Math.min(maxConnections, opts.maxConnectionsPerAddress ?? ADMIN_MAX_CONNECTIONS_PER_ADDRESS) };
+  const caps = {
+    maxConnections,
+    maxConnectionsPerAddress: Math.min(
+      maxConnections,
+      opts.maxConnectionsPerAddress ?? ADMIN_MAX_CONNECTIONS_PER_ADDRESS,
+    ),
+  };
   const guard = new ConnectionGuard('admin', caps, gate.policy().clientIps, opts.logger);
   gate.onChange((policy) => guard.setLimits(caps, policy.clientIps));
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -158,20 +173,29 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminL
       throw new AdminError(404, 'not_found', 'no such path');
     }
     const found = route(req.method ?? 'GET', url.pathname);
-    if (found.kind === 'not_found') throw new AdminError(404, 'not_found', `no admin endpoint at ${url.pathname.slice(0, 200)}`);
+    if (found.kind === 'not_found')
+      throw new AdminError(404, 'not_found', `no admin endpoint at ${url.pathname.slice(0, 200)}`);
     if (found.kind === 'method_not_allowed') {
-      throw new AdminError(405, 'method_not_allowed', `use ${found.allow.join(' or ')}`, { allow: found.allow.join(', ') });
+      throw new AdminError(405, 'method_not_allowed', `use ${found.allow.join(' or ')}`, {
+        allow: found.allow.join(', '),
+      });
     }
     if (found.route.auth !== false) gate.check(req);
     await found.route.handle({ req, res, params: found.params, query: url.searchParams });
   };
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      const { status, code } = statusOf(err);
-      // The code and the class only: a message may quote what a caller sent.
-      if (status >= 500) opts.logger.warn({ code, err: err instanceof Error ? err.name : typeof err, path: req.url?.split('?')[0]?.slice(0, 200) }, 'admin request failed');
-      sendAdminError(res, err);
-    }).finally(() => guard.answered(req.socket));
+    handle(req, res)
+      .catch((err: unknown) => {
+        const { status, code } = statusOf(err);
+        // The code and the class only: a message may quote what a caller sent.
+        if (status >= 500)
+          opts.logger.warn(
+            { code, err: err instanceof Error ? err.name : typeof err, path: req.url?.split('?')[0]?.slice(0, 200) },
+            'admin request failed',
+          );
+        sendAdminError(res, err);
+      })
+      .finally(() => guard.answered(req.socket));
   });
   server.maxConnections = nodeCap(caps);
   server.on('connection', (socket: Socket) => {

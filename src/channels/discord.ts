@@ -76,10 +76,15 @@ export function createDiscordChannel(config: DiscordConfig, ctx: ChannelContext)
     },
     async check(signal) {
       // GET /users/@me: the bot's user { id, username, bot: true, ... }.
-      const outcome = await getJson(joinUrl(config.apiBaseUrl, 'users/@me'), { headers, timeoutMs: config.timeoutMs, signal });
+      const outcome = await getJson(joinUrl(config.apiBaseUrl, 'users/@me'), {
+        headers,
+        timeoutMs: config.timeoutMs,
+        signal,
+      });
       if (outcome.kind !== 'response') return checkFromFailure(transportFailure('discord', outcome), FIX);
       const json = asRecord(outcome.json);
-      if (outcome.status === 200) return checkOk(`bot ${logSafeOptional(json.username, 64) ?? '?'} (id ${logSafeOptional(json.id, 24) ?? '?'})`);
+      if (outcome.status === 200)
+        return checkOk(`bot ${logSafeOptional(json.username, 64) ?? '?'} (id ${logSafeOptional(json.id, 24) ?? '?'})`);
       if (outcome.status === 429) return checkFromFailure(rateLimited(json, outcome.headers), FIX);
       return checkFromFailure(statusFailure('discord', outcome.status, errorDetail(json), outcome.headers), FIX);
     },

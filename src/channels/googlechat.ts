@@ -41,24 +41,43 @@ export function createGoogleChatChannel(config: GoogleChatConfig, ctx: ChannelCo
       const space = toSpaceName(message.to);
       if (!space) return failure('googlechat: `to` must be a space name like spaces/AAAAxxxx', false);
       const url = `${joinUrl(config.apiBaseUrl, `v1/${space}/messages`)}?requestId=${requestIdFor(message.deliveryId)}`;
-      const outcome = await postWithToken('googlechat', tokens, url, { text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.name, message);
+      const outcome = await postWithToken(
+        'googlechat',
+        tokens,
+        url,
+        { text: message.text },
+        { timeoutMs: config.timeoutMs, signal },
+        ctx.logger,
+        (j) => j.name,
+        message,
+      );
       if (!('kind' in outcome)) return outcome;
       // Google API errors: { error: { code, message, status: "NOT_FOUND" | "PERMISSION_DENIED" | ... } }.
       const err = asRecord(asRecord(outcome.json).error);
       const status = logSafeOptional(err.status, 40);
       const detail = [status, logSafeOptional(err.message)].filter(Boolean).join(': ');
       const hint = HINTS[outcome.status];
-      return statusFailure('googlechat', outcome.status, `${detail}${hint ? ` (${hint})` : ''}` || undefined, outcome.headers);
+      return statusFailure(
+        'googlechat',
+        outcome.status,
+        `${detail}${hint ? ` (${hint})` : ''}` || undefined,
+        outcome.headers,
+      );
     },
     async check() {
       // A configured accessToken is used as it is: only a send can tell whether it still works.
-      if (config.accessToken) return checkWarn('a static accessToken is configured: not checked (it expires within an hour)', 'configure serviceAccountFile so hookgate refreshes tokens itself');
+      if (config.accessToken)
+        return checkWarn(
+          'a static accessToken is configured: not checked (it expires within an hour)',
+          'configure serviceAccountFile so hookgate refreshes tokens itself',
+        );
       return checkToken(tokens, FIX, 'the JWT grant of the service account');
     },
   };
 }
 
-const FIX = 'check the service-account key (serviceAccountFile / serviceAccount) and that the key is not deleted or disabled';
+const FIX =
+  'check the service-account key (serviceAccountFile / serviceAccount) and that the key is not deleted or disabled';
 
 const HINTS: Record<number, string> = {
   401: 'the access token or service-account key is not accepted',
@@ -79,7 +98,12 @@ export function requestIdFor(deliveryId: string): string {
 
 function tokenSource(config: GoogleChatConfig, ctx: ChannelContext): TokenSource<SendFailure> {
   if (config.accessToken) return staticToken(config.accessToken);
-  return oauthTokens('googlechat', config.tokenUrl, jwtBearer(loadServiceAccount(config, ctx), GOOGLECHAT_SCOPE), config.timeoutMs);
+  return oauthTokens(
+    'googlechat',
+    config.tokenUrl,
+    jwtBearer(loadServiceAccount(config, ctx), GOOGLECHAT_SCOPE),
+    config.timeoutMs,
+  );
 }
 
 /** Read and check the key at start-up: a missing file or a broken key is a config problem, not a delivery one. */
@@ -100,10 +124,14 @@ function loadServiceAccount(config: GoogleChatConfig, ctx: ChannelContext): Serv
       throw new ChannelError('channel_config', 'channels.googlechat.serviceAccount: not valid JSON');
     }
   }
-  const where = config.serviceAccountFile ? 'channels.googlechat.serviceAccountFile' : 'channels.googlechat.serviceAccount';
+  const where = config.serviceAccountFile
+    ? 'channels.googlechat.serviceAccountFile'
+    : 'channels.googlechat.serviceAccount';
   const account = readServiceAccount(asRecord(raw));
-  if (account === 'fields') throw new ChannelError('channel_config', `${where}: needs client_email and private_key (a service-account key)`);
+  if (account === 'fields')
+    throw new ChannelError('channel_config', `${where}: needs client_email and private_key (a service-account key)`);
   // Never echo the key material.
-  if (account === 'key') throw new ChannelError('channel_config', `${where}: private_key is not a readable PEM private key`);
+  if (account === 'key')
+    throw new ChannelError('channel_config', `${where}: private_key is not a readable PEM private key`);
   return account;
 }

@@ -40,8 +40,17 @@ export function getJson(url: string, options: RequestOptions): Promise<HttpOutco
 }
 
 // Platform answers are small JSON objects: the client's default cap (1 MiB) bounds them; redirects are not followed.
-function call(url: string, body: string | undefined, contentType: string | undefined, options: RequestOptions): Promise<HttpOutcome> {
-  const headers = { accept: 'application/json', ...options.headers, ...(contentType ? { 'content-type': contentType } : {}) };
+function call(
+  url: string,
+  body: string | undefined,
+  contentType: string | undefined,
+  options: RequestOptions,
+): Promise<HttpOutcome> {
+  const headers = {
+    accept: 'application/json',
+    ...options.headers,
+    ...(contentType ? { 'content-type': contentType } : {}),
+  };
   return request(url, { headers, body }, { timeoutMs: options.timeoutMs, signal: options.signal });
 }
 
@@ -49,7 +58,6 @@ function call(url: string, body: string | undefined, contentType: string | undef
 export function secondsToMs(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.ceil(value * 1000) : undefined;
 }
-
 
 export function failure(
   error: string,
@@ -67,14 +75,25 @@ export function failure(
  * it, a failure that is not retried and names the shape expected: a recipient that slipped past the accept-time check
  * never reaches another path of the API.
  */
-export function recipientSegment(platform: string, rule: (to: string) => string | undefined, to: string): { segment: string } | SendFailure {
+export function recipientSegment(
+  platform: string,
+  rule: (to: string) => string | undefined,
+  to: string,
+): { segment: string } | SendFailure {
   const expected = rule(to);
   const segment = expected === undefined ? onePathSegment(to) : undefined;
-  return segment === undefined ? failure(`${platform}: \`to\` must be ${expected ?? 'one path segment'}`, false) : { segment };
+  return segment === undefined
+    ? failure(`${platform}: \`to\` must be ${expected ?? 'one path segment'}`, false)
+    : { segment };
 }
 
 /** The generic rule for an HTTP error answer: retryable by status, wait hint from the Retry-After header. */
-export function statusFailure(platform: string, status: number, detail: string | undefined, headers?: Headers): SendFailure {
+export function statusFailure(
+  platform: string,
+  status: number,
+  detail: string | undefined,
+  headers?: Headers,
+): SendFailure {
   const retryable = isRetryableStatus(status);
   const what = detail ? `: ${detail}` : '';
   return failure(`${platform} answered HTTP ${status}${what}`, retryable, {
@@ -101,11 +120,18 @@ export function transportFailure(platform: string, outcome: HttpFailure): SendFa
  */
 export function checkFromFailure(f: SendFailure, credentialFix: string): CheckResult {
   const refused = f.status === 401 || f.status === 403;
-  return checkFail(f.error, refused ? credentialFix : f.status === undefined ? 'check the base URL and that this host can reach it' : undefined);
+  return checkFail(
+    f.error,
+    refused ? credentialFix : f.status === undefined ? 'check the base URL and that this host can reach it' : undefined,
+  );
 }
 
 /** Obtaining an OAuth token is the check of the platforms that use one (Google Chat, MS Teams). */
-export async function checkToken(source: TokenSource<SendFailure>, credentialFix: string, what: string): Promise<CheckResult> {
+export async function checkToken(
+  source: TokenSource<SendFailure>,
+  credentialFix: string,
+  what: string,
+): Promise<CheckResult> {
   const tok = await source.get();
   if (tok.ok) return checkOk(`obtained an access token (${what})`);
   // A token endpoint refuses bad credentials with 400 invalid_grant / invalid_client as often as with 401.
@@ -118,7 +144,12 @@ export async function checkToken(source: TokenSource<SendFailure>, credentialFix
  * answer cached until shortly before it expires. 400/401 (invalid_client, invalid_grant, unauthorized_client) are
  * permanent: the credentials are wrong and retrying cannot fix them. 429/5xx/network are retryable.
  */
-export function oauthTokens(platform: string, tokenUrl: string, grant: Grant, timeoutMs: number): TokenSource<SendFailure> {
+export function oauthTokens(
+  platform: string,
+  tokenUrl: string,
+  grant: Grant,
+  timeoutMs: number,
+): TokenSource<SendFailure> {
   return new TokenCache(async () => {
     // A missing expires_in gets a short life: better to ask again than to use a dead token for an hour.
     const answer = await requestToken(tokenUrl, grant, { timeoutMs, defaultLifetimeMs: 5 * 60_000 });
@@ -126,8 +157,13 @@ export function oauthTokens(platform: string, tokenUrl: string, grant: Grant, ti
     const { outcome } = answer;
     const what = `${platform} token endpoint`;
     if (outcome.kind !== 'response') return { ok: false, failure: transportFailure(what, outcome) };
-    if (is2xx(outcome.status)) return { ok: false, failure: failure(`${what} answered without an access_token`, true, { status: outcome.status }) };
-    const detail = [answer.error, answer.description && `(${answer.description})`].filter(Boolean).join(' ') || undefined;
+    if (is2xx(outcome.status))
+      return {
+        ok: false,
+        failure: failure(`${what} answered without an access_token`, true, { status: outcome.status }),
+      };
+    const detail =
+      [answer.error, answer.description && `(${answer.description})`].filter(Boolean).join(' ') || undefined;
     return { ok: false, failure: statusFailure(what, outcome.status, detail, outcome.headers) };
   });
 }
@@ -136,7 +172,12 @@ export function oauthTokens(platform: string, tokenUrl: string, grant: Grant, ti
  * A 2xx whose body is not the platform's JSON (a proxy rewrote it, a stand-in is sloppy). 2xx means the platform
  * accepted the message; failing it would make the outbox send a duplicate. Logged, counted as sent.
  */
-export function acceptedWithoutBody(platform: string, status: number, logger: { warn(obj: object, msg?: string): void }, message: SentMessage): SendResult {
+export function acceptedWithoutBody(
+  platform: string,
+  status: number,
+  logger: { warn(obj: object, msg?: string): void },
+  message: SentMessage,
+): SendResult {
   logger.warn(
     { channel: platform, status, deliveryId: message.deliveryId, runId: message.runId },
     `${platform} answered ${status} without a readable body; counting the message as sent`,
@@ -175,7 +216,9 @@ export async function postWithToken(
   pickId: (json: Record<string, unknown>) => unknown,
   message: SentMessage,
 ): Promise<SendResult | HttpResponse> {
-  const called = await withBearer(tokens, (token) => postJson(url, body, { ...options, headers: { authorization: `Bearer ${token}` } }));
+  const called = await withBearer(tokens, (token) =>
+    postJson(url, body, { ...options, headers: { authorization: `Bearer ${token}` } }),
+  );
   if (!called.ok) return called.failure;
   const outcome = called.outcome;
   if (outcome.kind !== 'response') return transportFailure(platform, outcome);

@@ -15,7 +15,16 @@ import type { imessageSchema } from '../config/schema/channels.js';
 import { joinUrl } from '../http-util.js';
 import { logSafeOptional } from '../text-safe.js';
 import { checkFail, checkOk, checkWarn } from '../check.js';
-import { asRecord, checkFromFailure, failure, getJson, postJson, statusFailure, transportFailure, sentOn2xx } from './http.js';
+import {
+  asRecord,
+  checkFromFailure,
+  failure,
+  getJson,
+  postJson,
+  statusFailure,
+  transportFailure,
+  sentOn2xx,
+} from './http.js';
 import { PHONE_NUMBER } from './recipients.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
@@ -42,7 +51,9 @@ const EMAIL = /^[^\s@;]+@[^\s@;]+\.[^\s@;]+$/;
 
 /** `to`: a chat guid, or a bare address that becomes the direct iMessage chat with it. */
 export function checkIMessageRecipient(to: string): string | undefined {
-  return CHAT_GUID.test(to) || PHONE_NUMBER.test(to) || EMAIL.test(to) ? undefined : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
+  return CHAT_GUID.test(to) || PHONE_NUMBER.test(to) || EMAIL.test(to)
+    ? undefined
+    : 'a chat guid like iMessage;-;+15551234567, or a phone number or Apple ID email';
 }
 
 /**
@@ -85,14 +96,22 @@ export function createIMessageChannel(config: IMessageConfig, ctx: ChannelContex
     },
     async check(signal) {
       // GET /api/v1/server/info: { status, message, data: { os_version, server_version, private_api, ... } }.
-      const outcome = await getJson(`${joinUrl(config.serverUrl, 'api/v1/server/info')}${auth}`, { timeoutMs: config.timeoutMs, signal });
+      const outcome = await getJson(`${joinUrl(config.serverUrl, 'api/v1/server/info')}${auth}`, {
+        timeoutMs: config.timeoutMs,
+        signal,
+      });
       if (outcome.kind !== 'response') return checkFromFailure(transportFailure('imessage', outcome), FIX);
       const data = asRecord(asRecord(outcome.json).data);
       if (outcome.status === 200) {
         const privateApi = data.private_api === true ? 'on' : 'off';
         const warn = config.method === 'private-api' && data.private_api !== true;
         const detail = `BlueBubbles ${logSafeOptional(data.server_version, 20) ?? '?'} on macOS ${logSafeOptional(data.os_version, 20) ?? '?'} (Private API ${privateApi})`;
-        return warn ? checkWarn(detail, 'method is private-api but the server has the Private API off: enable it, or use apple-script') : checkOk(detail);
+        return warn
+          ? checkWarn(
+              detail,
+              'method is private-api but the server has the Private API off: enable it, or use apple-script',
+            )
+          : checkOk(detail);
       }
       if (outcome.status === 401) return checkFail('imessage: BlueBubbles rejected the password', FIX);
       const json = asRecord(outcome.json);

@@ -18,6 +18,15 @@
  * delivery fail permanently; no PONG within `timeoutMs`, or a dropped connection, makes it fail retryably — and as
  * some lines may already have reached the channel, a retry can repeat them (at-least-once, like the outbox).
  */
-export { checkIrcRecipient, IrcError, IRC_LINE_BYTES, type IrcConfig, type IrcMessage, parseIrcLine, privmsgTextBudget, splitIrcText } from './irc/protocol.js';
+export {
+  checkIrcRecipient,
+  IrcError,
+  IRC_LINE_BYTES,
+  type IrcConfig,
+  type IrcMessage,
+  parseIrcLine,
+  privmsgTextBudget,
+  splitIrcText,
+} from './irc/protocol.js';
 export { alternateNicks } from './irc/register.js';
 export { createIrcChannel, type IrcChannel, type IrcChannelOptions } from './irc/channel.js';

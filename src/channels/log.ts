@@ -29,7 +29,16 @@ export type LogChannelConfig = z.output<typeof logChannelSchema>;
 export const LOG_MAX_TEXT_LENGTH = 1_000_000;
 
 /** File errors that retrying will not fix: the path itself is wrong. Anything else (ENOSPC, EIO...) may pass. */
-const PERMANENT_FS_ERRORS = new Set(['EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'EEXIST', 'EROFS', 'ENAMETOOLONG', 'ELOOP']);
+const PERMANENT_FS_ERRORS = new Set([
+  'EACCES',
+  'EPERM',
+  'EISDIR',
+  'ENOTDIR',
+  'EEXIST',
+  'EROFS',
+  'ENAMETOOLONG',
+  'ELOOP',
+]);
 
 export interface LogChannelOptions {
   /** For tests: where lines go when no `path` is configured (default process.stdout). Its `isTTY` picks the format. */
@@ -51,7 +60,11 @@ export function humanLine(m: OutboundMessage): string {
   return `${header}\n${body}\n`;
 }
 
-export function createLogChannel(config: LogChannelConfig | undefined, ctx: ChannelContext, options: LogChannelOptions = {}): Channel {
+export function createLogChannel(
+  config: LogChannelConfig | undefined,
+  ctx: ChannelContext,
+  options: LogChannelOptions = {},
+): Channel {
   const path = config?.path === undefined ? undefined : resolve(ctx.configDir, config.path);
   let handle: Promise<FileHandle> | undefined;
 
@@ -93,7 +106,11 @@ export function createLogChannel(config: LogChannelConfig | undefined, ctx: Chan
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       const c = typeof code === 'string' ? code : 'write failed';
-      return { ok: false, retryable: !PERMANENT_FS_ERRORS.has(c), error: `log channel: cannot write ${path === undefined ? 'stdout' : 'the log file'} (${c})` };
+      return {
+        ok: false,
+        retryable: !PERMANENT_FS_ERRORS.has(c),
+        error: `log channel: cannot write ${path === undefined ? 'stdout' : 'the log file'} (${c})`,
+      };
     }
   }
 
@@ -104,7 +121,10 @@ export function createLogChannel(config: LogChannelConfig | undefined, ctx: Chan
   }
 
   // `hookgate doctor`: the file (or the directory it would be created in) must be writable; nothing is created.
-  const check = async (): Promise<CheckResult> => (path === undefined ? checkOk(human ? 'stdout (a terminal: readable lines)' : 'stdout (JSON lines)') : writableFile(path));
+  const check = async (): Promise<CheckResult> =>
+    path === undefined
+      ? checkOk(human ? 'stdout (a terminal: readable lines)' : 'stdout (JSON lines)')
+      : writableFile(path);
 
   return { id: 'log', maxTextLength: LOG_MAX_TEXT_LENGTH, send, close, check };
 }
@@ -115,7 +135,11 @@ async function writableFile(path: string): Promise<CheckResult> {
     await access(path, constants.W_OK);
     return checkOk(`appends to ${shown}`);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return checkFail(`cannot write ${shown} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, 'fix the file\'s owner or mode, or change path');
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      return checkFail(
+        `cannot write ${shown} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        "fix the file's owner or mode, or change path",
+      );
   }
   // Not there yet: the first delivery creates it (and missing directories) in the nearest existing ancestor.
   let dir = dirname(path);
@@ -131,7 +155,10 @@ async function writableFile(path: string): Promise<CheckResult> {
     await access(dir, constants.W_OK);
     return checkOk(`will create ${shown} on the first delivery`);
   } catch (err) {
-    return checkFail(`cannot create ${shown}: ${logPath(dir, 300)} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})`, 'change path, or the directory\'s owner or mode');
+    return checkFail(
+      `cannot create ${shown}: ${logPath(dir, 300)} is not writable (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      "change path, or the directory's owner or mode",
+    );
   }
 }
 

@@ -34,7 +34,9 @@ export function defaultTeamsTokenUrl(tenantId: string | undefined): string {
  * `%` or a space, which no conversation id has and which would change the path it is put in.
  */
 export function checkTeamsRecipient(to: string): string | undefined {
-  return /^[A-Za-z0-9]+:[^\s/?#\\%]+$/.test(to) ? undefined : 'a conversation id like 19:…@thread.tacv2 (a channel) or a:1… (a personal chat)';
+  return /^[A-Za-z0-9]+:[^\s/?#\\%]+$/.test(to)
+    ? undefined
+    : 'a conversation id like 19:…@thread.tacv2 (a channel) or a:1… (a personal chat)';
 }
 
 /** Microsoft's guidance for bots: 412, 429, 502 and 504 are transient; retry them with backoff. */
@@ -42,7 +44,12 @@ const TRANSIENT_STATUS = new Set([412, 429, 502, 503, 504]);
 
 export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext): Channel {
   const tokenUrl = config.tokenUrl ?? defaultTeamsTokenUrl(config.tenantId);
-  const tokens = oauthTokens('msteams', tokenUrl, clientCredentials({ clientId: config.appId, clientSecret: config.appPassword }, BOTFRAMEWORK_SCOPE), config.timeoutMs);
+  const tokens = oauthTokens(
+    'msteams',
+    tokenUrl,
+    clientCredentials({ clientId: config.appId, clientSecret: config.appPassword }, BOTFRAMEWORK_SCOPE),
+    config.timeoutMs,
+  );
   return {
     id: 'msteams',
     maxTextLength: MSTEAMS_MAX_TEXT,
@@ -51,12 +58,24 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
       const recipient = recipientSegment('msteams', checkTeamsRecipient, message.to);
       if (!('segment' in recipient)) return recipient;
       const url = joinUrl(config.serviceUrl, `v3/conversations/${recipient.segment}/activities`);
-      const outcome = await postWithToken('msteams', tokens, url, { type: 'message', text: message.text }, { timeoutMs: config.timeoutMs, signal }, ctx.logger, (j) => j.id, message);
+      const outcome = await postWithToken(
+        'msteams',
+        tokens,
+        url,
+        { type: 'message', text: message.text },
+        { timeoutMs: config.timeoutMs, signal },
+        ctx.logger,
+        (j) => j.id,
+        message,
+      );
       if (!('kind' in outcome)) return outcome;
       const json = asRecord(outcome.json);
       // Connector errors: { error: { code, message } }; the auth layer answers { message }.
       const err = asRecord(json.error);
-      const detail = [logSafeOptional(err.code, 60), logSafeOptional(err.message) ?? logSafeOptional(json.message)].filter(Boolean).join(': ') || undefined;
+      const detail =
+        [logSafeOptional(err.code, 60), logSafeOptional(err.message) ?? logSafeOptional(json.message)]
+          .filter(Boolean)
+          .join(': ') || undefined;
       if (TRANSIENT_STATUS.has(outcome.status)) {
         return failure(`msteams answered HTTP ${outcome.status}${detail ? `: ${detail}` : ''}`, true, {
           status: outcome.status,
@@ -64,7 +83,12 @@ export function createMsTeamsChannel(config: MsTeamsConfig, ctx: ChannelContext)
         });
       }
       const hint = HINTS[outcome.status];
-      return statusFailure('msteams', outcome.status, [detail, hint && `(${hint})`].filter(Boolean).join(' ') || undefined, outcome.headers);
+      return statusFailure(
+        'msteams',
+        outcome.status,
+        [detail, hint && `(${hint})`].filter(Boolean).join(' ') || undefined,
+        outcome.headers,
+      );
     },
     // The client-credentials grant is the whole credential: the Connector has no "who am I" call for a bot.
     check: () => checkToken(tokens, FIX, 'client credentials of the app'),

@@ -29,13 +29,18 @@ export type RecipientCheck = (channel: string, to: string) => string | undefined
  * `channel` (undefined: only the shared rule applies, e.g. `last`, whose platform is known only at delivery); or
  * `undefined` when it can. The message names the expected shape, never the value (it may come from a payload).
  */
-export function recipientProblem(name: string, channel: Pick<Channel, 'checkRecipient'> | undefined, raw: string): string | undefined {
+export function recipientProblem(
+  name: string,
+  channel: Pick<Channel, 'checkRecipient'> | undefined,
+  raw: string,
+): string | undefined {
   const to = raw.trim();
   let expected: string | undefined;
   try {
     const answer: unknown = channel?.checkRecipient?.(to);
     // Only `undefined` accepts: a plugin's rule that answers anything else refuses, named or not.
-    if (answer !== undefined) expected = typeof answer === 'string' && answer !== '' ? answer : 'a recipient its checkRecipient accepts';
+    if (answer !== undefined)
+      expected = typeof answer === 'string' && answer !== '' ? answer : 'a recipient its checkRecipient accepts';
   } catch {
     expected = 'a recipient its checkRecipient accepts (it threw)';
   }

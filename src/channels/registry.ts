@@ -16,7 +16,12 @@ import { realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
-import { BUILTIN_EXTENSION_CHANNELS, CHANNEL_ALIASES, CORE_CHANNELS, type ChannelsConfig } from '../config/schema/channels.js';
+import {
+  BUILTIN_EXTENSION_CHANNELS,
+  CHANNEL_ALIASES,
+  CORE_CHANNELS,
+  type ChannelsConfig,
+} from '../config/schema/channels.js';
 import { createLogChannel } from './log.js';
 import { ChannelError, type Channel, type ChannelContext } from './types.js';
 import { recipientProblem, type RecipientCheck } from './recipients.js';
@@ -42,7 +47,12 @@ export interface ChannelRegistry {
 }
 
 /** `last` names a route, not a channel: a plugin may not take it. */
-const RESERVED_IDS = new Set<string>([...CORE_CHANNELS, ...BUILTIN_EXTENSION_CHANNELS, ...Object.keys(CHANNEL_ALIASES), 'last']);
+const RESERVED_IDS = new Set<string>([
+  ...CORE_CHANNELS,
+  ...BUILTIN_EXTENSION_CHANNELS,
+  ...Object.keys(CHANNEL_ALIASES),
+  'last',
+]);
 const PLUGIN_ID_RE = /^[a-z0-9][a-z0-9_-]*$/;
 
 type CorePlatform = (typeof CORE_CHANNELS)[number];
@@ -91,7 +101,11 @@ export async function loadRecipientCheck(config: ChannelsConfig): Promise<Recipi
 }
 
 /** One core platform's channel for one account's section (the doctor builds them one by one, to check each). */
-export async function createPlatformChannel(name: CorePlatform, config: unknown, ctx: ChannelContext): Promise<Channel> {
+export async function createPlatformChannel(
+  name: CorePlatform,
+  config: unknown,
+  ctx: ChannelContext,
+): Promise<Channel> {
   return (await PLATFORM_FACTORIES[name]())(config, ctx);
 }
 
@@ -107,13 +121,15 @@ export async function createChannelRegistry(config: ChannelsConfig, ctx: Channel
       const section = config[name];
       if (!section) continue;
       channels.set(name, await createPlatformChannel(name, section, ctx));
-      for (const [id, account] of Object.entries(section.accounts)) accounts.set(accountKey(name, id), await createPlatformChannel(name, account, ctx));
+      for (const [id, account] of Object.entries(section.accounts))
+        accounts.set(accountKey(name, id), await createPlatformChannel(name, account, ctx));
     }
     if (config.webhook) channels.set('webhook', createWebhookChannel(config.webhook, ctx));
     channels.set('log', createLogChannel(config.log, ctx));
     for (const [index, entry] of config.plugins.entries()) {
       const channel = await loadChannelPlugin(entry, ctx, `channels.plugins[${index}]`);
-      if (channels.has(channel.id)) throw pluginError(`channels.plugins[${index}]`, entry, `id "${channel.id}" is already used by another plugin`);
+      if (channels.has(channel.id))
+        throw pluginError(`channels.plugins[${index}]`, entry, `id "${channel.id}" is already used by another plugin`);
       channels.set(channel.id, channel);
     }
   } catch (err) {
@@ -124,7 +140,9 @@ export async function createChannelRegistry(config: ChannelsConfig, ctx: Channel
   return {
     get: (id, accountId) => {
       const c = normalizeChannelName(id);
-      return accountId === undefined || accountId === DEFAULT_ACCOUNT_ID ? channels.get(c) : accounts.get(accountKey(c, accountId));
+      return accountId === undefined || accountId === DEFAULT_ACCOUNT_ID
+        ? channels.get(c)
+        : accounts.get(accountKey(c, accountId));
     },
     ids: () => [...channels.keys()],
     checkRecipient: (id, to) => {
@@ -141,19 +159,31 @@ const accountKey = (channel: string, accountId: string) => `${channel}\0${accoun
 async function closeAll(list: Channel[], ctx: ChannelContext): Promise<void> {
   const results = await Promise.allSettled(list.map((c) => c.close?.()));
   results.forEach((r, i) => {
-    if (r.status === 'rejected') ctx.logger.warn({ channel: list[i]?.id, err: r.reason instanceof Error ? r.reason.message : String(r.reason) }, 'closing a channel failed');
+    if (r.status === 'rejected')
+      ctx.logger.warn(
+        { channel: list[i]?.id, err: r.reason instanceof Error ? r.reason.message : String(r.reason) },
+        'closing a channel failed',
+      );
   });
 }
 
 function pluginError(where: string, entry: string, why: string, cause?: unknown): ChannelError {
-  return new ChannelError('channel_plugin_invalid', `${where} (${entry}): ${why}`, cause === undefined ? undefined : { cause });
+  return new ChannelError(
+    'channel_plugin_invalid',
+    `${where} (${entry}): ${why}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
  * Resolves `entry` against the config directory, refuses anything that ends up outside it (also through a symlink),
  * imports it and validates the channel it exports.
  */
-export async function loadChannelPlugin(entry: string, ctx: ChannelContext, where = 'channels.plugins'): Promise<Channel> {
+export async function loadChannelPlugin(
+  entry: string,
+  ctx: ChannelContext,
+  where = 'channels.plugins',
+): Promise<Channel> {
   const root = await realpath(ctx.configDir).catch((err: unknown) => {
     throw pluginError(where, entry, `the config directory cannot be read (${codeOf(err)})`, err);
   });
@@ -162,9 +192,15 @@ export async function loadChannelPlugin(entry: string, ctx: ChannelContext, wher
   const lexical = resolve(root, entry);
   if (!inside(lexical)) throw pluginError(where, entry, 'must be a module inside the config directory');
   const real = await realpath(lexical).catch((err: unknown) => {
-    throw pluginError(where, entry, codeOf(err) === 'ENOENT' ? 'file not found' : `cannot be read (${codeOf(err)})`, err);
+    throw pluginError(
+      where,
+      entry,
+      codeOf(err) === 'ENOENT' ? 'file not found' : `cannot be read (${codeOf(err)})`,
+      err,
+    );
   });
-  if (!inside(real)) throw pluginError(where, entry, 'resolves (through a symlink) to a file outside the config directory');
+  if (!inside(real))
+    throw pluginError(where, entry, 'resolves (through a symlink) to a file outside the config directory');
   const info = await stat(real);
   if (!info.isFile()) throw pluginError(where, entry, 'is not a file');
 
@@ -192,7 +228,8 @@ export async function loadChannelPlugin(entry: string, ctx: ChannelContext, wher
 }
 
 function validatePluginChannel(value: unknown, where: string, entry: string): Channel {
-  if (typeof value !== 'object' || value === null) throw pluginError(where, entry, 'must export a channel object or a factory returning one');
+  if (typeof value !== 'object' || value === null)
+    throw pluginError(where, entry, 'must export a channel object or a factory returning one');
   const c = value as Partial<Record<keyof Channel, unknown>>;
   if (typeof c.id !== 'string' || !PLUGIN_ID_RE.test(c.id)) {
     throw pluginError(where, entry, '`id` must be a lower-case name (letters, digits, - and _)');
@@ -201,8 +238,10 @@ function validatePluginChannel(value: unknown, where: string, entry: string): Ch
   if (typeof c.maxTextLength !== 'number' || !Number.isInteger(c.maxTextLength) || c.maxTextLength < 1) {
     throw pluginError(where, entry, '`maxTextLength` must be a positive integer');
   }
-  if (typeof c.send !== 'function') throw pluginError(where, entry, '`send` must be a function (message, signal) => Promise<SendResult>');
-  if (c.close !== undefined && typeof c.close !== 'function') throw pluginError(where, entry, '`close` must be a function when present');
+  if (typeof c.send !== 'function')
+    throw pluginError(where, entry, '`send` must be a function (message, signal) => Promise<SendResult>');
+  if (c.close !== undefined && typeof c.close !== 'function')
+    throw pluginError(where, entry, '`close` must be a function when present');
   if (c.checkRecipient !== undefined && typeof c.checkRecipient !== 'function') {
     throw pluginError(where, entry, '`checkRecipient` must be a function (to) => string | undefined when present');
   }

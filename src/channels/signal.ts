@@ -15,7 +15,17 @@ import { joinUrl } from '../http-util.js';
 import { parseRetryAfter } from '../retry-after.js';
 import { logSafeOptional } from '../text-safe.js';
 import { checkFail, checkOk } from '../check.js';
-import { acceptedWithoutBody, asRecord, checkFromFailure, failure, getJson, is2xx, postJson, statusFailure, transportFailure } from './http.js';
+import {
+  acceptedWithoutBody,
+  asRecord,
+  checkFromFailure,
+  failure,
+  getJson,
+  is2xx,
+  postJson,
+  statusFailure,
+  transportFailure,
+} from './http.js';
 import type { Channel, ChannelContext, OutboundMessage, SendResult } from './types.js';
 
 export type SignalConfig = z.output<typeof signalSchema>;
@@ -34,11 +44,15 @@ const TRANSIENT = /timed? ?out|timeout|network|connection|unavailable|temporar|t
 
 const UUID = '[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}';
 /** A number (E.164), an ACI/PNI uuid, a username (`name.42`, optionally `u:`), or `group.<id>` (base64). */
-const SIGNAL_RECIPIENT = new RegExp(`^(?:\\+[1-9][0-9]{5,14}|(?:PNI:)?${UUID}|(?:u:)?[A-Za-z_][A-Za-z0-9_]{2,31}\\.[0-9]{2,10}|group\\.[A-Za-z0-9+/=_-]{1,256})$`);
+const SIGNAL_RECIPIENT = new RegExp(
+  `^(?:\\+[1-9][0-9]{5,14}|(?:PNI:)?${UUID}|(?:u:)?[A-Za-z_][A-Za-z0-9_]{2,31}\\.[0-9]{2,10}|group\\.[A-Za-z0-9+/=_-]{1,256})$`,
+);
 
 /** `to`: whom signal-cli-rest-api's `recipients` can name. */
 export function checkSignalRecipient(to: string): string | undefined {
-  return SIGNAL_RECIPIENT.test(to) ? undefined : 'a phone number like +15551234567, an account uuid, a username like name.42, or group.<id>';
+  return SIGNAL_RECIPIENT.test(to)
+    ? undefined
+    : 'a phone number like +15551234567, an account uuid, a username like name.42, or group.<id>';
 }
 
 export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): Channel {
@@ -62,11 +76,10 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
       if (outcome.status === 429) {
         // Signal's rate limit may need a captcha challenge solved (POST /v1/accounts/{number}/rate-limit-challenge);
         // it also lifts by itself, so retry with backoff and say what to do if it does not.
-        return failure(
-          'signal rate limited (if it persists, solve the rate-limit challenge via the REST API)',
-          true,
-          { status: 429, retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')) },
-        );
+        return failure('signal rate limited (if it persists, solve the rate-limit challenge via the REST API)', true, {
+          status: 429,
+          retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')),
+        });
       }
       if (outcome.status === 400 && detail && TRANSIENT.test(detail)) {
         return failure(`signal-cli send failed: ${detail}`, true, { status: 400 });
@@ -77,11 +90,22 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
       // The REST API has no authentication: "who am I" is the server answering and knowing our number.
       const about = await getJson(joinUrl(config.apiBaseUrl, 'v1/about'), { timeoutMs: config.timeoutMs, signal });
       if (about.kind !== 'response') return checkFromFailure(transportFailure('signal', about), FIX);
-      if (!is2xx(about.status)) return checkFromFailure(statusFailure('signal', about.status, logSafeOptional(asRecord(about.json).error), about.headers), FIX);
+      if (!is2xx(about.status))
+        return checkFromFailure(
+          statusFailure('signal', about.status, logSafeOptional(asRecord(about.json).error), about.headers),
+          FIX,
+        );
       const info = asRecord(about.json);
-      const accounts = await getJson(joinUrl(config.apiBaseUrl, 'v1/accounts'), { timeoutMs: config.timeoutMs, signal });
+      const accounts = await getJson(joinUrl(config.apiBaseUrl, 'v1/accounts'), {
+        timeoutMs: config.timeoutMs,
+        signal,
+      });
       if (accounts.kind !== 'response') return checkFromFailure(transportFailure('signal', accounts), FIX);
-      if (!is2xx(accounts.status)) return checkFromFailure(statusFailure('signal', accounts.status, logSafeOptional(asRecord(accounts.json).error), accounts.headers), FIX);
+      if (!is2xx(accounts.status))
+        return checkFromFailure(
+          statusFailure('signal', accounts.status, logSafeOptional(asRecord(accounts.json).error), accounts.headers),
+          FIX,
+        );
       const list = Array.isArray(accounts.json) ? accounts.json : [];
       if (!list.includes(config.number)) {
         return checkFail(
@@ -89,7 +113,9 @@ export function createSignalChannel(config: SignalConfig, ctx: ChannelContext): 
           'register or link the number in signal-cli (POST /v1/register/{number}, or /v1/qrcodelink), or fix `number`',
         );
       }
-      return checkOk(`signal-cli-rest-api ${logSafeOptional(info.version, 20) ?? '?'} (mode ${logSafeOptional(info.mode, 20) ?? '?'}), ${config.number} registered`);
+      return checkOk(
+        `signal-cli-rest-api ${logSafeOptional(info.version, 20) ?? '?'} (mode ${logSafeOptional(info.mode, 20) ?? '?'}), ${config.number} registered`,
+      );
     },
   };
 }

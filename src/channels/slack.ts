@@ -63,13 +63,21 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
     maxTextLength: SLACK_MAX_TEXT,
     checkRecipient: checkSlackRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      const outcome = await postJson(url, { channel: message.to, text: message.text }, { headers, timeoutMs: config.timeoutMs, signal });
+      const outcome = await postJson(
+        url,
+        { channel: message.to, text: message.text },
+        { headers, timeoutMs: config.timeoutMs, signal },
+      );
       if (outcome.kind !== 'response') return transportFailure('slack', outcome);
       const body = asRecord(outcome.json);
       if (outcome.status === 429) {
-        return failure('slack rate limited', true, { status: 429, retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')) });
+        return failure('slack rate limited', true, {
+          status: 429,
+          retryAfterMs: parseRetryAfter(outcome.headers.get('retry-after')),
+        });
       }
-      if (!is2xx(outcome.status)) return statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers);
+      if (!is2xx(outcome.status))
+        return statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers);
       if (body.ok === true) return typeof body.ts === 'string' ? { ok: true, platformIds: [body.ts] } : { ok: true };
       if (outcome.json === undefined) return acceptedWithoutBody('slack', outcome.status, ctx.logger, message);
       return slackFailure(outcome.status, body, outcome.headers);
@@ -80,9 +88,15 @@ export function createSlackChannel(config: SlackConfig, ctx: ChannelContext): Ch
       if (outcome.kind !== 'response') return checkFromFailure(transportFailure('slack', outcome), FIX);
       const body = asRecord(outcome.json);
       if (is2xx(outcome.status) && body.ok === true) {
-        return checkOk(`bot ${logSafeOptional(body.user, 64) ?? logSafeOptional(body.user_id, 64) ?? '?'} in workspace ${logSafeOptional(body.team, 80) ?? '?'}`);
+        return checkOk(
+          `bot ${logSafeOptional(body.user, 64) ?? logSafeOptional(body.user_id, 64) ?? '?'} in workspace ${logSafeOptional(body.team, 80) ?? '?'}`,
+        );
       }
-      if (!is2xx(outcome.status)) return checkFromFailure(statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers), FIX);
+      if (!is2xx(outcome.status))
+        return checkFromFailure(
+          statusFailure('slack', outcome.status, logSafeOptional(body.error), outcome.headers),
+          FIX,
+        );
       const code = logSafeOptional(body.error, 80);
       const f = slackFailure(outcome.status, body, outcome.headers);
       return checkFail(f.error, code && AUTH_ERRORS.has(code) ? FIX : undefined);
@@ -98,7 +112,8 @@ function slackFailure(status: number, body: Record<string, unknown>, headers: He
   const code = logSafeOptional(body.error, 80) ?? 'unknown_error';
   const hint = HINTS[code];
   const error = `slack error ${code}${hint ? ` (${hint})` : ''}`;
-  if (RETRYABLE_ERRORS.has(code)) return failure(error, true, { status, retryAfterMs: parseRetryAfter(headers.get('retry-after')) });
+  if (RETRYABLE_ERRORS.has(code))
+    return failure(error, true, { status, retryAfterMs: parseRetryAfter(headers.get('retry-after')) });
   return failure(error, false, { status });
 }
 

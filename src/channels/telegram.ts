@@ -32,7 +32,9 @@ export const TELEGRAM_MAX_TEXT = 4096;
 
 /** `to`: a chat id (a user's is positive, a group's negative) or a public chat's @username. */
 export function checkTelegramRecipient(to: string): string | undefined {
-  return /^-?[0-9]{1,20}$|^@[A-Za-z0-9_]{1,64}$/.test(to) ? undefined : 'a chat id like 123456789 or -1001234567890, or a public @channelusername';
+  return /^-?[0-9]{1,20}$|^@[A-Za-z0-9_]{1,64}$/.test(to)
+    ? undefined
+    : 'a chat id like 123456789 or -1001234567890, or a public @channelusername';
 }
 
 export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContext): Channel {
@@ -44,14 +46,19 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
     maxTextLength: TELEGRAM_MAX_TEXT,
     checkRecipient: checkTelegramRecipient,
     async send(message: OutboundMessage, signal?: AbortSignal): Promise<SendResult> {
-      const outcome = await postJson(url, { chat_id: message.to, text: message.text }, { timeoutMs: config.timeoutMs, signal });
+      const outcome = await postJson(
+        url,
+        { chat_id: message.to, text: message.text },
+        { timeoutMs: config.timeoutMs, signal },
+      );
       if (outcome.kind !== 'response') return transportFailure('telegram', outcome);
       const body = asRecord(outcome.json);
       if (is2xx(outcome.status) && body.ok === true) {
         const id = asRecord(body.result).message_id;
         return id === undefined ? { ok: true } : { ok: true, platformIds: [String(id)] };
       }
-      if (is2xx(outcome.status) && outcome.json === undefined) return acceptedWithoutBody('telegram', outcome.status, ctx.logger, message);
+      if (is2xx(outcome.status) && outcome.json === undefined)
+        return acceptedWithoutBody('telegram', outcome.status, ctx.logger, message);
       return telegramFailure(outcome.status, body, outcome.headers);
     },
     async check(signal) {
@@ -61,7 +68,9 @@ export function createTelegramChannel(config: TelegramConfig, ctx: ChannelContex
       const body = asRecord(outcome.json);
       const me = asRecord(body.result);
       if (is2xx(outcome.status) && body.ok === true) {
-        return checkOk(`bot @${logSafeOptional(me.username, 64) ?? '?'} (id ${logSafeOptional(String(me.id), 20) ?? '?'})`);
+        return checkOk(
+          `bot @${logSafeOptional(me.username, 64) ?? '?'} (id ${logSafeOptional(String(me.id), 20) ?? '?'})`,
+        );
       }
       // Telegram answers a wrong token with 404 on some paths and 401 on others: both mean the token.
       const f = telegramFailure(outcome.status, body, outcome.headers);
@@ -82,7 +91,9 @@ function telegramFailure(status: number, body: Record<string, unknown>, headers:
   const params = asRecord(body.parameters);
   const what = `telegram error ${code}${desc ? `: ${desc}` : ''}`;
   if (params.migrate_to_chat_id !== undefined) {
-    return failure(`${what} (the group is now chat ${String(params.migrate_to_chat_id)}; send there instead)`, false, { status });
+    return failure(`${what} (the group is now chat ${String(params.migrate_to_chat_id)}; send there instead)`, false, {
+      status,
+    });
   }
   const retryAfterHeader = parseRetryAfter(headers.get('retry-after'));
   if (code === 429 || status === 429) {

@@ -22,7 +22,7 @@ export interface OutboundMessage {
 }
 
 export type SendResult =
-  | { ok: true; /** Platform message ids, for the record. */ platformIds?: string[] }
+  | { ok: true /** Platform message ids, for the record. */; platformIds?: string[] }
   | {
       ok: false;
       /** true: try again later (429, 5xx, network); false: dead-letter now (401, 403, 400 bad recipient...). */
@@ -58,7 +58,11 @@ export interface Channel {
 export interface ChannelContext {
   /** Directory of the config file: relative paths (log file, service-account file) resolve against it. */
   configDir: string;
-  logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  logger: {
+    info(obj: object, msg?: string): void;
+    warn(obj: object, msg?: string): void;
+    error(obj: object, msg?: string): void;
+  };
 }
 
 export class ChannelError extends HookgateError {

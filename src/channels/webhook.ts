@@ -51,10 +51,11 @@ export function webhookSecretKey(secret: string): Buffer {
 
 /** `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>` — the `webhook-signature` value. */
 export function signStandardWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64');
+  const mac = createHmac('sha256', webhookSecretKey(secret))
+    .update(`${id}.${timestampSeconds}.${body}`, 'utf8')
+    .digest('base64');
   return `v1,${mac}`;
 }
-
 
 export interface WebhookChannelOptions {
   /** For tests: a stand-in transport (a failure undici cannot be made to produce on this machine). */
@@ -76,7 +77,11 @@ export function webhookRecipientRule(config: WebhookChannelConfig | undefined): 
   return (to) => (Object.hasOwn(config?.targets ?? {}, to) ? undefined : expected);
 }
 
-export function createWebhookChannel(config: WebhookChannelConfig, _ctx: ChannelContext, options: WebhookChannelOptions = {}): Channel {
+export function createWebhookChannel(
+  config: WebhookChannelConfig,
+  _ctx: ChannelContext,
+  options: WebhookChannelOptions = {},
+): Channel {
   const now = options.now ?? Date.now;
   const targets = new Map(Object.entries(config.targets));
 
@@ -86,7 +91,11 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     const target = targets.get(message.to);
     if (!target) {
       // The config changed under a queued delivery (a request naming no target is refused when accepted).
-      return { ok: false, retryable: false, error: `webhook: \`to\` must be ${checkRecipient(message.to) ?? 'a configured target'}` };
+      return {
+        ok: false,
+        retryable: false,
+        error: `webhook: \`to\` must be ${checkRecipient(message.to) ?? 'a configured target'}`,
+      };
     }
     const body = JSON.stringify(deliveryRecord(message));
     const timestamp = Math.floor(now() / 1000);
@@ -102,26 +111,54 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
     // The target's URL is from the config (`to` only picks its name). Redirects are not followed (the client's
     // default): a 301/302 would turn the POST into a GET and the signature would vouch for nothing. The answer's
     // body is of no use (and may be large): it is not read (maxBytes 0), the connection is released.
-    const res = await request(target.url, { method: 'POST', headers, body }, { timeoutMs: target.timeoutMs, signal, maxBytes: 0, transport: options.transport });
-    if (res.kind === 'timeout') return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
+    const res = await request(
+      target.url,
+      { method: 'POST', headers, body },
+      { timeoutMs: target.timeoutMs, signal, maxBytes: 0, transport: options.transport },
+    );
+    if (res.kind === 'timeout')
+      return { ok: false, retryable: true, error: `${label}: no answer within ${target.timeoutMs} ms` };
     if (res.kind === 'aborted') return { ok: false, retryable: true, error: `${label}: delivery aborted` };
     if (res.kind === 'network') return { ok: false, retryable: true, error: `${label}: network error (${res.code})` };
 
     const status = res.status;
     if (is2xx(status)) return { ok: true };
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
-    if (status === 410) return { ok: false, retryable: false, status, error: `${label} answered 410 Gone: the receiver asks not to be sent to any more` };
+    if (status === 410)
+      return {
+        ok: false,
+        retryable: false,
+        status,
+        error: `${label} answered 410 Gone: the receiver asks not to be sent to any more`,
+      };
     // 408 is a timeout on the receiver's side: as transient as our own timeout.
     if (isRetryableStatus(status)) {
-      return { ok: false, retryable: true, status, error: `${label} answered ${status}`, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+      return {
+        ok: false,
+        retryable: true,
+        status,
+        error: `${label} answered ${status}`,
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+      };
     }
     if (status >= 300 && status < 400) {
-      return { ok: false, retryable: false, status, error: `${label} answered a redirect (${status}); configure the final URL` };
+      return {
+        ok: false,
+        retryable: false,
+        status,
+        error: `${label} answered a redirect (${status}); configure the final URL`,
+      };
     }
     return { ok: false, retryable: false, status, error: `${label} answered ${status}` };
   }
 
-  return { id: 'webhook', maxTextLength: WEBHOOK_MAX_TEXT_LENGTH, send, checkRecipient, check: async () => checkTargets(config) };
+  return {
+    id: 'webhook',
+    maxTextLength: WEBHOOK_MAX_TEXT_LENGTH,
+    send,
+    checkRecipient,
+    check: async () => checkTargets(config),
+  };
 }
 
 /**
@@ -130,7 +167,11 @@ export function createWebhookChannel(config: WebhookChannelConfig, _ctx: Channel
  */
 export function checkTargets(config: WebhookChannelConfig): CheckResult {
   const names = Object.keys(config.targets);
-  if (names.length === 0) return checkWarn('no targets configured: nothing can be sent here', 'add channels.webhook.targets.<name>: { url, secret }');
+  if (names.length === 0)
+    return checkWarn(
+      'no targets configured: nothing can be sent here',
+      'add channels.webhook.targets.<name>: { url, secret }',
+    );
   const plain: string[] = [];
   const shown: string[] = [];
   for (const [name, target] of Object.entries(config.targets)) {
@@ -145,5 +186,10 @@ export function checkTargets(config: WebhookChannelConfig): CheckResult {
     if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) plain.push(logSafe(name, 60));
   }
   const detail = `${names.length} target${names.length > 1 ? 's' : ''}, not called: ${shown.join(', ')}`;
-  return plain.length ? checkWarn(`${detail}; plain http to another host: ${plain.join(', ')}`, 'use https:// for targets off this machine') : checkOk(detail);
+  return plain.length
+    ? checkWarn(
+        `${detail}; plain http to another host: ${plain.join(', ')}`,
+        'use https:// for targets off this machine',
+      )
+    : checkOk(detail);
 }

@@ -31,7 +31,8 @@ export type WhatsAppConfig = z.output<typeof whatsappSchema>;
 /** text.body: "Maximum 4096 characters". */
 export const WHATSAPP_MAX_TEXT = 4096;
 
-const FIX = 'check accessToken (a System User token with whatsapp_business_messaging; temporary tokens expire after 24 h)';
+const FIX =
+  'check accessToken (a System User token with whatsapp_business_messaging; temporary tokens expire after 24 h)';
 
 /**
  * Graph error codes meaning "slow down": 4 (application request limit), 80007 (WABA rate limit),
@@ -81,13 +82,19 @@ export function createWhatsAppChannel(config: WhatsAppConfig, ctx: ChannelContex
       if (outcome.kind !== 'response') return checkFromFailure(transportFailure('whatsapp', outcome), FIX);
       const json = asRecord(outcome.json);
       if (is2xx(outcome.status)) {
-        return checkOk(`phone number ${logSafeOptional(json.display_phone_number, 40) ?? config.phoneNumberId} (${logSafeOptional(json.verified_name, 80) ?? 'no verified name'})`);
+        return checkOk(
+          `phone number ${logSafeOptional(json.display_phone_number, 40) ?? config.phoneNumberId} (${logSafeOptional(json.verified_name, 80) ?? 'no verified name'})`,
+        );
       }
       const error = asRecord(json.error);
       const f = graphFailure(outcome.status, error, outcome.headers);
       // Graph refuses a token with 190 (HTTP 400 or 401) and an unknown phone number id with 100/33.
       if (error.code === 190) return checkFail(f.error, FIX);
-      if (error.code === 100) return checkFail(f.error, 'check phoneNumberId (WhatsApp Manager → Phone numbers: the Phone number ID, not the number)');
+      if (error.code === 100)
+        return checkFail(
+          f.error,
+          'check phoneNumberId (WhatsApp Manager → Phone numbers: the Phone number ID, not the number)',
+        );
       return checkFromFailure(f, FIX);
     },
   };
@@ -105,5 +112,8 @@ function graphFailure(status: number, error: Record<string, unknown>, headers: H
   if (code !== undefined && RATE_LIMIT_CODES.has(code)) return failure(text, true, { status, retryAfterMs });
   if (code !== undefined && TRANSIENT_CODES.has(code)) return failure(text, true, { status, retryAfterMs });
   if (code === 190) return failure(`${text} (the access token is invalid or expired)`, false, { status });
-  return failure(text, isRetryableStatus(status), { status, retryAfterMs: isRetryableStatus(status) ? retryAfterMs : undefined });
+  return failure(text, isRetryableStatus(status), {
+    status,
+    retryAfterMs: isRetryableStatus(status) ? retryAfterMs : undefined,
+  });
 }

@@ -15,7 +15,9 @@ const PAGE = 200;
 export function addAuditCommand(program: Command): void {
   program
     .command('audit')
-    .description("the audit trail, newest first: config reloads (changes by key path, secrets masked), token rotations, admin repairs, lockouts, sessions' routes set")
+    .description(
+      "the audit trail, newest first: config reloads (changes by key path, secrets masked), token rotations, admin repairs, lockouts, sessions' routes set",
+    )
     .option('--since <when>', 'only records within this long ("2h", "30m", "7d") or since this ISO time')
     .addOption(new Option('--kind <kind>', 'only records of this kind').choices(AUDIT_KINDS))
     .addOption(limitOption())
@@ -27,7 +29,12 @@ export function addAuditCommand(program: Command): void {
         const list: AuditEntry[] = [];
         let cursor: string | undefined;
         do {
-          const page = await store.pageAudit({ limit: Math.min(PAGE, o.limit - list.length), kind: o.kind, since, ...(cursor ? { cursor } : {}) });
+          const page = await store.pageAudit({
+            limit: Math.min(PAGE, o.limit - list.length),
+            kind: o.kind,
+            since,
+            ...(cursor ? { cursor } : {}),
+          });
           list.push(...page.items);
           cursor = page.nextCursor ?? undefined;
         } while (cursor && list.length < o.limit);
@@ -46,10 +53,19 @@ function summary(e: AuditEntry): string {
     case 'config.reload': {
       const changes = (d.changes as Array<{ path: string; op: string }> | undefined) ?? [];
       const more = Number(d.moreChanges ?? 0);
-      return logSafe(`generation ${d.generation}: ${changes.map((c) => `${c.op === 'added' ? '+' : c.op === 'removed' ? '-' : '~'}${c.path}`).join(' ') || 'no change'}${more ? ` (+${more} more)` : ''}`, 300);
+      return logSafe(
+        `generation ${d.generation}: ${changes.map((c) => `${c.op === 'added' ? '+' : c.op === 'removed' ? '-' : '~'}${c.path}`).join(' ') || 'no change'}${more ? ` (+${more} more)` : ''}`,
+        300,
+      );
     }
     case 'token.rotated': {
-      const parts = [['added', d.added], ['removed', d.removed], ['replaced', d.replaced]].filter(([, v]) => list(v)).map(([k, v]) => `${k} ${list(v)}`);
+      const parts = [
+        ['added', d.added],
+        ['removed', d.removed],
+        ['replaced', d.replaced],
+      ]
+        .filter(([, v]) => list(v))
+        .map(([k, v]) => `${k} ${list(v)}`);
       return logSafe(`${d.path}: ${parts.join('; ') || (typeof d.op === 'string' ? d.op : 'changed')}`, 300);
     }
     case 'config.rejected':
@@ -78,10 +94,16 @@ function routeOf(v: unknown): string | undefined {
  * A change made by the CLI (a repair, a session's route), recorded with actor "cli". The change is done already: a
  * record that cannot be stored is said on stderr, not turned into a failure of the command.
  */
-export async function auditCli(store: Pick<CliStore, 'appendAudit'>, kind: AuditKind, detail: Record<string, unknown>): Promise<void> {
+export async function auditCli(
+  store: Pick<CliStore, 'appendAudit'>,
+  kind: AuditKind,
+  detail: Record<string, unknown>,
+): Promise<void> {
   try {
     await store.appendAudit([auditEntry(kind, 'cli', detail)]);
   } catch (err) {
-    process.stderr.write(`hookgate: the change is done, but its audit record could not be stored: ${(err as Error).message}\n`);
+    process.stderr.write(
+      `hookgate: the change is done, but its audit record could not be stored: ${(err as Error).message}\n`,
+    );
   }
 }

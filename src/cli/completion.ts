@@ -31,7 +31,12 @@ function nodes(program: Command): Node[] {
       options,
       argChoices: cmd.registeredArguments.flatMap((a) => a.argChoices ?? []),
     });
-    for (const c of subs) walk(c, path ? `${path} ${c.name()}` : c.name(), path === '' ? own.filter((o) => o.long !== '--version' && o.long !== '--config') : inherited);
+    for (const c of subs)
+      walk(
+        c,
+        path ? `${path} ${c.name()}` : c.name(),
+        path === '' ? own.filter((o) => o.long !== '--version' && o.long !== '--config') : inherited,
+      );
   };
   walk(program, '', []);
   return out;
@@ -44,7 +49,9 @@ const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 export function completionScript(program: Command, shell: Shell): string {
   if (shell === 'fish') return fish(program);
   const script = bash(program);
-  return shell === 'bash' ? script : `#compdef ${program.name()}\nautoload -U +X bashcompinit && bashcompinit\n${script}`;
+  return shell === 'bash'
+    ? script
+    : `#compdef ${program.name()}\nautoload -U +X bashcompinit && bashcompinit\n${script}`;
 }
 
 function bash(program: Command): string {
@@ -58,7 +65,12 @@ function bash(program: Command): string {
   const choices = all.flatMap((n) =>
     n.options
       .filter((o) => o.argChoices?.length)
-      .map((o) => `    ${flags(o).map((f) => sq(`${n.path}|${f}`)).join('|')}) echo ${sq(o.argChoices!.join(' '))} ;;`),
+      .map(
+        (o) =>
+          `    ${flags(o)
+            .map((f) => sq(`${n.path}|${f}`))
+            .join('|')}) echo ${sq(o.argChoices!.join(' '))} ;;`,
+      ),
   );
   const valued = all.flatMap((n) => n.options.filter(takesValue).flatMap(flags));
   const commands = all.filter((n) => n.path !== '').map((n) => sq(n.path));
@@ -107,7 +119,10 @@ function fish(program: Command): string {
   const all = nodes(program);
   const lines = [
     `# ${name} completion for fish. Load it with: ${name} completion fish | source`,
-    `set -g ${fn}_commands ${all.filter((n) => n.path !== '').map((n) => fq(n.path)).join(' ')}`,
+    `set -g ${fn}_commands ${all
+      .filter((n) => n.path !== '')
+      .map((n) => fq(n.path))
+      .join(' ')}`,
     `function ${fn}_path`,
     '    set -l words (commandline -opc)',
     '    set -e words[1]',

@@ -47,7 +47,8 @@ export function rawConfig(file: string): Record<string, unknown> {
 const record = (v: unknown): Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 /** `${VAR}` replaced from this shell's environment (unset: empty), for the few keys read as written. */
-const expand = (s: string) => s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => process.env[name] ?? '');
+const expand = (s: string) =>
+  s.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => process.env[name] ?? '');
 
 /** `hooks.path` as written in `raw` (default `/hooks`). */
 export function hooksPathOf(raw: Record<string, unknown>, file: string): string {
@@ -62,7 +63,12 @@ export function hooksPathOf(raw: Record<string, unknown>, file: string): string 
 export function listenerUrlOf(raw: Record<string, unknown>, file: string): string {
   const gateway = record(raw.gateway);
   const bind = typeof gateway.bind === 'string' ? expand(gateway.bind) : '127.0.0.1';
-  const port = typeof gateway.port === 'number' ? gateway.port : typeof gateway.port === 'string' ? Number(expand(gateway.port)) : 18789;
+  const port =
+    typeof gateway.port === 'number'
+      ? gateway.port
+      : typeof gateway.port === 'string'
+        ? Number(expand(gateway.port))
+        : 18789;
   return `http://${hostOf(bind)}:${port}${hooksPathOf(raw, file)}`;
 }
 
@@ -76,13 +82,17 @@ export function hostOf(bind: string): string {
  * business, not this shell's.
  */
 export function anyEnv(): NodeJS.ProcessEnv {
-  return new Proxy({ ...process.env }, { get: (t, k) => (typeof k === 'string' ? (t[k] ?? 'set-by-the-service') : undefined) });
+  return new Proxy(
+    { ...process.env },
+    { get: (t, k) => (typeof k === 'string' ? (t[k] ?? 'set-by-the-service') : undefined) },
+  );
 }
 
 /** Where hookgate keeps its files: the SQLite store's directory (`./data` by default), else `./data` by the config file. */
 export function dataDirOf(raw: Record<string, unknown>, configDir: string): string {
   const storage = record(raw.storage);
   const path = storage.driver === undefined || storage.driver === 'sqlite' ? storage.path : undefined;
-  if (typeof path === 'string' && path !== ':memory:' && path.trim() !== '') return dirname(resolve(configDir, expand(path)));
+  if (typeof path === 'string' && path !== ':memory:' && path.trim() !== '')
+    return dirname(resolve(configDir, expand(path)));
   return join(configDir, 'data');
 }

@@ -49,19 +49,36 @@ export function addConnectCommand(program: Command): void {
     )
     .argument('[sender]', 'the sender, by its catalogue name (hookgate connect --list)')
     .option('--list', 'print the senders: name, title, who chooses the secret, the event types worded')
-    .option('--test', "send the sender's sample event (signed as it signs) through the running service; print what the agent gets")
+    .option(
+      '--test',
+      "send the sender's sample event (signed as it signs) through the running service; print what the agent gets",
+    )
     .option('--path <path>', "the sub-path under hooks.path (default: the sender's name)")
     .option('--events <list>', 'comma-separated event types that make a run (default: those the preset words)')
     .addOption(
-      new Option('--action <action>', 'agent: a run per event (default); wake: an event for the main session').choices(['agent', 'wake']),
+      new Option('--action <action>', 'agent: a run per event (default); wake: an event for the main session').choices([
+        'agent',
+        'wake',
+      ]),
     )
-    .option('--channel <channel>', 'where the agent replies go (default: the main session\'s last channel)')
+    .option('--channel <channel>', "where the agent replies go (default: the main session's last channel)")
     .option('--to <to>', 'the recipient on that channel')
-    .option('--secret-file <file>', 'a sender that shows its secret (Stripe, Slack…): read it from FILE (-: from stdin)')
-    .option('--secret-env <name>', 'reference the secret as this environment variable of the service instead of storing it')
-    .option('--public-url <url>', 'the public https address in front of hookgate (a proxy or tunnel), to print the exact URL to paste')
+    .option(
+      '--secret-file <file>',
+      'a sender that shows its secret (Stripe, Slack…): read it from FILE (-: from stdin)',
+    )
+    .option(
+      '--secret-env <name>',
+      'reference the secret as this environment variable of the service instead of storing it',
+    )
+    .option(
+      '--public-url <url>',
+      'the public https address in front of hookgate (a proxy or tunnel), to print the exact URL to paste',
+    )
     .option('-f, --force', 'replace the preset entry already on the path')
-    .addOption(new Option('--url <url>', "--test: the service's base URL (default: from gateway.bind and gateway.port)"))
+    .addOption(
+      new Option('--url <url>', "--test: the service's base URL (default: from gateway.bind and gateway.port)"),
+    )
     .addOption(configOption())
     .action((sender: string | undefined, o: ConnectOpts) => connect(sender, o));
 }
@@ -72,7 +89,10 @@ async function connect(name: string | undefined, o: ConnectOpts): Promise<void> 
   if (!preset) {
     const known = senderPresets().map((p) => `  ${p.name.padEnd(20)} ${p.title}`);
     const what = name === undefined ? 'name the sender to connect' : `unknown sender ${JSON.stringify(name)}`;
-    throw new CliError(name === undefined ? 'cli_usage' : 'cli_not_found', [`${what}; the senders are:`, ...known].join('\n'));
+    throw new CliError(
+      name === undefined ? 'cli_usage' : 'cli_not_found',
+      [`${what}; the senders are:`, ...known].join('\n'),
+    );
   }
   if (o.test) return testSender(preset, o);
   return setUp(preset, o);
@@ -84,7 +104,9 @@ function printList(): void {
   for (const p of senderPresets()) {
     const worded = Object.keys(p.messages);
     const secret =
-      p.setup.secret === 'generate' ? `hookgate makes it; you paste it into ${p.title}` : `${p.title} shows it; you give it to hookgate`;
+      p.setup.secret === 'generate'
+        ? `hookgate makes it; you paste it into ${p.title}`
+        : `${p.title} shows it; you give it to hookgate`;
     const events = worded.length ? worded.join(', ') : 'none worded on their own: one message for every event type';
     const defaults = p.defaultEvents ? ` (default events: ${p.defaultEvents.join(', ')})` : '';
     lines.push(`${p.name.padEnd(20)} ${p.title}`, `  secret: ${secret}`, `  events: ${events}${defaults}`);
@@ -97,9 +119,19 @@ const PATH_RE = /^[\w.~-]+(\/[\w.~-]+)*$/;
 /** A sender whose signature covers the public URL it calls (Twilio): its entry names that URL (`url`). */
 const signsUrl = (preset: SenderPreset) => SENDER_PRESETS[preset.name] === 'twilio';
 
-function entryOf(preset: SenderPreset, o: ConnectOpts, path: string, secret: ConnectEntry['secret'], url?: string): ConnectEntry {
-  const events = o.events?.split(',').map((e) => e.trim()).filter(Boolean);
-  if (events?.length === 0) throw new CliError('cli_usage', '--events: name at least one event type (or * for every one)');
+function entryOf(
+  preset: SenderPreset,
+  o: ConnectOpts,
+  path: string,
+  secret: ConnectEntry['secret'],
+  url?: string,
+): ConnectEntry {
+  const events = o.events
+    ?.split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
+  if (events?.length === 0)
+    throw new CliError('cli_usage', '--events: name at least one event type (or * for every one)');
   if (o.to !== undefined && o.channel === undefined) {
     throw new CliError('cli_usage', '--to needs --channel: the recipient is on that channel');
   }
@@ -112,9 +144,13 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const raw = rawConfig(file);
   const path = normalizeMatchPath(o.path ?? preset.name);
   if (!PATH_RE.test(path)) {
-    throw new CliError('cli_usage', `--path: expected a sub-path like ${preset.name} or ci/${preset.name}, got ${JSON.stringify(o.path)}`);
+    throw new CliError(
+      'cli_usage',
+      `--path: expected a sub-path like ${preset.name} or ci/${preset.name}, got ${JSON.stringify(o.path)}`,
+    );
   }
-  if (path === 'wake' || path === 'agent') throw new CliError('cli_usage', `--path: ${path} is a built-in hook; choose another path`);
+  if (path === 'wake' || path === 'agent')
+    throw new CliError('cli_usage', `--path: ${path} is a built-in hook; choose another path`);
   entryOf(preset, o, path, ''); // the options, checked before a secret is asked for
   if (signsUrl(preset) && o.publicUrl === undefined) {
     const pass = 'pass it with --public-url https://hooks.example.com. Nothing was written.';
@@ -127,7 +163,10 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
       occupant.kind !== 'preset'
         ? `--force replaces a preset entry only; remove ${occupant.at} by hand, or choose another --path`
         : `pass --force to replace that entry, or --path to connect ${preset.title} on another path`;
-    throw new CliError('cli_usage', `not writing ${file}: "${path}" is already taken by ${occupant.at}; ${how}. Nothing was written.`);
+    throw new CliError(
+      'cli_usage',
+      `not writing ${file}: "${path}" is already taken by ${occupant.at}; ${how}. Nothing was written.`,
+    );
   }
 
   const secret = await obtainSecret(preset, o, configDir, secretFileFor(dataDirOf(raw, configDir), path));
@@ -136,9 +175,15 @@ async function setUp(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const replace = occupant?.kind === 'preset' ? occupant.index : undefined;
   const url = signsUrl(preset) ? publicUrl(o, raw, file, path).url : undefined;
   const edit = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.ref, url)), comment, replace);
-  if (edit.kind === 'refused') throw new CliError('cli_usage', `not writing ${file}: ${edit.reason}. Nothing was written.`);
+  if (edit.kind === 'refused')
+    throw new CliError('cli_usage', `not writing ${file}: ${edit.reason}. Nothing was written.`);
   // Checked with the value itself in place of the reference: a secret its scheme refuses (a whsec_ that is not base64) is caught now.
-  const check = addPresetEntry(text, entryText(entryOf(preset, o, path, secret.value ?? secret.ref, url)), comment, replace);
+  const check = addPresetEntry(
+    text,
+    entryText(entryOf(preset, o, path, secret.value ?? secret.ref, url)),
+    comment,
+    replace,
+  );
   if (check.kind === 'edited') checkEntry(check.text, file, edit.index);
   writeSecret(secret);
   replaceFileKeepingMode(file, edit.text);
@@ -155,7 +200,10 @@ function checkEntry(text: string, file: string, index: number): void {
     const mine = err.issues.filter((i) => i.path === at || i.path.startsWith(`${at}.`) || i.path.startsWith(`${at}[`));
     if (mine.length) {
       const problems = mine.map((i) => `  ${i.path}: ${i.message}`).join('\n');
-      throw new CliError('cli_usage', `not writing ${file}: the new ${at} would be invalid (nothing was written):\n${problems}`);
+      throw new CliError(
+        'cli_usage',
+        `not writing ${file}: the new ${at} would be invalid (nothing was written):\n${problems}`,
+      );
     }
   }
 }
@@ -182,7 +230,10 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
     const once = `Secret: paste it into ${title} (its secret field). It is shown only this once; hookgate keeps it in ${where}:`;
     out.push(once, `  ${secret.value}`, '');
   } else if (secret.kept) {
-    out.push(`Secret: kept the one already in ${where} (${title} has it if you pasted it before; \`cat ${sh(where)}\` shows it).`, '');
+    out.push(
+      `Secret: kept the one already in ${where} (${title} has it if you pasted it before; \`cat ${sh(where)}\` shows it).`,
+      '',
+    );
   } else if ('env' in secret.ref && preset.setup.secret === 'generate') {
     const set = `Secret: set ${secret.ref.env} where hookgate serve runs to a strong random value (\`hookgate token\` prints one)`;
     out.push(`${set}, and paste the same value into ${title}.`, '');
@@ -192,9 +243,15 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
     out.push(`Secret: set ${secret.ref.env} where hookgate serve runs to the signing secret ${title} shows.`, '');
   }
 
-  const events = o.events?.split(',').map((e) => e.trim()).filter(Boolean) ?? takenEvents(preset, {});
+  const events =
+    o.events
+      ?.split(',')
+      .map((e) => e.trim())
+      .filter(Boolean) ?? takenEvents(preset, {});
   const eventList = events.includes('*') ? 'every event type' : events.join(', ');
-  const steps = preset.setup.steps.map((s, i) => `  ${i + 1}. ${s.replaceAll('<url>', url).replaceAll('<events>', eventList)}`);
+  const steps = preset.setup.steps.map(
+    (s, i) => `  ${i + 1}. ${s.replaceAll('<url>', url).replaceAll('<events>', eventList)}`,
+  );
   out.push(`On ${title}'s side:`, ...steps, '');
 
   const flag = o.config ? ` --config ${sh(o.config)}` : '';
@@ -208,7 +265,12 @@ function printSetUp(preset: SenderPreset, o: ConnectOpts, d: Done): void {
 }
 
 /** The URL the sender posts to: under --public-url, else the listener's own with a note on what a sender can reach. */
-function publicUrl(o: ConnectOpts, raw: Record<string, unknown>, file: string, path: string): { url: string; note?: string } {
+function publicUrl(
+  o: ConnectOpts,
+  raw: Record<string, unknown>,
+  file: string,
+  path: string,
+): { url: string; note?: string } {
   const own = `${listenerUrlOf(raw, file)}/${path}`;
   if (o.publicUrl === undefined) {
     return {
@@ -223,7 +285,10 @@ function publicUrl(o: ConnectOpts, raw: Record<string, unknown>, file: string, p
   try {
     u = new URL(o.publicUrl);
   } catch {
-    throw new CliError('cli_usage', `--public-url: expected a URL like https://hooks.example.com, got ${JSON.stringify(o.publicUrl)}`);
+    throw new CliError(
+      'cli_usage',
+      `--public-url: expected a URL like https://hooks.example.com, got ${JSON.stringify(o.publicUrl)}`,
+    );
   }
   const hooksPath = new URL(own).pathname.slice(0, -(path.length + 1));
   // Just an origin: hookgate's own path is appended, as the proxy is expected to pass paths through unchanged.
@@ -235,7 +300,9 @@ function publicUrl(o: ConnectOpts, raw: Record<string, unknown>, file: string, p
 async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const { config, location } = fullConfig(o.config);
   const path = o.path === undefined ? undefined : normalizeMatchPath(o.path);
-  const entry = senderEntries(config.hooks).find((e) => e.use === preset.name && (path === undefined || e.path === path));
+  const entry = senderEntries(config.hooks).find(
+    (e) => e.use === preset.name && (path === undefined || e.path === path),
+  );
   if (!entry) {
     const on = path === undefined ? '' : ` on "${path}"`;
     const of = location.file ?? 'the embedded default';
@@ -250,7 +317,11 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
   const base = o.url ? `${o.url.replace(/\/+$/, '')}${config.hooks.path}` : listenerUrl(config);
   const target = `${base}/${entry.path}${signedQuery(entry.signature, raw)}`;
   // A fresh idempotency key: a sample whose delivery id is in its body (Stripe's event id) is not a duplicate of the last test.
-  const sent = { ...headers, ...signRequest(entry.signature, raw, Date.now()), 'idempotency-key': `connect-test-${randomUUID()}` };
+  const sent = {
+    ...headers,
+    ...signRequest(entry.signature, raw, Date.now()),
+    'idempotency-key': `connect-test-${randomUUID()}`,
+  };
   const res = await request(target, { method: 'POST', headers: sent, body: raw }, {});
   if (res.kind !== 'response') {
     const start = location.file ? `hookgate serve --config ${sh(location.file)}` : 'hookgate serve';
@@ -282,5 +353,7 @@ async function testSender(preset: SenderPreset, o: ConnectOpts): Promise<void> {
     process.stdout.write(`note: this entry takes ${taken}, not ${not}: the sample is answered and ignored, ${as}\n`);
   }
   const rendered = describe(result, entry.path, signer).join('\n');
-  process.stdout.write(`what the agent receives (rendered here as the service renders it; hookgate mappings test):\n${rendered}\n`);
+  process.stdout.write(
+    `what the agent receives (rendered here as the service renders it; hookgate mappings test):\n${rendered}\n`,
+  );
 }

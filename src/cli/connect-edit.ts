@@ -26,7 +26,8 @@ const lit = (v: unknown) => JSON.stringify(v);
 /** The entry as one line of JSON5: `{ use: "github", path: "github", secret: { file: "…" } }`. */
 export function entryText(e: ConnectEntry): string {
   const ref = e.secret;
-  const secret = typeof ref === 'string' ? lit(ref) : 'file' in ref ? `{ file: ${lit(ref.file)} }` : `{ env: ${lit(ref.env)} }`;
+  const secret =
+    typeof ref === 'string' ? lit(ref) : 'file' in ref ? `{ file: ${lit(ref.file)} }` : `{ env: ${lit(ref.env)} }`;
   const parts = [`use: ${lit(e.use)}`, `path: ${lit(e.path)}`, `secret: ${secret}`];
   if (e.events) parts.push(`events: [${e.events.map(lit).join(', ')}]`);
   if (e.action) parts.push(`action: ${lit(e.action)}`);
@@ -50,13 +51,16 @@ export function occupantOf(raw: Record<string, unknown>, path: string): Occupant
     const at = `hooks.presets[${i}]`;
     if (p === 'gmail' && path === 'gmail') return { kind: 'gmail', at: `${at} (the gmail preset)` };
     const entry = record(p);
-    const own = entry && (typeof entry.path === 'string' ? entry.path : typeof entry.use === 'string' ? entry.use : undefined);
-    if (own !== undefined && normalizeMatchPath(own) === path) return { kind: 'preset', index: i, at: `${at} (${String(entry!.use)})` };
+    const own =
+      entry && (typeof entry.path === 'string' ? entry.path : typeof entry.use === 'string' ? entry.use : undefined);
+    if (own !== undefined && normalizeMatchPath(own) === path)
+      return { kind: 'preset', index: i, at: `${at} (${String(entry!.use)})` };
   }
   const mappings = Array.isArray(hooks.mappings) ? (hooks.mappings as unknown[]) : [];
   for (const [i, m] of mappings.entries()) {
     const matchPath = record(record(m)?.match)?.path;
-    if (typeof matchPath === 'string' && normalizeMatchPath(matchPath) === path) return { kind: 'mapping', at: `hooks.mappings[${i}]` };
+    if (typeof matchPath === 'string' && normalizeMatchPath(matchPath) === path)
+      return { kind: 'mapping', at: `hooks.mappings[${i}]` };
   }
   const gmail = record(hooks.gmail);
   if (gmail?.account !== undefined) {
@@ -91,20 +95,35 @@ export function addPresetEntry(text: string, entry: string, comment: string, rep
   const hooks = member(tokens, root, 'hooks');
   if (!hooks) {
     const lines = (ind: string) => `${ind}hooks: {\n${ind}  presets: [\n${block(`${ind}    `)}${ind}  ],\n${ind}},\n`;
-    return { kind: 'edited', text: appendMember(text, tokens, root, lines), index: 0, how: 'added a hooks section with presets' };
+    return {
+      kind: 'edited',
+      text: appendMember(text, tokens, root, lines),
+      index: 0,
+      how: 'added a hooks section with presets',
+    };
   }
   if (tokens[hooks.value]?.text !== '{') return { kind: 'refused', reason: 'its hooks is not written as an object' };
   const presets = member(tokens, hooks.value, 'presets');
   if (!presets) {
     const lines = (ind: string) => `${ind}presets: [\n${block(`${ind}  `)}${ind}],\n`;
-    return { kind: 'edited', text: appendMember(text, tokens, hooks.value, lines), index: 0, how: 'added hooks.presets' };
+    return {
+      kind: 'edited',
+      text: appendMember(text, tokens, hooks.value, lines),
+      index: 0,
+      how: 'added hooks.presets',
+    };
   }
   const open = presets.value;
   if (tokens[open]?.text !== '[') return { kind: 'refused', reason: 'its hooks.presets is not written as an array' };
   const items = elements(tokens, open);
   if (replace === undefined) {
     const index = items.length;
-    return { kind: 'edited', text: appendMember(text, tokens, open, block), index, how: `added hooks.presets[${index}]` };
+    return {
+      kind: 'edited',
+      text: appendMember(text, tokens, open, block),
+      index,
+      how: `added hooks.presets[${index}]`,
+    };
   }
   const item = items[replace];
   if (!item) return { kind: 'refused', reason: `hooks.presets[${replace}] is not where it was expected` };

@@ -45,14 +45,22 @@ function refPath(configDir: string, file: string): string {
   return rel.startsWith('..') || isAbsolute(rel) ? file : `./${rel}`;
 }
 
-export async function obtainSecret(preset: SenderPreset, o: SecretOptions, configDir: string, file: string): Promise<ConnectSecret> {
+export async function obtainSecret(
+  preset: SenderPreset,
+  o: SecretOptions,
+  configDir: string,
+  file: string,
+): Promise<ConnectSecret> {
   if (o.secretEnv !== undefined && o.secretFile !== undefined) {
     throw new CliError('cli_usage', 'give the secret one way: --secret-file or --secret-env, not both');
   }
   if (o.secretEnv !== undefined) {
     if (!ENV_NAME_RE.test(o.secretEnv)) {
       const got = JSON.stringify(o.secretEnv);
-      throw new CliError('cli_usage', `--secret-env: expected an environment variable's name (letters, digits, _), got ${got}`);
+      throw new CliError(
+        'cli_usage',
+        `--secret-env: expected an environment variable's name (letters, digits, _), got ${got}`,
+      );
     }
     return { ref: { env: o.secretEnv } };
   }
@@ -65,7 +73,9 @@ export async function obtainSecret(preset: SenderPreset, o: SecretOptions, confi
     return { ref, value, write: file, generated: true };
   }
   if (process.stdin.isTTY) {
-    const value = (await promptHidden(`${preset.title}'s signing secret (paste it, then Enter; it is not shown): `)).trim();
+    const value = (
+      await promptHidden(`${preset.title}'s signing secret (paste it, then Enter; it is not shown): `)
+    ).trim();
     if (!value) throw new CliError('cli_usage', 'no secret given; nothing was written');
     return { ref, value, write: file };
   }
@@ -83,11 +93,15 @@ function readSecretFile(spec: string): string {
   try {
     text = readFileSync(spec === '-' ? 0 : resolve(spec), 'utf8');
   } catch (err) {
-    throw new CliError('cli_usage', `--secret-file ${spec}: cannot read it: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new CliError(
+      'cli_usage',
+      `--secret-file ${spec}: cannot read it: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
   const value = text.trim();
   if (!value) throw new CliError('cli_usage', `--secret-file ${spec}: it is empty`);
-  if (/[\r\n]/.test(value)) throw new CliError('cli_usage', `--secret-file ${spec}: expected the secret alone, on one line`);
+  if (/[\r\n]/.test(value))
+    throw new CliError('cli_usage', `--secret-file ${spec}: expected the secret alone, on one line`);
   return value;
 }
 

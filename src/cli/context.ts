@@ -4,7 +4,14 @@
  */
 import { existsSync } from 'node:fs';
 import { embeddedConfig, existingEmbeddedToken, newToken } from '../config/defaults.js';
-import { type Config, type ConfigLocation, configPath, loadConfigFile, loadStorageConfig, validateConfig } from '../config/load.js';
+import {
+  type Config,
+  type ConfigLocation,
+  configPath,
+  loadConfigFile,
+  loadStorageConfig,
+  validateConfig,
+} from '../config/load.js';
 import { safeUrl } from '../text-safe.js';
 import { CliError } from '../errors.js';
 import { configLabel, locate } from './endpoint.js';
@@ -18,7 +25,11 @@ import type { AuditStore, ClusterStore, GmailStore, OperatorStore } from '../sto
 export { cliFlags, announce, verbose } from './flags.js';
 export { listenerUrl, locate, serviceEndpoint } from './endpoint.js';
 
-export type CliStore = OperatorStore & Pick<ClusterStore, 'listNodes' | 'removeNode' | 'shared'> & Pick<AdminStore, 'queueDepths' | 'failuresSince'> & Pick<GmailStore, 'readGmailStatus'> & Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
+export type CliStore = OperatorStore &
+  Pick<ClusterStore, 'listNodes' | 'removeNode' | 'shared'> &
+  Pick<AdminStore, 'queueDepths' | 'failuresSince'> &
+  Pick<GmailStore, 'readGmailStatus'> &
+  Pick<AuditStore, 'appendAudit' | 'pageAudit'>;
 
 /** Said by `config check` and `doctor` about an embedded default that has not run in this directory yet. */
 export const UNSTARTED_DEFAULT_NOTE =
@@ -28,7 +39,11 @@ export const UNSTARTED_DEFAULT_NOTE =
  * The whole config, for commands that need more than the store (send, sessions route). Creates no token. `unstarted`:
  * the embedded default without its token yet, whose hooks are off only until `serve` creates it.
  */
-export function fullConfig(flag: string | undefined): { config: Config; location: ConfigLocation; unstarted?: boolean } {
+export function fullConfig(flag: string | undefined): {
+  config: Config;
+  location: ConfigLocation;
+  unstarted?: boolean;
+} {
   const location = locate(flag);
   if (location.file) return { config: loadConfigFile(location.file), location };
   const token = existingEmbeddedToken(process.cwd(), process.env)?.token;
@@ -44,7 +59,11 @@ export function fullConfig(flag: string | undefined): { config: Config; location
  * not be set), after checking that it exists: a command run from the wrong directory must not start an empty one.
  * Its schema must be this hookgate's (StoreSchemaError otherwise): only `store migrate` passes `schemaPolicy: 'migrate'`.
  */
-export async function withStore<T>(flag: string | undefined, fn: (store: CliStore) => Promise<T>, opts: Pick<OpenStoreOptions, 'schemaPolicy' | 'onSchema'> = { schemaPolicy: 'current' }): Promise<T> {
+export async function withStore<T>(
+  flag: string | undefined,
+  fn: (store: CliStore) => Promise<T>,
+  opts: Pick<OpenStoreOptions, 'schemaPolicy' | 'onSchema'> = { schemaPolicy: 'current' },
+): Promise<T> {
   const location = locate(flag);
   const target = loadStorageConfig(location.file);
   const storage = target.storage;
@@ -58,7 +77,11 @@ export async function withStore<T>(flag: string | undefined, fn: (store: CliStor
   } else {
     announce(`${configLabel(location)}; store ${storage.driver}`);
   }
-  const store = await openStore(storage, (p) => configPath(target, p), { writer: 'inline', checkpoints: 'auto', ...opts });
+  const store = await openStore(storage, (p) => configPath(target, p), {
+    writer: 'inline',
+    checkpoints: 'auto',
+    ...opts,
+  });
   try {
     return await fn(store);
   } finally {

@@ -29,7 +29,10 @@ function idOf(name: string, flag: '-u' | '-G'): string | undefined {
 export function readerFor(name: string): Reader {
   const uid = idOf(name, '-u');
   if (uid === undefined || !/^\d+$/.test(uid)) return { name, uid: undefined, gids: [] };
-  const gids = (idOf(name, '-G') ?? '').split(/\s+/).filter((g) => /^\d+$/.test(g)).map(Number);
+  const gids = (idOf(name, '-G') ?? '')
+    .split(/\s+/)
+    .filter((g) => /^\d+$/.test(g))
+    .map(Number);
   return { name, uid: Number(uid), gids };
 }
 
@@ -102,16 +105,30 @@ export function checkAccess(opts: AccessOptions): Finding[] {
   const names = files.map((f) => logPath(f, 200)).join(', ');
   out.push(
     unreadable.length
-      ? finding('fail', 'file access', `not readable by you (uid ${me}): ${unreadable.map((f) => logPath(f, 200)).join(', ')}`, 'run the doctor as the service\'s user, or fix the owner or mode')
+      ? finding(
+          'fail',
+          'file access',
+          `not readable by you (uid ${me}): ${unreadable.map((f) => logPath(f, 200)).join(', ')}`,
+          "run the doctor as the service's user, or fix the owner or mode",
+        )
       : finding('ok', 'file access', `readable by you (uid ${me}): ${names}`),
   );
   if (opts.serviceUser) out.push(serviceUserFinding(files, readerFor(opts.serviceUser)));
   else if (me === 0) {
-    out.push(finding('ok', 'file access', 'run as root, which reads everything: pass --service-user NAME to check the files as the service\'s user'));
+    out.push(
+      finding(
+        'ok',
+        'file access',
+        "run as root, which reads everything: pass --service-user NAME to check the files as the service's user",
+      ),
+    );
   }
   const envFile = envFileFor(opts.configFile, opts.envFile);
   if (existsSync(envFile)) out.push(envFileFinding(envFile));
-  else if (opts.envFile) out.push(finding('fail', 'env file', `${logPath(envFile, 300)} does not exist`, 'hookgate init --service writes it'));
+  else if (opts.envFile)
+    out.push(
+      finding('fail', 'env file', `${logPath(envFile, 300)} does not exist`, 'hookgate init --service writes it'),
+    );
   return out;
 }
 
@@ -128,17 +145,29 @@ export function applyEnvFile(envFile: string): Finding | undefined {
   if (!existsSync(envFile)) return undefined;
   const vars = readEnvFile(envFile);
   const shown = logPath(envFile, 300);
-  if (!vars) return finding('warn', 'env file', `${shown}: cannot be read by you; the config is checked without its variables`, 'run the doctor as root (systemd reads it as root)');
+  if (!vars)
+    return finding(
+      'warn',
+      'env file',
+      `${shown}: cannot be read by you; the config is checked without its variables`,
+      'run the doctor as root (systemd reads it as root)',
+    );
   for (const [k, v] of vars) process.env[k] = v;
-  return finding('ok', 'env file', `${shown}: ${vars.size} variable${vars.size === 1 ? '' : 's'} set for these checks, as systemd sets them for the service`);
+  return finding(
+    'ok',
+    'env file',
+    `${shown}: ${vars.size} variable${vars.size === 1 ? '' : 's'} set for these checks, as systemd sets them for the service`,
+  );
 }
 
 function serviceUserFinding(files: string[], reader: Reader): Finding {
-  const who = reader.uid === undefined
-    ? `user ${reader.name} (not a user here: checked as a DynamicUser= one, which owns none of the files and is in none of their groups)`
-    : `user ${reader.name} (uid ${reader.uid})`;
+  const who =
+    reader.uid === undefined
+      ? `user ${reader.name} (not a user here: checked as a DynamicUser= one, which owns none of the files and is in none of their groups)`
+      : `user ${reader.name} (uid ${reader.uid})`;
   const blocked = files.map((f) => blockedFor(f, reader)).filter((b): b is string => b !== undefined);
-  if (!blocked.length) return finding('ok', 'service user', `${who} can read ${files.map((f) => logPath(f, 200)).join(', ')}`);
+  if (!blocked.length)
+    return finding('ok', 'service user', `${who} can read ${files.map((f) => logPath(f, 200)).join(', ')}`);
   return finding(
     'fail',
     'service user',
@@ -150,6 +179,16 @@ function serviceUserFinding(files: string[], reader: Reader): Finding {
 function envFileFinding(envFile: string): Finding {
   const shown = logPath(envFile, 300);
   const exposed = exposedPaths([envFile]);
-  if (exposed.length) return finding('warn', 'env file', `${shown} is readable by group or others (${exposed[0]!.mode}); it holds secrets`, `chmod 600 ${shown}`);
-  return finding('ok', 'env file', `${shown}: private to its owner (systemd reads it as root before starting the service)`);
+  if (exposed.length)
+    return finding(
+      'warn',
+      'env file',
+      `${shown} is readable by group or others (${exposed[0]!.mode}); it holds secrets`,
+      `chmod 600 ${shown}`,
+    );
+  return finding(
+    'ok',
+    'env file',
+    `${shown}: private to its owner (systemd reads it as root before starting the service)`,
+  );
 }

@@ -24,6 +24,9 @@ export function formatFindings(list: readonly Finding[]): string {
   const count = (s: CheckStatus) => list.filter((f) => f.status === s).length;
   const failed = count('fail');
   const warned = count('warn');
-  lines.push('', `${failed ? `${failed} failed` : 'no failures'}, ${warned} warning${warned === 1 ? '' : 's'}, ${count('ok')} ok`);
+  lines.push(
+    '',
+    `${failed ? `${failed} failed` : 'no failures'}, ${warned} warning${warned === 1 ? '' : 's'}, ${count('ok')} ok`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -34,7 +34,9 @@ export function probeNative(): NativeState {
   }
   const fromSource = existsSync(join(pkgDir, 'build', 'Release', 'obj.target'));
   try {
-    const Database = require('better-sqlite3') as new (f: string) => { prepare(s: string): { pluck(): { get(): unknown } }; close(): void };
+    const Database = require('better-sqlite3') as new (
+      f: string,
+    ) => { prepare(s: string): { pluck(): { get(): unknown } }; close(): void };
     const db = new Database(':memory:');
     const sqlite = String(db.prepare('select sqlite_version()').pluck().get());
     db.close();
@@ -48,16 +50,37 @@ export function probeNative(): NativeState {
 /** `required`: the config's store is SQLite (a PostgreSQL store does not load the module to serve). */
 export function nativeFinding(state: NativeState, required: boolean): Finding {
   const abi = `Node ${process.version}, module ABI ${process.versions.modules}`;
-  const how = state.fromSource === undefined ? '' : state.fromSource ? '; compiled here from source' : '; prebuilt binary';
-  if (!state.error) return finding('ok', 'sqlite driver', `better-sqlite3 ${state.version} loads (SQLite ${state.sqlite}; ${abi}${how})`);
+  const how =
+    state.fromSource === undefined ? '' : state.fromSource ? '; compiled here from source' : '; prebuilt binary';
+  if (!state.error)
+    return finding(
+      'ok',
+      'sqlite driver',
+      `better-sqlite3 ${state.version} loads (SQLite ${state.sqlite}; ${abi}${how})`,
+    );
   const status = required ? 'fail' : 'warn';
   const name = `better-sqlite3${state.version ? ` ${state.version}` : ''}`;
   switch (state.error.code) {
     case 'MODULE_NOT_FOUND':
-      return finding(status, 'sqlite driver', `better-sqlite3 is not installed (${state.error.code})`, 'npm ci in the checkout');
+      return finding(
+        status,
+        'sqlite driver',
+        `better-sqlite3 is not installed (${state.error.code})`,
+        'npm ci in the checkout',
+      );
     case 'ERR_DLOPEN_FAILED':
-      return finding(status, 'sqlite driver', `${name} does not load (${state.error.code}): built for another Node or system (${abi}${how})`, REBUILD_FIX);
+      return finding(
+        status,
+        'sqlite driver',
+        `${name} does not load (${state.error.code}): built for another Node or system (${abi}${how})`,
+        REBUILD_FIX,
+      );
     default:
-      return finding(status, 'sqlite driver', `${name} does not load (${state.error.code}): its native module was not built (${abi})`, REBUILD_FIX);
+      return finding(
+        status,
+        'sqlite driver',
+        `${name} does not load (${state.error.code}): its native module was not built (${abi})`,
+        REBUILD_FIX,
+      );
   }
 }

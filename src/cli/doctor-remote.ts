@@ -28,11 +28,19 @@ export async function bounded(run: (signal: AbortSignal) => Promise<CheckResult>
   const late = new Promise<CheckResult>((resolve) => {
     timer = setTimeout(() => {
       ac.abort();
-      resolve(checkFail(`no answer within ${CHECK_TIMEOUT_MS / 1000} s`, 'check the URL or host, and that the service there runs'));
+      resolve(
+        checkFail(
+          `no answer within ${CHECK_TIMEOUT_MS / 1000} s`,
+          'check the URL or host, and that the service there runs',
+        ),
+      );
     }, CHECK_TIMEOUT_MS);
   });
   try {
-    return await Promise.race([run(ac.signal).catch((err: unknown) => checkFail(`the check failed: ${firstLine(err)}`)), late]);
+    return await Promise.race([
+      run(ac.signal).catch((err: unknown) => checkFail(`the check failed: ${firstLine(err)}`)),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -46,7 +54,10 @@ export async function checkProviders(config: Config, offline: boolean): Promise<
       if (offline && !LOCAL_PROVIDER_APIS.has(section.api)) return fromCheck(what, OFFLINE);
       const provider = createProvider(id, section);
       try {
-        return fromCheck(what, provider.check ? await bounded((signal) => provider.check!(signal)) : checkOk('no check for this API'));
+        return fromCheck(
+          what,
+          provider.check ? await bounded((signal) => provider.check!(signal)) : checkOk('no check for this API'),
+        );
       } finally {
         await provider.close?.();
       }
@@ -61,14 +72,21 @@ export async function checkChannels(config: Config, offline: boolean): Promise<F
   for (const name of CORE_CHANNELS) {
     const section = config.channels[name];
     if (!section) continue;
-    const accounts: Array<[string, unknown]> = [[`channels.${name}`, section], ...Object.entries(section.accounts).map(([id, a]): [string, unknown] => [`channels.${name}.accounts.${id}`, a])];
-    for (const [what, cfg] of accounts) jobs.push(checkOne(what, () => createPlatformChannel(name, cfg, ctx), offline && !LOCAL_CHANNELS.has(name)));
+    const accounts: Array<[string, unknown]> = [
+      [`channels.${name}`, section],
+      ...Object.entries(section.accounts).map(([id, a]): [string, unknown] => [`channels.${name}.accounts.${id}`, a]),
+    ];
+    for (const [what, cfg] of accounts)
+      jobs.push(checkOne(what, () => createPlatformChannel(name, cfg, ctx), offline && !LOCAL_CHANNELS.has(name)));
   }
-  if (config.channels.webhook) jobs.push(checkOne('channels.webhook', async () => createWebhookChannel(config.channels.webhook!, ctx), false));
+  if (config.channels.webhook)
+    jobs.push(checkOne('channels.webhook', async () => createWebhookChannel(config.channels.webhook!, ctx), false));
   jobs.push(checkOne('channels.log', async () => createLogChannel(config.channels.log, ctx), false));
   config.channels.plugins.forEach((entry, i) => {
     // A plugin's own check may call out: it counts as network.
-    jobs.push(checkOne(`channels.plugins[${i}]`, () => loadChannelPlugin(entry, ctx, `channels.plugins[${i}]`), offline));
+    jobs.push(
+      checkOne(`channels.plugins[${i}]`, () => loadChannelPlugin(entry, ctx, `channels.plugins[${i}]`), offline),
+    );
   });
   return Promise.all(jobs);
 }

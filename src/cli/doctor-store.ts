@@ -19,8 +19,20 @@ const BUSY_WAIT_MS = 2000;
  * `fromFile`: the store is named by a config file, so serve will create it there when missing; without one (the
  * embedded default) a missing store more likely means the doctor runs in the wrong directory.
  */
-export function checkStore(storage: Extract<StorageConfig, { driver: 'sqlite' }>, dir: string, fromFile: boolean): Finding[] {
-  if (storage.path === ':memory:') return [finding('warn', 'store', 'in memory (:memory:): runs and deliveries do not survive a restart', 'set storage.path to a file')];
+export function checkStore(
+  storage: Extract<StorageConfig, { driver: 'sqlite' }>,
+  dir: string,
+  fromFile: boolean,
+): Finding[] {
+  if (storage.path === ':memory:')
+    return [
+      finding(
+        'warn',
+        'store',
+        'in memory (:memory:): runs and deliveries do not survive a restart',
+        'set storage.path to a file',
+      ),
+    ];
   const path = resolve(dir, storage.path);
   const shown = logPath(path, 300);
   if (!existsSync(path)) return [missingStore(path, fromFile)];
@@ -60,7 +72,12 @@ function missingStore(path: string, fromFile: boolean): Finding {
   try {
     accessSync(existing, constants.W_OK | constants.X_OK);
   } catch (err) {
-    return finding('fail', 'store', `no store at ${shown}, and it cannot be created: ${logPath(existing, 300)} is not writable (${codeOf(err)})`, 'change storage.path, or the directory\'s owner or mode');
+    return finding(
+      'fail',
+      'store',
+      `no store at ${shown}, and it cannot be created: ${logPath(existing, 300)} is not writable (${codeOf(err)})`,
+      "change storage.path, or the directory's owner or mode",
+    );
   }
   return finding('ok', 'store', `no store yet at ${shown}: \`hookgate serve\` creates it (file 0600, directory 0700)`);
 }
@@ -71,7 +88,7 @@ function probe(path: string): Finding[] {
   try {
     db = new Database(path, { fileMustExist: true, timeout: BUSY_WAIT_MS });
   } catch (err) {
-    return [finding('fail', 'store', `cannot open ${shown} (${codeOf(err)})`, 'check the file\'s owner and mode')];
+    return [finding('fail', 'store', `cannot open ${shown} (${codeOf(err)})`, "check the file's owner and mode")];
   }
   const out: Finding[] = [];
   try {
@@ -83,28 +100,74 @@ function probe(path: string): Finding[] {
     } catch (err) {
       const code = codeOf(err);
       if (code === 'SQLITE_BUSY') {
-        out.push(finding('warn', 'store', `${shown}: another process held the write lock for ${BUSY_WAIT_MS / 1000} s (a busy service?)`));
+        out.push(
+          finding(
+            'warn',
+            'store',
+            `${shown}: another process held the write lock for ${BUSY_WAIT_MS / 1000} s (a busy service?)`,
+          ),
+        );
       } else if (code === 'SQLITE_NOTADB') {
-        return [finding('fail', 'store', `${shown} is not a SQLite database`, 'point storage.path at the store, or move this file away')];
+        return [
+          finding(
+            'fail',
+            'store',
+            `${shown} is not a SQLite database`,
+            'point storage.path at the store, or move this file away',
+          ),
+        ];
       } else {
-        out.push(finding('fail', 'store', `${shown} is not writable (${code})`, 'the service\'s user must own the file and its directory'));
+        out.push(
+          finding(
+            'fail',
+            'store',
+            `${shown} is not writable (${code})`,
+            "the service's user must own the file and its directory",
+          ),
+        );
       }
     }
     const check = db.pragma('quick_check', { simple: true });
     out.push(
       check === 'ok'
         ? finding('ok', 'store integrity', 'PRAGMA quick_check: ok')
-        : finding('fail', 'store integrity', `PRAGMA quick_check: ${logPath(String(check), 200)}`, 'stop hookgate and restore a backup (or `sqlite3 .recover` into a new file)'),
+        : finding(
+            'fail',
+            'store integrity',
+            `PRAGMA quick_check: ${logPath(String(check), 200)}`,
+            'stop hookgate and restore a backup (or `sqlite3 .recover` into a new file)',
+          ),
     );
     const version = Number(db.pragma('user_version', { simple: true }));
     if (version > SQLITE_MIGRATIONS.length) {
-      out.push(finding('fail', 'store schema', `version ${version}: written by a newer hookgate (this one knows ${SQLITE_MIGRATIONS.length})`, 'upgrade hookgate'));
+      out.push(
+        finding(
+          'fail',
+          'store schema',
+          `version ${version}: written by a newer hookgate (this one knows ${SQLITE_MIGRATIONS.length})`,
+          'upgrade hookgate',
+        ),
+      );
     } else if (version < SQLITE_MIGRATIONS.length) {
-      out.push(finding('warn', 'store schema', `version ${version}; this hookgate needs ${SQLITE_MIGRATIONS.length}: the other commands refuse it until it is migrated`, MIGRATE_HINT));
+      out.push(
+        finding(
+          'warn',
+          'store schema',
+          `version ${version}; this hookgate needs ${SQLITE_MIGRATIONS.length}: the other commands refuse it until it is migrated`,
+          MIGRATE_HINT,
+        ),
+      );
     }
   } catch (err) {
     const code = codeOf(err);
-    out.push(finding('fail', 'store', code === 'SQLITE_NOTADB' ? `${shown} is not a SQLite database` : `${shown}: ${code}`, 'point storage.path at the store'));
+    out.push(
+      finding(
+        'fail',
+        'store',
+        code === 'SQLITE_NOTADB' ? `${shown} is not a SQLite database` : `${shown}: ${code}`,
+        'point storage.path at the store',
+      ),
+    );
   } finally {
     db.close();
   }

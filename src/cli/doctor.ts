@@ -33,12 +33,20 @@ export interface DoctorOptions {
 export function addDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check the config, the store, the port, each provider and each channel\'s credentials; exit 1 naming each problem')
+    .description(
+      "check the config, the store, the port, each provider and each channel's credentials; exit 1 naming each problem",
+    )
     .addOption(configOption())
     .addOption(jsonOption())
     .option('--offline', 'skip every network call (providers, channels, the port probe of a remote bind)')
-    .option('--service-user <name>', "also check that this user can read the config and its secret files (a name the system does not know: the unit's DynamicUser=)")
-    .option('--env-file <file>', 'the environment file to check (default: hookgate.env next to the config, when there is one)')
+    .option(
+      '--service-user <name>',
+      "also check that this user can read the config and its secret files (a name the system does not know: the unit's DynamicUser=)",
+    )
+    .option(
+      '--env-file <file>',
+      'the environment file to check (default: hookgate.env next to the config, when there is one)',
+    )
     .action(async (opts: DoctorOptions) => {
       const findings = await runDoctor(opts);
       if (opts.json) printJson(findings);
@@ -56,7 +64,8 @@ export async function runDoctor(opts: DoctorOptions): Promise<Finding[]> {
   const envApplied = location.file ? applyEnvFile(envFileFor(location.file, opts.envFile)) : undefined;
   if (envApplied) out.push(envApplied);
   const config = loadForDoctor(location, opts.config, out);
-  if (location.file && existsSync(location.file)) out.push(...checkAccess({ configFile: location.file, envFile: opts.envFile, serviceUser: opts.serviceUser }));
+  if (location.file && existsSync(location.file))
+    out.push(...checkAccess({ configFile: location.file, envFile: opts.envFile, serviceUser: opts.serviceUser }));
   out.push(nativeFinding(probeNative(), storageDriver(location, config) === 'sqlite'));
   if (config) {
     out.push(...(await checkStoreConnection(config.storage, config.dir, location.file !== undefined)));
@@ -66,11 +75,14 @@ export async function runDoctor(opts: DoctorOptions): Promise<Finding[]> {
       const storage = loadStorageConfig(location.file);
       out.push(...(await checkStoreConnection(storage.storage, storage.dir, location.file !== undefined)));
     } catch {
-      out.push(finding('fail', 'store', 'not checked: the config\'s storage section cannot be read (see above)'));
+      out.push(finding('fail', 'store', "not checked: the config's storage section cannot be read (see above)"));
     }
   }
   if (!config) {
-    out.push(finding('fail', 'port', 'not checked: the config is not valid'), finding('fail', 'providers, channels', 'not checked: the config is not valid'));
+    out.push(
+      finding('fail', 'port', 'not checked: the config is not valid'),
+      finding('fail', 'providers, channels', 'not checked: the config is not valid'),
+    );
     return out;
   }
   out.push(await checkPort(config, offline));
@@ -92,10 +104,19 @@ function storageDriver(location: ConfigLocation, config: Config | undefined): st
 /** The config as `serve` would load it, its problems and warnings as findings; undefined when it cannot be used. */
 function loadForDoctor(location: ConfigLocation, flag: string | undefined, out: Finding[]): Config | undefined {
   if (location.file && !existsSync(location.file)) {
-    out.push(finding('fail', 'config', `${logPath(location.file, 300)} (from ${location.from}) does not exist`, 'give an existing file, or `hookgate init` to write one'));
+    out.push(
+      finding(
+        'fail',
+        'config',
+        `${logPath(location.file, 300)} (from ${location.from}) does not exist`,
+        'give an existing file, or `hookgate init` to write one',
+      ),
+    );
     return undefined;
   }
-  const where = location.file ? `${logPath(location.file, 300)} (from ${location.from})` : `no config file: the embedded default (looked for ${location.looked.join(', ')})`;
+  const where = location.file
+    ? `${logPath(location.file, 300)} (from ${location.from})`
+    : `no config file: the embedded default (looked for ${location.looked.join(', ')})`;
   let config: Config;
   let unstarted: boolean | undefined;
   try {
@@ -107,7 +128,8 @@ function loadForDoctor(location: ConfigLocation, flag: string | undefined, out: 
     }
     out.push(finding('fail', 'config', `${where}: ${err.issues.length} problem${err.issues.length > 1 ? 's' : ''}`));
     // The loader's own messages: every problem by key path, as `config check` lists them.
-    for (const i of err.issues) out.push(finding('fail', 'config', `${i.path || '(root)'}: ${i.message}`, `fix ${i.path || 'the file'}`));
+    for (const i of err.issues)
+      out.push(finding('fail', 'config', `${i.path || '(root)'}: ${i.message}`, `fix ${i.path || 'the file'}`));
     return undefined;
   }
   out.push(finding('ok', 'config', `${where}: valid`));
@@ -126,8 +148,15 @@ async function checkPort(config: Config, offline: boolean): Promise<Finding> {
   if (port === 0) return finding('ok', 'port', 'gateway.port is 0: the system picks a free port at each start');
   const code = await tryListen(bind, port);
   if (code === undefined) return finding('ok', 'port', `${at} is free`);
-  if (code === 'EADDRNOTAVAIL') return finding('fail', 'port', `${bind} is not an address of this host`, 'set gateway.bind to 127.0.0.1 (behind a reverse proxy) or to an address of this host');
-  if (code === 'EACCES') return finding('fail', 'port', `${at}: listening needs privileges (EACCES)`, 'use a port above 1023');
+  if (code === 'EADDRNOTAVAIL')
+    return finding(
+      'fail',
+      'port',
+      `${bind} is not an address of this host`,
+      'set gateway.bind to 127.0.0.1 (behind a reverse proxy) or to an address of this host',
+    );
+  if (code === 'EACCES')
+    return finding('fail', 'port', `${at}: listening needs privileges (EACCES)`, 'use a port above 1023');
   if (code !== 'EADDRINUSE') return finding('fail', 'port', `${at}: cannot listen (${code})`);
   const host = bind === '0.0.0.0' ? '127.0.0.1' : bind === '::' ? '[::1]' : bind.includes(':') ? `[${bind}]` : bind;
   if (offline && !isLoopbackHost(host)) return finding('warn', 'port', `${at} is in use; not probed (--offline)`);

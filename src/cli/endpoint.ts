@@ -14,11 +14,13 @@ import { announce } from './flags.js';
 
 export function locate(flag: string | undefined): ConfigLocation {
   const loc = locateConfigFile(flag);
-  if (loc.file && !existsSync(loc.file)) throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
+  if (loc.file && !existsSync(loc.file))
+    throw new CliError('cli_config_missing', `config file ${loc.file} (from ${loc.from}) does not exist`);
   return loc;
 }
 
-export const configLabel = (loc: ConfigLocation) => (loc.file ? `config ${loc.file} (from ${loc.from})` : 'no config file: the embedded default');
+export const configLabel = (loc: ConfigLocation) =>
+  loc.file ? `config ${loc.file} (from ${loc.from})` : 'no config file: the embedded default';
 
 /** The hook listener's base URL (`{hooks.path}` included) as a client on this machine reaches it. */
 export function listenerUrl(config: Pick<ClientConfig, 'gateway' | 'hooks'>): string {
@@ -36,7 +38,11 @@ export function serviceEndpoint(flag: string | undefined): { config: ClientConfi
     const usable = clientToken('hooks', config.hooks, Date.now());
     token = usable?.token;
     from = `${usable?.key ?? 'hooks.token'} of ${location.file}`;
-    if (!token) throw new CliError('cli_token_missing', `no hook token: hooks.token is not set in ${location.file} (from ${location.from}), nor an unexpired hooks.tokens entry; send never makes one up`);
+    if (!token)
+      throw new CliError(
+        'cli_token_missing',
+        `no hook token: hooks.token is not set in ${location.file} (from ${location.from}), nor an unexpired hooks.tokens entry; send never makes one up`,
+      );
   } else {
     const found = existingEmbeddedToken(process.cwd(), process.env);
     if (!found) {
@@ -44,7 +50,11 @@ export function serviceEndpoint(flag: string | undefined): { config: ClientConfi
         'cli_token_missing',
         [
           'no hook token: no config file, $HOOKGATE_TOKEN is not set and the embedded default has no token yet. Looked for:',
-          ...[...location.looked, '$HOOKGATE_TOKEN (not set)', `${embeddedTokenFile(process.cwd())} (no such file)`].map((l) => `  ${l}`),
+          ...[
+            ...location.looked,
+            '$HOOKGATE_TOKEN (not set)',
+            `${embeddedTokenFile(process.cwd())} (no such file)`,
+          ].map((l) => `  ${l}`),
           'Run this where `hookgate serve` runs, or pass --config FILE; send never makes a token up.',
         ].join('\n'),
       );

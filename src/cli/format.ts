@@ -5,7 +5,11 @@ export function table(rows: Array<Record<string, unknown>>, columns: string[]): 
   if (rows.length === 0) return '(none)';
   const cells = rows.map((r) => columns.map((c) => cell(r[c])));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n');
 }
 
@@ -16,7 +20,12 @@ function cell(v: unknown): string {
 }
 
 export function time(ms: number | null | undefined): string {
-  return ms ? new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-';
+  return ms
+    ? new Date(ms)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z')
+    : '-';
 }
 
 export function printJson(v: unknown): void {

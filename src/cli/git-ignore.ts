@@ -35,7 +35,10 @@ export function ignoreInGit(...paths: string[]): IgnoreResult {
     const at = join(realpathSync(dirname(path)), basename(path));
     if (git(['check-ignore', '-q', '--', at], dir).ok) continue;
     // Escaped so a name with glob or comment characters matches only itself.
-    const rel = relative(top.out, at).split(sep).join('/').replace(/[*?[\\]/g, '\\$&');
+    const rel = relative(top.out, at)
+      .split(sep)
+      .join('/')
+      .replace(/[*?[\\]/g, '\\$&');
     const line = `/${rel}${isDir ? '/' : ''}`.replace(/^\/([#!])/, '/\\$1');
     if (!have.has(line)) lines.push(line);
   }

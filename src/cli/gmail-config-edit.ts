@@ -63,7 +63,11 @@ export function gmailBlockText(b: GmailBlock, indent: string, pushEndpoint: stri
 }
 
 export type EditResult =
-  | { kind: 'edited'; text: string; how: 'appended to hooks' | 'added a hooks section' | 'replaced the empty gmail: {}' }
+  | {
+      kind: 'edited';
+      text: string;
+      how: 'appended to hooks' | 'added a hooks section' | 'replaced the empty gmail: {}';
+    }
   | { kind: 'same' }
   | { kind: 'refused'; reason: string };
 
@@ -71,16 +75,22 @@ export type EditResult =
  * The config text with `hooks.gmail` set to the block. `blockLines(indent)` renders `gmail: { … },` at an indent;
  * `value` is what it parses to, so a config that already holds exactly this block is left alone.
  */
-export function insertGmail(text: string, value: Record<string, unknown>, blockLines: (indent: string) => string): EditResult {
+export function insertGmail(
+  text: string,
+  value: Record<string, unknown>,
+  blockLines: (indent: string) => string,
+): EditResult {
   let parsed: unknown;
   try {
     parsed = JSON5.parse(text);
   } catch (err) {
     return { kind: 'refused', reason: `it is not valid JSON5 (${(err as Error).message})` };
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { kind: 'refused', reason: 'it is not a JSON5 object' };
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    return { kind: 'refused', reason: 'it is not a JSON5 object' };
   const hooks = (parsed as Record<string, unknown>).hooks;
-  if (hooks !== undefined && (hooks === null || typeof hooks !== 'object' || Array.isArray(hooks))) return { kind: 'refused', reason: 'its hooks is not an object' };
+  if (hooks !== undefined && (hooks === null || typeof hooks !== 'object' || Array.isArray(hooks)))
+    return { kind: 'refused', reason: 'its hooks is not an object' };
   const existing = (hooks as Record<string, unknown> | undefined)?.gmail;
   if (existing !== undefined && JSON.stringify(existing) === JSON.stringify(value)) return { kind: 'same' };
   const tokens = tokenize(text);
@@ -93,7 +103,8 @@ export function insertGmail(text: string, value: Record<string, unknown>, blockL
   }
   const hooksOpen = hooksMember.value;
   if (tokens[hooksOpen]?.text !== '{') return { kind: 'refused', reason: 'its hooks is not written as an object' };
-  if (existing === undefined) return { kind: 'edited', text: appendMember(text, tokens, hooksOpen, blockLines), how: 'appended to hooks' };
+  if (existing === undefined)
+    return { kind: 'edited', text: appendMember(text, tokens, hooksOpen, blockLines), how: 'appended to hooks' };
   const gmail = member(tokens, hooksOpen, 'gmail');
   const empty = gmail && tokens[gmail.value]?.text === '{' && tokens[gmail.value + 1]?.text === '}';
   if (!gmail || !empty || JSON.stringify(existing) !== '{}') {

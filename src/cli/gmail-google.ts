@@ -9,7 +9,15 @@ import { CliError } from '../errors.js';
 import { type HttpFailure, type HttpResponse, is2xx, originOf, request } from '../http/client.js';
 import { GoogleApiError } from '../http/errors.js';
 import { googleError } from '../http/google.js';
-import { type Grant, type TokenAnswer, asRecord, jwtBearer, readServiceAccount, refreshToken, requestToken } from '../http/token.js';
+import {
+  type Grant,
+  type TokenAnswer,
+  asRecord,
+  jwtBearer,
+  readServiceAccount,
+  refreshToken,
+  requestToken,
+} from '../http/token.js';
 import { firstLine, logSafe, safeUrl } from '../text-safe.js';
 
 export const GOOGLE_TOKEN_URL = 'https://oauth2.googleapis.com/token';
@@ -80,15 +88,27 @@ async function fromCredentialsFile(file: string, from: string, tokenUrl: string 
   if (key.type === 'service_account' && key.client_email && key.private_key) {
     const url = tokenUrl ?? key.token_uri ?? GOOGLE_TOKEN_URL;
     const account = readServiceAccount(asRecord(key));
-    if (typeof account !== 'object') throw new CliError('cli_usage', `${label}: private_key is not an RSA key in PKCS#8 PEM form`);
+    if (typeof account !== 'object')
+      throw new CliError('cli_usage', `${label}: private_key is not an RSA key in PKCS#8 PEM form`);
     const token = await tokenGrant(url, jwtBearer(account, PUBSUB_SCOPE), label);
     return { token, from: `${label}, service account ${key.client_email}` };
   }
   if (key.type === 'authorized_user' && key.client_id && key.client_secret && key.refresh_token) {
-    const token = await refreshAccessToken({ tokenUrl: tokenUrl ?? GOOGLE_TOKEN_URL, clientId: key.client_id, clientSecret: key.client_secret, refreshToken: key.refresh_token }, label);
+    const token = await refreshAccessToken(
+      {
+        tokenUrl: tokenUrl ?? GOOGLE_TOKEN_URL,
+        clientId: key.client_id,
+        clientSecret: key.client_secret,
+        refreshToken: key.refresh_token,
+      },
+      label,
+    );
     return { token, from: `${label}, user credentials` };
   }
-  throw new CliError('cli_usage', `${label}: not a service-account key (type "service_account" with client_email and private_key) nor user credentials (type "authorized_user"); type is ${JSON.stringify(key.type ?? null)}`);
+  throw new CliError(
+    'cli_usage',
+    `${label}: not a service-account key (type "service_account" with client_email and private_key) nor user credentials (type "authorized_user"); type is ${JSON.stringify(key.type ?? null)}`,
+  );
 }
 
 export interface RefreshCredentials {
@@ -110,7 +130,10 @@ async function tokenGrant(url: string, grant: Grant, label: string): Promise<str
   if (res.kind !== 'response') throw unreachable(`token endpoint ${safeUrl(url)}`, url, res);
   const error = answer.error ?? `HTTP ${res.status}`;
   const description = answer.description ? `: ${answer.description}` : '';
-  throw new CliError('cli_google', `${label}: Google's token endpoint refused the ${grant.type === 'refresh_token' ? 'refresh token' : 'signed assertion'} (${error}${description}). ${tokenFix(error, grant.type)}`);
+  throw new CliError(
+    'cli_google',
+    `${label}: Google's token endpoint refused the ${grant.type === 'refresh_token' ? 'refresh token' : 'signed assertion'} (${error}${description}). ${tokenFix(error, grant.type)}`,
+  );
 }
 
 function tokenFix(error: string, grant: Grant['type']): string {
@@ -118,7 +141,8 @@ function tokenFix(error: string, grant: Grant['type']): string {
     return 'The refresh token was revoked, has expired (an app in "Testing" gets tokens that expire after 7 days) or belongs to another client: get a new one (docs/gmail.md, step 3).';
   }
   if (error === 'invalid_client') return 'Check the client id and secret (Google Auth Platform → Clients).';
-  if (error === 'invalid_grant') return 'Check the machine clock, and that the key is not deleted or disabled (IAM → Service accounts → Keys).';
+  if (error === 'invalid_grant')
+    return 'Check the machine clock, and that the key is not deleted or disabled (IAM → Service accounts → Keys).';
   return 'See docs/gmail.md#errors.';
 }
 
@@ -130,8 +154,10 @@ export interface PubSubTarget {
 
 export type StepOutcome = 'created' | 'exists' | 'added' | 'present';
 
-const topicPath = (t: PubSubTarget, topic: string) => `projects/${encodeURIComponent(t.project)}/topics/${encodeURIComponent(topic)}`;
-const subscriptionPath = (t: PubSubTarget, sub: string) => `projects/${encodeURIComponent(t.project)}/subscriptions/${encodeURIComponent(sub)}`;
+const topicPath = (t: PubSubTarget, topic: string) =>
+  `projects/${encodeURIComponent(t.project)}/topics/${encodeURIComponent(topic)}`;
+const subscriptionPath = (t: PubSubTarget, sub: string) =>
+  `projects/${encodeURIComponent(t.project)}/subscriptions/${encodeURIComponent(sub)}`;
 
 /** `projects.topics.create`: PUT; a topic that already exists (409 ALREADY_EXISTS) is fine. */
 export async function createTopic(t: PubSubTarget, topic: string): Promise<StepOutcome> {
@@ -151,7 +177,13 @@ interface Policy {
  */
 export async function grantPublisher(t: PubSubTarget, topic: string): Promise<StepOutcome> {
   for (let attempt = 1; ; attempt++) {
-    const res = await google(t, 'GET', `${topicPath(t, topic)}:getIamPolicy`, undefined, `read the IAM policy of topic ${topic}`);
+    const res = await google(
+      t,
+      'GET',
+      `${topicPath(t, topic)}:getIamPolicy`,
+      undefined,
+      `read the IAM policy of topic ${topic}`,
+    );
     const policy = asRecord(res.json) as Policy;
     const bindings = [...(policy.bindings ?? [])];
     const plain = bindings.find((b) => b.role === PUBLISHER_ROLE && !b.condition);
@@ -159,7 +191,14 @@ export async function grantPublisher(t: PubSubTarget, topic: string): Promise<St
     if (plain) plain.members = [...(plain.members ?? []), GMAIL_PUBLISHER];
     else bindings.push({ role: PUBLISHER_ROLE, members: [GMAIL_PUBLISHER] });
     const next: Policy = { ...policy, bindings };
-    const set = await google(t, 'POST', `${topicPath(t, topic)}:setIamPolicy`, { policy: next }, `grant Gmail the publisher role on topic ${topic}`, attempt < 3 ? [409] : []);
+    const set = await google(
+      t,
+      'POST',
+      `${topicPath(t, topic)}:setIamPolicy`,
+      { policy: next },
+      `grant Gmail the publisher role on topic ${topic}`,
+      attempt < 3 ? [409] : [],
+    );
     if (set.status !== 409) return 'added';
   }
 }
@@ -185,16 +224,23 @@ export interface SubscriptionOutcome {
 export async function createPushSubscription(t: PubSubTarget, s: PushSubscription): Promise<SubscriptionOutcome> {
   const body = {
     topic: `projects/${t.project}/topics/${s.topic}`,
-    pushConfig: { pushEndpoint: s.pushEndpoint, oidcToken: { serviceAccountEmail: s.serviceAccountEmail, audience: s.audience } },
+    pushConfig: {
+      pushEndpoint: s.pushEndpoint,
+      oidcToken: { serviceAccountEmail: s.serviceAccountEmail, audience: s.audience },
+    },
     ackDeadlineSeconds: 60,
   };
   const res = await google(t, 'PUT', subscriptionPath(t, s.name), body, `create push subscription ${s.name}`, [409]);
   if (res.status !== 409) return { outcome: 'created', differences: [] };
   const got = await google(t, 'GET', subscriptionPath(t, s.name), undefined, `read subscription ${s.name}`);
-  const have = asRecord(got.json) as { topic?: string; pushConfig?: { pushEndpoint?: string; oidcToken?: { serviceAccountEmail?: string; audience?: string } } };
+  const have = asRecord(got.json) as {
+    topic?: string;
+    pushConfig?: { pushEndpoint?: string; oidcToken?: { serviceAccountEmail?: string; audience?: string } };
+  };
   const differences: string[] = [];
   const compare = (what: string, has: string | undefined, wanted: string) => {
-    if ((has ?? '') !== wanted) differences.push(`${what} is ${JSON.stringify(has ?? null)}, not ${JSON.stringify(wanted)}`);
+    if ((has ?? '') !== wanted)
+      differences.push(`${what} is ${JSON.stringify(has ?? null)}, not ${JSON.stringify(wanted)}`);
   };
   compare('topic', have.topic, body.topic);
   compare('push endpoint', have.pushConfig?.pushEndpoint, s.pushEndpoint);
@@ -221,26 +267,41 @@ async function google(
   const url = `${t.baseUrl.replace(/\/+$/, '')}/${prefix}${path}`;
   const headers: Record<string, string> = { authorization: `Bearer ${t.token}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await request(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, { timeoutMs: TIMEOUT_MS });
+  const res = await request(
+    url,
+    { method, headers, body: body === undefined ? undefined : JSON.stringify(body) },
+    { timeoutMs: TIMEOUT_MS },
+  );
   if (res.kind !== 'response') throw unreachable(what, url, res);
   if (is2xx(res.status) || allowed.includes(res.status)) return res;
   const e = googleError(res.json);
   const status = e.status ?? `HTTP ${res.status}`;
   const message = e.message ? `: ${logSafe(firstLine(e.message), 300)}` : '';
-  throw new GoogleApiError(`${what}: Google answered ${res.status} ${status}${message}. ${apiFix(res.status, e.reason, api)}`, res.status, undefined, e.status);
+  throw new GoogleApiError(
+    `${what}: Google answered ${res.status} ${status}${message}. ${apiFix(res.status, e.reason, api)}`,
+    res.status,
+    undefined,
+    e.status,
+  );
 }
 
 function apiFix(status: number, reason: string | undefined, api: 'pubsub' | 'gmail'): string {
   const service = api === 'pubsub' ? 'pubsub.googleapis.com' : 'gmail.googleapis.com';
-  if (status === 401) return 'The access token is missing, expired or revoked: get a fresh one (gcloud auth print-access-token lasts an hour).';
-  if (reason === 'SERVICE_DISABLED' || reason === 'accessNotConfigured') return `Enable the API: gcloud services enable ${service} --project PROJECT.`;
+  if (status === 401)
+    return 'The access token is missing, expired or revoked: get a fresh one (gcloud auth print-access-token lasts an hour).';
+  if (reason === 'SERVICE_DISABLED' || reason === 'accessNotConfigured')
+    return `Enable the API: gcloud services enable ${service} --project PROJECT.`;
   if (status === 403) {
     return api === 'pubsub'
       ? 'The credentials lack a permission: the caller needs roles/pubsub.admin on the project (and roles/iam.serviceAccountUser on the push service account), or the API is not enabled.'
       : 'The OAuth client lacks the Gmail scope, or the Gmail API is not enabled in its project.';
   }
-  if (status === 404) return api === 'pubsub' ? 'Check the project id (not its name or number) and that the topic exists.' : 'Check hooks.gmail.gmailApiBaseUrl.';
-  if (status === 400) return 'Check the values given: the push endpoint must be https, the service account must exist in the project.';
+  if (status === 404)
+    return api === 'pubsub'
+      ? 'Check the project id (not its name or number) and that the topic exists.'
+      : 'Check hooks.gmail.gmailApiBaseUrl.';
+  if (status === 400)
+    return 'Check the values given: the push endpoint must be https, the service account must exist in the project.';
   return 'See docs/gmail.md#errors.';
 }
 

@@ -29,15 +29,27 @@ interface InitOptions {
 export function addInitCommand(program: Command): void {
   program
     .command('init')
-    .description("write the embedded default as a commented config (hooks, admin listener, store, tokens kept); --service: the systemd unit's layout")
+    .description(
+      "write the embedded default as a commented config (hooks, admin listener, store, tokens kept); --service: the systemd unit's layout",
+    )
     .argument('[file]', 'where to write it (default ./hookgate.json5; not with --service)')
     .option('-f, --force', 'overwrite an existing config file')
-    .option('--service', `the unit's layout: DIR/hookgate.json5 with no secret (0644) and DIR/hookgate.env with them (0600)`)
+    .option(
+      '--service',
+      `the unit's layout: DIR/hookgate.json5 with no secret (0644) and DIR/hookgate.env with them (0600)`,
+    )
     .option('--dir <dir>', `with --service: where to write both files (default ${SERVICE_DIR})`)
-    .option('--state-dir <dir>', `with --service: the unit's state directory, where the store goes (default ${SERVICE_STATE_DIR})`)
+    .option(
+      '--state-dir <dir>',
+      `with --service: the unit's state directory, where the store goes (default ${SERVICE_STATE_DIR})`,
+    )
     .action((file: string | undefined, opts: InitOptions) => {
       if (opts.service) {
-        if (file !== undefined) throw new CliError('cli_usage', 'with --service, give the directory with --dir (it gets hookgate.json5 and hookgate.env), not a file');
+        if (file !== undefined)
+          throw new CliError(
+            'cli_usage',
+            'with --service, give the directory with --dir (it gets hookgate.json5 and hookgate.env), not a file',
+          );
         initService(opts);
         return;
       }
@@ -51,7 +63,10 @@ function makeParent(path: string, mode: number): void {
   try {
     mkdirSync(dirname(path), { recursive: true, mode });
   } catch (err) {
-    throw new CliError('cli_write_failed', `cannot create ${dirname(path)} for ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new CliError(
+      'cli_write_failed',
+      `cannot create ${dirname(path)} for ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
 }
 
@@ -87,26 +102,36 @@ function initLocal(file: string, force: boolean): void {
   const adminKept = existsSync(adminFile) ? readFileSync(adminFile, 'utf8').trim() : '';
   writeAt(path, starterConfig(localValues(token, adminKept || newToken())), 0o600);
   const out = [`wrote ${path} (mode 0600: it holds the hook and admin tokens)`];
-  out.push(`kept: ${KEPT_SUMMARY('127.0.0.1:18790: dashboard, /metrics, tail')}, the store ${join(dir, 'data/hookgate.db')}`);
+  out.push(
+    `kept: ${KEPT_SUMMARY('127.0.0.1:18790: dashboard, /metrics, tail')}, the store ${join(dir, 'data/hookgate.db')}`,
+  );
   if (kept) {
     out.push(`hook token: kept the embedded default's, from ${kept.from}; senders using it keep working`);
   } else {
     out.push(`hook token now in force (hooks.token in ${file}); senders must use it:`, `  ${token}`);
   }
-  out.push(adminKept ? `admin token: kept the embedded default's, from ${adminFile}` : `admin token: new, in admin.token of ${file} (for the dashboard, tail and /metrics)`);
+  out.push(
+    adminKept
+      ? `admin token: kept the embedded default's, from ${adminFile}`
+      : `admin token: new, in admin.token of ${file} (for the dashboard, tail and /metrics)`,
+  );
   for (const name of ['HOOKGATE_TOKEN', 'HOOKGATE_ADMIN_TOKEN'] as const) {
-    if (process.env[name]) out.push(`note: $${name} is set; it applies to the embedded default only, not to a config file`);
+    if (process.env[name])
+      out.push(`note: $${name} is set; it applies to the embedded default only, not to a config file`);
   }
   out.push(...gitLines(path));
   const arg = relative(process.cwd(), path) || path;
   const quoted = /^[\w./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
-  out.push(`start it with: npx hookgate serve --config ${quoted}   (from the checkout; \`hookgate serve ...\` once hookgate is on PATH)`);
+  out.push(
+    `start it with: npx hookgate serve --config ${quoted}   (from the checkout; \`hookgate serve ...\` once hookgate is on PATH)`,
+  );
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
 function gitLines(...paths: string[]): string[] {
   const ignored = ignoreInGit(...paths);
-  if (ignored?.added) return [`git: added it to ${ignored.excludeFile} (this clone's own ignore list; .gitignore is left alone)`];
+  if (ignored?.added)
+    return [`git: added it to ${ignored.excludeFile} (this clone's own ignore list; .gitignore is left alone)`];
   if (ignored) return ['git: already ignored'];
   return [];
 }
@@ -128,14 +153,20 @@ function initService(opts: InitOptions): void {
   const added = Object.values(SERVICE_ENV).filter((name) => !have.has(name));
   const lines = added.map((name) => `${name}=${newToken()}`);
   if (existing === undefined) {
-    const header = ['# hookgate secrets, read by systemd (as root) before it starts the service: keep it 0600 root:root.', '# The config names each as { env: "NAME" }. Add your senders\' and channels\' secrets here too.'];
+    const header = [
+      '# hookgate secrets, read by systemd (as root) before it starts the service: keep it 0600 root:root.',
+      '# The config names each as { env: "NAME" }. Add your senders\' and channels\' secrets here too.',
+    ];
     writeAt(envFile, `${[...header, ...lines].join('\n')}\n`, PRIVATE_FILE_MODE);
   } else if (lines.length) {
     const sep = existing === '' || existing.endsWith('\n') ? '' : '\n';
     try {
       appendFileSync(envFile, `${sep}${lines.join('\n')}\n`);
     } catch (err) {
-      throw new CliError('cli_write_failed', `cannot write ${envFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw new CliError(
+        'cli_write_failed',
+        `cannot write ${envFile}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+      );
     }
   }
   writeAt(configFile, starterConfig(serviceValues(storagePath, envFile)), PUBLIC_FILE_MODE);
@@ -145,7 +176,8 @@ function initService(opts: InitOptions): void {
     `kept: ${KEPT_SUMMARY('127.0.0.1:18790')}; the store ${storagePath}`,
   ];
   if (existing === undefined) out.push(`wrote ${envFile} (mode 0600: ${added.join(', ')}; systemd reads it as root)`);
-  else if (added.length) out.push(`added ${added.join(', ')} to ${envFile}; its other lines and its mode are as they were`);
+  else if (added.length)
+    out.push(`added ${added.join(', ')} to ${envFile}; its other lines and its mode are as they were`);
   else out.push(`kept ${envFile}: it already sets ${Object.values(SERVICE_ENV).join(', ')}`);
   out.push(
     `hook token: ${SERVICE_ENV.hookToken} in ${envFile}; give it to your senders`,
@@ -156,4 +188,3 @@ function initService(opts: InitOptions): void {
   );
   process.stdout.write(`${out.join('\n')}\n`);
 }
-

@@ -78,7 +78,8 @@ export function member(tokens: Token[], open: number, key: string): { key: numbe
       i = closing(tokens, i);
       continue;
     }
-    if (tokens[i + 1]?.text === ':' && tokens[i + 1]!.kind === 'punct' && t.kind !== 'punct' && keyName(t) === key) return { key: i, value: i + 2 };
+    if (tokens[i + 1]?.text === ':' && tokens[i + 1]!.kind === 'punct' && t.kind !== 'punct' && keyName(t) === key)
+      return { key: i, value: i + 2 };
   }
   return undefined;
 }

@@ -14,7 +14,13 @@ import type { HookAction } from '../hooks/dispatch.js';
 import { candidates, type CompiledMapping, matchMapping } from '../hooks/mappings/compile.js';
 import { MappingFailure } from '../hooks/mappings/render.js';
 import { signedQuery, signRequest } from '../hooks/mappings/signatures.js';
-import { createHookRoutes, type HookRequest, type RouteResult, SENDER_ANSWERS, type SenderAnswer } from '../hooks/routes.js';
+import {
+  createHookRoutes,
+  type HookRequest,
+  type RouteResult,
+  SENDER_ANSWERS,
+  type SenderAnswer,
+} from '../hooks/routes.js';
 import { createLogger } from '../log.js';
 import { logSafe } from '../text-safe.js';
 import { fullConfig } from './context.js';
@@ -33,7 +39,9 @@ export function addMappingsCommands(program: Command): void {
   const mappings = program.command('mappings').description('hook mappings (hooks.mappings and presets)');
   mappings
     .command('test')
-    .description('render the mapping a request to NAME would reach and print the action it would queue (nothing is queued)')
+    .description(
+      'render the mapping a request to NAME would reach and print the action it would queue (nothing is queued)',
+    )
     .argument('<name>', 'the mapped hook name (path under hooks.path), e.g. github')
     .option('--data <body>', 'the body (JSON unless --content-type says otherwise): inline, @FILE, or - for stdin')
     .option(
@@ -43,7 +51,12 @@ export function addMappingsCommands(program: Command): void {
       [],
     )
     .option('--content-type <type>', 'the Content-Type of --data (default application/json)')
-    .option('-H, --header <name:value>', 'a request header (repeatable), e.g. for match.headers: -H x-github-event:pull_request', collect, [])
+    .option(
+      '-H, --header <name:value>',
+      'a request header (repeatable), e.g. for match.headers: -H x-github-event:pull_request',
+      collect,
+      [],
+    )
     .addOption(jsonOption())
     .addOption(configOption())
     .action((name: string, o: TestOpts) => testMapping(name, o));
@@ -52,7 +65,8 @@ export function addMappingsCommands(program: Command): void {
 async function testMapping(name: string, o: TestOpts): Promise<void> {
   const { config } = fullConfig(o.config);
   const { raw, contentType, payload } = requestBody(o);
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+    throw new CliError('cli_usage', '--data must be a JSON object, as the service requires');
   const headers: Record<string, string> = {
     'content-type': contentType,
     ...Object.fromEntries(o.header.map(parseHeader)),
@@ -90,7 +104,9 @@ export async function resolveLocally(
   }
   const now = Date.now();
   const signer = signerOf(ctx, subPath, payload, headers);
-  const rawHeaders: IncomingHttpHeaders = signer?.signature ? { ...headers, ...signRequest(signer.signature, raw, now) } : headers;
+  const rawHeaders: IncomingHttpHeaders = signer?.signature
+    ? { ...headers, ...signRequest(signer.signature, raw, now) }
+    : headers;
   // The query string the scheme signs (Twilio's `bodySHA256`), as the sender would send it.
   const rawQuery = signer?.signature ? signedQuery(signer.signature, raw).slice(1) || undefined : undefined;
   // The service's warnings (a capped fan-out, a transform's complaint) go to stderr; stdout stays the result.
@@ -98,14 +114,33 @@ export async function resolveLocally(
   let result: RouteResult;
   try {
     // As a request that presented the hook token; a signed one goes through the path's verifier, as the service does.
-    const credentials = signer ? await verifySigned(ctx, subPath, raw, rawHeaders, rawQuery, payload, now) : { tokenVerified: true };
-    result = await routes.resolve({ ctx, subPath, payload, rawBody: raw, headers, rawHeaders, query: new URLSearchParams(rawQuery), rawQuery, now, ...credentials });
+    const credentials = signer
+      ? await verifySigned(ctx, subPath, raw, rawHeaders, rawQuery, payload, now)
+      : { tokenVerified: true };
+    result = await routes.resolve({
+      ctx,
+      subPath,
+      payload,
+      rawBody: raw,
+      headers,
+      rawHeaders,
+      query: new URLSearchParams(rawQuery),
+      rawQuery,
+      now,
+      ...credentials,
+    });
   } catch (err) {
-    if (err instanceof HttpError) throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
-    if (err instanceof MappingFailure) throw new CliError('cli_usage', `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`);
+    if (err instanceof HttpError)
+      throw new CliError('cli_usage', `the service would answer ${err.status} ${err.code}: ${err.message}`);
+    if (err instanceof MappingFailure)
+      throw new CliError(
+        'cli_usage',
+        `the service would answer 500 mapping_failed: ${err.reason}${err.detail ? ` (${err.detail})` : ''}`,
+      );
     throw err;
   }
-  if (result.kind === 'none') throw new CliError('cli_not_found', `no mapping or preset matches "${subPath}" (the service would answer 404)`);
+  if (result.kind === 'none')
+    throw new CliError('cli_not_found', `no mapping or preset matches "${subPath}" (the service would answer 404)`);
   if (result.kind === 'unauthorized') throw new CliError('cli_usage', `the service would answer 401: ${result.reason}`);
   return { result, signer };
 }
@@ -137,7 +172,9 @@ async function verifySigned(
   payload: unknown,
   now: number,
 ): Promise<Pick<HookRequest, 'tokenVerified' | 'signatures'>> {
-  const verdict = await ctx.routes.plan(subPath).verifier.verify({ rawHeaders, rawQuery, now, hookToken: undefined, rawBody, peek: () => payload });
+  const verdict = await ctx.routes
+    .plan(subPath)
+    .verifier.verify({ rawHeaders, rawQuery, now, hookToken: undefined, rawBody, peek: () => payload });
   if (!verdict.ok) throw new HttpError(401, 'unauthorized', verdict.reason ?? 'missing or invalid signature');
   return { tokenVerified: false, ...(verdict.signatures ? { signatures: verdict.signatures } : {}) };
 }
@@ -151,7 +188,8 @@ function senderAnswerText(answer: SenderAnswer): string {
 /** The result as lines for people: the mapping reached, and each action with its rendered message. */
 export function describe(r: LocalResult, subPath: string, signer?: CompiledMapping): string[] {
   const scheme = signer?.signature?.scheme;
-  const via = (id: string | null) => `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
+  const via = (id: string | null) =>
+    `mapping ${id ?? '(direct)'}${scheme ? ` (signed here as ${scheme} with its secret)` : ''}`;
   if (r.kind === 'unmatched') {
     const answer = r.senderAnswer ? senderAnswerText(r.senderAnswer) : '200 {"ok":true,"ignored":true}';
     return [
@@ -160,10 +198,18 @@ export function describe(r: LocalResult, subPath: string, signer?: CompiledMappi
       `  → ignored: the service would answer ${answer} and record it as unmatched (with the hook token instead of a signature: 404)`,
     ];
   }
-  if (r.kind === 'skip') return [`${via(r.mappingId)} → skipped: the service would answer ${r.senderAnswer ? senderAnswerText(r.senderAnswer) : '204'} (a transform returned null, or the fan-out had no items)`];
+  if (r.kind === 'skip')
+    return [
+      `${via(r.mappingId)} → skipped: the service would answer ${r.senderAnswer ? senderAnswerText(r.senderAnswer) : '204'} (a transform returned null, or the fan-out had no items)`,
+    ];
   if (r.kind === 'reply') return [`${via(r.mappingId)} → a handshake answered ${r.status} ${JSON.stringify(r.body)}`];
-  if (r.kind === 'gmailPush') return [`the Gmail push receiver → a notification of ${r.push.account} at history ${r.push.historyId} (fetched by the service)`];
-  const lines = [`${via(r.mappingId)} → ${r.actions.length} action${r.actions.length > 1 ? 's' : ''}${r.dropped ? ` (${r.dropped} fan-out items over hooks.maxFanOut dropped)` : ''}`];
+  if (r.kind === 'gmailPush')
+    return [
+      `the Gmail push receiver → a notification of ${r.push.account} at history ${r.push.historyId} (fetched by the service)`,
+    ];
+  const lines = [
+    `${via(r.mappingId)} → ${r.actions.length} action${r.actions.length > 1 ? 's' : ''}${r.dropped ? ` (${r.dropped} fan-out items over hooks.maxFanOut dropped)` : ''}`,
+  ];
   for (const a of r.actions) lines.push(...describeAction(a));
   return lines;
 }

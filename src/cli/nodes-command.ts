@@ -24,7 +24,9 @@ const LIVE_S = NODE_LIVE_MS / 1000;
 export function addNodesCommand(program: Command): void {
   const nodes = program
     .command('nodes')
-    .description(`the hookgate serve processes sharing the store: id, host, pid, version, url, started, last seen; live, or gone when not seen for ${NODE_LIVE_MS / 1000} s`)
+    .description(
+      `the hookgate serve processes sharing the store: id, host, pid, version, url, started, last seen; live, or gone when not seen for ${NODE_LIVE_MS / 1000} s`,
+    )
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (o: { config?: string; json?: boolean }) => {
@@ -33,7 +35,9 @@ export function addNodesCommand(program: Command): void {
         const nodes = (await store.listNodes()).map((n) => nodeView(n, now));
         if (o.json) return printJson(nodes);
         const rows = nodes.map((n) => ({ ...n, started: time(n.startedAt), lastSeen: ago(now - n.lastSeenAt) }));
-        process.stdout.write(`${table(rows, ['id', 'state', 'host', 'pid', 'version', 'url', 'started', 'lastSeen'])}\n`);
+        process.stdout.write(
+          `${table(rows, ['id', 'state', 'host', 'pid', 'version', 'url', 'started', 'lastSeen'])}\n`,
+        );
         const live = nodes.filter((n) => n.state === 'live').length;
         if (nodes.length) process.stdout.write(`${live} live, ${nodes.length - live} gone\n`);
       });

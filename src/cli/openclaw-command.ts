@@ -17,9 +17,11 @@ import { type Converted, convertOpenClaw } from './openclaw-import.js';
 export function addImportCommand(program: Command): void {
   program
     .command('import')
-    .description('turn another gateway\'s config into a hookgate config')
+    .description("turn another gateway's config into a hookgate config")
     .command('openclaw')
-    .description("convert an OpenClaw config's hooks (and the agents, models and channels they use) into hookgate.json5, with a report of every key")
+    .description(
+      "convert an OpenClaw config's hooks (and the agents, models and channels they use) into hookgate.json5, with a report of every key",
+    )
     .argument('[path]', 'the OpenClaw config', join(homedir(), '.openclaw', 'openclaw.json'))
     .option('-o, --out <file>', 'the hookgate config to write', 'hookgate.json5')
     .option('--print', 'print the config instead of writing it (the report goes to stderr; transforms are not copied)')
@@ -36,7 +38,8 @@ function importOpenClaw(path: string, opts: { out: string; print?: boolean; forc
     throw new CliError('cli_usage', `cannot read the OpenClaw config ${src}: ${firstLine(err)}`);
   }
   const out = resolve(opts.out);
-  if (!opts.print && existsSync(out) && !opts.force) throw new CliError('cli_usage', `${out} exists; use --force to overwrite`);
+  if (!opts.print && existsSync(out) && !opts.force)
+    throw new CliError('cli_usage', `${out} exists; use --force to overwrite`);
   const sameDir = dirname(src) === dirname(out);
   const converted = convertOpenClaw(input, { transforms: opts.print || sameDir ? 'point' : 'copy' });
   const hooks = converted.config.hooks;
@@ -57,13 +60,15 @@ function importOpenClaw(path: string, opts: { out: string; print?: boolean; forc
     config = parseConfig(text, opts.print ? undefined : out, dirname(out));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    log('config check: the result does not pass; fix these in the written file (or in OpenClaw\'s and import again):');
+    log("config check: the result does not pass; fix these in the written file (or in OpenClaw's and import again):");
     for (const i of err.issues) log(`  ${i.path}: ${logSafe(i.message, 400)}`);
     process.exitCode = 1;
     return;
   }
   for (const w of config.warnings) log(`warning: ${w}`);
-  log(`config check: ok${opts.print ? '' : `; start it with: hookgate serve --config ${relative(process.cwd(), out) || out}`}`);
+  log(
+    `config check: ok${opts.print ? '' : `; start it with: hookgate serve --config ${relative(process.cwd(), out) || out}`}`,
+  );
 }
 
 /**
@@ -72,12 +77,19 @@ function importOpenClaw(path: string, opts: { out: string; print?: boolean; forc
  */
 function copyTransforms(fromDir: string, toDir: string, hooks: Record<string, unknown>, converted: Converted): void {
   const root = join(fromDir, 'hooks', 'transforms');
-  const uses = hooks.transformsDir !== undefined || (Array.isArray(hooks.mappings) && hooks.mappings.some((m) => typeof m === 'object' && m !== null && 'transform' in m));
+  const uses =
+    hooks.transformsDir !== undefined ||
+    (Array.isArray(hooks.mappings) &&
+      hooks.mappings.some((m) => typeof m === 'object' && m !== null && 'transform' in m));
   if (!uses || !existsSync(root)) return;
   cpSync(root, join(toDir, 'hooks', 'transforms'), { recursive: true, errorOnExist: false, force: true });
   if (typeof hooks.transformsDir === 'string' && isAbsolute(hooks.transformsDir)) {
     hooks.transformsDir = join('hooks', 'transforms', relative(root, hooks.transformsDir));
-    converted.report.push({ key: 'hooks.transformsDir', action: 'converted', note: 'made relative to hooks/transforms (it was absolute, inside OpenClaw\'s)' });
+    converted.report.push({
+      key: 'hooks.transformsDir',
+      action: 'converted',
+      note: "made relative to hooks/transforms (it was absolute, inside OpenClaw's)",
+    });
   }
 }
 
@@ -103,7 +115,10 @@ function render(v: unknown, indent: string, path: string, comments: Record<strin
     const entries = Object.entries(v).filter(([, x]) => x !== undefined);
     if (entries.length === 0) return '{}';
     // Small leaves on one line: { path: "ci" }, { env: "NAME" }.
-    if (entries.length <= 3 && entries.every(([k, x]) => (typeof x !== 'object' || x === null) && !comments[path ? `${path}.${k}` : k])) {
+    if (
+      entries.length <= 3 &&
+      entries.every(([k, x]) => (typeof x !== 'object' || x === null) && !comments[path ? `${path}.${k}` : k])
+    ) {
       return `{ ${entries.map(([k, x]) => `${IDENT.test(k) ? k : JSON.stringify(k)}: ${JSON.stringify(x)}`).join(', ')} }`;
     }
     const inner = `${indent}  `;

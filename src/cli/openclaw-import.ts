@@ -11,19 +11,29 @@ import { convertAgents, convertChannels, type Converted, isObject, secretOf } fr
 export type { Converted, ReportLine } from './openclaw-platforms.js';
 
 /** The `hooks` keys that mean the same in hookgate, copied as they are. */
-const HOOKS_COPIED = ['enabled', 'path', 'maxBodyBytes', 'defaultSessionKey', 'allowRequestSessionKey', 'allowedSessionKeyPrefixes', 'allowedAgentIds'];
+const HOOKS_COPIED = [
+  'enabled',
+  'path',
+  'maxBodyBytes',
+  'defaultSessionKey',
+  'allowRequestSessionKey',
+  'allowedSessionKeyPrefixes',
+  'allowedAgentIds',
+];
 
 /** Keys of `hooks.gmail` hookgate reads as they are. */
 const GMAIL_USED = ['includeBody', 'maxBytes', 'model', 'thinking', 'allowUnsafeExternalContent'];
 /** Keys of OpenClaw's Gmail watcher: kept (they say the block is the watcher's), each with what it means here. */
 const GMAIL_WATCHER: Record<string, string> = {
-  account: "the watcher's mailbox: hookgate's own chain stays off; keep `gog gmail watch serve` running, posting to {path}/gmail",
+  account:
+    "the watcher's mailbox: hookgate's own chain stays off; keep `gog gmail watch serve` running, posting to {path}/gmail",
   topic: "the watcher's Pub/Sub topic",
   subscription: "the watcher's push subscription",
   pushToken: "authenticates Pub/Sub to the watcher: unused here (hookgate's own chain checks the push's OIDC token)",
-  hookUrl: 'point the watcher at this service: {path}/gmail on hookgate\'s port',
+  hookUrl: "point the watcher at this service: {path}/gmail on hookgate's port",
   serve: "the watcher's listener: hookgate does not start gog; run `gog gmail watch serve` as a service of its own",
-  tailscale: 'hookgate does not manage Tailscale: expose the watcher (or, with hookgate gmail setup, {path}/gmail-push) yourself',
+  tailscale:
+    'hookgate does not manage Tailscale: expose the watcher (or, with hookgate gmail setup, {path}/gmail-push) yourself',
 };
 
 export interface ImportOptions {
@@ -37,7 +47,11 @@ export function convertOpenClaw(input: unknown, opts: ImportOptions): Converted 
   const src = isObject(input) ? input : {};
   const hooks = isObject(src.hooks) ? src.hooks : undefined;
   if (!hooks) {
-    out.report.push({ key: 'hooks', action: 'dropped', note: 'no hooks section: hooks stay disabled (hooks.enabled: false)' });
+    out.report.push({
+      key: 'hooks',
+      action: 'dropped',
+      note: 'no hooks section: hooks stay disabled (hooks.enabled: false)',
+    });
   } else {
     convertHooks(hooks, out, opts);
   }
@@ -46,7 +60,11 @@ export function convertOpenClaw(input: unknown, opts: ImportOptions): Converted 
   convertChannels(src, hooks, out);
   for (const key of Object.keys(src)) {
     if (!['hooks', 'agents', 'models', 'channels'].includes(key)) {
-      out.report.push({ key, action: 'dropped', note: 'not part of the hooks (gateway, tools, memory, plugins...): hookgate has no such section' });
+      out.report.push({
+        key,
+        action: 'dropped',
+        note: 'not part of the hooks (gateway, tools, memory, plugins...): hookgate has no such section',
+      });
     }
   }
   out.config.channels ??= {};
@@ -68,7 +86,11 @@ function convertHooks(hooks: Record<string, unknown>, out: Converted, opts: Impo
       h.token = s.value;
       out.report.push({ key: 'hooks.token', action: s.how === 'copied' ? 'copied' : 'converted', note: s.note });
     } else {
-      out.report.push({ key: 'hooks.token', action: 'dropped', note: 'a secret reference hookgate cannot read: set hooks.token to "${ENV_VAR}", { env: "NAME" } or { file: "path" }' });
+      out.report.push({
+        key: 'hooks.token',
+        action: 'dropped',
+        note: 'a secret reference hookgate cannot read: set hooks.token to "${ENV_VAR}", { env: "NAME" } or { file: "path" }',
+      });
     }
   }
   if (hooks.presets !== undefined) {
@@ -77,19 +99,26 @@ function convertHooks(hooks: Record<string, unknown>, out: Converted, opts: Impo
   }
   if (Array.isArray(hooks.mappings)) {
     h.mappings = hooks.mappings;
-    out.comments['hooks.mappings'] = 'As OpenClaw had them: same matching, templates, transforms and session-key policy (docs/mappings.md)';
+    out.comments['hooks.mappings'] =
+      'As OpenClaw had them: same matching, templates, transforms and session-key policy (docs/mappings.md)';
     out.report.push({ key: 'hooks.mappings', action: 'copied', note: `${hooks.mappings.length} mapping(s), verbatim` });
   }
-  if (hooks.transformsDir !== undefined || (Array.isArray(hooks.mappings) && hooks.mappings.some((m) => isObject(m) && m.transform !== undefined))) {
+  if (
+    hooks.transformsDir !== undefined ||
+    (Array.isArray(hooks.mappings) && hooks.mappings.some((m) => isObject(m) && m.transform !== undefined))
+  ) {
     // OpenClaw resolves transformsDir inside <its config dir>/hooks/transforms; hookgate relative to its config dir.
     const dir = typeof hooks.transformsDir === 'string' ? hooks.transformsDir : undefined;
-    if (dir !== undefined && !isAbsolute(dir)) h.transformsDir = posix.join('hooks/transforms', dir.replaceAll('\\', '/'));
+    if (dir !== undefined && !isAbsolute(dir))
+      h.transformsDir = posix.join('hooks/transforms', dir.replaceAll('\\', '/'));
     else if (dir !== undefined) h.transformsDir = dir;
     out.report.push({
       key: 'hooks.transformsDir',
       action: 'converted',
       note:
-        (dir !== undefined && !isAbsolute(dir) ? `as ${String(h.transformsDir)} (hookgate resolves it from the config's directory); ` : '') +
+        (dir !== undefined && !isAbsolute(dir)
+          ? `as ${String(h.transformsDir)} (hookgate resolves it from the config's directory); `
+          : '') +
         (opts.transforms === 'copy'
           ? "the modules were copied to hooks/transforms next to the new config, same layout; they get OpenClaw's { payload, headers, url, path }"
           : 'the modules stay in hooks/transforms of the OpenClaw directory, where the new config lives'),
@@ -101,9 +130,24 @@ function convertHooks(hooks: Record<string, unknown>, out: Converted, opts: Impo
   })) {
     if (hooks[key] !== undefined) out.report.push({ key: `hooks.${key}`, action: 'dropped', note });
   }
-  const known = new Set([...HOOKS_COPIED, 'token', 'tokenFile', 'presets', 'mappings', 'transformsDir', 'sessionRetention', 'internal', 'gmail']);
+  const known = new Set([
+    ...HOOKS_COPIED,
+    'token',
+    'tokenFile',
+    'presets',
+    'mappings',
+    'transformsDir',
+    'sessionRetention',
+    'internal',
+    'gmail',
+  ]);
   for (const key of Object.keys(hooks)) {
-    if (!known.has(key)) out.report.push({ key: `hooks.${key}`, action: 'dropped', note: 'not a key hookgate knows; see docs/config.md for the hooks section' });
+    if (!known.has(key))
+      out.report.push({
+        key: `hooks.${key}`,
+        action: 'dropped',
+        note: 'not a key hookgate knows; see docs/config.md for the hooks section',
+      });
   }
   if (isObject(hooks.gmail)) convertGmail(hooks.gmail, typeof hooks.path === 'string' ? hooks.path : '/hooks', h, out);
 }
@@ -124,14 +168,26 @@ function convertGmail(gmail: Record<string, unknown>, path: string, h: Record<st
     } else if (key === 'label' && typeof value === 'string') {
       g.label = value;
       g.labels = [value];
-      out.report.push({ key: at, action: 'converted', note: 'also as labels: [label], what hookgate\'s own chain watches' });
+      out.report.push({
+        key: at,
+        action: 'converted',
+        note: "also as labels: [label], what hookgate's own chain watches",
+      });
     } else if (key === 'renewEveryMinutes' && typeof value === 'number' && value > 0) {
       g.renewEveryMinutes = value;
       const hours = Math.min(value / 60, 167);
       g.renewEveryHours = hours;
-      out.report.push({ key: at, action: 'converted', note: `also as renewEveryHours: ${hours} (hookgate's own chain)` });
+      out.report.push({
+        key: at,
+        action: 'converted',
+        note: `also as renewEveryHours: ${hours} (hookgate's own chain)`,
+      });
     } else {
-      out.report.push({ key: at, action: 'dropped', note: 'not a key of the Gmail block hookgate knows (docs/gmail.md)' });
+      out.report.push({
+        key: at,
+        action: 'dropped',
+        note: 'not a key of the Gmail block hookgate knows (docs/gmail.md)',
+      });
     }
   }
 }

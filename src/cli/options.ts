@@ -2,7 +2,10 @@
 import { InvalidArgumentError, Option } from 'commander';
 
 export const configOption = () =>
-  new Option('-c, --config <file>', 'config file (default: $HOOKGATE_CONFIG, else ./hookgate.json5, else the embedded default)');
+  new Option(
+    '-c, --config <file>',
+    'config file (default: $HOOKGATE_CONFIG, else ./hookgate.json5, else the embedded default)',
+  );
 
 /** A repeatable option's values, in order. */
 export const collect = (value: string, previous: string[]) => [...previous, value];
@@ -12,7 +15,8 @@ export const jsonOption = () => new Option('--json', 'print JSON (for scripts) i
 /** A positive integer, refused with a clear message before it reaches SQL (where `abc` or `-1` meant other things). */
 export function parsePositiveInt(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer (1, 2, ...)');
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1)
+    throw new InvalidArgumentError('must be a positive integer (1, 2, ...)');
   return n;
 }
 

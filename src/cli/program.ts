@@ -14,9 +14,15 @@ type Register = (program: Command) => void;
 /** The top-level commands, in the order help lists them, each with the module that registers it. */
 const COMMANDS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Register> }> = [
   { names: ['serve'], load: async () => (await import('./serve-command.js')).addServeCommand },
-  { names: ['init', 'config', 'token', 'completion'], load: async () => (await import('./setup-commands.js')).addSetupCommands },
+  {
+    names: ['init', 'config', 'token', 'completion'],
+    load: async () => (await import('./setup-commands.js')).addSetupCommands,
+  },
   { names: ['send'], load: async () => (await import('./send.js')).addSendCommands },
-  { names: ['received', 'runs', 'sessions', 'deliveries'], load: async () => (await import('./store-commands.js')).addStoreCommands },
+  {
+    names: ['received', 'runs', 'sessions', 'deliveries'],
+    load: async () => (await import('./store-commands.js')).addStoreCommands,
+  },
   { names: ['nodes'], load: async () => (await import('./nodes-command.js')).addNodesCommand },
   { names: ['status'], load: async () => (await import('./status-command.js')).addStatusCommand },
   {
@@ -83,4 +89,3 @@ function commandsFor(argv: readonly string[]): typeof COMMANDS {
   }
   return COMMANDS;
 }
-

@@ -26,7 +26,10 @@ export function readData(spec: string): Buffer {
   try {
     return readFileSync(file);
   } catch (err) {
-    throw new CliError('cli_usage', `--data ${spec}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new CliError(
+      'cli_usage',
+      `--data ${spec}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
   }
 }
 
@@ -72,7 +75,10 @@ export function requestBody(o: BodyOpts): { raw: Buffer; contentType: string; pa
 
 /** One `--form` value: `name=value` encoded, or `@FILE`'s bytes (an encoded body, trailing line break dropped). */
 function formPart(spec: string): string {
-  if (spec.startsWith('@')) return readData(spec).toString('utf8').replace(/\r?\n$/, '');
+  if (spec.startsWith('@'))
+    return readData(spec)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
   const eq = spec.indexOf('=');
   if (eq <= 0) throw new CliError('cli_usage', `--form ${JSON.stringify(spec)}: expected name=value or @FILE`);
   return new URLSearchParams([[spec.slice(0, eq), spec.slice(eq + 1)]]).toString();
@@ -89,7 +95,10 @@ export function matchingMapping(
   headers: Record<string, string>,
 ): { at: string; mapping: MappingConfig } | undefined {
   const subPath = normalizeMatchPath(name);
-  const source = payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source') ? (payload as { source: unknown }).source : undefined;
+  const source =
+    payload !== null && typeof payload === 'object' && Object.hasOwn(payload, 'source')
+      ? (payload as { source: unknown }).source
+      : undefined;
   const matches = (m: MappingConfig) =>
     (m.match?.path === undefined || m.match.path === subPath) &&
     (m.match?.source === undefined || m.match.source === source) &&
@@ -104,7 +113,9 @@ export function matchingMapping(
       const { events } = compileSender(p.sender.preset, p.sender.entry);
       if (!events.takes(events.of(body, headers))) continue;
     }
-    const at = p.sender ? `hooks.presets[${config.hooks.presets.indexOf(p.sender.entry)}]` : `hooks.presets (${p.name})`;
+    const at = p.sender
+      ? `hooks.presets[${config.hooks.presets.indexOf(p.sender.entry)}]`
+      : `hooks.presets (${p.name})`;
     return { at, mapping: p.mapping };
   }
   return undefined;

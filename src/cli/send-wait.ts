@@ -97,10 +97,14 @@ export function followRun(
     if (!tty) out.write('\n');
   };
   const poll = async () => {
-    const res = await request(`${admin.url}/api/v1/runs/${encodeURIComponent(runId)}`, {
-      method: 'GET',
-      headers: { authorization: `Bearer ${admin.token}` },
-    }, { timeoutMs: 5000 });
+    const res = await request(
+      `${admin.url}/api/v1/runs/${encodeURIComponent(runId)}`,
+      {
+        method: 'GET',
+        headers: { authorization: `Bearer ${admin.token}` },
+      },
+      { timeoutMs: 5000 },
+    );
     if (res.kind !== 'response' || res.status !== 200) {
       if (!failed) {
         failed = true;

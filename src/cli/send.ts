@@ -22,13 +22,17 @@ interface SendOpts {
   idempotencyKey?: string;
 }
 
-const urlOption = () => new Option('--url <url>', "the service's base URL (default: from gateway.bind and gateway.port)");
-const idempotencyOption = () => new Option('--idempotency-key <key>', 'sent as Idempotency-Key: a repeat is answered as a duplicate, not run again');
+const urlOption = () =>
+  new Option('--url <url>', "the service's base URL (default: from gateway.bind and gateway.port)");
+const idempotencyOption = () =>
+  new Option('--idempotency-key <key>', 'sent as Idempotency-Key: a repeat is answered as a duplicate, not run again');
 
 export function addSendCommands(program: Command): void {
   const send = program
     .command('send')
-    .description('send a request to the running service (URL and token from the config); prints the answer, exit 0 on 2xx');
+    .description(
+      'send a request to the running service (URL and token from the config); prints the answer, exit 0 on 2xx',
+    );
   send
     .command('wake')
     .description('POST /wake: a system event for the main session')
@@ -47,7 +51,9 @@ export function addSendCommands(program: Command): void {
     .option('--name <name>', 'hook name used in the summary')
     .option('--agent-id <id>', 'which agent runs it (default: the default agent)')
     .option('--session-key <key>', 'the session to run in (needs hooks.allowRequestSessionKey)')
-    .addOption(new Option('--session-mode <mode>', 'isolated (a new session per run) or persistent').choices(SESSION_MODES))
+    .addOption(
+      new Option('--session-mode <mode>', 'isolated (a new session per run) or persistent').choices(SESSION_MODES),
+    )
     .addOption(new Option('--wake-mode <mode>', "when the main session hears of the run's summary").choices(WAKE_MODES))
     .option('--no-deliver', 'do not deliver the reply to a channel')
     .option('--channel <channel>', 'where the reply goes (default: last)')
@@ -125,7 +131,13 @@ interface Signed {
  * the first mapping matching path, `source` and `match.headers`, in config order). Reads the config's hooks section
  * alone: the mappings and their secrets.
  */
-async function signatureHeaders(flag: string | undefined, name: string, payload: unknown, headers: Record<string, string>, raw: Buffer): Promise<Signed> {
+async function signatureHeaders(
+  flag: string | undefined,
+  name: string,
+  payload: unknown,
+  headers: Record<string, string>,
+  raw: Buffer,
+): Promise<Signed> {
   const [{ locate }, { loadConfigSection }, { matchingMapping }, { signedQuery, signRequest }] = await Promise.all([
     import('./endpoint.js'),
     import('../config/load.js'),
@@ -136,10 +148,17 @@ async function signatureHeaders(flag: string | undefined, name: string, payload:
   const hooks = location.file ? loadConfigSection(location.file, 'hooks').value : undefined;
   const found = hooks ? matchingMapping({ hooks }, name, payload, headers) : undefined;
   const subPath = normalizeMatchPath(name);
-  if (!found) throw new CliError('cli_not_found', `--sign: no mapping or preset matches "${subPath}" with this body and these headers`);
+  if (!found)
+    throw new CliError(
+      'cli_not_found',
+      `--sign: no mapping or preset matches "${subPath}" with this body and these headers`,
+    );
   const { at, mapping: m } = found;
   if (!m.signature) {
-    throw new CliError('cli_usage', `--sign: ${at} (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`);
+    throw new CliError(
+      'cli_usage',
+      `--sign: ${at} (the mapping for "${subPath}") has no signature; it takes the hook token, so send without --sign`,
+    );
   }
   verbose(`signing for ${at} (${m.signature.scheme})`);
   return { headers: signRequest(m.signature, raw, Date.now()), query: signedQuery(m.signature, raw) };
@@ -231,7 +250,11 @@ async function exchange(
   const target = `${base}/${path}${signed?.query ?? ''}`;
   // The target is the operator's --url or the config's listener: never taken from an answer.
   const res = await request(target, { method: 'POST', headers, body }, { plainHttp: true });
-  if (res.kind !== 'response') throw new CliError('cli_unreachable', `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`);
+  if (res.kind !== 'response')
+    throw new CliError(
+      'cli_unreachable',
+      `cannot reach hookgate at ${base}: ${res.kind === 'network' ? res.code : res.kind}`,
+    );
   verbose(`POST ${target} → ${res.status} ${res.statusText}`);
   return res;
 }

@@ -30,10 +30,12 @@ export function addServeCommand(program: Command): void {
           return;
         }
         const hint = process.stdin.isTTY || process.stdout.isTTY ? 'press Ctrl-C again to stop at once' : undefined;
-        app.close({ hint }).then(() => process.exit(0), () => process.exit(1));
+        app.close({ hint }).then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
     });
-
 }

@@ -19,10 +19,15 @@ export function addSetupCommands(program: Command): void {
     .command('config')
     .description('config file tools')
     .command('check')
-    .description('validate the config; exit 1 listing every problem by key path. --connect: also open the store (PostgreSQL: server and schema version)')
+    .description(
+      'validate the config; exit 1 listing every problem by key path. --connect: also open the store (PostgreSQL: server and schema version)',
+    )
     .addOption(configOption())
     .addOption(jsonOption())
-    .option('--connect', 'also connect to the store (PostgreSQL: server version, schema none/current/older/newer; SQLite: the file opens), creating nothing')
+    .option(
+      '--connect',
+      'also connect to the store (PostgreSQL: server version, schema none/current/older/newer; SQLite: the file opens), creating nothing',
+    )
     .action(async (opts: { config?: string; json?: boolean; connect?: boolean }) => {
       let config: ReturnType<typeof fullConfig>['config'];
       let unstarted: boolean | undefined;
@@ -34,15 +39,29 @@ export function addSetupCommands(program: Command): void {
         process.exitCode = 1;
         return;
       }
-      const store = opts.connect ? await checkStoreConnection(config.storage, config.dir, config.file !== undefined) : undefined;
+      const store = opts.connect
+        ? await checkStoreConnection(config.storage, config.dir, config.file !== undefined)
+        : undefined;
       const ok = !store?.some((f) => f.status === 'fail');
       if (!ok) process.exitCode = 1;
       const notes = unstarted ? [UNSTARTED_DEFAULT_NOTE] : [];
-      if (opts.json) return printJson({ ok, config: config.file ?? null, warnings: config.warnings, notes, ...(store ? { store } : {}) });
+      if (opts.json)
+        return printJson({
+          ok,
+          config: config.file ?? null,
+          warnings: config.warnings,
+          notes,
+          ...(store ? { store } : {}),
+        });
       for (const w of config.warnings) process.stdout.write(`warning: ${w}\n`);
       for (const n of notes) process.stdout.write(`note: ${n}\n`);
-      for (const f of store ?? []) process.stdout.write(`${f.what}: ${f.status}: ${logSafe(f.detail, 600)}${f.fix && f.status !== 'ok' ? ` → ${f.fix}` : ''}\n`);
-      process.stdout.write(`${config.file ?? 'embedded default'}: ${ok ? 'ok' : 'the config is valid, but its store cannot be used'}\n`);
+      for (const f of store ?? [])
+        process.stdout.write(
+          `${f.what}: ${f.status}: ${logSafe(f.detail, 600)}${f.fix && f.status !== 'ok' ? ` → ${f.fix}` : ''}\n`,
+        );
+      process.stdout.write(
+        `${config.file ?? 'embedded default'}: ${ok ? 'ok' : 'the config is valid, but its store cannot be used'}\n`,
+      );
     });
 
   const token = program
@@ -55,7 +74,9 @@ export function addSetupCommands(program: Command): void {
 
   program
     .command('completion')
-    .description('print a shell completion script: source <(hookgate completion bash), or see the README for zsh and fish')
+    .description(
+      'print a shell completion script: source <(hookgate completion bash), or see the README for zsh and fish',
+    )
     .addArgument(new Argument('<shell>', 'the shell').choices(SHELLS))
     .action((shell: Shell) => {
       process.stdout.write(completionScript(program, shell));

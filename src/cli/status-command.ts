@@ -31,7 +31,8 @@ export interface StatusView {
 export function lastHeartbeatOf(main: SessionDetail | undefined): number | null {
   if (!main) return null;
   let last: number | null = null;
-  for (const e of main.recentEvents) if (e.consumedAt !== null && (last === null || e.consumedAt > last)) last = e.consumedAt;
+  for (const e of main.recentEvents)
+    if (e.consumedAt !== null && (last === null || e.consumedAt > last)) last = e.consumedAt;
   for (const m of main.transcript) if (m.runId === null && (last === null || m.createdAt > last)) last = m.createdAt;
   return last;
 }
@@ -48,7 +49,9 @@ export function statusText(s: StatusView): string {
   ];
   if (s.nodes) {
     const live = s.nodes.filter((n) => n.state === 'live');
-    lines.push(`nodes:         ${live.length} live, ${s.nodes.length - live.length} gone${live.length ? ` (${live.map((n) => n.id).join(', ')})` : ''}`);
+    lines.push(
+      `nodes:         ${live.length} live, ${s.nodes.length - live.length} gone${live.length ? ` (${live.map((n) => n.id).join(', ')})` : ''}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -56,7 +59,9 @@ export function statusText(s: StatusView): string {
 export function addStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('one screen: queue depths, the last heartbeat, failures in the last hour, nodes (PostgreSQL); read from the store')
+    .description(
+      'one screen: queue depths, the last heartbeat, failures in the last hour, nodes (PostgreSQL); read from the store',
+    )
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (o: { config?: string; json?: boolean }) => {
@@ -68,7 +73,13 @@ export function addStatusCommand(program: Command): void {
           store.getSession(MAIN_SESSION_KEY),
           store.shared ? store.listNodes() : Promise.resolve(undefined),
         ]);
-        const view: StatusView = { at, queues, lastHeartbeatAt: lastHeartbeatOf(main), failuresLastHour, ...(nodes ? { nodes: nodes.map((n) => nodeView(n, at)) } : {}) };
+        const view: StatusView = {
+          at,
+          queues,
+          lastHeartbeatAt: lastHeartbeatOf(main),
+          failuresLastHour,
+          ...(nodes ? { nodes: nodes.map((n) => nodeView(n, at)) } : {}),
+        };
         if (o.json) return printJson(view);
         process.stdout.write(statusText(view));
       });

@@ -1,6 +1,12 @@
 /** The commands that read (and repair) the store: runs, sessions, deliveries, received. They never load the server. */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { accountProblem, configuredAccounts, configuredChannelIds, defaultAgentId, normalizeChannelName } from '../config/lookup.js';
+import {
+  accountProblem,
+  configuredAccounts,
+  configuredChannelIds,
+  defaultAgentId,
+  normalizeChannelName,
+} from '../config/lookup.js';
 import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { parseDuration } from '../config/schema/common.js';
 import { DELIVERY_STATE_NAMES, deliveryStateName, RUN_STATES, storedDeliveryState } from '../enums.js';
@@ -24,8 +30,13 @@ export function addStoreCommands(program: Command): void {
   addDeliveries(program);
   program
     .command('received')
-    .description('the record of received hook requests (metadata only: never a payload or a token), newest first; refusals as counts per time window')
-    .option('--rejected', 'only requests answered with an error (status 400 or more): counts per window, status, code, path class and address')
+    .description(
+      'the record of received hook requests (metadata only: never a payload or a token), newest first; refusals as counts per time window',
+    )
+    .option(
+      '--rejected',
+      'only requests answered with an error (status 400 or more): counts per window, status, code, path class and address',
+    )
     .addOption(limitOption())
     .addOption(jsonOption())
     .addOption(configOption())
@@ -46,7 +57,9 @@ export function addStoreCommands(program: Command): void {
           ids: [...r.eventIds, ...r.runIds].join(' ') || null,
           ms: r.count === undefined ? r.durationMs.toFixed(1) : null,
         }));
-        process.stdout.write(`${table(rows, ['at', 'window', 'count', 'path', 'clientIp', 'status', 'code', 'mapping', 'token', 'ids', 'ms'])}\n`);
+        process.stdout.write(
+          `${table(rows, ['at', 'window', 'count', 'path', 'clientIp', 'status', 'code', 'mapping', 'token', 'ids', 'ms'])}\n`,
+        );
       });
     });
 }
@@ -65,8 +78,15 @@ function addRuns(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listRuns({ state: o.state, sessionKey: o.session, limit: o.limit });
         if (o.json) return printJson(list);
-        const rows = list.map((r) => ({ ...r, created: time(r.createdAt), model: r.model ?? 'default', node: r.node ?? null }));
-        process.stdout.write(`${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts', 'node'])}\n`);
+        const rows = list.map((r) => ({
+          ...r,
+          created: time(r.createdAt),
+          model: r.model ?? 'default',
+          node: r.node ?? null,
+        }));
+        process.stdout.write(
+          `${table(rows, ['id', 'state', 'created', 'name', 'agentId', 'sessionKey', 'model', 'attempts', 'node'])}\n`,
+        );
       });
     });
   recordCommand(runs, {
@@ -87,23 +107,35 @@ function addRuns(program: Command): void {
         `  delivery:   ${run.deliver ? `${run.channel}${run.to ? ` → ${run.to}` : ''}` : 'off'}   wakeMode: ${run.wakeMode}`,
         `  message:    ${logSafe(run.message, 200)}`,
       ];
-      if (run.retries) lines.push(`  retries:    ${run.retries} after transient model failures${run.state === 'queued' && run.nextAttemptAt ? ` (next try ${time(run.nextAttemptAt)})` : ''}`);
+      if (run.retries)
+        lines.push(
+          `  retries:    ${run.retries} after transient model failures${run.state === 'queued' && run.nextAttemptAt ? ` (next try ${time(run.nextAttemptAt)})` : ''}`,
+        );
       // While a run waits, its error column says why (the last transient failure, or an interrupted stop).
-      if (run.error) lines.push(`  ${run.state === 'queued' || run.state === 'running' ? 'note: ' : 'error:'}      ${run.error}`);
+      if (run.error)
+        lines.push(`  ${run.state === 'queued' || run.state === 'running' ? 'note: ' : 'error:'}      ${run.error}`);
       if (run.reply) lines.push(`  reply:      ${logSafe(run.reply, 200)}`);
       if (run.deliveryStatus) lines.push(`  reply went: ${run.deliveryStatus}`);
       for (const d of await store.listDeliveries({ runId: run.id })) {
-        lines.push(`  delivery:   ${d.id} ${deliveryStateName(d.state)} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`);
+        lines.push(
+          `  delivery:   ${d.id} ${deliveryStateName(d.state)} → ${d.channel}${d.to ? `:${d.to}` : ''} (attempts ${d.attempts}${d.lastError ? `, last error: ${d.lastError}` : ''})`,
+        );
       }
       return lines;
     },
   });
   runs
     .command('retry')
-    .description('put a finished run back in the queue (same run id); with --failed, every failed run (e.g. after a model outage)')
+    .description(
+      'put a finished run back in the queue (same run id); with --failed, every failed run (e.g. after a model outage)',
+    )
     .argument('[id]', 'the run id (omit with --failed)')
     .option('--failed', 'every run in state failed')
-    .option('--since <when>', 'with --failed: only runs that finished within this long ("2h", "30m", "7d") or since this ISO time', '24h')
+    .option(
+      '--since <when>',
+      'with --failed: only runs that finished within this long ("2h", "30m", "7d") or since this ISO time',
+      '24h',
+    )
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (id: string | undefined, o: StoreOpts & { failed?: boolean; since: string }) => {
@@ -111,7 +143,11 @@ function addRuns(program: Command): void {
       await withStore(o.config, async (store) => {
         if (id !== undefined) {
           const run = await store.requeueRun(id, Date.now());
-          if (!run) throw new CliError('cli_not_found', `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`);
+          if (!run)
+            throw new CliError(
+              'cli_not_found',
+              `no finished run ${id} (only failed, timed_out or succeeded runs can be retried)`,
+            );
           await auditCli(store, 'admin.retry', { runId: run.id });
           if (o.json) return printJson(run);
           return void process.stdout.write(`run ${run.id} queued again\n`);
@@ -120,7 +156,11 @@ function addRuns(program: Command): void {
         const ids = await store.requeueFailedRuns(sinceTime(o.since, now), now);
         if (ids.length) await auditCli(store, 'admin.retry', { runIds: ids.slice(0, 100), runs: ids.length });
         if (o.json) return printJson(ids);
-        process.stdout.write(ids.length ? `${ids.length} failed run${ids.length > 1 ? 's' : ''} queued again:\n${ids.join('\n')}\n` : 'no failed runs in that time\n');
+        process.stdout.write(
+          ids.length
+            ? `${ids.length} failed run${ids.length > 1 ? 's' : ''} queued again:\n${ids.join('\n')}\n`
+            : 'no failed runs in that time\n',
+        );
       });
     });
 }
@@ -137,7 +177,11 @@ function addSessions(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listSessions(o.limit);
         if (o.json) return printJson(list);
-        const rows = list.map((s) => ({ ...s, last: time(s.lastActivityAt), route: s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : null }));
+        const rows = list.map((s) => ({
+          ...s,
+          last: time(s.lastActivityAt),
+          route: s.lastChannel ? routeText(s.lastChannel, s.lastTo ?? '', s.lastAccountId) : null,
+        }));
         process.stdout.write(`${table(rows, ['key', 'agentId', 'pendingEvents', 'runs', 'last', 'route'])}\n`);
       });
     });
@@ -153,18 +197,25 @@ function addSessions(program: Command): void {
       `  transcript (last ${s.transcript.length} messages):`,
       ...s.transcript.map((m) => `    ${time(m.createdAt)}  ${m.role.padEnd(9)} ${logSafe(m.content, 160)}`),
       `  pending system events (${s.pending.length}):`,
-      ...s.pending.map((e) => `    ${time(e.createdAt)}  [${e.origin}]${provenance(e)} ${logSafe(e.text, 160)}  (${e.id})`),
+      ...s.pending.map(
+        (e) => `    ${time(e.createdAt)}  [${e.origin}]${provenance(e)} ${logSafe(e.text, 160)}  (${e.id})`,
+      ),
       `  recent runs (${s.recentRuns.length}):`,
       ...s.recentRuns.map((r) => `    ${time(r.createdAt)}  ${r.state.padEnd(9)} ${r.id}  ${logSafe(r.name, 40)}`),
     ],
   });
   sessions
     .command('route')
-    .description("set a session's route: where its heartbeat replies (and, for main, `channel: last` replies) go; audited")
+    .description(
+      "set a session's route: where its heartbeat replies (and, for main, `channel: last` replies) go; audited",
+    )
     .argument('<key>', 'the session (usually main)')
     .requiredOption('--channel <channel>', 'a configured channel (telegram, slack, log, ...)')
     .requiredOption('--to <to>', 'the recipient on that channel (chat id, channel id, number, ...)')
-    .option('--account <id>', "one of the channel's accounts (channels.<platform>.accounts); default: the top-level section")
+    .option(
+      '--account <id>',
+      "one of the channel's accounts (channels.<platform>.accounts); default: the top-level section",
+    )
     .addOption(configOption())
     .action(async (key: string, o: { channel: string; to: string; account?: string; config?: string }) => {
       // The channel is checked against the whole config, so this one command needs the channels' section valid too.
@@ -208,7 +259,12 @@ function addDeliveries(program: Command): void {
       await withStore(o.config, async (store) => {
         const list = await store.listDeliveries({ state: o.failed ? 'dead' : o.state, limit: o.limit });
         if (o.json) return printJson(list.map(shownDelivery));
-        const rows = list.map((d) => ({ ...shownDelivery(d), created: time(d.createdAt), route: `${d.channel}${d.to ? `:${d.to}` : ''}`, run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null) }));
+        const rows = list.map((d) => ({
+          ...shownDelivery(d),
+          created: time(d.createdAt),
+          route: `${d.channel}${d.to ? `:${d.to}` : ''}`,
+          run: d.runId ?? (d.heartbeatId ? 'heartbeat' : null),
+        }));
         process.stdout.write(`${table(rows, ['id', 'state', 'created', 'route', 'run', 'attempts', 'lastError'])}\n`);
       });
     });
@@ -272,7 +328,10 @@ export function sinceTime(value: string, now: number): number {
   if (span !== undefined && span > 0) return now - span;
   const at = Date.parse(value);
   if (Number.isFinite(at)) return at;
-  throw new CliError('cli_usage', `--since: expected a duration like "2h" or "30m", or an ISO time like 2026-11-25T08:00:00Z, got ${JSON.stringify(value)}`);
+  throw new CliError(
+    'cli_usage',
+    `--since: expected a duration like "2h" or "30m", or an ISO time like 2026-11-25T08:00:00Z, got ${JSON.stringify(value)}`,
+  );
 }
 
 /** An untrusted event's flag and source in `sessions show` (shown wrapped to the model: see runtime/prompt.ts). */

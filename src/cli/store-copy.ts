@@ -26,13 +26,20 @@ const BAR_WIDTH = 24;
 
 /** `hookgate store copy`; returns the `store` command, which `store migrate` joins. */
 export function addStoreCopyCommand(program: Command): Command {
-  const store = program.command('store').description('the store itself: migrate its schema, move SQLite into PostgreSQL (docs/scale-out.md)');
+  const store = program
+    .command('store')
+    .description('the store itself: migrate its schema, move SQLite into PostgreSQL (docs/scale-out.md)');
   store
     .command('copy')
-    .description('copy a SQLite store\'s work (runs, events, sessions, deliveries, idempotency keys, received records) into PostgreSQL; stop the service first. Safe to run again: copies only what is missing')
+    .description(
+      "copy a SQLite store's work (runs, events, sessions, deliveries, idempotency keys, received records) into PostgreSQL; stop the service first. Safe to run again: copies only what is missing",
+    )
     .requiredOption('--from <file>', 'the SQLite store file (storage.path of the old config, e.g. data/hookgate.db)')
-    .option('--to <url>', 'the PostgreSQL URL (postgres://user:password@host/db); default: storage.url of the config (driver postgres), which keeps the password out of the shell history')
-    .option('--force', 'copy even while the source\'s node registry shows a running service')
+    .option(
+      '--to <url>',
+      'the PostgreSQL URL (postgres://user:password@host/db); default: storage.url of the config (driver postgres), which keeps the password out of the shell history',
+    )
+    .option('--force', "copy even while the source's node registry shows a running service")
     .addOption(jsonOption())
     .addOption(configOption())
     .action(async (o: CopyCliOptions) => {
@@ -40,7 +47,9 @@ export function addStoreCopyCommand(program: Command): Command {
       const to = destination(o);
       const shown = safeUrl(to);
       announce(`copying ${logPath(from, 300)} into ${shown}`);
-      process.stderr.write('hookgate: the service using the source must be stopped: work it accepts after the copy starts is not copied\n');
+      process.stderr.write(
+        'hookgate: the service using the source must be stopped: work it accepts after the copy starts is not copied\n',
+      );
       // Loaded here only: the PostgreSQL client is not loaded by every CLI command.
       const { copySqliteToPostgres } = await import('../store/copy-to-postgres.js');
       const bar = !o.json && process.stderr.isTTY ? new ProgressBar() : undefined;
@@ -66,7 +75,10 @@ export function addStoreCopyCommand(program: Command): Command {
 function destination(o: CopyCliOptions): string {
   if (o.to !== undefined) {
     if (!isPostgresUrl(o.to)) {
-      throw new StoreCopyError('copy_destination_invalid', '--to must be a PostgreSQL URL (postgres://user:password@host:5432/database): store copy moves a SQLite store into PostgreSQL only');
+      throw new StoreCopyError(
+        'copy_destination_invalid',
+        '--to must be a PostgreSQL URL (postgres://user:password@host:5432/database): store copy moves a SQLite store into PostgreSQL only',
+      );
     }
     const problem = databaseUrlProblem(o.to);
     if (problem) throw new StoreCopyError('copy_destination_invalid', `--to ${problem}`);

@@ -11,7 +11,9 @@ import { configOption, jsonOption } from './options.js';
 export function addStoreMigrateCommand(store: Command): void {
   store
     .command('migrate')
-    .description('bring the store\'s schema up to this hookgate\'s (stop the older hookgate first: it refuses the migrated store). Besides `serve`, the only command that migrates')
+    .description(
+      "bring the store's schema up to this hookgate's (stop the older hookgate first: it refuses the migrated store). Besides `serve`, the only command that migrates",
+    )
     .addOption(configOption())
     .addOption(jsonOption())
     .action(async (o: { config?: string; json?: boolean }) => {
@@ -25,6 +27,10 @@ export function addStoreMigrateCommand(store: Command): void {
         },
       });
       if (o.json) return printJson({ ok: true, from, to, migrated: from !== to });
-      process.stdout.write(from === to ? `the store is at schema ${to} already: nothing to migrate\n` : `migrated the store from schema ${from} to ${to}\n`);
+      process.stdout.write(
+        from === to
+          ? `the store is at schema ${to} already: nothing to migrate\n`
+          : `migrated the store from schema ${from} to ${to}\n`,
+      );
     });
 }

@@ -44,14 +44,21 @@ interface TailOpts {
 export function addTailCommand(program: Command): void {
   program
     .command('tail')
-    .description('follow the live feed of the running service (admin listener): received hooks, runs, deliveries, heartbeats; reconnects by itself')
+    .description(
+      'follow the live feed of the running service (admin listener): received hooks, runs, deliveries, heartbeats; reconnects by itself',
+    )
     .option('--json', 'one JSON object per line (the event, with its id) instead of text')
     .addOption(new Option('--types <list>', `only these event types, comma-separated (${FEED_EVENT_TYPES.join(', ')})`))
     .addOption(new Option('--url <url>', "the admin listener's base URL (default: from admin.bind and admin.port)"))
     .addOption(configOption())
     .action(async (o: TailOpts) => {
       const endpoint = adminEndpoint(o.config);
-      await follow({ url: o.url ?? endpoint.url, token: endpoint.token, json: o.json ?? false, ...(o.types ? { types: o.types } : {}) });
+      await follow({
+        url: o.url ?? endpoint.url,
+        token: endpoint.token,
+        json: o.json ?? false,
+        ...(o.types ? { types: o.types } : {}),
+      });
     });
 }
 
@@ -68,7 +75,10 @@ async function follow(opts: { url: string; token: string; json: boolean; types?:
       said = false;
     });
     if (outcome.fatal) throw outcome.fatal;
-    if (!said) process.stderr.write(`hookgate: live feed ${outcome.why}; reconnecting${lastId ? ' from the last event seen' : ''}\n`);
+    if (!said)
+      process.stderr.write(
+        `hookgate: live feed ${outcome.why}; reconnecting${lastId ? ' from the last event seen' : ''}\n`,
+      );
     said = true;
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 10_000);
@@ -76,17 +86,25 @@ async function follow(opts: { url: string; token: string; json: boolean; types?:
 }
 
 /** One connection: resolves when it ends (`why`), or with `fatal` when retrying cannot help. */
-async function stream(opts: { url: string; token: string; json: boolean; types?: string }, lastId: string | undefined, seen: (id: string) => void): Promise<{ why: string; fatal?: CliError }> {
+async function stream(
+  opts: { url: string; token: string; json: boolean; types?: string },
+  lastId: string | undefined,
+  seen: (id: string) => void,
+): Promise<{ why: string; fatal?: CliError }> {
   const target = new URL('/api/v1/events', opts.url);
   if (opts.types) target.searchParams.set('types', opts.types);
   const headers: Record<string, string> = { accept: 'text/event-stream', authorization: `Bearer ${opts.token}` };
   if (lastId) headers['last-event-id'] = lastId;
   // The admin listener's address is the config's: the feed's URL is never taken from an answer.
   const res = await openStream(target.toString(), { headers });
-  if (res.kind !== 'stream') return { why: `unreachable at ${opts.url} (${res.kind === 'network' ? res.code : res.kind})` };
+  if (res.kind !== 'stream')
+    return { why: `unreachable at ${opts.url} (${res.kind === 'network' ? res.code : res.kind})` };
   if (res.status === 401 || res.status === 400) {
     await res.body?.cancel().catch(() => undefined);
-    const why = res.status === 401 ? 'the admin listener refused the admin token (401)' : `the admin listener refused the request (400; check --types)`;
+    const why =
+      res.status === 401
+        ? 'the admin listener refused the admin token (401)'
+        : `the admin listener refused the request (400; check --types)`;
     return { why, fatal: new CliError(res.status === 401 ? 'cli_token_missing' : 'cli_usage', why) };
   }
   if (res.status !== 200 || !res.body) {
@@ -112,9 +130,12 @@ function emit(json: boolean, id: string | undefined, type: string, data: string,
     return;
   }
   if (type === 'reset') {
-    process.stderr.write(`hookgate: the service could not resume the feed where it stopped (${s(event.reason)}): events may have been missed; following live\n`);
+    process.stderr.write(
+      `hookgate: the service could not resume the feed where it stopped (${s(event.reason)}): events may have been missed; following live\n`,
+    );
     return;
   }
   if (json) process.stdout.write(`${JSON.stringify({ id, ...event })}\n`);
-  else if ((FEED_EVENT_TYPES as readonly string[]).includes(type)) process.stdout.write(`${eventLine(event as unknown as FeedEvent)}\n`);
+  else if ((FEED_EVENT_TYPES as readonly string[]).includes(type))
+    process.stdout.write(`${eventLine(event as unknown as FeedEvent)}\n`);
 }

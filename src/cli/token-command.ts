@@ -30,10 +30,18 @@ interface RotateOpts {
 export function addTokenRotateCommand(token: Command): void {
   token
     .command('rotate')
-    .description('append a new random token to hooks.tokens (--admin: admin.tokens) in the config file and print it once; the old tokens keep working (until --not-after-old)')
+    .description(
+      'append a new random token to hooks.tokens (--admin: admin.tokens) in the config file and print it once; the old tokens keep working (until --not-after-old)',
+    )
     .option('--admin', 'rotate the admin listener token (admin.tokens) instead of the hook token')
-    .option('--id <id>', 'the new token id, named in received records and logs (default: today\'s UTC date, e.g. 2026-11-25)')
-    .option('--not-after-old <when>', 'give every old token without an expiry one: a duration from now ("24h", "7d"; "0" = now) or an ISO date-time with a zone')
+    .option(
+      '--id <id>',
+      "the new token id, named in received records and logs (default: today's UTC date, e.g. 2026-11-25)",
+    )
+    .option(
+      '--not-after-old <when>',
+      'give every old token without an expiry one: a duration from now ("24h", "7d"; "0" = now) or an ISO date-time with a zone',
+    )
     .addOption(configOption())
     .addOption(jsonOption())
     .action((o: RotateOpts) => rotate(o, new Date()));
@@ -43,7 +51,11 @@ export function addTokenRotateCommand(token: Command): void {
 export function notAfterFrom(value: string, now: Date): string {
   const ms = parseDuration(value);
   const at = ms !== undefined ? now.getTime() + ms : parseInstant(value);
-  if (at === undefined) throw new CliError('cli_usage', `--not-after-old: expected a duration ("24h", "7d", "0") or an ISO date-time with a zone ("2026-12-01T00:00:00Z"), got ${JSON.stringify(value)}`);
+  if (at === undefined)
+    throw new CliError(
+      'cli_usage',
+      `--not-after-old: expected a duration ("24h", "7d", "0") or an ISO date-time with a zone ("2026-12-01T00:00:00Z"), got ${JSON.stringify(value)}`,
+    );
   return new Date(at).toISOString();
 }
 
@@ -60,7 +72,8 @@ function rotate(o: RotateOpts, now: Date): void {
   }
   const file = location.file;
   if (!existsSync(file)) throw new CliError('cli_config_missing', `${file} (from ${location.from}) does not exist`);
-  if (o.id !== undefined && !TOKEN_ID_PATTERN.test(o.id)) throw new CliError('cli_usage', '--id: 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
+  if (o.id !== undefined && !TOKEN_ID_PATTERN.test(o.id))
+    throw new CliError('cli_usage', '--id: 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
   const notAfterOld = o.notAfterOld === undefined ? undefined : notAfterFrom(o.notAfterOld, now);
   const text = readFileSync(file, 'utf8');
   let taken: string[] = [];
@@ -77,7 +90,16 @@ function rotate(o: RotateOpts, now: Date): void {
   replaceFileKeepingMode(file, edit.text);
 
   if (o.json) {
-    printJson({ ok: true, file, section, id, token, movedSingleToken: edit.moved, notAfterOld: notAfterOld ?? null, expiring: edit.expiring });
+    printJson({
+      ok: true,
+      file,
+      section,
+      id,
+      token,
+      movedSingleToken: edit.moved,
+      notAfterOld: notAfterOld ?? null,
+      expiring: edit.expiring,
+    });
     return;
   }
   process.stdout.write(`${token}\n`);
@@ -98,19 +120,31 @@ function rotate(o: RotateOpts, now: Date): void {
   process.stderr.write(`${lines.join('\n')}\n`);
 }
 
-const olds = (ids: string[]) => `the old token${ids.length > 1 ? 's' : ''} ${ids.map((i) => `"${i}"`).join(', ')} ${ids.length > 1 ? 'are' : 'is'}`;
+const olds = (ids: string[]) =>
+  `the old token${ids.length > 1 ? 's' : ''} ${ids.map((i) => `"${i}"`).join(', ')} ${ids.length > 1 ? 'are' : 'is'}`;
 
 /**
  * The edited file must be valid where this command wrote. Its secrets' variables and files are the service's
  * business, not this shell's: a hole (an unset variable, a secret file this user cannot read) is not a problem here.
  */
 function checkEdited(text: string, file: string, section: 'hooks' | 'admin'): void {
-  const anyEnv = new Proxy({ ...process.env }, { get: (t, k) => (typeof k === 'string' ? (t[k] ?? 'set-by-the-service-0123456789') : undefined) });
+  const anyEnv = new Proxy(
+    { ...process.env },
+    { get: (t, k) => (typeof k === 'string' ? (t[k] ?? 'set-by-the-service-0123456789') : undefined) },
+  );
   try {
     parseConfig(text, file, dirname(file), { env: anyEnv });
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    const mine = err.issues.filter((i) => (i.path === `${section}.token` || i.path.startsWith(`${section}.tokens`)) && !/^cannot read secret file /.test(i.message));
-    if (mine.length) throw new CliError('cli_usage', `not writing ${file}: the new ${section}.tokens would be invalid:\n${mine.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`);
+    const mine = err.issues.filter(
+      (i) =>
+        (i.path === `${section}.token` || i.path.startsWith(`${section}.tokens`)) &&
+        !/^cannot read secret file /.test(i.message),
+    );
+    if (mine.length)
+      throw new CliError(
+        'cli_usage',
+        `not writing ${file}: the new ${section}.tokens would be invalid:\n${mine.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`,
+      );
   }
 }

@@ -47,14 +47,22 @@ export function rotateTokens(text: string, input: RotateInput): RotateResult {
   } catch (err) {
     return { kind: 'refused', reason: `it is not valid JSON5 (${(err as Error).message})` };
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { kind: 'refused', reason: 'it is not a JSON5 object' };
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    return { kind: 'refused', reason: 'it is not a JSON5 object' };
   const value = parsed[section];
-  if (value === undefined) return { kind: 'refused', reason: `it has no ${section} section (set ${section}.token or ${section}.tokens first)` };
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { kind: 'refused', reason: `its ${section} is not an object` };
+  if (value === undefined)
+    return {
+      kind: 'refused',
+      reason: `it has no ${section} section (set ${section}.token or ${section}.tokens first)`,
+    };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { kind: 'refused', reason: `its ${section} is not an object` };
   const tokensValue = (value as Record<string, unknown>).tokens;
-  if (tokensValue !== undefined && !Array.isArray(tokensValue)) return { kind: 'refused', reason: `its ${section}.tokens is not a list` };
+  if (tokensValue !== undefined && !Array.isArray(tokensValue))
+    return { kind: 'refused', reason: `its ${section}.tokens is not a list` };
   const oldIds = listedIds(parsed, section);
-  if (oldIds.includes(input.id)) return { kind: 'refused', reason: `${section}.tokens already has the id "${input.id}"` };
+  if (oldIds.includes(input.id))
+    return { kind: 'refused', reason: `${section}.tokens already has the id "${input.id}"` };
 
   let t = tokenize(text);
   const sectionOpen = (tokens: Token[]) => {
@@ -81,7 +89,8 @@ export function rotateTokens(text: string, input: RotateInput): RotateResult {
     for (let j = 0; j < list.length; j++) {
       if (list[j]?.notAfter !== undefined) continue;
       const open = elementOpen(t, tokensOpen(t, sectionOpen(t)!)!, j);
-      if (open === undefined || t[open]!.text !== '{') return { kind: 'refused', reason: `its ${section}.tokens[${j}] is not written as an object` };
+      if (open === undefined || t[open]!.text !== '{')
+        return { kind: 'refused', reason: `its ${section}.tokens[${j}] is not written as an object` };
       text = addMember(text, t, open, `notAfter: ${lit(notAfter)}`);
       t = tokenize(text);
       expiring.push(String(list[j]!.id));
@@ -91,11 +100,16 @@ export function rotateTokens(text: string, input: RotateInput): RotateResult {
   // 3. Append the moved token and the new one.
   const entries: string[] = [];
   if (movedValue !== undefined) {
-    entries.push(`{ id: ${lit(DEFAULT_TOKEN_ID)}, token: ${movedValue}${notAfter !== undefined ? `, notAfter: ${lit(notAfter)}` : ''} },`);
+    entries.push(
+      `{ id: ${lit(DEFAULT_TOKEN_ID)}, token: ${movedValue}${notAfter !== undefined ? `, notAfter: ${lit(notAfter)}` : ''} },`,
+    );
     if (notAfter !== undefined) expiring.unshift(DEFAULT_TOKEN_ID);
   }
   const when = input.now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const added = [`// added by \`hookgate token rotate\` at ${when}`, `{ id: ${lit(input.id)}, token: ${lit(input.token)} },`];
+  const added = [
+    `// added by \`hookgate token rotate\` at ${when}`,
+    `{ id: ${lit(input.id)}, token: ${lit(input.token)} },`,
+  ];
   const open = sectionOpen(t)!;
   const arrayOpen = tokensOpen(t, open);
   if (arrayOpen !== undefined) {
@@ -103,7 +117,12 @@ export function rotateTokens(text: string, input: RotateInput): RotateResult {
     text = appendMember(text, t, arrayOpen, (ind) => lines.map((l) => `${ind}${l}\n`).join(''));
   } else {
     const lines = [...entries, ...added];
-    text = appendMember(text, t, open, (ind) => `${ind}tokens: [\n${lines.map((l) => `${ind}  ${l}\n`).join('')}${ind}],\n`);
+    text = appendMember(
+      text,
+      t,
+      open,
+      (ind) => `${ind}tokens: [\n${lines.map((l) => `${ind}  ${l}\n`).join('')}${ind}],\n`,
+    );
   }
   return { kind: 'edited', text, moved: movedValue !== undefined, oldIds, expiring };
 }
@@ -142,7 +161,8 @@ function removeMember(text: string, t: Token[], key: number, end: number): strin
   const lineEnd = nl === -1 ? text.length : nl;
   const rest = text.slice(to, lineEnd).trim();
   // A member alone on its line goes with the line, and with a comment that ends it (it was about this member).
-  if (text.slice(ls, from).trim() === '' && (rest === '' || rest.startsWith('//'))) return text.slice(0, ls) + text.slice(Math.min(lineEnd + 1, text.length));
+  if (text.slice(ls, from).trim() === '' && (rest === '' || rest.startsWith('//')))
+    return text.slice(0, ls) + text.slice(Math.min(lineEnd + 1, text.length));
   return text.slice(0, from) + text.slice(to).replace(/^[ \t]+(?=[}\]])/, ' ');
 }
 

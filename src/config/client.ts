@@ -61,7 +61,8 @@ export function clientToken(
   const list = s.tokens ?? [];
   for (let i = list.length - 1; i >= 0; i--) {
     const t = list[i]!;
-    if (t.notAfter === undefined || t.notAfter > now) return { token: t.token, key: `${section}.tokens[${i}] (id "${t.id}")` };
+    if (t.notAfter === undefined || t.notAfter > now)
+      return { token: t.token, key: `${section}.tokens[${i}] (id "${t.id}")` };
   }
   return undefined;
 }
@@ -94,7 +95,11 @@ export function embeddedClientConfig(cwd: string): ClientConfig {
 }
 
 /** What a client reads of one file: the listener's keys (`gateway`/`hooks`, or `admin`), the others left alone. */
-export function loadClientConfig(file: string, part: 'hooks' | 'admin', env: NodeJS.ProcessEnv = process.env): ClientConfig {
+export function loadClientConfig(
+  file: string,
+  part: 'hooks' | 'admin',
+  env: NodeJS.ProcessEnv = process.env,
+): ClientConfig {
   const abs = resolve(file);
   const dir = dirname(abs);
   let raw: unknown;
@@ -152,7 +157,8 @@ export function secretSourceOf(file: string, section: 'hooks' | 'admin'): string
     return `${key} in ${file}`;
   }
   const value = isRecord(raw) && isRecord(raw[section]) ? raw[section].token : undefined;
-  if (isRecord(value) && typeof value.file === 'string') return `${resolve(dirname(file), value.file)} (${key} of ${file})`;
+  if (isRecord(value) && typeof value.file === 'string')
+    return `${resolve(dirname(file), value.file)} (${key} of ${file})`;
   if (isRecord(value) && typeof value.env === 'string') return `$${value.env} (${key} of ${file})`;
   const variable = typeof value === 'string' ? /^\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*$/.exec(value)?.[1] : undefined;
   if (variable) return `$${variable} (${key} of ${file})`;

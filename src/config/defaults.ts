@@ -36,7 +36,10 @@ export function embeddedConfig(token: string | undefined, adminToken?: string): 
 }
 
 /** The embedded default's token if there is one already: HOOKGATE_TOKEN, else ./data/hook-token. Creates nothing. */
-export function existingEmbeddedToken(cwd: string, env: NodeJS.ProcessEnv): { token: string; from: string } | undefined {
+export function existingEmbeddedToken(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): { token: string; from: string } | undefined {
   const fromEnv = env.HOOKGATE_TOKEN?.trim();
   if (fromEnv) return { token: fromEnv, from: '$HOOKGATE_TOKEN' };
   const file = embeddedTokenFile(cwd);
@@ -61,7 +64,13 @@ export function embeddedDefault(cwd: string, env: NodeJS.ProcessEnv): EmbeddedDe
     generatedTokenFile = file;
   }
   const admin = embeddedAdminToken(cwd, env);
-  return { token, generatedTokenFile, adminToken: admin.token, adminTokenFile: admin.file, config: embeddedConfig(token, admin.token) };
+  return {
+    token,
+    generatedTokenFile,
+    adminToken: admin.token,
+    adminTokenFile: admin.file,
+    config: embeddedConfig(token, admin.token),
+  };
 }
 
 /** The admin token of the embedded default: HOOKGATE_ADMIN_TOKEN, else ./data/admin-token, created (0600) if missing. */

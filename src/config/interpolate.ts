@@ -10,11 +10,23 @@ import { keyPath } from '../errors.js';
  * `$${VAR}` stays a literal `${VAR}`. Unset variables are problems reported by key path, never empty strings.
  * `at` is where `value` sits in the file, when it is one section of it (issues are reported by their full path).
  */
-export function interpolate(value: unknown, env: NodeJS.ProcessEnv, configDir: string, issues: ConfigIssue[], at: PropertyKey[] = []): unknown {
+export function interpolate(
+  value: unknown,
+  env: NodeJS.ProcessEnv,
+  configDir: string,
+  issues: ConfigIssue[],
+  at: PropertyKey[] = [],
+): unknown {
   return walk(value, at, env, configDir, issues);
 }
 
-function walk(value: unknown, path: PropertyKey[], env: NodeJS.ProcessEnv, dir: string, issues: ConfigIssue[]): unknown {
+function walk(
+  value: unknown,
+  path: PropertyKey[],
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  issues: ConfigIssue[],
+): unknown {
   if (typeof value === 'string') return substitute(value, path, env, issues);
   if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, i], env, dir, issues));
   if (value === null || typeof value !== 'object') return value;
@@ -35,7 +47,10 @@ function walk(value: unknown, path: PropertyKey[], env: NodeJS.ProcessEnv, dir: 
     try {
       return readFileSync(file, 'utf8').trim();
     } catch (err) {
-      issues.push({ path: keyPath(path), message: `cannot read secret file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}` });
+      issues.push({
+        path: keyPath(path),
+        message: `cannot read secret file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+      });
       return undefined;
     }
   }

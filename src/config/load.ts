@@ -73,7 +73,9 @@ export function validateConfig(input: unknown, file: string | undefined, dir: st
  */
 function withoutHoles(issues: ConfigIssue[], holes: ConfigIssue[]): ConfigIssue[] {
   const at = holes.map((h) => h.path);
-  return issues.filter((i) => !at.some((h) => i.path === h || i.path.startsWith(`${h}.`) || i.path.startsWith(`${h}[`)));
+  return issues.filter(
+    (i) => !at.some((h) => i.path === h || i.path.startsWith(`${h}.`) || i.path.startsWith(`${h}[`)),
+  );
 }
 
 export function loadConfigFile(file: string, opts: LoadOptions = {}): Config {
@@ -85,7 +87,10 @@ function readConfigText(abs: string): string {
   try {
     return readFileSync(abs, 'utf8');
   } catch (err) {
-    throw new ConfigError([{ path: '', message: `cannot read ${abs}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }], abs);
+    throw new ConfigError(
+      [{ path: '', message: `cannot read ${abs}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }],
+      abs,
+    );
   }
 }
 
@@ -104,7 +109,11 @@ export interface StorageOnly {
  * to the storage section alone, so a shell without the service's secrets (a channel token, a signing secret) can
  * still read it. Problems in that section are reported by key path (`storage.path: ...`); the rest is not checked.
  */
-export function loadStorageConfig(file: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): StorageOnly {
+export function loadStorageConfig(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): StorageOnly {
   if (file === undefined) return { file, dir: cwd, storage: configSchema.shape.storage.parse({ ...EMBEDDED_STORAGE }) };
   const { dir, value } = loadConfigSection(file, 'storage', env, cwd);
   return { file: resolve(cwd, file), dir, storage: value };
@@ -114,14 +123,26 @@ export function loadStorageConfig(file: string | undefined, env: NodeJS.ProcessE
  * One section of a config file, interpolated and validated alone (problems reported by key path, `hooks.…`); the
  * other sections are not read, so their unset variables are no error for a command that does not use them.
  */
-export function loadConfigSection<K extends keyof RawConfig>(file: string, key: K, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): { dir: string; value: RawConfig[K] } {
+export function loadConfigSection<K extends keyof RawConfig>(
+  file: string,
+  key: K,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): { dir: string; value: RawConfig[K] } {
   const abs = resolve(cwd, file);
   const obj = parseObject(readConfigText(abs), abs);
   const issues: ConfigIssue[] = [];
   const section = interpolate(obj[key], env, dirname(abs), issues, [key]);
   if (issues.length) throw new ConfigError(issues, abs);
   const result = (configSchema.shape[key] as unknown as z.ZodType<RawConfig[K]>).safeParse(section);
-  if (!result.success) throw new ConfigError(result.error.issues.map((i) => ({ path: keyPath([key, ...i.path]), message: describeIssue({ ...i, path: [key, ...i.path] }) })), abs);
+  if (!result.success)
+    throw new ConfigError(
+      result.error.issues.map((i) => ({
+        path: keyPath([key, ...i.path]),
+        message: describeIssue({ ...i, path: [key, ...i.path] }),
+      })),
+      abs,
+    );
   return { dir: dirname(abs), value: result.data };
 }
 
@@ -166,12 +187,17 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
       through(s, (d) => {
         if (d.type === 'array' && typeof segment === 'number') return [d.element];
         if (d.type === 'record') return [d.valueType];
-        if (d.type === 'object' && typeof segment === 'string') return d.shape?.[segment] === undefined ? [] : [d.shape[segment]];
+        if (d.type === 'object' && typeof segment === 'string')
+          return d.shape?.[segment] === undefined ? [] : [d.shape[segment]];
         return undefined;
       }),
     );
   }
-  return [...new Set(schemas.flatMap((s) => through(s, (d) => (d.type === 'object' ? Object.keys(d.shape ?? {}) : undefined))))] as string[];
+  return [
+    ...new Set(
+      schemas.flatMap((s) => through(s, (d) => (d.type === 'object' ? Object.keys(d.shape ?? {}) : undefined))),
+    ),
+  ] as string[];
 }
 
 interface SchemaDef {
@@ -210,12 +236,15 @@ export function closestKey(key: string, known: readonly string[]): string | unde
 
 /** Edits (insert, delete, replace, swap two neighbours) between two strings. */
 function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
       d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
     }
   }
   return d[a.length]![b.length]!;

@@ -11,15 +11,25 @@ export interface ConfigLocation {
   looked: string[];
 }
 
-export function locateConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ConfigLocation {
+export function locateConfigFile(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): ConfigLocation {
   if (flag) return { file: resolve(cwd, flag), from: '--config', looked: [] };
   if (env.HOOKGATE_CONFIG) return { file: resolve(cwd, env.HOOKGATE_CONFIG), from: '$HOOKGATE_CONFIG', looked: [] };
   const local = resolve(cwd, 'hookgate.json5');
   const looked = ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${local} (no such file)`];
-  return existsSync(local) ? { file: local, from: './hookgate.json5', looked: [] } : { file: undefined, from: 'embedded default', looked };
+  return existsSync(local)
+    ? { file: local, from: './hookgate.json5', looked: [] }
+    : { file: undefined, from: 'embedded default', looked };
 }
 
 /** `--config`, else `HOOKGATE_CONFIG`, else `./hookgate.json5` when it exists, else undefined (embedded default). */
-export function findConfigFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string | undefined {
+export function findConfigFile(
+  flag: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): string | undefined {
   return locateConfigFile(flag, env, cwd).file;
 }

@@ -44,11 +44,17 @@ export function configuredAccounts(config: Pick<RawConfig, 'channels'>): Map<str
  * Why `accountId` (lower-cased) cannot be used with `channel` (normalised), or undefined when it can: it needs an
  * explicit channel, one with accounts, and one of that channel's accounts. The message says what to change.
  */
-export function accountProblem(accounts: ReadonlyMap<string, readonly string[]>, channel: string, accountId: string): string | undefined {
-  if (channel === 'last') return 'accountId needs an explicit channel (channel is "last"); name the channel the account belongs to, e.g. "channel": "telegram"';
+export function accountProblem(
+  accounts: ReadonlyMap<string, readonly string[]>,
+  channel: string,
+  accountId: string,
+): string | undefined {
+  if (channel === 'last')
+    return 'accountId needs an explicit channel (channel is "last"); name the channel the account belongs to, e.g. "channel": "telegram"';
   const known = accounts.get(channel);
   if (!known) return `channel "${channel}" has no accounts; remove accountId`;
-  if (!known.includes(accountId)) return `accountId "${logSafe(accountId, 64)}" is not an account of channel "${channel}"; use one of: ${known.join(', ')}`;
+  if (!known.includes(accountId))
+    return `accountId "${logSafe(accountId, 64)}" is not an account of channel "${channel}"; use one of: ${known.join(', ')}`;
   return undefined;
 }
 

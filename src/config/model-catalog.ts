@@ -46,7 +46,10 @@ export class ModelCatalog {
       return { ok: false, reason: `model "${input}": unknown provider "${providerId}" (configured: ${known})` };
     }
     if (provider?.models && !provider.models.includes(model)) {
-      return { ok: false, reason: `model "${input}": provider "${providerId}" lists only ${provider.models.join(', ')}` };
+      return {
+        ok: false,
+        reason: `model "${input}": provider "${providerId}" lists only ${provider.models.join(', ')}`,
+      };
     }
     return { ok: true, model: { ref, providerId, model } };
   }
@@ -59,7 +62,10 @@ export class ModelCatalog {
   resolveAllowed(refOrAlias: string): ModelResolution {
     const r = this.resolve(refOrAlias);
     if (r.ok && !this.isAllowed(r.model.ref)) {
-      return { ok: false, reason: `model "${refOrAlias}" is not in agents.defaults.models (allowed: ${[...this.allowlist!].join(', ')})` };
+      return {
+        ok: false,
+        reason: `model "${refOrAlias}" is not in agents.defaults.models (allowed: ${[...this.allowlist!].join(', ')})`,
+      };
     }
     return r;
   }

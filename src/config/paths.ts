@@ -75,7 +75,9 @@ export function resolveTransformsDir(configDir: string, transformsDir?: string):
   for (const dir of [path.dirname(root), root]) {
     const link = symlinkTarget(dir);
     if (link !== undefined)
-      throw issue(`${dir} is a symlink (to ${link}); the transforms root must be a real directory: move the transforms into it`);
+      throw issue(
+        `${dir} is a symlink (to ${link}); the transforms root must be a real directory: move the transforms into it`,
+      );
   }
   const realRoot = realpathOfNearest(root);
   const realTarget = realpathOfNearest(target);

@@ -5,7 +5,11 @@ import { type Config, loadConfigFile, validateConfig } from './load.js';
  * Load the config the way `serve` does: the file, or the embedded default (creating its token once). `notice` is
  * what `serve` prints at the first start of the embedded default (where the generated token is kept).
  */
-export function loadServeConfig(configFile: string | undefined, cwd: string, env: NodeJS.ProcessEnv): { config: Config; notice?: string } {
+export function loadServeConfig(
+  configFile: string | undefined,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): { config: Config; notice?: string } {
   if (configFile) return { config: loadConfigFile(configFile, { env }) };
   const def = embeddedDefault(cwd, env);
   const config = validateConfig(def.config, undefined, cwd, { env });

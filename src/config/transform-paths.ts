@@ -25,7 +25,8 @@ export function checkTransformPaths(config: Pick<RawConfig, 'hooks'> & { dir: st
   });
   if (dir === undefined) return issues;
   mappings.forEach((m, i) => {
-    if (m.transform) collect(() => resolveTransformModule(dir!, m.transform!.module, `hooks.mappings[${i}].transform.module`));
+    if (m.transform)
+      collect(() => resolveTransformModule(dir!, m.transform!.module, `hooks.mappings[${i}].transform.module`));
   });
   return issues;
 }

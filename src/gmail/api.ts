@@ -11,7 +11,10 @@ import type { GoogleOAuth } from './oauth.js';
 import type { GmailApiMessage } from './message.js';
 
 export interface HistoryPage {
-  history?: Array<{ id?: string; messagesAdded?: Array<{ message?: { id?: string; threadId?: string; labelIds?: string[] } }> }>;
+  history?: Array<{
+    id?: string;
+    messagesAdded?: Array<{ message?: { id?: string; threadId?: string; labelIds?: string[] } }>;
+  }>;
   nextPageToken?: string;
   /** The mailbox's current history id. */
   historyId?: string;
@@ -30,7 +33,13 @@ export class GmailApi {
     private readonly transport?: Transport,
   ) {}
 
-  private async call<T>(what: string, method: 'GET' | 'POST', path: string, query?: Record<string, string | string[] | undefined>, body?: unknown): Promise<T> {
+  private async call<T>(
+    what: string,
+    method: 'GET' | 'POST',
+    path: string,
+    query?: Record<string, string | string[] | undefined>,
+    body?: unknown,
+  ): Promise<T> {
     const url = new URL(`${this.baseUrl.replace(/\/+$/, '')}/gmail/v1/users/me/${path}`);
     for (const [k, v] of Object.entries(query ?? {})) {
       for (const item of Array.isArray(v) ? v : v === undefined ? [] : [v]) url.searchParams.append(k, item);
@@ -74,7 +83,10 @@ export class GmailApi {
     return this.call('users.messages.get', 'GET', `messages/${encodeURIComponent(id)}`, { format: 'full' });
   }
 
-  messagesList(labelIds: string[], maxResults: number): Promise<{ messages?: Array<{ id?: string; threadId?: string }> }> {
+  messagesList(
+    labelIds: string[],
+    maxResults: number,
+  ): Promise<{ messages?: Array<{ id?: string; threadId?: string }> }> {
     return this.call('users.messages.list', 'GET', 'messages', { labelIds, maxResults: String(maxResults) });
   }
 
@@ -83,7 +95,11 @@ export class GmailApi {
   }
 
   watch(topicName: string, labelIds: string[]): Promise<WatchAnswer> {
-    return this.call('users.watch', 'POST', 'watch', undefined, { topicName, labelIds, labelFilterBehavior: 'include' });
+    return this.call('users.watch', 'POST', 'watch', undefined, {
+      topicName,
+      labelIds,
+      labelFilterBehavior: 'include',
+    });
   }
 
   async stop(): Promise<void> {

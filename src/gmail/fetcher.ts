@@ -61,7 +61,11 @@ export class GoogleClients {
     const key = JSON.stringify([gmail.gmailApiBaseUrl, gmail.tokenUrl, gmail.oauth]);
     if (key !== this.key || !this.api) {
       this.key = key;
-      this.api = new GmailApi(gmail.gmailApiBaseUrl, new GoogleOAuth({ tokenUrl: gmail.tokenUrl, ...gmail.oauth }, this.fetchFn), this.fetchFn);
+      this.api = new GmailApi(
+        gmail.gmailApiBaseUrl,
+        new GoogleOAuth({ tokenUrl: gmail.tokenUrl, ...gmail.oauth }, this.fetchFn),
+        this.fetchFn,
+      );
     }
     return this.api;
   }
@@ -114,7 +118,10 @@ export class GmailFetcher {
         this.failures++;
         const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** (this.failures - 1));
         const message = errorMessage(err);
-        this.deps.logger.warn({ account: gmail.account, retryInMs: wait, err: logSafe(message, 300) }, 'gmail fetch failed; the pushes stay pending and are fetched again');
+        this.deps.logger.warn(
+          { account: gmail.account, retryInMs: wait, err: logSafe(message, 300) },
+          'gmail fetch failed; the pushes stay pending and are fetched again',
+        );
         await this.deps.store.recordGmailError(gmail.account, logSafe(message, 300), Date.now()).catch(() => {});
         this.schedule(wait);
         return;
@@ -145,15 +152,29 @@ export class GmailFetcher {
         });
         if (msg) runs += await this.dispatchMail(account, toMail(msg, gmail));
       }
-      await store.completeGmailFetch({ account, pushIds: pending.map((p) => p.messageId), historyId, messages: runs, now: Date.now() });
-      this.deps.logger.info({ account, pushes: pending.length, messages: ids.length, runs, historyId }, 'gmail fetched');
+      await store.completeGmailFetch({
+        account,
+        pushIds: pending.map((p) => p.messageId),
+        historyId,
+        messages: runs,
+        now: Date.now(),
+      });
+      this.deps.logger.info(
+        { account, pushes: pending.length, messages: ids.length, runs, historyId },
+        'gmail fetched',
+      );
     } finally {
       await store.releaseHeartbeat(lease, owner).catch(() => {});
     }
   }
 
   /** Message ids added since `start` in the watched labels, oldest first; undefined when `start` is too old (404). */
-  private async newMessages(api: GmailApi, gmail: GmailConfig, start: string, retry: <T>(fn: () => Promise<T>) => Promise<T>) {
+  private async newMessages(
+    api: GmailApi,
+    gmail: GmailConfig,
+    start: string,
+    retry: <T>(fn: () => Promise<T>) => Promise<T>,
+  ) {
     const ids = new Set<string>();
     let historyId: string | null = null;
     let pageToken: string | undefined;
@@ -175,7 +196,10 @@ export class GmailFetcher {
       } while (pageToken);
     } catch (err) {
       if (err instanceof GoogleApiError && err.status === 404) {
-        this.deps.logger.warn({ account: gmail.account }, 'gmail history id too old (404): syncing the latest messages instead');
+        this.deps.logger.warn(
+          { account: gmail.account },
+          'gmail history id too old (404): syncing the latest messages instead',
+        );
         return undefined;
       }
       throw err;
@@ -204,9 +228,22 @@ export class GmailFetcher {
     const key = `${account}:${mail.id}`;
     const keyHash = createHash('sha256').update(key).digest('hex');
     // Verified: hookgate fetched this mail itself, with its own Google credentials; no caller presents a token.
-    const routed = await this.deps.routes.resolve({ ctx, subPath: 'gmail', payload, rawBody, headers: {}, rawHeaders: {}, query: new URLSearchParams(), now, tokenVerified: true });
+    const routed = await this.deps.routes.resolve({
+      ctx,
+      subPath: 'gmail',
+      payload,
+      rawBody,
+      headers: {},
+      rawHeaders: {},
+      query: new URLSearchParams(),
+      now,
+      tokenVerified: true,
+    });
     if (routed.kind !== 'actions') {
-      this.deps.logger.info({ account, outcome: routed.kind }, 'gmail message not queued: the gmail route did not make a run');
+      this.deps.logger.info(
+        { account, outcome: routed.kind },
+        'gmail message not queued: the gmail route did not make a run',
+      );
       return 0;
     }
     try {
@@ -214,14 +251,35 @@ export class GmailFetcher {
         actions: routed.actions,
         fanOut: routed.fanOut,
         // The fingerprint is the key itself: a message refetched with another body (a config change) is still a duplicate.
-        idempotency: { scope: 'gmail', keyHash, fingerprint: keyHash, expiresAt: now + MESSAGE_KEY_TTL_MS, sender: `gmail:${account}`, maxPerSender: ctx.config.hooks.idempotencyMaxKeys },
-        received: { at: now, method: 'POST', path: 'gmail', clientIp: 'gmail-api', status: 0, code: null, eventIds: [], runIds: [], mappingId: routed.mappingId, durationMs: 0 },
+        idempotency: {
+          scope: 'gmail',
+          keyHash,
+          fingerprint: keyHash,
+          expiresAt: now + MESSAGE_KEY_TTL_MS,
+          sender: `gmail:${account}`,
+          maxPerSender: ctx.config.hooks.idempotencyMaxKeys,
+        },
+        received: {
+          at: now,
+          method: 'POST',
+          path: 'gmail',
+          clientIp: 'gmail-api',
+          status: 0,
+          code: null,
+          eventIds: [],
+          runIds: [],
+          mappingId: routed.mappingId,
+          durationMs: 0,
+        },
       });
       return answer.duplicate ? 0 : 1;
     } catch (err) {
       // A refusal of the mapping's own making (policy, validation) cannot pass by fetching again: logged, skipped.
       if (err instanceof HttpError && err.status < 500) {
-        this.deps.logger.warn({ account, code: err.code, err: logSafe(err.message, 200) }, 'gmail message refused by the gmail route; skipped');
+        this.deps.logger.warn(
+          { account, code: err.code, err: logSafe(err.message, 200) },
+          'gmail message refused by the gmail route; skipped',
+        );
         return 0;
       }
       throw err;

@@ -16,6 +16,10 @@ export const GOOGLE_RETRY: RetryPolicy = { attempts: 5, baseDelayMs: 1_000, maxD
  * `fn` again after a transient GoogleApiError (429, 5xx, no answer): exponential backoff with jitter, at least
  * Google's Retry-After; a permanent error, or the last attempt's, is thrown. `sleep` is replaceable (tests).
  */
-export function withGoogleRetry<T>(fn: () => Promise<T>, policy: RetryPolicy = GOOGLE_RETRY, sleep?: (ms: number) => Promise<void>): Promise<T> {
+export function withGoogleRetry<T>(
+  fn: () => Promise<T>,
+  policy: RetryPolicy = GOOGLE_RETRY,
+  sleep?: (ms: number) => Promise<void>,
+): Promise<T> {
   return withRetry(fn, policy, sleep);
 }

@@ -51,10 +51,22 @@ export class GoogleOAuth {
     });
     if (answer.ok) return answer;
     const res = answer.outcome;
-    if (res.kind !== 'response') return { ok: false, failure: new GoogleApiError(`${WHAT}: no answer (${res.kind === 'network' ? 'network error' : 'timeout'})`, 0) };
+    if (res.kind !== 'response')
+      return {
+        ok: false,
+        failure: new GoogleApiError(`${WHAT}: no answer (${res.kind === 'network' ? 'network error' : 'timeout'})`, 0),
+      };
     // 400 / 401: the grant itself is refused (revoked or expired refresh token, wrong client): say so plainly.
     if (res.status === 400 || res.status === 401) {
-      return { ok: false, failure: new GoogleApiError(`Google's token endpoint refused the refresh token${googleErrorSuffix(res.json)}`, res.status, undefined, googleError(res.json).status) };
+      return {
+        ok: false,
+        failure: new GoogleApiError(
+          `Google's token endpoint refused the refresh token${googleErrorSuffix(res.json)}`,
+          res.status,
+          undefined,
+          googleError(res.json).status,
+        ),
+      };
     }
     if (res.status < 200 || res.status > 299) return { ok: false, failure: googleStatusError(WHAT, res) };
     return { ok: false, failure: new GoogleApiError(`${WHAT}: no access_token in the answer`, 502) };

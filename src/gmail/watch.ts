@@ -68,7 +68,8 @@ export class GmailWatch {
       const status = await store.readGmailStatus(account);
       const last = status?.watchRenewedAt ?? null;
       const now = Date.now();
-      const due = last === null || (this.started ? now >= last + everyMs : now >= last + Math.min(everyMs, START_GRACE_MS));
+      const due =
+        last === null || (this.started ? now >= last + everyMs : now >= last + Math.min(everyMs, START_GRACE_MS));
       this.started = true;
       if (!due) return Math.min(TICK_MAX_MS, last! + everyMs - now);
       const lease = `gmail-watch:${account}`;

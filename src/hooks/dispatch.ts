@@ -1,6 +1,17 @@
 import { newId } from '../ids.js';
 import { HttpError, StoreError, storeUnavailable } from '../errors.js';
-import { type AcceptOutcome, type AcceptResult, type IdempotencyClaim, MAIN_SESSION_KEY, type NewRun, type NewSystemEvent, type ReceivedHook, type IngressStore, type SessionRoute, type WakeMode } from '../store/types.js';
+import {
+  type AcceptOutcome,
+  type AcceptResult,
+  type IdempotencyClaim,
+  MAIN_SESSION_KEY,
+  type NewRun,
+  type NewSystemEvent,
+  type ReceivedHook,
+  type IngressStore,
+  type SessionRoute,
+  type WakeMode,
+} from '../store/types.js';
 import { type CompletionWait, waitBoundMs } from './completion.js';
 import type { HooksContext } from './context.js';
 
@@ -58,13 +69,25 @@ type AnswerSpec =
  * `duplicate: true`; a store failure is 503, never a 2xx. With `wait`, the committed answer is held for the run's
  * end (a replay waits for the first run) and becomes 200 with `completion`; the stored answer stays the plain one.
  */
-export async function dispatch(ctx: HooksContext, store: IngressStore, signals: RuntimeSignals, req: DispatchRequest): Promise<DispatchAnswer> {
+export async function dispatch(
+  ctx: HooksContext,
+  store: IngressStore,
+  signals: RuntimeSignals,
+  req: DispatchRequest,
+): Promise<DispatchAnswer> {
   const now = req.received.at;
   const events: NewSystemEvent[] = [];
   const runs: NewRun[] = [];
   for (const a of req.actions) {
     if (a.kind === 'wake') {
-      const ev: NewSystemEvent = { id: newId(), sessionKey: a.sessionKey, agentId: ctx.defaultAgentId, text: a.text, origin: 'wake', createdAt: now };
+      const ev: NewSystemEvent = {
+        id: newId(),
+        sessionKey: a.sessionKey,
+        agentId: ctx.defaultAgentId,
+        text: a.text,
+        origin: 'wake',
+        createdAt: now,
+      };
       if (a.untrusted) {
         ev.untrusted = true;
         ev.source = a.source ?? null;
@@ -87,7 +110,11 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
     throw err;
   }
   if (result.kind === 'conflict') {
-    throw new HttpError(409, 'idempotency_conflict', 'this idempotency key was already used with a different body on this path; use a new key');
+    throw new HttpError(
+      409,
+      'idempotency_conflict',
+      'this idempotency key was already used with a different body on this path; use a new key',
+    );
   }
   if (result.kind === 'duplicate') {
     const first = renderAnswer(result.replay.spec as AnswerSpec, result.replay.outcome);
@@ -95,7 +122,8 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
     return req.wait ? holdForCompletion(ctx, req, req.wait, replayed) : replayed;
   }
 
-  for (const a of req.actions) if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
+  for (const a of req.actions)
+    if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
   if (runs.length) signals.runsQueued(runs);
   const answer = renderAnswer(spec, result.outcome);
   return req.wait ? holdForCompletion(ctx, req, req.wait, answer) : answer;
@@ -105,7 +133,12 @@ export async function dispatch(ctx: HooksContext, store: IngressStore, signals: 
  * The committed answer of one agent run, held until the run ends: always 200 (the answer reports the outcome, so
  * `agentAcceptedStatus` does not apply), bounded by the run's timeout (this request's: a replay's body is the same).
  */
-async function holdForCompletion(ctx: HooksContext, req: DispatchRequest, wait: CompletionWait, answer: DispatchAnswer): Promise<DispatchAnswer> {
+async function holdForCompletion(
+  ctx: HooksContext,
+  req: DispatchRequest,
+  wait: CompletionWait,
+  answer: DispatchAnswer,
+): Promise<DispatchAnswer> {
   const first = req.actions[0];
   const runId = answer.body.runId;
   if (first?.kind !== 'agent' || typeof runId !== 'string') return answer;
@@ -143,7 +176,12 @@ function answerSpec(ctx: HooksContext, req: DispatchRequest, runs: NewRun[]): An
   const first = req.actions[0];
   if (!first) throw new Error('dispatch without actions');
   if (req.fanOut) {
-    const spec: AnswerSpec = { kind: 'fanout', status: runs.length ? accepted : 200, runIds: runs.map((r) => r.id), dispatched: req.actions.length };
+    const spec: AnswerSpec = {
+      kind: 'fanout',
+      status: runs.length ? accepted : 200,
+      runIds: runs.map((r) => r.id),
+      dispatched: req.actions.length,
+    };
     if (req.dropped && req.dropped > 0) spec.dropped = req.dropped;
     return spec;
   }
@@ -155,7 +193,10 @@ function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer 
   switch (spec.kind) {
     case 'wake': {
       const ev = outcome.events[0]!;
-      return { status: spec.status, body: { ok: true, mode: spec.mode, eventId: ev.eventId, eventOutcome: ev.outcome } };
+      return {
+        status: spec.status,
+        body: { ok: true, mode: spec.mode, eventId: ev.eventId, eventOutcome: ev.outcome },
+      };
     }
     case 'agent':
       return { status: spec.status, body: { ok: true, runId: spec.runId } };

@@ -38,7 +38,12 @@ function jwksFor({ createRemoteJWKSet, customFetch }: typeof Jose, url: string):
   let jwks = jwksByUrl.get(url);
   if (!jwks) {
     // The key set is fetched through the one outbound client; its URL is the config's `hooks.gmail.jwksUrl`.
-    jwks = createRemoteJWKSet(new URL(url), { cooldownDuration: JWKS_COOLDOWN_MS, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: 5_000, [customFetch]: asFetch() });
+    jwks = createRemoteJWKSet(new URL(url), {
+      cooldownDuration: JWKS_COOLDOWN_MS,
+      cacheMaxAge: JWKS_MAX_AGE_MS,
+      timeoutDuration: 5_000,
+      [customFetch]: asFetch(),
+    });
     jwksByUrl.set(url, jwks);
   }
   return jwks;
@@ -55,7 +60,8 @@ export async function verifyPushToken(
   const auth = headers.authorization;
   const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
   if (!m) return { ok: false, reason: 'no Bearer OIDC token' };
-  if (!gmail.audience || !gmail.serviceAccountEmail) return { ok: false, reason: 'hooks.gmail.audience / serviceAccountEmail not configured' };
+  if (!gmail.audience || !gmail.serviceAccountEmail)
+    return { ok: false, reason: 'hooks.gmail.audience / serviceAccountEmail not configured' };
   const lib = await loadJose();
   try {
     const { payload } = await lib.jwtVerify(m[1]!, jwksFor(lib, gmail.jwksUrl), {
@@ -66,8 +72,10 @@ export async function verifyPushToken(
       requiredClaims: ['exp', 'email'],
       currentDate: new Date(now),
     });
-    if (payload.email !== gmail.serviceAccountEmail) return { ok: false, reason: 'OIDC token email is not hooks.gmail.serviceAccountEmail' };
-    if (payload.email_verified !== true && payload.email_verified !== 'true') return { ok: false, reason: 'OIDC token email is not verified' };
+    if (payload.email !== gmail.serviceAccountEmail)
+      return { ok: false, reason: 'OIDC token email is not hooks.gmail.serviceAccountEmail' };
+    if (payload.email_verified !== true && payload.email_verified !== 'true')
+      return { ok: false, reason: 'OIDC token email is not verified' };
     return { ok: true };
   } catch (err) {
     return { ok: false, reason: `OIDC token rejected: ${describeJoseError(lib.errors, err)}` };
@@ -79,17 +87,24 @@ function describeJoseError(joseErrors: typeof Jose.errors, err: unknown): string
   if (err instanceof joseErrors.JOSEError) return err.code;
   // Not jose's own: the key set could not be fetched (the network, a timeout). Its name alone (`TypeError`) says
   // nothing; the system's code and the cause's message say what to fix (DNS, a firewall, a proxy).
-  const e = (err ?? {}) as { name?: unknown; message?: unknown; code?: unknown; cause?: { code?: unknown; message?: unknown } };
+  const e = (err ?? {}) as {
+    name?: unknown;
+    message?: unknown;
+    code?: unknown;
+    cause?: { code?: unknown; message?: unknown };
+  };
   const name = typeof e.name === 'string' ? e.name : 'error';
   const code = [e.code, e.cause?.code].find((c): c is string => typeof c === 'string');
-  const message = typeof e.cause?.message === 'string' ? e.cause.message : typeof e.message === 'string' ? e.message : '';
+  const message =
+    typeof e.cause?.message === 'string' ? e.cause.message : typeof e.message === 'string' ? e.message : '';
   return `cannot fetch the JWKS (hooks.gmail.jwksUrl): ${name}${code ? ` ${code}` : ''}${message ? `: ${logSafe(message, 200)}` : ''}`;
 }
 
 /** Gmail's notification, decoded from a Pub/Sub push envelope; null when the envelope is not one. */
 export function decodePushEnvelope(payload: Record<string, unknown>): Omit<GmailPush, 'receivedAt'> {
   const message = payload.message;
-  const bad = (why: string) => new HttpError(400, 'invalid_payload', `not a Pub/Sub push of a Gmail notification: ${why}`);
+  const bad = (why: string) =>
+    new HttpError(400, 'invalid_payload', `not a Pub/Sub push of a Gmail notification: ${why}`);
   if (typeof message !== 'object' || message === null) throw bad('no message');
   const msg = message as Record<string, unknown>;
   const messageId = msg.messageId ?? msg.message_id;

@@ -16,13 +16,18 @@ export function extractIdempotencyKey(
   const fromHeader = (Array.isArray(h) ? h[0] : h)?.trim();
   let key = fromHeader || undefined;
   if (key === undefined && payload.idempotencyKey !== undefined) {
-    if (typeof payload.idempotencyKey !== 'string') throw new HttpError(400, 'invalid_payload', 'idempotencyKey must be a string');
+    if (typeof payload.idempotencyKey !== 'string')
+      throw new HttpError(400, 'invalid_payload', 'idempotencyKey must be a string');
     key = payload.idempotencyKey.trim() || undefined;
   }
   key ??= deliveryId;
   // Characters, not UTF-16 units: an emoji is one character of the 256.
   if (key !== undefined && key.length > MAX_IDEMPOTENCY_KEY_LENGTH && [...key].length > MAX_IDEMPOTENCY_KEY_LENGTH) {
-    throw new HttpError(400, 'invalid_payload', `idempotency key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+    throw new HttpError(
+      400,
+      'invalid_payload',
+      `idempotency key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`,
+    );
   }
   return key;
 }

@@ -36,8 +36,21 @@ type Payload = Record<string, unknown>;
 /** The fields each direct route reads (`idempotencyKey` is read by the idempotency step). */
 export const WAKE_FIELDS: ReadonlySet<string> = new Set(['text', 'mode', 'sessionKey', 'agentId', 'idempotencyKey']);
 export const AGENT_FIELDS: ReadonlySet<string> = new Set([
-  'message', 'name', 'agentId', 'sessionKey', 'sessionMode', 'wakeMode', 'deliver', 'channel', 'to', 'accountId',
-  'model', 'thinking', 'timeoutSeconds', 'waitForCompletion', 'idempotencyKey',
+  'message',
+  'name',
+  'agentId',
+  'sessionKey',
+  'sessionMode',
+  'wakeMode',
+  'deliver',
+  'channel',
+  'to',
+  'accountId',
+  'model',
+  'thinking',
+  'timeoutSeconds',
+  'waitForCompletion',
+  'idempotencyKey',
 ]);
 const MAX_UNKNOWN_FIELDS = 20;
 const MAX_FIELD_NAME = 64;
@@ -60,12 +73,18 @@ export function unknownFields(p: Payload, known: ReadonlySet<string>): string[] 
 const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
 
 export function normalizeWake(p: Payload): WakeRequest {
-  return { text: requiredText(p, 'text'), mode: mode(p, 'mode'), sessionKey: wakeSessionKey(p), agentId: optionalString(p, 'agentId') };
+  return {
+    text: requiredText(p, 'text'),
+    mode: mode(p, 'mode'),
+    sessionKey: wakeSessionKey(p),
+    agentId: optionalString(p, 'agentId'),
+  };
 }
 
 /** A wake's `sessionKey`, when sent, names a session: a blank one is refused (as OpenClaw does), not read as absent. */
 function wakeSessionKey(p: Payload): string | undefined {
-  if (typeof p.sessionKey === 'string' && p.sessionKey.trim() === '') throw bad('sessionKey must be a non-empty string when sent');
+  if (typeof p.sessionKey === 'string' && p.sessionKey.trim() === '')
+    throw bad('sessionKey must be a non-empty string when sent');
   return optionalString(p, 'sessionKey');
 }
 
@@ -135,14 +154,16 @@ export function sessionMode(v: unknown): SessionMode {
 
 function modelOverride(p: Payload): string | undefined {
   if (!('model' in p) || p.model === undefined || p.model === null) return undefined;
-  if (typeof p.model !== 'string' || p.model.trim() === '') throw bad('model required: a non-empty <provider>/<model> or alias when given');
+  if (typeof p.model !== 'string' || p.model.trim() === '')
+    throw bad('model required: a non-empty <provider>/<model> or alias when given');
   return p.model.trim();
 }
 
 /** Absent → undefined; when present it must be a non-blank string: a sender's account choice is never dropped. */
 export function accountId(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.trim() === '') throw bad("accountId must be a non-empty string: the id of one of the channel's accounts");
+  if (typeof v !== 'string' || v.trim() === '')
+    throw bad("accountId must be a non-empty string: the id of one of the channel's accounts");
   return v.trim();
 }
 

@@ -36,7 +36,11 @@ export function requireKnownAgent(ctx: HooksContext, requested: string): void {
   const list = ctx.config.agents.list;
   if (id === ctx.defaultAgentId || list.some((a) => a.id === id)) return;
   const ids = [...new Set([ctx.defaultAgentId, ...list.map((a) => a.id)])].join(', ');
-  throw new HttpError(400, 'invalid_agent', `unknown agentId "${logSafe(requested, 64)}"; the configured agents are: ${ids}`);
+  throw new HttpError(
+    400,
+    'invalid_agent',
+    `unknown agentId "${logSafe(requested, 64)}"; the configured agents are: ${ids}`,
+  );
 }
 
 /** Session-key policy: request keys are opt-in, every supplied key obeys the prefixes, else default, else fresh. */
@@ -115,7 +119,11 @@ export function resolveModel(ctx: HooksContext, model: string | undefined): stri
 /** Apply every policy to a validated agent request and produce the run to store. */
 export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin, now: number): NewRun {
   // A persistent session needs a stable key: a fresh `hook:<uuid>` would start a new session every time.
-  if (req.sessionMode === 'persistent' && req.sessionKey === undefined && ctx.config.hooks.defaultSessionKey === undefined) {
+  if (
+    req.sessionMode === 'persistent' &&
+    req.sessionKey === undefined &&
+    ctx.config.hooks.defaultSessionKey === undefined
+  ) {
     throw new HttpError(
       400,
       'invalid_payload',

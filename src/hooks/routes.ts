@@ -20,7 +20,14 @@ import type { Config } from '../config/load.js';
 import { type Compiled, compileMappings } from './mappings/compile.js';
 import { createMappedRoutes } from './mappings/routes.js';
 import { compileMappedPlans, type MappedPlans } from './mappings/verifier.js';
-import { AGENT_FIELDS, normalizeAgent, normalizeWake, unknownFields, waitForCompletion, WAKE_FIELDS } from './normalize.js';
+import {
+  AGENT_FIELDS,
+  normalizeAgent,
+  normalizeWake,
+  unknownFields,
+  waitForCompletion,
+  WAKE_FIELDS,
+} from './normalize.js';
 import { buildRun, resolveAgent as agentOf, resolveWakeSessionKey } from './policy.js';
 import { decodePushEnvelope, verifyPushToken } from './gmail-push.js';
 import type { GmailPush } from '../store/types.js';
@@ -75,10 +82,11 @@ export interface HookRequest {
 export type SenderAnswer = 'empty' | 'twiml';
 
 /** What each `SenderAnswer` is: its body and content type. */
-export const SENDER_ANSWERS: Readonly<Record<SenderAnswer, { readonly body: string; readonly contentType?: string }>> = {
-  empty: { body: '' },
-  twiml: { body: '<?xml version="1.0" encoding="UTF-8"?><Response/>', contentType: 'text/xml' },
-};
+export const SENDER_ANSWERS: Readonly<Record<SenderAnswer, { readonly body: string; readonly contentType?: string }>> =
+  {
+    empty: { body: '' },
+    twiml: { body: '<?xml version="1.0" encoding="UTF-8"?><Response/>', contentType: 'text/xml' },
+  };
 
 export type RouteResult =
   | { kind: 'none' } // no route here → 404
@@ -90,7 +98,12 @@ export type RouteResult =
    * or TwiML with `senderAnswer`: a Slack or Twilio form), nothing queued, recorded with code `unmatched`. Authenticated: not an auth
    * failure, and it settles the request (the failure count's reset, the route's rate-limit token).
    */
-  | { kind: 'unmatched'; scheme: SignatureConfig['scheme']; event?: { header: string; value: string }; senderAnswer?: SenderAnswer }
+  | {
+      kind: 'unmatched';
+      scheme: SignatureConfig['scheme'];
+      event?: { header: string; value: string };
+      senderAnswer?: SenderAnswer;
+    }
   /** A sender's handshake (Slack `url_verification`, GitHub `ping`), verified: answered with `body`, nothing queued. */
   | { kind: 'reply'; mappingId: string; status: number; body: Record<string, unknown> }
   | {
@@ -154,7 +167,13 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
   const run = buildRun(
     ctx,
     agent,
-    { hookPath: subPath, mappingId: null, contentSource: 'webhook', sessionKeySource: 'request', allowUnsafeExternalContent: false },
+    {
+      hookPath: subPath,
+      mappingId: null,
+      contentSource: 'webhook',
+      sessionKeySource: 'request',
+      allowUnsafeExternalContent: false,
+    },
     now,
   );
   const unknown = unknownFields(payload, AGENT_FIELDS);
@@ -171,7 +190,9 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
 
 /** A direct `/agent` request's fields in name order, without `waitForCompletion`: what its idempotency key covers. */
 function agentIdentity(payload: Record<string, unknown>): string {
-  const keys = Object.keys(payload).filter((k) => k !== 'waitForCompletion').sort();
+  const keys = Object.keys(payload)
+    .filter((k) => k !== 'waitForCompletion')
+    .sort();
   return JSON.stringify(keys.map((k) => [k, payload[k]]));
 }
 
@@ -217,7 +238,9 @@ export class CompiledRoutes {
     this.mapped = compileMappings(config);
     this.mappedPlans = compileMappedPlans(this.mapped, hooks.maxBodyBytes);
     this.direct = { bodyLimit: hooks.maxBodyBytes, verifier: HOOK_TOKEN, limited: true };
-    this.push = hooks.gmail.account ? { bodyLimit: hooks.maxBodyBytes, verifier: new GmailPushVerifier(hooks.gmail), limited: false } : undefined;
+    this.push = hooks.gmail.account
+      ? { bodyLimit: hooks.maxBodyBytes, verifier: new GmailPushVerifier(hooks.gmail), limited: false }
+      : undefined;
     this.pushPath = hooks.gmail.pushPath;
   }
 

@@ -37,7 +37,7 @@ export type HttpOutcome =
     }
   | { kind: 'timeout' }
   | { kind: 'aborted' }
-  | { kind: 'network'; /** a code like ECONNREFUSED, never a message (messages can contain the URL) */ code: string };
+  | { kind: 'network' /** a code like ECONNREFUSED, never a message (messages can contain the URL) */; code: string };
 
 export type HttpResponse = Extract<HttpOutcome, { kind: 'response' }>;
 export type HttpFailure = Exclude<HttpOutcome, { kind: 'response' }>;
@@ -109,7 +109,11 @@ export const NO_CODE = 'fetch_failed';
 export async function request(url: string, init: OutboundInit, options: RequestOptions = {}): Promise<HttpOutcome> {
   if (options.plainHttp && url.startsWith('http:') && !options.transport && !options.dispatcher) {
     const { maxBytes = DEFAULT_MAX_BYTES } = options;
-    return plainRequest(url, init, { signal: options.signal, timeoutMs: options.timeoutMs, maxBytes: typeof maxBytes === 'function' ? maxBytes : () => maxBytes });
+    return plainRequest(url, init, {
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      maxBytes: typeof maxBytes === 'function' ? maxBytes : () => maxBytes,
+    });
   }
   const outer = options.signal ?? NEVER;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
@@ -123,13 +127,30 @@ export async function request(url: string, init: OutboundInit, options: RequestO
       redirect: options.redirect ?? 'manual',
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     } as RequestInit);
-    const max = typeof options.maxBytes === 'function' ? options.maxBytes(res.status) : (options.maxBytes ?? DEFAULT_MAX_BYTES);
+    const max =
+      typeof options.maxBytes === 'function' ? options.maxBytes(res.status) : (options.maxBytes ?? DEFAULT_MAX_BYTES);
     if (max === 0) {
       await res.body?.cancel().catch(() => undefined);
-      return { kind: 'response', status: res.status, statusText: res.statusText, headers: res.headers, text: '', json: undefined, truncated: false };
+      return {
+        kind: 'response',
+        status: res.status,
+        statusText: res.statusText,
+        headers: res.headers,
+        text: '',
+        json: undefined,
+        truncated: false,
+      };
     }
     const { text, truncated } = await readCapped(res.body, max);
-    return { kind: 'response', status: res.status, statusText: res.statusText, headers: res.headers, text, json: truncated ? undefined : parseJson(text), truncated };
+    return {
+      kind: 'response',
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+      text,
+      json: truncated ? undefined : parseJson(text),
+      truncated,
+    };
   } catch (err) {
     return attemptFailure(err, outer, limit);
   } finally {
@@ -169,9 +190,17 @@ export async function openStream(
   url: string,
   init: OutboundInit,
   options: Pick<RequestOptions, 'signal'> = {},
-): Promise<{ kind: 'stream'; status: number; headers: Headers; body: ReadableStream<Uint8Array> | null } | HttpFailure> {
+): Promise<
+  { kind: 'stream'; status: number; headers: Headers; body: ReadableStream<Uint8Array> | null } | HttpFailure
+> {
   try {
-    const res = await globalThis.fetch(url, { method: init.method ?? 'GET', headers: init.headers, body: init.body, signal: options.signal ?? null, redirect: 'manual' });
+    const res = await globalThis.fetch(url, {
+      method: init.method ?? 'GET',
+      headers: init.headers,
+      body: init.body,
+      signal: options.signal ?? null,
+      redirect: 'manual',
+    });
     return { kind: 'stream', status: res.status, headers: res.headers, body: res.body };
   } catch (err) {
     if (options.signal?.aborted) return { kind: 'aborted' };
@@ -184,10 +213,17 @@ export async function openStream(
  * is read bounded, redirects are not followed, and a failure rejects as fetch's would (a TimeoutError on the
  * caller's timeout signal, an error carrying the system code otherwise).
  */
-export function asFetch(options: Pick<RequestOptions, 'maxBytes'> = {}): (url: string, init: { method?: string; headers?: Headers; signal?: AbortSignal }) => Promise<Response> {
+export function asFetch(
+  options: Pick<RequestOptions, 'maxBytes'> = {},
+): (url: string, init: { method?: string; headers?: Headers; signal?: AbortSignal }) => Promise<Response> {
   return async (url, init) => {
-    const res = await request(url, { method: init.method, headers: init.headers }, { signal: init.signal, maxBytes: options.maxBytes });
-    if (res.kind === 'response') return new Response(res.text === '' ? null : res.text, { status: res.status, headers: res.headers });
+    const res = await request(
+      url,
+      { method: init.method, headers: init.headers },
+      { signal: init.signal, maxBytes: options.maxBytes },
+    );
+    if (res.kind === 'response')
+      return new Response(res.text === '' ? null : res.text, { status: res.status, headers: res.headers });
     if (res.kind === 'aborted') throw init.signal?.reason ?? new DOMException('the request was aborted', 'AbortError');
     if (res.kind === 'timeout') throw new DOMException('the request timed out', 'TimeoutError');
     throw Object.assign(new Error(`network error (${res.code})`), { code: res.code });

@@ -50,13 +50,19 @@ export function googleErrorSuffix(json: unknown): string {
 
 /** A failed answer as a GoogleApiError: `what: HTTP 404 (NOT_FOUND: …)`, with Google's Retry-After. */
 export function googleStatusError(what: string, res: HttpResponse): GoogleApiError {
-  return new GoogleApiError(`${what}: HTTP ${res.status}${googleErrorSuffix(res.json)}`, res.status, parseRetryAfter(res.headers.get('retry-after')), googleError(res.json).status);
+  return new GoogleApiError(
+    `${what}: HTTP ${res.status}${googleErrorSuffix(res.json)}`,
+    res.status,
+    parseRetryAfter(res.headers.get('retry-after')),
+    googleError(res.json).status,
+  );
 }
 
 /** The answer as JSON, or a GoogleApiError. `what` names the call in the error (never a secret). */
 export async function googleJson<T>(what: string, url: string, init: OutboundInit, transport?: Transport): Promise<T> {
   const res = await request(url, init, { timeoutMs: GOOGLE_TIMEOUT_MS, maxBytes: GOOGLE_MAX_BYTES, transport });
-  if (res.kind !== 'response') throw new GoogleApiError(`${what}: no answer (${res.kind === 'network' ? 'network error' : 'timeout'})`, 0);
+  if (res.kind !== 'response')
+    throw new GoogleApiError(`${what}: no answer (${res.kind === 'network' ? 'network error' : 'timeout'})`, 0);
   if (!is2xx(res.status)) throw googleStatusError(what, res);
   if (res.text === '') return {} as T;
   if (res.json === undefined) throw new GoogleApiError(`${what}: the answer is not JSON`, 502);

@@ -26,7 +26,11 @@ export function retryWaitMs(n: number, policy: Backoff, retryAfterMs: number | u
  * `fn` again after a transient OutboundError (429, 5xx, no answer); a permanent error, or the last attempt's, is
  * thrown. `sleep` is replaceable (tests).
  */
-export async function withRetry<T>(fn: () => Promise<T>, policy: RetryPolicy, sleep: (ms: number) => Promise<void> = sleepFor): Promise<T> {
+export async function withRetry<T>(
+  fn: () => Promise<T>,
+  policy: RetryPolicy,
+  sleep: (ms: number) => Promise<void> = sleepFor,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();

@@ -32,7 +32,11 @@ export function readServiceAccount(key: Record<string, unknown>): ServiceAccount
     return 'key';
   }
   if (privateKey.asymmetricKeyType !== 'rsa') return 'key';
-  return { clientEmail: key.client_email, privateKey, keyId: typeof key.private_key_id === 'string' ? key.private_key_id : undefined };
+  return {
+    clientEmail: key.client_email,
+    privateKey,
+    keyId: typeof key.private_key_id === 'string' ? key.private_key_id : undefined,
+  };
 }
 
 /** The longest assertion lifetime Google accepts. */
@@ -56,7 +60,10 @@ export interface Grant {
 export function jwtBearer(account: ServiceAccount, scope: string): Grant {
   return {
     type: 'jwt-bearer',
-    form: (tokenUrl, nowS) => ({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: signAssertion(account, scope, tokenUrl, nowS) }),
+    form: (tokenUrl, nowS) => ({
+      grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
+      assertion: signAssertion(account, scope, tokenUrl, nowS),
+    }),
   };
 }
 
@@ -68,12 +75,25 @@ export interface OAuthClient {
 export function refreshToken(client: OAuthClient & { refreshToken: string }): Grant {
   return {
     type: 'refresh_token',
-    form: () => ({ grant_type: 'refresh_token', client_id: client.clientId, client_secret: client.clientSecret, refresh_token: client.refreshToken }),
+    form: () => ({
+      grant_type: 'refresh_token',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      refresh_token: client.refreshToken,
+    }),
   };
 }
 
 export function clientCredentials(client: OAuthClient, scope: string): Grant {
-  return { type: 'client_credentials', form: () => ({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope }) };
+  return {
+    type: 'client_credentials',
+    form: () => ({
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      scope,
+    }),
+  };
 }
 
 /**
@@ -95,17 +115,32 @@ export async function requestToken(tokenUrl: string, grant: Grant, options: Toke
   const now = options.now ?? Date.now;
   const outcome = await request(
     tokenUrl,
-    { method: 'POST', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, body: formBody(grant.form(tokenUrl, Math.floor(Date.now() / 1000))) },
+    {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
+      body: formBody(grant.form(tokenUrl, Math.floor(Date.now() / 1000))),
+    },
     { timeoutMs: options.timeoutMs, transport: options.transport },
   );
   const body = outcome.kind === 'response' ? asRecord(outcome.json) : {};
   const token = body.access_token;
-  if (outcome.kind === 'response' && outcome.status >= 200 && outcome.status < 300 && typeof token === 'string' && token) {
+  if (
+    outcome.kind === 'response' &&
+    outcome.status >= 200 &&
+    outcome.status < 300 &&
+    typeof token === 'string' &&
+    token
+  ) {
     const expiresIn = typeof body.expires_in === 'number' ? body.expires_in : Number(body.expires_in);
     const lifetimeMs = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : options.defaultLifetimeMs;
     return { ok: true, token, expiresAtMs: now() + lifetimeMs };
   }
-  return { ok: false, outcome, error: logSafeOptional(body.error, 60), description: logSafeOptional(body.error_description) };
+  return {
+    ok: false,
+    outcome,
+    error: logSafeOptional(body.error, 60),
+    description: logSafeOptional(body.error_description),
+  };
 }
 
 /** A plain object view of a parsed JSON body, for reading optional fields without casts at every step. */
@@ -166,7 +201,10 @@ export function staticToken<F>(token: string): TokenSource<F> {
  * Calls with a bearer token. A 401 answered to a *cached* token means it was revoked or rotated early: drop it and
  * try once more with a new one. A 401 to a token fetched just now is the real answer.
  */
-export async function withBearer<F>(source: TokenSource<F>, call: (token: string) => Promise<HttpOutcome>): Promise<{ ok: true; outcome: HttpOutcome } | { ok: false; failure: F }> {
+export async function withBearer<F>(
+  source: TokenSource<F>,
+  call: (token: string) => Promise<HttpOutcome>,
+): Promise<{ ok: true; outcome: HttpOutcome } | { ok: false; failure: F }> {
   for (let attempt = 0; ; attempt++) {
     const tok = await source.get();
     if (!tok.ok) return tok;

@@ -119,6 +119,12 @@ export class TokenSet {
 }
 
 /** A listener's tokens from its config section: `token` (id `DEFAULT_TOKEN_ID`, "default") first, then `tokens` in order. */
-export function tokenSetOf(section: { token?: string | undefined; tokens?: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }> | undefined }): TokenSet {
-  return new TokenSet([...(section.token ? [{ id: DEFAULT_ID, token: section.token }] : []), ...(section.tokens ?? [])]);
+export function tokenSetOf(section: {
+  token?: string | undefined;
+  tokens?: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }> | undefined;
+}): TokenSet {
+  return new TokenSet([
+    ...(section.token ? [{ id: DEFAULT_ID, token: section.token }] : []),
+    ...(section.tokens ?? []),
+  ]);
 }

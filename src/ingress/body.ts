@@ -30,7 +30,12 @@ export function awaitsContinue(req: IncomingMessage): boolean {
  * calling `readBody` is the decision to read the body, so every check that can refuse a request before its body
  * (token, lockout, declared size) has passed, and a refused client is never invited to upload.
  */
-export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: number, res?: { writeContinue(): void }): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  timeoutMs: number,
+  res?: { writeContinue(): void },
+): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined) {
     const n = Number(declared);
@@ -65,7 +70,8 @@ export function readBody(req: IncomingMessage, maxBytes: number, timeoutMs: numb
       chunks.push(chunk);
     };
     const onEnd = () => finish(undefined, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    const onAborted = () => finish(new HttpError(400, 'body_aborted', 'the client closed the connection before the body was complete'));
+    const onAborted = () =>
+      finish(new HttpError(400, 'body_aborted', 'the client closed the connection before the body was complete'));
     const onError = onAborted;
     const timer = setTimeout(
       () => finish(new HttpError(408, 'body_timeout', `request body not received within ${timeoutMs} ms`)),
@@ -90,7 +96,10 @@ export const DISCARD_LIMITS = { maxBytes: 256 * 1024 * 1024, maxMs: 10_000 } as 
  * Reads and drops the rest of a request body without buffering it. Resolves true when the body ended within the
  * limits, false when they were hit (the caller then closes the connection under the client).
  */
-export function discardBody(req: IncomingMessage, limits: { maxBytes: number; maxMs: number } = DISCARD_LIMITS): Promise<boolean> {
+export function discardBody(
+  req: IncomingMessage,
+  limits: { maxBytes: number; maxMs: number } = DISCARD_LIMITS,
+): Promise<boolean> {
   if (req.complete || awaitsContinue(req)) return Promise.resolve(true); // no body comes before `100 Continue`
   return new Promise((resolve) => {
     let seen = 0;

@@ -1,81 +1,34 @@
 /**
  * The hook request handler: `handleRequest` runs the request lifecycle's stages in order, one small function each,
  * top to bottom in this file (the chain and each stage's answers: docs/architecture.md, "The request lifecycle").
- * Authentication goes through the route's one `Verifier` (hooks/verifier.ts); refusals are answered in one place.
+ * Authentication goes through the route's one `Verifier` (hooks/verifier.ts); refusals are answered in one place
+ * (refusal-answers.ts); what every request shares is in ingress-state.ts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from 'pino';
 import { normalizeMatchPath } from '../config/schema/hooks.js';
 import { HttpError, StoreError, storeUnavailable } from '../errors.js';
-import type { FeedSink } from '../feed.js';
-import type { CompletionWaiters } from '../hooks/completion.js';
-import { dispatch, type DispatchAnswer, type DispatchRequest, type RuntimeSignals } from '../hooks/dispatch.js';
+import { dispatch, type DispatchAnswer, type DispatchRequest } from '../hooks/dispatch.js';
 import { extractIdempotencyKey, idempotencyClaim } from '../hooks/idempotency.js';
-import { createHookRoutes, type HookRoutes, type RouteResult, SENDER_ANSWERS } from '../hooks/routes.js';
-import { type Scheme, validHookToken, type Verdict } from '../hooks/verifier.js';
-import type { IngressStore } from '../store/types.js';
+import { type RouteResult, SENDER_ANSWERS } from '../hooks/routes.js';
+import { validHookToken, type Verdict } from '../hooks/verifier.js';
 import { logPath } from '../text-safe.js';
-import { announceReceived } from './announce.js';
 import { extractToken } from './auth.js';
 import { readBody } from './body.js';
 import { addressBucket } from '../net/client-ip.js';
 import type { IngressContext } from './context.js';
 import { Exchange, Refusal } from './exchange.js';
-import type { AuthFailureLimiter } from '../net/limiter.js';
-import { RepeatLimitedLog } from '../net/log-repeats.js';
-import type { IngressPressure } from './pressure.js';
-import { knownRoutes, pathClass, RefusalAggregator } from './refusals.js';
 import { FORBIDDEN, FORBIDDEN_SOURCE, routeRateLimited, UNDECIDED } from './route-limits.js';
-import { closedSignal, sendError, sendErrorDiscardingBody, sendFixedOk, sendJson, sendNoContent } from './respond.js';
+import { closedSignal, sendError, sendFixedOk, sendJson, sendNoContent } from './respond.js';
+import { announce, type HandlerDeps, Ingress, record } from './ingress-state.js';
+import { answerRefusal, limitRefusal, refusalOf, rejectAuth } from './refusal-answers.js';
 
-export interface HandlerDeps {
-  store: IngressStore;
-  signals: RuntimeSignals;
-  /** Answers `waitForCompletion` requests once their run ends (the runtime's waiters). */
-  completions: CompletionWaiters;
-  logger: Logger;
-  /** Every route under `hooks.path` (default: a fresh set, compiled on its first request). */
-  routes?: HookRoutes;
-  /** The live feed: every answered request is announced (announce.ts). */
-  feed?: FeedSink;
-  /** Told of every request, to tell the runtime when the ingress is saturated (pressure.ts). */
-  pressure?: IngressPressure;
-  /** `hooks.authFailureLimit`'s counts and lockouts: the process's, kept across reloads (its limits follow the config). */
-  limiter: AuthFailureLimiter;
-}
+export type { HandlerDeps };
 
 export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
   /** Store the refusal counts of the current window now (at a stop, before the store closes). */
   flushRefusals(): void;
 };
-
-/**
- * What every request of one handler shares: the current generation, its deps, the per-kind log, the refusal counts
- * (these outlive a reload, as the limiter does).
- */
-class Ingress {
-  readonly routes: HookRoutes;
-  /** Per-request failure lines go through here: a flood or a store outage logs one line per kind and a summary. */
-  readonly log: RepeatLimitedLog;
-  readonly refusals: RefusalAggregator;
-
-  constructor(
-    /** The current generation: read once per request, at its start (openExchange). */
-    readonly generation: () => IngressContext,
-    readonly deps: HandlerDeps,
-  ) {
-    this.routes = deps.routes ?? createHookRoutes({ logger: deps.logger });
-    this.log = new RepeatLimitedLog(deps.logger);
-    this.refusals = new RefusalAggregator(generation().config.hooks.refusals, (window) => {
-      deps.store.recordRefusals(window, generation().config.hooks.refusals.maxStoredWindows).catch((err: unknown) => this.storeFailed('refusal counts', err));
-    });
-  }
-
-  storeFailed(what: string, err: unknown, reqId?: string): void {
-    this.log.warn(String((err as { code?: unknown }).code ?? 'store'), { err: (err as Error).message, reqId }, `could not record ${what}`);
-  }
-}
 
 export function createHandler(generation: () => IngressContext, deps: HandlerDeps): Handler {
   const ingress = new Ingress(generation, deps);
@@ -119,9 +72,15 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
 
 const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
 const QUERY_TOKEN = new Refusal(
-  new HttpError(400, 'query_token', 'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string'),
+  new HttpError(
+    400,
+    'query_token',
+    'the hook token must be sent in the Authorization: Bearer header (or x-hookgate-token), never in the query string',
+  ),
 );
-const METHOD_NOT_ALLOWED = new Refusal(new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' }));
+const METHOD_NOT_ALLOWED = new Refusal(
+  new HttpError(405, 'method_not_allowed', 'only POST is accepted here', { allow: 'POST' }),
+);
 const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
 
 /** A request under the hooks' base path (with hooks enabled), with its sub-path and client address; else undefined. */
@@ -224,11 +183,19 @@ function parse(x: Exchange): undefined {
  * only now. Anything else, `unmatched` included (a verified signature that no mapping takes), is authenticated: the
  * failure count is reset and the route's limits apply, as for an accepted request.
  */
-function resolveAction(h: Ingress, x: Exchange, routed: RouteResult): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
+function resolveAction(
+  h: Ingress,
+  x: Exchange,
+  routed: RouteResult,
+): Exclude<RouteResult, { kind: 'none' | 'unauthorized' }> | Refusal {
   if (routed.kind === 'none') return new Refusal(NOT_FOUND);
-  if (routed.kind === 'unauthorized') return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
+  if (routed.kind === 'unauthorized')
+    return rejectAuth(h, x, { scheme: routed.signature ? 'signature' : 'token', reason: routed.reason });
   if (!x.verdict!.settled) h.deps.limiter.reset(x.clientIp);
-  return limitsAfterRouting(h, x, routed.kind === 'gmailPush' || routed.kind === 'unmatched' ? null : routed.mappingId) ?? routed;
+  return (
+    limitsAfterRouting(h, x, routed.kind === 'gmailPush' || routed.kind === 'unmatched' ? null : routed.mappingId) ??
+    routed
+  );
 }
 
 /**
@@ -253,9 +220,22 @@ type Committable = Extract<RouteResult, { kind: 'actions' | 'gmailPush' }>;
  */
 function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchAnswer> {
   if (routed.kind === 'gmailPush') return commitGmailPush(h, x, routed.push);
-  if (routed.unknownFields && h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields }, 'request fields hookgate does not read');
+  if (routed.unknownFields && h.deps.logger.isLevelEnabled('debug'))
+    x.log.debug(
+      { path: x.subPath, client: x.clientIp, unknownFields: routed.unknownFields },
+      'request fields hookgate does not read',
+    );
   const key = extractIdempotencyKey(x.req.headers, x.payload, routed.deliveryId);
-  const idempotency = key === undefined ? undefined : idempotencyClaim(x.subPath, key, routed.identity?.() ?? x.rawBody, { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks }, x.now);
+  const idempotency =
+    key === undefined
+      ? undefined
+      : idempotencyClaim(
+          x.subPath,
+          key,
+          routed.identity?.() ?? x.rawBody,
+          { sender: addressBucket(x.clientIp), hooks: x.ctx.config.hooks },
+          x.now,
+        );
   // Built by assignment, not spreads: this is every accepted request's path (each spread is an object to collect).
   const rec = x.received(0, null);
   rec.mappingId = routed.mappingId;
@@ -266,11 +246,17 @@ function commit(h: Ingress, x: Exchange, routed: Committable): Promise<DispatchA
   return dispatch(x.ctx, h.deps.store, h.deps.signals, request);
 }
 
-async function commitGmailPush(h: Ingress, x: Exchange, push: Extract<RouteResult, { kind: 'gmailPush' }>['push']): Promise<DispatchAnswer> {
+async function commitGmailPush(
+  h: Ingress,
+  x: Exchange,
+  push: Extract<RouteResult, { kind: 'gmailPush' }>['push'],
+): Promise<DispatchAnswer> {
   const { duplicate } = await h.deps.store.recordGmailPush({ ...push, receivedAt: x.now }).catch((err: unknown) => {
     throw err instanceof StoreError ? storeUnavailable() : err;
   });
-  return duplicate ? { status: 200, body: { ok: true, duplicate: true }, duplicate } : { status: 200, body: { ok: true } };
+  return duplicate
+    ? { status: 200, body: { ok: true, duplicate: true }, duplicate }
+    : { status: 200, body: { ok: true } };
 }
 
 /**
@@ -285,11 +271,18 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
     if (!answer.duplicate) h.deps.signals.gmailPushed?.(routed.push.account);
     return;
   }
-  const expected = routed.senderAnswer && answer.status >= 200 && answer.status < 300 ? SENDER_ANSWERS[routed.senderAnswer] : undefined;
+  const expected =
+    routed.senderAnswer && answer.status >= 200 && answer.status < 300
+      ? SENDER_ANSWERS[routed.senderAnswer]
+      : undefined;
   if (expected) sendFixedOk(x.res, expected, x.answerHeaders());
   else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
-  if (h.deps.logger.isLevelEnabled('debug')) x.log.debug({ path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false }, 'hook accepted');
+  if (h.deps.logger.isLevelEnabled('debug'))
+    x.log.debug(
+      { path: x.subPath, client: x.clientIp, status: answer.status, duplicate: answer.duplicate ?? false },
+      'hook accepted',
+    );
 }
 
 const IGNORED = { ok: true, ignored: true } as const;
@@ -318,79 +311,4 @@ function answerUncommitted(h: Ingress, x: Exchange, routed: Extract<RouteResult,
   if (routed.kind === 'reply') sendJson(x.res, status, routed.body, x.answerHeaders());
   else if (routed.senderAnswer) sendFixedOk(x.res, SENDER_ANSWERS[routed.senderAnswer], x.answerHeaders());
   else sendNoContent(x.res, x.answerHeaders());
-}
-
-function record(h: Ingress, rec: ReturnType<Exchange['received']>): void {
-  h.deps.store.recordReceived(rec).catch((err: unknown) => h.storeFailed('a received hook', err, rec.reqId));
-}
-
-function announce(h: Ingress, x: Exchange, status: number, code: string | null, mappingId: string | null, body?: Record<string, unknown>): void {
-  // Without a feed (admin listener off) nothing is built: this runs for every answered request.
-  const feed = h.deps.feed;
-  if (feed) announceReceived(feed, { hooks: x.ctx.config.hooks, subPath: x.subPath, clientIp: x.clientIp, reqId: x.reqId, started: x.started, at: x.now, status, code, mappingId, ...(body ? { body } : {}) });
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Refusals: built by the stages, answered here.
-
-/**
- * A failed authentication: 429 with `Retry-After` (and the connection closed) while the client is locked out,
- * else counted towards its lockout and answered 401 naming the credential. The reason is logged for a 401 only (a
- * locked-out client must not flood the log).
- */
-function rejectAuth(h: Ingress, x: Exchange, failure: { scheme: Scheme; reason: string | undefined }): Refusal {
-  const limiter = h.deps.limiter;
-  const retryAfter = limiter.retryAfter(x.clientIp, x.now);
-  if (retryAfter > 0) {
-    // Counted in memory only, like every refusal: a locked-out client cannot make us write. The connection is closed:
-    // an unread body is not uploaded, and a locked-out client keeps no connection open.
-    return new Refusal(new HttpError(429, 'rate_limited', `too many failed authentications; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) }), 'close');
-  }
-  if (failure.reason !== undefined) h.log.warn('unauthorized', { client: x.clientIp, reqId: x.reqId }, `hook ${logPath(x.subPath)} rejected: ${failure.reason}`);
-  const lockedFor = limiter.fail(x.clientIp, x.now);
-  if (lockedFor > 0) h.log.warn('rate_limited', { client: x.clientIp, reqId: x.reqId, retryAfterSeconds: lockedFor }, 'hook auth throttled: client locked out');
-  return UNAUTHORIZED[failure.scheme];
-}
-
-const UNAUTHORIZED: Readonly<Record<Scheme, Refusal>> = {
-  token: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid hook token')),
-  signature: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid signature')),
-  oidc: new Refusal(new HttpError(401, 'unauthorized', 'missing or invalid OIDC token')),
-};
-
-/** A refusal by the route's limits, logged once per kind (RepeatLimitedLog). */
-function limitRefusal(h: Ingress, x: Exchange, err: HttpError, connection: 'keep' | 'close'): Refusal {
-  const what = err.status === 403 ? 'hook refused: client address not in allowFrom' : "hook refused: the route's rate limit is reached";
-  h.log.warn(`route_${err.code}`, { path: logPath(x.subPath), client: x.clientIp, reqId: x.reqId }, what);
-  return new Refusal(err, connection);
-}
-
-const INTERNAL = new HttpError(500, 'internal', 'internal error; nothing was accepted');
-
-/** A thrown error as a refusal: the HttpErrors of the body, the parse, the routes and the commit; anything else is a 500. */
-function refusalOf(h: Ingress, x: Exchange, err: unknown): Refusal {
-  if (!(err instanceof HttpError)) {
-    h.log.error('internal', { err, path: logPath(x.subPath), reqId: x.reqId }, 'hook handler failed');
-    return new Refusal(INTERNAL);
-  }
-  if (err.status === 503) h.log.error(err.code, { path: logPath(x.subPath), reqId: x.reqId }, 'store unavailable: hook refused with 503');
-  // The store records a 409 itself (in the transaction that found the conflict): announced, not counted here.
-  const tally = err.code === 'idempotency_conflict' ? 'announced' : 'counted';
-  if (err.status === 413) return new Refusal(err, 'discard', tally);
-  return new Refusal(err, err.status === 408 || err.code === 'body_aborted' ? 'close' : 'keep', tally);
-}
-
-const CLOSE = { connection: 'close' } as const;
-
-/** Answer a refusal: counted (not stored one by one: refusals.ts) and announced, then the error written. */
-function answerRefusal(h: Ingress, x: Exchange, r: Refusal): void {
-  const err = r.error;
-  if (r.tally === 'counted') {
-    const hooks = x.ctx.config.hooks;
-    h.refusals.setLimits(hooks.refusals);
-    h.refusals.add(x.now, err.status, err.code, pathClass(x.subPath, knownRoutes(hooks)), addressBucket(x.clientIp));
-  }
-  if (r.tally !== 'none') announce(h, x, err.status, err.code, null);
-  if (r.connection === 'discard') return sendErrorDiscardingBody(x.req, x.res, err, x.answerHeaders());
-  sendError(x.res, err, x.answerHeaders(r.connection === 'close' ? CLOSE : undefined));
 }

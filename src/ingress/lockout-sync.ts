@@ -17,14 +17,21 @@ export type LockoutStore = Pick<ClusterStore, 'shared' | 'shareLockout' | 'activ
  * within about a second. On a single-process store (SQLite) this does nothing: the one limiter is the cluster.
  * Returns the function that stops it.
  */
-export function shareLockouts(limiter: AuthFailureLimiter, store: LockoutStore, logger: Logger, opts: { syncMs?: number } = {}): () => void {
+export function shareLockouts(
+  limiter: AuthFailureLimiter,
+  store: LockoutStore,
+  logger: Logger,
+  opts: { syncMs?: number } = {},
+): () => void {
   if (!store.shared) return () => {};
   const log = new RepeatLimitedLog(logger);
   const failed = (what: string) => (err: unknown) =>
     log.warn(String((err as { code?: unknown } | null)?.code ?? 'store'), { err: (err as Error)?.message }, what);
 
   const stopListening = limiter.onLocked((bucket, until) => {
-    store.shareLockout(bucket, until).catch(failed('could not share a lockout with the other nodes; they lock the client out when it fails there'));
+    store
+      .shareLockout(bucket, until)
+      .catch(failed('could not share a lockout with the other nodes; they lock the client out when it fails there'));
   });
   const unsubscribe = store.subscribe((notice) => {
     if (notice.kind === 'lockout') limiter.lock(notice.bucket, notice.until, Date.now());

@@ -72,10 +72,13 @@ export class RefusalAggregator {
     else this.counts.set(key, { status, code, path, bucket, count: 1 });
     if (!this.timer) {
       // Flush once the window is over even if no refusal comes to roll it; unref'd: it never holds the process.
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, start + windowMs - now + 50);
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.flush();
+        },
+        start + windowMs - now + 50,
+      );
       this.timer.unref();
     }
   }
@@ -103,7 +106,15 @@ export function knownRoutes(hooks: HooksConfig): ReadonlySet<string> {
   if (!names) {
     const first = (p: string) => p.split('/')[0]!;
     const gmail = hooks.gmail?.account ? ['gmail', first(hooks.gmail.pushPath)] : [];
-    names = new Set(['', 'wake', 'agent', ...gmail, ...allMappings(hooks).map((m) => first(m.match?.path ?? '')).filter(Boolean)]);
+    names = new Set([
+      '',
+      'wake',
+      'agent',
+      ...gmail,
+      ...allMappings(hooks)
+        .map((m) => first(m.match?.path ?? ''))
+        .filter(Boolean),
+    ]);
     routeNames.set(hooks, names);
   }
   return names;

@@ -28,7 +28,11 @@ export function sendFixedOk(
 ): void {
   if (answer.body === '') return sendEmptyOk(res, headers);
   const body = Buffer.from(answer.body, 'utf8');
-  res.writeHead(200, { 'content-type': answer.contentType ?? 'text/plain; charset=utf-8', 'content-length': body.length, ...headers });
+  res.writeHead(200, {
+    'content-type': answer.contentType ?? 'text/plain; charset=utf-8',
+    'content-length': body.length,
+    ...headers,
+  });
   res.end(body);
 }
 
@@ -52,7 +56,12 @@ export function closedSignal(res: ServerResponse): AbortSignal {
  */
 export function sendError(res: ServerResponse, err: HttpError, extraHeaders?: Record<string, string>): void {
   const close = res.req !== undefined && awaitsContinue(res.req) ? CLOSE : undefined;
-  sendJson(res, err.status, { ok: false, error: err.message, code: err.code }, { ...err.headers, ...extraHeaders, ...close });
+  sendJson(
+    res,
+    err.status,
+    { ok: false, error: err.message, code: err.code },
+    { ...err.headers, ...extraHeaders, ...close },
+  );
 }
 
 const CLOSE = { connection: 'close' } as const;
@@ -63,7 +72,12 @@ const CLOSE = { connection: 'close' } as const;
  * rest of the body has been read and dropped, within `discardBody`'s bounds, so every client reads the answer
  * instead of a connection reset.
  */
-export function sendErrorDiscardingBody(req: IncomingMessage, res: ServerResponse, err: HttpError, headers?: Record<string, string>): void {
+export function sendErrorDiscardingBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: HttpError,
+  headers?: Record<string, string>,
+): void {
   const text = JSON.stringify({ ok: false, error: err.message, code: err.code });
   res.writeHead(err.status, {
     'content-type': JSON_TYPE,

@@ -58,7 +58,9 @@ export const FORBIDDEN_SOURCE = new HttpError(
 );
 
 export function routeRateLimited(retryAfter: number): HttpError {
-  return new HttpError(429, 'rate_limited', `this hook's rate limit is reached; retry after ${retryAfter} s`, { 'retry-after': String(retryAfter) });
+  return new HttpError(429, 'rate_limited', `this hook's rate limit is reached; retry after ${retryAfter} s`, {
+    'retry-after': String(retryAfter),
+  });
 }
 
 export class RouteLimits {
@@ -76,7 +78,10 @@ export class RouteLimits {
   static compile(hooks: HooksConfig, previous: RouteLimits | null, now: number): RouteLimits | null {
     // Presets come after the custom mappings, as the router tries them; each carries its id (and owns its path).
     const mappings = allMappings(hooks);
-    const any = mappings.some((m) => m.allowFrom || m.rateLimit) || hooks.routes.wake !== undefined || hooks.routes.agent !== undefined;
+    const any =
+      mappings.some((m) => m.allowFrom || m.rateLimit) ||
+      hooks.routes.wake !== undefined ||
+      hooks.routes.agent !== undefined;
     if (!any) return null;
     const old = new Map<string, TokenBucket>();
     if (previous) for (const l of previous.all()) if (l.bucket) old.set(l.key, l.bucket);
@@ -84,7 +89,11 @@ export class RouteLimits {
       if (!cfg.allowFrom && !cfg.rateLimit) return undefined;
       const kept = old.get(key);
       const rate = cfg.rateLimit;
-      const bucket = rate && (kept && kept.limit.perMinute === rate.perMinute && kept.limit.burst === rate.burst ? kept : new TokenBucket(rate, now));
+      const bucket =
+        rate &&
+        (kept && kept.limit.perMinute === rate.perMinute && kept.limit.burst === rate.burst
+          ? kept
+          : new TokenBucket(rate, now));
       return new RouteLimit(key, cfg.allowFrom ? new AddressList(cfg.allowFrom) : undefined, bucket);
     };
 
@@ -100,14 +109,18 @@ export class RouteLimits {
       const id = m.id ?? `mapping-${i + 1}`;
       const limit = make(`mapping:${id}`, m);
       if (limit && !byId.has(id)) byId.set(id, limit);
-      const headers = m.match?.headers && Object.keys(m.match.headers).length > 0 ? Object.entries(m.match.headers) : undefined;
+      const headers =
+        m.match?.headers && Object.keys(m.match.headers).length > 0 ? Object.entries(m.match.headers) : undefined;
       return { path: m.match?.path, candidate: { limit, bySource: m.match?.source !== undefined, headers } };
     });
     const wildcard = all.filter((c) => c.path === undefined).map((c) => c.candidate);
     const byPath = new Map<string, Candidate[]>();
     for (const { path } of all) {
       if (path === undefined || byPath.has(path)) continue;
-      byPath.set(path, all.filter((c) => c.path === undefined || c.path === path).map((c) => c.candidate));
+      byPath.set(
+        path,
+        all.filter((c) => c.path === undefined || c.path === path).map((c) => c.candidate),
+      );
     }
     return new RouteLimits(direct, byPath, wildcard, byId);
   }

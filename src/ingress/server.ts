@@ -102,7 +102,8 @@ export async function listen(
   server.on('drop', () => guard.dropped());
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // Not when an answer has started on this connection: a second one would corrupt it.
-    const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    const started =
+      (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
     if (!socket.writable || started) return void socket.destroy();
     socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_ANSWER : MALFORMED_ANSWER);
   });

@@ -43,7 +43,8 @@ export function addressBucket(ip: string): string {
   const halves = bare.split('::');
   const head = halves[0] ? halves[0].split(':') : [];
   const tail = halves.length > 1 && halves[1] ? halves[1].split(':') : [];
-  const groups = halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
+  const groups =
+    halves.length > 1 ? [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail] : head;
   // The upper four groups followed by zeros: its canonical form always ends in `::`.
   return `${canonicalIp(`${groups.slice(0, 4).join(':')}::`)}/64`;
 }

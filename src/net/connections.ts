@@ -66,7 +66,12 @@ export class ConnectionGuard {
   /** The current config generation's (trusted proxies are exempt from the per-address cap). */
   private clientIps: ClientIpResolver;
   private readonly log: RepeatLimitedLog | undefined;
-  private readonly done: ConnectionCounts = { refusedPerAddress: 0, refusedTotal: 0, evictedIdle: 0, evictedUnfinished: 0 };
+  private readonly done: ConnectionCounts = {
+    refusedPerAddress: 0,
+    refusedTotal: 0,
+    evictedIdle: 0,
+    evictedUnfinished: 0,
+  };
 
   constructor(
     /** The listener's name in log lines and metrics. */
@@ -123,7 +128,11 @@ export class ConnectionGuard {
   /** A connection Node dropped at its own cap (its `drop` event): the guard did not see it. */
   dropped(): void {
     this.done.refusedTotal++;
-    this.log?.warn('connection_total', { listener: this.listener }, `${this.listener} listener: connection refused, every connection busy`);
+    this.log?.warn(
+      'connection_total',
+      { listener: this.listener },
+      `${this.listener} listener: connection refused, every connection busy`,
+    );
   }
 
   /** Since the start. */
@@ -168,7 +177,8 @@ export class ConnectionGuard {
       if ((k !== key && !exempt && held.size <= mine) || (victim && held.size < victim.held.size)) continue;
       const lru = idleLongest(held);
       if (!lru) continue;
-      if (!victim || held.size > victim.held.size || lru[1] < victim.seq) victim = { key: k, held, socket: lru[0], seq: lru[1] };
+      if (!victim || held.size > victim.held.size || lru[1] < victim.seq)
+        victim = { key: k, held, socket: lru[0], seq: lru[1] };
     }
     if (!victim) return false;
     this.evict(victim.key, victim.socket);
@@ -188,14 +198,28 @@ export class ConnectionGuard {
     this.forget(key, socket);
     socket.destroy();
     this.done[state === 'idle' ? 'evictedIdle' : 'evictedUnfinished']++;
-    this.log?.warn('connection_evicted', { listener: this.listener, client: key, state }, `${this.listener} listener: an idle connection was closed to admit a new one (connection caps reached)`);
+    this.log?.warn(
+      'connection_evicted',
+      { listener: this.listener, client: key, state },
+      `${this.listener} listener: an idle connection was closed to admit a new one (connection caps reached)`,
+    );
   }
 
   private refuse(socket: Socket, why: 'refusedPerAddress' | 'refusedTotal', key: string): false {
     socket.destroy();
     this.done[why]++;
-    if (why === 'refusedTotal') this.log?.warn('connection_total', { listener: this.listener, client: key }, `${this.listener} listener: connection refused, every connection busy`);
-    else this.log?.warn('connection_per_address', { listener: this.listener, client: key }, `${this.listener} listener: connection refused, its address holds its share of connections, all busy`);
+    if (why === 'refusedTotal')
+      this.log?.warn(
+        'connection_total',
+        { listener: this.listener, client: key },
+        `${this.listener} listener: connection refused, every connection busy`,
+      );
+    else
+      this.log?.warn(
+        'connection_per_address',
+        { listener: this.listener, client: key },
+        `${this.listener} listener: connection refused, its address holds its share of connections, all busy`,
+      );
     return false;
   }
 }

@@ -11,7 +11,11 @@ export interface AuthFailureLimits {
 const MAX_EXTERNAL_LOCK_MS = 24 * 3_600_000;
 
 /** A lockout decided by this limiter: the address bucket, until when, and the limits that decided it. */
-export type LockListener = (bucket: string, until: number, why: { failures: number; windowSeconds: number; lockoutSeconds: number }) => void;
+export type LockListener = (
+  bucket: string,
+  until: number,
+  why: { failures: number; windowSeconds: number; lockoutSeconds: number },
+) => void;
 
 interface Entry {
   /** Times of recent failures, oldest first; never longer than maxFailures. */
@@ -64,7 +68,8 @@ export class AuthFailureLimiter {
     const { maxFailures, windowSeconds, lockoutSeconds } = this.limits;
     const key = addressBucket(client);
     let e = this.entries.get(key);
-    if (e) this.entries.delete(key); // re-insert below: Map order = recency of failure
+    if (e)
+      this.entries.delete(key); // re-insert below: Map order = recency of failure
     else {
       e = { failures: [], lockedUntil: 0 };
       this.evictIfFull(now);
@@ -77,7 +82,8 @@ export class AuthFailureLimiter {
     if (e.failures.length >= maxFailures) {
       e.lockedUntil = now + lockoutSeconds * 1000;
       e.failures = [];
-      for (const l of this.lockListeners) l(key, e.lockedUntil, { failures: maxFailures, windowSeconds, lockoutSeconds });
+      for (const l of this.lockListeners)
+        l(key, e.lockedUntil, { failures: maxFailures, windowSeconds, lockoutSeconds });
       return lockoutSeconds;
     }
     return 0;

@@ -47,7 +47,13 @@ export class RepeatLimitedLog {
       this.sweep(now);
       if (this.kinds.size >= MAX_KINDS) {
         key = OVERFLOW;
-        kind = this.kinds.get(key) ?? { level: 'warn', msg: 'other per-request log lines', code: 'overflow', since: now, repeats: 0 };
+        kind = this.kinds.get(key) ?? {
+          level: 'warn',
+          msg: 'other per-request log lines',
+          code: 'overflow',
+          since: now,
+          repeats: 0,
+        };
         this.kinds.set(key, kind);
       }
     }
@@ -81,7 +87,10 @@ export class RepeatLimitedLog {
   private summarize(kind: Kind): void {
     if (kind.repeats === 0) return;
     const seconds = Math.round(this.windowMs / 1000);
-    this.logger[kind.level]({ code: kind.code, repeats: kind.repeats }, `${kind.msg} repeated ${kind.repeats} times in the last ${seconds} s`);
+    this.logger[kind.level](
+      { code: kind.code, repeats: kind.repeats },
+      `${kind.msg} repeated ${kind.repeats} times in the last ${seconds} s`,
+    );
     kind.repeats = 0;
   }
 }

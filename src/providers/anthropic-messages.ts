@@ -61,7 +61,11 @@ export function parseAnthropicReply(json: unknown, label: string): ModelReply {
   return reply;
 }
 
-export function createAnthropicProvider(id: string, config: AnthropicConfig, options: ProviderOptions = {}): ModelProvider {
+export function createAnthropicProvider(
+  id: string,
+  config: AnthropicConfig,
+  options: ProviderOptions = {},
+): ModelProvider {
   const label = `anthropic-messages provider "${id}"`;
   const url = joinUrl(config.baseUrl, 'v1/messages');
   // Without a key the request still goes out: a local proxy may add credentials itself.
@@ -82,6 +86,9 @@ export function createAnthropicProvider(id: string, config: AnthropicConfig, opt
       });
     },
     check: (signal) =>
-      checkModelList({ url: joinUrl(config.baseUrl, 'v1/models'), headers, signal, label, secrets }, 'check apiKey (an Anthropic API key, sk-ant-...)'),
+      checkModelList(
+        { url: joinUrl(config.baseUrl, 'v1/models'), headers, signal, label, secrets },
+        'check apiKey (an Anthropic API key, sk-ant-...)',
+      ),
   };
 }

@@ -126,15 +126,22 @@ export function createCommandProvider(id: string, config: CommandConfig, options
  */
 export function checkCommand(config: CommandConfig): CheckResult {
   const cwd = resolve(config.cwd ?? process.cwd());
-  if (config.cwd !== undefined && !isDirectory(cwd)) return checkFail(`cwd ${logPath(cwd, 300)} is not a directory`, 'fix cwd of this provider');
+  if (config.cwd !== undefined && !isDirectory(cwd))
+    return checkFail(`cwd ${logPath(cwd, 300)} is not a directory`, 'fix cwd of this provider');
   const name = config.command;
   const found = name.includes('/')
     ? [resolve(cwd, name)].filter(isExecutableFile)
-    : (config.env?.PATH ?? process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(resolve(cwd, d), name)).filter(isExecutableFile);
+    : (config.env?.PATH ?? process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(resolve(cwd, d), name))
+        .filter(isExecutableFile);
   const hit = found[0];
   if (hit) return checkOk(`${logSafe(name, 100)} → ${logPath(hit, 300)}`);
   return checkFail(
-    name.includes('/') ? `${logPath(resolve(cwd, name), 300)} is not an executable file` : `"${logSafe(name, 100)}" is not on PATH`,
+    name.includes('/')
+      ? `${logPath(resolve(cwd, name), 300)} is not an executable file`
+      : `"${logSafe(name, 100)}" is not on PATH`,
     'install it, give command as an absolute path, or fix env.PATH of this provider',
   );
 }
@@ -201,7 +208,10 @@ class Running {
   private readonly onAbort = () => this.kill(this.aborted());
 
   private aborted(): ProviderError {
-    return new ProviderError('provider_timeout', `${this.label}: aborted`, { retryable: false, cause: this.signal.reason });
+    return new ProviderError('provider_timeout', `${this.label}: aborted`, {
+      retryable: false,
+      cause: this.signal.reason,
+    });
   }
 
   private start(request: ModelRequest): void {
@@ -274,11 +284,16 @@ class Running {
 
   private spawnFailed(err: unknown): ProviderError {
     const code = (err as { code?: unknown } | null)?.code;
-    const why = code === 'ENOENT' ? 'ENOENT (command or cwd not found)' : typeof code === 'string' ? code : 'spawn failed';
-    return new ProviderError('provider_command_failed', `${this.label}: cannot start "${this.config.command}": ${why}`, {
-      retryable: false,
-      cause: err,
-    });
+    const why =
+      code === 'ENOENT' ? 'ENOENT (command or cwd not found)' : typeof code === 'string' ? code : 'spawn failed';
+    return new ProviderError(
+      'provider_command_failed',
+      `${this.label}: cannot start "${this.config.command}": ${why}`,
+      {
+        retryable: false,
+        cause: err,
+      },
+    );
   }
 
   /** Records why the run ends, then SIGTERM to the group and SIGKILL after the grace period. */

@@ -10,7 +10,13 @@
  * - `system`, earlier turns and `thinking` are ignored; no usage is reported.
  */
 import { checkOk } from '../check.js';
-import { EXTERNAL_CONTENT_META_END, EXTERNAL_CONTENT_META_LABELS, EXTERNAL_CONTENT_WORD, HEARTBEAT_TOKEN, endMarker } from '../prompt-markers.js';
+import {
+  EXTERNAL_CONTENT_META_END,
+  EXTERNAL_CONTENT_META_LABELS,
+  EXTERNAL_CONTENT_WORD,
+  HEARTBEAT_TOKEN,
+  endMarker,
+} from '../prompt-markers.js';
 import { abortedError } from './retry.js';
 import type { ModelProvider, ModelRequest } from './types.js';
 

@@ -74,11 +74,18 @@ export async function postJson(req: JsonPost): Promise<JsonReply> {
     req.url,
     {
       method: get ? 'GET' : 'POST',
-      headers: mergeHeaders(req.headers, get ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' }),
+      headers: mergeHeaders(
+        req.headers,
+        get ? { accept: 'application/json' } : { 'content-type': 'application/json', accept: 'application/json' },
+      ),
       body: get ? undefined : JSON.stringify(req.body),
     },
     // Only the start of an error body is read: enough for a reason, never a memory sink.
-    { signal: req.signal, dispatcher: await dispatcher(), maxBytes: (status) => (is2xx(status) ? limit : MAX_ERROR_BODY_BYTES) },
+    {
+      signal: req.signal,
+      dispatcher: await dispatcher(),
+      maxBytes: (status) => (is2xx(status) ? limit : MAX_ERROR_BODY_BYTES),
+    },
   );
   if (res.kind !== 'response') throw transportError(req, res);
 
@@ -111,18 +118,32 @@ export async function checkModelList(req: Omit<JsonPost, 'body'>, keyFix: string
   try {
     const { json } = await postJson({ ...req, body: undefined });
     const data = json && typeof json === 'object' ? (json as Record<string, unknown>)['data'] : undefined;
-    return checkOk(`${originOf(req.url)} answers${Array.isArray(data) ? `; ${data.length} model${data.length === 1 ? '' : 's'} listed` : ''}`);
+    return checkOk(
+      `${originOf(req.url)} answers${Array.isArray(data) ? `; ${data.length} model${data.length === 1 ? '' : 's'} listed` : ''}`,
+    );
   } catch (err) {
     if (!(err instanceof ProviderError)) throw err;
-    if (err.status === 401 || err.status === 403) return checkFail(`the API key is refused (${strip(err.message)})`, keyFix);
+    if (err.status === 401 || err.status === 403)
+      return checkFail(`the API key is refused (${strip(err.message)})`, keyFix);
     // Some OpenAI-compatible servers have no model list: the server answered, which is what can be told.
-    if (err.status === 404 || err.status === 405) return checkWarn(`${originOf(req.url)} answers but has no model list (${strip(err.message)}); the key is not checked`);
-    return checkFail(strip(err.message), err.code === 'provider_unreachable' ? 'check baseUrl, and that the server runs and this host can reach it' : undefined);
+    if (err.status === 404 || err.status === 405)
+      return checkWarn(
+        `${originOf(req.url)} answers but has no model list (${strip(err.message)}); the key is not checked`,
+      );
+    return checkFail(
+      strip(err.message),
+      err.code === 'provider_unreachable'
+        ? 'check baseUrl, and that the server runs and this host can reach it'
+        : undefined,
+    );
   }
 }
 
 /** Configured extra headers plus the provider's own, which win whatever the case of a configured name. */
-export function mergeHeaders(extra: Record<string, string> | undefined, own: Record<string, string>): Record<string, string> {
+export function mergeHeaders(
+  extra: Record<string, string> | undefined,
+  own: Record<string, string>,
+): Record<string, string> {
   const ownNames = new Set(Object.keys(own).map((k) => k.toLowerCase()));
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(extra ?? {})) if (!ownNames.has(k.toLowerCase())) out[k] = v;
@@ -141,11 +162,17 @@ function transportError(req: JsonPost, failure: HttpFailure): ProviderError {
   }
   const code = failure.code;
   if (SLOW_CODES.has(code)) {
-    return new ProviderError('provider_timeout', `${req.label}: the server stopped answering (${code})`, { retryable: true, cause });
+    return new ProviderError('provider_timeout', `${req.label}: the server stopped answering (${code})`, {
+      retryable: true,
+      cause,
+    });
   }
   // A transport failure with an unknown code (or none) counts as unreachable.
   const what = NETWORK_CODES.has(code) ? code : code !== NO_CODE ? `network error ${code}` : 'network error';
-  return new ProviderError('provider_unreachable', `${req.label}: cannot reach ${originOf(req.url)} (${what})`, { retryable: true, cause });
+  return new ProviderError('provider_unreachable', `${req.label}: cannot reach ${originOf(req.url)} (${what})`, {
+    retryable: true,
+    cause,
+  });
 }
 
 /**

@@ -35,7 +35,8 @@ export function parseOpenAIChatReply(json: unknown, label: string): ModelReply {
   if (choices.length === 0) throw badResponse(label, 'empty choices');
   const message = asRecord(asRecord(choices[0])?.['message']);
   if (!message) throw badResponse(label, 'choices[0] has no message');
-  const text = contentText(message['content']) ?? (typeof message['refusal'] === 'string' ? message['refusal'] : undefined);
+  const text =
+    contentText(message['content']) ?? (typeof message['refusal'] === 'string' ? message['refusal'] : undefined);
   if (text === undefined) throw badResponse(label, 'choices[0].message.content is not text');
   const reply: ModelReply = { text };
   const u = asRecord(root?.['usage']);
@@ -51,12 +52,17 @@ function contentText(content: unknown): string | undefined {
   const parts: string[] = [];
   for (const part of content) {
     const p = asRecord(part);
-    if (p && (p['type'] === 'text' || p['type'] === 'output_text') && typeof p['text'] === 'string') parts.push(p['text']);
+    if (p && (p['type'] === 'text' || p['type'] === 'output_text') && typeof p['text'] === 'string')
+      parts.push(p['text']);
   }
   return parts.length > 0 ? parts.join('') : undefined;
 }
 
-export function createOpenAIChatProvider(id: string, config: OpenAIChatConfig, options: ProviderOptions = {}): ModelProvider {
+export function createOpenAIChatProvider(
+  id: string,
+  config: OpenAIChatConfig,
+  options: ProviderOptions = {},
+): ModelProvider {
   const label = `openai-chat provider "${id}"`;
   const url = joinUrl(config.baseUrl, 'chat/completions');
   // apiKey wins over an Authorization in `headers` (fetch would otherwise join both values).
@@ -74,6 +80,9 @@ export function createOpenAIChatProvider(id: string, config: OpenAIChatConfig, o
       });
     },
     check: (signal) =>
-      checkModelList({ url: joinUrl(config.baseUrl, 'models'), headers, signal, label, secrets }, 'check apiKey (and headers) of this provider'),
+      checkModelList(
+        { url: joinUrl(config.baseUrl, 'models'), headers, signal, label, secrets },
+        'check apiKey (and headers) of this provider',
+      ),
   };
 }

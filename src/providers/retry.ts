@@ -98,9 +98,14 @@ export function retryWaitMs(
   random: () => number = Math.random,
 ): number | undefined {
   if (retryAfterMs !== undefined) {
-    return retryAfterMs > (policy.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS) ? undefined : Math.max(0, retryAfterMs);
+    return retryAfterMs > (policy.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS)
+      ? undefined
+      : Math.max(0, retryAfterMs);
   }
-  const backoff = { baseDelayMs: policy.baseDelayMs ?? DEFAULT_BASE_DELAY_MS, maxDelayMs: policy.maxDelayMs ?? DEFAULT_MAX_DELAY_MS };
+  const backoff = {
+    baseDelayMs: policy.baseDelayMs ?? DEFAULT_BASE_DELAY_MS,
+    maxDelayMs: policy.maxDelayMs ?? DEFAULT_MAX_DELAY_MS,
+  };
   return backoffMs(n, backoff, random);
 }
 

@@ -40,7 +40,15 @@ export class RuntimeAnnouncer {
     attempts: number,
     lastError: string | null,
   ): void {
-    const event = { deliveryId: d.id, runId: d.runId, channel: d.channel, state: deliveryStateName(state), change, attempts, lastError };
+    const event = {
+      deliveryId: d.id,
+      runId: d.runId,
+      channel: d.channel,
+      state: deliveryStateName(state),
+      change,
+      attempts,
+      lastError,
+    };
     this.feed?.publish({ type: 'delivery', at: Date.now(), ...event });
   }
 

@@ -130,7 +130,10 @@ export class ClaimLoop<T extends { id: string }> {
 
   private failed(item: T, err: unknown): void {
     const idField = this.opts.idField;
-    const fields = idField === undefined ? { id: item.id, err: errorMessage(err) } : { id: item.id, [idField]: item.id, err: errorMessage(err) };
+    const fields =
+      idField === undefined
+        ? { id: item.id, err: errorMessage(err) }
+        : { id: item.id, [idField]: item.id, err: errorMessage(err) };
     this.opts.logger.error(fields, `working on ${this.opts.label} failed`);
   }
 

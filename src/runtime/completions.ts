@@ -54,7 +54,10 @@ export class CompletionWaiterRegistry implements CompletionWaiters {
   wait(runId: string, timeoutMs: number, signal: AbortSignal): Promise<Completion> {
     if (this.closed || signal.aborted) return Promise.resolve(PENDING);
     if (this.count >= this.maxWaiters) {
-      this.deps.logger.warn({ runId, waiters: this.count }, 'too many callers waiting for runs: answered pending at once (the run goes on)');
+      this.deps.logger.warn(
+        { runId, waiters: this.count },
+        'too many callers waiting for runs: answered pending at once (the run goes on)',
+      );
       return Promise.resolve(PENDING);
     }
     return new Promise<Completion>((resolve) => {
@@ -129,7 +132,11 @@ export class CompletionWaiterRegistry implements CompletionWaiters {
  */
 export function completionOf(run: Run, state: FinishedRunState, ackMaxChars: number): FinishedCompletion {
   const reply = run.reply;
-  const disposition: ReplyDisposition = !reply?.trim() ? 'empty' : isHeartbeatAck(reply, ackMaxChars) ? 'silent' : 'visible';
+  const disposition: ReplyDisposition = !reply?.trim()
+    ? 'empty'
+    : isHeartbeatAck(reply, ackMaxChars)
+      ? 'silent'
+      : 'visible';
   const deliveryStatus = run.deliveryStatus ?? `nowhere:${state}`;
   return {
     status: state === 'succeeded' ? 'ok' : 'error',
@@ -152,7 +159,8 @@ function openClawDelivery(
   disposition: ReplyDisposition,
 ): Pick<FinishedCompletion, 'delivered' | 'deliveryError' | 'deliverySuppressionReason'> {
   if (deliveryStatus === 'outbox') return { delivered: true };
-  if (deliveryStatus === 'suppressed:heartbeat_ack') return { delivered: false, deliverySuppressionReason: 'heartbeat' };
+  if (deliveryStatus === 'suppressed:heartbeat_ack')
+    return { delivered: false, deliverySuppressionReason: 'heartbeat' };
   if (deliveryStatus === 'nowhere:no_route') return { delivered: false, deliveryError: 'delivery-failed' };
   if (state === 'succeeded' && disposition === 'empty' && deliveryStatus !== 'suppressed:deliver_false') {
     return { delivered: false, deliverySuppressionReason: 'empty' };

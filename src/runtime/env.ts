@@ -18,7 +18,8 @@ export interface RuntimeEnv {
 }
 
 /** The runtime's store: its role, and the cluster seams it uses (heartbeat leases, notices). */
-export type RuntimeClusterStore = RuntimeStore & Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'subscribe'>;
+export type RuntimeClusterStore = RuntimeStore &
+  Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'subscribe'>;
 
 export interface RuntimeDeps {
   store: RuntimeClusterStore;

@@ -83,6 +83,7 @@ export function isHeartbeatAck(reply: string, ackMaxChars: number): boolean {
   if (String(reply ?? '').trim() === '') return true;
   const { stripped, hadToken } = stripHeartbeatToken(reply);
   if (!hadToken) return false;
-  const limit = ackMaxChars === Infinity ? Infinity : Number.isFinite(ackMaxChars) ? Math.max(0, Math.floor(ackMaxChars)) : 0;
+  const limit =
+    ackMaxChars === Infinity ? Infinity : Number.isFinite(ackMaxChars) ? Math.max(0, Math.floor(ackMaxChars)) : 0;
   return !exceeds(stripped, limit);
 }

@@ -170,23 +170,26 @@ export class Heartbeat {
           // Not a store outage (those back off inside beat): a bug; logged, and tried again like a failed turn.
           this.failures++;
           this.retryDelay = this.retryDelayMs(this.failures);
-          this.deps.logger.error({ sessionKey: this.sessionKey, err: logSafe(errorMessage(err)), retryInMs: this.retryDelay }, 'heartbeat failed; events stay pending');
+          this.deps.logger.error(
+            { sessionKey: this.sessionKey, err: logSafe(errorMessage(err)), retryInMs: this.retryDelay },
+            'heartbeat failed; events stay pending',
+          );
         })
         .finally(() => {
-        this.running = undefined;
-        const retry = this.retryDelay;
-        this.retryDelay = undefined;
-        if (retry !== undefined) {
-          // A failed turn: back off, whatever else asked meanwhile (the events are still pending either way).
-          this.again = false;
-          this.request('retry', retry);
-        } else if (this.again) {
-          this.again = false;
-          this.request('again');
-        } else {
-          this.onIdle?.();
-        }
-      });
+          this.running = undefined;
+          const retry = this.retryDelay;
+          this.retryDelay = undefined;
+          if (retry !== undefined) {
+            // A failed turn: back off, whatever else asked meanwhile (the events are still pending either way).
+            this.again = false;
+            this.request('retry', retry);
+          } else if (this.again) {
+            this.again = false;
+            this.request('again');
+          } else {
+            this.onIdle?.();
+          }
+        });
     }, delayMs);
   }
 
@@ -202,7 +205,10 @@ export class Heartbeat {
       if (!(await store.leaseHeartbeat(key, owner, now, leases.leaseMs))) {
         outage.succeeded();
         this.retryDelay = BUSY_RETRY_MS + Math.round(Math.random() * BUSY_RETRY_MS);
-        this.deps.logger.debug({ sessionKey: key, retryInMs: this.retryDelay }, 'heartbeat: another node beats this session now; asking again shortly');
+        this.deps.logger.debug(
+          { sessionKey: key, retryInMs: this.retryDelay },
+          'heartbeat: another node beats this session now; asking again shortly',
+        );
         return;
       }
       outage.succeeded();
@@ -234,18 +240,36 @@ export class Heartbeat {
     const log = logger.child({ heartbeatId, sessionKey: this.sessionKey });
     const started = Date.now();
     const prompt = heartbeatPrompt(events, env.config.heartbeat.prompt, new Date(started));
-    const history = (await store.sessionMessages(agentId, this.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }));
-    const signal = AbortSignal.any([AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000), this.abort.signal, lease]);
+    const history = (await store.sessionMessages(agentId, this.sessionKey, HISTORY_TURNS)).map((m) => ({
+      role: m.role,
+      content: m.content,
+    }));
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000),
+      this.abort.signal,
+      lease,
+    ]);
 
     let reply: string;
     try {
-      reply = (await runTurn(env, { agentId, model: null, thinking: null, messages: [...history, { role: 'user', content: prompt }], signal })).text;
+      reply = (
+        await runTurn(env, {
+          agentId,
+          model: null,
+          thinking: null,
+          messages: [...history, { role: 'user', content: prompt }],
+          signal,
+        })
+      ).text;
     } catch (err) {
       if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
       if (leaseLost(lease)) return this.dropLost(log, events.length, lease);
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
-      log.error({ events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) }, 'heartbeat turn failed; events stay pending');
+      log.error(
+        { events: events.length, retryInMs: delay, err: logSafe(errorMessage(err)) },
+        'heartbeat turn failed; events stay pending',
+      );
       this.announce.heartbeat(this.sessionKey, 'failed', events.length);
       this.retryDelay = delay;
       return;
@@ -270,19 +294,33 @@ export class Heartbeat {
     const deliveries = plan.delivery ? [plan.delivery] : [];
     const outcome = HEARTBEAT_OUTCOMES[plan.status];
     if (plan.status === 'nowhere:no_route') {
-      log.warn('heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
+      log.warn(
+        'heartbeat reply delivered nowhere: no route (the main session has no route and channels.default is not set)',
+      );
     }
-    await writeWhileLeased(AbortSignal.any([lease, this.abort.signal]), () => store.completeHeartbeat({
-      heartbeatId,
-      sessionKey: this.sessionKey,
-      eventIds: events.map((e) => e.id),
-      consumedAt: finished,
-      deliveries,
-      messages: [
-        { sessionKey: this.sessionKey, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
-        { sessionKey: this.sessionKey, agentId, role: 'assistant', content: reply, runId: null, createdAt: finished },
-      ],
-    }), (n) => backoffMs(n, OUTAGE_BACKOFF));
+    await writeWhileLeased(
+      AbortSignal.any([lease, this.abort.signal]),
+      () =>
+        store.completeHeartbeat({
+          heartbeatId,
+          sessionKey: this.sessionKey,
+          eventIds: events.map((e) => e.id),
+          consumedAt: finished,
+          deliveries,
+          messages: [
+            { sessionKey: this.sessionKey, agentId, role: 'user', content: prompt, runId: null, createdAt: started },
+            {
+              sessionKey: this.sessionKey,
+              agentId,
+              role: 'assistant',
+              content: reply,
+              runId: null,
+              createdAt: finished,
+            },
+          ],
+        }),
+      (n) => backoffMs(n, OUTAGE_BACKOFF),
+    );
     log.info({ events: events.length, reasons, outcome, ms: finished - started }, 'heartbeat finished');
     this.announce.heartbeat(this.sessionKey, 'ok', events.length);
     this.announce.queued(deliveries);

@@ -101,7 +101,8 @@ export class LeaseKeeper {
   private expire(): void {
     const now = this.now();
     for (const [id, h] of this.held) {
-      if (h.until - now <= this.periodMs) this.lose(id, `the ${this.opts.label} of ${id} could not be renewed before it ran out (store unreachable)`);
+      if (h.until - now <= this.periodMs)
+        this.lose(id, `the ${this.opts.label} of ${id} could not be renewed before it ran out (store unreachable)`);
     }
   }
 
@@ -127,7 +128,11 @@ export function storeUnavailable(err: unknown): boolean {
  * lease: a store that is down for a few seconds when a turn ends does not cost the turn (the lease keeper gives the
  * lease up, and aborts `signal`, if the outage outlasts it). Rejects with the last error once `signal` aborts.
  */
-export async function writeWhileLeased<T>(signal: AbortSignal, write: () => Promise<T>, backoff: (n: number) => number): Promise<T> {
+export async function writeWhileLeased<T>(
+  signal: AbortSignal,
+  write: () => Promise<T>,
+  backoff: (n: number) => number,
+): Promise<T> {
   for (let n = 1; ; n++) {
     try {
       return await write();

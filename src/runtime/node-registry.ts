@@ -32,7 +32,10 @@ export function startNodeRegistry(opts: NodeRegistryOptions): NodeRegistration {
     if (inFlight || stopped) return; // a store that hangs does not pile up writes
     inFlight = store
       .registerNode({ ...node, lastSeenAt: now() })
-      .then(() => outage.succeeded(), (err) => void outage.failed(err, { nodeId: node.id }))
+      .then(
+        () => outage.succeeded(),
+        (err) => void outage.failed(err, { nodeId: node.id }),
+      )
       .finally(() => (inFlight = undefined));
   };
   refresh();
@@ -47,7 +50,10 @@ export function startNodeRegistry(opts: NodeRegistryOptions): NodeRegistration {
       try {
         await store.removeNode(node.id);
       } catch (err) {
-        logger.warn({ nodeId: node.id, code: (err as { code?: unknown }).code ?? 'error' }, 'could not remove this node from the node registry; it shows as gone once not seen for a while');
+        logger.warn(
+          { nodeId: node.id, code: (err as { code?: unknown }).code ?? 'error' },
+          'could not remove this node from the node registry; it shows as gone once not seen for a while',
+        );
       }
     },
   };

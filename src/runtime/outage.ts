@@ -34,7 +34,12 @@ export class OutageLog {
       this.since = this.now();
       const code = (err as { code?: unknown } | null)?.code;
       this.logger.warn(
-        { ...fields, code: typeof code === 'string' ? code : 'error', err: logSafe(errorMessage(err)), retryInMs: wait },
+        {
+          ...fields,
+          code: typeof code === 'string' ? code : 'error',
+          err: logSafe(errorMessage(err)),
+          retryInMs: wait,
+        },
         `${this.what} failed: paused, retrying with backoff (logged once until it works again)`,
       );
     }

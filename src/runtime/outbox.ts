@@ -73,7 +73,8 @@ interface DeliveryBatch {
 }
 
 /** A recipient: what the outbox keeps in order (channel, account, recipient as stored). */
-const routeKey = (d: Pick<NewDelivery, 'channel' | 'accountId' | 'to'>): string => `${d.channel}\u0000${d.accountId ?? ''}\u0000${d.to}`;
+const routeKey = (d: Pick<NewDelivery, 'channel' | 'accountId' | 'to'>): string =>
+  `${d.channel}\u0000${d.accountId ?? ''}\u0000${d.to}`;
 
 /**
  * Sends the outbox: each delivery row through its channel, chunk by chunk (split at the channel's size limit;
@@ -135,7 +136,12 @@ export class Outbox {
     // One lease for the batch: its rows were claimed together, so their leases end together. Aborted by the stop, or
     // when the lease is about to run out; kept until the outcomes' writes settle (one retried through a store outage
     // stops with it).
-    const lease = deadline(signal, Math.max(0, b.until - Date.now()), () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`), { unref: true });
+    const lease = deadline(
+      signal,
+      Math.max(0, b.until - Date.now()),
+      () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`),
+      { unref: true },
+    );
     const writes = new OutcomeWrites();
     try {
       for (let i = 0; i < b.rows.length; i++) {
@@ -185,7 +191,12 @@ export class Outbox {
     this.unsent -= rest.length;
     await this.deps.store
       .releaseDeliveries(this.deps.owner, rest, Date.now())
-      .catch((err: unknown) => this.deps.logger.warn({ err: errorMessage(err), deliveries: rest.length }, 'could not give back claimed deliveries; their leases lapse instead'));
+      .catch((err: unknown) =>
+        this.deps.logger.warn(
+          { err: errorMessage(err), deliveries: rest.length },
+          'could not give back claimed deliveries; their leases lapse instead',
+        ),
+      );
   }
 
   /**
@@ -250,7 +261,17 @@ export class Outbox {
       if (signal.aborted) return undefined;
       // The id is stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
       const deliveryId = chunks.length > 1 ? `${d.id}_${i + 1}` : d.id;
-      const message: OutboundMessage = { deliveryId, channel: d.channel, to, text: chunks[i]!, runId: d.runId, sessionKey: d.sessionKey, agentId: d.agentId, hookName: d.hookName, createdAt };
+      const message: OutboundMessage = {
+        deliveryId,
+        channel: d.channel,
+        to,
+        text: chunks[i]!,
+        runId: d.runId,
+        sessionKey: d.sessionKey,
+        agentId: d.agentId,
+        hookName: d.hookName,
+        createdAt,
+      };
       const result = await sendChunk(channel, message, signal);
       if (result.ok) {
         if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
@@ -266,7 +287,11 @@ export class Outbox {
         return { kind: 'retry', nextAttemptAt: Date.now() + wait, error };
       }
       log.error({ error, status: result.status }, 'delivery dead-lettered');
-      return { kind: 'dead', error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error, at: Date.now() };
+      return {
+        kind: 'dead',
+        error: result.retryable ? `gave up after ${d.attempts} attempts: ${error}` : error,
+        at: Date.now(),
+      };
     }
     return { kind: 'delivered', at: Date.now() };
   }
@@ -277,7 +302,11 @@ export class Outbox {
    */
   private record(d: Delivery, lease: AbortSignal, outcome: DeliveryOutcome): Sent {
     if (leaseLost(lease)) return UNFINISHED;
-    const written = writeWhileLeased(lease, () => this.deps.store.finishDelivery(d.id, this.deps.owner, outcome, Date.now()), (n) => backoffMs(n, OUTAGE_BACKOFF)).then(() => {
+    const written = writeWhileLeased(
+      lease,
+      () => this.deps.store.finishDelivery(d.id, this.deps.owner, outcome, Date.now()),
+      (n) => backoffMs(n, OUTAGE_BACKOFF),
+    ).then(() => {
       if (outcome.kind === 'delivered') this.announce.delivery(d, 'sent', 'delivered', d.attempts, null);
       else if (outcome.kind === 'dead') this.announce.delivery(d, 'failed', 'dead', d.attempts, outcome.error);
       else this.announce.delivery(d, 'retry', 'pending', d.attempts, outcome.error);
@@ -317,8 +346,13 @@ async function sendChunk(channel: Channel, message: OutboundMessage, signal: Abo
   } catch (err) {
     return { ok: false, retryable: true, error: `channel threw: ${err instanceof Error ? err.message : String(err)}` };
   }
-  if (typeof result === 'object' && result !== null && typeof (result as { ok?: unknown }).ok === 'boolean') return result as SendResult;
-  return { ok: false, retryable: true, error: 'channel answered without a result: send must resolve to { ok: true } or { ok: false, retryable, error }' };
+  if (typeof result === 'object' && result !== null && typeof (result as { ok?: unknown }).ok === 'boolean')
+    return result as SendResult;
+  return {
+    ok: false,
+    retryable: true,
+    error: 'channel answered without a result: send must resolve to { ok: true } or { ok: false, retryable, error }',
+  };
 }
 
 /** The shortest wait a platform's hint can ask for: `Retry-After: 0` must not turn the attempts into a busy loop. */
@@ -337,7 +371,8 @@ export function deliveryRetryDelayMs(
   limits: { initialBackoffMs: number; maxBackoffMs: number },
   random: () => number = Math.random,
 ): number {
-  if (retryAfterMs !== undefined) return Math.min(limits.maxBackoffMs, Math.max(MIN_HINTED_WAIT_MS, Math.ceil(retryAfterMs)));
+  if (retryAfterMs !== undefined)
+    return Math.min(limits.maxBackoffMs, Math.max(MIN_HINTED_WAIT_MS, Math.ceil(retryAfterMs)));
   return backoffMs(attempts, { baseDelayMs: limits.initialBackoffMs, maxDelayMs: limits.maxBackoffMs }, random);
 }
 
@@ -346,5 +381,12 @@ export function deliveryRetryDelayMs(
  * (`runId`, `heartbeatId`), its channel, account and attempt. One per delivery sent: each logs at least one line.
  */
 function deliveryLog(logger: Logger, d: Delivery): Logger {
-  return logger.child({ deliveryId: d.id, runId: d.runId, heartbeatId: d.heartbeatId, channel: d.channel, accountId: d.accountId, attempt: d.attempts });
+  return logger.child({
+    deliveryId: d.id,
+    runId: d.runId,
+    heartbeatId: d.heartbeatId,
+    channel: d.channel,
+    accountId: d.accountId,
+    attempt: d.attempts,
+  });
 }

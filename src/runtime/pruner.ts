@@ -17,7 +17,11 @@ export interface Retention {
  * than `retention.audit()` days: now, then every ten minutes. A failed prune is logged and tried again at the next
  * tick. Returns the function that stops it.
  */
-export function startPruner(store: MaintenanceStore & Pick<AuditStore, 'pruneAudit'>, logger: Logger, retention: Retention): () => void {
+export function startPruner(
+  store: MaintenanceStore & Pick<AuditStore, 'pruneAudit'>,
+  logger: Logger,
+  retention: Retention,
+): () => void {
   const prune = () => {
     const now = Date.now();
     store

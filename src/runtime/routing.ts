@@ -30,7 +30,9 @@ export function resolveRoute(r: RouteInputs): Route | undefined {
     const to = last ? last.to : r.defaultRoute?.channel === r.channel ? r.defaultRoute.to : undefined;
     return { channel: r.channel, to: to ?? '', accountId: r.accountId ?? last?.accountId ?? null, explicit: false };
   }
-  const base = r.lastRoute ?? (r.defaultRoute ? { channel: r.defaultRoute.channel, to: r.defaultRoute.to ?? '', accountId: null } : undefined);
+  const base =
+    r.lastRoute ??
+    (r.defaultRoute ? { channel: r.defaultRoute.channel, to: r.defaultRoute.to ?? '', accountId: null } : undefined);
   if (!base) return undefined;
   return { channel: base.channel, to: r.to ?? base.to, accountId: r.accountId ?? base.accountId, explicit: false };
 }

@@ -23,7 +23,8 @@ export const MAX_RUN_STARTS = 5;
 const POLL_MS = 1000;
 const HISTORY_TURNS = 40;
 /** Kept on a run given back by a stop (shown by `runs show`); a finished run replaces it with its own error or none. */
-export const INTERRUPTED_NOTE = 'interrupted: hookgate stopped while this run was working; it was given back to the queue and runs again (same id)';
+export const INTERRUPTED_NOTE =
+  'interrupted: hookgate stopped while this run was working; it was given back to the queue and runs again (same id)';
 
 /** Timings; the defaults are production's (tests shorten them). */
 export interface RunWorkerOptions {
@@ -62,7 +63,10 @@ export function retryDecision(
   const since = run.retryingSince ?? now;
   const end = since + retry.maxSeconds * 1000;
   if (now >= end) return { kind: 'fail', gaveUp: formatSpan(now - since) };
-  const wait = Math.max(err.retryAfterMs ?? 0, backoffMs(run.retries + 1, { baseDelayMs: retry.initialBackoffMs, maxDelayMs: retry.maxBackoffMs }, random));
+  const wait = Math.max(
+    err.retryAfterMs ?? 0,
+    backoffMs(run.retries + 1, { baseDelayMs: retry.initialBackoffMs, maxDelayMs: retry.maxBackoffMs }, random),
+  );
   return { kind: 'defer', until: Math.min(now + wait, end) };
 }
 
@@ -102,8 +106,26 @@ function runOutcome(
     events: [end.event],
     deliveries: end.deliveries,
     messages: [
-      { sessionKey: run.sessionKey, agentId: run.agentId, role: 'user', content: prompt, runId: run.id, createdAt: started },
-      ...(reply !== null ? [{ sessionKey: run.sessionKey, agentId: run.agentId, role: 'assistant' as const, content: reply, runId: run.id, createdAt: finishedAt }] : []),
+      {
+        sessionKey: run.sessionKey,
+        agentId: run.agentId,
+        role: 'user',
+        content: prompt,
+        runId: run.id,
+        createdAt: started,
+      },
+      ...(reply !== null
+        ? [
+            {
+              sessionKey: run.sessionKey,
+              agentId: run.agentId,
+              role: 'assistant' as const,
+              content: reply,
+              runId: run.id,
+              createdAt: finishedAt,
+            },
+          ]
+        : []),
     ],
   };
 }
@@ -184,10 +206,17 @@ export class RunWorker {
   private async buildTurn(run: Run): Promise<{ prompt: string; messages: ChatMessage[] }> {
     const prompt = runPrompt(run, new Date());
     const suspicious = detectSuspiciousPatterns(run.message);
-    if (suspicious.length) this.log(run).warn({ sessionKey: run.sessionKey, patterns: suspicious }, 'suspicious patterns in external hook content');
+    if (suspicious.length)
+      this.log(run).warn(
+        { sessionKey: run.sessionKey, patterns: suspicious },
+        'suspicious patterns in external hook content',
+      );
     const history =
       run.sessionMode === 'persistent'
-        ? (await this.deps.store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({ role: m.role, content: m.content }))
+        ? (await this.deps.store.sessionMessages(run.agentId, run.sessionKey, HISTORY_TURNS)).map((m) => ({
+            role: m.role,
+            content: m.content,
+          }))
         : [];
     return { prompt, messages: [...history, { role: 'user', content: prompt }] };
   }
@@ -196,22 +225,44 @@ export class RunWorker {
    * The model's turn, bounded by the run's timeout: its reply, or how it failed. Undefined when the run is not to be
    * finished here: its lease was lost, the stop gave it back, or it was deferred for a retry.
    */
-  private async callModel(run: Run, env: RuntimeEnv, messages: ChatMessage[], shutdown: AbortSignal): Promise<TurnResult | undefined> {
+  private async callModel(
+    run: Run,
+    env: RuntimeEnv,
+    messages: ChatMessage[],
+    shutdown: AbortSignal,
+  ): Promise<TurnResult | undefined> {
     // Aborted by the stop (or a lost lease), or when the run's timeout passes.
-    const turn = deadline(shutdown, run.timeoutSeconds * 1000, () => new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'), { unref: true });
+    const turn = deadline(
+      shutdown,
+      run.timeoutSeconds * 1000,
+      () => new DOMException(`the run's timeout of ${run.timeoutSeconds} s passed`, 'TimeoutError'),
+      { unref: true },
+    );
     const started = Date.now();
     try {
-      const r = await runTurn(env, { agentId: run.agentId, model: run.model, thinking: run.thinking, messages, signal: turn.signal });
+      const r = await runTurn(env, {
+        agentId: run.agentId,
+        model: run.model,
+        thinking: run.thinking,
+        messages,
+        signal: turn.signal,
+      });
       return { state: 'succeeded', reply: r.text, error: null, started };
     } catch (err) {
       if (leaseLost(shutdown)) return this.dropLost(run, shutdown);
       if (shutdown.aborted) return await this.giveBackStopped(run);
-      if (turn.timedOut) return { state: 'timed_out', reply: null, error: `timed out after ${run.timeoutSeconds} s`, started };
+      if (turn.timedOut)
+        return { state: 'timed_out', reply: null, error: `timed out after ${run.timeoutSeconds} s`, started };
       const error = err instanceof ProviderError ? `${err.code}: ${err.message}` : errorMessage(err);
       if (!(err instanceof ProviderError && err.retryable)) return { state: 'failed', reply: null, error, started };
       const retry = retryDecision(run, err, env.config.agents.defaults.retry, Date.now());
       if (retry.kind === 'defer') return await this.defer(run, retry.until, error);
-      return { state: 'failed', reply: null, error: retry.gaveUp ? `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})` : error, started };
+      return {
+        state: 'failed',
+        reply: null,
+        error: retry.gaveUp ? `${error} (gave up after ${run.retries} retries over ${retry.gaveUp})` : error,
+        started,
+      };
     } finally {
       turn.dispose();
     }
@@ -229,21 +280,41 @@ export class RunWorker {
   private async defer(run: Run, until: number, error: string): Promise<undefined> {
     if (await this.deps.store.deferRun({ runId: run.id, owner: this.deps.owner, until, error, now: Date.now() })) {
       this.announce.run(run, 'queued', error);
-      this.log(run).warn({ retry: run.retries + 1, inMs: until - Date.now(), error: logSafe(error) }, 'model unavailable: the run is queued again and retried later');
+      this.log(run).warn(
+        { retry: run.retries + 1, inMs: until - Date.now(), error: logSafe(error) },
+        'model unavailable: the run is queued again and retried later',
+      );
       this.retryAfter(until - Date.now());
     }
     return undefined;
   }
 
   /** Plans the reply's deliveries and commits the run's end with them (while the lease holds), then tells. */
-  private async recordResult(run: Run, env: RuntimeEnv, prompt: string, turn: TurnResult, shutdown: AbortSignal): Promise<void> {
+  private async recordResult(
+    run: Run,
+    env: RuntimeEnv,
+    prompt: string,
+    turn: TurnResult,
+    shutdown: AbortSignal,
+  ): Promise<void> {
     const { state, reply, error, started } = turn;
     const finishedAt = Date.now();
-    const { deliveries, deliveryStatus } = reply !== null ? await this.planDelivery(run, reply, finishedAt) : { deliveries: [], deliveryStatus: `nowhere:${state}` };
+    const { deliveries, deliveryStatus } =
+      reply !== null
+        ? await this.planDelivery(run, reply, finishedAt)
+        : { deliveries: [], deliveryStatus: `nowhere:${state}` };
     const summary = hookSummary(run.name, reply !== null ? { ok: true, reply } : { ok: false, error: error ?? state });
     const committed = await writeWhileLeased(
       shutdown,
-      () => this.deps.store.completeRun(runOutcome(run, this.deps.owner, prompt, turn, { finishedAt, deliveryStatus, deliveries, event: summaryEvent(run, summary, env.defaultAgentId, finishedAt) })),
+      () =>
+        this.deps.store.completeRun(
+          runOutcome(run, this.deps.owner, prompt, turn, {
+            finishedAt,
+            deliveryStatus,
+            deliveries,
+            event: summaryEvent(run, summary, env.defaultAgentId, finishedAt),
+          }),
+        ),
       (n) => backoffMs(n, OUTAGE_BACKOFF),
     );
     if (committed) {
@@ -252,14 +323,24 @@ export class RunWorker {
     }
     const level = state === 'succeeded' ? 'info' : 'warn';
     this.log(run)[level](
-      { state, attempt: run.attempts, ms: finishedAt - started, delivery: deliveryStatus, ...(error ? { error: logSafe(error) } : {}) },
+      {
+        state,
+        attempt: run.attempts,
+        ms: finishedAt - started,
+        delivery: deliveryStatus,
+        ...(error ? { error: logSafe(error) } : {}),
+      },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
     this.callbacks.onFinished(run, committed, committed ? deliveries : []);
   }
 
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */
-  private async planDelivery(run: Run, reply: string, at: number): Promise<{ deliveries: NewDelivery[]; deliveryStatus: string }> {
+  private async planDelivery(
+    run: Run,
+    reply: string,
+    at: number,
+  ): Promise<{ deliveries: NewDelivery[]; deliveryStatus: string }> {
     const env = this.deps.env();
     const plan = planDelivery({
       reply,
@@ -271,11 +352,19 @@ export class RunWorker {
       lastRoute: run.deliver ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
       defaultRoute: env.config.channels.default,
       id: newId(),
-      origin: { runId: run.id, heartbeatId: null, sessionKey: run.sessionKey, agentId: run.agentId, hookName: run.name },
+      origin: {
+        runId: run.id,
+        heartbeatId: null,
+        sessionKey: run.sessionKey,
+        agentId: run.agentId,
+        hookName: run.name,
+      },
       at,
     });
     if (plan.status === 'nowhere:no_route') {
-      this.log(run).warn('reply delivered nowhere: no route (the main session has no route and channels.default is not set)');
+      this.log(run).warn(
+        'reply delivered nowhere: no route (the main session has no route and channels.default is not set)',
+      );
     }
     return { deliveries: plan.delivery ? [plan.delivery] : [], deliveryStatus: plan.status };
   }

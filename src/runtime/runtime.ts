@@ -43,7 +43,11 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const heartbeat = new SessionHeartbeats(deps);
   const announce = new RuntimeAnnouncer(deps.feed);
   const outbox = new Outbox(deps);
-  const completions = new CompletionWaiterRegistry({ store: deps.store, logger: deps.logger, ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars });
+  const completions = new CompletionWaiterRegistry({
+    store: deps.store,
+    logger: deps.logger,
+    ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars,
+  });
   const worker = new RunWorker(deps, {
     onFinished(run, committed, deliveries) {
       if (!committed) return;
@@ -114,8 +118,22 @@ async function sayMainRoute({ store, logger, env }: RuntimeDeps): Promise<void> 
   }
   const fallback = env().config.channels.default;
   const where = route
-    ? { route: logSafe(`${route.channel}:${route.to}`, 200), accountId: route.accountId, setBy: 'hookgate sessions route' }
-    : fallback && { route: logSafe(fallback.to ? `${fallback.channel}:${fallback.to}` : fallback.channel, 200), setBy: 'channels.default' };
-  if (where) logger.info(where, "the main agent's replies (heartbeats, `channel: last`) go to this route; `hookgate sessions show main` shows it, `hookgate sessions route main` sets it");
-  else logger.info("the main agent's replies (heartbeats, `channel: last`) go nowhere: no route and no channels.default; `hookgate sessions route main` sets one");
+    ? {
+        route: logSafe(`${route.channel}:${route.to}`, 200),
+        accountId: route.accountId,
+        setBy: 'hookgate sessions route',
+      }
+    : fallback && {
+        route: logSafe(fallback.to ? `${fallback.channel}:${fallback.to}` : fallback.channel, 200),
+        setBy: 'channels.default',
+      };
+  if (where)
+    logger.info(
+      where,
+      "the main agent's replies (heartbeats, `channel: last`) go to this route; `hookgate sessions show main` shows it, `hookgate sessions route main` sets it",
+    );
+  else
+    logger.info(
+      "the main agent's replies (heartbeats, `channel: last`) go nowhere: no route and no channels.default; `hookgate sessions route main` sets one",
+    );
 }

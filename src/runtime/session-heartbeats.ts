@@ -44,10 +44,14 @@ export class SessionHeartbeats {
     try {
       await this.main.start();
       await this.beatPending('startup');
-      if (failures) this.deps.logger.info({ failures }, 'the store can be read again: sessions with pending events are beaten');
+      if (failures)
+        this.deps.logger.info({ failures }, 'the store can be read again: sessions with pending events are beaten');
     } catch (err) {
       if (failures === 0) {
-        this.deps.logger.warn({ err: logSafe(errorMessage(err)) }, `looking for pending events at start failed; looked at again every ${START_RETRY_MS / 1000} s`);
+        this.deps.logger.warn(
+          { err: logSafe(errorMessage(err)) },
+          `looking for pending events at start failed; looked at again every ${START_RETRY_MS / 1000} s`,
+        );
       }
       if (this.stopping) return;
       this.startRetry = setTimeout(() => void this.lookAtStart(failures + 1), START_RETRY_MS);
@@ -96,7 +100,10 @@ export class SessionHeartbeats {
     try {
       await this.beatPending(reason);
     } catch (err) {
-      this.deps.logger.warn({ err: logSafe(errorMessage(err)) }, 'listing sessions with pending events failed; the next tick tries again');
+      this.deps.logger.warn(
+        { err: logSafe(errorMessage(err)) },
+        'listing sessions with pending events failed; the next tick tries again',
+      );
     }
   }
 

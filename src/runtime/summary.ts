@@ -64,7 +64,20 @@ export function hookSummary(name: string, outcome: HookOutcome): string {
  * content (and obeyed it, if an injection worked), so the event is untrusted, named by the hook's name, unless the run
  * itself was allowed unsafe content: then it was trusted all along, and so is its summary.
  */
-export function summaryEvent(run: Pick<Run, 'id' | 'name' | 'allowUnsafeExternalContent'>, text: string, agentId: string, at: number): NewSystemEvent {
-  const event: NewSystemEvent = { id: newId(), sessionKey: MAIN_SESSION_KEY, agentId, text, origin: 'summary', runId: run.id, createdAt: at };
+export function summaryEvent(
+  run: Pick<Run, 'id' | 'name' | 'allowUnsafeExternalContent'>,
+  text: string,
+  agentId: string,
+  at: number,
+): NewSystemEvent {
+  const event: NewSystemEvent = {
+    id: newId(),
+    sessionKey: MAIN_SESSION_KEY,
+    agentId,
+    text,
+    origin: 'summary',
+    runId: run.id,
+    createdAt: at,
+  };
   return run.allowUnsafeExternalContent ? event : { ...event, untrusted: true, source: summaryHookName(run.name) };
 }

@@ -19,7 +19,10 @@ export async function runTurn(env: RuntimeEnv, req: TurnRequest): Promise<ModelR
   const resolved = env.catalog.resolve(ref);
   if (!resolved.ok) throw new ProviderError('provider_bad_response', resolved.reason, { retryable: false });
   const provider = env.providers.get(resolved.model.providerId);
-  if (!provider) throw new ProviderError('provider_unreachable', `provider "${resolved.model.providerId}" is not configured`, { retryable: false });
+  if (!provider)
+    throw new ProviderError('provider_unreachable', `provider "${resolved.model.providerId}" is not configured`, {
+      retryable: false,
+    });
   const thinking = req.thinking ?? agent?.thinking ?? config.agents.defaults.thinking;
   const reply = await provider.complete({
     model: resolved.model.model,
@@ -33,5 +36,7 @@ export async function runTurn(env: RuntimeEnv, req: TurnRequest): Promise<ModelR
 
 /** The timeout of a turn as the agent: the request's, else the agent's, else the default. */
 export function agentTimeoutSeconds(env: RuntimeEnv, agentId: string): number {
-  return env.config.agents.list.find((a) => a.id === agentId)?.timeoutSeconds ?? env.config.agents.defaults.timeoutSeconds;
+  return (
+    env.config.agents.list.find((a) => a.id === agentId)?.timeoutSeconds ?? env.config.agents.defaults.timeoutSeconds
+  );
 }

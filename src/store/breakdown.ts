@@ -84,7 +84,9 @@ export class RequestTally {
   result(): { buckets: BucketCounts[]; byPath: PathCounts[]; byCode: CodeCounts[] } {
     return {
       buckets: this.buckets,
-      byPath: [...this.paths.values()].sort((a, b) => b.refused - a.refused || b.accepted - a.accepted || a.path.localeCompare(b.path)),
+      byPath: [...this.paths.values()].sort(
+        (a, b) => b.refused - a.refused || b.accepted - a.accepted || a.path.localeCompare(b.path),
+      ),
       byCode: [...this.codes.values()].sort((a, b) => b.count - a.count || a.code.localeCompare(b.code)),
     };
   }
@@ -131,7 +133,14 @@ export const HOOK_FAILURES_SQL = (p: string) =>
 export const REFUSALS_STORED_UNTIL_SQL = 'SELECT at + window_ms AS until FROM refusal_log ORDER BY seq DESC LIMIT 1';
 
 type Row = Record<string, unknown>;
-export const rowToChannelFailures = (r: Row): ChannelFailures => ({ channel: String(r.channel), failed: Number(r.failed), pendingRetry: Number(r.pending_retry) });
+export const rowToChannelFailures = (r: Row): ChannelFailures => ({
+  channel: String(r.channel),
+  failed: Number(r.failed),
+  pendingRetry: Number(r.pending_retry),
+});
 export const rowToHookFailures = (r: Row): HookFailures => ({
-  name: String(r.name ?? ''), mappingId: (r.mapping_id as string | null) ?? null, hookPath: String(r.hook_path ?? ''), failed: Number(r.failed),
+  name: String(r.name ?? ''),
+  mappingId: (r.mapping_id as string | null) ?? null,
+  hookPath: String(r.hook_path ?? ''),
+  failed: Number(r.failed),
 });

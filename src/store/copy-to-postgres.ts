@@ -75,24 +75,38 @@ export async function copySqliteToPostgres(opts: CopyOptions): Promise<CopyTable
 /** The source, read-only, refused unless it is a stopped store with exactly this hookgate's schema. */
 function openSource(path: string, force: boolean, now: number): Database.Database {
   const shown = logPath(path, 300);
-  if (!existsSync(path)) throw new StoreCopyError('copy_source_missing', `no SQLite store at ${shown}: --from names the store file (storage.path of the old config, e.g. data/hookgate.db)`);
+  if (!existsSync(path))
+    throw new StoreCopyError(
+      'copy_source_missing',
+      `no SQLite store at ${shown}: --from names the store file (storage.path of the old config, e.g. data/hookgate.db)`,
+    );
   let db: Database.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
   } catch (err) {
-    throw new StoreCopyError('copy_source_invalid', `cannot open ${shown} read-only: ${(err as Error).message}`, { cause: err });
+    throw new StoreCopyError('copy_source_invalid', `cannot open ${shown} read-only: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   try {
     let version: number;
     try {
       version = Number(db.pragma('user_version', { simple: true }));
     } catch (err) {
-      throw new StoreCopyError('copy_source_invalid', `${shown} is not a SQLite database (${(err as { code?: string }).code ?? 'error'}): --from names the store file`, { cause: err });
+      throw new StoreCopyError(
+        'copy_source_invalid',
+        `${shown} is not a SQLite database (${(err as { code?: string }).code ?? 'error'}): --from names the store file`,
+        { cause: err },
+      );
     }
     const known = SQLITE_MIGRATIONS.length;
-    if (version === 0) throw new StoreCopyError('copy_source_invalid', `${shown} is not a hookgate store (no hookgate schema in it)`);
+    if (version === 0)
+      throw new StoreCopyError('copy_source_invalid', `${shown} is not a hookgate store (no hookgate schema in it)`);
     if (version > known) {
-      throw new StoreCopyError('copy_source_newer', `${shown} has schema version ${version}, written by a newer hookgate (this one knows ${known}): copy it with that version`);
+      throw new StoreCopyError(
+        'copy_source_newer',
+        `${shown} has schema version ${version}, written by a newer hookgate (this one knows ${known}): copy it with that version`,
+      );
     }
     if (version < known) {
       throw new StoreCopyError(
@@ -100,7 +114,9 @@ function openSource(path: string, force: boolean, now: number): Database.Databas
         `${shown} has schema version ${version}, older than this hookgate's (${known}): run \`hookgate store migrate --config <its config>\` (or start this hookgate once on it), then copy`,
       );
     }
-    const live = (db.prepare('SELECT id, last_seen_at FROM nodes WHERE last_seen_at > ? ORDER BY last_seen_at DESC').all(now - NODE_LIVE_MS) as Array<{ id: string; last_seen_at: number }>);
+    const live = db
+      .prepare('SELECT id, last_seen_at FROM nodes WHERE last_seen_at > ? ORDER BY last_seen_at DESC')
+      .all(now - NODE_LIVE_MS) as Array<{ id: string; last_seen_at: number }>;
     if (live.length && !force) {
       const seen = Math.max(0, Math.round((now - live[0]!.last_seen_at) / 1000));
       throw new StoreCopyError(
@@ -117,7 +133,11 @@ function openSource(path: string, force: boolean, now: number): Database.Databas
 
 /** Open (and close) the destination through the store driver: that creates or migrates its schema. */
 async function migrateDestination(url: string): Promise<void> {
-  const store = await openStore({ driver: 'postgres', url, poolSize: 1 }, (p) => p, { writer: 'inline', checkpoints: 'auto', schemaPolicy: 'migrate' }).catch((err: unknown) => {
+  const store = await openStore({ driver: 'postgres', url, poolSize: 1 }, (p) => p, {
+    writer: 'inline',
+    checkpoints: 'auto',
+    schemaPolicy: 'migrate',
+  }).catch((err: unknown) => {
     throw withoutSecrets(err, url);
   });
   await store.close();
@@ -142,21 +162,40 @@ function withoutSecrets(err: unknown, url: string): Error {
 
 /** Every table of the store but SQLite's own and the node registry, in an order that keeps related rows together. */
 function sourceTables(db: Database.Database): string[] {
-  const rows = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").all() as Array<{ name: string }>;
+  const rows = db
+    .prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+    )
+    .all() as Array<{ name: string }>;
   return rows.map((r) => r.name).filter((n) => !NOT_COPIED.has(n));
 }
 
-async function copyTable(source: Database.Database, client: pg.Client, table: string, opts: CopyOptions): Promise<CopyTableResult> {
-  const srcColumns = (source.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>).map((c) => c.name);
+async function copyTable(
+  source: Database.Database,
+  client: pg.Client,
+  table: string,
+  opts: CopyOptions,
+): Promise<CopyTableResult> {
+  const srcColumns = (source.prepare(`PRAGMA table_info("${table}")`).all() as Array<{ name: string }>).map(
+    (c) => c.name,
+  );
   const dest = await destinationColumns(client, table);
   if (dest.size === 0) {
-    throw new StoreCopyError('copy_destination_schema', `the PostgreSQL schema has no table ${table}: this hookgate's PostgreSQL driver does not match its SQLite schema (a bug: please report it)`);
+    throw new StoreCopyError(
+      'copy_destination_schema',
+      `the PostgreSQL schema has no table ${table}: this hookgate's PostgreSQL driver does not match its SQLite schema (a bug: please report it)`,
+    );
   }
   const missing = srcColumns.filter((c) => !dest.has(c));
-  if (missing.length) throw new StoreCopyError('copy_destination_schema', `the PostgreSQL table ${table} has no column ${missing.join(', ')} (a bug: please report it)`);
+  if (missing.length)
+    throw new StoreCopyError(
+      'copy_destination_schema',
+      `the PostgreSQL table ${table} has no column ${missing.join(', ')} (a bug: please report it)`,
+    );
   const key = await primaryKey(client, table);
   // Rows under a surrogate key (seq) are checked, when already present, to be the same record (same id or time).
-  const identity = key.length === 1 && key[0] === 'seq' ? ['id', 'created_at', 'at'].find((c) => srcColumns.includes(c)) : undefined;
+  const identity =
+    key.length === 1 && key[0] === 'seq' ? ['id', 'created_at', 'at'].find((c) => srcColumns.includes(c)) : undefined;
 
   const total = Number((source.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n);
   const result: CopyTableResult = { table, total, copied: 0, present: 0 };
@@ -172,7 +211,9 @@ async function copyTable(source: Database.Database, client: pg.Client, table: st
     batch = [];
   };
   // Streamed in key order, one batch in memory at a time (nothing else runs on this connection meanwhile).
-  const rows = source.prepare(`SELECT ${srcColumns.map((c) => `"${c}"`).join(', ')} FROM "${table}" ORDER BY ${order}`).iterate() as IterableIterator<Record<string, unknown>>;
+  const rows = source
+    .prepare(`SELECT ${srcColumns.map((c) => `"${c}"`).join(', ')} FROM "${table}" ORDER BY ${order}`)
+    .iterate() as IterableIterator<Record<string, unknown>>;
   for (const row of rows) {
     batch.push(row);
     if (batch.length >= perBatch) await flush();
@@ -182,12 +223,17 @@ async function copyTable(source: Database.Database, client: pg.Client, table: st
   return result;
 }
 
-async function destinationColumns(client: pg.Client, table: string): Promise<Map<string, PgColumn & { identity: boolean }>> {
+async function destinationColumns(
+  client: pg.Client,
+  table: string,
+): Promise<Map<string, PgColumn & { identity: boolean }>> {
   const r = await client.query<{ column_name: string; data_type: string; is_identity: string }>(
     'SELECT column_name, data_type, is_identity FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
     [table],
   );
-  return new Map(r.rows.map((c) => [c.column_name, { name: c.column_name, type: c.data_type, identity: c.is_identity === 'YES' }]));
+  return new Map(
+    r.rows.map((c) => [c.column_name, { name: c.column_name, type: c.data_type, identity: c.is_identity === 'YES' }]),
+  );
 }
 
 async function primaryKey(client: pg.Client, table: string): Promise<string[]> {
@@ -218,12 +264,18 @@ async function insertBatch(
   const returning = key.length ? ` RETURNING ${key.map((k) => `"${k}"`).join(', ')}` : '';
   await client.query('BEGIN');
   try {
-    const r = await client.query(`INSERT INTO "${table}" (${cols}) VALUES ${tuples.join(', ')} ON CONFLICT DO NOTHING${returning}`, params);
+    const r = await client.query(
+      `INSERT INTO "${table}" (${cols}) VALUES ${tuples.join(', ')} ON CONFLICT DO NOTHING${returning}`,
+      params,
+    );
     const inserted = r.rowCount ?? 0;
     if (identity && inserted < rows.length) {
       const done = new Set(r.rows.map((x: Record<string, unknown>) => String(x.seq)));
       const skipped = rows.filter((row) => !done.has(String(row.seq)));
-      const there = await client.query(`SELECT seq, "${identity}" AS ident FROM "${table}" WHERE seq = ANY ($1::bigint[])`, [skipped.map((row) => row.seq)]);
+      const there = await client.query(
+        `SELECT seq, "${identity}" AS ident FROM "${table}" WHERE seq = ANY ($1::bigint[])`,
+        [skipped.map((row) => row.seq)],
+      );
       const held = new Map(there.rows.map((x: { seq: string; ident: unknown }) => [String(x.seq), String(x.ident)]));
       const other = skipped.find((row) => held.get(String(row.seq)) !== String(row[identity]));
       if (other) {
@@ -247,9 +299,10 @@ async function moveSequencePast(client: pg.Client, table: string): Promise<void>
   try {
     // No insert may take a number between reading the maximum and moving the sequence.
     await client.query(`LOCK TABLE "${table}" IN SHARE ROW EXCLUSIVE MODE`);
-    await client.query(`SELECT setval(pg_get_serial_sequence($1, 'seq'), GREATEST((SELECT COALESCE(max(seq), 0) FROM "${table}") + 1, nextval(pg_get_serial_sequence($1, 'seq'))), false)`, [
-      `"${table}"`,
-    ]);
+    await client.query(
+      `SELECT setval(pg_get_serial_sequence($1, 'seq'), GREATEST((SELECT COALESCE(max(seq), 0) FROM "${table}") + 1, nextval(pg_get_serial_sequence($1, 'seq'))), false)`,
+      [`"${table}"`],
+    );
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

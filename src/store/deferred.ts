@@ -9,11 +9,38 @@ import { errorMessage } from '../text-safe.js';
 import type { StoredBreakdown } from './breakdown.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { GmailFetchCompletion } from './gmail-types.js';
-import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type {
-  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion,
-  ListRunsQuery, NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute,
-  SessionSummary, Store, SystemEvent,
+  DeliveryPageQuery,
+  Page,
+  QueueDepths,
+  ReceivedPageQuery,
+  ReceivedRecord,
+  RecentFailures,
+  RunPageQuery,
+} from './pages.js';
+import type {
+  AcceptCommand,
+  AcceptResult,
+  ClusterNotice,
+  Delivery,
+  DeliveryOutcome,
+  DeliveryState,
+  GmailPush,
+  GmailStatus,
+  HeartbeatCompletion,
+  ListRunsQuery,
+  NewSystemEvent,
+  NodeInfo,
+  ReceivedHook,
+  RefusalWindow,
+  Run,
+  RunOutcome,
+  SessionDetail,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  Store,
+  SystemEvent,
 } from './types.js';
 
 /** How often a failing open is tried again. */
@@ -76,7 +103,9 @@ export class DeferredStore implements Store {
   }
 
   private notOpen(): StoreError {
-    return new StoreError(`the store is not open yet (${this.reason}); opening it is retried every ${this.retryMs / 1000} s`);
+    return new StoreError(
+      `the store is not open yet (${this.reason}); opening it is retried every ${this.retryMs / 1000} s`,
+    );
   }
 
   /** A call before the real store opened: rejected with why it has not (the ingress answers 503). */
@@ -172,7 +201,14 @@ export class DeferredStore implements Store {
   retryDelivery(id: string, now: number): Promise<Delivery | undefined> {
     return this.real ? this.real.retryDelivery(id, now) : this.refuse();
   }
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
+  setRoute(
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId?: string | null,
+  ): Promise<void> {
     return this.real ? this.real.setRoute(sessionKey, agentId, channel, to, now, accountId) : this.refuse();
   }
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
@@ -251,7 +287,10 @@ export class DeferredStore implements Store {
   private schedule(): void {
     if (this.closed) return;
     // Unref'd: the listener keeps a serving process alive; a stopping one must not wait for this.
-    this.timer = setTimeout(() => (this.attempt = this.tryOpen().finally(() => (this.attempt = undefined))), this.retryMs);
+    this.timer = setTimeout(
+      () => (this.attempt = this.tryOpen().finally(() => (this.attempt = undefined))),
+      this.retryMs,
+    );
     this.timer.unref();
   }
 
@@ -267,7 +306,10 @@ export class DeferredStore implements Store {
       // Before any other call reaches it: a run claimed first would be taken back under its new owner.
       if (this.recoverRequested) {
         const runs = await real.recoverLeases(this.now());
-        if (runs) this.opts.onWarning?.(`recovered ${runs} runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids`);
+        if (runs)
+          this.opts.onWarning?.(
+            `recovered ${runs} runs left running by a process that ended without giving them back (a crash or kill -9); they run again with the same ids`,
+          );
       }
       if (this.node) await real.registerNode(this.node);
     } catch (err) {
@@ -278,16 +320,20 @@ export class DeferredStore implements Store {
     this.real = real;
     for (const listener of this.listeners.keys()) this.listeners.set(listener, real.subscribe(listener));
     const seconds = Math.round((this.now() - this.since) / 1000);
-    this.opts.onWarning?.(`the store is open after ${seconds} s (${this.attempts} attempts): hook requests are accepted again`);
+    this.opts.onWarning?.(
+      `the store is open after ${seconds} s (${this.attempts} attempts): hook requests are accepted again`,
+    );
     // Runs and deliveries became claimable: the same notice another node sends when it makes them so.
-    for (const listener of this.listeners.keys()) (listener({ kind: 'runs' }), listener({ kind: 'deliveries' }));
+    for (const listener of this.listeners.keys()) listener({ kind: 'runs' }), listener({ kind: 'deliveries' });
     this.resolveOpened();
   }
 
   private failed(reason: string): void {
     const now = this.now();
     if (reason !== this.reason || now - this.loggedAt >= RELOG_MS) {
-      this.opts.onError?.(`the store still cannot be opened after ${Math.round((now - this.since) / 1000)} s (${this.attempts} attempts): ${reason}; answering 503, retrying every ${this.retryMs / 1000} s`);
+      this.opts.onError?.(
+        `the store still cannot be opened after ${Math.round((now - this.since) / 1000)} s (${this.attempts} attempts): ${reason}; answering 503, retrying every ${this.retryMs / 1000} s`,
+      );
       this.loggedAt = now;
     }
     this.reason = reason;

@@ -68,4 +68,3 @@ export interface GmailStore {
   /** One account's state, or undefined before anything happened to it. */
   readGmailStatus(account: string): Promise<GmailStatus | undefined>;
 }
-

@@ -102,7 +102,10 @@ export class GroupCommit<Op> {
         this.onCommit?.(performance.now() - started, batch.length);
       } catch (err) {
         this.onCommit?.(performance.now() - started, batch.length);
-        const e = err instanceof StoreError ? err : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
+        const e =
+          err instanceof StoreError
+            ? err
+            : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
         for (const p of batch) p.reject(e);
         continue;
       }
@@ -122,7 +125,12 @@ const SAME_TURN_ROUNDS = 16;
  * `rolledBack` (forget what the rolled-back writes cached) and commit each op alone with `one` (its own transaction),
  * so only the op that throws again fails.
  */
-export function commitIsolated<Op>(ops: Op[], all: (ops: Op[]) => unknown[], one: (op: Op) => unknown, rolledBack: () => void): WriteResult[] {
+export function commitIsolated<Op>(
+  ops: Op[],
+  all: (ops: Op[]) => unknown[],
+  one: (op: Op) => unknown,
+  rolledBack: () => void,
+): WriteResult[] {
   try {
     return all(ops).map((value) => ({ ok: true, value }));
   } catch {

@@ -5,7 +5,13 @@ import type { ClusterNotice, ClusterStore } from './types.js';
  * the store, so memory is cluster-wide), and no notices (the process signals its own runtime directly). The node
  * registry is the driver's own (a table, so `hookgate nodes` can read it from another process).
  */
-export class LocalCluster implements Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'shareLockout' | 'activeLockouts' | 'subscribe' | 'publishFeed'> {
+export class LocalCluster
+  implements
+    Pick<
+      ClusterStore,
+      'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'shareLockout' | 'activeLockouts' | 'subscribe' | 'publishFeed'
+    >
+{
   readonly shared = false;
   private readonly heartbeatLeases = new Map<string, { owner: string; until: number }>();
   /** Bounded by the limiter that feeds it (`hooks.authFailureLimit.maxTrackedClients`); expired ones are dropped on read. */

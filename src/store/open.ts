@@ -33,7 +33,11 @@ export interface OpenStoreOptions {
   ingressBusy?: () => boolean;
 }
 
-export async function openStore(storage: RawConfig['storage'], resolvePath: (p: string) => string, opts: OpenStoreOptions): Promise<Store> {
+export async function openStore(
+  storage: RawConfig['storage'],
+  resolvePath: (p: string) => string,
+  opts: OpenStoreOptions,
+): Promise<Store> {
   switch (storage.driver) {
     case 'sqlite': {
       const path = storage.path === ':memory:' ? ':memory:' : resolvePath(storage.path);
@@ -56,12 +60,21 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         const full = opts.retryWhenFull && path !== ':memory:' ? diskFullAtOpen(err, path) : undefined;
         if (!full) throw err;
         const firstFailure = `${full}: ${(err as Error).message}`;
-        return new DeferredStore({ open, firstFailure, hint: 'free space on that filesystem', shared: false, ...pick(opts) });
+        return new DeferredStore({
+          open,
+          firstFailure,
+          hint: 'free space on that filesystem',
+          shared: false,
+          ...pick(opts),
+        });
       }
     }
     case 'postgres': {
       // Imported only here: a service on SQLite never loads pg and the PostgreSQL store.
-      const [{ openPostgresStore }, { isConnectionError }] = await Promise.all([import('./postgres.js'), import('./postgres-connect.js')]);
+      const [{ openPostgresStore }, { isConnectionError }] = await Promise.all([
+        import('./postgres.js'),
+        import('./postgres-connect.js'),
+      ]);
       const open = () =>
         openPostgresStore({
           url: storage.url,
@@ -77,10 +90,19 @@ export async function openStore(storage: RawConfig['storage'], resolvePath: (p: 
         // PostgreSQL not answering yet (a node started before the database, or during its restart): serve 503 and
         // keep trying, as a running node does when it loses the server. A refused schema or a bad URL still throws.
         if (!opts.retryWhenFull || !isConnectionError((err as { cause?: unknown }).cause ?? err)) throw err;
-        return new DeferredStore({ open, firstFailure: errorMessage(err), hint: 'start PostgreSQL or check storage.url', shared: true, ...pick(opts) });
+        return new DeferredStore({
+          open,
+          firstFailure: errorMessage(err),
+          hint: 'start PostgreSQL or check storage.url',
+          shared: true,
+          ...pick(opts),
+        });
       }
     }
   }
 }
 
-const pick = ({ onWarning, onError }: OpenStoreOptions) => ({ ...(onWarning ? { onWarning } : {}), ...(onError ? { onError } : {}) });
+const pick = ({ onWarning, onError }: OpenStoreOptions) => ({
+  ...(onWarning ? { onWarning } : {}),
+  ...(onError ? { onError } : {}),
+});

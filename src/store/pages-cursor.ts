@@ -49,7 +49,10 @@ export function seqFromCursor(kind: SeqList, cursor: string | undefined): number
 export function seqPage<T>(kind: SeqList, rows: Array<{ seq: number; item: T }>, limit: number): Page<T> {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
-  return { items: items.map((r) => r.item), nextCursor: rows.length > limit && last ? seqCursor(kind, last.seq) : null };
+  return {
+    items: items.map((r) => r.item),
+    nextCursor: rows.length > limit && last ? seqCursor(kind, last.seq) : null,
+  };
 }
 
 /** Where a log was left: the next record is in the block `seq` (or an older one) at index `i`, newest first. */
@@ -148,7 +151,8 @@ export async function pageReceivedLogs(
     c = pos(v.c);
   }
   const match = (rec: ReceivedHook) =>
-    (q.outcome === undefined || (q.outcome === 'accepted') === rec.status < 400) && (q.path === undefined || rec.path === q.path);
+    (q.outcome === undefined || (q.outcome === 'accepted') === rec.status < 400) &&
+    (q.path === undefined || rec.path === q.path);
   const none: LogReader = async () => [];
   const records = new LogStream(logs.records, 'r', r, match);
   // Counts are refusals only: an `accepted` page never walks them.
@@ -163,5 +167,10 @@ export async function pageReceivedLogs(
     pick.pop();
   }
   const more = (await records.peek()) !== undefined || (await refusals.peek()) !== undefined;
-  return { items, nextCursor: more ? encode({ k: 'received', r: [records.pos.seq, records.pos.i], c: [refusals.pos.seq, refusals.pos.i] }) : null };
+  return {
+    items,
+    nextCursor: more
+      ? encode({ k: 'received', r: [records.pos.seq, records.pos.i], c: [refusals.pos.seq, refusals.pos.i] })
+      : null,
+  };
 }

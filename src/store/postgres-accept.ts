@@ -29,7 +29,14 @@ function toJson(op: AcceptOp): unknown {
     events: cmd.events.map(eventRow),
     runs: cmd.runs.map(runRow),
     idem: idem
-      ? { scope: idem.scope, keyHash: idem.keyHash, fingerprint: idem.fingerprint, expiresAt: idem.expiresAt, sender: idem.sender, maxPerSender: idem.maxPerSender }
+      ? {
+          scope: idem.scope,
+          keyHash: idem.keyHash,
+          fingerprint: idem.fingerprint,
+          expiresAt: idem.expiresAt,
+          sender: idem.sender,
+          maxPerSender: idem.maxPerSender,
+        }
       : null,
     spec: cmd.answerSpec,
   };

@@ -22,8 +22,15 @@ export class PgAudit implements AuditStore {
 
   async pageAudit(q: AuditPageQuery): Promise<Page<AuditEntry>> {
     const w = auditWhere(q, (n) => `$${n}`);
-    const { rows } = await this.db.query(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`, w.params);
-    return seqPage('audit', rows.map((r) => ({ seq: Number(r.seq), item: rowToAudit(r) })), q.limit);
+    const { rows } = await this.db.query(
+      `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`,
+      w.params,
+    );
+    return seqPage(
+      'audit',
+      rows.map((r) => ({ seq: Number(r.seq), item: rowToAudit(r) })),
+      q.limit,
+    );
   }
 
   async pruneAudit(before: number): Promise<number> {

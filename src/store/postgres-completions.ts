@@ -60,7 +60,10 @@ export class PgCompletions {
       deliveries: c.deliveries.map(deliveryRow),
       messages: c.messages.map(messageRow),
     }));
-    const { rows: out } = await this.db.query<{ done: number[] }>(PG.completeRuns, [JSON.stringify(rows), this.channel]);
+    const { rows: out } = await this.db.query<{ done: number[] }>(PG.completeRuns, [
+      JSON.stringify(rows),
+      this.channel,
+    ]);
     const done = new Set(out[0]?.done ?? []);
     return batch.map((_, i) => done.has(i));
   }

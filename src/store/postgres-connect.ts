@@ -26,13 +26,16 @@ export interface PgConnectOptions {
 const INT8_OID = 20;
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+    oid === INT8_OID && format !== 'binary'
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 export function pgClientConfig(o: PgConnectOptions): pg.ClientConfig {
-  if (o.schema !== undefined && !SCHEMA_NAME.test(o.schema)) throw new StoreError(`invalid PostgreSQL schema name "${o.schema}"`);
+  if (o.schema !== undefined && !SCHEMA_NAME.test(o.schema))
+    throw new StoreError(`invalid PostgreSQL schema name "${o.schema}"`);
   return {
     connectionString: o.url,
     connectionTimeoutMillis: o.connectionTimeoutMs ?? 5000,

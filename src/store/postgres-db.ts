@@ -11,11 +11,16 @@ import type { WriteResult } from './group-commit.js';
 
 /** A plain SQL string (parsed on every call), or a named statement of the catalogue (postgres-statements.ts). */
 export type Sql = string | PgStatement;
-export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(sql: Sql, params?: unknown[]) => Promise<pg.QueryResult<R>>;
+export type Query = <R extends pg.QueryResultRow = Record<string, unknown>>(
+  sql: Sql,
+  params?: unknown[],
+) => Promise<pg.QueryResult<R>>;
 
 /** What node-postgres is given: a named statement is prepared once per connection, then only bound and executed. */
 function toConfig(sql: Sql, params: unknown[] | undefined): pg.QueryConfig {
-  return typeof sql === 'string' ? { text: sql, values: params ?? [] } : { name: sql.name, text: sql.text, values: params ?? [] };
+  return typeof sql === 'string'
+    ? { text: sql, values: params ?? [] }
+    : { name: sql.name, text: sql.text, values: params ?? [] };
 }
 
 /**
@@ -74,7 +79,9 @@ export class PgDb {
       const pid = (client as pg.PoolClient & { processID: number | null }).processID;
       if (pid !== null) this.backends.add(pid);
     });
-    this.pool.on('remove', (client) => this.backends.delete((client as pg.PoolClient & { processID: number | null }).processID ?? -1));
+    this.pool.on('remove', (client) =>
+      this.backends.delete((client as pg.PoolClient & { processID: number | null }).processID ?? -1),
+    );
   }
 
   readonly query: Query = async (sql, params) => {
@@ -92,7 +99,10 @@ export class PgDb {
    * (a column added: "cached plan must not change result type") would refuse it for as long as it lives: that
    * connection is closed, and the statement sent once more unnamed on another.
    */
-  private async named<R extends pg.QueryResultRow>(sql: PgStatement, params: unknown[] | undefined): Promise<pg.QueryResult<R>> {
+  private async named<R extends pg.QueryResultRow>(
+    sql: PgStatement,
+    params: unknown[] | undefined,
+  ): Promise<pg.QueryResult<R>> {
     const client = await this.pool.connect();
     let failed: Error | undefined;
     try {

@@ -7,7 +7,8 @@ import type { PgDb } from './postgres-db.js';
 import { GMAIL_STATUS_SQL, rowToGmailPush, rowToGmailStatus } from './sqlite-gmail.js';
 import type { GmailFetchCompletion, GmailPush, GmailStatus, GmailStore } from './types.js';
 
-const ENSURE_ACCOUNT = 'INSERT INTO gmail_accounts (account, updated_at) VALUES ($1, $2) ON CONFLICT (account) DO NOTHING';
+const ENSURE_ACCOUNT =
+  'INSERT INTO gmail_accounts (account, updated_at) VALUES ($1, $2) ON CONFLICT (account) DO NOTHING';
 
 export class PgGmail implements GmailStore {
   constructor(private readonly db: PgDb) {}
@@ -31,7 +32,10 @@ export class PgGmail implements GmailStore {
     const { rows } =
       account === undefined
         ? await this.db.query('SELECT * FROM gmail_pushes WHERE fetched_at IS NULL ORDER BY seq LIMIT $1', [limit])
-        : await this.db.query('SELECT * FROM gmail_pushes WHERE account = $1 AND fetched_at IS NULL ORDER BY seq LIMIT $2', [account, limit]);
+        : await this.db.query(
+            'SELECT * FROM gmail_pushes WHERE account = $1 AND fetched_at IS NULL ORDER BY seq LIMIT $2',
+            [account, limit],
+          );
     return rows.map(rowToGmailPush);
   }
 
@@ -39,7 +43,10 @@ export class PgGmail implements GmailStore {
     return this.db.tx(async (q) => {
       await q(ENSURE_ACCOUNT, [c.account, c.now]);
       if (c.pushIds.length) {
-        await q('UPDATE gmail_pushes SET fetched_at = $1 WHERE message_id = ANY($2::text[]) AND fetched_at IS NULL', [c.now, c.pushIds]);
+        await q('UPDATE gmail_pushes SET fetched_at = $1 WHERE message_id = ANY($2::text[]) AND fetched_at IS NULL', [
+          c.now,
+          c.pushIds,
+        ]);
       }
       await q(
         `UPDATE gmail_accounts SET

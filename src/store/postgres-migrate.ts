@@ -24,16 +24,26 @@ export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
  * (StoreSchemaError when older; newer is refused either way). `where` names the database for people (no password).
  * Returns the schema's name (for the notice channel).
  */
-export async function migrate(client: pg.ClientBase, now: number, where: string, opts: PgSchemaOptions = {}): Promise<string> {
+export async function migrate(
+  client: pg.ClientBase,
+  now: number,
+  where: string,
+  opts: PgSchemaOptions = {},
+): Promise<string> {
   await client.query('BEGIN');
   try {
     const { rows } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
     const schema = rows[0]?.schema;
-    if (!schema) throw new StoreError('no PostgreSQL schema to create hookgate\'s tables in: the search_path names none that exists');
+    if (!schema)
+      throw new StoreError(
+        "no PostgreSQL schema to create hookgate's tables in: the search_path names none that exists",
+      );
     const policy = opts.schemaPolicy ?? 'migrate';
     if (policy === 'current') {
       // Nothing is created or locked: a reader only looks.
-      const present = (await client.query<{ present: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`)).rows[0]!.present;
+      const present = (
+        await client.query<{ present: boolean }>(`SELECT to_regclass('schema_migrations') IS NOT NULL AS present`)
+      ).rows[0]!.present;
       const found = present ? await versionOf(client) : 0;
       assertSchemaUsable(found, PG_SCHEMA_VERSION, where, policy);
       await client.query('COMMIT');
@@ -66,7 +76,10 @@ async function versionOf(client: pg.ClientBase): Promise<number> {
  * Connect, `SELECT 1`, and read the schema version if the version table exists; migrates nothing. For
  * `config check --connect`. Rejects with a StoreError (no password in it) when PostgreSQL cannot be reached.
  */
-export async function checkPostgres(url: string, opts: Omit<PgConnectOptions, 'url'> = {}): Promise<{ serverVersion: string; schemaVersion: number | null; knownVersion: number }> {
+export async function checkPostgres(
+  url: string,
+  opts: Omit<PgConnectOptions, 'url'> = {},
+): Promise<{ serverVersion: string; schemaVersion: number | null; knownVersion: number }> {
   const client = new pg.Client(pgClientConfig({ ...opts, url }));
   client.on('error', () => {}); // a drop after the check: nothing to do
   try {
@@ -76,7 +89,11 @@ export async function checkPostgres(url: string, opts: Omit<PgConnectOptions, 'u
       `SELECT current_setting('server_version') AS server_version, to_regclass('schema_migrations') IS NOT NULL AS present`,
     );
     const row = rows[0]!;
-    return { serverVersion: row.server_version, schemaVersion: row.present ? await versionOf(client) : null, knownVersion: PG_SCHEMA_VERSION };
+    return {
+      serverVersion: row.server_version,
+      schemaVersion: row.present ? await versionOf(client) : null,
+      knownVersion: PG_SCHEMA_VERSION,
+    };
   } catch (err) {
     throw pgError('connection check', err, url);
   } finally {

@@ -23,14 +23,19 @@ export function feedNoticePayload(node: string, events: readonly string[]): stri
 }
 
 const isFeedEvent = (e: unknown): e is FeedEvent =>
-  typeof e === 'object' && e !== null && (FEED_EVENT_TYPES as readonly unknown[]).includes((e as { type?: unknown }).type) && typeof (e as { at?: unknown }).at === 'number';
+  typeof e === 'object' &&
+  e !== null &&
+  (FEED_EVENT_TYPES as readonly unknown[]).includes((e as { type?: unknown }).type) &&
+  typeof (e as { at?: unknown }).at === 'number';
 
 function parseNotice(payload: string | undefined): ClusterNotice | undefined {
   try {
     const n = JSON.parse(payload ?? '') as Partial<ClusterNotice>;
-    if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events)) return { kind: 'feed', node: n.node, events: n.events.filter(isFeedEvent) };
+    if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events))
+      return { kind: 'feed', node: n.node, events: n.events.filter(isFeedEvent) };
     if (n.kind === 'runs' || n.kind === 'deliveries') return { kind: n.kind };
-    if (n.kind === 'lockout' && typeof n.bucket === 'string' && typeof n.until === 'number') return { kind: 'lockout', bucket: n.bucket, until: n.until };
+    if (n.kind === 'lockout' && typeof n.bucket === 'string' && typeof n.until === 'number')
+      return { kind: 'lockout', bucket: n.bucket, until: n.until };
   } catch {
     // not ours
   }
@@ -86,7 +91,8 @@ export class PgListener {
     client.on('notification', (msg) => {
       if (msg.channel !== this.channel) return;
       const notice = parseNotice(msg.payload);
-      if (!notice || ((notice.kind === 'runs' || notice.kind === 'deliveries') && this.ownBackend(msg.processId))) return;
+      if (!notice || ((notice.kind === 'runs' || notice.kind === 'deliveries') && this.ownBackend(msg.processId)))
+        return;
       for (const l of [...this.listeners]) {
         try {
           l(notice);
@@ -98,7 +104,8 @@ export class PgListener {
     try {
       await client.connect();
       await client.query(`LISTEN "${this.channel.replace(/"/g, '""')}"`);
-      if (this.client === client && this.backoffMs !== BACKOFF_MIN_MS) this.onWarning('cluster notices: listening again');
+      if (this.client === client && this.backoffMs !== BACKOFF_MIN_MS)
+        this.onWarning('cluster notices: listening again');
       this.backoffMs = BACKOFF_MIN_MS;
     } catch (err) {
       this.lost(client, err);
@@ -112,7 +119,8 @@ export class PgListener {
     client.on('error', () => {});
     client.end().catch(() => {});
     if (this.stopped || this.listeners.size === 0) return;
-    if (this.backoffMs === BACKOFF_MIN_MS) this.onWarning(`cluster notices: ${pgError('LISTEN connection', err, this.opts.url).message}; reconnecting`);
+    if (this.backoffMs === BACKOFF_MIN_MS)
+      this.onWarning(`cluster notices: ${pgError('LISTEN connection', err, this.opts.url).message}; reconnecting`);
     const delay = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, BACKOFF_MAX_MS);
     this.retry = setTimeout(() => {

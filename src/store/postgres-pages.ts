@@ -1,13 +1,27 @@
 /** The admin listener's reads on PostgreSQL (pages.ts): the same pages as SQLite's (sqlite-pages.ts), the whole cluster's. */
 import { RUN_STATES } from '../enums.js';
-import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import type {
+  DeliveryPageQuery,
+  Page,
+  QueueDepths,
+  ReceivedPageQuery,
+  ReceivedRecord,
+  RecentFailures,
+  RunPageQuery,
+} from './pages.js';
 import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import type { PgDb } from './postgres-db.js';
 import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
 import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
 import {
-  CHANNEL_FAILURES_SQL, HOOK_FAILURES_SQL, REFUSALS_STORED_UNTIL_SQL, RequestTally, rowToChannelFailures, rowToHookFailures, type StoredBreakdown,
+  CHANNEL_FAILURES_SQL,
+  HOOK_FAILURES_SQL,
+  REFUSALS_STORED_UNTIL_SQL,
+  RequestTally,
+  rowToChannelFailures,
+  rowToHookFailures,
+  type StoredBreakdown,
 } from './breakdown.js';
 import type { ReceivedTuple, RefusalTuple } from './record-encoding.js';
 
@@ -24,28 +38,60 @@ export class PgPages {
   constructor(private readonly db: PgDb) {}
 
   async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
-    const w = where([['state', q.state], ['session_key', q.sessionKey]], seqFromCursor('runs', q.cursor));
-    const { rows } = await this.db.query(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`, w.params);
-    return seqPage('runs', rows.map((r) => ({ seq: Number(r.seq), item: rowToRun(r) })), q.limit);
+    const w = where(
+      [
+        ['state', q.state],
+        ['session_key', q.sessionKey],
+      ],
+      seqFromCursor('runs', q.cursor),
+    );
+    const { rows } = await this.db.query(
+      `SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`,
+      w.params,
+    );
+    return seqPage(
+      'runs',
+      rows.map((r) => ({ seq: Number(r.seq), item: rowToRun(r) })),
+      q.limit,
+    );
   }
 
   async pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
-    const w = where([['state', q.state], ['channel', q.channel]], seqFromCursor('deliveries', q.cursor));
-    const { rows } = await this.db.query(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`, w.params);
-    return seqPage('deliveries', rows.map((r) => ({ seq: Number(r.seq), item: rowToDelivery(r) })), q.limit);
+    const w = where(
+      [
+        ['state', q.state],
+        ['channel', q.channel],
+      ],
+      seqFromCursor('deliveries', q.cursor),
+    );
+    const { rows } = await this.db.query(
+      `SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ${q.limit + 1}`,
+      w.params,
+    );
+    return seqPage(
+      'deliveries',
+      rows.map((r) => ({ seq: Number(r.seq), item: rowToDelivery(r) })),
+      q.limit,
+    );
   }
 
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
         records: async (atMost, n) =>
-          (await this.db.query('SELECT seq, records FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [atMost, n])).rows.map((r) =>
-            receivedBlock(Number(r.seq), r.records as string),
-          ),
+          (
+            await this.db.query('SELECT seq, records FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [
+              atMost,
+              n,
+            ])
+          ).rows.map((r) => receivedBlock(Number(r.seq), r.records as string)),
         refusals: async (atMost, n) =>
-          (await this.db.query('SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [atMost, n])).rows.map(
-            (r: Row) => ({ seq: Number(r.seq), records: rowToRefusals(r) }),
-          ),
+          (
+            await this.db.query(
+              'SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2',
+              [atMost, n],
+            )
+          ).rows.map((r: Row) => ({ seq: Number(r.seq), records: rowToRefusals(r) })),
       },
       q,
     );
@@ -73,7 +119,11 @@ export class PgPages {
       [since],
     );
     const r = rows[0]!;
-    return { runsFailed: Number(r.runs_failed), deliveriesDead: Number(r.deliveries_dead), refused: Number(r.refusal_counts) + Number(r.refused_records) };
+    return {
+      runsFailed: Number(r.runs_failed),
+      deliveriesDead: Number(r.deliveries_dead),
+      refused: Number(r.refusal_counts) + Number(r.refused_records),
+    };
   }
 
   async refusalsStoredUntil(): Promise<number | null> {
@@ -92,12 +142,19 @@ export class PgPages {
     ]);
     const requests = new RequestTally(since, until, bucketMs);
     for (const w of windows.rows) {
-      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[]) requests.add({ at: Number(w.at), path, status, code }, count);
+      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[])
+        requests.add({ at: Number(w.at), path, status, code }, count);
     }
     for (const b of blocks.rows) {
-      for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
+      for (const t of JSON.parse(b.records as string) as ReceivedTuple[])
+        requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
     }
-    return { requests, channels: channels.rows.map(rowToChannelFailures), runs: runs.rows.map(rowToHookFailures), refusalsStoredUntil: storedUntil };
+    return {
+      requests,
+      channels: channels.rows.map(rowToChannelFailures),
+      runs: runs.rows.map(rowToHookFailures),
+      refusalsStoredUntil: storedUntil,
+    };
   }
 
   async probeWrite(now: number): Promise<void> {

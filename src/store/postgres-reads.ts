@@ -1,8 +1,31 @@
 /** The reads of the PostgreSQL driver (the same queries as SQLite's, in PostgreSQL's dialect). */
 import type { PgDb } from './postgres-db.js';
 import { PG } from './postgres-statements.js';
-import { listSessionsSql, type ReceivedTuple, rowToDelivery, rowToEvent, rowToMessage, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type Row, tupleToReceived } from './record-encoding.js';
-import type { Delivery, DeliveryState, ListRunsQuery, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import {
+  listSessionsSql,
+  type ReceivedTuple,
+  rowToDelivery,
+  rowToEvent,
+  rowToMessage,
+  rowToRefusals,
+  rowToRoute,
+  rowToRun,
+  rowToSessionSummary,
+  type Row,
+  tupleToReceived,
+} from './record-encoding.js';
+import type {
+  Delivery,
+  DeliveryState,
+  ListRunsQuery,
+  ReceivedHook,
+  Run,
+  SessionDetail,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  SystemEvent,
+} from './types.js';
 
 /** Rows read per page when walking a log newest first until enough records were found. */
 const PAGE = 64;
@@ -10,7 +33,10 @@ const PAGE = 64;
 function filtered(base: string, filters: Array<[string, unknown]>, tail: string): { sql: string; params: unknown[] } {
   const present = filters.filter(([, v]) => v !== undefined && v !== null && v !== '');
   const where = present.map(([col], i) => `${col} = $${i + 1}`);
-  return { sql: `${base} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${tail.replace('$LIMIT', `$${present.length + 1}`)}`, params: present.map(([, v]) => v) };
+  return {
+    sql: `${base} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${tail.replace('$LIMIT', `$${present.length + 1}`)}`,
+    params: present.map(([, v]) => v),
+  };
 }
 
 export class PgReads {
@@ -22,7 +48,14 @@ export class PgReads {
   }
 
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
-    const { sql, params } = filtered('SELECT * FROM runs', [['state', q.state], ['session_key', q.sessionKey]], 'ORDER BY seq DESC LIMIT $LIMIT');
+    const { sql, params } = filtered(
+      'SELECT * FROM runs',
+      [
+        ['state', q.state],
+        ['session_key', q.sessionKey],
+      ],
+      'ORDER BY seq DESC LIMIT $LIMIT',
+    );
     return (await this.db.query(sql, [...params, q.limit ?? 50])).rows.map(rowToRun);
   }
 
@@ -38,7 +71,10 @@ export class PgReads {
       this.db.query('SELECT * FROM system_events WHERE session_key = $1 AND consumed_at IS NULL ORDER BY seq', [key]),
       this.db.query('SELECT * FROM system_events WHERE session_key = $1 ORDER BY seq DESC LIMIT 20', [key]),
       this.db.query('SELECT * FROM runs WHERE session_key = $1 ORDER BY seq DESC LIMIT 20', [key]),
-      this.db.query('SELECT * FROM (SELECT * FROM session_messages WHERE session_key = $1 ORDER BY seq DESC LIMIT 40) t ORDER BY seq', [key]),
+      this.db.query(
+        'SELECT * FROM (SELECT * FROM session_messages WHERE session_key = $1 ORDER BY seq DESC LIMIT 40) t ORDER BY seq',
+        [key],
+      ),
     ]);
     return {
       ...summary,
@@ -121,7 +157,14 @@ export class PgReads {
   }
 
   async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
-    const { sql, params } = filtered('SELECT * FROM deliveries', [['state', q.state], ['run_id', q.runId]], 'ORDER BY seq DESC LIMIT $LIMIT');
+    const { sql, params } = filtered(
+      'SELECT * FROM deliveries',
+      [
+        ['state', q.state],
+        ['run_id', q.runId],
+      ],
+      'ORDER BY seq DESC LIMIT $LIMIT',
+    );
     return (await this.db.query(sql, [...params, q.limit ?? 50])).rows.map(rowToDelivery);
   }
 

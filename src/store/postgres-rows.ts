@@ -8,30 +8,69 @@ import type { NewDelivery, NewRun, NewSystemEvent, SessionMessage } from './type
 
 export function eventRow(ev: NewSystemEvent) {
   return {
-    id: ev.id, session_key: ev.sessionKey, agent_id: ev.agentId, text: ev.text, origin: ev.origin, run_id: ev.runId ?? null, created_at: ev.createdAt,
-    untrusted: ev.untrusted === true ? 1 : 0, source: ev.source ?? null,
+    id: ev.id,
+    session_key: ev.sessionKey,
+    agent_id: ev.agentId,
+    text: ev.text,
+    origin: ev.origin,
+    run_id: ev.runId ?? null,
+    created_at: ev.createdAt,
+    untrusted: ev.untrusted === true ? 1 : 0,
+    source: ev.source ?? null,
   };
 }
 
 export function runRow(r: NewRun) {
   return {
-    id: r.id, agent_id: r.agentId, session_key: r.sessionKey, session_mode: r.sessionMode, name: r.name, message: r.message,
-    wake_mode: r.wakeMode, deliver: r.deliver ? 1 : 0, channel: r.channel, recipient: r.to, account_id: r.accountId, model: r.model,
-    thinking: r.thinking, timeout_seconds: r.timeoutSeconds, allow_unsafe: r.allowUnsafeExternalContent ? 1 : 0,
-    content_source: r.contentSource, hook_path: r.hookPath, mapping_id: r.mappingId, created_at: r.createdAt,
+    id: r.id,
+    agent_id: r.agentId,
+    session_key: r.sessionKey,
+    session_mode: r.sessionMode,
+    name: r.name,
+    message: r.message,
+    wake_mode: r.wakeMode,
+    deliver: r.deliver ? 1 : 0,
+    channel: r.channel,
+    recipient: r.to,
+    account_id: r.accountId,
+    model: r.model,
+    thinking: r.thinking,
+    timeout_seconds: r.timeoutSeconds,
+    allow_unsafe: r.allowUnsafeExternalContent ? 1 : 0,
+    content_source: r.contentSource,
+    hook_path: r.hookPath,
+    mapping_id: r.mappingId,
+    created_at: r.createdAt,
   };
 }
 
 export function deliveryRow(d: NewDelivery) {
   return {
-    id: d.id, run_id: d.runId, heartbeat_id: d.heartbeatId, session_key: d.sessionKey, agent_id: d.agentId, hook_name: d.hookName,
-    channel: d.channel, recipient: d.to, account_id: d.accountId, text: d.text, explicit_route: d.explicitRoute ? 1 : 0,
-    next_attempt_at: d.createdAt, created_at: d.createdAt,
+    id: d.id,
+    run_id: d.runId,
+    heartbeat_id: d.heartbeatId,
+    session_key: d.sessionKey,
+    agent_id: d.agentId,
+    hook_name: d.hookName,
+    channel: d.channel,
+    recipient: d.to,
+    account_id: d.accountId,
+    text: d.text,
+    explicit_route: d.explicitRoute ? 1 : 0,
+    next_attempt_at: d.createdAt,
+    created_at: d.createdAt,
   };
 }
 
 export function messageRow(m: SessionMessage) {
-  return { session_key: m.sessionKey, agent_id: m.agentId, role: m.role, content: m.content, run_id: m.runId, created_at: m.createdAt };
+  return {
+    session_key: m.sessionKey,
+    agent_id: m.agentId,
+    role: m.role,
+    content: m.content,
+    run_id: m.runId,
+    created_at: m.createdAt,
+  };
 }
 
 /** The multi-row inserts: one statement each, `$1` the jsonb array of rows. */

@@ -151,7 +151,10 @@ export const PG = {
   accept: named('accept', 'SELECT hookgate_accept($1::jsonb, $2) AS r'),
   claimRuns: named('claim_runs', CLAIM_RUNS),
   claimRunsAndExpired: named('claim_runs_expired', CLAIM_RUNS_AND_EXPIRED),
-  renewRuns: named('renew_runs', `UPDATE runs SET lease_until = $1 WHERE id = ANY($2) AND lease_owner = $3 AND state = 'running'`),
+  renewRuns: named(
+    'renew_runs',
+    `UPDATE runs SET lease_until = $1 WHERE id = ANY($2) AND lease_owner = $3 AND state = 'running'`,
+  ),
   completeRuns: named('complete_runs', COMPLETE_RUNS),
   releaseRuns: named(
     'release_runs',
@@ -187,7 +190,10 @@ export const PG = {
     `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = GREATEST(0, attempts - 1), updated_at = $1
      WHERE id = ANY($2) AND lease_owner = $3 AND state = 'pending'`,
   ),
-  deliveryProgress: named('delivery_progress', 'UPDATE deliveries SET chunks_sent = $1, updated_at = $2 WHERE id = $3 AND lease_owner = $4'),
+  deliveryProgress: named(
+    'delivery_progress',
+    'UPDATE deliveries SET chunks_sent = $1, updated_at = $2 WHERE id = $3 AND lease_owner = $4',
+  ),
   finishDeliveries: named('finish_deliveries', FINISH_DELIVERIES),
   getRun: named('get_run', 'SELECT * FROM runs WHERE id = $1'),
   getRoute: named('get_route', 'SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = $1'),
@@ -195,8 +201,14 @@ export const PG = {
     'session_messages',
     'SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = $1 AND session_key = $2 ORDER BY seq DESC LIMIT $3) t ORDER BY seq',
   ),
-  pendingEvents: named('pending_events', 'SELECT * FROM system_events WHERE session_key = $1 AND consumed_at IS NULL ORDER BY seq LIMIT $2'),
-  sessionsWithPendingEvents: named('sessions_pending', 'SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT $1'),
+  pendingEvents: named(
+    'pending_events',
+    'SELECT * FROM system_events WHERE session_key = $1 AND consumed_at IS NULL ORDER BY seq LIMIT $2',
+  ),
+  sessionsWithPendingEvents: named(
+    'sessions_pending',
+    'SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT $1',
+  ),
   leaseHeartbeat: named(
     'lease_heartbeat',
     `INSERT INTO heartbeat_leases (session_key, owner, until) VALUES ($1, $2, $3)

@@ -9,7 +9,15 @@ import { PgCompletions } from './postgres-completions.js';
 import { deliveryRow, eventRow, messageRow } from './postgres-rows.js';
 import { PG } from './postgres-statements.js';
 import { refusalsToJson, rowToDelivery, rowToRun, type Row } from './record-encoding.js';
-import type { Delivery, DeliveryOutcome, HeartbeatCompletion, NewSystemEvent, RefusalWindow, Run, RunOutcome } from './types.js';
+import type {
+  Delivery,
+  DeliveryOutcome,
+  HeartbeatCompletion,
+  NewSystemEvent,
+  RefusalWindow,
+  Run,
+  RunOutcome,
+} from './types.js';
 
 const RUNS = '{"kind":"runs"}';
 const DELIVERIES = '{"kind":"deliveries"}';
@@ -61,7 +69,12 @@ export class PgWrites {
       this.sweepAt = now + EXPIRED_SWEEP_MS;
       if (now > this.leaseEnds) this.leaseEnds = Number.POSITIVE_INFINITY;
     }
-    const { rows } = await this.db.query(sweep ? PG.claimRunsAndExpired : PG.claimRuns, [now, owner, now + leaseMs, limit]);
+    const { rows } = await this.db.query(sweep ? PG.claimRunsAndExpired : PG.claimRuns, [
+      now,
+      owner,
+      now + leaseMs,
+      limit,
+    ]);
     if (rows.length) this.leaseEnds = Math.min(this.leaseEnds, now + leaseMs);
     // Expired leases first (as SQLite hands them out), then the queue, each oldest first.
     const key = (r: Row) => (r.was === 'running' ? 0 : 1);
@@ -79,7 +92,12 @@ export class PgWrites {
   }
 
   /** Events, outbox rows and transcript of a completion; a 'deliveries' notice when there are deliveries. */
-  private async insertRest(q: Query, events: NewSystemEvent[], deliveries: unknown[], messages: unknown[]): Promise<void> {
+  private async insertRest(
+    q: Query,
+    events: NewSystemEvent[],
+    deliveries: unknown[],
+    messages: unknown[],
+  ): Promise<void> {
     if (events.length) await q(PG.insertEvents, [JSON.stringify(events.map(eventRow))]);
     if (deliveries.length) {
       await q(PG.insertDeliveries, [JSON.stringify(deliveries)]);
@@ -117,17 +135,41 @@ export class PgWrites {
     });
   }
 
-  async setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId: string | null = null): Promise<void> {
+  async setRoute(
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId: string | null = null,
+  ): Promise<void> {
     await this.db.query(UPSERT_ROUTE, [sessionKey, agentId, channel, to, accountId, now]);
   }
 
   /** Route heads and, after each, up to `followers` of its route in order (as SQLite's claim; see Store.claimDeliveries). */
-  async claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers = 0): Promise<Delivery[]> {
+  async claimDeliveries(
+    owner: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    followers = 0,
+  ): Promise<Delivery[]> {
     if (limit <= 0) return [];
-    const { rows } = await this.db.query(PG.claimDeliveries, [now, owner, now + leaseMs, limit, Math.max(0, followers)]);
+    const { rows } = await this.db.query(PG.claimDeliveries, [
+      now,
+      owner,
+      now + leaseMs,
+      limit,
+      Math.max(0, followers),
+    ]);
     // Heads in the order they are due, each followed by its route's rows in seq order.
     const n = (r: Row, k: string) => r[k] as number;
-    return rows.sort((a, b) => n(a, 'head_due') - n(b, 'head_due') || n(a, 'head_seq') - n(b, 'head_seq') || n(a, 'seq') - n(b, 'seq')).map(rowToDelivery);
+    return rows
+      .sort(
+        (a, b) =>
+          n(a, 'head_due') - n(b, 'head_due') || n(a, 'head_seq') - n(b, 'head_seq') || n(a, 'seq') - n(b, 'seq'),
+      )
+      .map(rowToDelivery);
   }
 
   async releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
@@ -158,7 +200,10 @@ export class PgWrites {
 
   requeueRun(id: string, now: number): Promise<Run | undefined> {
     return this.db.tx(async (q) => {
-      const { rows } = await q(`UPDATE runs SET ${REQUEUE_SET} WHERE id = $2 AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`, [now, id]);
+      const { rows } = await q(
+        `UPDATE runs SET ${REQUEUE_SET} WHERE id = $2 AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`,
+        [now, id],
+      );
       if (rows[0]) await this.notify(q, RUNS);
       return rows[0] && rowToRun(rows[0]);
     });
@@ -178,8 +223,15 @@ export class PgWrites {
   /** One window as one row; then only the newest `keepWindows` rows are kept (seq order is insertion order). */
   recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void> {
     return this.db.tx(async (q) => {
-      await q('INSERT INTO refusal_log (at, window_ms, counts) VALUES ($1, $2, $3)', [window.at, window.windowMs, refusalsToJson(window)]);
-      await q('DELETE FROM refusal_log WHERE seq <= (SELECT seq FROM refusal_log ORDER BY seq DESC OFFSET $1 LIMIT 1)', [keepWindows]);
+      await q('INSERT INTO refusal_log (at, window_ms, counts) VALUES ($1, $2, $3)', [
+        window.at,
+        window.windowMs,
+        refusalsToJson(window),
+      ]);
+      await q(
+        'DELETE FROM refusal_log WHERE seq <= (SELECT seq FROM refusal_log ORDER BY seq DESC OFFSET $1 LIMIT 1)',
+        [keepWindows],
+      );
     });
   }
 

@@ -28,10 +28,37 @@ import { rowToNode } from './record-encoding.js';
 import { PgWrites } from './postgres-writes.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { GmailFetchCompletion } from './gmail-types.js';
-import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
 import type {
-  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion, ListRunsQuery,
-  NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store,
+  DeliveryPageQuery,
+  Page,
+  QueueDepths,
+  ReceivedPageQuery,
+  ReceivedRecord,
+  RecentFailures,
+  RunPageQuery,
+} from './pages.js';
+import type {
+  AcceptCommand,
+  AcceptResult,
+  ClusterNotice,
+  Delivery,
+  DeliveryOutcome,
+  DeliveryState,
+  GmailPush,
+  GmailStatus,
+  HeartbeatCompletion,
+  ListRunsQuery,
+  NewSystemEvent,
+  NodeInfo,
+  ReceivedHook,
+  RefusalWindow,
+  Run,
+  RunOutcome,
+  SessionDetail,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  Store,
   SystemEvent,
 } from './types.js';
 
@@ -120,7 +147,14 @@ export class PostgresStore implements Store {
   completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
     return this.writes.completeHeartbeat(c);
   }
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
+  setRoute(
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId?: string | null,
+  ): Promise<void> {
     return this.writes.setRoute(sessionKey, agentId, channel, to, now, accountId);
   }
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
@@ -269,7 +303,10 @@ export class PostgresStore implements Store {
   /** Expired rows are dropped on the way (the table stays as small as the lockouts running). */
   async activeLockouts(now: number): Promise<{ bucket: string; until: number }[]> {
     await this.db.query('DELETE FROM lockouts WHERE until <= $1', [now]);
-    const { rows } = await this.db.query<{ bucket: string; until: number }>('SELECT bucket, until FROM lockouts WHERE until > $1 ORDER BY bucket', [now]);
+    const { rows } = await this.db.query<{ bucket: string; until: number }>(
+      'SELECT bucket, until FROM lockouts WHERE until > $1 ORDER BY bucket',
+      [now],
+    );
     return rows;
   }
 

@@ -3,7 +3,19 @@
  * columns (docs/schema.md), PostgreSQL's bigint is parsed to a number (postgres-connect.ts), and 0/1 booleans are
  * integers on both. The PostgreSQL inserts' object → row encoding is postgres-rows.ts.
  */
-import type { Delivery, ReceivedCode, ReceivedHook, RefusalCount, RefusalWindow, NodeInfo, Run, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import type {
+  Delivery,
+  ReceivedCode,
+  ReceivedHook,
+  RefusalCount,
+  RefusalWindow,
+  NodeInfo,
+  Run,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  SystemEvent,
+} from './types.js';
 
 export type Row = Record<string, unknown>;
 
@@ -116,7 +128,11 @@ export function rowToDelivery(r: Row): Delivery {
 /** A `sessions` row's route; undefined when it has none. */
 export function rowToRoute(r: Row | undefined): SessionRoute | undefined {
   if (!r?.last_channel) return undefined;
-  return { channel: r.last_channel as string, to: (r.last_to as string | null) ?? '', accountId: (r.last_account_id as string | null) ?? null };
+  return {
+    channel: r.last_channel as string,
+    to: (r.last_to as string | null) ?? '',
+    accountId: (r.last_account_id as string | null) ?? null,
+  };
 }
 
 export function rowToMessage(r: Row): SessionMessage {
@@ -137,12 +153,37 @@ export function rowToMessage(r: Row): SessionMessage {
  * without them stays as it was). Both drivers store this shape (PostgreSQL's accept function sets elements
  * 4 to 7 in place and keeps the rest).
  */
-export type ReceivedTuple = [number, string, string, string, number, string | null, string[], string[], string | null, number, (string[] | null)?, (string | null)?, string?];
+export type ReceivedTuple = [
+  number,
+  string,
+  string,
+  string,
+  number,
+  string | null,
+  string[],
+  string[],
+  string | null,
+  number,
+  (string[] | null)?,
+  (string | null)?,
+  string?,
+];
 
 export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
   // Microseconds are plenty, and keep the stored JSON short.
   const durationMs = Math.round(r.durationMs * 1000) / 1000;
-  const t: ReceivedTuple = [r.at, r.method, r.path, r.clientIp, r.status, r.code, r.eventIds, r.runIds, r.mappingId, durationMs];
+  const t: ReceivedTuple = [
+    r.at,
+    r.method,
+    r.path,
+    r.clientIp,
+    r.status,
+    r.code,
+    r.eventIds,
+    r.runIds,
+    r.mappingId,
+    durationMs,
+  ];
   if (r.unknownFields?.length || r.tokenId || r.reqId) t.push(r.unknownFields?.length ? r.unknownFields : null);
   if (r.tokenId || r.reqId) t.push(r.tokenId || null);
   if (r.reqId) t.push(r.reqId);
@@ -150,9 +191,34 @@ export function receivedToTuple(r: ReceivedHook): ReceivedTuple {
 }
 
 export function tupleToReceived(t: ReceivedTuple): ReceivedHook {
-  const [at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields, tokenId, reqId] = t;
+  const [
+    at,
+    method,
+    path,
+    clientIp,
+    status,
+    code,
+    eventIds,
+    runIds,
+    mappingId,
+    durationMs,
+    unknownFields,
+    tokenId,
+    reqId,
+  ] = t;
   // Only ever written from a ReceivedHook: the stored code is one of ReceivedCode.
-  const rec: ReceivedHook = { at, method, path, clientIp, status, code: code as ReceivedCode | null, eventIds, runIds, mappingId, durationMs };
+  const rec: ReceivedHook = {
+    at,
+    method,
+    path,
+    clientIp,
+    status,
+    code: code as ReceivedCode | null,
+    eventIds,
+    runIds,
+    mappingId,
+    durationMs,
+  };
   if (unknownFields?.length) rec.unknownFields = unknownFields;
   if (tokenId) rec.tokenId = tokenId;
   if (reqId) rec.reqId = reqId;
@@ -173,7 +239,18 @@ export function rowToRefusals(r: Row): ReceivedHook[] {
   const tuples = JSON.parse(r.counts as string) as RefusalTuple[];
   return tuples
     .map(([status, code, path, bucket, count]) => ({
-      at, method: 'POST', path, clientIp: bucket, status, code: code as RefusalCount['code'], eventIds: [], runIds: [], mappingId: null, durationMs: 0, count, windowMs,
+      at,
+      method: 'POST',
+      path,
+      clientIp: bucket,
+      status,
+      code: code as RefusalCount['code'],
+      eventIds: [],
+      runIds: [],
+      mappingId: null,
+      durationMs: 0,
+      count,
+      windowMs,
     }))
     .sort((a, b) => b.count - a.count);
 }

@@ -17,7 +17,12 @@ export const MIGRATE_HINT = 'run `hookgate store migrate` or start the service';
  */
 export function assertSchemaUsable(found: number, known: number, where: string, policy: SchemaPolicy): void {
   if (found > known) {
-    throw new StoreSchemaError('store_schema_newer', `the store at ${where} was written by a newer hookgate (schema ${found}); this one knows up to ${known}: upgrade hookgate`, found, known);
+    throw new StoreSchemaError(
+      'store_schema_newer',
+      `the store at ${where} was written by a newer hookgate (schema ${found}); this one knows up to ${known}: upgrade hookgate`,
+      found,
+      known,
+    );
   }
   if (found < known && policy === 'current') {
     throw new StoreSchemaError(

@@ -22,7 +22,12 @@ export function accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
         return { kind: 'conflict' };
       }
       const replay = JSON.parse(row.body as string) as Replay;
-      w.insertReceived({ ...cmd.received, status: row.status as number, code: 'duplicate', eventIds: replay.outcome.events.map((e) => e.eventId) });
+      w.insertReceived({
+        ...cmd.received,
+        status: row.status as number,
+        code: 'duplicate',
+        eventIds: replay.outcome.events.map((e) => e.eventId),
+      });
       return { kind: 'duplicate', replay, status: row.status as number };
     }
     if (row) {
@@ -44,10 +49,23 @@ export function accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
   for (const run of cmd.runs) w.insertRun(run);
   if (idem) {
     const replay: Replay = { spec: cmd.answerSpec, outcome };
-    w.stmt.insertIdem.run(idem.scope, idem.keyHash, idem.fingerprint, cmd.received.status, JSON.stringify(replay), now, idem.expiresAt, idem.sender);
+    w.stmt.insertIdem.run(
+      idem.scope,
+      idem.keyHash,
+      idem.fingerprint,
+      cmd.received.status,
+      JSON.stringify(replay),
+      now,
+      idem.expiresAt,
+      idem.sender,
+    );
     capSenderKeys(w, idem);
   }
-  w.insertReceived({ ...cmd.received, eventIds: outcome.events.map((e) => e.eventId), runIds: cmd.runs.map((r) => r.id) });
+  w.insertReceived({
+    ...cmd.received,
+    eventIds: outcome.events.map((e) => e.eventId),
+    runIds: cmd.runs.map((r) => r.id),
+  });
   return { kind: 'accepted', outcome };
 }
 
@@ -79,5 +97,10 @@ export interface PendingTail {
  * PostgreSQL applies the same rule in hookgate_accept (postgres-accept-function.ts).
  */
 function coalescesInto(last: PendingTail | null, ev: NewSystemEvent): last is PendingTail {
-  return last !== null && last.text === ev.text && last.untrusted === (ev.untrusted === true) && last.source === (ev.source ?? null);
+  return (
+    last !== null &&
+    last.text === ev.text &&
+    last.untrusted === (ev.untrusted === true) &&
+    last.source === (ev.source ?? null)
+  );
 }

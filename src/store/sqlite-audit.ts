@@ -12,7 +12,10 @@ import type { SqliteWriter } from './sqlite-writer.js';
 
 export const AUDIT_WRITE_OPS = {
   appendAudit(w: SqliteWriter, entries: AuditEntry[]): void {
-    const insert = prepared(w.db, 'INSERT INTO audit_log (id, at, kind, actor, node, detail) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
+    const insert = prepared(
+      w.db,
+      'INSERT INTO audit_log (id, at, kind, actor, node, detail) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING',
+    );
     for (const e of entries) insert.run(e.id, e.at, e.kind, e.actor, e.node, JSON.stringify(e.detail));
   },
 
@@ -46,6 +49,13 @@ export function auditWhere(q: AuditPageQuery, param: (n: number) => string): { s
 
 export async function pageAuditSqlite(db: Database.Database, q: AuditPageQuery): Promise<Page<AuditEntry>> {
   const w = auditWhere(q, () => '?');
-  const rows = prepared(db, `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(...w.params, q.limit + 1) as Row[];
-  return seqPage('audit', rows.map((r) => ({ seq: r.seq as number, item: rowToAudit(r) })), q.limit);
+  const rows = prepared(db, `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(
+    ...w.params,
+    q.limit + 1,
+  ) as Row[];
+  return seqPage(
+    'audit',
+    rows.map((r) => ({ seq: r.seq as number, item: rowToAudit(r) })),
+    q.limit,
+  );
 }

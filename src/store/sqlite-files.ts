@@ -3,7 +3,17 @@
  * that the open database is still the file at its path (checked after every commit), and the WAL's size (kept
  * bounded with the checkpoint thread's help).
  */
-import { accessSync, closeSync, constants, fstatSync, openSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  statfsSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
@@ -94,7 +104,10 @@ export class ShmGuard {
     } catch (e) {
       err = e;
     }
-    const now = err !== undefined && UNWRITABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '') ? unwritable('file', this.path, err) : undefined;
+    const now =
+      err !== undefined && UNWRITABLE_CODES.has((err as NodeJS.ErrnoException).code ?? '')
+        ? unwritable('file', this.path, err)
+        : undefined;
     const changed = Boolean(now) !== Boolean(this.refusal);
     this.refusal = now;
     if (changed) this.onChange(now);

@@ -9,12 +9,17 @@ import type { Row } from './record-encoding.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 import type { GmailFetchCompletion, GmailPush, GmailStatus } from './types.js';
 
-const ENSURE_ACCOUNT = 'INSERT INTO gmail_accounts (account, updated_at) VALUES (?, ?) ON CONFLICT (account) DO NOTHING';
+const ENSURE_ACCOUNT =
+  'INSERT INTO gmail_accounts (account, updated_at) VALUES (?, ?) ON CONFLICT (account) DO NOTHING';
 
 export const GMAIL_WRITE_OPS = {
   recordGmailPush(w: SqliteWriter, p: GmailPush): { duplicate: boolean } {
     prepared(w.db, ENSURE_ACCOUNT).run(p.account, p.receivedAt);
-    prepared(w.db, 'UPDATE gmail_accounts SET last_push_at = ?, updated_at = ? WHERE account = ?').run(p.receivedAt, p.receivedAt, p.account);
+    prepared(w.db, 'UPDATE gmail_accounts SET last_push_at = ?, updated_at = ? WHERE account = ?').run(
+      p.receivedAt,
+      p.receivedAt,
+      p.account,
+    );
     const { changes } = prepared(
       w.db,
       'INSERT INTO gmail_pushes (message_id, account, history_id, received_at) VALUES (?, ?, ?, ?) ON CONFLICT (message_id) DO NOTHING',
@@ -25,10 +30,10 @@ export const GMAIL_WRITE_OPS = {
   completeGmailFetch(w: SqliteWriter, c: GmailFetchCompletion): void {
     prepared(w.db, ENSURE_ACCOUNT).run(c.account, c.now);
     if (c.pushIds.length) {
-      prepared(w.db, 'UPDATE gmail_pushes SET fetched_at = ? WHERE message_id IN (SELECT value FROM json_each(?)) AND fetched_at IS NULL').run(
-        c.now,
-        JSON.stringify(c.pushIds),
-      );
+      prepared(
+        w.db,
+        'UPDATE gmail_pushes SET fetched_at = ? WHERE message_id IN (SELECT value FROM json_each(?)) AND fetched_at IS NULL',
+      ).run(c.now, JSON.stringify(c.pushIds));
     }
     prepared(
       w.db,
@@ -66,7 +71,12 @@ export function pruneGmailPushes(db: Database.Database, before: number): number 
 }
 
 export function rowToGmailPush(r: Row): GmailPush {
-  return { messageId: r.message_id as string, account: r.account as string, historyId: r.history_id as string, receivedAt: Number(r.received_at) };
+  return {
+    messageId: r.message_id as string,
+    account: r.account as string,
+    historyId: r.history_id as string,
+    receivedAt: Number(r.received_at),
+  };
 }
 
 export function rowToGmailStatus(r: Row): GmailStatus {
@@ -94,11 +104,18 @@ export async function readGmailStatusSqlite(db: Database.Database, account: stri
   return row && rowToGmailStatus(row);
 }
 
-export async function pendingGmailPushesSqlite(db: Database.Database, account?: string, limit = 100): Promise<GmailPush[]> {
+export async function pendingGmailPushesSqlite(
+  db: Database.Database,
+  account?: string,
+  limit = 100,
+): Promise<GmailPush[]> {
   const rows = (
     account === undefined
       ? prepared(db, 'SELECT * FROM gmail_pushes WHERE fetched_at IS NULL ORDER BY seq LIMIT ?').all(limit)
-      : prepared(db, 'SELECT * FROM gmail_pushes WHERE account = ? AND fetched_at IS NULL ORDER BY seq LIMIT ?').all(account, limit)
+      : prepared(db, 'SELECT * FROM gmail_pushes WHERE account = ? AND fetched_at IS NULL ORDER BY seq LIMIT ?').all(
+          account,
+          limit,
+        )
   ) as Row[];
   return rows.map(rowToGmailPush);
 }

@@ -20,7 +20,12 @@ export interface SqliteSchemaOptions {
  * database is created 0600 in a 0700 directory before SQLite opens it: SQLite gives its -wal and -shm files the mode
  * of the database file, and would itself create the database 0644 (less the umask).
  */
-export function openSqlite(path: string, synchronous: 'normal' | 'full', busyTimeoutMs = 5000, opts: SqliteSchemaOptions = {}): Database.Database {
+export function openSqlite(
+  path: string,
+  synchronous: 'normal' | 'full',
+  busyTimeoutMs = 5000,
+  opts: SqliteSchemaOptions = {},
+): Database.Database {
   if (path !== ':memory:') ensurePrivateFile(path);
   const db = new Database(path);
   try {

@@ -1,19 +1,43 @@
 /** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
 import type Database from 'better-sqlite3';
 import { RUN_STATES } from '../enums.js';
-import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
+import type {
+  DeliveryPageQuery,
+  Page,
+  QueueDepths,
+  ReceivedPageQuery,
+  ReceivedRecord,
+  RecentFailures,
+  RunPageQuery,
+} from './pages.js';
 import { type LogBlock, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
-import { type ReceivedTuple, type Row, rowToDelivery, rowToRefusals, rowToRun, tupleToReceived } from './record-encoding.js';
+import {
+  type ReceivedTuple,
+  type Row,
+  rowToDelivery,
+  rowToRefusals,
+  rowToRun,
+  tupleToReceived,
+} from './record-encoding.js';
 import type { Delivery, Run } from './types.js';
 import {
-  CHANNEL_FAILURES_SQL, HOOK_FAILURES_SQL, REFUSALS_STORED_UNTIL_SQL, RequestTally, rowToChannelFailures, rowToHookFailures, type StoredBreakdown,
+  CHANNEL_FAILURES_SQL,
+  HOOK_FAILURES_SQL,
+  REFUSALS_STORED_UNTIL_SQL,
+  RequestTally,
+  rowToChannelFailures,
+  rowToHookFailures,
+  type StoredBreakdown,
 } from './breakdown.js';
 import type { RefusalTuple } from './record-encoding.js';
 
 /** `WHERE` of the present filters (column = value), plus `seq < ?`. */
 function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
   const present = filters.filter(([, v]) => v !== undefined);
-  return { sql: [...present.map(([col]) => `${col} = ?`), 'seq < ?'].join(' AND '), params: [...present.map(([, v]) => v), below] };
+  return {
+    sql: [...present.map(([col]) => `${col} = ?`), 'seq < ?'].join(' AND '),
+    params: [...present.map(([, v]) => v), below],
+  };
 }
 
 /** received_log blocks as log blocks: each block's records newest first. */
@@ -28,28 +52,56 @@ export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
 
   async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
-    const w = where([['state', q.state], ['session_key', q.sessionKey]], seqFromCursor('runs', q.cursor));
-    const rows = this.db.prepare(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(...w.params, q.limit + 1) as Row[];
-    return seqPage('runs', rows.map((r) => ({ seq: r.seq as number, item: rowToRun(r) })), q.limit);
+    const w = where(
+      [
+        ['state', q.state],
+        ['session_key', q.sessionKey],
+      ],
+      seqFromCursor('runs', q.cursor),
+    );
+    const rows = this.db
+      .prepare(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`)
+      .all(...w.params, q.limit + 1) as Row[];
+    return seqPage(
+      'runs',
+      rows.map((r) => ({ seq: r.seq as number, item: rowToRun(r) })),
+      q.limit,
+    );
   }
 
   async pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
-    const w = where([['state', q.state], ['channel', q.channel]], seqFromCursor('deliveries', q.cursor));
-    const rows = this.db.prepare(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`).all(...w.params, q.limit + 1) as Row[];
-    return seqPage('deliveries', rows.map((r) => ({ seq: r.seq as number, item: rowToDelivery(r) })), q.limit);
+    const w = where(
+      [
+        ['state', q.state],
+        ['channel', q.channel],
+      ],
+      seqFromCursor('deliveries', q.cursor),
+    );
+    const rows = this.db
+      .prepare(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`)
+      .all(...w.params, q.limit + 1) as Row[];
+    return seqPage(
+      'deliveries',
+      rows.map((r) => ({ seq: r.seq as number, item: rowToDelivery(r) })),
+      q.limit,
+    );
   }
 
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
         records: async (atMost, n) =>
-          (this.db.prepare('SELECT seq, records FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?').all(atMost, n) as Row[]).map((r) =>
-            receivedBlock(r.seq as number, r.records as string),
-          ),
+          (
+            this.db
+              .prepare('SELECT seq, records FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?')
+              .all(atMost, n) as Row[]
+          ).map((r) => receivedBlock(r.seq as number, r.records as string)),
         refusals: async (atMost, n) =>
-          (this.db.prepare('SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?').all(atMost, n) as Row[]).map(
-            (r) => ({ seq: r.seq as number, records: rowToRefusals(r) }),
-          ),
+          (
+            this.db
+              .prepare('SELECT seq, at, window_ms, counts FROM refusal_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?')
+              .all(atMost, n) as Row[]
+          ).map((r) => ({ seq: r.seq as number, records: rowToRefusals(r) })),
       },
       q,
     );
@@ -79,7 +131,9 @@ export class SqlitePages {
       .get({ since }) as Row;
     // Blocks are appended in time order: walk back from the newest while they may hold records of the period.
     let refused = row.refusal_counts as number;
-    for (const b of this.db.prepare('SELECT at, records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+    for (const b of this.db
+      .prepare('SELECT at, records FROM received_log ORDER BY seq DESC')
+      .iterate() as IterableIterator<Row>) {
       if ((b.at as number) < since) break;
       for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) if (t[0] >= since && t[4] >= 400) refused++;
     }
@@ -93,14 +147,20 @@ export class SqlitePages {
 
   async breakdownSince(since: number, until: number, bucketMs: number): Promise<StoredBreakdown> {
     const requests = new RequestTally(since, until, bucketMs);
-    for (const w of this.db.prepare('SELECT at, counts FROM refusal_log WHERE at >= ?').iterate(since) as IterableIterator<Row>) {
-      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[]) requests.add({ at: w.at as number, path, status, code }, count);
+    for (const w of this.db
+      .prepare('SELECT at, counts FROM refusal_log WHERE at >= ?')
+      .iterate(since) as IterableIterator<Row>) {
+      for (const [status, code, path, , count] of JSON.parse(w.counts as string) as RefusalTuple[])
+        requests.add({ at: w.at as number, path, status, code }, count);
     }
     // Blocks are appended in about time order (each stamped with its newest record): walk back from the newest, past
     // the period's start by a margin for batches committed out of order (RequestTally skips records outside it).
-    for (const b of this.db.prepare('SELECT at, records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+    for (const b of this.db
+      .prepare('SELECT at, records FROM received_log ORDER BY seq DESC')
+      .iterate() as IterableIterator<Row>) {
       if ((b.at as number) < since - OUT_OF_ORDER_MS) break;
-      for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
+      for (const t of JSON.parse(b.records as string) as ReceivedTuple[])
+        requests.add({ at: t[0], path: t[2], status: t[4], code: t[5] });
     }
     return {
       requests,
@@ -113,5 +173,10 @@ export class SqlitePages {
 
 export function depthsFromRow(row: Row): QueueDepths {
   const runs = Object.fromEntries(RUN_STATES.map((s) => [s, Number(row[s])])) as QueueDepths['runs'];
-  return { runs, outboxPending: Number(row.outbox_pending), deliveriesDead: Number(row.deliveries_dead), systemEventsPending: Number(row.events_pending) };
+  return {
+    runs,
+    outboxPending: Number(row.outbox_pending),
+    deliveriesDead: Number(row.deliveries_dead),
+    systemEventsPending: Number(row.events_pending),
+  };
 }

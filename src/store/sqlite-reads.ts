@@ -5,11 +5,38 @@
 import type Database from 'better-sqlite3';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
-import { listSessionsSql, rowToDelivery, rowToEvent, rowToMessage, rowToNode, rowToRefusals, rowToRoute, rowToRun, rowToSessionSummary, type ReceivedTuple, type Row, tupleToReceived } from './record-encoding.js';
+import {
+  listSessionsSql,
+  rowToDelivery,
+  rowToEvent,
+  rowToMessage,
+  rowToNode,
+  rowToRefusals,
+  rowToRoute,
+  rowToRun,
+  rowToSessionSummary,
+  type ReceivedTuple,
+  type Row,
+  tupleToReceived,
+} from './record-encoding.js';
 import { pageAuditSqlite } from './sqlite-audit.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
 import { prepared } from './sqlite-prepared.js';
-import type { Delivery, DeliveryState, GmailPush, GmailStatus, ListRunsQuery, NodeInfo, ReceivedHook, Run, SessionDetail, SessionMessage, SessionRoute, SessionSummary, SystemEvent } from './types.js';
+import type {
+  Delivery,
+  DeliveryState,
+  GmailPush,
+  GmailStatus,
+  ListRunsQuery,
+  NodeInfo,
+  ReceivedHook,
+  Run,
+  SessionDetail,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  SystemEvent,
+} from './types.js';
 
 export class SqliteReads {
   constructor(private readonly db: Database.Database) {}
@@ -24,20 +51,31 @@ export class SqliteReads {
   }
 
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
-    return this.newest('runs', [['state', q.state], ['session_key', q.sessionKey]], q.limit ?? 50).map(rowToRun);
+    return this.newest(
+      'runs',
+      [
+        ['state', q.state],
+        ['session_key', q.sessionKey],
+      ],
+      q.limit ?? 50,
+    ).map(rowToRun);
   }
 
   /** The newest rows of a table (by seq) whose columns equal the values given; an unset value does not filter. */
-  private newest(table: 'runs' | 'deliveries', filters: Array<[column: string, value: string | undefined]>, limit: number): Row[] {
+  private newest(
+    table: 'runs' | 'deliveries',
+    filters: Array<[column: string, value: string | undefined]>,
+    limit: number,
+  ): Row[] {
     const set = filters.filter(([, value]) => value);
     const where = set.length ? `WHERE ${set.map(([column]) => `${column} = ?`).join(' AND ')}` : '';
-    return this.db.prepare(`SELECT * FROM ${table} ${where} ORDER BY seq DESC LIMIT ?`).all(...set.map(([, value]) => value), limit) as Row[];
+    return this.db
+      .prepare(`SELECT * FROM ${table} ${where} ORDER BY seq DESC LIMIT ?`)
+      .all(...set.map(([, value]) => value), limit) as Row[];
   }
 
   async listSessions(limit = 50): Promise<SessionSummary[]> {
-    const rows = this.db
-      .prepare(listSessionsSql('?'))
-      .all(limit) as Row[];
+    const rows = this.db.prepare(listSessionsSql('?')).all(limit) as Row[];
     return rows.map(rowToSessionSummary);
   }
 
@@ -45,14 +83,22 @@ export class SqliteReads {
     const summary = this.sessionSummary(key);
     if (!summary) return undefined;
     const pending = (
-      this.db.prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq').all(key) as Row[]
+      this.db
+        .prepare('SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq')
+        .all(key) as Row[]
     ).map(rowToEvent);
     const recentEvents = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
     ).map(rowToEvent);
-    const recentRuns = (this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]).map(rowToRun);
+    const recentRuns = (
+      this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
+    ).map(rowToRun);
     const transcript = (
-      this.db.prepare('SELECT * FROM (SELECT * FROM session_messages WHERE session_key = ? ORDER BY seq DESC LIMIT 40) ORDER BY seq').all(key) as Row[]
+      this.db
+        .prepare(
+          'SELECT * FROM (SELECT * FROM session_messages WHERE session_key = ? ORDER BY seq DESC LIMIT 40) ORDER BY seq',
+        )
+        .all(key) as Row[]
     ).map(rowToMessage);
     return { ...summary, transcript, pending, recentEvents, recentRuns };
   }
@@ -80,7 +126,9 @@ export class SqliteReads {
     if (limit <= 0) return [];
     const records = this.receivedRecords(limit, filter.rejected ?? false);
     const counts: ReceivedHook[] = [];
-    for (const row of this.db.prepare('SELECT at, window_ms, counts FROM refusal_log ORDER BY seq DESC').iterate() as IterableIterator<Row>) {
+    for (const row of this.db
+      .prepare('SELECT at, window_ms, counts FROM refusal_log ORDER BY seq DESC')
+      .iterate() as IterableIterator<Row>) {
       counts.push(...rowToRefusals(row));
       if (counts.length >= limit) break;
     }
@@ -92,7 +140,9 @@ export class SqliteReads {
   private receivedRecords(limit: number, rejected: boolean): ReceivedHook[] {
     const out: ReceivedHook[] = [];
     // Blocks newest first, each block's records newest first; stops as soon as `limit` records are found.
-    for (const row of this.db.prepare('SELECT records FROM received_log ORDER BY seq DESC').iterate() as IterableIterator<{ records: string }>) {
+    for (const row of this.db
+      .prepare('SELECT records FROM received_log ORDER BY seq DESC')
+      .iterate() as IterableIterator<{ records: string }>) {
       const block = JSON.parse(row.records) as ReceivedTuple[];
       for (let i = block.length - 1; i >= 0; i--) {
         const rec = tupleToReceived(block[i]!);
@@ -107,25 +157,44 @@ export class SqliteReads {
   // ——— runtime ———
   async pendingEvents(sessionKey: string, limit = 1000): Promise<SystemEvent[]> {
     return (
-      prepared(this.db, 'SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?').all(sessionKey, limit) as Row[]
+      prepared(
+        this.db,
+        'SELECT * FROM system_events WHERE session_key = ? AND consumed_at IS NULL ORDER BY seq LIMIT ?',
+      ).all(sessionKey, limit) as Row[]
     ).map(rowToEvent);
   }
   async sessionsWithPendingEvents(limit = 1000): Promise<string[]> {
     // DISTINCT over the pending index (session_key, seq): as small as the queue, whatever the history.
-    const rows = prepared(this.db, 'SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT ?').all(limit) as Row[];
+    const rows = prepared(
+      this.db,
+      'SELECT DISTINCT session_key FROM system_events WHERE consumed_at IS NULL LIMIT ?',
+    ).all(limit) as Row[];
     return rows.map((r) => r.session_key as string);
   }
   async sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
     return (
-      prepared(this.db, 'SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = ? AND session_key = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq')
-        .all(agentId, sessionKey, limit) as Row[]
+      prepared(
+        this.db,
+        'SELECT * FROM (SELECT * FROM session_messages WHERE agent_id = ? AND session_key = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
+      ).all(agentId, sessionKey, limit) as Row[]
     ).map(rowToMessage);
   }
   async getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
-    return rowToRoute(prepared(this.db, 'SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = ?').get(sessionKey) as Row | undefined);
+    return rowToRoute(
+      prepared(this.db, 'SELECT last_channel, last_to, last_account_id FROM sessions WHERE key = ?').get(sessionKey) as
+        | Row
+        | undefined,
+    );
   }
   async listDeliveries(q: { state?: DeliveryState; runId?: string; limit?: number } = {}): Promise<Delivery[]> {
-    return this.newest('deliveries', [['state', q.state], ['run_id', q.runId]], q.limit ?? 50).map(rowToDelivery);
+    return this.newest(
+      'deliveries',
+      [
+        ['state', q.state],
+        ['run_id', q.runId],
+      ],
+      q.limit ?? 50,
+    ).map(rowToDelivery);
   }
   async getDelivery(id: string): Promise<Delivery | undefined> {
     const row = this.db.prepare('SELECT * FROM deliveries WHERE id = ?').get(id) as Row | undefined;

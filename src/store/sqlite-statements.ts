@@ -18,7 +18,9 @@ export function prepareWriteStatements(db: Database.Database) {
          recipient, account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
        VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    getIdem: db.prepare('SELECT fingerprint, status, body, expires_at, sender FROM idempotency WHERE scope = ? AND key_hash = ?'),
+    getIdem: db.prepare(
+      'SELECT fingerprint, status, body, expires_at, sender FROM idempotency WHERE scope = ? AND key_hash = ?',
+    ),
     deleteIdem: db.prepare('DELETE FROM idempotency WHERE scope = ? AND key_hash = ?'),
     insertIdem: db.prepare(
       'INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -86,8 +88,12 @@ export function prepareWriteStatements(db: Database.Database) {
        ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at, url = excluded.url, version = excluded.version`,
     ),
     deleteNode: db.prepare(`DELETE FROM nodes WHERE id = ?`),
-    recoverLeases: db.prepare(`UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`),
-    recoverDeliveries: db.prepare(`UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`),
+    recoverLeases: db.prepare(
+      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`,
+    ),
+    recoverDeliveries: db.prepare(
+      `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`,
+    ),
     failRun: db.prepare(
       `UPDATE runs SET state = 'failed', error = ?, finished_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL,
          delivery_status = 'nowhere:failed_before_run' WHERE id = ?`,
@@ -166,7 +172,9 @@ export function prepareWriteStatements(db: Database.Database) {
     pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
     receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_log'),
     receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_log WHERE seq >= ? ORDER BY seq LIMIT 1'),
-    receivedCountBefore: db.prepare('SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE seq < ?'),
+    receivedCountBefore: db.prepare(
+      'SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE seq < ?',
+    ),
     pruneReceived: db.prepare('DELETE FROM received_log WHERE seq < ?'),
   };
 }

@@ -7,7 +7,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './sqlite-open.js';
 import { SqliteWriter, type WriteOp } from './sqlite-writer.js';
 
-const { path, synchronous, busyTimeoutMs } = workerData as { path: string; synchronous: 'normal' | 'full'; busyTimeoutMs: number };
+const { path, synchronous, busyTimeoutMs } = workerData as {
+  path: string;
+  synchronous: 'normal' | 'full';
+  busyTimeoutMs: number;
+};
 // Opened with the first batch, which the store sends only after probing the -shm (ShmGuard in sqlite-files.ts):
 // opening writes to its map too. The store's own connection migrated the schema (if its command may) before.
 let writer: SqliteWriter | undefined;

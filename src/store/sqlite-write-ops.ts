@@ -26,7 +26,11 @@ import type {
 const PROBE_NODE_ID = 'hookgate:probe';
 
 /** A handler for a `Store` method: the writer, then the method's arguments; it returns what the method resolves to. */
-type Handlers = { [K in keyof Store]?: Store[K] extends (...args: infer A) => Promise<infer R> ? (w: SqliteWriter, ...args: A) => R : never };
+type Handlers = {
+  [K in keyof Store]?: Store[K] extends (...args: infer A) => Promise<infer R>
+    ? (w: SqliteWriter, ...args: A) => R
+    : never;
+};
 
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
@@ -61,7 +65,10 @@ export const WRITE_OPS = {
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
     const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ seq: number }>;
-    const queued = expired.length < limit ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ seq: number }>) : [];
+    const queued =
+      expired.length < limit
+        ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ seq: number }>)
+        : [];
     return [...expired, ...queued].map(({ seq }) => {
       w.stmt.leaseRun.run({ seq, owner, until: now + leaseMs, now });
       return rowToRun(w.stmt.runBySeq(seq)!);
@@ -105,7 +112,15 @@ export const WRITE_OPS = {
   },
   /** `/readyz`: a row written and removed in one transaction, so pages reach the WAL and nothing is left. */
   probeWrite(w: SqliteWriter, now: number): void {
-    w.stmt.upsertNode.run({ id: PROBE_NODE_ID, host: '', pid: 0, version: '', url: '', startedAt: now, lastSeenAt: now });
+    w.stmt.upsertNode.run({
+      id: PROBE_NODE_ID,
+      host: '',
+      pid: 0,
+      version: '',
+      url: '',
+      startedAt: now,
+      lastSeenAt: now,
+    });
     w.stmt.deleteNode.run(PROBE_NODE_ID);
   },
   recoverLeases(w: SqliteWriter, now: number): number {
@@ -124,7 +139,11 @@ export const WRITE_OPS = {
   completeHeartbeat(w: SqliteWriter, c: HeartbeatCompletion): void {
     if (c.eventIds.length) {
       w.stmt.consumeEvents.run({
-        consumedAt: c.consumedAt, heartbeatId: c.heartbeatId, sessionKey: c.sessionKey, n: c.eventIds.length, ids: JSON.stringify(c.eventIds),
+        consumedAt: c.consumedAt,
+        heartbeatId: c.heartbeatId,
+        sessionKey: c.sessionKey,
+        n: c.eventIds.length,
+        ids: JSON.stringify(c.eventIds),
       });
     }
     w.forgetPending(c.sessionKey);
@@ -132,19 +151,44 @@ export const WRITE_OPS = {
     for (const m of c.messages) w.insertMessage(m);
   },
 
-  setRoute(w: SqliteWriter, sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId: string | null = null): void {
+  setRoute(
+    w: SqliteWriter,
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId: string | null = null,
+  ): void {
     w.stmt.upsertRoute.run({ key: sessionKey, agentId, channel, to, accountId, now });
   },
 
-  claimDeliveries(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number, followers = 0): Delivery[] {
-    type Head = { id: string; channel: string; recipient: string; seq: number; next_attempt_at: number; lease_until: number | null };
+  claimDeliveries(
+    w: SqliteWriter,
+    owner: string,
+    now: number,
+    leaseMs: number,
+    limit: number,
+    followers = 0,
+  ): Delivery[] {
+    type Head = {
+      id: string;
+      channel: string;
+      recipient: string;
+      seq: number;
+      next_attempt_at: number;
+      lease_until: number | null;
+    };
     const due: Head[] = [];
     const nextHead = (h: Head) =>
-      (w.stmt.nextRouteHeadSameChannel.get({ channel: h.channel, recipient: h.recipient }) ?? w.stmt.nextRouteHeadLaterChannel.get({ channel: h.channel })) as Head | undefined;
+      (w.stmt.nextRouteHeadSameChannel.get({ channel: h.channel, recipient: h.recipient }) ??
+        w.stmt.nextRouteHeadLaterChannel.get({ channel: h.channel })) as Head | undefined;
     for (let h = w.stmt.firstRouteHead.get() as Head | undefined; h; h = nextHead(h)) {
       if (h.next_attempt_at <= now && (h.lease_until === null || h.lease_until < now)) due.push(h);
     }
-    const heads = due.sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq).slice(0, Math.max(0, limit));
+    const heads = due
+      .sort((a, b) => a.next_attempt_at - b.next_attempt_at || a.seq - b.seq)
+      .slice(0, Math.max(0, limit));
     const lease = (seq: number) => {
       w.stmt.leaseDelivery.run({ seq, owner, until: now + leaseMs, now });
       return rowToDelivery(w.stmt.deliveryBySeq(seq)!);
@@ -154,7 +198,12 @@ export const WRITE_OPS = {
       out.push(lease(head.seq));
       if (followers <= 0) continue;
       // The head's route, in order, as long as each next one is due and free (see Store.claimDeliveries).
-      const next = w.stmt.routeFollowers.all({ channel: head.channel, recipient: head.recipient, seq: head.seq, limit: followers }) as Row[];
+      const next = w.stmt.routeFollowers.all({
+        channel: head.channel,
+        recipient: head.recipient,
+        seq: head.seq,
+        limit: followers,
+      }) as Row[];
       for (const f of next) {
         if ((f.next_attempt_at as number) > now || (f.lease_until !== null && (f.lease_until as number) >= now)) break;
         out.push(lease(f.seq as number));
@@ -186,7 +235,9 @@ export const WRITE_OPS = {
 type WriteOps = typeof WRITE_OPS;
 export type WriteKind = keyof WriteOps;
 /** The arguments of a write: those of its `Store` method. */
-export type WriteArgs<K extends WriteKind> = WriteOps[K] extends (w: SqliteWriter, ...args: infer A) => unknown ? A : never;
+export type WriteArgs<K extends WriteKind> = WriteOps[K] extends (w: SqliteWriter, ...args: infer A) => unknown
+  ? A
+  : never;
 export type WriteValue<K extends WriteKind> = ReturnType<WriteOps[K]>;
 /** A write the SQLite writer performs. Plain data: it crosses to the writer thread by structured clone. */
 export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args: WriteArgs<P> } }[K];

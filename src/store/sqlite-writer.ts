@@ -55,7 +55,17 @@ export class SqliteWriter {
   insertEvent(ev: NewSystemEvent): void {
     const untrusted = ev.untrusted === true;
     const source = ev.source ?? null;
-    this.stmt.insertEvent.run(ev.id, ev.sessionKey, ev.agentId, ev.text, ev.origin, ev.runId ?? null, ev.createdAt, untrusted ? 1 : 0, source);
+    this.stmt.insertEvent.run(
+      ev.id,
+      ev.sessionKey,
+      ev.agentId,
+      ev.text,
+      ev.origin,
+      ev.runId ?? null,
+      ev.createdAt,
+      untrusted ? 1 : 0,
+      source,
+    );
     this.lastPending.set(ev.sessionKey, { id: ev.id, text: ev.text, untrusted, source });
   }
 
@@ -63,7 +73,14 @@ export class SqliteWriter {
     let last = this.lastPending.get(sessionKey);
     if (last === undefined) {
       const row = this.stmt.lastPending.get(sessionKey) as Row | undefined;
-      last = row ? { id: row.id as string, text: row.text as string, untrusted: Number(row.untrusted) === 1, source: (row.source as string | null) ?? null } : null;
+      last = row
+        ? {
+            id: row.id as string,
+            text: row.text as string,
+            untrusted: Number(row.untrusted) === 1,
+            source: (row.source as string | null) ?? null,
+          }
+        : null;
       if (this.lastPending.size > 10_000) this.lastPending.clear(); // bounded: session keys of events are few in practice
       this.lastPending.set(sessionKey, last);
     }
@@ -77,8 +94,20 @@ export class SqliteWriter {
 
   insertDelivery(d: NewDelivery): void {
     this.stmt.insertDelivery.run(
-      d.id, d.runId, d.heartbeatId, d.sessionKey, d.agentId, d.hookName, d.channel, d.to, d.accountId, d.text, d.explicitRoute ? 1 : 0,
-      d.createdAt, d.createdAt, d.createdAt,
+      d.id,
+      d.runId,
+      d.heartbeatId,
+      d.sessionKey,
+      d.agentId,
+      d.hookName,
+      d.channel,
+      d.to,
+      d.accountId,
+      d.text,
+      d.explicitRoute ? 1 : 0,
+      d.createdAt,
+      d.createdAt,
+      d.createdAt,
     );
   }
 
@@ -88,9 +117,26 @@ export class SqliteWriter {
 
   insertRun(r: NewRun): void {
     this.stmt.insertRun.run(
-      r.id, r.agentId, r.sessionKey, r.sessionMode, r.name, r.message, r.wakeMode, r.deliver ? 1 : 0, r.channel, r.to, r.accountId,
-      r.model, r.thinking, r.timeoutSeconds, r.allowUnsafeExternalContent ? 1 : 0, r.contentSource, r.hookPath, r.mappingId,
-      r.createdAt, r.createdAt,
+      r.id,
+      r.agentId,
+      r.sessionKey,
+      r.sessionMode,
+      r.name,
+      r.message,
+      r.wakeMode,
+      r.deliver ? 1 : 0,
+      r.channel,
+      r.to,
+      r.accountId,
+      r.model,
+      r.thinking,
+      r.timeoutSeconds,
+      r.allowUnsafeExternalContent ? 1 : 0,
+      r.contentSource,
+      r.hookPath,
+      r.mappingId,
+      r.createdAt,
+      r.createdAt,
     );
   }
 

@@ -13,15 +13,42 @@ import type { WriteOp } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { SqlitePages } from './sqlite-pages.js';
 import { SqliteReads } from './sqlite-reads.js';
-import type { DeliveryPageQuery, Page, QueueDepths, ReceivedPageQuery, ReceivedRecord, RecentFailures, RunPageQuery } from './pages.js';
-import type { CheckpointReply, CheckpointWorkerData } from './sqlite-checkpoint-worker.js';
-import { assertWritableStore, ShmGuard, StoreFileIdentity, WAL_KEEP_BYTES, WalBound } from './sqlite-files.js';
+import type {
+  DeliveryPageQuery,
+  Page,
+  QueueDepths,
+  ReceivedPageQuery,
+  ReceivedRecord,
+  RecentFailures,
+  RunPageQuery,
+} from './pages.js';
+import { CHECKPOINT_INTERVAL_MS, Checkpointer } from './sqlite-checkpointer.js';
+import { assertWritableStore, ShmGuard, StoreFileIdentity } from './sqlite-files.js';
 import type { SchemaPolicy } from './schema-version.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
 import type {
-  AcceptCommand, AcceptResult, ClusterNotice, Delivery, DeliveryOutcome, DeliveryState, GmailPush, GmailStatus, HeartbeatCompletion, ListRunsQuery,
-  NewSystemEvent, NodeInfo, ReceivedHook, RefusalWindow, Run, RunOutcome, SessionDetail, SessionMessage, SessionRoute, SessionSummary, Store,
+  AcceptCommand,
+  AcceptResult,
+  ClusterNotice,
+  Delivery,
+  DeliveryOutcome,
+  DeliveryState,
+  GmailPush,
+  GmailStatus,
+  HeartbeatCompletion,
+  ListRunsQuery,
+  NewSystemEvent,
+  NodeInfo,
+  ReceivedHook,
+  RefusalWindow,
+  Run,
+  RunOutcome,
+  SessionDetail,
+  SessionMessage,
+  SessionRoute,
+  SessionSummary,
+  Store,
   SystemEvent,
 } from './types.js';
 
@@ -52,11 +79,6 @@ export interface SqliteStoreOptions {
   ingressBusy?: () => boolean;
 }
 
-/** How often the checkpoint thread copies the WAL back (while idle, a checkpoint with nothing to copy is a no-op). */
-const CHECKPOINT_INTERVAL_MS = 250;
-/** SQLite's own default, restored on the writing connection if the checkpoint thread stops. */
-const DEFAULT_AUTOCHECKPOINT_PAGES = 1000;
-
 /**
  * SQLite driver. Reads run on the caller's connection (sqlite-reads.ts, sqlite-pages.ts); writes are committed in
  * batches by one writer, inline or on a writer thread (group commit: see group-commit.ts). Each write method below
@@ -70,22 +92,27 @@ export class SqliteStore implements Store {
   private closed = false;
   private readonly worker: Worker | undefined;
   private readonly inlineWriter: SqliteWriter | undefined;
-  private checkpointer: Worker | undefined;
+  private checkpointer: Checkpointer | undefined;
   private readonly onWarning: ((message: string) => void) | undefined;
   private readonly onError: ((message: string) => void) | undefined;
   private readonly identity: StoreFileIdentity | undefined;
   private readonly shm: ShmGuard | undefined;
-  private walBound: WalBound | undefined;
   private workerWaiters: Array<{ resolve: (results: WriteResult[]) => void; reject: (e: StoreError) => void }> = [];
 
   constructor(opts: SqliteStoreOptions) {
     this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit, opts.ingressBusy);
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
-    const exposed = opts.path === ':memory:' ? [] : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
+    const exposed =
+      opts.path === ':memory:'
+        ? []
+        : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
     if (opts.path !== ':memory:') assertWritableStore(opts.path);
     try {
-      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs, { schemaPolicy: opts.schemaPolicy, onSchema: opts.onSchema });
+      this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs, {
+        schemaPolicy: opts.schemaPolicy,
+        onSchema: opts.onSchema,
+      });
     } catch (err) {
       if (err instanceof StoreSchemaError) throw err;
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
@@ -94,21 +121,39 @@ export class SqliteStore implements Store {
     this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
     this.onWarning = opts.onWarning;
     this.onError = opts.onError;
-    this.shm = opts.path === ':memory:' ? undefined : new ShmGuard(`${opts.path}-shm`, (refused) =>
-      refused
-        ? this.onError?.(`${refused.message} Every read and write is refused (503) until it can be written again.`)
-        : this.onWarning?.(`the store's -shm file can be written again: reads and writes go on`));
+    this.shm =
+      opts.path === ':memory:'
+        ? undefined
+        : new ShmGuard(`${opts.path}-shm`, (refused) =>
+            refused
+              ? this.onError?.(
+                  `${refused.message} Every read and write is refused (503) until it can be written again.`,
+                )
+              : this.onWarning?.(`the store's -shm file can be written again: reads and writes go on`),
+          );
     if (exposed.length) {
-      this.onWarning?.(`the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`);
+      this.onWarning?.(
+        `the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`,
+      );
     }
     if ((opts.writer ?? 'thread') === 'inline' || opts.path === ':memory:') {
       this.inlineWriter = new SqliteWriter(this.db);
       if (opts.checkpoints === 'thread' && opts.path !== ':memory:') {
-        this.startCheckpointer({ path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000, intervalMs: CHECKPOINT_INTERVAL_MS });
+        const data = {
+          path: opts.path,
+          synchronous,
+          busyTimeoutMs: opts.busyTimeoutMs ?? 5000,
+          intervalMs: CHECKPOINT_INTERVAL_MS,
+        };
+        this.checkpointer = new Checkpointer(this.db, data, () => this.closed, this.onWarning);
       }
       return;
     }
-    this.worker = startWorker('./sqlite-worker', import.meta.url, { path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000 });
+    this.worker = startWorker('./sqlite-worker', import.meta.url, {
+      path: opts.path,
+      synchronous,
+      busyTimeoutMs: opts.busyTimeoutMs ?? 5000,
+    });
     this.worker.unref();
     this.worker.on('message', (msg: { results?: WriteResult[] }) => {
       if (msg.results) this.workerWaiters.shift()?.resolve(msg.results);
@@ -119,47 +164,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  /**
-   * The writing connection stops checkpointing; a thread of its own does it (see sqlite-checkpoint-worker.ts), and
-   * `WalBound` holds the writes for a moment when the WAL passes its size. A WAL started over is cut back to
-   * WAL_KEEP_BYTES (journal_size_limit, on this connection: the one that starts it over).
-   */
-  private startCheckpointer(data: CheckpointWorkerData): void {
-    this.db.pragma('wal_autocheckpoint = 0');
-    this.db.pragma(`journal_size_limit = ${WAL_KEEP_BYTES}`);
-    // Its own V8 isolate: a young generation of 1 MiB is plenty for a timer and a pragma (the default lets it grow
-    // larger, resident for nothing). No old-generation cap: running out would end the thread (it falls back, but
-    // why risk it).
-    const worker = startWorker('./sqlite-checkpoint-worker', import.meta.url, data, { maxYoungGenerationSizeMb: 1 });
-    worker.unref();
-    this.checkpointer = worker;
-    const bound = new WalBound(`${data.path}-wal`, worker);
-    this.walBound = bound;
-    worker.on('message', (msg: CheckpointReply) => {
-      if ('seq' in msg) bound.answered(msg);
-      else if ('failing' in msg) {
-        this.onWarning?.(`WAL checkpoints are failing (${msg.failing.code}: ${msg.failing.message}); retried every ${data.intervalMs} ms, the WAL grows until one succeeds`);
-      } else this.onWarning?.('WAL checkpoints work again');
-    });
-    const fallBack = (why: string) => {
-      bound.release();
-      if (this.closed || this.checkpointer !== worker) return;
-      this.checkpointer = undefined;
-      this.db.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT_PAGES}`);
-      this.onWarning?.(`the WAL checkpoint thread stopped (${why}); checkpoints run on the writing connection again`);
-    };
-    // An error crossing the thread may arrive as a plain object: its code and message are read, not assumed.
-    worker.on('error', (err: unknown) => {
-      const e = (err ?? {}) as { code?: unknown; message?: unknown };
-      fallBack([e.code, e.message ?? String(err)].filter((x) => typeof x === 'string' && x).join(': '));
-    });
-    worker.on('exit', (code) => fallBack(`exit code ${code}`));
-  }
-
   private commit(ops: WriteOp[]): Promise<WriteResult[]> {
     const broken = this.writes.failure;
     if (broken) return Promise.reject(broken);
-    const hold = this.walBound?.hold;
+    const hold = this.checkpointer?.bound.hold;
     if (hold) return hold.then(() => this.commit(ops));
     const refused = this.shm?.refused();
     if (refused) return Promise.reject(refused);
@@ -185,7 +193,7 @@ export class SqliteStore implements Store {
       this.fail(err);
       return Promise.reject(err);
     }
-    this.walBound?.afterCommit();
+    this.checkpointer?.bound.afterCommit();
     return Promise.resolve(results);
   }
 
@@ -333,12 +341,24 @@ export class SqliteStore implements Store {
   completeHeartbeat(c: HeartbeatCompletion): Promise<void> {
     return this.writes.write({ op: 'completeHeartbeat', args: [c] }) as Promise<void>;
   }
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void> {
-    return this.writes.write({ op: 'setRoute', args: [sessionKey, agentId, channel, to, now, accountId] }) as Promise<void>;
+  setRoute(
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId?: string | null,
+  ): Promise<void> {
+    return this.writes.write({
+      op: 'setRoute',
+      args: [sessionKey, agentId, channel, to, now, accountId],
+    }) as Promise<void>;
   }
   // ——— writes: the runtime: deliveries (the outbox) ———
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
-    return this.writes.write({ op: 'claimDeliveries', args: [owner, now, leaseMs, limit, followers] }) as Promise<Delivery[]>;
+    return this.writes.write({ op: 'claimDeliveries', args: [owner, now, leaseMs, limit, followers] }) as Promise<
+      Delivery[]
+    >;
   }
   releaseDeliveries(owner: string, ids: string[], now: number): Promise<void> {
     return this.writes.write({ op: 'releaseDeliveries', args: [owner, ids, now] }) as Promise<void>;
@@ -360,7 +380,10 @@ export class SqliteStore implements Store {
     return this.writes.write({ op: 'requeueFailedRuns', args: [since, now] }) as Promise<string[]>;
   }
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return this.writes.write({ op: 'prune', args: [now, receivedBefore] }) as Promise<{ idempotency: number; received: number }>;
+    return this.writes.write({ op: 'prune', args: [now, receivedBefore] }) as Promise<{
+      idempotency: number;
+      received: number;
+    }>;
   }
   recoverLeases(now: number): Promise<number> {
     return this.writes.write({ op: 'recoverLeases', args: [now] }) as Promise<number>;
@@ -401,7 +424,7 @@ export class SqliteStore implements Store {
     this.writes.close();
     // Workers are unref'd while serving; hold the event loop open until each has closed its connection. The
     // checkpointer goes first, so the last connection (this one) does the final checkpoint and removes the WAL.
-    for (const worker of [this.checkpointer, this.worker]) {
+    for (const worker of [this.checkpointer?.worker, this.worker]) {
       if (!worker) continue;
       worker.ref();
       await new Promise<void>((resolve) => {
@@ -411,9 +434,11 @@ export class SqliteStore implements Store {
     }
     // The last connection's close checkpoints through the -shm's map: with the file immutable that is a SIGBUS. Left
     // open instead (the process is ending); the WAL holds every commit and the next start replays it.
-    if (this.shm?.refused()) this.onWarning?.('the store is left open at stop: its -shm file cannot be written, and closing would write it; the next start recovers from the WAL');
+    if (this.shm?.refused())
+      this.onWarning?.(
+        'the store is left open at stop: its -shm file cannot be written, and closing would write it; the next start recovers from the WAL',
+      );
     else this.db.close();
     this.identity?.close();
   }
 }
-

@@ -7,7 +7,16 @@
 /** The main session of the default agent: where wakes and run summaries go, and whose heartbeat reads them. */
 export const MAIN_SESSION_KEY = 'main';
 
-import type { ContentSource, DeliveryState, EventOrigin, EventOutcome, FinishedRunState, RunState, SessionMode, WakeMode } from '../enums.js';
+import type {
+  ContentSource,
+  DeliveryState,
+  EventOrigin,
+  EventOutcome,
+  FinishedRunState,
+  RunState,
+  SessionMode,
+  WakeMode,
+} from '../enums.js';
 import type { HttpErrorCode } from '../errors.js';
 import type { ClusterStore } from './cluster-types.js';
 import type { AdminStore } from './pages.js';
@@ -91,7 +100,6 @@ export interface Run extends NewRun {
   /** Where the reply went: `outbox` (a delivery row), `suppressed:<why>`, `nowhere:no_route`; null until finished. */
   deliveryStatus: string | null;
 }
-
 
 /**
  * A session's route: where its heartbeat replies and `channel: last` replies go, through that account. Set by the
@@ -261,7 +269,6 @@ export interface AcceptCommand {
   received: ReceivedHook;
 }
 
-
 export interface AcceptOutcome {
   /** Per event of the command, in order: the stored id (the earlier one when coalesced) and the outcome. */
   events: { eventId: string; outcome: EventOutcome }[];
@@ -402,7 +409,14 @@ export interface OperatorStore extends ReadStore {
   /** A session's route: what `setRoute` replaces (its audit record's `from`). */
   getRoute(sessionKey: string): Promise<SessionRoute | undefined>;
   /** `accountId` null or omitted: the channel's default account. */
-  setRoute(sessionKey: string, agentId: string, channel: string, to: string, now: number, accountId?: string | null): Promise<void>;
+  setRoute(
+    sessionKey: string,
+    agentId: string,
+    channel: string,
+    to: string,
+    now: number,
+    accountId?: string | null,
+  ): Promise<void>;
 }
 
 /** The service around the rest: take leases back at start, prune, close. */
@@ -421,4 +435,12 @@ export interface MaintenanceStore {
 export { FEED_NOTICE_MAX_BYTES, NODE_LIVE_MS, NODE_REFRESH_MS } from './cluster-types.js';
 export type { ClusterNotice, ClusterStore, NodeInfo } from './cluster-types.js';
 
-export interface Store extends IngressStore, RuntimeStore, OperatorStore, MaintenanceStore, ClusterStore, AdminStore, GmailStore, AuditStore {}
+export interface Store
+  extends IngressStore,
+    RuntimeStore,
+    OperatorStore,
+    MaintenanceStore,
+    ClusterStore,
+    AdminStore,
+    GmailStore,
+    AuditStore {}

@@ -36,13 +36,21 @@ describe('admin API: repairs in the audit trail', () => {
       retryDelivery: async (id: string) => ({ ...deliveries.get(id), state: 'pending' }),
     } as unknown as Store;
     const records: unknown[] = [];
-    const routes = apiRoutes({ store, signals: { runsQueued() {}, deliveriesQueued() {} }, audit: { record: (...a: unknown[]) => (records.push(a), undefined as never) } });
+    const routes = apiRoutes({
+      store,
+      signals: { runsQueued() {}, deliveriesQueued() {} },
+      audit: { record: (...a: unknown[]) => (records.push(a), undefined as never) },
+    });
     const retry = route(routes, 'POST', '/api/v1/deliveries/:id/retry');
     const res = fakeRes();
     await retry.handle({ req: {} as never, res, params: { id: 'd1' }, query: new URLSearchParams() });
     assert.equal(res.status, 200);
     assert.deepEqual(records, [['admin.retry', 'admin', { deliveryId: 'd1', from: 'failed' }]]);
-    await assert.rejects(Promise.resolve(retry.handle({ req: {} as never, res: fakeRes(), params: { id: 'd2' }, query: new URLSearchParams() })));
+    await assert.rejects(
+      Promise.resolve(
+        retry.handle({ req: {} as never, res: fakeRes(), params: { id: 'd2' }, query: new URLSearchParams() }),
+      ),
+    );
     assert.equal(records.length, 1);
   });
 });

@@ -9,14 +9,24 @@ import { ClientIpResolver } from '../../src/net/client-ip.js';
 const RIGHT = 'the-admin-token-0123456789abcdef';
 const LIMIT = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 30, maxTrackedClients: 100 };
 
-function setup(policy: () => AdminClientPolicy = () => ({ clientIps: new ClientIpResolver([]), authFailureLimit: LIMIT })) {
+function setup(
+  policy: () => AdminClientPolicy = () => ({ clientIps: new ClientIpResolver([]), authFailureLimit: LIMIT }),
+) {
   const lines: Array<{ fields: Record<string, unknown>; msg: string }> = [];
-  const logger = { warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }) } as unknown as Logger;
+  const logger = {
+    warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }),
+  } as unknown as Logger;
   const records: Array<{ kind: string; actor: string; detail: Record<string, unknown> }> = [];
-  const audit = { record: (kind: string, actor: string, detail: Record<string, unknown>) => void records.push({ kind, actor, detail }) };
+  const audit = {
+    record: (kind: string, actor: string, detail: Record<string, unknown>) =>
+      void records.push({ kind, actor, detail }),
+  };
   const gate = new AdminAuthGate((t) => (t === RIGHT ? 'default' : undefined), policy, logger, audit as never);
   const req = (ip: string, token?: string, xff?: string) =>
-    ({ socket: { remoteAddress: ip }, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(xff ? { 'x-forwarded-for': xff } : {}) } }) as unknown as IncomingMessage;
+    ({
+      socket: { remoteAddress: ip },
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(xff ? { 'x-forwarded-for': xff } : {}) },
+    }) as unknown as IncomingMessage;
   const outcome = (r: IncomingMessage, now: number) => {
     try {
       gate.check(r, now);
@@ -32,17 +42,43 @@ function setup(policy: () => AdminClientPolicy = () => ({ clientIps: new ClientI
 describe('AdminAuthGate', () => {
   it('maxFailures wrong tokens lock the address: 429 with Retry-After even with the right token, until the lockout ends', () => {
     const { lines, records, req, outcome } = setup();
-    for (let i = 0; i < 3; i++) assert.deepEqual(outcome(req('203.0.113.9', `guess-${i}`), 1000), { status: 401, code: 'unauthorized', retryAfter: undefined });
-    assert.deepEqual(outcome(req('203.0.113.9', 'guess-4'), 2000), { status: 429, code: 'rate_limited', retryAfter: '29' });
-    assert.deepEqual(outcome(req('203.0.113.9', RIGHT), 2000), { status: 429, code: 'rate_limited', retryAfter: '29' }, 'a lockout stops guessing');
+    for (let i = 0; i < 3; i++)
+      assert.deepEqual(outcome(req('203.0.113.9', `guess-${i}`), 1000), {
+        status: 401,
+        code: 'unauthorized',
+        retryAfter: undefined,
+      });
+    assert.deepEqual(outcome(req('203.0.113.9', 'guess-4'), 2000), {
+      status: 429,
+      code: 'rate_limited',
+      retryAfter: '29',
+    });
+    assert.deepEqual(
+      outcome(req('203.0.113.9', RIGHT), 2000),
+      { status: 429, code: 'rate_limited', retryAfter: '29' },
+      'a lockout stops guessing',
+    );
     assert.deepEqual(outcome(req('203.0.113.10', RIGHT), 2000), { status: 200 }, 'another address is not locked');
-    assert.deepEqual(outcome(req('203.0.113.9', RIGHT), 31_001), { status: 200 }, 'the right token once the lockout ended');
+    assert.deepEqual(
+      outcome(req('203.0.113.9', RIGHT), 31_001),
+      { status: 200 },
+      'the right token once the lockout ended',
+    );
     // One record and one lockout line, per lockout; neither names a token.
-    assert.deepEqual(records, [{ kind: 'lockout', actor: '203.0.113.9', detail: { failures: 3, windowSeconds: 60, lockoutSeconds: 30, until: 31_000, listener: 'admin' } }]);
+    assert.deepEqual(records, [
+      {
+        kind: 'lockout',
+        actor: '203.0.113.9',
+        detail: { failures: 3, windowSeconds: 60, lockoutSeconds: 30, until: 31_000, listener: 'admin' },
+      },
+    ]);
     const locked = lines.filter((l) => l.fields.code === 'rate_limited');
     assert.equal(locked.length, 1);
     assert.deepEqual(locked[0]!.fields, { client: '203.0.113.9', retryAfterSeconds: 30, code: 'rate_limited' });
-    assert.ok(!JSON.stringify(lines).includes('guess') && !JSON.stringify(lines).includes(RIGHT), 'no token in a log line');
+    assert.ok(
+      !JSON.stringify(lines).includes('guess') && !JSON.stringify(lines).includes(RIGHT),
+      'no token in a log line',
+    );
   });
 
   it('a success resets the count; a missing token counts as a failure', () => {

@@ -18,7 +18,10 @@ const FILES = readdirSync(DIR).sort();
 const text = (f: string) => readFileSync(join(DIR, f), 'utf8');
 const SCRIPTS = FILES.filter((f) => f.endsWith('.js'));
 /** A script's code without its comments (which may name what the code must not do). */
-const code = (f: string) => text(f).replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+const code = (f: string) =>
+  text(f)
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/(^|[^:])\/\/.*$/gm, '$1');
 
 describe('dashboard static files', () => {
   let server: Server;
@@ -42,7 +45,9 @@ describe('dashboard static files', () => {
 
   it('resolves the package folder from src/admin (and dist/admin, the same depth)', async () => {
     assert.equal(DASHBOARD_DIR.replace(/\/$/, ''), DIR);
-    const built = (await import(join(ROOT, 'dist/admin/dashboard.js')).catch(() => null)) as { DASHBOARD_DIR: string } | null;
+    const built = (await import(join(ROOT, 'dist/admin/dashboard.js')).catch(() => null)) as {
+      DASHBOARD_DIR: string;
+    } | null;
     if (built) assert.equal(built.DASHBOARD_DIR.replace(/\/$/, ''), DIR);
   });
 
@@ -50,8 +55,17 @@ describe('dashboard static files', () => {
     const routes = dashboardRoutes();
     assert.ok(routes.every((r) => r.auth === false && r.method === 'GET'));
     const paths = routes.map((r) => r.path).sort();
-    assert.deepEqual(paths, ['/', ...FILES.filter((f) => f !== 'index.html').map((f) => `/${f}`)].sort(), 'the allowlist is exactly the folder');
-    const types: Record<string, RegExp> = { html: /^text\/html; charset=utf-8$/, js: /^text\/javascript; charset=utf-8$/, css: /^text\/css; charset=utf-8$/, svg: /^image\/svg\+xml$/ };
+    assert.deepEqual(
+      paths,
+      ['/', ...FILES.filter((f) => f !== 'index.html').map((f) => `/${f}`)].sort(),
+      'the allowlist is exactly the folder',
+    );
+    const types: Record<string, RegExp> = {
+      html: /^text\/html; charset=utf-8$/,
+      js: /^text\/javascript; charset=utf-8$/,
+      css: /^text\/css; charset=utf-8$/,
+      svg: /^image\/svg\+xml$/,
+    };
     for (const path of paths) {
       const res = await fetch(base + path);
       const file = path === '/' ? 'index.html' : path.slice(1);
@@ -78,7 +92,9 @@ describe('dashboard static files', () => {
 
   it('a missing file of a broken install is a 404, not a crash', async () => {
     const routes = dashboardRoutes(join(ROOT, 'test/admin/no-such-dir'));
-    const s = createServer((req, res) => void routes[0]!.handle({ req, res, params: {}, query: new URLSearchParams() }));
+    const s = createServer(
+      (req, res) => void routes[0]!.handle({ req, res, params: {}, query: new URLSearchParams() }),
+    );
     await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
     try {
       const res = await fetch(`http://127.0.0.1:${(s.address() as AddressInfo).port}/`);
@@ -91,7 +107,8 @@ describe('dashboard static files', () => {
   it('everything the page loads is in the folder: scripts, styles, icons and module imports', () => {
     const html = text('index.html');
     const refs = [...html.matchAll(/\b(?:src|href)="([^"#]+)"/g)].map((m) => m[1]!);
-    for (const f of SCRIPTS) refs.push(...[...text(f).matchAll(/^import\s[^'"]*['"]\.\/([^'"]+)['"]/gm)].map((m) => m[1]!));
+    for (const f of SCRIPTS)
+      refs.push(...[...text(f).matchAll(/^import\s[^'"]*['"]\.\/([^'"]+)['"]/gm)].map((m) => m[1]!));
     assert.ok(refs.includes('app.js') && refs.includes('style.css'));
     for (const r of refs) assert.ok(FILES.includes(r), `${r} is referenced but not in dashboard/`);
   });
@@ -105,20 +122,29 @@ describe('dashboard static files', () => {
     assert.doesNotMatch(html, /\son[a-z]+\s*=/i, 'an inline event handler');
     assert.doesNotMatch(html, /\sstyle\s*=/i, 'a style attribute');
     assert.doesNotMatch(html, /<style\b/i, 'a style element');
-    for (const f of SCRIPTS) assert.doesNotMatch(code(f), /setAttribute\(\s*['"]style['"]|\.style\.|\beval\(|new Function\(/, f);
+    for (const f of SCRIPTS)
+      assert.doesNotMatch(code(f), /setAttribute\(\s*['"]style['"]|\.style\.|\beval\(|new Function\(/, f);
   });
 
   it('nothing is fetched from the internet (the only absolute URLs are XML namespaces)', () => {
     for (const f of FILES) {
       const urls = [...text(f).matchAll(/\b(?:https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}[^\s'")]*/gi)].map((m) => m[0]);
-      assert.deepEqual(urls.filter((u) => !/^http:\/\/www\.w3\.org\/2000\/svg$/.test(u)), [], f);
+      assert.deepEqual(
+        urls.filter((u) => !/^http:\/\/www\.w3\.org\/2000\/svg$/.test(u)),
+        [],
+        f,
+      );
     }
   });
 
   it('server data never becomes markup, and the token stays in sessionStorage', () => {
     for (const f of SCRIPTS) {
       const src = code(f);
-      assert.doesNotMatch(src, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, `${f} builds HTML from strings`);
+      assert.doesNotMatch(
+        src,
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write/,
+        `${f} builds HTML from strings`,
+      );
       assert.doesNotMatch(src, /localStorage|document\.cookie/, `${f} keeps something in localStorage or a cookie`);
     }
     assert.match(text('api.js'), /sessionStorage/);

@@ -9,8 +9,23 @@ import { FeedBus, type FeedEvent, type RunFeedEvent } from '../../src/feed.js';
 import { openSse, type SseStream } from '../support/sse.js';
 import { waitFor } from '../support/wait.js';
 
-const run = (runId: string, state: 'queued' | 'running' = 'queued'): RunFeedEvent => ({ type: 'run', at: 1, runId, state, sessionKey: 'hook:x', hookName: 'agent', label: 'agent', error: null });
-const hb = (n: number): FeedEvent => ({ type: 'heartbeat', at: n, sessionKey: 'agent:main:main', outcome: 'ok', events: n });
+const run = (runId: string, state: 'queued' | 'running' = 'queued'): RunFeedEvent => ({
+  type: 'run',
+  at: 1,
+  runId,
+  state,
+  sessionKey: 'hook:x',
+  hookName: 'agent',
+  label: 'agent',
+  error: null,
+});
+const hb = (n: number): FeedEvent => ({
+  type: 'heartbeat',
+  at: n,
+  sessionKey: 'agent:main:main',
+  outcome: 'ok',
+  events: n,
+});
 
 /** A stand-in for the admin listener: matches method and path, checks the bearer token, calls the route. */
 async function serve(routes: AdminRoute[]): Promise<{ server: Server; url: string }> {
@@ -32,7 +47,10 @@ describe('GET /api/v1/events (the live feed over SSE)', () => {
   let server: Server;
   const open: SseStream[] = [];
   const sse = async (query = '', lastEventId?: string) => {
-    const s = await openSse(`${url}/api/v1/events${query}`, { token: 'admin', ...(lastEventId ? { lastEventId } : {}) });
+    const s = await openSse(`${url}/api/v1/events${query}`, {
+      token: 'admin',
+      ...(lastEventId ? { lastEventId } : {}),
+    });
     open.push(s);
     return s;
   };
@@ -105,10 +123,17 @@ describe('GET /api/v1/events (the live feed over SSE)', () => {
     bus.publish(run('filtered-out'));
     bus.publish(hb(42));
     await s.next((f) => f.data.events === 42);
-    assert.deepEqual(s.frames.map((f) => f.event), ['heartbeat']);
+    assert.deepEqual(
+      s.frames.map((f) => f.event),
+      ['heartbeat'],
+    );
     const res = await fetch(`${url}/api/v1/events?types=run,nope`, { headers: { authorization: 'Bearer admin' } });
     assert.equal(res.status, 400);
-    assert.deepEqual(await res.json(), { ok: false, error: 'types: unknown event type "nope"; use any of received, run, delivery, heartbeat', code: 'invalid_query' });
+    assert.deepEqual(await res.json(), {
+      ok: false,
+      error: 'types: unknown event type "nope"; use any of received, run, delivery, heartbeat',
+      code: 'invalid_query',
+    });
     assert.equal(parseTypes(null), undefined);
   });
 

@@ -7,7 +7,16 @@ import { type ClusterNotice, FEED_NOTICE_MAX_BYTES } from '../../src/store/types
 import { captureLogger } from '../support/log-capture.js';
 import { waitFor } from '../support/wait.js';
 
-const run = (runId: string): FeedEvent => ({ type: 'run', at: 1, runId, state: 'queued', sessionKey: 'hook:x', hookName: 'agent', label: 'agent', error: 'e'.repeat(200) });
+const run = (runId: string): FeedEvent => ({
+  type: 'run',
+  at: 1,
+  runId,
+  state: 'queued',
+  sessionKey: 'hook:x',
+  hookName: 'agent',
+  label: 'agent',
+  error: 'e'.repeat(200),
+});
 
 function fakeStore(shared = true) {
   const sent: string[] = [];
@@ -36,11 +45,18 @@ describe('the live feed across nodes (shareFeed)', () => {
     const { store, sent } = fakeStore();
     const stop = shareFeed(bus, store, 'node-a', captureLogger().logger, { flushMs: 5 });
     for (let i = 0; i < 200; i++) bus.publish(run(`r${i}`));
-    await waitFor('every event sent', () => sent.flatMap((p) => (JSON.parse(p) as { events: unknown[] }).events).length === 200);
+    await waitFor(
+      'every event sent',
+      () => sent.flatMap((p) => (JSON.parse(p) as { events: unknown[] }).events).length === 200,
+    );
     assert.ok(sent.length > 1 && sent.length < 20, `batched: ${sent.length} notifies`);
     for (const p of sent) assert.ok(Buffer.byteLength(p) < FEED_NOTICE_MAX_BYTES, `${Buffer.byteLength(p)} bytes`);
     const ids = sent.flatMap((p) => (JSON.parse(p) as { events: Array<{ runId: string }> }).events.map((e) => e.runId));
-    assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => `r${i}`), 'in order');
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 200 }, (_, i) => `r${i}`),
+      'in order',
+    );
     stop();
   });
 

@@ -15,7 +15,16 @@ const depthsOf = (n: number): QueueDepths => ({
   systemEventsPending: 4,
 });
 const received = (route: string, status: number, code: string | null = null): FeedEvent => ({
-  type: 'received', at: 1, path: route, route, status, code, clientIp: '127.0.0.1', eventIds: [], runIds: [], durationMs: 12,
+  type: 'received',
+  at: 1,
+  path: route,
+  route,
+  status,
+  code,
+  clientIp: '127.0.0.1',
+  eventIds: [],
+  runIds: [],
+  durationMs: 12,
 });
 
 function setup(opts: { node?: string } = {}) {
@@ -41,11 +50,61 @@ describe('metrics (GET /metrics)', () => {
     bus.publish(received('github', 202));
     bus.publish(received('other', 401, 'unauthorized'));
     bus.publish(received('other', 429, 'rate_limited'));
-    bus.publish({ type: 'run', at: 1, runId: 'r', state: 'succeeded', sessionKey: 'k', hookName: 'agent', label: 'agent', error: null, durationMs: 1500 });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'queued', attempts: 0, lastError: null });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'pending', change: 'retry', attempts: 1, lastError: 'x' });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'd', runId: 'r', channel: 'telegram', state: 'sent', change: 'sent', attempts: 2, lastError: null });
-    bus.publish({ type: 'delivery', at: 1, deliveryId: 'e', runId: null, channel: 'slack', state: 'failed', change: 'failed', attempts: 5, lastError: 'x' });
+    bus.publish({
+      type: 'run',
+      at: 1,
+      runId: 'r',
+      state: 'succeeded',
+      sessionKey: 'k',
+      hookName: 'agent',
+      label: 'agent',
+      error: null,
+      durationMs: 1500,
+    });
+    bus.publish({
+      type: 'delivery',
+      at: 1,
+      deliveryId: 'd',
+      runId: 'r',
+      channel: 'telegram',
+      state: 'pending',
+      change: 'queued',
+      attempts: 0,
+      lastError: null,
+    });
+    bus.publish({
+      type: 'delivery',
+      at: 1,
+      deliveryId: 'd',
+      runId: 'r',
+      channel: 'telegram',
+      state: 'pending',
+      change: 'retry',
+      attempts: 1,
+      lastError: 'x',
+    });
+    bus.publish({
+      type: 'delivery',
+      at: 1,
+      deliveryId: 'd',
+      runId: 'r',
+      channel: 'telegram',
+      state: 'sent',
+      change: 'sent',
+      attempts: 2,
+      lastError: null,
+    });
+    bus.publish({
+      type: 'delivery',
+      at: 1,
+      deliveryId: 'e',
+      runId: null,
+      channel: 'slack',
+      state: 'failed',
+      change: 'failed',
+      attempts: 5,
+      lastError: 'x',
+    });
     bus.publish({ type: 'heartbeat', at: 1, sessionKey: 'k', outcome: 'ok', events: 2 });
     bus.publish({ type: 'heartbeat', at: 1, sessionKey: 'k', outcome: 'failed', events: 2 });
     bus.publish(received('wake', 200), 'another-node'); // counted by its own node, not here
@@ -64,8 +123,16 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'sent' }), 1);
     assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'retry' }), 1);
     assert.equal(value(m, 'hookgate_deliveries_total', { channel: 'slack', outcome: 'failed' }), 1);
-    assert.equal(sample(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'failed' }), undefined, 'a retry is not a failure');
-    assert.equal(sample(m, 'hookgate_deliveries_total', { outcome: 'queued' }), undefined, 'being queued is not an outcome');
+    assert.equal(
+      sample(m, 'hookgate_deliveries_total', { channel: 'telegram', outcome: 'failed' }),
+      undefined,
+      'a retry is not a failure',
+    );
+    assert.equal(
+      sample(m, 'hookgate_deliveries_total', { outcome: 'queued' }),
+      undefined,
+      'being queued is not an outcome',
+    );
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'ok' }), 1);
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'failed' }), 1);
     assert.equal(value(m, 'hookgate_runs', { state: 'queued' }), 1);
@@ -77,8 +144,15 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_connections_evicted_total', { listener: 'hooks', state: 'unfinished' }), 5);
     assert.equal(value(m, 'hookgate_connections_refused_total', { listener: 'hooks', cap: 'per_address' }), 3);
     assert.equal(value(m, 'hookgate_connections_refused_total', { listener: 'hooks', cap: 'total' }), 1);
-    assert.equal(sample(m, 'hookgate_connections_evicted_total', { listener: 'admin' }), undefined, 'no admin listener, no admin series');
-    assert.ok(m.has('process_cpu_user_seconds_total') && m.has('nodejs_eventloop_lag_seconds'), 'prom-client’s default process metrics');
+    assert.equal(
+      sample(m, 'hookgate_connections_evicted_total', { listener: 'admin' }),
+      undefined,
+      'no admin listener, no admin series',
+    );
+    assert.ok(
+      m.has('process_cpu_user_seconds_total') && m.has('nodejs_eventloop_lag_seconds'),
+      'prom-client’s default process metrics',
+    );
     metrics.stop();
   });
 
@@ -92,7 +166,12 @@ describe('metrics (GET /metrics)', () => {
           token: TOKEN,
           presets: ['gmail'],
           mappings: [
-            { id: 'gh-prs', match: { path: 'github', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'm', signature },
+            {
+              id: 'gh-prs',
+              match: { path: 'github', headers: { 'x-github-event': 'pull_request' } },
+              messageTemplate: 'm',
+              signature,
+            },
             // No match.path: every path is signature-capable, so a stranger's paths could be unmatched too.
             { id: 'anywhere', match: { source: 'ci' }, messageTemplate: 'm', signature },
           ],
@@ -103,7 +182,17 @@ describe('metrics (GET /metrics)', () => {
       { env: {} },
     );
     const announce = (subPath: string, code: string | null = 'unmatched') =>
-      announceReceived(bus, { hooks, subPath, clientIp: '127.0.0.1', reqId: 'r', started: 0, at: 1, status: 200, code, mappingId: null });
+      announceReceived(bus, {
+        hooks,
+        subPath,
+        clientIp: '127.0.0.1',
+        reqId: 'r',
+        started: 0,
+        at: 1,
+        status: 200,
+        code,
+        mappingId: null,
+      });
     announce('github');
     announce('github');
     announce('gmail');
@@ -113,7 +202,13 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'github' }), 2);
     assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'gmail' }), 1);
     assert.equal(value(m, 'hookgate_hooks_unmatched_total', { path: 'other' }), 3);
-    assert.deepEqual(m.get('hookgate_hooks_unmatched_total')!.metrics.map((x) => x.labels?.path).sort(), ['github', 'gmail', 'other']);
+    assert.deepEqual(
+      m
+        .get('hookgate_hooks_unmatched_total')!
+        .metrics.map((x) => x.labels?.path)
+        .sort(),
+      ['github', 'gmail', 'other'],
+    );
     assert.equal(value(m, 'hookgate_auth_failures_total'), 0, 'not an auth failure');
     metrics.stop();
   });
@@ -149,7 +244,13 @@ describe('metrics (GET /metrics)', () => {
     const bus = new FeedBus(4);
     let fail = false;
     let now = 0;
-    const metrics = new HookgateMetrics({ bus, depths: async () => (fail ? Promise.reject(new Error('down')) : depthsOf(5)), lockouts: () => 0, connections: () => ({}), now: () => now });
+    const metrics = new HookgateMetrics({
+      bus,
+      depths: async () => (fail ? Promise.reject(new Error('down')) : depthsOf(5)),
+      lockouts: () => 0,
+      connections: () => ({}),
+      now: () => now,
+    });
     await metrics.text();
     fail = true;
     now += 2000;

@@ -5,7 +5,16 @@ import { createObservability } from '../../src/admin/observe.js';
 import { FEED_CAPACITY, type FeedEvent } from '../../src/feed.js';
 import { captureLogger } from '../support/log-capture.js';
 
-const event = (n: number): FeedEvent => ({ type: 'run', at: n, runId: `r${n}`, state: 'succeeded', sessionKey: 's', hookName: 'h', label: 'h', error: null });
+const event = (n: number): FeedEvent => ({
+  type: 'run',
+  at: n,
+  runId: `r${n}`,
+  state: 'succeeded',
+  sessionKey: 's',
+  hookName: 'h',
+  label: 'h',
+  error: null,
+});
 
 describe('createObservability', () => {
   it('keeps 4,096 events for Last-Event-ID when the admin listener runs, one when there is none (peak RSS)', () => {

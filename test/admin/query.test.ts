@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseDeliveriesQuery, parseLimit, parseReceivedQuery, parseRunsQuery, parseSessionsQuery } from '../../src/admin/query.js';
+import {
+  parseDeliveriesQuery,
+  parseLimit,
+  parseReceivedQuery,
+  parseRunsQuery,
+  parseSessionsQuery,
+} from '../../src/admin/query.js';
 import { AdminError } from '../../src/errors.js';
 
 const q = (s: string) => new URLSearchParams(s);
@@ -20,11 +26,26 @@ describe('admin query parsing', () => {
     assert.equal(parseLimit(q('')), 50);
     assert.equal(parseLimit(q('limit=1')), 1);
     assert.equal(parseLimit(q('limit=200')), 200);
-    for (const bad of ['limit=0', 'limit=201', 'limit=1.5', 'limit=-1', 'limit=abc', 'limit=', 'limit=1&limit=2', 'limit=1e2']) refused(() => parseLimit(q(bad)), 'limit');
+    for (const bad of [
+      'limit=0',
+      'limit=201',
+      'limit=1.5',
+      'limit=-1',
+      'limit=abc',
+      'limit=',
+      'limit=1&limit=2',
+      'limit=1e2',
+    ])
+      refused(() => parseLimit(q(bad)), 'limit');
   });
 
   it('runs: state from the run states, sessionKey, cursor passed through', () => {
-    assert.deepEqual(parseRunsQuery(q('state=failed&sessionKey=hook:a&limit=5&cursor=abc')), { limit: 5, cursor: 'abc', state: 'failed', sessionKey: 'hook:a' });
+    assert.deepEqual(parseRunsQuery(q('state=failed&sessionKey=hook:a&limit=5&cursor=abc')), {
+      limit: 5,
+      cursor: 'abc',
+      state: 'failed',
+      sessionKey: 'hook:a',
+    });
     assert.deepEqual(parseRunsQuery(q('')), { limit: 50 });
     refused(() => parseRunsQuery(q('state=dead')), 'state');
     refused(() => parseRunsQuery(q('status=failed')), 'status');
@@ -44,7 +65,11 @@ describe('admin query parsing', () => {
   });
 
   it('received: outcome accepted|rejected, path as the hook sub-path', () => {
-    assert.deepEqual(parseReceivedQuery(q('outcome=rejected&path=/wake')), { limit: 50, outcome: 'rejected', path: 'wake' });
+    assert.deepEqual(parseReceivedQuery(q('outcome=rejected&path=/wake')), {
+      limit: 50,
+      outcome: 'rejected',
+      path: 'wake',
+    });
     assert.equal(parseReceivedQuery(q('path=github/push')).path, 'github/push');
     refused(() => parseReceivedQuery(q('outcome=refused')), 'outcome');
   });

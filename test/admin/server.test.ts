@@ -12,7 +12,12 @@ import { waitFor } from '../support/wait.js';
 const route = (method: 'GET' | 'POST', path: string): AdminRoute => ({ method, path, handle: () => {} });
 
 describe('admin router', () => {
-  const routes = [route('GET', '/api/v1/runs'), route('GET', '/api/v1/runs/:id'), route('POST', '/api/v1/runs/:id/retry'), route('GET', '/healthz')];
+  const routes = [
+    route('GET', '/api/v1/runs'),
+    route('GET', '/api/v1/runs/:id'),
+    route('POST', '/api/v1/runs/:id/retry'),
+    route('GET', '/healthz'),
+  ];
   const match = compileRoutes(routes);
 
   it('matches method and path, with :params URL-decoded', () => {
@@ -25,7 +30,8 @@ describe('admin router', () => {
   });
 
   it('404 for an unknown path (an empty or malformed segment names nothing), 405 with the allowed methods', () => {
-    for (const p of ['/api/v1/runs/', '/api/v1', '/api/v1/runs/x/y', '/', '/api/v1/runs/%E0%A4%A', '/healthz/']) assert.equal(match('GET', p).kind, 'not_found', p);
+    for (const p of ['/api/v1/runs/', '/api/v1', '/api/v1/runs/x/y', '/', '/api/v1/runs/%E0%A4%A', '/healthz/'])
+      assert.equal(match('GET', p).kind, 'not_found', p);
     assert.deepEqual(match('POST', '/api/v1/runs'), { kind: 'method_not_allowed', allow: ['GET'] });
     assert.deepEqual(match('GET', '/api/v1/runs/x/retry'), { kind: 'method_not_allowed', allow: ['POST'] });
     assert.deepEqual(match('DELETE', '/healthz'), { kind: 'method_not_allowed', allow: ['GET'] });
@@ -33,12 +39,21 @@ describe('admin router', () => {
 
   it('errors map by code: invalid_query 400, not_retryable 409, store_unavailable 503 unavailable, others 500 internal', () => {
     assert.deepEqual(statusOf(new AdminError(404, 'not_found', 'no run')).status, 404);
-    assert.deepEqual([statusOf(new HookgateError('invalid_query', 'cursor: bad')).status, statusOf(new HookgateError('invalid_query', 'cursor: bad')).code], [400, 'invalid_query']);
+    assert.deepEqual(
+      [
+        statusOf(new HookgateError('invalid_query', 'cursor: bad')).status,
+        statusOf(new HookgateError('invalid_query', 'cursor: bad')).code,
+      ],
+      [400, 'invalid_query'],
+    );
     assert.equal(statusOf(new HookgateError('not_retryable', 'no')).status, 409);
     const s = statusOf(new StoreError('disk at /secret/path is full'));
     assert.deepEqual([s.status, s.code], [503, 'unavailable']);
     assert.ok(!s.message.includes('/secret/path'), 'a store message is not passed to callers');
-    assert.deepEqual([statusOf(new Error('boom')).status, statusOf(new Error('boom')).code, statusOf(new Error('boom')).message], [500, 'internal', 'internal error']);
+    assert.deepEqual(
+      [statusOf(new Error('boom')).status, statusOf(new Error('boom')).code, statusOf(new Error('boom')).message],
+      [500, 'internal', 'internal error'],
+    );
   });
 });
 
@@ -49,9 +64,13 @@ describe('admin auth', () => {
 
   it('accepts the admin token only; never a hook token, a prefix, an extension, or anything without an admin token', () => {
     let admin: string | undefined = 'admin-secret';
-    const ok = authorizer(() => ({ token: admin }), () => ({ token: 'hook-secret' }));
+    const ok = authorizer(
+      () => ({ token: admin }),
+      () => ({ token: 'hook-secret' }),
+    );
     assert.equal(ok('admin-secret'), 'default');
-    for (const bad of [undefined, '', 'hook-secret', 'admin-secre', 'admin-secretx', 'ADMIN-SECRET']) assert.equal(ok(bad), undefined, String(bad));
+    for (const bad of [undefined, '', 'hook-secret', 'admin-secre', 'admin-secretx', 'ADMIN-SECRET'])
+      assert.equal(ok(bad), undefined, String(bad));
     admin = 'rotated'; // a reload: applies at once
     assert.equal(ok('admin-secret'), undefined);
     assert.equal(ok('rotated'), 'default');
@@ -60,7 +79,10 @@ describe('admin auth', () => {
   });
 
   it('an admin token equal to the hook token is never accepted (config check warns)', () => {
-    const ok = authorizer(() => ({ token: 'same' }), () => ({ token: 'same' }));
+    const ok = authorizer(
+      () => ({ token: 'same' }),
+      () => ({ token: 'same' }),
+    );
     assert.equal(ok('same'), undefined);
   });
 
@@ -88,13 +110,21 @@ describe('admin auth', () => {
   });
 });
 
-const POLICY = { clientIps: new ClientIpResolver([]), authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 } };
+const POLICY = {
+  clientIps: new ClientIpResolver([]),
+  authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 100 },
+};
 
 /** A raw connection from `localAddress`, with what it received and whether it closed. */
-function open(port: number, localAddress = '127.0.0.1'): Promise<{ socket: Socket; text: () => string; closed: Promise<void> }> {
+function open(
+  port: number,
+  localAddress = '127.0.0.1',
+): Promise<{ socket: Socket; text: () => string; closed: Promise<void> }> {
   return new Promise((resolve, reject) => {
     let text = '';
-    const socket = connect({ port, host: '127.0.0.1', localAddress }, () => resolve({ socket, text: () => text, closed }));
+    const socket = connect({ port, host: '127.0.0.1', localAddress }, () =>
+      resolve({ socket, text: () => text, closed }),
+    );
     const closed = new Promise<void>((r) => socket.on('close', () => r()));
     socket.on('data', (c) => (text += c));
     socket.on('error', reject);
@@ -111,7 +141,12 @@ describe('admin listener bounds', () => {
       port: 0,
       routes: [
         { method: 'GET', path: '/healthz', auth: false, handle: ({ res }) => void res.end('ok') },
-        { method: 'GET', path: '/slow', auth: false, handle: async ({ res }) => (entered++, await held, void res.end('slow')) },
+        {
+          method: 'GET',
+          path: '/slow',
+          auth: false,
+          handle: async ({ res }) => (entered++, await held, void res.end('slow')),
+        },
       ],
       tokens: { admin: () => tokenSetOf({ token: 'a' }), hooks: () => tokenSetOf({}) },
       clients: () => POLICY,
@@ -139,7 +174,10 @@ describe('admin listener bounds', () => {
     assert.match(other.text(), /^HTTP\/1\.1 200/);
     release();
     await waitFor('the busy ones are answered', () => /slow$/.test(first.text()) && /slow$/.test(third.text()));
-    assert.deepEqual({ ...listener.connectionCounts() }, { refusedPerAddress: 1, refusedTotal: 0, evictedIdle: 0, evictedUnfinished: 1 });
+    assert.deepEqual(
+      { ...listener.connectionCounts() },
+      { refusedPerAddress: 1, refusedTotal: 0, evictedIdle: 0, evictedUnfinished: 1 },
+    );
     for (const c of [first, third]) c.socket.destroy();
     await listener.close();
   });

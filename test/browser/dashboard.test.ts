@@ -169,7 +169,12 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.locator('#dash').waitFor({ state: 'visible', timeout: 5000 });
     // Focus moved into the dashboard (its first heading), not left on a vanished form.
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'overview-h');
-    const kept = await page.evaluate(() => ({ session: Object.values(sessionStorage), local: localStorage.length, cookie: document.cookie, url: location.href }));
+    const kept = await page.evaluate(() => ({
+      session: Object.values(sessionStorage),
+      local: localStorage.length,
+      cookie: document.cookie,
+      url: location.href,
+    }));
     assert.deepEqual(kept.session, [ADMIN_TOKEN]);
     assert.equal(kept.local, 0);
     assert.equal(kept.cookie, '');
@@ -188,9 +193,16 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     const text = uniq('disk almost full on db-1');
     const started = Date.now();
     const { stdout } = await promisify(execFile)('curl', [
-      '-sS', '-X', 'POST', `${hg.url}/hooks/wake`,
-      '-H', `Authorization: Bearer ${TOKEN}`, '-H', 'Content-Type: application/json',
-      '--data', JSON.stringify({ text, mode: 'next-heartbeat' }),
+      '-sS',
+      '-X',
+      'POST',
+      `${hg.url}/hooks/wake`,
+      '-H',
+      `Authorization: Bearer ${TOKEN}`,
+      '-H',
+      'Content-Type: application/json',
+      '--data',
+      JSON.stringify({ text, mode: 'next-heartbeat' }),
     ]);
     const eventId = (JSON.parse(stdout) as { eventId: string }).eventId;
     assert.ok(eventId, stdout);
@@ -216,7 +228,8 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     const runId = await postAgent(hg, { message, wakeMode: 'next-heartbeat', deliver: false });
     const row = page.locator(`#runs-body tr[data-run="${runId}"]`);
     await row.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
-    const reply = ((await apiGet(`/runs/${runId}`)).reply ?? ((await apiGet(`/runs/${runId}`)).run as Record<string, unknown>)?.reply) as string;
+    const reply = ((await apiGet(`/runs/${runId}`)).reply ??
+      ((await apiGet(`/runs/${runId}`)).run as Record<string, unknown>)?.reply) as string;
     assert.match(reply, new RegExp(message));
 
     const opener = row.getByRole('button', { name: `Details of run ${runId}` });
@@ -229,7 +242,10 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
 
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
-    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), `Details of run ${runId}`);
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.getAttribute('aria-label')),
+      `Details of run ${runId}`,
+    );
     assert.deepEqual(page.problems, []);
     await page.close();
   });
@@ -238,8 +254,15 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     const page = await liveDashboard();
     // Both attempts refused: the delivery is dead-lettered.
     receiver.script.push({ status: 500 }, { status: 500 });
-    const runId = await postAgent(hg, { message: uniq('page the on-call'), channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-    const item = page.locator('#deliveries-list li', { has: page.getByRole('button', { name: `Details of run ${runId}` }) });
+    const runId = await postAgent(hg, {
+      message: uniq('page the on-call'),
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
+    const item = page.locator('#deliveries-list li', {
+      has: page.getByRole('button', { name: `Details of run ${runId}` }),
+    });
     await item.waitFor({ timeout: 15_000 });
     await item.locator('.badge', { hasText: 'failed' }).waitFor();
     const before = receiver.received.length;
@@ -256,9 +279,20 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
   });
 
   it('runs show their name and a session label, times carry the date; a refusal seen live is still listed after a reload', async () => {
-    const named = await postAgent(hg, { message: uniq('build report'), name: 'CI', deliver: false, wakeMode: 'next-heartbeat' });
+    const named = await postAgent(hg, {
+      message: uniq('build report'),
+      name: 'CI',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     const unnamed = await postAgent(hg, { message: uniq('no name'), deliver: false, wakeMode: 'next-heartbeat' });
-    const keyed = await postAgent(hg, { message: uniq('pr'), name: 'GitHub PR', sessionKey: 'hook:github:acme/app#42', deliver: false, wakeMode: 'next-heartbeat' });
+    const keyed = await postAgent(hg, {
+      message: uniq('pr'),
+      name: 'GitHub PR',
+      sessionKey: 'hook:github:acme/app#42',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     const page = await liveDashboard();
     const row = (id: string) => page.locator(`#runs-body tr[data-run="${id}"]`);
     await row(keyed).waitFor({ timeout: 10_000 });
@@ -291,12 +325,29 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
 
   it('the last hour is broken down: a chart by code, and tables by path, by code, by channel', async () => {
     receiver.script.push({ status: 500 }, { status: 500 });
-    const runId = await postAgent(hg, { message: uniq('dead letter'), name: 'Deploy', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-    await waitFor('the dead letter', async () => {
-      const page = (await apiGet('/deliveries?state=failed&channel=webhook')) as { items: Array<Record<string, unknown>> };
-      return page.items.some((d) => d.runId === runId);
-    }, 15_000);
-    for (let i = 0; i < 2; i++) assert.equal((await hg.post('/hooks/agent', { message: 'x' }, { authorization: 'Bearer wrong-hook-token-222222222' })).status, 401);
+    const runId = await postAgent(hg, {
+      message: uniq('dead letter'),
+      name: 'Deploy',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
+    await waitFor(
+      'the dead letter',
+      async () => {
+        const page = (await apiGet('/deliveries?state=failed&channel=webhook')) as {
+          items: Array<Record<string, unknown>>;
+        };
+        return page.items.some((d) => d.runId === runId);
+      },
+      15_000,
+    );
+    for (let i = 0; i < 2; i++)
+      assert.equal(
+        (await hg.post('/hooks/agent', { message: 'x' }, { authorization: 'Bearer wrong-hook-token-222222222' }))
+          .status,
+        401,
+      );
     const page = await liveDashboard();
     await page.locator('#bd-codes tbody tr', { hasText: 'unauthorized' }).waitFor({ timeout: 5000 });
     const agent = page.locator('#bd-paths tbody tr', { hasText: 'agent' });
@@ -323,7 +374,11 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
 
   it('follows prefers-color-scheme: light and dark backgrounds and text', async () => {
     const page = await liveDashboard();
-    const colours = () => page.evaluate(() => ({ bg: getComputedStyle(document.body).backgroundColor, fg: getComputedStyle(document.body).color }));
+    const colours = () =>
+      page.evaluate(() => ({
+        bg: getComputedStyle(document.body).backgroundColor,
+        fg: getComputedStyle(document.body).color,
+      }));
     await page.emulateMedia({ colorScheme: 'light' });
     const light = await colours();
     await page.emulateMedia({ colorScheme: 'dark' });
@@ -339,8 +394,14 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.locator('#runs-body tr').first().waitFor({ timeout: 10_000 });
     const overflow = () =>
       page.evaluate(() => {
-        const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && e.getClientRects().length > 0);
-        return { scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth, wide: wide.slice(0, 5).map((e) => `${e.tagName}.${e.className}`) };
+        const wide = [...document.querySelectorAll('body *')].filter(
+          (e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && e.getClientRects().length > 0,
+        );
+        return {
+          scroll: document.documentElement.scrollWidth,
+          client: document.documentElement.clientWidth,
+          wide: wide.slice(0, 5).map((e) => `${e.tagName}.${e.className}`),
+        };
       });
     await page.locator('#bd-chart svg').waitFor({ timeout: 5000 });
     const o = await overflow();

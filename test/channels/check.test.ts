@@ -66,7 +66,8 @@ describe('channel checks (hookgate doctor)', () => {
   it('telegram: getMe names the bot; a wrong token fails pointing at botToken; a closed port is unreachable', async () => {
     const api = await startTelegram();
     try {
-      const ch = (botToken: string, apiBaseUrl = api.url) => createTelegramChannel(telegramSchema.parse({ botToken, apiBaseUrl }), ctx);
+      const ch = (botToken: string, apiBaseUrl = api.url) =>
+        createTelegramChannel(telegramSchema.parse({ botToken, apiBaseUrl }), ctx);
       const ok = await check(ch(TELEGRAM_TEST_TOKEN));
       assert.deepEqual(ok, { status: 'ok', detail: 'bot @hookgate_test_bot (id 123456789)' });
       assert.equal(api.requests.at(-1)?.path, `/bot${TELEGRAM_TEST_TOKEN}/getMe`);
@@ -90,7 +91,10 @@ describe('channel checks (hookgate doctor)', () => {
     const api = await startSlack();
     try {
       const ch = (botToken: string) => createSlackChannel(slackSchema.parse({ botToken, apiBaseUrl: api.url }), ctx);
-      assert.deepEqual(await check(ch(SLACK_TEST_TOKEN)), { status: 'ok', detail: 'bot hookgate_bot in workspace hookgate test' });
+      assert.deepEqual(await check(ch(SLACK_TEST_TOKEN)), {
+        status: 'ok',
+        detail: 'bot hookgate_bot in workspace hookgate test',
+      });
       assert.equal(api.requests.at(-1)?.path, '/auth.test');
       const wrong = 'xoxb-0000-wrong';
       const bad = await check(ch(wrong));
@@ -106,7 +110,8 @@ describe('channel checks (hookgate doctor)', () => {
   it('discord: GET /users/@me names the bot; a wrong token is 401', async () => {
     const api = await startDiscord();
     try {
-      const ch = (botToken: string) => createDiscordChannel(discordSchema.parse({ botToken, apiBaseUrl: api.url }), ctx);
+      const ch = (botToken: string) =>
+        createDiscordChannel(discordSchema.parse({ botToken, apiBaseUrl: api.url }), ctx);
       assert.deepEqual(await check(ch(DISCORD_TEST_TOKEN)), { status: 'ok', detail: 'bot hookgate-test (id 1000)' });
       const bad = await check(ch('wrong.token.value'));
       assert.equal(bad.status, 'fail');
@@ -122,7 +127,15 @@ describe('channel checks (hookgate doctor)', () => {
     const api = await startWhatsApp();
     try {
       const ch = (over: Record<string, unknown>) =>
-        createWhatsAppChannel(whatsappSchema.parse({ accessToken: WHATSAPP_TEST_TOKEN, phoneNumberId: WHATSAPP_TEST_PHONE_NUMBER_ID, apiBaseUrl: api.url, ...over }), ctx);
+        createWhatsAppChannel(
+          whatsappSchema.parse({
+            accessToken: WHATSAPP_TEST_TOKEN,
+            phoneNumberId: WHATSAPP_TEST_PHONE_NUMBER_ID,
+            apiBaseUrl: api.url,
+            ...over,
+          }),
+          ctx,
+        );
       const ok = await check(ch({}));
       assert.equal(ok.status, 'ok');
       assert.match(ok.detail, /\+1 555-010-0000 \(Hookgate Test\)/);
@@ -158,8 +171,12 @@ describe('channel checks (hookgate doctor)', () => {
   it('imessage: BlueBubbles server info; a wrong password fails without showing it (it travels in the URL)', async () => {
     const api = await startIMessage();
     try {
-      const ch = (password: string, method = 'apple-script') => createIMessageChannel(imessageSchema.parse({ serverUrl: api.url, password, method }), ctx);
-      assert.deepEqual(await check(ch(BLUEBUBBLES_TEST_PASSWORD)), { status: 'ok', detail: 'BlueBubbles 1.9.9 on macOS 14.5 (Private API off)' });
+      const ch = (password: string, method = 'apple-script') =>
+        createIMessageChannel(imessageSchema.parse({ serverUrl: api.url, password, method }), ctx);
+      assert.deepEqual(await check(ch(BLUEBUBBLES_TEST_PASSWORD)), {
+        status: 'ok',
+        detail: 'BlueBubbles 1.9.9 on macOS 14.5 (Private API off)',
+      });
       assert.equal(api.requests.at(-1)?.query.get('password'), BLUEBUBBLES_TEST_PASSWORD);
       const warn = await check(ch(BLUEBUBBLES_TEST_PASSWORD, 'private-api'));
       assert.equal(warn.status, 'warn');
@@ -175,9 +192,15 @@ describe('channel checks (hookgate doctor)', () => {
   it('googlechat: the JWT grant gets a token; a key the endpoint does not know fails; a static token is a warning', async () => {
     const sa = createServiceAccountKey();
     const other = createServiceAccountKey('other@hookgate-test.iam.gserviceaccount.com');
-    const api = await startGoogleChat({ serviceAccounts: [{ clientEmail: sa.key.client_email!, publicKey: sa.publicKey }] });
+    const api = await startGoogleChat({
+      serviceAccounts: [{ clientEmail: sa.key.client_email!, publicKey: sa.publicKey }],
+    });
     try {
-      const ch = (key: Record<string, string>) => createGoogleChatChannel(googlechatSchema.parse({ serviceAccount: JSON.stringify(key), apiBaseUrl: api.url, tokenUrl: api.tokenUrl }), ctx);
+      const ch = (key: Record<string, string>) =>
+        createGoogleChatChannel(
+          googlechatSchema.parse({ serviceAccount: JSON.stringify(key), apiBaseUrl: api.url, tokenUrl: api.tokenUrl }),
+          ctx,
+        );
       const ok = await check(ch(sa.key));
       assert.equal(ok.status, 'ok');
       assert.match(ok.detail, /obtained an access token/);
@@ -186,7 +209,10 @@ describe('channel checks (hookgate doctor)', () => {
       assert.match(bad.detail, /invalid_grant/);
       assert.match(bad.fix ?? '', /service-account key/);
       assertClean(bad, [other.key.private_key!.slice(40, 80)]);
-      const fixed = createGoogleChatChannel(googlechatSchema.parse({ accessToken: 'ya29.static', apiBaseUrl: api.url, tokenUrl: api.tokenUrl }), ctx);
+      const fixed = createGoogleChatChannel(
+        googlechatSchema.parse({ accessToken: 'ya29.static', apiBaseUrl: api.url, tokenUrl: api.tokenUrl }),
+        ctx,
+      );
       assert.equal((await check(fixed)).status, 'warn');
     } finally {
       await api.close();
@@ -197,7 +223,15 @@ describe('channel checks (hookgate doctor)', () => {
     const api = await startMsTeams();
     try {
       const ch = (appPassword: string) =>
-        createMsTeamsChannel(msteamsSchema.parse({ appId: MSTEAMS_TEST_APP_ID, appPassword, serviceUrl: api.url, tokenUrl: api.tokenUrl() }), ctx);
+        createMsTeamsChannel(
+          msteamsSchema.parse({
+            appId: MSTEAMS_TEST_APP_ID,
+            appPassword,
+            serviceUrl: api.url,
+            tokenUrl: api.tokenUrl(),
+          }),
+          ctx,
+        );
       assert.equal((await check(ch(MSTEAMS_TEST_APP_PASSWORD))).status, 'ok');
       const bad = await check(ch('wrong-secret-value'));
       assert.equal(bad.status, 'fail');
@@ -212,7 +246,9 @@ describe('channel checks (hookgate doctor)', () => {
   it('webhook: no call; URLs are listed by origin only, plain http to another host is a warning', () => {
     const secret = `whsec_${Buffer.alloc(24, 1).toString('base64')}`;
     const cfg = (targets: Record<string, string>) =>
-      webhookChannelSchema.parse({ targets: Object.fromEntries(Object.entries(targets).map(([k, url]) => [k, { url, secret }])) });
+      webhookChannelSchema.parse({
+        targets: Object.fromEntries(Object.entries(targets).map(([k, url]) => [k, { url, secret }])),
+      });
     const ok = checkTargets(cfg({ local: 'http://127.0.0.1:9/x?token=abc', remote: 'https://example.com/hook' }));
     assert.equal(ok.status, 'ok');
     assert.ok(!ok.detail.includes('token=abc'), ok.detail);

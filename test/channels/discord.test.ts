@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { checkDiscordRecipient, createDiscordChannel, DISCORD_MAX_TEXT, discordNonce } from '../../src/channels/discord.js';
+import {
+  checkDiscordRecipient,
+  createDiscordChannel,
+  DISCORD_MAX_TEXT,
+  discordNonce,
+} from '../../src/channels/discord.js';
 import { discordSchema } from '../../src/config/schema/channels.js';
 import type { StandIn } from '../support/platforms/base.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -111,7 +116,9 @@ describe('discord channel (REST Create Message)', () => {
 
 describe('discord recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['1100000000000000001', '81384788765712384', '1']) assert.equal(checkDiscordRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['abc', '1'.repeat(21), '-1'])) assert.match(checkDiscordRecipient(to) ?? '', /snowflake, digits only/, JSON.stringify(to));
+    for (const to of ['1100000000000000001', '81384788765712384', '1'])
+      assert.equal(checkDiscordRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['abc', '1'.repeat(21), '-1']))
+      assert.match(checkDiscordRecipient(to) ?? '', /snowflake, digits only/, JSON.stringify(to));
   });
 });

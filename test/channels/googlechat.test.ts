@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { checkGoogleChatRecipient, createGoogleChatChannel, GOOGLECHAT_MAX_TEXT, requestIdFor, toSpaceName } from '../../src/channels/googlechat.js';
+import {
+  checkGoogleChatRecipient,
+  createGoogleChatChannel,
+  GOOGLECHAT_MAX_TEXT,
+  requestIdFor,
+  toSpaceName,
+} from '../../src/channels/googlechat.js';
 import { ChannelError } from '../../src/channels/types.js';
 import { googlechatSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
@@ -35,11 +41,19 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
 
   const withKey = (over: Record<string, unknown> = {}) =>
     createGoogleChatChannel(
-      googlechatSchema.parse({ serviceAccount: JSON.stringify(sa.key), apiBaseUrl: api.url, tokenUrl: api.tokenUrl, ...over }),
+      googlechatSchema.parse({
+        serviceAccount: JSON.stringify(sa.key),
+        apiBaseUrl: api.url,
+        tokenUrl: api.tokenUrl,
+        ...over,
+      }),
       ctx,
     );
   const withStatic = (over: Record<string, unknown> = {}) =>
-    createGoogleChatChannel(googlechatSchema.parse({ accessToken: STATIC, apiBaseUrl: api.url, tokenUrl: api.tokenUrl, ...over }), ctx);
+    createGoogleChatChannel(
+      googlechatSchema.parse({ accessToken: STATIC, apiBaseUrl: api.url, tokenUrl: api.tokenUrl, ...over }),
+      ctx,
+    );
 
   it('gets a token with a signed JWT (verified by the stand-in) and posts { text } to /v1/{space}/messages', async () => {
     const tokensBefore = api.tokenRequests();
@@ -96,7 +110,9 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
   });
 
   it('a key Google does not know (invalid_grant) is permanent and leaks no key material', async () => {
-    const r = await withKey({ serviceAccount: JSON.stringify(stranger.key) }).send(outbound(GOOGLECHAT_TEST_SPACE, 'text'));
+    const r = await withKey({ serviceAccount: JSON.stringify(stranger.key) }).send(
+      outbound(GOOGLECHAT_TEST_SPACE, 'text'),
+    );
     assert.ok(!r.ok && !r.retryable);
     assert.equal(!r.ok && r.status, 400);
     assert.match(!r.ok ? r.error : '', /invalid_grant/);
@@ -174,8 +190,10 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
     );
     assert.equal((await ch.send(outbound(GOOGLECHAT_TEST_SPACE, 'from file'))).ok, true);
     assert.throws(
-      () => createGoogleChatChannel(googlechatSchema.parse({ serviceAccountFile: 'missing.json' }), recordingContext(dir)),
-      (err: unknown) => err instanceof ChannelError && /serviceAccountFile: cannot read .*missing\.json \(ENOENT\)/.test(err.message),
+      () =>
+        createGoogleChatChannel(googlechatSchema.parse({ serviceAccountFile: 'missing.json' }), recordingContext(dir)),
+      (err: unknown) =>
+        err instanceof ChannelError && /serviceAccountFile: cannot read .*missing\.json \(ENOENT\)/.test(err.message),
     );
   });
 
@@ -198,6 +216,11 @@ describe('googlechat channel (Chat API spaces.messages.create, app auth)', () =>
 describe('googlechat recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
     for (const to of ['spaces/AAAAxxxx', 'AAAA_b-1']) assert.equal(checkGoogleChatRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['spaces/', 'spaces/a/messages', 'users/123'])) assert.match(checkGoogleChatRecipient(to) ?? '', /space name like spaces\/AAAAxxxx/, JSON.stringify(to));
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      'spaces/',
+      'spaces/a/messages',
+      'users/123',
+    ]))
+      assert.match(checkGoogleChatRecipient(to) ?? '', /space name like spaces\/AAAAxxxx/, JSON.stringify(to));
   });
 });

@@ -124,7 +124,10 @@ describe('channel http helpers', () => {
       const count = () => fetches;
       const got = await Promise.all([cache.get(), cache.get(), cache.get()]);
       assert.equal(count(), 1);
-      assert.deepEqual(got.map((g) => g.ok && g.token), ['t1', 't1', 't1']);
+      assert.deepEqual(
+        got.map((g) => g.ok && g.token),
+        ['t1', 't1', 't1'],
+      );
       const cached = await cache.get();
       assert.ok(cached.ok && !cached.fresh);
       now += 3_600_000 - 59_000; // inside the 60 s margin
@@ -156,7 +159,13 @@ describe('a send counted as sent without a readable body', () => {
   it("is logged with the delivery's ids, so the line joins the delivery's own (docs/operations.md, Logs)", () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = { warn: (obj: object) => void lines.push(obj as Record<string, unknown>) };
-    const outcome = { kind: 'response', status: 200, headers: {}, text: '<html>', json: undefined } as unknown as Parameters<typeof sentOn2xx>[1];
+    const outcome = {
+      kind: 'response',
+      status: 200,
+      headers: {},
+      text: '<html>',
+      json: undefined,
+    } as unknown as Parameters<typeof sentOn2xx>[1];
     const sent = sentOn2xx('discord', outcome, logger, () => undefined, { deliveryId: 'd1_2', runId: 'r1' });
     assert.deepEqual(sent, { ok: true });
     assert.equal(lines.length, 1);

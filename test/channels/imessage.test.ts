@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { blueBubblesTempGuid, checkIMessageRecipient, createIMessageChannel, IMESSAGE_MAX_TEXT, toChatGuid } from '../../src/channels/imessage.js';
+import {
+  blueBubblesTempGuid,
+  checkIMessageRecipient,
+  createIMessageChannel,
+  IMESSAGE_MAX_TEXT,
+  toChatGuid,
+} from '../../src/channels/imessage.js';
 import { imessageSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
 import { assertNoSecrets, closedPortUrl, outbound, recordingContext } from '../support/platforms/fixtures.js';
@@ -15,7 +21,10 @@ describe('imessage channel (BlueBubbles /api/v1/message/text)', () => {
   after(() => api.close());
 
   const channel = (over: Record<string, unknown> = {}) =>
-    createIMessageChannel(imessageSchema.parse({ serverUrl: api.url, password: BLUEBUBBLES_TEST_PASSWORD, ...over }), ctx);
+    createIMessageChannel(
+      imessageSchema.parse({ serverUrl: api.url, password: BLUEBUBBLES_TEST_PASSWORD, ...over }),
+      ctx,
+    );
 
   it('posts { chatGuid, tempGuid, message, method } with the password in the query; returns the message guid', async () => {
     const m = outbound('iMessage;-;+15551234567', 'dinner is ready');
@@ -100,7 +109,19 @@ describe('imessage channel (BlueBubbles /api/v1/message/text)', () => {
 
 describe('imessage recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['iMessage;-;+15551234567', 'iMessage;+;chat123456', 'SMS;-;+15551234567', '+15551234567', 'someone@icloud.com']) assert.equal(checkIMessageRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['someone', 'a@b', 'iMessage;x;1'])) assert.match(checkIMessageRecipient(to) ?? '', /chat guid like iMessage;-;\+15551234567/, JSON.stringify(to));
+    for (const to of [
+      'iMessage;-;+15551234567',
+      'iMessage;+;chat123456',
+      'SMS;-;+15551234567',
+      '+15551234567',
+      'someone@icloud.com',
+    ])
+      assert.equal(checkIMessageRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      'someone',
+      'a@b',
+      'iMessage;x;1',
+    ]))
+      assert.match(checkIMessageRecipient(to) ?? '', /chat guid like iMessage;-;\+15551234567/, JSON.stringify(to));
   });
 });

@@ -19,7 +19,11 @@ describe('irc against ngircd', { skip }, () => {
     server = await startNgircd({ channels: { '#keyed': '+k sekrit' } });
     observer = await IrcObserver.connect(server.port, 'watcher');
     await observer.join('#hookgate');
-    ch = ircChannel({ host: server.host, port: server.port, nick: 'hookgate', floodBurst: 10, floodIntervalMs: 100 }, {}, ctx);
+    ch = ircChannel(
+      { host: server.host, port: server.port, nick: 'hookgate', floodBurst: 10, floodIntervalMs: 100 },
+      {},
+      ctx,
+    );
   });
   after(async () => {
     await ch?.close();
@@ -56,10 +60,18 @@ describe('irc against ngircd', { skip }, () => {
     const r = await ch.send(message('#hookgate', text));
     assert.deepEqual(r, { ok: true });
     // At most ~406 bytes of text fit per line here: 500 + 600 + 450 bytes need 4 lines.
-    await observer.waitFor(() => observer.privmsgs('#hookgate').slice(before).map((m) => m.text).join('') === text);
+    await observer.waitFor(
+      () =>
+        observer
+          .privmsgs('#hookgate')
+          .slice(before)
+          .map((m) => m.text)
+          .join('') === text,
+    );
     const parts = observer.privmsgs('#hookgate').slice(before);
     assert.ok(parts.length >= 4, `${parts.length} lines`);
-    for (const p of parts) assert.ok(Buffer.byteLength(p.raw) + 2 <= IRC_LINE_BYTES, `relayed ${Buffer.byteLength(p.raw) + 2} bytes`);
+    for (const p of parts)
+      assert.ok(Buffer.byteLength(p.raw) + 2 <= IRC_LINE_BYTES, `relayed ${Buffer.byteLength(p.raw) + 2} bytes`);
   });
 
   it('delivers to a nick', async () => {
@@ -98,7 +110,12 @@ describe('irc against ngircd', { skip }, () => {
     const keyObserver = await IrcObserver.connect(server.port, 'keywatch');
     keyObserver.send('JOIN #keyed sekrit');
     await keyObserver.waitFor((l) => l.command === 'JOIN' && l.params[0] === '#keyed');
-    const keyed = ircChannel({ host: server.host, port: server.port, nick: 'keybot', channelKeys: { '#keyed': 'sekrit' } });
+    const keyed = ircChannel({
+      host: server.host,
+      port: server.port,
+      nick: 'keybot',
+      channelKeys: { '#keyed': 'sekrit' },
+    });
     assert.deepEqual(await keyed.send(message('#keyed', 'let in')), { ok: true });
     await keyObserver.waitForPrivmsgs('#keyed', 1);
     await keyed.close();
@@ -116,7 +133,13 @@ describe('irc against ngircd', { skip }, () => {
   });
 
   it('spaces lines out after the burst (flood control)', async () => {
-    const slow = ircChannel({ host: server.host, port: server.port, nick: 'slowbot', floodBurst: 2, floodIntervalMs: 500 });
+    const slow = ircChannel({
+      host: server.host,
+      port: server.port,
+      nick: 'slowbot',
+      floodBurst: 2,
+      floodIntervalMs: 500,
+    });
     assert.deepEqual(await slow.send(message('watcher', 'warm-up')), { ok: true }); // connect (the JOIN-free path)
     await new Promise((r) => setTimeout(r, 1000)); // refill the bucket
     const started = Date.now();
@@ -185,7 +208,11 @@ describe('irc against ngircd: reconnect after the server restarts', { skip }, ()
 
   it('fails retryably while the server is down, then reconnects and delivers', async () => {
     const ctx = testContext();
-    const ch = ircChannel({ host: server.host, port: server.port, nick: 'phoenix', timeoutMs: 3000 }, { reconnectBaseMs: 200, reconnectMaxMs: 1000 }, ctx);
+    const ch = ircChannel(
+      { host: server.host, port: server.port, nick: 'phoenix', timeoutMs: 3000 },
+      { reconnectBaseMs: 200, reconnectMaxMs: 1000 },
+      ctx,
+    );
     let o = await IrcObserver.connect(server.port, 'witness');
     await o.join('#restart');
     assert.deepEqual(await ch.send(message('#restart', 'before the restart')), { ok: true });
@@ -217,7 +244,9 @@ describe('irc against ngircd: reconnect after the server restarts', { skip }, ()
   });
 });
 
-describe('irc against ngircd: TLS', { skip: skip ?? (OPENSSL ? undefined : 'openssl is not installed: cannot make a certificate') }, () => {
+describe('irc against ngircd: TLS', {
+  skip: skip ?? (OPENSSL ? undefined : 'openssl is not installed: cannot make a certificate'),
+}, () => {
   let server: NgircdServer;
   before(async () => {
     server = await startNgircd({ tls: true });
@@ -246,7 +275,9 @@ describe('irc against ngircd: TLS', { skip: skip ?? (OPENSSL ? undefined : 'open
 
 describe('irc recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['#hookgate', '##ops', '&local', 'alice', 'bob[m]']) assert.equal(checkIrcRecipient(to), undefined, to);
-    for (const to of ['', '1 2', '1\n2', ':nick', 'a,b', '#a b']) assert.match(checkIrcRecipient(to) ?? '', /#channel or a nick, without spaces or commas/, JSON.stringify(to));
+    for (const to of ['#hookgate', '##ops', '&local', 'alice', 'bob[m]'])
+      assert.equal(checkIrcRecipient(to), undefined, to);
+    for (const to of ['', '1 2', '1\n2', ':nick', 'a,b', '#a b'])
+      assert.match(checkIrcRecipient(to) ?? '', /#channel or a nick, without spaces or commas/, JSON.stringify(to));
   });
 });

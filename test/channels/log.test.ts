@@ -51,7 +51,11 @@ describe('log channel', () => {
   it('on a terminal, prints a reply for a person: time, channel, recipient, hook, then the text indented; escape sequences removed', async () => {
     const { out, chunks } = capture(true);
     const ch = createLogChannel(undefined, ctx, { stdout: out });
-    const m = { ...message(1, 'Build failed.\r\nSee \u001b[31mred\u001b[0m\u0007 log\rfake line\n\n'), to: 'ops', hookName: 'GitHub CI' };
+    const m = {
+      ...message(1, 'Build failed.\r\nSee \u001b[31mred\u001b[0m\u0007 log\rfake line\n\n'),
+      to: 'ops',
+      hookName: 'GitHub CI',
+    };
     assert.deepEqual(await ch.send(m), { ok: true });
     assert.deepEqual(await ch.send({ ...message(2, 'HEARTBEAT summary'), hookName: null }), { ok: true });
     const time = new Date(m.createdAt).toTimeString().slice(0, 8);
@@ -71,7 +75,10 @@ describe('log channel', () => {
     const toFile = createLogChannel({ path: 'data/tty-but-file.jsonl' }, ctx, { stdout: capture(true).out });
     await toFile.send(message(2));
     await toFile.close?.();
-    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'data/tty-but-file.jsonl'), 'utf8')), deliveryRecord(message(2)));
+    assert.deepEqual(
+      JSON.parse(readFileSync(join(dir, 'data/tty-but-file.jsonl'), 'utf8')),
+      deliveryRecord(message(2)),
+    );
     await ch.close?.();
   });
 

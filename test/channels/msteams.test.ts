@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { checkTeamsRecipient, createMsTeamsChannel, defaultTeamsTokenUrl, MSTEAMS_MAX_TEXT } from '../../src/channels/msteams.js';
+import {
+  checkTeamsRecipient,
+  createMsTeamsChannel,
+  defaultTeamsTokenUrl,
+  MSTEAMS_MAX_TEXT,
+} from '../../src/channels/msteams.js';
 import { msteamsSchema } from '../../src/config/schema/channels.js';
 import { transportCases } from '../support/platforms/conformance.js';
 import { assertNoSecrets, outbound, recordingContext } from '../support/platforms/fixtures.js';
@@ -65,12 +70,17 @@ describe('msteams channel (Bot Framework Connector)', () => {
   });
 
   it('the default token URL is the botframework.com tenant, or the configured tenant', () => {
-    assert.equal(defaultTeamsTokenUrl(undefined), 'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token');
+    assert.equal(
+      defaultTeamsTokenUrl(undefined),
+      'https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token',
+    );
     assert.equal(defaultTeamsTokenUrl(TENANT), `https://login.microsoftonline.com/${TENANT}/oauth2/v2.0/token`);
   });
 
   it('works with a single-tenant token URL', async () => {
-    const r = await channel({ tenantId: TENANT, tokenUrl: api.tokenUrl(TENANT) }).send(outbound(MSTEAMS_TEST_CONVERSATION, 'hi'));
+    const r = await channel({ tenantId: TENANT, tokenUrl: api.tokenUrl(TENANT) }).send(
+      outbound(MSTEAMS_TEST_CONVERSATION, 'hi'),
+    );
     assert.equal(r.ok, true);
   });
 
@@ -100,7 +110,9 @@ describe('msteams channel (Bot Framework Connector)', () => {
   });
 
   it('an unknown app id is permanent', async () => {
-    const r = await channel({ appId: '00000000-0000-0000-0000-000000000000' }).send(outbound(MSTEAMS_TEST_CONVERSATION, 'hi'));
+    const r = await channel({ appId: '00000000-0000-0000-0000-000000000000' }).send(
+      outbound(MSTEAMS_TEST_CONVERSATION, 'hi'),
+    );
     assert.ok(!r.ok && !r.retryable);
     assert.match(!r.ok ? r.error : '', /unauthorized_client/);
   });
@@ -152,7 +164,21 @@ describe('msteams channel (Bot Framework Connector)', () => {
 
 describe('msteams recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['19:abc123@thread.tacv2', '19:meeting_Zm9v@thread.v2', 'a:1xYz_-AbC', '8:orgid:0f1e-2d3c', '29:1abc;messageid=1700000000000']) assert.equal(checkTeamsRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['x', '19:a/b', '19:a%2e', 'a:b c', ':x'])) assert.match(checkTeamsRecipient(to) ?? '', /conversation id like 19:/, JSON.stringify(to));
+    for (const to of [
+      '19:abc123@thread.tacv2',
+      '19:meeting_Zm9v@thread.v2',
+      'a:1xYz_-AbC',
+      '8:orgid:0f1e-2d3c',
+      '29:1abc;messageid=1700000000000',
+    ])
+      assert.equal(checkTeamsRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      'x',
+      '19:a/b',
+      '19:a%2e',
+      'a:b c',
+      ':x',
+    ]))
+      assert.match(checkTeamsRecipient(to) ?? '', /conversation id like 19:/, JSON.stringify(to));
   });
 });

@@ -53,7 +53,10 @@ describe('channel registry', () => {
     await bare.close();
 
     const reg = await createChannelRegistry(
-      config({ irc: { host: '127.0.0.1', port: 1, nick: 'hookgate' }, webhook: { targets: { ops: { url: 'http://127.0.0.1:1/h', secret: SECRET } } } }),
+      config({
+        irc: { host: '127.0.0.1', port: 1, nick: 'hookgate' },
+        webhook: { targets: { ops: { url: 'http://127.0.0.1:1/h', secret: SECRET } } },
+      }),
       ctx,
     );
     assert.deepEqual(reg.ids(), ['irc', 'webhook', 'log']);
@@ -66,7 +69,10 @@ describe('channel registry', () => {
     const telegram = await startTelegram({ token: DEFAULT_BOT, extraTokens: [ALERTS_BOT] });
     try {
       const reg = await createChannelRegistry(
-        config({ telegram: { botToken: DEFAULT_BOT, apiBaseUrl: telegram.url, accounts: { alerts: { botToken: ALERTS_BOT } } }, irc: { host: '127.0.0.1', port: 1, nick: 'hg', accounts: { ops: { nick: 'hg-ops' } } } }),
+        config({
+          telegram: { botToken: DEFAULT_BOT, apiBaseUrl: telegram.url, accounts: { alerts: { botToken: ALERTS_BOT } } },
+          irc: { host: '127.0.0.1', port: 1, nick: 'hg', accounts: { ops: { nick: 'hg-ops' } } },
+        }),
         ctx,
       );
       assert.deepEqual(reg.ids(), ['telegram', 'irc', 'log'], 'accounts are not channel ids');
@@ -116,13 +122,19 @@ describe('channel registry', () => {
     const reg = await createChannelRegistry(config({ plugins: [a, b, c] }), ctx);
     assert.deepEqual(reg.ids(), ['log', 'pager', 'sms', 'echo-dir']);
     assert.equal(reg.get('PAGER')?.maxTextLength, 160);
-    assert.deepEqual(await reg.get('echo-dir')?.send(message('echo-dir', 'room')), { ok: true, platformIds: [configDir, 'room'] });
+    assert.deepEqual(await reg.get('echo-dir')?.send(message('echo-dir', 'room')), {
+      ok: true,
+      platformIds: [configDir, 'room'],
+    });
     await reg.close();
     assert.equal((globalThis as { __factoryClosed?: boolean }).__factoryClosed, true);
   });
 
   it("checks a recipient by its channel's rule (any account), a plugin's own, or only the shared one; the CLI's check agrees without starting channels", async () => {
-    const entry = plugin('digits.mjs', `export default { id: 'digits', maxTextLength: 10, send: async () => ({ ok: true }), checkRecipient: (to) => (/^[0-9]+$/.test(to) ? undefined : 'digits only') };`);
+    const entry = plugin(
+      'digits.mjs',
+      `export default { id: 'digits', maxTextLength: 10, send: async () => ({ ok: true }), checkRecipient: (to) => (/^[0-9]+$/.test(to) ? undefined : 'digits only') };`,
+    );
     const raw = {
       discord: { botToken: 'x', accounts: { alerts: { botToken: 'y' } } },
       msteams: { appId: 'a', appPassword: 'p', serviceUrl: 'http://127.0.0.1:1/' },
@@ -134,10 +146,20 @@ describe('channel registry', () => {
     const cases: Array<[string, string, RegExp | undefined, RegExp | undefined]> = [
       // channel, to, what the service says, what the CLI says (it does not load plugins)
       ['discord', '1100000000000000001', undefined, undefined],
-      ['Discord', '..', /channel discord: expected a channel id: a snowflake/, /channel discord: expected a channel id: a snowflake/],
+      [
+        'Discord',
+        '..',
+        /channel discord: expected a channel id: a snowflake/,
+        /channel discord: expected a channel id: a snowflake/,
+      ],
       ['teams', '.', /channel msteams: expected a conversation id/, /channel msteams: expected a conversation id/],
       ['webhook', 'ops', undefined, undefined],
-      ['webhook', 'http://169.254.169.254/', /the name of a configured target \(channels\.webhook\.targets: "ops"\)/, /"ops"/],
+      [
+        'webhook',
+        'http://169.254.169.254/',
+        /the name of a configured target \(channels\.webhook\.targets: "ops"\)/,
+        /"ops"/,
+      ],
       ['digits', '12', undefined, undefined],
       ['digits', 'ab', /channel digits: expected digits only/, undefined],
       ['digits', '..', /channel digits: expected digits only/, /not "\." or "\.\."/],
@@ -145,12 +167,19 @@ describe('channel registry', () => {
       ['last', '..', /not "\." or "\.\."/, /not "\." or "\.\."/],
     ];
     for (const [channel, to, service, fromCli] of cases) {
-      for (const [who, got, want] of [['service', reg.checkRecipient(channel, to), service], ['cli', cli(channel, to), fromCli]] as const) {
+      for (const [who, got, want] of [
+        ['service', reg.checkRecipient(channel, to), service],
+        ['cli', cli(channel, to), fromCli],
+      ] as const) {
         if (want) assert.match(got ?? '', want, `${who} ${channel} ${to}`);
         else assert.equal(got, undefined, `${who} ${channel} ${to}`);
       }
     }
-    assert.equal(reg.get('discord', 'alerts')?.checkRecipient?.('..') !== undefined, true, 'an account has its platform rule');
+    assert.equal(
+      reg.get('discord', 'alerts')?.checkRecipient?.('..') !== undefined,
+      true,
+      'an account has its platform rule',
+    );
     await reg.close();
   });
 
@@ -163,9 +192,17 @@ describe('channel registry', () => {
       ['upper-id.mjs', `export default { id: 'Matrix', maxTextLength: 1, send() {} };`, /lower-case/],
       ['no-send.mjs', `export default { id: 'nosend', maxTextLength: 1 };`, /`send` must be a function/],
       ['bad-max.mjs', `export default { id: 'badmax', maxTextLength: '4000', send() {} };`, /maxTextLength/],
-      ['bad-rule.mjs', `export default { id: 'badrule', maxTextLength: 1, send() {}, checkRecipient: 'digits' };`, /`checkRecipient` must be a function/],
+      [
+        'bad-rule.mjs',
+        `export default { id: 'badrule', maxTextLength: 1, send() {}, checkRecipient: 'digits' };`,
+        /`checkRecipient` must be a function/,
+      ],
       ['no-export.mjs', `export const other = 1;`, /neither `default` nor `channel`/],
-      ['throws.mjs', `export default () => { throw new Error('MISSING_ENV is not set'); };`, /factory failed: MISSING_ENV is not set/],
+      [
+        'throws.mjs',
+        `export default () => { throw new Error('MISSING_ENV is not set'); };`,
+        /factory failed: MISSING_ENV is not set/,
+      ],
       ['syntax.mjs', `export default {`, /failed to load/],
     ];
     for (const [file, source, why] of cases) {
@@ -181,7 +218,10 @@ describe('channel registry', () => {
   it('rejects two plugins with the same id', async () => {
     const a = plugin('dup-a.mjs', `export default { id: 'dup', maxTextLength: 1, send() {} };`);
     const b = plugin('dup-b.mjs', `export default { id: 'dup', maxTextLength: 1, send() {} };`);
-    await assert.rejects(createChannelRegistry(config({ plugins: [a, b] }), ctx), /channels\.plugins\[1\] \(.*dup-b\.mjs\): id "dup" is already used/);
+    await assert.rejects(
+      createChannelRegistry(config({ plugins: [a, b] }), ctx),
+      /channels\.plugins\[1\] \(.*dup-b\.mjs\): id "dup" is already used/,
+    );
   });
 
   it('keeps plugins inside the config directory: no .., no absolute path outside, no symlink escape', async () => {
@@ -211,18 +251,27 @@ describe('channel registry', () => {
   });
 
   it('closes what it already created when a later plugin fails', async () => {
-    const good = plugin('closes.mjs', `export default { id: 'closer', maxTextLength: 1, send() {}, async close() { globalThis.__closerClosed = true; } };`);
+    const good = plugin(
+      'closes.mjs',
+      `export default { id: 'closer', maxTextLength: 1, send() {}, async close() { globalThis.__closerClosed = true; } };`,
+    );
     const bad = plugin('bad-after.mjs', `export default { id: 'bad after', maxTextLength: 1, send() {} };`);
     await assert.rejects(createChannelRegistry(config({ plugins: [good, bad] }), ctx));
     assert.equal((globalThis as { __closerClosed?: boolean }).__closerClosed, true);
   });
 
   it('picks up an edited plugin on the next load (a config reload)', async () => {
-    const entry = plugin('edited.mjs', `export default () => ({ id: 'edited', maxTextLength: 1, async send() { return { ok: true, platformIds: ['v1'] }; } });`);
+    const entry = plugin(
+      'edited.mjs',
+      `export default () => ({ id: 'edited', maxTextLength: 1, async send() { return { ok: true, platformIds: ['v1'] }; } });`,
+    );
     const first = await createChannelRegistry(config({ plugins: [entry] }), ctx);
     assert.deepEqual(await first.get('edited')?.send(message('edited', 'x')), { ok: true, platformIds: ['v1'] });
     await first.close();
-    plugin('edited.mjs', `export default () => ({ id: 'edited', maxTextLength: 1, async send() { return { ok: true, platformIds: ['v2'] }; } });`);
+    plugin(
+      'edited.mjs',
+      `export default () => ({ id: 'edited', maxTextLength: 1, async send() { return { ok: true, platformIds: ['v2'] }; } });`,
+    );
     utimesSync(join(configDir, 'channels', 'edited.mjs'), new Date(), new Date(Date.now() + 5000));
     const second = await createChannelRegistry(config({ plugins: [entry] }), ctx);
     assert.deepEqual(await second.get('edited')?.send(message('edited', 'x')), { ok: true, platformIds: ['v2'] });
@@ -252,7 +301,12 @@ describe('example plugin: examples/channels/matrix.mjs', () => {
       let data = '';
       req.on('data', (c: Buffer) => (data += c.toString()));
       req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', auth: req.headers.authorization, body: data ? JSON.parse(data) : undefined });
+        seen.push({
+          method: req.method ?? '',
+          url: req.url ?? '',
+          auth: req.headers.authorization,
+          body: data ? JSON.parse(data) : undefined,
+        });
         const next = script.shift();
         if (next) {
           res.writeHead(next.status, { 'content-type': 'application/json', ...(next.headers ?? {}) });
@@ -314,9 +368,18 @@ describe('example plugin: examples/channels/matrix.mjs', () => {
     assert.ok(seen[1]?.url.includes(encodeURIComponent('!resolved:hs.test')));
     assert.deepEqual(seen[1]?.body, { msgtype: 'm.text', body: 'hello' });
 
-    script.push({ status: 429, body: { errcode: 'M_LIMIT_EXCEEDED', error: 'Too many requests', retry_after_ms: 2500 } });
+    script.push({
+      status: 429,
+      body: { errcode: 'M_LIMIT_EXCEEDED', error: 'Too many requests', retry_after_ms: 2500 },
+    });
     const limited = await ch.send(message('matrix', '!abc:hs.test'));
-    assert.deepEqual(limited, { ok: false, retryable: true, status: 429, error: 'matrix answered 429 M_LIMIT_EXCEEDED', retryAfterMs: 2500 });
+    assert.deepEqual(limited, {
+      ok: false,
+      retryable: true,
+      status: 429,
+      error: 'matrix answered 429 M_LIMIT_EXCEEDED',
+      retryAfterMs: 2500,
+    });
 
     script.push({ status: 403, body: { errcode: 'M_FORBIDDEN', error: 'not in room' } });
     const forbidden = await ch.send(message('matrix', '!abc:hs.test'));
@@ -327,6 +390,9 @@ describe('example plugin: examples/channels/matrix.mjs', () => {
   it('fails to load, naming the plugin, when its environment is missing', async () => {
     delete process.env.MATRIX_ACCESS_TOKEN;
     process.env.MATRIX_HOMESERVER_URL = base;
-    await assert.rejects(registry(), /channels\.plugins\[0\] \(\.\/channels\/matrix\.mjs\): its factory failed: MATRIX_ACCESS_TOKEN must be set/);
+    await assert.rejects(
+      registry(),
+      /channels\.plugins\[0\] \(\.\/channels\/matrix\.mjs\): its factory failed: MATRIX_ACCESS_TOKEN must be set/,
+    );
   });
 });

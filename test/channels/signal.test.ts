@@ -95,7 +95,25 @@ describe('signal channel (signal-cli-rest-api /v2/send)', () => {
 
 describe('signal recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['+15551234567', '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b', 'PNI:0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b', 'alice.42', 'u:alice.42', 'group.ZmFrZWdyb3VwaWQ=']) assert.equal(checkSignalRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['15551234567', 'alice', 'group.', 'group.a b'])) assert.match(checkSignalRecipient(to) ?? '', /phone number like \+15551234567, an account uuid/, JSON.stringify(to));
+    for (const to of [
+      '+15551234567',
+      '0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b',
+      'PNI:0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b',
+      'alice.42',
+      'u:alice.42',
+      'group.ZmFrZWdyb3VwaWQ=',
+    ])
+      assert.equal(checkSignalRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      '15551234567',
+      'alice',
+      'group.',
+      'group.a b',
+    ]))
+      assert.match(
+        checkSignalRecipient(to) ?? '',
+        /phone number like \+15551234567, an account uuid/,
+        JSON.stringify(to),
+      );
   });
 });

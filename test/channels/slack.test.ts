@@ -30,7 +30,7 @@ describe('slack channel (Web API chat.postMessage)', () => {
     assert.deepEqual(req?.body, { channel: 'C0123456789', text: 'deploy finished' });
   });
 
-  it('splits at 4000 (Slack\'s recommendation) although the API takes up to 40,000', async () => {
+  it("splits at 4000 (Slack's recommendation) although the API takes up to 40,000", async () => {
     assert.equal(channel().maxTextLength, 4000);
     assert.equal(SLACK_MAX_TEXT, 4000);
     assert.equal((await channel().send(outbound('C0123456789', 'a'.repeat(40_000)))).ok, true);
@@ -86,7 +86,9 @@ describe('slack channel (Web API chat.postMessage)', () => {
 
 describe('slack recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['C0123ABCD', 'U024BE7LH', 'D42', 'G1', 'W0123', '#general', 'general', '#dev-ops_2', '#канал']) assert.equal(checkSlackRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '1 2', '1\n2'].concat(['#', '#General Chat', '#a,b'])) assert.match(checkSlackRecipient(to) ?? '', /conversation id \(C…, G…, D…\)/, JSON.stringify(to));
+    for (const to of ['C0123ABCD', 'U024BE7LH', 'D42', 'G1', 'W0123', '#general', 'general', '#dev-ops_2', '#канал'])
+      assert.equal(checkSlackRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '1 2', '1\n2'].concat(['#', '#General Chat', '#a,b']))
+      assert.match(checkSlackRecipient(to) ?? '', /conversation id \(C…, G…, D…\)/, JSON.stringify(to));
   });
 });

@@ -94,7 +94,10 @@ describe('telegram channel (Bot API sendMessage)', () => {
 
     api.failNext(1, 'server_error', { 'retry-after': new Date(Date.now() + 60_000).toUTCString() });
     const dated = await channel().send(outbound('1001', 'hi'));
-    assert.ok(!dated.ok && dated.retryAfterMs !== undefined && dated.retryAfterMs > 55_000 && dated.retryAfterMs <= 60_000, JSON.stringify(dated));
+    assert.ok(
+      !dated.ok && dated.retryAfterMs !== undefined && dated.retryAfterMs > 55_000 && dated.retryAfterMs <= 60_000,
+      JSON.stringify(dated),
+    );
   });
 
   it('a server that is not there is retryable, and the error does not contain the URL (which holds the token)', async () => {
@@ -114,7 +117,14 @@ describe('telegram channel (Bot API sendMessage)', () => {
 
 describe('telegram recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['123456789', '-1001234567890', '@my_channel']) assert.equal(checkTelegramRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['alerts-chat', '@', '@a b', '12a'])) assert.match(checkTelegramRecipient(to) ?? '', /chat id like 123456789/, JSON.stringify(to));
+    for (const to of ['123456789', '-1001234567890', '@my_channel'])
+      assert.equal(checkTelegramRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      'alerts-chat',
+      '@',
+      '@a b',
+      '12a',
+    ]))
+      assert.match(checkTelegramRecipient(to) ?? '', /chat id like 123456789/, JSON.stringify(to));
   });
 });

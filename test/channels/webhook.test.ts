@@ -3,7 +3,12 @@ import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { webhookChannelSchema } from '../../src/config/schema/channels.js';
 import type { ChannelContext, OutboundMessage } from '../../src/channels/types.js';
-import { createWebhookChannel, deliveryRecord, signStandardWebhook, webhookRecipientRule } from '../../src/channels/webhook.js';
+import {
+  createWebhookChannel,
+  deliveryRecord,
+  signStandardWebhook,
+  webhookRecipientRule,
+} from '../../src/channels/webhook.js';
 import { parseRetryAfter } from '../../src/retry-after.js';
 import { happyEyeballsRefused } from '../support/platforms/fixtures.js';
 import { startWebhookReceiver, verifyStandardWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -31,7 +36,12 @@ describe('Standard Webhooks signature', () => {
   it('reproduces the published test vector', () => {
     // From standard-webhooks/standard-webhooks, libraries/javascript/src/webhook.test.ts ("sign function works"),
     // the same vector the other reference libraries (PHP, Rust, Go...) check.
-    const sig = signStandardWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+    const sig = signStandardWebhook(
+      'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      1614265330,
+      '{"test": 2432232314}',
+    );
     assert.equal(sig, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
@@ -63,11 +73,16 @@ describe('webhook config schema', () => {
   });
 
   it('refuses extra headers that would replace the signed ones, or inject a line', () => {
-    const withHeaders = (headers: Record<string, string>) => ({ targets: { ops: { url: 'https://x.example/h', secret: SECRET, headers } } });
+    const withHeaders = (headers: Record<string, string>) => ({
+      targets: { ops: { url: 'https://x.example/h', secret: SECRET, headers } },
+    });
     assert.ok(webhookChannelSchema.safeParse(withHeaders({ 'X-Env': 'prod' })).success);
     assert.ok(!webhookChannelSchema.safeParse(withHeaders({ 'Webhook-Signature': 'v1,x' })).success);
     assert.ok(!webhookChannelSchema.safeParse(withHeaders({ 'X-Env': 'a\r\nX-Evil: 1' })).success);
-    assert.ok(!webhookChannelSchema.safeParse({ targets: { ops: { url: 'https://x.example/h', secret: SECRET, extra: 1 } } }).success);
+    assert.ok(
+      !webhookChannelSchema.safeParse({ targets: { ops: { url: 'https://x.example/h', secret: SECRET, extra: 1 } } })
+        .success,
+    );
   });
 });
 
@@ -79,7 +94,9 @@ describe('webhook channel', () => {
   after(async () => receiver.close());
 
   function channel(over: Record<string, unknown> = {}) {
-    const config = webhookChannelSchema.parse({ targets: { ops: { url: receiver.url, secret: SECRET, headers: { 'X-Env': 'test' }, ...over } } });
+    const config = webhookChannelSchema.parse({
+      targets: { ops: { url: receiver.url, secret: SECRET, headers: { 'X-Env': 'test' }, ...over } },
+    });
     return createWebhookChannel(config, ctx);
   }
 
@@ -98,7 +115,16 @@ describe('webhook channel', () => {
     const ts = Number(got.headers['webhook-timestamp']);
     assert.ok(Math.abs(ts - Date.now() / 1000) < 10);
     const body = JSON.parse(got.body) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body), ['runId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'text', 'createdAt']);
+    assert.deepEqual(Object.keys(body), [
+      'runId',
+      'sessionKey',
+      'agentId',
+      'hookName',
+      'channel',
+      'to',
+      'text',
+      'createdAt',
+    ]);
     assert.deepEqual(body, deliveryRecord(m));
   });
 
@@ -155,15 +181,26 @@ describe('webhook channel', () => {
     await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
     const port = (srv.address() as AddressInfo).port;
     await new Promise<void>((resolve) => srv.close(() => resolve()));
-    const ch = createWebhookChannel(webhookChannelSchema.parse({ targets: { down: { url: `http://127.0.0.1:${port}/h?token=abc`, secret: SECRET } } }), ctx);
+    const ch = createWebhookChannel(
+      webhookChannelSchema.parse({
+        targets: { down: { url: `http://127.0.0.1:${port}/h?token=abc`, secret: SECRET } },
+      }),
+      ctx,
+    );
     const refused = await ch.send(message({ to: 'down' }));
     assert.ok(!refused.ok && refused.retryable, JSON.stringify(refused));
     assert.match(!refused.ok ? refused.error : '', /ECONNREFUSED/);
-    assert.ok(!(!refused.ok && refused.error.includes('token=abc')), 'the URL (which may hold a token) is not in the error');
+    assert.ok(
+      !(!refused.ok && refused.error.includes('token=abc')),
+      'the URL (which may hold a token) is not in the error',
+    );
 
     const unknown = await ch.send(message({ to: 'nope' }));
     assert.ok(!unknown.ok && unknown.retryable === false);
-    assert.match(!unknown.ok ? unknown.error : '', /must be the name of a configured target \(channels.webhook.targets: .*"down"/);
+    assert.match(
+      !unknown.ok ? unknown.error : '',
+      /must be the name of a configured target \(channels.webhook.targets: .*"down"/,
+    );
   });
 
   it('names the code of a refused connection inside an AggregateError (::1 and 127.0.0.1 both refused)', async () => {
@@ -189,11 +226,19 @@ describe('webhook channel', () => {
 
 describe('webhook recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes the name of a configured target, never a URL or an inherited property name', () => {
-    const rule = webhookRecipientRule({ targets: { ops: { url: 'http://127.0.0.1:1/h', secret: 'whsec_x', timeoutMs: 1000 }, 'team-a': { url: 'http://127.0.0.1:1/a', secret: 'whsec_x', timeoutMs: 1000 } } } as never);
+    const rule = webhookRecipientRule({
+      targets: {
+        ops: { url: 'http://127.0.0.1:1/h', secret: 'whsec_x', timeoutMs: 1000 },
+        'team-a': { url: 'http://127.0.0.1:1/a', secret: 'whsec_x', timeoutMs: 1000 },
+      },
+    } as never);
     for (const to of ['ops', 'team-a']) assert.equal(rule(to), undefined, to);
     for (const to of ['', 'OPS', 'http://169.254.169.254/latest', '..', 'constructor', '__proto__', 'toString']) {
       assert.equal(rule(to), 'the name of a configured target (channels.webhook.targets: "ops", "team-a")', to);
     }
-    assert.equal(webhookRecipientRule(undefined)('ops'), 'the name of a configured target (channels.webhook.targets: none)');
+    assert.equal(
+      webhookRecipientRule(undefined)('ops'),
+      'the name of a configured target (channels.webhook.targets: none)',
+    );
   });
 });

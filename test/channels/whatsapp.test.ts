@@ -22,7 +22,12 @@ describe('whatsapp channel (Cloud API messages)', () => {
 
   const channel = (over: Record<string, unknown> = {}) =>
     createWhatsAppChannel(
-      whatsappSchema.parse({ accessToken: WHATSAPP_TEST_TOKEN, phoneNumberId: WHATSAPP_TEST_PHONE_NUMBER_ID, apiBaseUrl: api.url, ...over }),
+      whatsappSchema.parse({
+        accessToken: WHATSAPP_TEST_TOKEN,
+        phoneNumberId: WHATSAPP_TEST_PHONE_NUMBER_ID,
+        apiBaseUrl: api.url,
+        ...over,
+      }),
       ctx,
     );
 
@@ -101,7 +106,14 @@ describe('whatsapp channel (Cloud API messages)', () => {
 
 describe('whatsapp recipient rule (checked when a request is accepted and before every send)', () => {
   it('takes what the platform names a recipient by and refuses the rest, naming the shape', () => {
-    for (const to of ['+15551234567', '15551234567', '+1 (555) 123-4567', '4915123456789']) assert.equal(checkWhatsAppRecipient(to), undefined, to);
-    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat(['+', '12345', 'abc', '+1555123456789012345'])) assert.match(checkWhatsAppRecipient(to) ?? '', /phone number in international format/, JSON.stringify(to));
+    for (const to of ['+15551234567', '15551234567', '+1 (555) 123-4567', '4915123456789'])
+      assert.equal(checkWhatsAppRecipient(to), undefined, to);
+    for (const to of ['', '.', '..', 'a/b', '../x', '1?x=1', '#1', '1 2', '1\n2'].concat([
+      '+',
+      '12345',
+      'abc',
+      '+1555123456789012345',
+    ]))
+      assert.match(checkWhatsAppRecipient(to) ?? '', /phone number in international format/, JSON.stringify(to));
   });
 });

@@ -62,7 +62,10 @@ describe('cli: offline commands', () => {
 
   it('config check finds the config through HOOKGATE_CONFIG and prints warnings', async () => {
     const file = join(dir, 'warn.json5');
-    writeFileSync(file, '{ hooks: { enabled: true, token: "same-token-0123456789" }, admin: { token: "same-token-0123456789" } }');
+    writeFileSync(
+      file,
+      '{ hooks: { enabled: true, token: "same-token-0123456789" }, admin: { token: "same-token-0123456789" } }',
+    );
     const r = await runCli(['config', 'check'], { cwd: dir, env: { HOOKGATE_CONFIG: file } });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /warning: hooks\.token equals admin\.token/);
@@ -76,7 +79,8 @@ describe('cli: offline commands', () => {
 
 describe('cli: against a running service', () => {
   let hg: Hookgate;
-  const cli = (args: string[]) => runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], { cwd: hg.dir });
+  const cli = (args: string[]) =>
+    runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], { cwd: hg.dir });
   before(async () => {
     // Refusals are stored as counts once their window ends: a short window, so `received` shows them soon.
     hg = await startHookgate({ config: { hooks: { refusals: { windowSeconds: 1 } } } });
@@ -97,7 +101,18 @@ describe('cli: against a running service', () => {
   });
 
   it('send agent posts a run; runs list and runs show find it', async () => {
-    const r = await cli(['send', 'agent', 'Summarise build 1432', '--name', 'CI', '--no-deliver', '--thinking', 'low', '--timeout', '30']);
+    const r = await cli([
+      'send',
+      'agent',
+      'Summarise build 1432',
+      '--name',
+      'CI',
+      '--no-deliver',
+      '--thinking',
+      'low',
+      '--timeout',
+      '30',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)?.[1];
     assert.ok(runId, r.stdout);
@@ -146,7 +161,8 @@ describe('cli: against a running service', () => {
   it('runs retry re-queues a finished run under the same id, and refuses an unknown one', async () => {
     const r = await cli(['send', 'agent', 'run me twice', '--no-deliver']);
     const runId = /"runId":"([0-9a-f-]+)"/.exec(r.stdout)![1]!;
-    const stateOf = async () => (JSON.parse((await cli(['runs', 'show', runId, '--json'])).stdout) as { state: string; attempts: number });
+    const stateOf = async () =>
+      JSON.parse((await cli(['runs', 'show', runId, '--json'])).stdout) as { state: string; attempts: number };
     await waitFor('the run to succeed', async () => (await stateOf()).state === 'succeeded');
     const retry = await cli(['runs', 'retry', runId]);
     assert.equal(retry.code, 0, retry.stderr);
@@ -165,7 +181,11 @@ describe('cli: against a running service', () => {
     const ok = await cli(['send', 'wake', 'received check', '--mode', 'next-heartbeat']);
     assert.equal(ok.code, 0, ok.stderr);
     const eventId = /"eventId":"([0-9a-f-]+)"/.exec(ok.stdout)![1]!;
-    const refused = await fetch(`${hg.url}/hooks/wake`, { method: 'POST', headers: { authorization: 'Bearer wrong-token' }, body: '{}' });
+    const refused = await fetch(`${hg.url}/hooks/wake`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer wrong-token' },
+      body: '{}',
+    });
     assert.equal(refused.status, 401);
     // A refusal is counted, and stored when its window (1 s here) ends: read again until it is there.
     let all = await cli(['received', '--json']);
@@ -174,10 +194,26 @@ describe('cli: against a running service', () => {
       all = await cli(['received', '--json']);
     }
     assert.equal(all.code, 0, all.stderr);
-    const recs = JSON.parse(all.stdout) as Array<{ status: number; code: string | null; path: string; clientIp: string; eventIds: string[]; count?: number }>;
+    const recs = JSON.parse(all.stdout) as Array<{
+      status: number;
+      code: string | null;
+      path: string;
+      clientIp: string;
+      eventIds: string[];
+      count?: number;
+    }>;
     const refusal = recs.find((r) => r.status === 401);
-    assert.deepEqual(refusal && { ...pickFirst([refusal]), clientIp: refusal.clientIp, count: refusal.count }, { status: 401, code: 'unauthorized', path: 'wake', clientIp: '127.0.0.1', count: 1 });
-    assert.ok(recs.some((r) => r.status === 200 && r.eventIds.includes(eventId)), 'the accepted wake, with its event id');
+    assert.deepEqual(refusal && { ...pickFirst([refusal]), clientIp: refusal.clientIp, count: refusal.count }, {
+      status: 401,
+      code: 'unauthorized',
+      path: 'wake',
+      clientIp: '127.0.0.1',
+      count: 1,
+    });
+    assert.ok(
+      recs.some((r) => r.status === 200 && r.eventIds.includes(eventId)),
+      'the accepted wake, with its event id',
+    );
     const rejected = await cli(['received', '--rejected']);
     assert.equal(rejected.code, 0, rejected.stderr);
     assert.match(rejected.stdout, /^AT\s+WINDOW\s+COUNT\s+PATH\s+CLIENTIP\s+STATUS\s+CODE/m);
@@ -188,7 +224,14 @@ describe('cli: against a running service', () => {
 
   it('send reports an unreachable service clearly', async () => {
     const file = join(hg.dir, 'elsewhere.json5');
-    writeFileSync(file, JSON.stringify({ gateway: { port: 9 }, hooks: { enabled: true, token: 'x'.repeat(20) }, storage: { path: './data/other.db' } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        gateway: { port: 9 },
+        hooks: { enabled: true, token: 'x'.repeat(20) },
+        storage: { path: './data/other.db' },
+      }),
+    );
     const r = await runCli(['send', 'wake', 'x', '--config', file]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /cannot reach hookgate at http:\/\/127\.0\.0\.1:9\/hooks/);
@@ -206,11 +249,15 @@ describe('cli: npm start with no config (embedded default)', () => {
       () => true,
       () => false,
     );
-    if (adminBusy) return t.skip('port 18790 is taken on this machine; the embedded default always uses it for the admin listener');
+    if (adminBusy)
+      return t.skip('port 18790 is taken on this machine; the embedded default always uses it for the admin listener');
     const dir = tempDir('hookgate-default-');
     const start = () =>
       new Promise<{ proc: ChildProcess; stderr: string }>((resolve, reject) => {
-        const proc = spawn(process.execPath, [CLI, 'serve'], { cwd: dir, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '' } });
+        const proc = spawn(process.execPath, [CLI, 'serve'], {
+          cwd: dir,
+          env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '' },
+        });
         let stderr = '';
         proc.stderr.on('data', (d) => (stderr += d));
         proc.stdout.on('data', (d) => {
@@ -226,14 +273,20 @@ describe('cli: npm start with no config (embedded default)', () => {
       assert.match(token, /^[A-Za-z0-9_-]{43}$/);
       assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
       assert.ok(first.stderr.includes(token), 'the generated token is printed at first start');
-      const r = await fetch('http://127.0.0.1:18789/hooks/wake', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"text":"hi"}' });
+      const r = await fetch('http://127.0.0.1:18789/hooks/wake', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: '{"text":"hi"}',
+      });
       assert.equal(r.status, 200);
       // The admin listener: on, its token generated once into ./data/admin-token (0600), its URL printed.
       const adminToken = readFileSync(join(dir, 'data/admin-token'), 'utf8').trim();
       assert.equal(statSync(join(dir, 'data/admin-token')).mode & 0o777, 0o600);
       assert.ok(first.stderr.includes('http://127.0.0.1:18790/'), 'the dashboard URL is printed');
       assert.ok(!first.stderr.includes(adminToken), 'the admin token is not printed');
-      const runs = await fetch('http://127.0.0.1:18790/api/v1/runs', { headers: { authorization: `Bearer ${adminToken}` } });
+      const runs = await fetch('http://127.0.0.1:18790/api/v1/runs', {
+        headers: { authorization: `Bearer ${adminToken}` },
+      });
       assert.equal(runs.status, 200);
       await stop(first.proc);
 
@@ -248,7 +301,9 @@ describe('cli: npm start with no config (embedded default)', () => {
   });
 });
 
-function pickFirst(recs: Array<{ status: number; code: string | null; path: string }>): { status: number; code: string | null; path: string } | undefined {
+function pickFirst(
+  recs: Array<{ status: number; code: string | null; path: string }>,
+): { status: number; code: string | null; path: string } | undefined {
   const r = recs[0];
   return r && { status: r.status, code: r.code, path: r.path };
 }

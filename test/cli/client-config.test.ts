@@ -20,7 +20,10 @@ describe('cli: a command needs only the config it uses', () => {
   /** The service's environment has the secret; the clients' below does not. */
   before(async () => {
     hg = await startHookgate({
-      config: { admin: { enabled: true, port: 0, token: ADMIN }, hooks: { presets: [{ use: 'github', secret: { env: SECRET_VAR } }] } },
+      config: {
+        admin: { enabled: true, port: 0, token: ADMIN },
+        hooks: { presets: [{ use: 'github', secret: { env: SECRET_VAR } }] },
+      },
       env: { [SECRET_VAR]: 'the-service-has-it' },
     });
   });
@@ -28,7 +31,10 @@ describe('cli: a command needs only the config it uses', () => {
   const env = { [SECRET_VAR]: '' };
 
   it('send wake works without the GitHub secret in this shell', async () => {
-    const r = await runCli(['send', 'wake', 'no secrets here', '--mode', 'next-heartbeat', '--config', hg.configFile, '--url', hg.url], { cwd: hg.dir, env });
+    const r = await runCli(
+      ['send', 'wake', 'no secrets here', '--mode', 'next-heartbeat', '--config', hg.configFile, '--url', hg.url],
+      { cwd: hg.dir, env },
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).ok, true);
   });
@@ -58,7 +64,11 @@ describe('cli: a command needs only the config it uses', () => {
           if (tail.exitCode !== null) assert.fail(`tail exited ${tail.exitCode}: ${errors.join(' | ')}`);
           const r = await hg.post('/hooks/wake', { text: 'tail me', mode: 'next-heartbeat' });
           const id = String(r.body!.eventId);
-          return waitFor('the line', () => lines.some((l) => (l.eventIds as string[] | undefined)?.includes(id)) || undefined, 1000).catch(() => undefined);
+          return waitFor(
+            'the line',
+            () => lines.some((l) => (l.eventIds as string[] | undefined)?.includes(id)) || undefined,
+            1000,
+          ).catch(() => undefined);
         },
         15_000,
       );
@@ -71,7 +81,10 @@ describe('cli: a command needs only the config it uses', () => {
   it('config check still fails, naming the key path and the variable', async () => {
     const r = await runCli(['config', 'check', '--config', hg.configFile], { cwd: hg.dir, env });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, new RegExp(`hooks\\.presets\\[0\\]\\.secret: environment variable ${SECRET_VAR} is not set`));
+    assert.match(
+      r.stderr,
+      new RegExp(`hooks\\.presets\\[0\\]\\.secret: environment variable ${SECRET_VAR} is not set`),
+    );
   });
 
   it('send still reports a problem in the keys it reads, by key path', async () => {
@@ -84,7 +97,7 @@ describe('cli: a command needs only the config it uses', () => {
   });
 });
 
-describe('cli: the program\'s options before or after the subcommand', () => {
+describe("cli: the program's options before or after the subcommand", () => {
   let hg: Hookgate;
   before(async () => {
     hg = await startHookgate();
@@ -97,7 +110,10 @@ describe('cli: the program\'s options before or after the subcommand', () => {
     const afterIt = await runCli(['status', '--json', '--config', hg.configFile], { cwd: '/' });
     assert.equal(afterIt.code, 0, afterIt.stderr);
     assert.deepEqual(Object.keys(JSON.parse(before.stdout)), Object.keys(JSON.parse(afterIt.stdout)));
-    const send = await runCli(['--verbose', '-c', hg.configFile, 'send', 'wake', 'before', '--mode', 'next-heartbeat', '--url', hg.url], { cwd: '/' });
+    const send = await runCli(
+      ['--verbose', '-c', hg.configFile, 'send', 'wake', 'before', '--mode', 'next-heartbeat', '--url', hg.url],
+      { cwd: '/' },
+    );
     assert.equal(send.code, 0, send.stderr);
     assert.match(send.stderr, /POST .*\/hooks\/wake → 200/);
   });
@@ -113,6 +129,7 @@ describe('cli: the program\'s options before or after the subcommand', () => {
     assert.equal(v.code, 0);
     assert.match(v.stdout, /^\d+\.\d+\.\d+/);
     const help = await runCli(['--help']);
-    for (const name of ['serve', 'send', 'status', 'tail', 'doctor', 'store', 'import']) assert.match(help.stdout, new RegExp(`\\n  ${name} `));
+    for (const name of ['serve', 'send', 'status', 'tail', 'doctor', 'store', 'import'])
+      assert.match(help.stdout, new RegExp(`\\n  ${name} `));
   });
 });

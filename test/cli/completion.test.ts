@@ -7,7 +7,10 @@ import { buildProgram } from '../../src/cli/program.js';
 import { CLI, runCli } from '../support/server.js';
 
 function commands(cmd: Command, path: string[] = []): Array<{ path: string; cmd: Command }> {
-  return [{ path: path.join(' ') || '(program)', cmd }, ...cmd.commands.flatMap((c) => commands(c, [...path, c.name()]))];
+  return [
+    { path: path.join(' ') || '(program)', cmd },
+    ...cmd.commands.flatMap((c) => commands(c, [...path, c.name()])),
+  ];
 }
 
 /** Completions bash offers for `line` (a trailing space completes the next word), with the generated script loaded. */
@@ -25,24 +28,39 @@ describe('cli: help text and completion', () => {
     const missing: string[] = [];
     for (const { path, cmd } of commands(await buildProgram())) {
       if (!cmd.description()) missing.push(`${path}: no description`);
-      for (const a of cmd.registeredArguments) if (!a.description) missing.push(`${path} <${a.name()}>: no description`);
+      for (const a of cmd.registeredArguments)
+        if (!a.description) missing.push(`${path} <${a.name()}>: no description`);
       for (const o of cmd.options) if (!o.description) missing.push(`${path} ${o.flags}: no description`);
     }
     assert.deepEqual(missing, []);
   });
 
   it('bash: the script registers a completion for hookgate and completes subcommands, options and choices', async () => {
-    const registered = spawnSync('bash', ['-c', `source <("${process.execPath}" "${CLI}" completion bash); complete -p hookgate`], { encoding: 'utf8' });
+    const registered = spawnSync(
+      'bash',
+      ['-c', `source <("${process.execPath}" "${CLI}" completion bash); complete -p hookgate`],
+      { encoding: 'utf8' },
+    );
     assert.equal(registered.status, 0, registered.stderr);
     assert.match(registered.stdout, /complete .*-F _hookgate hookgate/);
     assert.deepEqual(bashComplete('hookgate ru'), ['runs']);
     assert.deepEqual(bashComplete('hookgate runs '), ['list', 'show', 'retry', '--verbose', '--help']);
     assert.deepEqual(bashComplete('hookgate runs list --li'), ['--limit']);
-    assert.deepEqual(bashComplete('hookgate runs list --state '), ['queued', 'running', 'succeeded', 'failed', 'timed_out']);
+    assert.deepEqual(bashComplete('hookgate runs list --state '), [
+      'queued',
+      'running',
+      'succeeded',
+      'failed',
+      'timed_out',
+    ]);
     assert.deepEqual(bashComplete('hookgate send hook gh --si'), ['--sign']);
     assert.deepEqual(bashComplete('hookgate completion '), ['bash', 'zsh', 'fish', '--verbose', '--help']);
     assert.deepEqual(bashComplete('hookgate gmail '), ['setup', 'status', 'stop', '--verbose', '--help']);
-    assert.deepEqual(bashComplete('hookgate gmail setup --pu'), ['--push-endpoint', '--push-path'], 'the hidden --pubsub-url is not offered');
+    assert.deepEqual(
+      bashComplete('hookgate gmail setup --pu'),
+      ['--push-endpoint', '--push-path'],
+      'the hidden --pubsub-url is not offered',
+    );
   });
 
   it('zsh and fish scripts are printed; an unknown shell is a usage error', async () => {
@@ -51,9 +69,15 @@ describe('cli: help text and completion', () => {
     assert.match(zsh.stdout, /^#compdef hookgate\nautoload -U \+X bashcompinit && bashcompinit\n/);
     const fish = await runCli(['completion', 'fish']);
     assert.equal(fish.code, 0);
-    assert.match(fish.stdout, /complete -c hookgate -n '__hookgate_at \\'runs\\'' -a 'list' -d 'list runs, newest first'/);
+    assert.match(
+      fish.stdout,
+      /complete -c hookgate -n '__hookgate_at \\'runs\\'' -a 'list' -d 'list runs, newest first'/,
+    );
     assert.match(fish.stdout, /-l limit -r -d /);
-    for (const [shell, check] of [['zsh', ['-n']], ['fish', ['--no-execute']]] as const) {
+    for (const [shell, check] of [
+      ['zsh', ['-n']],
+      ['fish', ['--no-execute']],
+    ] as const) {
       const has = spawnSync(shell, ['-c', 'true']).status === 0;
       if (!has) continue;
       const r = spawnSync(shell, [...check], { input: shell === 'zsh' ? zsh.stdout : fish.stdout, encoding: 'utf8' });

@@ -56,12 +56,18 @@ describe('cli: config check --connect', () => {
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { ok: boolean; store: Array<{ what: string; status: string; detail: string }> };
     assert.equal(out.ok, true);
-    assert.ok(out.store.some((f) => f.what === 'store' && f.status === 'ok' && /opens and is writable/.test(f.detail)), r.stdout);
+    assert.ok(
+      out.store.some((f) => f.what === 'store' && f.status === 'ok' && /opens and is writable/.test(f.detail)),
+      r.stdout,
+    );
   });
 
   it('without --connect, a postgres config is validated only (no connection), and the password is not printed', async () => {
     const port = await closedPort();
-    const file = write('pg-offline.json5', { driver: 'postgres', url: `postgres://u:${PASSWORD}@127.0.0.1:${port}/db` });
+    const file = write('pg-offline.json5', {
+      driver: 'postgres',
+      url: `postgres://u:${PASSWORD}@127.0.0.1:${port}/db`,
+    });
     const r = await runCli(['config', 'check', '--config', file], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stdout + r.stderr, new RegExp(PASSWORD));
@@ -69,7 +75,11 @@ describe('cli: config check --connect', () => {
 
   it('an invalid URL: exit 1 at storage.url, the password not printed', async () => {
     const file = write('pg-bad.json5', { driver: 'postgres', url: `mysql://u:${PASSWORD}@h/db` });
-    for (const args of [['config', 'check'], ['config', 'check', '--json'], ['config', 'check', '--connect']]) {
+    for (const args of [
+      ['config', 'check'],
+      ['config', 'check', '--json'],
+      ['config', 'check', '--connect'],
+    ]) {
       const r = await runCli([...args, '--config', file], { cwd: dir });
       assert.equal(r.code, 1);
       assert.match(r.stdout + r.stderr, /storage\.url/);
@@ -80,9 +90,17 @@ describe('cli: config check --connect', () => {
   it('a closed port: exit 1, the server does not answer, what to check; no password', async () => {
     const port = await closedPort();
     const file = write('pg-closed.json5', { driver: 'postgres', url: { env: 'DATABASE_URL' } });
-    const r = await runCli(['config', 'check', '--connect', '--config', file], { cwd: dir, env: { DATABASE_URL: `postgres://u:${PASSWORD}@127.0.0.1:${port}/db` } });
+    const r = await runCli(['config', 'check', '--connect', '--config', file], {
+      cwd: dir,
+      env: { DATABASE_URL: `postgres://u:${PASSWORD}@127.0.0.1:${port}/db` },
+    });
     assert.equal(r.code, 1, r.stdout);
-    assert.match(r.stdout, new RegExp(`store: fail: postgres://u:\\*\\*\\*@127\\.0\\.0\\.1:${port}/db: .*ECONNREFUSED.* → check that PostgreSQL runs`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `store: fail: postgres://u:\\*\\*\\*@127\\.0\\.0\\.1:${port}/db: .*ECONNREFUSED.* → check that PostgreSQL runs`,
+      ),
+    );
     assert.match(r.stdout, /the config is valid, but its store cannot be used/);
     assert.doesNotMatch(r.stdout + r.stderr, new RegExp(PASSWORD));
   });
@@ -94,7 +112,10 @@ describe('cli: config check --connect', () => {
     const file = write('pg.json5', { driver: 'postgres', url: u.toString() });
     const r = await runCli(['config', 'check', '--connect', '--config', file], { cwd: dir });
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /store: ok: postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:5432\/test\?options=\S+: PostgreSQL \d+[^;]*; schema: (none yet|current|older)/);
+    assert.match(
+      r.stdout,
+      /store: ok: postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:5432\/test\?options=\S+: PostgreSQL \d+[^;]*; schema: (none yet|current|older)/,
+    );
     assert.doesNotMatch(r.stdout + r.stderr, new RegExp(PASSWORD));
   });
 });

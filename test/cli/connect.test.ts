@@ -36,7 +36,8 @@ describe('connect: the config edit', () => {
   const entry = entryText({ use: 'github', path: 'github', secret: { file: './data/github-webhook-secret' } });
 
   it('appends to hooks.presets, or creates it (and hooks), keeping every comment', () => {
-    const withList = '{\n  // mine\n  hooks: {\n    enabled: true, // on\n    presets: [\n      "gmail", /* kept */\n    ],\n  },\n}\n';
+    const withList =
+      '{\n  // mine\n  hooks: {\n    enabled: true, // on\n    presets: [\n      "gmail", /* kept */\n    ],\n  },\n}\n';
     const a = addPresetEntry(withList, entry, comment);
     assert.equal(a.kind, 'edited');
     if (a.kind !== 'edited') return;
@@ -71,10 +72,19 @@ describe('connect: the config edit', () => {
     if (r.kind !== 'edited') return;
     assert.equal(r.text.split('written by `hookgate connect github`').length, 2, 'one connect comment, the new one');
     assert.ok(r.text.includes('// my note'));
-    assert.deepEqual(presetsIn(r.text), [{ use: 'github', path: 'github', secret: GH_SECRET }, { use: 'stripe', secret: 's' }]);
-    const inline = addPresetEntry('{ hooks: { presets: [{ use: "github", secret: "old" }, "gmail"] } }', entry, comment, 0);
+    assert.deepEqual(presetsIn(r.text), [
+      { use: 'github', path: 'github', secret: GH_SECRET },
+      { use: 'stripe', secret: 's' },
+    ]);
+    const inline = addPresetEntry(
+      '{ hooks: { presets: [{ use: "github", secret: "old" }, "gmail"] } }',
+      entry,
+      comment,
+      0,
+    );
     assert.equal(inline.kind, 'edited');
-    if (inline.kind === 'edited') assert.deepEqual(presetsIn(inline.text), [{ use: 'github', path: 'github', secret: GH_SECRET }, 'gmail']);
+    if (inline.kind === 'edited')
+      assert.deepEqual(presetsIn(inline.text), [{ use: 'github', path: 'github', secret: GH_SECRET }, 'gmail']);
     assert.equal(addPresetEntry('{ hooks: { presets: "github" } }', entry, comment).kind, 'refused');
     assert.equal(addPresetEntry('{ hooks: "x" }', entry, comment).kind, 'refused');
   });
@@ -97,7 +107,8 @@ describe('connect: the command', () => {
     const r = await runCli(['connect', 'github'], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     const after = readFileSync(file, 'utf8');
-    for (const line of before.split('\n').filter((l) => l.includes('//'))) assert.ok(after.includes(line), `comment lost: ${line}`);
+    for (const line of before.split('\n').filter((l) => l.includes('//')))
+      assert.ok(after.includes(line), `comment lost: ${line}`);
     assert.deepEqual(presetsOf(file), [{ use: 'github', path: 'github', secret: GH_SECRET }]);
     const secretFile = join(dir, 'data/github-webhook-secret');
     const secret = readFileSync(secretFile, 'utf8').trim();
@@ -108,7 +119,10 @@ describe('connect: the command', () => {
     assert.equal(r.stdout.split(secret).length, 2, 'the secret is printed exactly once');
     assert.ok(!r.stderr.includes(secret));
     assert.match(r.stdout, /Secret: paste it into GitHub/);
-    assert.match(r.stdout, /URL to paste into GitHub:\n {2}http:\/\/127\.0\.0\.1:18789\/hooks\/github\n.*public HTTPS URL/);
+    assert.match(
+      r.stdout,
+      /URL to paste into GitHub:\n {2}http:\/\/127\.0\.0\.1:18789\/hooks\/github\n.*public HTTPS URL/,
+    );
     assert.match(r.stdout, /Payload URL: http:\/\/127\.0\.0\.1:18789\/hooks\/github/);
     assert.match(r.stdout, /tick pull_request, issues, issue_comment, push/);
     assert.match(r.stdout, /hookgate connect github --test/);
@@ -117,13 +131,26 @@ describe('connect: the command', () => {
 
     const again = await runCli(['connect', 'github'], { cwd: dir });
     assert.equal(again.code, 1);
-    assert.match(again.stderr, /"github" is already taken by hooks\.presets\[0\] \(github\); pass --force to replace that entry/);
+    assert.match(
+      again.stderr,
+      /"github" is already taken by hooks\.presets\[0\] \(github\); pass --force to replace that entry/,
+    );
     assert.equal(readFileSync(file, 'utf8'), after, 'nothing written');
 
-    const options = ['--force', '--events', 'issues,push', '--action', 'wake', '--public-url', 'https://hooks.example.com'];
+    const options = [
+      '--force',
+      '--events',
+      'issues,push',
+      '--action',
+      'wake',
+      '--public-url',
+      'https://hooks.example.com',
+    ];
     const forced = await runCli(['connect', 'github', ...options], { cwd: dir });
     assert.equal(forced.code, 0, forced.stderr);
-    assert.deepEqual(presetsOf(file), [{ use: 'github', path: 'github', secret: GH_SECRET, events: ['issues', 'push'], action: 'wake' }]);
+    assert.deepEqual(presetsOf(file), [
+      { use: 'github', path: 'github', secret: GH_SECRET, events: ['issues', 'push'], action: 'wake' },
+    ]);
     assert.equal(readFileSync(secretFile, 'utf8').trim(), secret, 'the secret GitHub has is kept');
     assert.ok(!forced.stdout.includes(secret), 'a kept secret is named by its file, not printed again');
     assert.match(forced.stdout, /URL to paste into GitHub:\n {2}https:\/\/hooks\.example\.com\/hooks\/github\n/);
@@ -142,7 +169,7 @@ describe('connect: the command', () => {
     assert.deepEqual(presetsOf(file)[0], { use: 'github', path: 'gh', secret: { file: './data/gh-webhook-secret' } });
   });
 
-  it("stripe: the secret it shows is read from stdin, stored 0600, and on no output; without one, nothing is written", async () => {
+  it('stripe: the secret it shows is read from stdin, stored 0600, and on no output; without one, nothing is written', async () => {
     const { dir, file } = await initDir('hookgate-connect-stripe-');
     const before = readFileSync(file, 'utf8');
     const none = await runCli(['connect', 'stripe'], { cwd: dir });
@@ -150,7 +177,10 @@ describe('connect: the command', () => {
     assert.match(none.stderr, /Stripe shows you the secret it signs with: give it to hookgate with --secret-file FILE/);
     assert.equal(readFileSync(file, 'utf8'), before);
 
-    const r = await runCli(['connect', 'stripe', '--secret-file', '-', '--channel', 'log'], { cwd: dir, input: `${STRIPE_SECRET}\n` });
+    const r = await runCli(['connect', 'stripe', '--secret-file', '-', '--channel', 'log'], {
+      cwd: dir,
+      input: `${STRIPE_SECRET}\n`,
+    });
     assert.equal(r.code, 0, r.stderr);
     for (const out of [r.stdout, r.stderr]) {
       assert.ok(!out.includes(STRIPE_SECRET) && !out.includes(STRIPE_SECRET.slice(6)), 'the secret is never printed');
@@ -174,7 +204,10 @@ describe('connect: the command', () => {
     const bad = 'whsec_not*base64!';
     const refused = await runCli(['connect', 'standard-webhooks', '--secret-file', '-'], { cwd: dir, input: bad });
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /the new hooks\.presets\[1\] would be invalid[\s\S]*whsec_ secret must be whsec_ followed by base64/);
+    assert.match(
+      refused.stderr,
+      /the new hooks\.presets\[1\] would be invalid[\s\S]*whsec_ secret must be whsec_ followed by base64/,
+    );
     assert.ok(!refused.stderr.includes(bad) && !refused.stdout.includes(bad));
     assert.equal(readFileSync(file, 'utf8'), before);
   });
@@ -183,17 +216,26 @@ describe('connect: the command', () => {
     const { dir, file } = await initDir('hookgate-connect-all-');
     const twilio = await runCli(['connect', 'twilio', '--secret-file', '-'], { cwd: dir, input: STRIPE_SECRET });
     assert.equal(twilio.code, 1);
-    assert.match(twilio.stderr, /Twilio signs the public URL it calls, which its entry names: pass it with --public-url/);
+    assert.match(
+      twilio.stderr,
+      /Twilio signs the public URL it calls, which its entry names: pass it with --public-url/,
+    );
     for (const p of senderPresets()) {
       const copied = p.setup.secret === 'sender' ? ['--secret-file', '-'] : [];
       const args = ['connect', p.name, '--public-url', 'https://hooks.example.com', ...copied];
       const r = await runCli(args, { cwd: dir, input: STRIPE_SECRET });
       assert.equal(r.code, 0, `${p.name}: ${r.stderr}`);
-      assert.match(r.stdout, new RegExp(`URL to paste into .*:\\n {2}https://hooks\\.example\\.com/hooks/${p.name}\\n`));
+      assert.match(
+        r.stdout,
+        new RegExp(`URL to paste into .*:\\n {2}https://hooks\\.example\\.com/hooks/${p.name}\\n`),
+      );
       assert.equal(r.stdout.includes('Secret: paste it into'), p.setup.secret === 'generate', p.name);
     }
     const loaded = loadConfigFile(file).hooks.presets.filter((e) => typeof e !== 'string');
-    assert.deepEqual(loaded.map((e) => e.use), senderPresets().map((p) => p.name));
+    assert.deepEqual(
+      loaded.map((e) => e.use),
+      senderPresets().map((p) => p.name),
+    );
     const entry = presetsOf(file).find((e) => typeof e !== 'string' && e.use === 'twilio') as Record<string, unknown>;
     assert.equal(entry.url, 'https://hooks.example.com/hooks/twilio');
   });
@@ -205,7 +247,10 @@ describe('connect: the command', () => {
       assert.ok(r.stdout.includes(`${p.name.padEnd(20)} ${p.title}\n`), p.name);
       for (const e of Object.keys(p.messages)) assert.ok(r.stdout.includes(e), `${p.name}: ${e}`);
     }
-    assert.match(r.stdout, /github {15}GitHub\n {2}secret: hookgate makes it; you paste it into GitHub\n {2}events: pull_request, issues/);
+    assert.match(
+      r.stdout,
+      /github {15}GitHub\n {2}secret: hookgate makes it; you paste it into GitHub\n {2}events: pull_request, issues/,
+    );
     assert.match(r.stdout, /stripe {15}Stripe\n {2}secret: Stripe shows it; you give it to hookgate/);
   });
 
@@ -213,7 +258,10 @@ describe('connect: the command', () => {
     for (const args of [['connect', 'gitbucket'], ['connect']]) {
       const r = await runCli(args, { cwd: tempDir('hookgate-connect-unknown-') });
       assert.equal(r.code, 1);
-      assert.match(r.stderr, args[1] ? /unknown sender "gitbucket"; the senders are:/ : /name the sender to connect; the senders are:/);
+      assert.match(
+        r.stderr,
+        args[1] ? /unknown sender "gitbucket"; the senders are:/ : /name the sender to connect; the senders are:/,
+      );
       for (const p of senderPresets()) assert.ok(r.stderr.includes(`  ${p.name.padEnd(20)} ${p.title}`), p.name);
     }
   });

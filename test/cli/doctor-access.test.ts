@@ -35,9 +35,17 @@ const doctor = async (dir: string, ...args: string[]) => {
 };
 
 describe('cli: doctor, the files of a service', () => {
-  it('reads the environment file next to the config, and finds the config readable by the unit\'s dynamic user', async () => {
+  it("reads the environment file next to the config, and finds the config readable by the unit's dynamic user", async () => {
     const { dir, config } = await serviceLayout();
-    const r = await doctor(dir, '--config', config, '--service-user', DYNAMIC, '--env-file', join(dir, 'etc/hookgate.env'));
+    const r = await doctor(
+      dir,
+      '--config',
+      config,
+      '--service-user',
+      DYNAMIC,
+      '--env-file',
+      join(dir, 'etc/hookgate.env'),
+    );
     const by = (what: string) => r.lines.filter((l) => l.what === what);
     assert.match(by('env file')[0]?.detail ?? '', /2 variables set for these checks/);
     assert.equal(by('config')[0]?.status, 'ok', JSON.stringify(r.lines));
@@ -69,7 +77,10 @@ describe('cli: doctor, the files of a service', () => {
     mkdirSync(secrets, { mode: 0o700 });
     writeFileSync(join(secrets, 'slack'), 'xoxb-secret', { mode: 0o644 });
     chmodSync(secrets, 0o700);
-    writeFileSync(config, `{ hooks: { enabled: true, token: { file: "../secrets/slack" } }, storage: { driver: "sqlite", path: "${join(dir, 'state/hookgate.db')}" } }`);
+    writeFileSync(
+      config,
+      `{ hooks: { enabled: true, token: { file: "../secrets/slack" } }, storage: { driver: "sqlite", path: "${join(dir, 'state/hookgate.db')}" } }`,
+    );
     chmodSync(config, 0o644);
     assert.deepEqual(secretFiles(config), [join(secrets, 'slack')]);
     const r = await doctor(dir, '--config', config, '--service-user', DYNAMIC, '--env-file', join(etc, 'hookgate.env'));
@@ -87,7 +98,11 @@ describe('cli: doctor, the files of a service', () => {
     const uid = process.getuid!();
     const gid = process.getgid!();
     const stranger = { name: 'x', uid: uid + 4242, gids: [] };
-    assert.equal(blockedFor(file, { name: 'me', uid: uid === 0 ? 4242 : uid, gids: [gid] }), undefined, 'the group may read');
+    assert.equal(
+      blockedFor(file, { name: 'me', uid: uid === 0 ? 4242 : uid, gids: [gid] }),
+      undefined,
+      'the group may read',
+    );
     assert.match(blockedFor(file, stranger) ?? '', /mode 0640/);
     assert.equal(blockedFor(file, { name: 'root', uid: 0, gids: [] }), undefined);
   });

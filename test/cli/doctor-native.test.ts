@@ -4,12 +4,17 @@ import { describe, it } from 'node:test';
 import { nativeFinding, probeNative, REBUILD_FIX } from '../../src/cli/doctor-native.js';
 
 describe('cli: doctor, the SQLite native module', () => {
-  it('here it loads: its version, SQLite\'s, the Node ABI, and how it was built', () => {
+  it("here it loads: its version, SQLite's, the Node ABI, and how it was built", () => {
     const state = probeNative();
     assert.equal(state.error, undefined);
     const f = nativeFinding(state, true);
     assert.equal(f.status, 'ok');
-    assert.match(f.detail, new RegExp(`^better-sqlite3 \\d+\\.\\d+\\.\\d+ loads \\(SQLite 3\\.\\d+\\.\\d+; Node ${process.version.replace(/\./g, '\\.')}, module ABI ${process.versions.modules}; (compiled here from source|prebuilt binary)\\)$`));
+    assert.match(
+      f.detail,
+      new RegExp(
+        `^better-sqlite3 \\d+\\.\\d+\\.\\d+ loads \\(SQLite 3\\.\\d+\\.\\d+; Node ${process.version.replace(/\./g, '\\.')}, module ABI ${process.versions.modules}; (compiled here from source|prebuilt binary)\\)$`,
+      ),
+    );
   });
 
   it('one built for another Node (ERR_DLOPEN_FAILED) or never built: fail with the rebuild, or a warning on PostgreSQL', () => {

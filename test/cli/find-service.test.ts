@@ -11,7 +11,14 @@ import { withStoreAt } from '../support/store-at.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
 
-const READ_COMMANDS = [['runs', 'list'], ['sessions', 'list'], ['deliveries', 'list'], ['received'], ['runs', 'show', 'x'], ['sessions', 'show', 'main']];
+const READ_COMMANDS = [
+  ['runs', 'list'],
+  ['sessions', 'list'],
+  ['deliveries', 'list'],
+  ['received'],
+  ['runs', 'show', 'x'],
+  ['sessions', 'show', 'main'],
+];
 
 describe('cli: finding the config and the store', () => {
   it('read commands run in a directory with nothing to read exit 1, name what they looked for and create nothing', async () => {
@@ -30,7 +37,10 @@ describe('cli: finding the config and the store', () => {
 
   it('a config file whose store does not exist yet: exit 1 naming the store and the config, nothing created', async () => {
     const dir = tempDir('hookgate-cli-nostore-');
-    writeFileSync(join(dir, 'hookgate.json5'), `{ storage: { path: "./state/hg.db" }, hooks: { enabled: true, token: "${TOKEN}" } }`);
+    writeFileSync(
+      join(dir, 'hookgate.json5'),
+      `{ storage: { path: "./state/hg.db" }, hooks: { enabled: true, token: "${TOKEN}" } }`,
+    );
     const r = await runCli(['runs', 'list'], { cwd: dir });
     assert.equal(r.code, 1);
     assert.ok(r.stderr.includes(join(dir, 'state/hg.db')), r.stderr);
@@ -84,7 +94,10 @@ describe('cli: finding the config and the store', () => {
     assert.match(r.stderr, new RegExp(`token from ${join(dir, 'data/hook-token')}`));
     assert.match(r.stderr, /cannot reach hookgate at http:\/\/127\.0\.0\.1:9\/hooks/);
     assert.ok(!r.stderr.includes(TOKEN), 'the token itself is never printed');
-    const env = await runCli(['send', 'wake', 'hi', '--verbose', '--url', 'http://127.0.0.1:9'], { cwd: dir, env: { HOOKGATE_TOKEN: 'from-env-0123456789abcdef' } });
+    const env = await runCli(['send', 'wake', 'hi', '--verbose', '--url', 'http://127.0.0.1:9'], {
+      cwd: dir,
+      env: { HOOKGATE_TOKEN: 'from-env-0123456789abcdef' },
+    });
     assert.match(env.stderr, /token from \$HOOKGATE_TOKEN/);
   });
 

@@ -16,11 +16,16 @@ const block: GmailBlock = {
   labels: ['INBOX', 'Label_7'],
   includeBody: true,
   maxBodyChars: 20000,
-  oauth: { clientId: 'cid.apps.googleusercontent.com', clientSecret: { env: 'GMAIL_CLIENT_SECRET' }, refreshToken: { env: 'GMAIL_REFRESH_TOKEN' } },
+  oauth: {
+    clientId: 'cid.apps.googleusercontent.com',
+    clientSecret: { env: 'GMAIL_CLIENT_SECRET' },
+    refreshToken: { env: 'GMAIL_REFRESH_TOKEN' },
+  },
   renewEveryHours: 24,
 };
 const value = blockValue(block);
-const lines = (indent: string) => gmailBlockText(block, indent, 'https://hooks.example.com/hooks/gmail-push', '2026-11-25');
+const lines = (indent: string) =>
+  gmailBlockText(block, indent, 'https://hooks.example.com/hooks/gmail-push', '2026-11-25');
 
 function edited(text: string): string {
   const r = insertGmail(text, value, lines);
@@ -45,7 +50,8 @@ describe('gmail setup: writing hooks.gmail into the config text', () => {
   });
 
   it('adds the comma a last member without one needs, and keeps its trailing comment on its line', () => {
-    const before = '{\n  // mine\n  hooks: {\n    enabled: true,\n    token: "x", /* inline */\n    presets: ["gmail"]  // last, no comma\n  },\n}\n';
+    const before =
+      '{\n  // mine\n  hooks: {\n    enabled: true,\n    token: "x", /* inline */\n    presets: ["gmail"]  // last, no comma\n  },\n}\n';
     const after = edited(before);
     assert.deepEqual(gmailOf(after), value);
     assert.match(after, /presets: \["gmail"\],  \/\/ last, no comma\n/);

@@ -18,7 +18,18 @@ import { TOKEN } from '../support/token.js';
 
 const PUBLISHER = 'serviceAccount:gmail-api-push@system.gserviceaccount.com';
 const SA = 'hookgate-push@my-proj-1.iam.gserviceaccount.com';
-const ARGS = ['gmail', 'setup', '--account', 'ada@example.com', '--project', 'my-proj-1', '--push-endpoint', 'https://hooks.example.com', '--service-account', SA];
+const ARGS = [
+  'gmail',
+  'setup',
+  '--account',
+  'ada@example.com',
+  '--project',
+  'my-proj-1',
+  '--push-endpoint',
+  'https://hooks.example.com',
+  '--service-account',
+  SA,
+];
 
 let google: GoogleStandin;
 before(async () => {
@@ -30,23 +41,40 @@ after(() => google.close());
 function project(): { dir: string; file: string; env: Record<string, string> } {
   const dir = tempDir('hookgate-gmail-setup-');
   const file = join(dir, 'hookgate.json5');
-  writeFileSync(file, starterConfig(TOKEN).replace('  logging:', '  // my own note, keep me\n  logging:'), { mode: 0o600 });
-  const env = { HOOKGATE_PUBSUB_URL: google.url, GOOGLE_OAUTH_ACCESS_TOKEN: 'test-access-token', GOOGLE_APPLICATION_CREDENTIALS: '', HOOKGATE_GOOGLE_TOKEN_URL: '' };
+  writeFileSync(file, starterConfig(TOKEN).replace('  logging:', '  // my own note, keep me\n  logging:'), {
+    mode: 0o600,
+  });
+  const env = {
+    HOOKGATE_PUBSUB_URL: google.url,
+    GOOGLE_OAUTH_ACCESS_TOKEN: 'test-access-token',
+    GOOGLE_APPLICATION_CREDENTIALS: '',
+    HOOKGATE_GOOGLE_TOKEN_URL: '',
+  };
   return { dir, file, env };
 }
 
-const secretsEnv = { GMAIL_CLIENT_ID: 'cid.apps.googleusercontent.com', GMAIL_CLIENT_SECRET: 'csecret', GMAIL_REFRESH_TOKEN: 'rtoken' };
+const secretsEnv = {
+  GMAIL_CLIENT_ID: 'cid.apps.googleusercontent.com',
+  GMAIL_CLIENT_SECRET: 'csecret',
+  GMAIL_REFRESH_TOKEN: 'rtoken',
+};
 
 describe('cli: gmail setup', () => {
   it('creates the topic, adds the publisher to the policy there is, creates the push subscription, writes a valid hooks.gmail', async () => {
     const { dir, file, env } = project();
     // Someone else already reads the topic's policy: their binding must survive.
-    google.topics.set('projects/my-proj-1/topics/hookgate-gmail', { policy: { version: 1, bindings: [{ role: 'roles/pubsub.viewer', members: ['user:ops@example.com'] }] }, version: 3 });
+    google.topics.set('projects/my-proj-1/topics/hookgate-gmail', {
+      policy: { version: 1, bindings: [{ role: 'roles/pubsub.viewer', members: ['user:ops@example.com'] }] },
+      version: 3,
+    });
     const from = google.log.length;
     const r = await runCli(ARGS, { cwd: dir, env });
     assert.equal(r.code, 0, r.stderr + r.stdout);
     const calls = google.log.slice(from);
-    assert.ok(calls.every((c) => c.auth === 'Bearer test-access-token'), 'every call carries the Bearer token');
+    assert.ok(
+      calls.every((c) => c.auth === 'Bearer test-access-token'),
+      'every call carries the Bearer token',
+    );
     assert.deepEqual(
       calls.map((c) => `${c.method} ${c.path}`),
       [
@@ -85,7 +113,11 @@ describe('cli: gmail setup', () => {
       labels: ['INBOX'],
       includeBody: true,
       maxBodyChars: 20000,
-      oauth: { clientId: { env: 'GMAIL_CLIENT_ID' }, clientSecret: { env: 'GMAIL_CLIENT_SECRET' }, refreshToken: { env: 'GMAIL_REFRESH_TOKEN' } },
+      oauth: {
+        clientId: { env: 'GMAIL_CLIENT_ID' },
+        clientSecret: { env: 'GMAIL_CLIENT_SECRET' },
+        refreshToken: { env: 'GMAIL_REFRESH_TOKEN' },
+      },
       renewEveryHours: 24,
     });
     assert.match(r.stdout, /set GMAIL_CLIENT_ID, GMAIL_CLIENT_SECRET, GMAIL_REFRESH_TOKEN where hookgate serve runs/);
@@ -94,14 +126,24 @@ describe('cli: gmail setup', () => {
     assert.equal(check.code, 0, check.stderr + check.stdout);
     const unset = await runCli(['config', 'check'], { cwd: dir });
     assert.equal(unset.code, 1, 'without the secrets the config names them');
-    assert.match(unset.stderr, /hooks\.gmail\.oauth\.clientSecret: environment variable GMAIL_CLIENT_SECRET is not set/);
+    assert.match(
+      unset.stderr,
+      /hooks\.gmail\.oauth\.clientSecret: environment variable GMAIL_CLIENT_SECRET is not set/,
+    );
 
     // Again: nothing new is created, nothing changes, and it says so.
     const again = await runCli([...ARGS, '--json'], { cwd: dir, env });
     assert.equal(again.code, 0, again.stderr);
-    const out = JSON.parse(again.stdout) as { ok: boolean; steps: Array<{ step: string; outcome: string }>; config: { written: string } };
+    const out = JSON.parse(again.stdout) as {
+      ok: boolean;
+      steps: Array<{ step: string; outcome: string }>;
+      config: { written: string };
+    };
     assert.equal(out.ok, true);
-    assert.deepEqual(out.steps.map((s) => `${s.step}:${s.outcome}`), ['topic:exists', 'publisher:present', 'subscription:exists']);
+    assert.deepEqual(
+      out.steps.map((s) => `${s.step}:${s.outcome}`),
+      ['topic:exists', 'publisher:present', 'subscription:exists'],
+    );
     assert.match(out.config.written, /already holds these values/);
     assert.equal(readFileSync(file, 'utf8'), text, 'the file is untouched');
   });
@@ -115,7 +157,10 @@ describe('cli: gmail setup', () => {
       t.policy = { version: 1, bindings: [{ role: 'roles/pubsub.subscriber', members: ['user:late@example.com'] }] };
       t.version++;
     };
-    const r = await runCli([...ARGS, '--topic', 'race', '--subscription', 'race-push', '--no-write-config'], { cwd: dir, env });
+    const r = await runCli([...ARGS, '--topic', 'race', '--subscription', 'race-push', '--no-write-config'], {
+      cwd: dir,
+      env,
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(google.topics.get(topic)!.policy.bindings, [
       { role: 'roles/pubsub.subscriber', members: ['user:late@example.com'] },
@@ -130,20 +175,46 @@ describe('cli: gmail setup', () => {
     const email = 'admin@my-proj-1.iam.gserviceaccount.com';
     google.serviceAccount = { email, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
     const keyFile = join(dir, 'key.json');
-    writeFileSync(keyFile, JSON.stringify({ type: 'service_account', client_email: email, private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }), private_key_id: 'k1', token_uri: `${google.url}/token` }));
+    writeFileSync(
+      keyFile,
+      JSON.stringify({
+        type: 'service_account',
+        client_email: email,
+        private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }),
+        private_key_id: 'k1',
+        token_uri: `${google.url}/token`,
+      }),
+    );
     const from = google.log.length;
-    const r = await runCli([...ARGS, '--topic', 'sa-topic', '--subscription', 'sa-push', '--credentials', keyFile, '--no-write-config'], { cwd: dir, env: { ...env, GOOGLE_OAUTH_ACCESS_TOKEN: '' } });
+    const r = await runCli(
+      [...ARGS, '--topic', 'sa-topic', '--subscription', 'sa-push', '--credentials', keyFile, '--no-write-config'],
+      { cwd: dir, env: { ...env, GOOGLE_OAUTH_ACCESS_TOKEN: '' } },
+    );
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Google credentials: --credentials \(.*key\.json\), service account admin@my-proj-1/);
     const calls = google.log.slice(from);
     assert.equal(calls[0]!.path, '/token');
     assert.equal((calls[0]!.body as Record<string, string>).grant_type, 'urn:ietf:params:oauth:grant-type:jwt-bearer');
-    assert.ok(calls.slice(1).every((c) => /^Bearer issued-\d+$/.test(c.auth ?? '')), 'the API calls use the token issued');
+    assert.ok(
+      calls.slice(1).every((c) => /^Bearer issued-\d+$/.test(c.auth ?? '')),
+      'the API calls use the token issued',
+    );
 
     // A key the token endpoint does not know: its refusal is explained, and nothing is created.
     const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-    writeFileSync(keyFile, JSON.stringify({ type: 'service_account', client_email: email, private_key: other.export({ type: 'pkcs8', format: 'pem' }), token_uri: `${google.url}/token` }));
-    const bad = await runCli([...ARGS, '--topic', 'never', '--credentials', keyFile, '--no-write-config'], { cwd: dir, env });
+    writeFileSync(
+      keyFile,
+      JSON.stringify({
+        type: 'service_account',
+        client_email: email,
+        private_key: other.export({ type: 'pkcs8', format: 'pem' }),
+        token_uri: `${google.url}/token`,
+      }),
+    );
+    const bad = await runCli([...ARGS, '--topic', 'never', '--credentials', keyFile, '--no-write-config'], {
+      cwd: dir,
+      env,
+    });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /token endpoint refused the signed assertion \(invalid_grant/);
     assert.equal(google.topics.has('projects/my-proj-1/topics/never'), false);
@@ -152,9 +223,15 @@ describe('cli: gmail setup', () => {
   it('without credentials it names every source it looked at and calls nothing', async () => {
     const { dir, env } = project();
     const from = google.log.length;
-    const r = await runCli([...ARGS, '--no-write-config'], { cwd: dir, env: { ...env, GOOGLE_OAUTH_ACCESS_TOKEN: '' } });
+    const r = await runCli([...ARGS, '--no-write-config'], {
+      cwd: dir,
+      env: { ...env, GOOGLE_OAUTH_ACCESS_TOKEN: '' },
+    });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /no Google credentials[\s\S]*--access-token[\s\S]*GOOGLE_APPLICATION_CREDENTIALS[\s\S]*gcloud auth print-access-token/);
+    assert.match(
+      r.stderr,
+      /no Google credentials[\s\S]*--access-token[\s\S]*GOOGLE_APPLICATION_CREDENTIALS[\s\S]*gcloud auth print-access-token/,
+    );
     assert.equal(google.log.length, from);
   });
 
@@ -162,19 +239,38 @@ describe('cli: gmail setup', () => {
     const { dir, env } = project();
     const r = await runCli([...ARGS, '--access-token', 'expired', '--no-write-config'], { cwd: dir, env });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /create topic hookgate-gmail: Google answered 401 UNAUTHENTICATED.*gcloud auth print-access-token/);
+    assert.match(
+      r.stderr,
+      /create topic hookgate-gmail: Google answered 401 UNAUTHENTICATED.*gcloud auth print-access-token/,
+    );
     assert.ok(!r.stderr.includes('expired'.repeat(2)));
   });
 
   it('reports an existing subscription that pushes elsewhere (exit 1) and says how to fix it, changing nothing', async () => {
     const { dir, env } = project();
     google.topics.set('projects/my-proj-1/topics/topic-two', { policy: {}, version: 0 });
-    const old = { name: 'projects/my-proj-1/subscriptions/sub-two', topic: 'projects/my-proj-1/topics/topic-two', pushConfig: { pushEndpoint: 'https://old.example.com/push', oidcToken: { serviceAccountEmail: SA, audience: 'old' } } };
+    const old = {
+      name: 'projects/my-proj-1/subscriptions/sub-two',
+      topic: 'projects/my-proj-1/topics/topic-two',
+      pushConfig: {
+        pushEndpoint: 'https://old.example.com/push',
+        oidcToken: { serviceAccountEmail: SA, audience: 'old' },
+      },
+    };
     google.subscriptions.set(old.name, old);
-    const r = await runCli([...ARGS, '--topic', 'topic-two', '--subscription', 'sub-two', '--no-write-config'], { cwd: dir, env });
+    const r = await runCli([...ARGS, '--topic', 'topic-two', '--subscription', 'sub-two', '--no-write-config'], {
+      cwd: dir,
+      env,
+    });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /push endpoint is "https:\/\/old\.example\.com\/push", not "https:\/\/hooks\.example\.com\/hooks\/gmail-push"/);
-    assert.match(r.stderr, /gcloud pubsub subscriptions modify-push-config sub-two --project=my-proj-1 --push-endpoint=https:\/\/hooks\.example\.com\/hooks\/gmail-push/);
+    assert.match(
+      r.stderr,
+      /push endpoint is "https:\/\/old\.example\.com\/push", not "https:\/\/hooks\.example\.com\/hooks\/gmail-push"/,
+    );
+    assert.match(
+      r.stderr,
+      /gcloud pubsub subscriptions modify-push-config sub-two --project=my-proj-1 --push-endpoint=https:\/\/hooks\.example\.com\/hooks\/gmail-push/,
+    );
     assert.deepEqual(google.subscriptions.get(old.name), old);
   });
 
@@ -182,13 +278,19 @@ describe('cli: gmail setup', () => {
     const { dir, file, env } = project();
     const before = readFileSync(file, 'utf8');
     const from = google.log.length;
-    const r = await runCli([...ARGS, '--print', '--audience', 'hookgate-gmail', '--labels', 'INBOX,Label_7'], { cwd: dir, env });
+    const r = await runCli([...ARGS, '--print', '--audience', 'hookgate-gmail', '--labels', 'INBOX,Label_7'], {
+      cwd: dir,
+      env,
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(google.log.length, from);
     assert.equal(readFileSync(file, 'utf8'), before);
     const commands = r.stdout.replace(/ \\\n\s+/g, ' ');
     assert.match(commands, /^gcloud pubsub topics create hookgate-gmail --project=my-proj-1$/m);
-    assert.match(commands, /^gcloud pubsub topics add-iam-policy-binding hookgate-gmail --project=my-proj-1 --member=serviceAccount:gmail-api-push@system\.gserviceaccount\.com --role=roles\/pubsub\.publisher$/m);
+    assert.match(
+      commands,
+      /^gcloud pubsub topics add-iam-policy-binding hookgate-gmail --project=my-proj-1 --member=serviceAccount:gmail-api-push@system\.gserviceaccount\.com --role=roles\/pubsub\.publisher$/m,
+    );
     assert.match(
       commands,
       /^gcloud pubsub subscriptions create hookgate-gmail-push --project=my-proj-1 --topic=hookgate-gmail --push-endpoint=https:\/\/hooks\.example\.com\/hooks\/gmail-push --push-auth-service-account=hookgate-push@my-proj-1\.iam\.gserviceaccount\.com --push-auth-token-audience=hookgate-gmail --ack-deadline=60$/m,
@@ -202,11 +304,20 @@ describe('cli: gmail setup', () => {
 
   it('refuses before calling Google: a different hooks.gmail already in the file, no config file, an http endpoint', async () => {
     const { dir, file, env } = project();
-    writeFileSync(file, starterConfig(TOKEN).replace('    mappings: [],', '    mappings: [],\n    gmail: { account: "bob@example.com" },'));
+    writeFileSync(
+      file,
+      starterConfig(TOKEN).replace(
+        '    mappings: [],',
+        '    mappings: [],\n    gmail: { account: "bob@example.com" },',
+      ),
+    );
     const from = google.log.length;
     const r = await runCli(ARGS, { cwd: dir, env });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /not writing .*hookgate\.json5: it already has a hooks\.gmail section.*Nothing was created in Google Cloud/);
+    assert.match(
+      r.stderr,
+      /not writing .*hookgate\.json5: it already has a hooks\.gmail section.*Nothing was created in Google Cloud/,
+    );
     assert.match(r.stderr, /gmail: \{\n\s+account: "ada@example\.com"/, 'the block to paste');
     const none = await runCli(ARGS, { cwd: tempDir('hookgate-gmail-noconf-'), env });
     assert.equal(none.code, 1);

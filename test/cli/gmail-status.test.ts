@@ -37,7 +37,11 @@ const GMAIL = (base: string) => `
 
 function project(): string {
   const dir = tempDir('hookgate-gmail-status-');
-  writeFileSync(join(dir, 'hookgate.json5'), starterConfig(TOKEN).replace('    mappings: [],', `    mappings: [],${GMAIL(google.url)}`), { mode: 0o600 });
+  writeFileSync(
+    join(dir, 'hookgate.json5'),
+    starterConfig(TOKEN).replace('    mappings: [],', `    mappings: [],${GMAIL(google.url)}`),
+    { mode: 0o600 },
+  );
   return dir;
 }
 
@@ -60,18 +64,40 @@ describe('cli: gmail status', () => {
     assert.equal(empty.code, 0, empty.stderr);
     assert.match(empty.stdout, /gmail ada@example\.com \(config .*hookgate\.json5\)/);
     assert.match(empty.stdout, /topic: +projects\/my-proj-1\/topics\/hookgate-gmail/);
-    assert.match(empty.stdout, /subscription: +projects\/my-proj-1\/subscriptions\/hookgate-gmail-push → \/hooks\/gmail-push/);
+    assert.match(
+      empty.stdout,
+      /subscription: +projects\/my-proj-1\/subscriptions\/hookgate-gmail-push → \/hooks\/gmail-push/,
+    );
     assert.match(empty.stdout, /state: +none yet/);
-    const emptyJson = JSON.parse((await runCli(['gmail', 'status', '--json'], { cwd: dir })).stdout) as { state: unknown; watchExpired: unknown };
+    const emptyJson = JSON.parse((await runCli(['gmail', 'status', '--json'], { cwd: dir })).stdout) as {
+      state: unknown;
+      watchExpired: unknown;
+    };
     assert.equal(emptyJson.state, null);
     assert.equal(emptyJson.watchExpired, null);
 
     const now = Date.now();
     const store = new SqliteStore({ path, writer: 'inline' });
-    await store.recordGmailWatch({ account: 'ada@example.com', expiration: now + 7 * 86_400_000 - 60_000, historyId: '1000', now });
+    await store.recordGmailWatch({
+      account: 'ada@example.com',
+      expiration: now + 7 * 86_400_000 - 60_000,
+      historyId: '1000',
+      now,
+    });
     await store.recordGmailPush({ messageId: 'm-1', account: 'ada@example.com', historyId: '1005', receivedAt: now });
-    await store.recordGmailPush({ messageId: 'm-2', account: 'ada@example.com', historyId: '1007', receivedAt: now + 1 });
-    await store.completeGmailFetch({ account: 'ada@example.com', pushIds: ['m-1'], historyId: '1005', messages: 2, now: now + 2 });
+    await store.recordGmailPush({
+      messageId: 'm-2',
+      account: 'ada@example.com',
+      historyId: '1007',
+      receivedAt: now + 1,
+    });
+    await store.completeGmailFetch({
+      account: 'ada@example.com',
+      pushIds: ['m-1'],
+      historyId: '1005',
+      messages: 2,
+      now: now + 2,
+    });
     await store.recordGmailError('ada@example.com', 'users.history.list: 503', now + 3);
     await store.close();
 
@@ -107,25 +133,45 @@ describe('cli: gmail stop', () => {
   it('trades the refresh token for an access token and calls users.stop with it', async () => {
     const dir = project();
     const from = google.log.length;
-    const r = await runCli(['gmail', 'stop'], { cwd: dir, env: { GMAIL_CLIENT_SECRET: 'csecret', GMAIL_REFRESH_TOKEN: 'rtoken' } });
+    const r = await runCli(['gmail', 'stop'], {
+      cwd: dir,
+      env: { GMAIL_CLIENT_SECRET: 'csecret', GMAIL_REFRESH_TOKEN: 'rtoken' },
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /stopped the Gmail watch of ada@example\.com \(users\.stop\)/);
     assert.match(r.stdout, /note: a running hookgate watches again/);
     const calls = google.log.slice(from);
-    assert.deepEqual(calls.map((c) => `${c.method} ${c.path}`), ['POST /token', 'POST /gmail/v1/users/me/stop']);
-    assert.deepEqual(calls[0]!.body, { grant_type: 'refresh_token', client_id: 'cid', client_secret: 'csecret', refresh_token: 'rtoken' });
+    assert.deepEqual(
+      calls.map((c) => `${c.method} ${c.path}`),
+      ['POST /token', 'POST /gmail/v1/users/me/stop'],
+    );
+    assert.deepEqual(calls[0]!.body, {
+      grant_type: 'refresh_token',
+      client_id: 'cid',
+      client_secret: 'csecret',
+      refresh_token: 'rtoken',
+    });
     assert.match(calls[1]!.auth ?? '', /^Bearer issued-\d+$/);
     assert.deepEqual(google.stops.slice(-1), ['me']);
   });
 
   it('a revoked refresh token: exit 1 saying what invalid_grant means; the secrets must be set', async () => {
     const dir = project();
-    const r = await runCli(['gmail', 'stop', '--json'], { cwd: dir, env: { GMAIL_CLIENT_SECRET: 'csecret', GMAIL_REFRESH_TOKEN: 'revoked' } });
+    const r = await runCli(['gmail', 'stop', '--json'], {
+      cwd: dir,
+      env: { GMAIL_CLIENT_SECRET: 'csecret', GMAIL_REFRESH_TOKEN: 'revoked' },
+    });
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /refused the refresh token \(invalid_grant: Token has been expired or revoked\.\)\. The refresh token was revoked, has expired/);
+    assert.match(
+      r.stderr,
+      /refused the refresh token \(invalid_grant: Token has been expired or revoked\.\)\. The refresh token was revoked, has expired/,
+    );
     assert.ok(!r.stderr.includes('revoked\n') && !r.stderr.includes('csecret'), 'no secret in the message');
     const unset = await runCli(['gmail', 'stop'], { cwd: dir });
     assert.equal(unset.code, 1);
-    assert.match(unset.stderr, /hooks\.gmail\.oauth\.clientSecret: environment variable GMAIL_CLIENT_SECRET is not set/);
+    assert.match(
+      unset.stderr,
+      /hooks\.gmail\.oauth\.clientSecret: environment variable GMAIL_CLIENT_SECRET is not set/,
+    );
   });
 });

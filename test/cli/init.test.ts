@@ -20,7 +20,8 @@ const hasGit = git('.', '--version').status === 0;
 const mode = (file: string) => statSync(file).mode & 0o777;
 
 /** admin.token as init wrote it into ./hookgate.json5. */
-const adminTokenOf = (dir: string) => /admin: \{[^}]*token: "([^"]+)"/.exec(readFileSync(join(dir, 'hookgate.json5'), 'utf8'))![1]!;
+const adminTokenOf = (dir: string) =>
+  /admin: \{[^}]*token: "([^"]+)"/.exec(readFileSync(join(dir, 'hookgate.json5'), 'utf8'))![1]!;
 
 /** What a config does, without where it came from. */
 const effective = (c: Config) => {
@@ -88,7 +89,11 @@ describe('cli: init', () => {
     const adminUrl = listening.adminUrl as string;
     assert.ok(adminUrl, 'the admin listener is on');
     const token = /token: "([A-Za-z0-9_-]{43})"/.exec(text)![1]!;
-    const wake = await request(`${hg.url}/hooks/wake`, { method: 'POST', body: JSON.stringify({ text: 'hi' }), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+    const wake = await request(`${hg.url}/hooks/wake`, {
+      method: 'POST',
+      body: JSON.stringify({ text: 'hi' }),
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    });
     assert.equal(wake.status, 200, wake.text);
     const adminToken = adminTokenOf(dir);
     const metrics = await request(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
@@ -112,7 +117,7 @@ describe('cli: init', () => {
     assert.ok(!bad.stderr.includes('    at '), 'no stack trace');
   });
 
-  it('in a git work tree it adds the config to the clone\'s info/exclude, once, and leaves .gitignore alone', async (t) => {
+  it("in a git work tree it adds the config to the clone's info/exclude, once, and leaves .gitignore alone", async (t) => {
     if (!hasGit) return t.skip('git is not installed');
     const dir = tempDir('hookgate-init-git-');
     assert.equal(git(dir, 'init', '-q').status, 0);
@@ -120,15 +125,26 @@ describe('cli: init', () => {
     mkdirSync(join(dir, 'conf'));
     const first = await runCli(['init', 'conf/hg.json5'], { cwd: dir });
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, /git: added it to .*\.git\/info\/exclude \(this clone's own ignore list; \.gitignore is left alone\)/);
+    assert.match(
+      first.stdout,
+      /git: added it to .*\.git\/info\/exclude \(this clone's own ignore list; \.gitignore is left alone\)/,
+    );
     assert.equal(readFileSync(join(dir, '.gitignore'), 'utf8'), 'node_modules/', 'the tracked file is not edited');
     assert.match(readFileSync(join(dir, '.git/info/exclude'), 'utf8'), /\n\/conf\/hg\.json5\n$/);
     assert.equal(git(dir, 'check-ignore', '-q', 'conf/hg.json5').status, 0, 'git ignores it');
-    assert.equal(git(dir, 'status', '--porcelain', '--', 'conf').stdout, '', 'nothing to commit: the config is ignored');
+    assert.equal(
+      git(dir, 'status', '--porcelain', '--', 'conf').stdout,
+      '',
+      'nothing to commit: the config is ignored',
+    );
     const again = await runCli(['init', 'conf/hg.json5', '--force'], { cwd: dir });
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /git: already ignored/);
-    assert.equal(readFileSync(join(dir, '.git/info/exclude'), 'utf8').split('/conf/hg.json5').length, 2, 'the line is there once');
+    assert.equal(
+      readFileSync(join(dir, '.git/info/exclude'), 'utf8').split('/conf/hg.json5').length,
+      2,
+      'the line is there once',
+    );
     assert.match(again.stdout, /npx hookgate serve --config conf\/hg\.json5/);
   });
 });
@@ -136,7 +152,9 @@ describe('cli: init', () => {
 describe('cli: init --service', () => {
   it('writes a config with no secret (0644) and an environment file with them (0600); loaded with it, the embedded default', async () => {
     const dir = tempDir('hookgate-init-service-');
-    const r = await runCli(['init', '--service', '--dir', join(dir, 'etc'), '--state-dir', join(dir, 'state')], { cwd: dir });
+    const r = await runCli(['init', '--service', '--dir', join(dir, 'etc'), '--state-dir', join(dir, 'state')], {
+      cwd: dir,
+    });
     assert.equal(r.code, 0, r.stderr);
     const config = join(dir, 'etc/hookgate.json5');
     const envFile = join(dir, 'etc/hookgate.env');
@@ -145,14 +163,20 @@ describe('cli: init --service', () => {
     const vars = parseEnvFile(readFileSync(envFile, 'utf8'));
     assert.deepEqual([...vars.keys()], ['HOOKGATE_HOOK_TOKEN', 'HOOKGATE_ADMIN_TOKEN']);
     const text = readFileSync(config, 'utf8');
-    for (const v of vars.values()) assert.ok(!text.includes(v) && !r.stdout.includes(v), 'no secret in the config or the output');
+    for (const v of vars.values())
+      assert.ok(!text.includes(v) && !r.stdout.includes(v), 'no secret in the config or the output');
     assert.match(text, /token: \{ env: "HOOKGATE_HOOK_TOKEN" \}/);
     assert.match(text, /token: \{ env: "HOOKGATE_ADMIN_TOKEN" \}/);
     const loaded = loadConfigFile(config, { env: Object.fromEntries(vars) });
     assert.deepEqual(loaded.warnings, []);
     assert.equal(loaded.storage.driver, 'sqlite');
     assert.equal(loaded.storage.driver === 'sqlite' && loaded.storage.path, join(dir, 'state/hookgate.db'));
-    const embedded = validateConfig(embeddedConfig(vars.get('HOOKGATE_HOOK_TOKEN'), vars.get('HOOKGATE_ADMIN_TOKEN')), undefined, dir, { env: {} });
+    const embedded = validateConfig(
+      embeddedConfig(vars.get('HOOKGATE_HOOK_TOKEN'), vars.get('HOOKGATE_ADMIN_TOKEN')),
+      undefined,
+      dir,
+      { env: {} },
+    );
     assert.deepEqual({ ...effective(loaded), storage: undefined }, { ...effective(embedded), storage: undefined });
     assert.match(r.stdout, /wrote .*hookgate\.env \(mode 0600: HOOKGATE_HOOK_TOKEN, HOOKGATE_ADMIN_TOKEN/);
     assert.match(r.stdout, /--service-user hookgate/);
@@ -162,7 +186,9 @@ describe('cli: init --service', () => {
     const dir = tempDir('hookgate-init-service-again-');
     const etc = join(dir, 'etc');
     mkdirSync(etc);
-    writeFileSync(join(etc, 'hookgate.env'), 'GITHUB_WEBHOOK_SECRET=gh\nHOOKGATE_HOOK_TOKEN=kept-hook-token', { mode: 0o600 });
+    writeFileSync(join(etc, 'hookgate.env'), 'GITHUB_WEBHOOK_SECRET=gh\nHOOKGATE_HOOK_TOKEN=kept-hook-token', {
+      mode: 0o600,
+    });
     const r = await runCli(['init', '--service', '--dir', etc, '--state-dir', join(dir, 'state')], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /added HOOKGATE_ADMIN_TOKEN to /);
@@ -173,7 +199,9 @@ describe('cli: init --service', () => {
     const refused = await runCli(['init', '--service', '--dir', etc], { cwd: dir });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /hookgate\.json5 exists; use --force/);
-    const forced = await runCli(['init', '--service', '--dir', etc, '--state-dir', join(dir, 'state'), '--force'], { cwd: dir });
+    const forced = await runCli(['init', '--service', '--dir', etc, '--state-dir', join(dir, 'state'), '--force'], {
+      cwd: dir,
+    });
     assert.equal(forced.code, 0, forced.stderr);
     assert.match(forced.stdout, /kept .*hookgate\.env: it already sets/);
     assert.deepEqual(parseEnvFile(readFileSync(join(etc, 'hookgate.env'), 'utf8')), vars);
@@ -194,7 +222,10 @@ describe('cli: config check on the embedded default, before its first start', ()
     const r = await runCli(['config', 'check'], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.ok(!r.stdout.includes('warning:'), r.stdout);
-    assert.match(r.stdout, /^note: the embedded default has not run here yet: its hooks turn on at the first `hookgate serve`/m);
+    assert.match(
+      r.stdout,
+      /^note: the embedded default has not run here yet: its hooks turn on at the first `hookgate serve`/m,
+    );
     const json = await runCli(['config', 'check', '--json'], { cwd: dir });
     assert.deepEqual(JSON.parse(json.stdout).warnings, []);
     assert.equal(existsSync(join(dir, 'data')), false, 'nothing created');

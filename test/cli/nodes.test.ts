@@ -3,7 +3,7 @@
  * kill -9 left), live or gone by NODE_LIVE_MS; --json for scripts; never creates a store.
  */
 import assert from 'node:assert/strict';
-import { existsSync, } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ago, nodeView } from '../../src/cli/nodes-command.js';
@@ -52,11 +52,17 @@ describe('cli: hookgate nodes (SQLite)', () => {
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
     assert.match(lines[0]!, /^ID\s+STATE\s+HOST\s+PID\s+VERSION\s+URL\s+STARTED\s+LASTSEEN$/);
-    assert.match(lines[1]!, /^box-1:4242:live\s+live\s+box-1\s+4242\s+0\.1\.0\s+http:\/\/127\.0\.0\.1:18789\/hooks\s+\S+ \S+Z\s+\d+ s ago$/);
+    assert.match(
+      lines[1]!,
+      /^box-1:4242:live\s+live\s+box-1\s+4242\s+0\.1\.0\s+http:\/\/127\.0\.0\.1:18789\/hooks\s+\S+ \S+Z\s+\d+ s ago$/,
+    );
     // Its age: NODE_LIVE_MS + 5 s when the test started, plus however long the CLI took (seconds on a loaded machine).
     const age = Number(/^box-1:4100:killed\s+gone\s.*\s(\d+) s ago$/.exec(lines[2]!)?.[1]);
     const least = Math.floor((NODE_LIVE_MS + 5_000) / 1000);
-    assert.ok(age >= least && age <= least + Math.ceil((Date.now() - now) / 1000), `${lines[2]}: expected ${least} s ago or a little more`);
+    assert.ok(
+      age >= least && age <= least + Math.ceil((Date.now() - now) / 1000),
+      `${lines[2]}: expected ${least} s ago or a little more`,
+    );
     assert.equal(lines.at(-1), '1 live, 1 gone');
   });
 
@@ -75,7 +81,10 @@ describe('cli: hookgate nodes (SQLite)', () => {
   it('live up to NODE_LIVE_MS since last seen, gone after; relative times', () => {
     assert.equal(nodeView(node('a', 1000), 1000 + NODE_LIVE_MS).state, 'live');
     assert.equal(nodeView(node('a', 1000), 1001 + NODE_LIVE_MS).state, 'gone');
-    assert.deepEqual([ago(4_000), ago(300_000), ago(3 * 3_600_000), ago(3 * 86_400_000)], ['4 s ago', '5 min ago', '3 h ago', '3 d ago']);
+    assert.deepEqual(
+      [ago(4_000), ago(300_000), ago(3 * 3_600_000), ago(3 * 86_400_000)],
+      ['4 s ago', '5 min ago', '3 h ago', '3 d ago'],
+    );
   });
 });
 
@@ -90,7 +99,8 @@ describe('cli: hookgate nodes prune (SQLite)', () => {
     });
   });
   after(() => removeDir(dir));
-  const ids = async () => ((JSON.parse((await runCli(['nodes', '--json'], { cwd: dir })).stdout) as NodeInfo[]).map((n) => n.id));
+  const ids = async () =>
+    (JSON.parse((await runCli(['nodes', '--json'], { cwd: dir })).stdout) as NodeInfo[]).map((n) => n.id);
 
   it('--dry-run lists the nodes gone for longer than the default (24h) and removes nothing', async () => {
     const r = await runCli(['nodes', 'prune', '--dry-run'], { cwd: dir });
@@ -109,7 +119,10 @@ describe('cli: hookgate nodes prune (SQLite)', () => {
 
     const r = await runCli(['nodes', 'prune', '--json'], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual((JSON.parse(r.stdout) as NodeInfo[]).map((n) => n.id), ['box-1:3:gone-two-days']);
+    assert.deepEqual(
+      (JSON.parse(r.stdout) as NodeInfo[]).map((n) => n.id),
+      ['box-1:3:gone-two-days'],
+    );
     assert.deepEqual(await ids(), ['box-1:1:live', 'box-1:2:gone-a-minute']);
 
     const shorter = await runCli(['nodes', 'prune', '--older-than', '30s'], { cwd: dir });
@@ -119,9 +132,14 @@ describe('cli: hookgate nodes prune (SQLite)', () => {
 
     const audit = await runCli(['audit', '--kind', 'nodes.pruned', '--json'], { cwd: dir });
     assert.equal(audit.code, 0, audit.stderr);
-    const records = JSON.parse(audit.stdout) as Array<{ actor: string; detail: { nodes: string[]; olderThan: string } }>;
+    const records = JSON.parse(audit.stdout) as Array<{
+      actor: string;
+      detail: { nodes: string[]; olderThan: string };
+    }>;
     assert.deepEqual(
-      records.map((a) => [a.actor, a.detail.nodes, a.detail.olderThan]).sort((x, y) => String(x[2]).localeCompare(String(y[2]))),
+      records
+        .map((a) => [a.actor, a.detail.nodes, a.detail.olderThan])
+        .sort((x, y) => String(x[2]).localeCompare(String(y[2]))),
       [
         ['cli', ['box-1:3:gone-two-days'], '24h'],
         ['cli', ['box-1:2:gone-a-minute'], '30s'],

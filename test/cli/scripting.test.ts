@@ -9,12 +9,22 @@ import { after, before, describe, it } from 'node:test';
 import { type Hookgate, runCli, startHookgate } from '../support/server.js';
 
 const SECRETS = { HG_GITHUB_SECRET: "It's a Secret to Everybody", HG_SLACK_SECRET: 'slack-signing-secret-0123' };
-const signed = (path: string, signature: Record<string, unknown>) => ({ match: { path }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: `signed ${path}`, signature });
+const signed = (path: string, signature: Record<string, unknown>) => ({
+  match: { path },
+  action: 'wake',
+  wakeMode: 'next-heartbeat',
+  textTemplate: `signed ${path}`,
+  signature,
+});
 
 describe('cli: scripting against a running service', () => {
   let hg: Hookgate;
   const cli = (args: string[], opts: { env?: Record<string, string>; input?: string } = {}) =>
-    runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], { cwd: hg.dir, env: { ...SECRETS, ...opts.env }, input: opts.input });
+    runCli([...args, '--config', hg.configFile, ...(args[0] === 'send' ? ['--url', hg.url] : [])], {
+      cwd: hg.dir,
+      env: { ...SECRETS, ...opts.env },
+      input: opts.input,
+    });
   before(async () => {
     hg = await startHookgate({
       env: SECRETS,
@@ -24,8 +34,17 @@ describe('cli: scripting against a running service', () => {
             signed('gh', { scheme: 'github', secret: '${HG_GITHUB_SECRET}' }),
             signed('stripe', { scheme: 'stripe', secret: 'whsec_stripe_endpoint_secret' }),
             signed('slack', { scheme: 'slack', secret: { env: 'HG_SLACK_SECRET' } }),
-            signed('sw', { scheme: 'standard-webhooks', secret: `whsec_${Buffer.from('standard webhooks key 32 bytes!!').toString('base64')}` }),
-            signed('hmac', { scheme: 'hmac-sha256', secret: 'generic-secret', header: 'x-acme-signature', prefix: 'sha256=', encoding: 'base64' }),
+            signed('sw', {
+              scheme: 'standard-webhooks',
+              secret: `whsec_${Buffer.from('standard webhooks key 32 bytes!!').toString('base64')}`,
+            }),
+            signed('hmac', {
+              scheme: 'hmac-sha256',
+              secret: 'generic-secret',
+              header: 'x-acme-signature',
+              prefix: 'sha256=',
+              encoding: 'base64',
+            }),
             { match: { path: 'plain' }, action: 'wake', wakeMode: 'next-heartbeat', textTemplate: 'plain' },
           ],
         },
@@ -89,10 +108,30 @@ describe('cli: scripting against a running service', () => {
   }
 
   it('send hook --form: a Slack slash command (form body) signed with --sign is accepted; --content-type sends --data as that type', async () => {
-    const r = await cli(['send', 'hook', 'slack', '--form', 'user_name=Steve', '--form', 'text=94070', '--form', `trigger_id=t${Date.now()}`, '--sign']);
+    const r = await cli([
+      'send',
+      'hook',
+      'slack',
+      '--form',
+      'user_name=Steve',
+      '--form',
+      'text=94070',
+      '--form',
+      `trigger_id=t${Date.now()}`,
+      '--sign',
+    ]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.equal(r.stdout, '', 'a Slack form request is answered with an empty 200, as Slack expects');
-    const typed = await cli(['send', 'hook', 'slack', '--data', `user_name=Ada&text=1&trigger_id=u${Date.now()}`, '--content-type', 'application/x-www-form-urlencoded', '--sign']);
+    const typed = await cli([
+      'send',
+      'hook',
+      'slack',
+      '--data',
+      `user_name=Ada&text=1&trigger_id=u${Date.now()}`,
+      '--content-type',
+      'application/x-www-form-urlencoded',
+      '--sign',
+    ]);
     assert.equal(typed.code, 0, typed.stdout + typed.stderr);
     // Unsigned, the same form is refused by the signature, as a JSON body is.
     const unsigned = await cli(['send', 'hook', 'slack', '--form', 'text=x']);
@@ -111,7 +150,14 @@ describe('cli: scripting against a running service', () => {
   it('--json prints every list and record as JSON', async () => {
     const sent = await cli(['send', 'agent', 'json please', '--no-deliver']);
     const runId = (JSON.parse(sent.stdout) as { runId: string }).runId;
-    for (const args of [['runs', 'list'], ['runs', 'show', runId], ['sessions', 'list'], ['deliveries', 'list'], ['received'], ['config', 'check']]) {
+    for (const args of [
+      ['runs', 'list'],
+      ['runs', 'show', runId],
+      ['sessions', 'list'],
+      ['deliveries', 'list'],
+      ['received'],
+      ['config', 'check'],
+    ]) {
       const r = await cli([...args, '--json']);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.doesNotThrow(() => JSON.parse(r.stdout), `${args.join(' ')} --json prints JSON`);

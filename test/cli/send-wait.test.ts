@@ -22,7 +22,10 @@ describe('send agent --wait: the line of a run record, the exit code of a comple
     const retrying = { state: 'queued', error: 'provider_http: HTTP 503', nextAttemptAt: 4_200 };
     assert.equal(progressLine(retrying, 1_000), 'retrying: provider_http: HTTP 503; next try in 4 s');
     assert.equal(progressLine({ state: 'succeeded', deliveryStatus: 'outbox' }, 0), 'done: succeeded (reply: outbox)');
-    assert.equal(progressLine({ state: 'failed', error: 'boom\u001b[2J\nnext line' }, 0), 'done: failed: boom [2J next line');
+    assert.equal(
+      progressLine({ state: 'failed', error: 'boom\u001b[2J\nnext line' }, 0),
+      'done: failed: boom [2J next line',
+    );
   });
 
   it('exit 0 only for a reply handed to the outbox or held back on purpose', () => {
@@ -45,7 +48,9 @@ describe('send agent --wait against a running service (real binary)', { timeout:
 
   before(async () => {
     // The model is "down": every request answered 503, as a proxy in front of a stopped model server does.
-    down = createServer((_req, res) => res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"unavailable"}'));
+    down = createServer((_req, res) =>
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"unavailable"}'),
+    );
     await new Promise<void>((r) => down.listen(0, '127.0.0.1', r));
     slow = await startOpenAIStandin();
     slow.setMode('hang');
@@ -62,7 +67,9 @@ describe('send agent --wait against a running service (real binary)', { timeout:
           },
         },
         // One retry, 3 s after the first failure (the window's end): the progress polls (every second) see it wait.
-        agents: { defaults: { model: 'echo/echo', retry: { maxSeconds: 3, initialBackoffMs: 5000, maxBackoffMs: 5000 } } },
+        agents: {
+          defaults: { model: 'echo/echo', retry: { maxSeconds: 3, initialBackoffMs: 5000, maxBackoffMs: 5000 } },
+        },
         channels: { default: { channel: 'log' }, log: {} },
       },
     });
@@ -77,12 +84,20 @@ describe('send agent --wait against a running service (real binary)', { timeout:
   it('a model answering 503: progress lines (queued, running, retrying: reason, next try), then failed, exit 2', async () => {
     const r = await cli(['send', 'agent', 'hello down there', '--model', 'down/m', '--wait']);
     assert.equal(r.code, WAIT_EXIT.runError, `${r.stdout}\n${r.stderr}`);
-    const answer = JSON.parse(r.stdout) as { ok: boolean; runId: string; duplicate?: boolean; completion: { status: string; error: string } };
+    const answer = JSON.parse(r.stdout) as {
+      ok: boolean;
+      runId: string;
+      duplicate?: boolean;
+      completion: { status: string; error: string };
+    };
     assert.equal(answer.ok, true);
     assert.equal(answer.duplicate, undefined, 'the held answer is the first one, not a replay');
     assert.equal(answer.completion.status, 'error');
     assert.match(answer.completion.error, /HTTP 503.*gave up after/);
-    const lines = r.stderr.split('\n').filter((l) => l.startsWith(`run ${answer.runId}: `)).map((l) => l.slice(`run ${answer.runId}: `.length));
+    const lines = r.stderr
+      .split('\n')
+      .filter((l) => l.startsWith(`run ${answer.runId}: `))
+      .map((l) => l.slice(`run ${answer.runId}: `.length));
     // queued and running last milliseconds here and may fall between two polls; the wait for the next try does not.
     assert.match(lines.join('\n'), /^retrying: provider_http: .*503.*; next try in \d+ s$/m, r.stderr);
     assert.match(lines.at(-1) ?? '', /^done: failed: provider_http: .*503.*gave up after/, r.stderr);
@@ -104,7 +119,10 @@ describe('send agent --wait against a running service (real binary)', { timeout:
     const answer = JSON.parse(r.stdout) as { runId: string; completion: { status: string } };
     assert.equal(answer.completion.status, 'pending');
     assert.match(r.stderr, new RegExp(`^run ${answer.runId}: running$`, 'm'));
-    assert.match(r.stderr, new RegExp(`has not ended yet \\(it goes on\\): follow it with \`hookgate runs show ${answer.runId}\``));
+    assert.match(
+      r.stderr,
+      new RegExp(`has not ended yet \\(it goes on\\): follow it with \`hookgate runs show ${answer.runId}\``),
+    );
   });
 
   it('a refused request is exit 1 with the answer on stdout, as without --wait', async () => {

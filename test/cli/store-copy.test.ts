@@ -47,7 +47,9 @@ describe('store copy: refusals before any copy', () => {
   after(() => removeDir(dir));
 
   it('a destination that is not PostgreSQL: exit 1, saying what --to must be', async () => {
-    const r = await runCli(['store', 'copy', '--from', 'data/hookgate.db', '--to', `mysql://root:${PASSWORD}@db/x`], { cwd: dir });
+    const r = await runCli(['store', 'copy', '--from', 'data/hookgate.db', '--to', `mysql://root:${PASSWORD}@db/x`], {
+      cwd: dir,
+    });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /--to must be a PostgreSQL URL \(postgres:\/\/user:password@host:5432\/database\)/);
     assert.doesNotMatch(r.stdout + r.stderr, new RegExp(PASSWORD));
@@ -65,25 +67,44 @@ describe('store copy: refusals before any copy', () => {
     const db = new Database(old);
     db.pragma('user_version = 9');
     db.close();
-    await assert.rejects(copySqliteToPostgres({ from: old, to: schemaUrl('unused') }), (err: { code?: string; message: string }) => {
-      assert.equal(err.code, 'copy_source_outdated');
-      assert.match(err.message, /schema version 9, older than this hookgate's \(\d+\): run `hookgate store migrate/);
-      return true;
-    });
+    await assert.rejects(
+      copySqliteToPostgres({ from: old, to: schemaUrl('unused') }),
+      (err: { code?: string; message: string }) => {
+        assert.equal(err.code, 'copy_source_outdated');
+        assert.match(err.message, /schema version 9, older than this hookgate's \(\d+\): run `hookgate store migrate/);
+        return true;
+      },
+    );
   });
 
   it('a missing source, and a source with a live service', async () => {
-    await assert.rejects(copySqliteToPostgres({ from: join(dir, 'nope.db'), to: schemaUrl('unused') }), { code: 'copy_source_missing' });
+    await assert.rejects(copySqliteToPostgres({ from: join(dir, 'nope.db'), to: schemaUrl('unused') }), {
+      code: 'copy_source_missing',
+    });
     const busy = join(dir, 'busy.db');
     copyFileSync(join(dir, 'data/hookgate.db'), busy);
     const s = new SqliteStore({ path: busy, writer: 'inline' });
-    await s.registerNode({ id: 'h:1:x', host: 'h', pid: 1, version: '0.1.0', url: 'http://127.0.0.1:1/hooks', startedAt: Date.now(), lastSeenAt: Date.now() });
-    await s.close();
-    await assert.rejects(copySqliteToPostgres({ from: busy, to: schemaUrl('unused') }), (err: { code?: string; message: string }) => {
-      assert.equal(err.code, 'copy_source_in_use');
-      assert.match(err.message, /a hookgate service is running on .*busy\.db \(node h:1:x, seen \d+ s ago\): stop it first/);
-      return true;
+    await s.registerNode({
+      id: 'h:1:x',
+      host: 'h',
+      pid: 1,
+      version: '0.1.0',
+      url: 'http://127.0.0.1:1/hooks',
+      startedAt: Date.now(),
+      lastSeenAt: Date.now(),
     });
+    await s.close();
+    await assert.rejects(
+      copySqliteToPostgres({ from: busy, to: schemaUrl('unused') }),
+      (err: { code?: string; message: string }) => {
+        assert.equal(err.code, 'copy_source_in_use');
+        assert.match(
+          err.message,
+          /a hookgate service is running on .*busy\.db \(node h:1:x, seen \d+ s ago\): stop it first/,
+        );
+        return true;
+      },
+    );
   });
 });
 
@@ -92,7 +113,10 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
   let schema: string;
   let url: string;
   let admin: pg.Client;
-  const ids = { done: run({ sessionKey: 'hook:done', name: 'Done' }), waiting: run({ sessionKey: 'hook:waiting', name: 'Waiting' }) };
+  const ids = {
+    done: run({ sessionKey: 'hook:done', name: 'Done' }),
+    waiting: run({ sessionKey: 'hook:waiting', name: 'Waiting' }),
+  };
   const wake = event({ text: 'door bell' });
   const idem = claim({ scope: 'agent' });
   const spec = { kind: 'agent', status: 200 } as const;
@@ -109,20 +133,51 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
     const s = new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
     try {
       assert.equal(kind(await s.accept(command({ events: [wake], received: received({ path: 'wake' }) }))), 'accepted');
-      assert.equal(kind(await s.accept(command({ runs: [ids.done], idempotency: idem, answerSpec: spec, received: received({ path: 'agent', runIds: [ids.done.id] }) }))), 'accepted');
-      assert.equal(kind(await s.accept(command({ runs: [ids.waiting], received: received({ path: 'agent', at: T0 + 5 }) }))), 'accepted');
+      assert.equal(
+        kind(
+          await s.accept(
+            command({
+              runs: [ids.done],
+              idempotency: idem,
+              answerSpec: spec,
+              received: received({ path: 'agent', runIds: [ids.done.id] }),
+            }),
+          ),
+        ),
+        'accepted',
+      );
+      assert.equal(
+        kind(await s.accept(command({ runs: [ids.waiting], received: received({ path: 'agent', at: T0 + 5 }) }))),
+        'accepted',
+      );
       const claimed = await s.claimRuns('old-node', T0 + 10, 30_000, 5);
       assert.ok(claimed.some((r) => r.id === ids.done.id));
       await s.completeRun(
         completion(ids.done.id, 'old-node', {
           deliveryStatus: 'delivered',
           deliveries: [out],
-          messages: [message({ sessionKey: 'hook:done', role: 'user', content: 'do the thing', runId: ids.done.id }), message({ sessionKey: 'hook:done', role: 'assistant', content: 'the reply', runId: ids.done.id })],
+          messages: [
+            message({ sessionKey: 'hook:done', role: 'user', content: 'do the thing', runId: ids.done.id }),
+            message({ sessionKey: 'hook:done', role: 'assistant', content: 'the reply', runId: ids.done.id }),
+          ],
           events: [event({ text: 'Hook Done: the reply', origin: 'summary', runId: ids.done.id })],
         }),
       );
-      await s.releaseRuns('old-node', claimed.filter((r) => r.id !== ids.done.id).map((r) => r.id), T0 + 20, 'stopped');
-      await s.registerNode({ id: 'old:1:x', host: 'old', pid: 1, version: '0.1.0', url: 'http://127.0.0.1:1/hooks', startedAt: T0, lastSeenAt: T0 });
+      await s.releaseRuns(
+        'old-node',
+        claimed.filter((r) => r.id !== ids.done.id).map((r) => r.id),
+        T0 + 20,
+        'stopped',
+      );
+      await s.registerNode({
+        id: 'old:1:x',
+        host: 'old',
+        pid: 1,
+        version: '0.1.0',
+        url: 'http://127.0.0.1:1/hooks',
+        startedAt: T0,
+        lastSeenAt: T0,
+      });
     } finally {
       await s.close();
     }
@@ -138,11 +193,28 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stdout + r.stderr, new RegExp(PASSWORD));
     assert.match(r.stderr, /must be stopped/);
-    const res = JSON.parse(r.stdout) as { ok: boolean; to: string; copied: number; tables: Array<{ table: string; total: number; copied: number; present: number }> };
+    const res = JSON.parse(r.stdout) as {
+      ok: boolean;
+      to: string;
+      copied: number;
+      tables: Array<{ table: string; total: number; copied: number; present: number }>;
+    };
     assert.equal(res.ok, true);
     assert.match(res.to, /^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:5432\/test/);
     const by = Object.fromEntries(res.tables.map((t) => [t.table, t]));
-    assert.deepEqual(Object.keys(by).sort(), ['audit_log', 'deliveries', 'gmail_accounts', 'gmail_pushes', 'idempotency', 'received_log', 'refusal_log', 'runs', 'session_messages', 'sessions', 'system_events']);
+    assert.deepEqual(Object.keys(by).sort(), [
+      'audit_log',
+      'deliveries',
+      'gmail_accounts',
+      'gmail_pushes',
+      'idempotency',
+      'received_log',
+      'refusal_log',
+      'runs',
+      'session_messages',
+      'sessions',
+      'system_events',
+    ]);
     assert.equal(by.runs!.copied, 2);
     assert.equal(by.deliveries!.copied, 1);
     assert.equal(by.session_messages!.copied, 2);
@@ -152,25 +224,49 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
   });
 
   it('the PostgreSQL Store answers what SQLite held; a replayed key is a duplicate; new rows get fresh seqs', async () => {
-    const store: Store = await openStore({ driver: 'postgres', url, poolSize: 2 }, (p) => p, { schemaPolicy: 'migrate' });
+    const store: Store = await openStore({ driver: 'postgres', url, poolSize: 2 }, (p) => p, {
+      schemaPolicy: 'migrate',
+    });
     try {
       const done = await store.getRun(ids.done.id);
       assert.equal(done?.state, 'succeeded');
       assert.equal(done?.reply, 'done');
       assert.equal((await store.getRun(ids.waiting.id))?.state, 'queued');
       const dl = await store.listDeliveries({ runId: ids.done.id });
-      assert.deepEqual(dl.map((d) => [d.id, d.state, d.text]), [[out.id, 'pending', 'the reply']]);
+      assert.deepEqual(
+        dl.map((d) => [d.id, d.state, d.text]),
+        [[out.id, 'pending', 'the reply']],
+      );
       const session = await store.getSession('hook:done');
-      assert.deepEqual(session?.transcript.map((m) => m.content), ['do the thing', 'the reply']);
-      assert.deepEqual((await store.pendingEvents('main')).map((e) => e.text), ['door bell', 'Hook Done: the reply']);
+      assert.deepEqual(
+        session?.transcript.map((m) => m.content),
+        ['do the thing', 'the reply'],
+      );
+      assert.deepEqual(
+        (await store.pendingEvents('main')).map((e) => e.text),
+        ['door bell', 'Hook Done: the reply'],
+      );
       assert.equal((await store.listReceived(10)).length, 3);
       assert.deepEqual(await store.listNodes(), [], 'the node registry is not copied');
 
-      const replay = await store.accept(command({ runs: [run()], idempotency: idem, answerSpec: spec, received: received({ at: T0 + 100 }) }));
+      const replay = await store.accept(
+        command({ runs: [run()], idempotency: idem, answerSpec: spec, received: received({ at: T0 + 100 }) }),
+      );
       assert.equal(replay.kind, 'duplicate');
       const fresh = run({ name: 'After the copy', createdAt: T0 + 200 });
-      assert.equal(kind(await store.accept(command({ runs: [fresh], events: [event({ text: 'new event' })], received: received({ at: T0 + 200 }) }))), 'accepted');
-      assert.equal((await store.listRuns({ limit: 1 }))[0]?.id, fresh.id, 'the new run is numbered after the copied ones');
+      assert.equal(
+        kind(
+          await store.accept(
+            command({ runs: [fresh], events: [event({ text: 'new event' })], received: received({ at: T0 + 200 }) }),
+          ),
+        ),
+        'accepted',
+      );
+      assert.equal(
+        (await store.listRuns({ limit: 1 }))[0]?.id,
+        fresh.id,
+        'the new run is numbered after the copied ones',
+      );
     } finally {
       await store.close();
     }
@@ -189,10 +285,14 @@ describe('store copy: SQLite into PostgreSQL', { skip }, () => {
     await admin.query(`CREATE SCHEMA ${other}`);
     try {
       const otherUrl = schemaUrl(other);
-      const s = await openStore({ driver: 'postgres', url: otherUrl, poolSize: 1 }, (p) => p, { schemaPolicy: 'migrate' });
+      const s = await openStore({ driver: 'postgres', url: otherUrl, poolSize: 1 }, (p) => p, {
+        schemaPolicy: 'migrate',
+      });
       await s.accept(command({ runs: [run({ name: 'theirs' })], received: received() }));
       await s.close();
-      await assert.rejects(copySqliteToPostgres({ from: join(dir, 'data/hookgate.db'), to: otherUrl }), { code: 'copy_destination_conflict' });
+      await assert.rejects(copySqliteToPostgres({ from: join(dir, 'data/hookgate.db'), to: otherUrl }), {
+        code: 'copy_destination_conflict',
+      });
     } finally {
       await admin.query(`DROP SCHEMA IF EXISTS ${other} CASCADE`);
     }

@@ -40,14 +40,26 @@ const STORE_COMMANDS: string[][] = [
 
 function writeConfig(dir: string, storage: Record<string, unknown>): string {
   const file = join(dir, 'hookgate.json5');
-  writeFileSync(file, JSON.stringify({ gateway: { port: 0 }, admin: { enabled: false }, storage, hooks: { enabled: true, token: TOKEN } }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      gateway: { port: 0 },
+      admin: { enabled: false },
+      storage,
+      hooks: { enabled: true, token: TOKEN },
+    }),
+  );
   return file;
 }
 
 /** `serve` run to its exit; killed (and reported as such) if it is still running after 60 s: it should have refused. */
 function serveUntilExit(config: string, cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [CLI, 'serve', '--config', config], { cwd, env: { ...process.env, HOOKGATE_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [CLI, 'serve', '--config', config], {
+      cwd,
+      env: { ...process.env, HOOKGATE_TOKEN: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     p.stdout.setEncoding('utf8').on('data', (d: string) => (output += d));
     p.stderr.setEncoding('utf8').on('data', (d: string) => (output += d));
@@ -60,7 +72,13 @@ function serveUntilExit(config: string, cwd: string): Promise<{ code: number | n
 }
 
 /** Each command exits 1 saying `message`; `check` looks at the store after each one (left as it was). */
-async function assertRefused(commands: string[][], config: string, cwd: string, message: RegExp, check: (args: string[]) => unknown = () => {}): Promise<void> {
+async function assertRefused(
+  commands: string[][],
+  config: string,
+  cwd: string,
+  message: RegExp,
+  check: (args: string[]) => unknown = () => {},
+): Promise<void> {
   for (const args of commands) {
     const r = await runCli([...args, '--config', config], { cwd });
     assert.equal(r.code, 1, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
@@ -76,7 +94,9 @@ async function assertServeRefuses(config: string, cwd: string, message: RegExp):
 }
 
 const OUTDATED = (found: number, known: number) =>
-  new RegExp(`is at schema ${found}; this hookgate needs ${known}: run \`hookgate store migrate\` or start the service`);
+  new RegExp(
+    `is at schema ${found}; this hookgate needs ${known}: run \`hookgate store migrate\` or start the service`,
+  );
 const NEWER = (found: number, known: number) =>
   new RegExp(`was written by a newer hookgate \\(schema ${found}\\); this one knows up to ${known}: upgrade hookgate`);
 
@@ -111,7 +131,9 @@ describe('cli: store schema on SQLite', () => {
 
   it('an older store: every command but serve and store migrate refuses it, naming both, and leaves it as it was', async () => {
     makeStore(OLD);
-    await assertRefused(STORE_COMMANDS, config, dir, OUTDATED(OLD, SQLITE_KNOWN), (args) => assert.equal(version(), OLD, `${args.join(' ')} migrated the store`));
+    await assertRefused(STORE_COMMANDS, config, dir, OUTDATED(OLD, SQLITE_KNOWN), (args) =>
+      assert.equal(version(), OLD, `${args.join(' ')} migrated the store`),
+    );
   });
 
   it('store migrate: brings it to this schema, then has nothing to do; status reads it', async () => {
@@ -143,7 +165,11 @@ describe('cli: store schema on SQLite', () => {
 
   it('serve migrates an older store at start', async () => {
     makeStore(OLD);
-    const serve = spawn(process.execPath, [CLI, 'serve', '--config', config], { cwd: dir, env: { ...process.env, HOOKGATE_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const serve = spawn(process.execPath, [CLI, 'serve', '--config', config], {
+      cwd: dir,
+      env: { ...process.env, HOOKGATE_TOKEN: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       await new Promise<void>((resolve, reject) => {
         let out = '';
@@ -167,7 +193,8 @@ describe('cli: store schema on PostgreSQL', async () => {
   let dir: string;
   let config: string;
   let db: TestDatabase;
-  const version = async () => Number((await db.query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations'))[0]!.v);
+  const version = async () =>
+    Number((await db.query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations'))[0]!.v);
   /** The database as the hookgate of schema `v` left it. */
   const makeSchema = async (v: number) => {
     await db.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
@@ -188,10 +215,19 @@ describe('cli: store schema on PostgreSQL', async () => {
     await db.drop();
   });
 
-  it('an older schema: readers and writers refuse it and leave it as it was; store migrate migrates it', { skip }, async () => {
+  it('an older schema: readers and writers refuse it and leave it as it was; store migrate migrates it', {
+    skip,
+  }, async () => {
     await makeSchema(PG_OLD);
-    const commands = [['status'], ['runs', 'list'], ['sessions', 'route', 'main', '--channel', 'log', '--to', 'ops'], ['audit']];
-    await assertRefused(commands, config, dir, OUTDATED(PG_OLD, PG_KNOWN), async (args) => assert.equal(await version(), PG_OLD, `${args.join(' ')} migrated the schema`));
+    const commands = [
+      ['status'],
+      ['runs', 'list'],
+      ['sessions', 'route', 'main', '--channel', 'log', '--to', 'ops'],
+      ['audit'],
+    ];
+    await assertRefused(commands, config, dir, OUTDATED(PG_OLD, PG_KNOWN), async (args) =>
+      assert.equal(await version(), PG_OLD, `${args.join(' ')} migrated the schema`),
+    );
     const r = await runCli(['store', 'migrate', '--config', config], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout, `migrated the store from schema ${PG_OLD} to ${PG_KNOWN}\n`);
@@ -203,7 +239,12 @@ describe('cli: store schema on PostgreSQL', async () => {
   it('a newer schema: every command refuses it, serve included', { skip }, async () => {
     await makeSchema(PG_KNOWN);
     await db.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [PG_KNOWN + 1]);
-    await assertRefused([['status'], ['runs', 'list'], ['store', 'migrate']], config, dir, NEWER(PG_KNOWN + 1, PG_KNOWN));
+    await assertRefused(
+      [['status'], ['runs', 'list'], ['store', 'migrate']],
+      config,
+      dir,
+      NEWER(PG_KNOWN + 1, PG_KNOWN),
+    );
     await assertServeRefuses(config, dir, NEWER(PG_KNOWN + 1, PG_KNOWN));
   });
 });

@@ -14,7 +14,13 @@ import { runCli } from '../support/server.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 
 const now = new Date('2026-11-25T12:00:00Z');
-const input = (over: Partial<RotateInput> = {}): RotateInput => ({ section: 'hooks', id: 'new', token: 'N'.repeat(43), now, ...over });
+const input = (over: Partial<RotateInput> = {}): RotateInput => ({
+  section: 'hooks',
+  id: 'new',
+  token: 'N'.repeat(43),
+  now,
+  ...over,
+});
 
 function edited(text: string, over: Partial<RotateInput> = {}) {
   const r = rotateTokens(text, input(over));
@@ -68,7 +74,13 @@ describe('token rotate: the config edit', () => {
     const tokens = (JSON5.parse(r.text) as { hooks: { tokens: Array<Record<string, unknown>> } }).hooks.tokens;
     assert.deepEqual(
       tokens.map((t) => [t.id, t.notAfter ?? null]),
-      [['a', '2026-11-26T12:00:00.000Z'], ['b', '2026-11-26T12:00:00.000Z'], ['c', 5], ['default', '2026-11-26T12:00:00.000Z'], ['new', null]],
+      [
+        ['a', '2026-11-26T12:00:00.000Z'],
+        ['b', '2026-11-26T12:00:00.000Z'],
+        ['c', 5],
+        ['default', '2026-11-26T12:00:00.000Z'],
+        ['new', null],
+      ],
     );
     assert.equal(tokens[3]!.token, '${HOOK_TOKEN}', 'the moved value as written: still a reference');
     const c = parseConfig(r.text, undefined, '/tmp', { env: { HOOK_TOKEN: 'd'.repeat(20) } });
@@ -80,17 +92,28 @@ describe('token rotate: the config edit', () => {
     const r = edited(starterConfig('s'.repeat(43)));
     assert.match(r.text, /A dedicated token for hook senders/, 'comments kept');
     const c = parseConfig(r.text, undefined, '/tmp', { env: {} });
-    assert.deepEqual(c.hooks.tokens?.map((t) => t.id), ['default', 'new']);
+    assert.deepEqual(
+      c.hooks.tokens?.map((t) => t.id),
+      ['default', 'new'],
+    );
     assert.equal(c.hooks.token, undefined);
     const one = edited('{ hooks: { enabled: true, token: "abcdefghijklmnopqrstu" } }');
     assert.deepEqual((JSON5.parse(one.text) as { hooks: { tokens: unknown[] } }).hooks.tokens.length, 2);
   });
 
   it('admin section; refusals: no section, a taken id, tokens not a list, not JSON5', () => {
-    const r = edited('{ admin: { enabled: true, tokens: [{ id: "x", token: "xxxxxxxxxxxxxxxxxxxx" }] } }', { section: 'admin' });
-    assert.deepEqual((JSON5.parse(r.text) as { admin: { tokens: Array<{ id: string }> } }).admin.tokens.map((t) => t.id), ['x', 'new']);
+    const r = edited('{ admin: { enabled: true, tokens: [{ id: "x", token: "xxxxxxxxxxxxxxxxxxxx" }] } }', {
+      section: 'admin',
+    });
+    assert.deepEqual(
+      (JSON5.parse(r.text) as { admin: { tokens: Array<{ id: string }> } }).admin.tokens.map((t) => t.id),
+      ['x', 'new'],
+    );
     assert.match(JSON.stringify(rotateTokens('{ hooks: {} }', input({ section: 'admin' }))), /no admin section/);
-    assert.match(JSON.stringify(rotateTokens('{ hooks: { token: "t" } }', input({ id: 'default' }))), /already has the id \\"default\\"/);
+    assert.match(
+      JSON.stringify(rotateTokens('{ hooks: { token: "t" } }', input({ id: 'default' }))),
+      /already has the id \\"default\\"/,
+    );
     assert.match(JSON.stringify(rotateTokens('{ hooks: { tokens: {} } }', input())), /is not a list/);
     assert.equal(rotateTokens('{ hooks: ', input()).kind, 'refused');
   });
@@ -126,13 +149,19 @@ describe('hookgate token rotate (the CLI)', { timeout: 60_000 }, () => {
     assert.equal(r.code, 0, r.stderr);
     const token = r.stdout.trim();
     assert.match(token, /^[A-Za-z0-9_-]{43}$/, 'a 32-byte base64url token, alone');
-    assert.match(r.stderr, /added hooks\.tokens entry "\d{4}-\d{2}-\d{2}" .*hooks\.token moved into hooks\.tokens as "default"/);
+    assert.match(
+      r.stderr,
+      /added hooks\.tokens entry "\d{4}-\d{2}-\d{2}" .*hooks\.token moved into hooks\.tokens as "default"/,
+    );
     assert.match(r.stderr, /the old token "default" is accepted until /);
     assert.match(r.stderr, /SIGHUP/);
     assert.ok(!r.stderr.includes(token), 'the token is printed once');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     const config = parseConfig(readFileSync(file, 'utf8'), file, dir, { env: {} });
-    assert.deepEqual(config.hooks.tokens?.map((t) => t.token), ['o'.repeat(43), token]);
+    assert.deepEqual(
+      config.hooks.tokens?.map((t) => t.token),
+      ['o'.repeat(43), token],
+    );
 
     const admin = await runCli(['token', 'rotate', '--admin', '--id', 'ops-1', '--json', '--config', file]);
     assert.equal(admin.code, 0, `the starter config has an admin section: ${admin.stderr}`);

@@ -14,12 +14,26 @@ const ALERTS_BOT = '222222:alerts-secret';
 describe('channel accounts: merge and schema', () => {
   it('an account is the top-level section with its fields laid over, defaults applied to the merged result', () => {
     const c = parse({
-      channels: { telegram: { botToken: DEFAULT_BOT, apiBaseUrl: 'http://127.0.0.1:9000', accounts: { alerts: { botToken: ALERTS_BOT }, slow: { timeoutMs: 60_000 } } } },
+      channels: {
+        telegram: {
+          botToken: DEFAULT_BOT,
+          apiBaseUrl: 'http://127.0.0.1:9000',
+          accounts: { alerts: { botToken: ALERTS_BOT }, slow: { timeoutMs: 60_000 } },
+        },
+      },
     });
     const tg = c.channels.telegram!;
     assert.equal(tg.botToken, DEFAULT_BOT);
-    assert.deepEqual(tg.accounts.alerts, { botToken: ALERTS_BOT, apiBaseUrl: 'http://127.0.0.1:9000', timeoutMs: 15_000 });
-    assert.deepEqual(tg.accounts.slow, { botToken: DEFAULT_BOT, apiBaseUrl: 'http://127.0.0.1:9000', timeoutMs: 60_000 });
+    assert.deepEqual(tg.accounts.alerts, {
+      botToken: ALERTS_BOT,
+      apiBaseUrl: 'http://127.0.0.1:9000',
+      timeoutMs: 15_000,
+    });
+    assert.deepEqual(tg.accounts.slow, {
+      botToken: DEFAULT_BOT,
+      apiBaseUrl: 'http://127.0.0.1:9000',
+      timeoutMs: 60_000,
+    });
     assert.deepEqual(Object.fromEntries(configuredAccounts(c)), { telegram: ['default', 'alerts', 'slow'] });
   });
 
@@ -34,7 +48,11 @@ describe('channel accounts: merge and schema', () => {
       channels: {
         irc: { host: 'irc.example.org', nick: 'hookgate', accounts: { ops: { nick: 'hookgate-ops' } } },
         whatsapp: { accessToken: 'a', phoneNumberId: '1', accounts: { eu: { phoneNumberId: '2' } } },
-        msteams: { appId: 'app', appPassword: 'p', accounts: { other: { appId: 'app2', apiBaseUrl: 'http://127.0.0.1:1' } } },
+        msteams: {
+          appId: 'app',
+          appPassword: 'p',
+          accounts: { other: { appId: 'app2', apiBaseUrl: 'http://127.0.0.1:1' } },
+        },
       },
     });
     assert.equal(c.channels.irc!.accounts.ops!.nick, 'hookgate-ops');
@@ -49,22 +67,39 @@ describe('channel accounts: merge and schema', () => {
       'channels.telegram.accounts.alerts.botToken',
       /Bot API token/,
     );
-    assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botTokn: ALERTS_BOT } } } } }, 'channels.telegram.accounts.alerts', 'unknown key: botTokn');
-    assertIssue({ channels: { slack: { botToken: 'xoxb-1', accounts: { b: { timeoutMs: -1 } } } } }, 'channels.slack.accounts.b.timeoutMs');
+    assertIssue(
+      { channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botTokn: ALERTS_BOT } } } } },
+      'channels.telegram.accounts.alerts',
+      'unknown key: botTokn',
+    );
+    assertIssue(
+      { channels: { slack: { botToken: 'xoxb-1', accounts: { b: { timeoutMs: -1 } } } } },
+      'channels.slack.accounts.b.timeoutMs',
+    );
   });
 
   it('a top-level problem is named once, not again under every account that inherits it', () => {
     const issues = issuesOf({ channels: { telegram: { botToken: 'bad', accounts: { alerts: { timeoutMs: 5 } } } } });
-    assert.deepEqual(issues.map((i) => i.path), ['channels.telegram.botToken']);
+    assert.deepEqual(
+      issues.map((i) => i.path),
+      ['channels.telegram.botToken'],
+    );
   });
 
   it('null drops an inherited field, for fields that exclude each other (Google Chat credentials)', () => {
-    const googlechat = { accessToken: 'ya29.default', accounts: { other: { accessToken: null, serviceAccountFile: './other.json' } } };
+    const googlechat = {
+      accessToken: 'ya29.default',
+      accounts: { other: { accessToken: null, serviceAccountFile: './other.json' } },
+    };
     const c = parse({ channels: { googlechat } });
     assert.equal(c.channels.googlechat!.accounts.other!.accessToken, undefined);
     assert.equal(c.channels.googlechat!.accounts.other!.serviceAccountFile, './other.json');
     assertIssue(
-      { channels: { googlechat: { accessToken: 'ya29.default', accounts: { other: { serviceAccountFile: './other.json' } } } } },
+      {
+        channels: {
+          googlechat: { accessToken: 'ya29.default', accounts: { other: { serviceAccountFile: './other.json' } } },
+        },
+      },
       'channels.googlechat.accounts.other',
       /set exactly one of/,
     );
@@ -72,20 +107,40 @@ describe('channel accounts: merge and schema', () => {
 
   it('account ids are lower-case letters, digits, - and _; "default" is the top level itself', () => {
     for (const id of ['Alerts', 'al erts', 'al.erts', '']) {
-      assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { [id]: { botToken: ALERTS_BOT } } } } }, `channels.telegram.accounts.${id}`, /account ids are lower-case/);
+      assertIssue(
+        { channels: { telegram: { botToken: DEFAULT_BOT, accounts: { [id]: { botToken: ALERTS_BOT } } } } },
+        `channels.telegram.accounts.${id}`,
+        /account ids are lower-case/,
+      );
     }
     parse({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { 'ops-2_b': { botToken: ALERTS_BOT } } } } });
-    assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { default: { botToken: ALERTS_BOT } } } } }, 'channels.telegram.accounts.default', /top-level section is the default account/);
+    assertIssue(
+      { channels: { telegram: { botToken: DEFAULT_BOT, accounts: { default: { botToken: ALERTS_BOT } } } } },
+      'channels.telegram.accounts.default',
+      /top-level section is the default account/,
+    );
   });
 
   it('accounts must be an object of objects', () => {
-    assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: [] } } }, 'channels.telegram.accounts', /must be an object/);
-    assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: 'x' } } } }, 'channels.telegram.accounts.alerts', /must be an object/);
+    assertIssue(
+      { channels: { telegram: { botToken: DEFAULT_BOT, accounts: [] } } },
+      'channels.telegram.accounts',
+      /must be an object/,
+    );
+    assertIssue(
+      { channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: 'x' } } } },
+      'channels.telegram.accounts.alerts',
+      /must be an object/,
+    );
   });
 
   it('extension channels have no accounts', () => {
     assertIssue({ channels: { log: { accounts: { a: {} } } } }, 'channels.log', /unknown key: accounts/);
-    assertIssue({ channels: { webhook: { targets: {}, accounts: { a: {} } } } }, 'channels.webhook', /unknown key: accounts/);
+    assertIssue(
+      { channels: { webhook: { targets: {}, accounts: { a: {} } } } },
+      'channels.webhook',
+      /unknown key: accounts/,
+    );
   });
 
   it('secret forms work inside accounts: ${ENV}, { env }, { file }, and a missing one is named by its path', () => {
@@ -97,7 +152,11 @@ describe('channel accounts: merge and schema', () => {
         channels: {
           telegram: {
             botToken: DEFAULT_BOT,
-            accounts: { alerts: { botToken: { env: 'ALERTS_BOT' } }, ops: { botToken: { file: 'ops.token' } }, third: { botToken: '${OPS_ID}:third-secret' } },
+            accounts: {
+              alerts: { botToken: { env: 'ALERTS_BOT' } },
+              ops: { botToken: { file: 'ops.token' } },
+              third: { botToken: '${OPS_ID}:third-secret' },
+            },
           },
         },
       },
@@ -107,23 +166,36 @@ describe('channel accounts: merge and schema', () => {
     assert.equal(c.channels.telegram!.accounts.alerts!.botToken, ALERTS_BOT);
     assert.equal(c.channels.telegram!.accounts.ops!.botToken, '333333:ops-secret');
     assert.equal(c.channels.telegram!.accounts.third!.botToken, '333333:third-secret');
-    assertIssue({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botToken: { env: 'NOPE' } } } } } }, 'channels.telegram.accounts.alerts.botToken', 'environment variable NOPE is not set');
+    assertIssue(
+      { channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botToken: { env: 'NOPE' } } } } } },
+      'channels.telegram.accounts.alerts.botToken',
+      'environment variable NOPE is not set',
+    );
   });
 
   it('an invalid token is reported without echoing it', () => {
-    const issues = issuesOf({ channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botToken: 'sup3r-s3cret value' } } } } });
+    const issues = issuesOf({
+      channels: { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botToken: 'sup3r-s3cret value' } } } },
+    });
     assert.ok(!JSON.stringify(issues).includes('sup3r-s3cret'), JSON.stringify(issues));
   });
 });
 
 describe('channel accounts: mappings', () => {
   const channels = { telegram: { botToken: DEFAULT_BOT, accounts: { alerts: { botToken: ALERTS_BOT } } } };
-  const withMapping = (m: Record<string, unknown>) => ({ hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'x' }, messageTemplate: 'm', ...m }] }, channels });
+  const withMapping = (m: Record<string, unknown>) => ({
+    hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'x' }, messageTemplate: 'm', ...m }] },
+    channels,
+  });
 
   it('a static accountId must be an account of the mapping’s explicit channel', () => {
     parse(withMapping({ channel: 'telegram', accountId: 'alerts' }));
     parse(withMapping({ channel: 'telegram', accountId: 'default' }));
-    assertIssue(withMapping({ channel: 'telegram', accountId: 'nope' }), 'hooks.mappings[0].accountId', 'accountId "nope" is not an account of channel "telegram"; use one of: default, alerts');
+    assertIssue(
+      withMapping({ channel: 'telegram', accountId: 'nope' }),
+      'hooks.mappings[0].accountId',
+      'accountId "nope" is not an account of channel "telegram"; use one of: default, alerts',
+    );
     assertIssue(withMapping({ accountId: 'alerts' }), 'hooks.mappings[0].accountId', /needs an explicit channel/);
     assertIssue(withMapping({ channel: 'log', accountId: 'alerts' }), 'hooks.mappings[0].accountId', /has no accounts/);
   });

@@ -59,7 +59,10 @@ describe('embeddedDefault', () => {
 
   it('HOOKGATE_TOKEN wins over the kept token', () => {
     embeddedDefault(cwd, {});
-    assert.equal(embeddedDefault(cwd, { HOOKGATE_TOKEN: 'from-env-0123456789abcdef' }).token, 'from-env-0123456789abcdef');
+    assert.equal(
+      embeddedDefault(cwd, { HOOKGATE_TOKEN: 'from-env-0123456789abcdef' }).token,
+      'from-env-0123456789abcdef',
+    );
   });
 
   it('a blank HOOKGATE_TOKEN or an empty token file counts as none', () => {
@@ -79,7 +82,12 @@ describe('embeddedDefault', () => {
     const { limits, ...gateway } = c.gateway; // the limits' defaults: test/config/load.test.ts
     assert.deepEqual(gateway, { bind: '127.0.0.1', port: 18789, trustedProxies: [], stopGraceSeconds: 10 });
     assert.equal(limits.headersTimeoutMs, 10_000);
-    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
+    assert.deepEqual(c.storage, {
+      driver: 'sqlite',
+      path: './data/hookgate.db',
+      synchronous: 'normal',
+      checkpoints: 'auto',
+    });
     assert.equal(c.hooks.enabled, true);
     assert.equal(c.hooks.token, 'env-token-0123456789abcdef');
     assert.equal(c.hooks.path, '/hooks');
@@ -97,7 +105,10 @@ describe('embeddedDefault', () => {
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.notEqual(c.admin.token, c.hooks.token);
     assert.equal(embeddedDefault(cwd, {}).adminToken, c.admin.token);
-    assert.equal(embeddedDefault(cwd, { HOOKGATE_ADMIN_TOKEN: 'admin-from-env-0123456789' }).adminToken, 'admin-from-env-0123456789');
+    assert.equal(
+      embeddedDefault(cwd, { HOOKGATE_ADMIN_TOKEN: 'admin-from-env-0123456789' }).adminToken,
+      'admin-from-env-0123456789',
+    );
   });
 });
 

@@ -55,7 +55,12 @@ describe('hooks.gmail', () => {
     assert.equal(g.watcherAccount, 'openclaw@gmail.com');
     assert.equal(g.model, 'echo/echo');
     for (const key of ['label', 'pushToken', 'hookUrl', 'renewEveryMinutes', 'serve', 'tailscale']) {
-      assert.ok(c.warnings.some((w) => w.startsWith(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: `)), key);
+      assert.ok(
+        c.warnings.some((w) =>
+          w.startsWith(`hooks.gmail.${key}: a key of OpenClaw's Gmail watcher, unused by hookgate: `),
+        ),
+        key,
+      );
     }
     assert.ok(c.warnings.some((w) => /must keep posting to \/hooks\/gmail/.test(w) && /hookgate gmail setup/.test(w)));
     assert.ok(!c.warnings.some((w) => /add "gmail" to hooks.presets/.test(w)));
@@ -63,7 +68,12 @@ describe('hooks.gmail', () => {
     const bare = parse({ hooks: { enabled: true, token: TOKEN, gmail: openclaw } });
     assert.ok(bare.warnings.some((w) => /add "gmail" to hooks.presets/.test(w)));
     // A block with any key of hookgate's own chain is hookgate's: its requirements apply.
-    assertIssue(cfg({ ...openclaw, audience: 'https://h.example/hooks/gmail-push' }), 'hooks.gmail.oauth', /requires/, env);
+    assertIssue(
+      cfg({ ...openclaw, audience: 'https://h.example/hooks/gmail-push' }),
+      'hooks.gmail.oauth',
+      /requires/,
+      env,
+    );
     // watcherAccount is never set by hand.
     assertIssue(cfg({ watcherAccount: 'x@example.com' }), 'hooks.gmail.watcherAccount', undefined, env);
   });

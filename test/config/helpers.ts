@@ -29,7 +29,11 @@ export function configError(fn: () => unknown): ConfigError {
 }
 
 /** The issues of a config that must be rejected. */
-export function issuesOf(input: Record<string, unknown> | string, env: NodeJS.ProcessEnv = {}, dir = NO_DIR): ConfigIssue[] {
+export function issuesOf(
+  input: Record<string, unknown> | string,
+  env: NodeJS.ProcessEnv = {},
+  dir = NO_DIR,
+): ConfigIssue[] {
   return configError(() => parse(input, env, dir)).issues;
 }
 

@@ -64,8 +64,22 @@ describe('${ENV} substitution', () => {
   });
 
   it('one unset variable is one problem: the schema and cross-key rules do not repeat it at that key', () => {
-    const signed = { hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 'gh' }, messageTemplate: 'm', signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' } }] } };
-    assert.deepEqual(issuesOf(signed), [{ path: 'hooks.mappings[0].signature.secret', message: 'environment variable GITHUB_WEBHOOK_SECRET is not set' }]);
+    const signed = {
+      hooks: {
+        enabled: true,
+        token: TOKEN,
+        mappings: [
+          {
+            match: { path: 'gh' },
+            messageTemplate: 'm',
+            signature: { scheme: 'github', secret: '${GITHUB_WEBHOOK_SECRET}' },
+          },
+        ],
+      },
+    };
+    assert.deepEqual(issuesOf(signed), [
+      { path: 'hooks.mappings[0].signature.secret', message: 'environment variable GITHUB_WEBHOOK_SECRET is not set' },
+    ]);
     // hooks.enabled requires hooks.token would name the same hole again; the unrelated path problem is still listed.
     assert.deepEqual(issuesOf({ hooks: { enabled: true, token: '${HOOK_TOKEN}', path: '/' } }), [
       { path: 'hooks.token', message: 'environment variable HOOK_TOKEN is not set' },
@@ -118,7 +132,9 @@ describe('{ env: NAME } secrets', () => {
 
   it('an unset or empty variable is a problem at the key path', () => {
     assertIssue({ hooks: { token: { env: 'NOPE' } } }, 'hooks.token', 'environment variable NOPE is not set');
-    assertIssue({ hooks: { token: { env: 'EMPTY' } } }, 'hooks.token', 'environment variable EMPTY is not set', { EMPTY: '' });
+    assertIssue({ hooks: { token: { env: 'EMPTY' } } }, 'hooks.token', 'environment variable EMPTY is not set', {
+      EMPTY: '',
+    });
   });
 
   it('only an object with exactly the one key "env" (a string) is a reference', () => {
@@ -170,16 +186,28 @@ describe('{ file: path } secrets', () => {
   });
 
   it('an unreadable file (here: a directory) is a problem at the key path', () => {
-    assertIssue({ hooks: { token: { file: 'secrets' } } }, 'hooks.token', /^cannot read secret file .*: EISDIR$/, {}, dir);
+    assertIssue(
+      { hooks: { token: { file: 'secrets' } } },
+      'hooks.token',
+      /^cannot read secret file .*: EISDIR$/,
+      {},
+      dir,
+    );
   });
 
   it('the secret value never appears in a problem message', () => {
-    const err = configError(() => parse({ hooks: { token: { file: 'secrets/hook-token' } }, admin: { enabled: 'x' } }, {}, dir));
+    const err = configError(() =>
+      parse({ hooks: { token: { file: 'secrets/hook-token' } }, admin: { enabled: 'x' } }, {}, dir),
+    );
     assert.doesNotMatch(err.message, new RegExp(TOKEN));
   });
 
   it('secrets and substitution problems are reported with the other problems', () => {
-    const issues = issuesOf({ hooks: { token: { file: 'secrets/nope' } }, admin: { token: { env: 'NOPE' } }, gateway: { port: 'x' } }, {}, dir);
+    const issues = issuesOf(
+      { hooks: { token: { file: 'secrets/nope' } }, admin: { token: { env: 'NOPE' } }, gateway: { port: 'x' } },
+      {},
+      dir,
+    );
     assert.deepEqual(issues.map((i) => i.path).sort(), ['admin.token', 'gateway.port', 'hooks.token']);
   });
 });

@@ -7,7 +7,15 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { configPath, findConfigFile, loadConfigFile, loadStorageConfig, locateConfigFile, parseConfig, validateConfig } from '../../src/config/load.js';
+import {
+  configPath,
+  findConfigFile,
+  loadConfigFile,
+  loadStorageConfig,
+  locateConfigFile,
+  parseConfig,
+  validateConfig,
+} from '../../src/config/load.js';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/config/schema/index.js';
 import { ConfigError, formatIssues, keyPath } from '../../src/errors.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -67,9 +75,21 @@ describe('unknown keys are rejected by key path', () => {
     ['hooks.authFailureLimit', { hooks: { authFailureLimit: { max: 1 } } }, 'hooks.authFailureLimit'],
     ['hooks.gmail', { hooks: { gmail: { accountName: 'x' } } }, 'hooks.gmail'],
     ['a mapping', { hooks: { mappings: [{ messageTemplate: 'm', bogus: true }] } }, 'hooks.mappings[0]'],
-    ['a later mapping', { hooks: { mappings: [{ messageTemplate: 'm' }, { messageTemplate: 'm', bogus: 1 }] } }, 'hooks.mappings[1]'],
-    ['mapping.match', { hooks: { mappings: [{ messageTemplate: 'm', match: { path: 'a', method: 'POST' } }] } }, 'hooks.mappings[0].match'],
-    ['mapping.transform', { hooks: { mappings: [{ transform: { module: 'a.mjs', fn: 'x' } }] } }, 'hooks.mappings[0].transform'],
+    [
+      'a later mapping',
+      { hooks: { mappings: [{ messageTemplate: 'm' }, { messageTemplate: 'm', bogus: 1 }] } },
+      'hooks.mappings[1]',
+    ],
+    [
+      'mapping.match',
+      { hooks: { mappings: [{ messageTemplate: 'm', match: { path: 'a', method: 'POST' } }] } },
+      'hooks.mappings[0].match',
+    ],
+    [
+      'mapping.transform',
+      { hooks: { mappings: [{ transform: { module: 'a.mjs', fn: 'x' } }] } },
+      'hooks.mappings[0].transform',
+    ],
     [
       'mapping.signature',
       { hooks: { mappings: [{ messageTemplate: 'm', signature: { scheme: 'github', secret: 's', algo: 'sha1' } }] } },
@@ -79,7 +99,11 @@ describe('unknown keys are rejected by key path', () => {
     ['agents.defaults', { agents: { defaults: { temperature: 1 } } }, 'agents.defaults'],
     ['an agent', { agents: { list: [{ id: 'main', prompt: 'x' }] } }, 'agents.list[0]'],
     ['models', { models: { aliases: {} } }, 'models'],
-    ['a provider', { models: { providers: { local: { api: 'openai-chat', url: 'http://x' } } } }, 'models.providers.local'],
+    [
+      'a provider',
+      { models: { providers: { local: { api: 'openai-chat', url: 'http://x' } } } },
+      'models.providers.local',
+    ],
     ['heartbeat', { heartbeat: { interval: '5m' } }, 'heartbeat'],
     ['channels', { channels: { matrix: {} } }, 'channels'],
     ['channels.default', { channels: { default: { channel: 'log', target: 'x' } } }, 'channels.default'],
@@ -151,13 +175,10 @@ describe('every problem is reported at once, by key path', () => {
     assert.ok(issues.some((i) => i.path === 'admin.token' && i.message === 'admin.enabled requires admin.token'));
   });
 
-  it(
-    'schema problems together with cross-key problems',
-    () => {
-      const issues = issuesOf({ gateway: { port: 'x' }, hooks: { enabled: true } });
-      assert.deepEqual(issues.map((i) => i.path).sort(), ['gateway.port', 'hooks.token']);
-    },
-  );
+  it('schema problems together with cross-key problems', () => {
+    const issues = issuesOf({ gateway: { port: 'x' }, hooks: { enabled: true } });
+    assert.deepEqual(issues.map((i) => i.path).sort(), ['gateway.port', 'hooks.token']);
+  });
 
   it('the same problem is not listed twice', () => {
     const issues = issuesOf({ hooks: { token: '${NOPE} and ${NOPE}' } });
@@ -174,20 +195,40 @@ describe('defaults of every section', () => {
       port: 18789,
       trustedProxies: [],
       stopGraceSeconds: 10,
-      limits: { headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5000, maxConnections: 512, maxConnectionsPerAddress: 64 },
+      limits: {
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 60_000,
+        keepAliveTimeoutMs: 5000,
+        maxConnections: 512,
+        maxConnectionsPerAddress: 64,
+      },
     });
   });
 
   it('gateway.limits: the header time within the request time, the per-address cap within the total', () => {
     const paths = (limits: Record<string, unknown>) => issuesOf({ gateway: { limits } }).map((i) => i.path);
     assert.deepEqual(paths({ headersTimeoutMs: 70_000 }), ['gateway.limits.headersTimeoutMs']);
-    assert.deepEqual(paths({ maxConnections: 10, maxConnectionsPerAddress: 11 }), ['gateway.limits.maxConnectionsPerAddress']);
+    assert.deepEqual(paths({ maxConnections: 10, maxConnectionsPerAddress: 11 }), [
+      'gateway.limits.maxConnectionsPerAddress',
+    ]);
     assert.ok(paths({ maxConnections: 0 }).includes('gateway.limits.maxConnections'));
-    assert.equal(parse({ gateway: { limits: { headersTimeoutMs: 500, requestTimeoutMs: 1000, maxConnections: 4, maxConnectionsPerAddress: 2 } } }).gateway.limits.maxConnections, 4);
+    assert.equal(
+      parse({
+        gateway: {
+          limits: { headersTimeoutMs: 500, requestTimeoutMs: 1000, maxConnections: 4, maxConnectionsPerAddress: 2 },
+        },
+      }).gateway.limits.maxConnections,
+      4,
+    );
   });
 
   it('storage: sqlite at ./data/hookgate.db', () => {
-    assert.deepEqual(c.storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
+    assert.deepEqual(c.storage, {
+      driver: 'sqlite',
+      path: './data/hookgate.db',
+      synchronous: 'normal',
+      checkpoints: 'auto',
+    });
   });
 
   it('hooks', () => {
@@ -215,7 +256,12 @@ describe('defaults of every section', () => {
       jwksUrl: 'https://www.googleapis.com/oauth2/v3/certs',
       maxBytes: 20000,
     });
-    assert.deepEqual(h.authFailureLimit, { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60, maxTrackedClients: 10000 });
+    assert.deepEqual(h.authFailureLimit, {
+      maxFailures: 20,
+      windowSeconds: 60,
+      lockoutSeconds: 60,
+      maxTrackedClients: 10000,
+    });
     assert.equal(h.idempotencyTtlSeconds, 86400);
     assert.equal(h.agentAcceptedStatus, 200);
     assert.equal(h.maxFanOut, 200);
@@ -241,7 +287,12 @@ describe('defaults of every section', () => {
 
   it('agents: echo/echo, 600 s, one default agent "main"', () => {
     assert.deepEqual(c.agents, {
-      defaults: { model: 'echo/echo', timeoutSeconds: 600, maxConcurrent: 4, retry: { maxSeconds: 1800, initialBackoffMs: 5000, maxBackoffMs: 300_000 } },
+      defaults: {
+        model: 'echo/echo',
+        timeoutSeconds: 600,
+        maxConcurrent: 4,
+        retry: { maxSeconds: 1800, initialBackoffMs: 5000, maxBackoffMs: 300_000 },
+      },
       list: [{ id: 'main', default: true }],
     });
   });
@@ -279,17 +330,35 @@ describe('defaults of every section', () => {
 
 describe('storage', () => {
   it('driver defaults to sqlite: `storage: { path }` is enough', () => {
-    assert.deepEqual(parse({ storage: { path: './other.db' } }).storage, { driver: 'sqlite', path: './other.db', synchronous: 'normal', checkpoints: 'auto' });
-    assert.deepEqual(parse({ storage: {} }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' });
+    assert.deepEqual(parse({ storage: { path: './other.db' } }).storage, {
+      driver: 'sqlite',
+      path: './other.db',
+      synchronous: 'normal',
+      checkpoints: 'auto',
+    });
+    assert.deepEqual(parse({ storage: {} }).storage, {
+      driver: 'sqlite',
+      path: './data/hookgate.db',
+      synchronous: 'normal',
+      checkpoints: 'auto',
+    });
   });
 
   it('synchronous is normal or full', () => {
-    assert.deepEqual(parse({ storage: { synchronous: 'full', checkpoints: 'auto' } }).storage, { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'full', checkpoints: 'auto' });
+    assert.deepEqual(parse({ storage: { synchronous: 'full', checkpoints: 'auto' } }).storage, {
+      driver: 'sqlite',
+      path: './data/hookgate.db',
+      synchronous: 'full',
+      checkpoints: 'auto',
+    });
     assertIssue({ storage: { synchronous: 'off' } }, 'storage.synchronous');
   });
 
   it('checkpoints is auto (SQLite on the writing connection) or thread', () => {
-    assert.equal((parse({ storage: { checkpoints: 'thread' } }).storage as { checkpoints: string }).checkpoints, 'thread');
+    assert.equal(
+      (parse({ storage: { checkpoints: 'thread' } }).storage as { checkpoints: string }).checkpoints,
+      'thread',
+    );
     assertIssue({ storage: { checkpoints: 'never' } }, 'storage.checkpoints');
   });
 
@@ -323,12 +392,37 @@ describe('gateway', () => {
   });
 
   it('trustedProxies accept IPv4/IPv6 addresses and CIDR blocks (trimmed)', () => {
-    const list = ['10.1.2.3', ' 192.168.0.0/16 ', '0.0.0.0/0', '10.0.0.0/32', '::1', 'fe80::/10', '2001:db8::/128', '::/0'];
-    assert.deepEqual(parse({ gateway: { trustedProxies: list } }).gateway.trustedProxies, list.map((s) => s.trim()));
+    const list = [
+      '10.1.2.3',
+      ' 192.168.0.0/16 ',
+      '0.0.0.0/0',
+      '10.0.0.0/32',
+      '::1',
+      'fe80::/10',
+      '2001:db8::/128',
+      '::/0',
+    ];
+    assert.deepEqual(
+      parse({ gateway: { trustedProxies: list } }).gateway.trustedProxies,
+      list.map((s) => s.trim()),
+    );
   });
 
   it('trustedProxies reject anything else, each by index', () => {
-    const bad = ['garbage', 'localhost', '10.0.0.0/33', '::1/129', '10.0.0.0/', '10.0.0.0/8/1', '10.0.0/8', '/8', '10.0.0.0/-1', '10.0.0.0/x', '', '1.2.3.4.5'];
+    const bad = [
+      'garbage',
+      'localhost',
+      '10.0.0.0/33',
+      '::1/129',
+      '10.0.0.0/',
+      '10.0.0.0/8/1',
+      '10.0.0/8',
+      '/8',
+      '10.0.0.0/-1',
+      '10.0.0.0/x',
+      '',
+      '1.2.3.4.5',
+    ];
     const issues = issuesOf({ gateway: { trustedProxies: ['10.0.0.1', ...bad] } });
     assert.deepEqual(
       issues.map((i) => i.path),
@@ -374,7 +468,8 @@ describe('single-key value rules', () => {
   it('agentAcceptedStatus is 200 or 202, nothing else', () => {
     assert.equal(parse({ hooks: { agentAcceptedStatus: 202 } }).hooks.agentAcceptedStatus, 202);
     assert.equal(parse({ hooks: { agentAcceptedStatus: 200 } }).hooks.agentAcceptedStatus, 200);
-    for (const s of [201, 204, 0, '202', null]) assertIssue({ hooks: { agentAcceptedStatus: s } }, 'hooks.agentAcceptedStatus');
+    for (const s of [201, 204, 0, '202', null])
+      assertIssue({ hooks: { agentAcceptedStatus: s } }, 'hooks.agentAcceptedStatus');
   });
 
   it('limits are positive integers', () => {
@@ -405,14 +500,18 @@ describe('single-key value rules', () => {
   it('mapping fields: action, wakeMode, timeoutSeconds, forEach', () => {
     assertIssue({ hooks: { mappings: [{ messageTemplate: 'm', action: 'run' }] } }, 'hooks.mappings[0].action');
     assertIssue({ hooks: { mappings: [{ messageTemplate: 'm', wakeMode: 'later' }] } }, 'hooks.mappings[0].wakeMode');
-    assertIssue({ hooks: { mappings: [{ messageTemplate: 'm', timeoutSeconds: 0 }] } }, 'hooks.mappings[0].timeoutSeconds');
+    assertIssue(
+      { hooks: { mappings: [{ messageTemplate: 'm', timeoutSeconds: 0 }] } },
+      'hooks.mappings[0].timeoutSeconds',
+    );
     assertIssue({ hooks: { mappings: [{ messageTemplate: 'm', forEach: 'a.b' }] } }, 'hooks.mappings[0].forEach');
     assertIssue({ hooks: { mappings: [{ messageTemplate: 'm', forEach: '__proto__' }] } }, 'hooks.mappings[0].forEach');
     assertIssue({ hooks: { mappings: [{ transform: { module: '' } }] } }, 'hooks.mappings[0].transform.module');
   });
 
   it('mapping match.path is normalised (no leading/trailing slashes)', () => {
-    const m = parse({ hooks: { mappings: [{ messageTemplate: 'm', match: { path: ' /github/ ' } }] } }).hooks.mappings[0]!;
+    const m = parse({ hooks: { mappings: [{ messageTemplate: 'm', match: { path: ' /github/ ' } }] } }).hooks
+      .mappings[0]!;
     assert.equal(m.match?.path, 'github');
   });
 
@@ -436,7 +535,11 @@ describe('single-key value rules', () => {
   });
 
   it('channels.plugins must be distinct .mjs/.js modules', () => {
-    assertIssue({ channels: { plugins: ['./matrix.ts'] } }, 'channels.plugins[0]', 'must be an ESM module (.mjs or .js)');
+    assertIssue(
+      { channels: { plugins: ['./matrix.ts'] } },
+      'channels.plugins[0]',
+      'must be an ESM module (.mjs or .js)',
+    );
     assertIssue({ channels: { plugins: ['./a.mjs', './a.mjs'] } }, 'channels.plugins', 'lists a module twice');
   });
 });
@@ -537,7 +640,13 @@ describe('key paths and the error text', () => {
 
   it('formatIssues lists every problem on its own line; the root is "(root)"', () => {
     assert.equal(
-      formatIssues([{ path: '', message: 'a' }, { path: 'hooks.path', message: 'b' }], 'f.json5'),
+      formatIssues(
+        [
+          { path: '', message: 'a' },
+          { path: 'hooks.path', message: 'b' },
+        ],
+        'f.json5',
+      ),
       'invalid config f.json5:\n  (root): a\n  hooks.path: b',
     );
     assert.equal(formatIssues([{ path: 'x', message: 'y' }]), 'invalid config:\n  x: y');
@@ -566,49 +675,70 @@ describe('transform paths are config problems (docs/reference.md#configuration)'
     assert.equal(run().config.hooks.mappings[0]!.transform?.module, 'ok.mjs');
   });
 
-  it(
-    'transformsDir outside <config dir>/hooks/transforms is rejected at hooks.transformsDir',
-    async () => {
-      for (const transformsDir of ['/etc', '..', 'hooks']) {
-        const run = await load({ hooks: { transformsDir } });
-        const err = configError(run);
-        assert.ok(err.issues.some((i) => i.path === 'hooks.transformsDir'), transformsDir);
-      }
-    },
-  );
+  it('transformsDir outside <config dir>/hooks/transforms is rejected at hooks.transformsDir', async () => {
+    for (const transformsDir of ['/etc', '..', 'hooks']) {
+      const run = await load({ hooks: { transformsDir } });
+      const err = configError(run);
+      assert.ok(
+        err.issues.some((i) => i.path === 'hooks.transformsDir'),
+        transformsDir,
+      );
+    }
+  });
 
-  it(
-    'a transform.module with "..", an absolute path, or a missing file is rejected at its key path',
-    async () => {
-      for (const module of ['../../outside.mjs', '/etc/evil.mjs', 'missing.mjs']) {
-        const run = await load({ hooks: { mappings: [{ messageTemplate: 'm' }, { transform: { module } }] } });
-        const err = configError(run);
-        assert.ok(err.issues.some((i) => i.path === 'hooks.mappings[1].transform.module'), module);
-      }
-    },
-  );
+  it('a transform.module with "..", an absolute path, or a missing file is rejected at its key path', async () => {
+    for (const module of ['../../outside.mjs', '/etc/evil.mjs', 'missing.mjs']) {
+      const run = await load({ hooks: { mappings: [{ messageTemplate: 'm' }, { transform: { module } }] } });
+      const err = configError(run);
+      assert.ok(
+        err.issues.some((i) => i.path === 'hooks.mappings[1].transform.module'),
+        module,
+      );
+    }
+  });
 });
 
 describe('loadStorageConfig and locateConfigFile (the CLI reading the store)', () => {
   it('resolves only the storage section: unset variables elsewhere are not looked at; its own are, by key path', () => {
     const dir = tempDir('hookgate-storage-');
     const file = join(dir, 'hg.json5');
-    writeFileSync(file, '{ storage: { path: "${HG_STORE_DIR}/x.db" }, hooks: { token: "${NOT_SET_ANYWHERE}" }, channels: { bogus: 1 } }');
+    writeFileSync(
+      file,
+      '{ storage: { path: "${HG_STORE_DIR}/x.db" }, hooks: { token: "${NOT_SET_ANYWHERE}" }, channels: { bogus: 1 } }',
+    );
     const s = loadStorageConfig(file, { HG_STORE_DIR: '/srv/hg' });
-    assert.deepEqual({ file: s.file, dir: s.dir, storage: s.storage }, { file, dir, storage: { driver: 'sqlite', path: '/srv/hg/x.db', synchronous: 'normal', checkpoints: 'auto' } });
+    assert.deepEqual(
+      { file: s.file, dir: s.dir, storage: s.storage },
+      { file, dir, storage: { driver: 'sqlite', path: '/srv/hg/x.db', synchronous: 'normal', checkpoints: 'auto' } },
+    );
     const err = configError(() => loadStorageConfig(file, {}));
     assert.deepEqual(err.issues, [{ path: 'storage.path', message: 'environment variable HG_STORE_DIR is not set' }]);
     const embedded = loadStorageConfig(undefined, {}, dir);
-    assert.deepEqual({ ...embedded }, { file: undefined, dir, storage: { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' } });
+    assert.deepEqual(
+      { ...embedded },
+      {
+        file: undefined,
+        dir,
+        storage: { driver: 'sqlite', path: './data/hookgate.db', synchronous: 'normal', checkpoints: 'auto' },
+      },
+    );
   });
 
   it('locateConfigFile says where the config came from and, for the embedded default, what it looked for', () => {
     const dir = tempDir('hookgate-locate-');
-    assert.deepEqual(locateConfigFile('a.json5', {}, dir), { file: join(dir, 'a.json5'), from: '--config', looked: [] });
+    assert.deepEqual(locateConfigFile('a.json5', {}, dir), {
+      file: join(dir, 'a.json5'),
+      from: '--config',
+      looked: [],
+    });
     assert.equal(locateConfigFile(undefined, { HOOKGATE_CONFIG: 'b.json5' }, dir).from, '$HOOKGATE_CONFIG');
     const none = locateConfigFile(undefined, {}, dir);
     assert.equal(none.file, undefined);
-    assert.deepEqual(none.looked, ['--config (not given)', '$HOOKGATE_CONFIG (not set)', `${join(dir, 'hookgate.json5')} (no such file)`]);
+    assert.deepEqual(none.looked, [
+      '--config (not given)',
+      '$HOOKGATE_CONFIG (not set)',
+      `${join(dir, 'hookgate.json5')} (no such file)`,
+    ]);
     writeFileSync(join(dir, 'hookgate.json5'), '{}');
     assert.equal(locateConfigFile(undefined, {}, dir).from, './hookgate.json5');
   });
@@ -616,7 +746,8 @@ describe('loadStorageConfig and locateConfigFile (the CLI reading the store)', (
 
 describe('config: an unknown key names the closest known one', () => {
   it('a typo gets "did you mean", at the key path where it is, in nested objects and list entries too', () => {
-    const text = '{ gateway: { prot: 1 }, hooks: { enabeld: true, token: "x", mappings: [{ matc: {}, action: "wake" }] }, admin: { tokne: "x", zzzzzz: 1 } }';
+    const text =
+      '{ gateway: { prot: 1 }, hooks: { enabeld: true, token: "x", mappings: [{ matc: {}, action: "wake" }] }, admin: { tokne: "x", zzzzzz: 1 } }';
     const issues = issuesOf(text);
     const at = (path: string) => issues.find((i) => i.path === path)?.message;
     assert.equal(at('gateway'), 'unknown key: prot (did you mean "port"?)');
@@ -629,6 +760,9 @@ describe('config: an unknown key names the closest known one', () => {
     const dir = tempDir();
     const file = join(dir, 'hg.json5');
     writeFileSync(file, '{ storage: { pth: "x.db" } }');
-    assert.throws(() => loadStorageConfig(file), (err: ConfigError) => err.issues.some((i) => i.path === 'storage' && /did you mean "path"/.test(i.message)));
+    assert.throws(
+      () => loadStorageConfig(file),
+      (err: ConfigError) => err.issues.some((i) => i.path === 'storage' && /did you mean "path"/.test(i.message)),
+    );
   });
 });

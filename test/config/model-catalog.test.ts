@@ -18,7 +18,10 @@ const catalog = (defaults: Record<string, unknown> = {}) =>
 describe('ModelCatalog.resolve', () => {
   it('echo is built in: any echo/<model> resolves without configuring it', () => {
     const c = new ModelCatalog(parse({}));
-    assert.deepEqual(c.resolve('echo/echo'), { ok: true, model: { ref: 'echo/echo', providerId: 'echo', model: 'echo' } });
+    assert.deepEqual(c.resolve('echo/echo'), {
+      ok: true,
+      model: { ref: 'echo/echo', providerId: 'echo', model: 'echo' },
+    });
     assert.equal(c.resolve('echo/anything').ok, true);
   });
 
@@ -27,7 +30,10 @@ describe('ModelCatalog.resolve', () => {
       ok: true,
       model: { ref: 'claude/claude-sonnet-4', providerId: 'claude', model: 'claude-sonnet-4' },
     });
-    assert.deepEqual(catalog().resolve('cli/org/model'), { ok: true, model: { ref: 'cli/org/model', providerId: 'cli', model: 'org/model' } });
+    assert.deepEqual(catalog().resolve('cli/org/model'), {
+      ok: true,
+      model: { ref: 'cli/org/model', providerId: 'cli', model: 'org/model' },
+    });
     assert.equal(catalog().resolve('  claude/x  ').ok, true);
   });
 
@@ -55,9 +61,17 @@ describe('ModelCatalog.resolve', () => {
   });
 
   it('aliases come from the record form of agents.defaults.models', () => {
-    const c = catalog({ models: { 'local/llama3': { alias: 'fast' }, 'claude/claude-opus-4': { alias: 'smart' }, 'echo/echo': {} } });
-    assert.deepEqual(c.resolve('fast'), { ok: true, model: { ref: 'local/llama3', providerId: 'local', model: 'llama3' } });
-    assert.deepEqual(c.resolve('smart'), { ok: true, model: { ref: 'claude/claude-opus-4', providerId: 'claude', model: 'claude-opus-4' } });
+    const c = catalog({
+      models: { 'local/llama3': { alias: 'fast' }, 'claude/claude-opus-4': { alias: 'smart' }, 'echo/echo': {} },
+    });
+    assert.deepEqual(c.resolve('fast'), {
+      ok: true,
+      model: { ref: 'local/llama3', providerId: 'local', model: 'llama3' },
+    });
+    assert.deepEqual(c.resolve('smart'), {
+      ok: true,
+      model: { ref: 'claude/claude-opus-4', providerId: 'claude', model: 'claude-opus-4' },
+    });
     assert.equal(c.resolve('slow').ok, false);
   });
 
@@ -102,8 +116,16 @@ describe('the allowlist (agents.defaults.models)', () => {
 
 describe('model refs in the config', () => {
   it('agents.defaults.model must resolve', () => {
-    assertIssue({ agents: { defaults: { model: 'nope/x' } } }, 'agents.defaults.model', 'model "nope/x": unknown provider "nope" (configured: echo)');
-    assertIssue({ agents: { defaults: { model: 'justname' } } }, 'agents.defaults.model', /is neither <provider>\/<model> nor a configured alias/);
+    assertIssue(
+      { agents: { defaults: { model: 'nope/x' } } },
+      'agents.defaults.model',
+      'model "nope/x": unknown provider "nope" (configured: echo)',
+    );
+    assertIssue(
+      { agents: { defaults: { model: 'justname' } } },
+      'agents.defaults.model',
+      /is neither <provider>\/<model> nor a configured alias/,
+    );
   });
 
   it('a model of a provider that lists models must be one of them', () => {
@@ -136,16 +158,31 @@ describe('model refs in the config', () => {
   });
 
   it('every allowlist entry must resolve', () => {
-    assertIssue({ agents: { defaults: { models: ['echo/echo', 'local/x'] } } }, 'agents.defaults.models', /unknown provider "local"/);
-    assertIssue({ agents: { defaults: { models: { 'echo/echo': {}, 'nope/y': { alias: 'n' } } } } }, 'agents.defaults.models', /unknown provider "nope"/);
+    assertIssue(
+      { agents: { defaults: { models: ['echo/echo', 'local/x'] } } },
+      'agents.defaults.models',
+      /unknown provider "local"/,
+    );
+    assertIssue(
+      { agents: { defaults: { models: { 'echo/echo': {}, 'nope/y': { alias: 'n' } } } } },
+      'agents.defaults.models',
+      /unknown provider "nope"/,
+    );
   });
 
   it('an allowlist record entry accepts only alias', () => {
-    assertIssue({ agents: { defaults: { models: { 'echo/echo': { alias: 'e', temperature: 1 } } } } }, "agents.defaults.models.echo/echo");
+    assertIssue(
+      { agents: { defaults: { models: { 'echo/echo': { alias: 'e', temperature: 1 } } } } },
+      'agents.defaults.models.echo/echo',
+    );
   });
 
   it('an agent model must resolve, by index', () => {
-    assertIssue({ agents: { list: [{ id: 'main' }, { id: 'ops', model: 'nope/x' }] } }, 'agents.list[1].model', /unknown provider/);
+    assertIssue(
+      { agents: { list: [{ id: 'main' }, { id: 'ops', model: 'nope/x' }] } },
+      'agents.list[1].model',
+      /unknown provider/,
+    );
   });
 
   it('a mapping model must resolve and be allowed; a templated one is checked per request', () => {
@@ -155,7 +192,10 @@ describe('model refs in the config', () => {
       /unknown provider "nope"/,
     );
     assertIssue(
-      { agents: { defaults: { models: ['echo/echo'] } }, hooks: { mappings: [{ messageTemplate: 'm', model: 'echo/big' }] } },
+      {
+        agents: { defaults: { models: ['echo/echo'] } },
+        hooks: { mappings: [{ messageTemplate: 'm', model: 'echo/big' }] },
+      },
       'hooks.mappings[0].model',
       /is not in agents\.defaults\.models/,
     );
@@ -178,13 +218,25 @@ describe('model refs in the config', () => {
   it('providers: a known api, and the api-specific keys', () => {
     assertIssue({ models: { providers: { x: { api: 'grpc' } } } }, 'models.providers.x.api');
     assertIssue({ models: { providers: { x: { api: 'command' } } } }, 'models.providers.x.command');
-    assertIssue({ models: { providers: { x: { api: 'openai-chat', baseUrl: 'ftp://h' } } } }, 'models.providers.x.baseUrl', 'must be an http(s) URL');
+    assertIssue(
+      { models: { providers: { x: { api: 'openai-chat', baseUrl: 'ftp://h' } } } },
+      'models.providers.x.baseUrl',
+      'must be an http(s) URL',
+    );
     assertIssue({ models: { providers: { 'bad id': { api: 'echo' } } } }, 'models.providers.bad id');
   });
 
   it('provider defaults', () => {
-    const c = parse({ models: { providers: { o: { api: 'openai-chat' }, a: { api: 'anthropic-messages' }, c: { api: 'command', command: 'x' } } } });
-    assert.deepEqual(c.models.providers.o, { api: 'openai-chat', baseUrl: 'https://api.openai.com/v1', maxAttempts: 3 });
+    const c = parse({
+      models: {
+        providers: { o: { api: 'openai-chat' }, a: { api: 'anthropic-messages' }, c: { api: 'command', command: 'x' } },
+      },
+    });
+    assert.deepEqual(c.models.providers.o, {
+      api: 'openai-chat',
+      baseUrl: 'https://api.openai.com/v1',
+      maxAttempts: 3,
+    });
     assert.deepEqual(c.models.providers.a, {
       api: 'anthropic-messages',
       baseUrl: 'https://api.anthropic.com',

@@ -70,16 +70,28 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
     assert.ok(line, 'an error line is logged');
     assert.equal(line.level, 50);
     assert.ok(Array.isArray(line.issues));
-    assert.ok((line.issues as unknown[]).some((i) => JSON.stringify(i) === JSON.stringify({ path: 'hooks', message: 'unknown key: bogus' })));
+    assert.ok(
+      (line.issues as unknown[]).some(
+        (i) => JSON.stringify(i) === JSON.stringify({ path: 'hooks', message: 'unknown key: bogus' }),
+      ),
+    );
   });
 
   it('a weak admin token on a non-loopback bind is rejected like any invalid file; the old config stays', async () => {
     const before = app.config();
-    writeFileSync(file, configText({ path: '/in' }, { admin: { enabled: true, bind: '0.0.0.0', port: 0, token: 'weak-admin-2' } }));
+    writeFileSync(
+      file,
+      configText({ path: '/in' }, { admin: { enabled: true, bind: '0.0.0.0', port: 0, token: 'weak-admin-2' } }),
+    );
     assert.equal(await app.reload(), false);
     assert.equal(app.config(), before);
     const line = log.lines.findLast((l) => l.msg === 'config reload rejected; the previous config stays active');
-    assert.ok((line!.issues as Array<{ path: string; message: string }>).some((i) => i.path === 'admin.token' && i.message.includes('hookgate token')), JSON.stringify(line));
+    assert.ok(
+      (line!.issues as Array<{ path: string; message: string }>).some(
+        (i) => i.path === 'admin.token' && i.message.includes('hookgate token'),
+      ),
+      JSON.stringify(line),
+    );
     assert.ok(!JSON.stringify(log.lines).includes('weak-admin-2'), 'the token is never logged');
   });
 
@@ -92,7 +104,10 @@ describe('reload (App.reload, as SIGHUP calls it)', () => {
 
   it('storage and gateway.bind/port changes are accepted but flagged as needing a restart', async () => {
     const port = app.port;
-    writeFileSync(file, configText({ path: '/in' }, { gateway: { port: port === 1 ? 2 : port + 1 }, storage: { path: './other.db' } }));
+    writeFileSync(
+      file,
+      configText({ path: '/in' }, { gateway: { port: port === 1 ? 2 : port + 1 }, storage: { path: './other.db' } }),
+    );
     assert.equal(await app.reload(), true);
     const warn = log.lines.find((l) => l.msg === 'config keys changed that apply only after a restart');
     assert.ok(warn);
@@ -113,7 +128,13 @@ describe('reload on file change', () => {
     const file = join(dir, 'hookgate.json5');
     writeFileSync(file, configText({ path: '/hooks' }));
     const { logger } = captureLogger();
-    app = await startApp({ configFile: file, cwd: dir, env: { HOOKGATE_SQLITE_WRITER: 'inline' }, logger, watchConfig: true });
+    app = await startApp({
+      configFile: file,
+      cwd: dir,
+      env: { HOOKGATE_SQLITE_WRITER: 'inline' },
+      logger,
+      watchConfig: true,
+    });
     await new Promise((r) => setTimeout(r, 100));
     writeFileSync(file, configText({ path: '/changed' }));
     await waitFor('the changed path', () => app.config().hooks.path === '/changed');
@@ -183,13 +204,22 @@ describe('SIGHUP (hookgate serve)', () => {
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
     const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
 
-    await waitFor('the listening line or an exit', () => lines.some((l) => l.msg === 'hookgate listening') || proc.exitCode !== null, 20_000).catch(() => {});
-    assert.ok(lines.some((l) => l.msg === 'hookgate listening'), `serve did not start: ${stderr}`);
+    await waitFor(
+      'the listening line or an exit',
+      () => lines.some((l) => l.msg === 'hookgate listening') || proc.exitCode !== null,
+      20_000,
+    ).catch(() => {});
+    assert.ok(
+      lines.some((l) => l.msg === 'hookgate listening'),
+      `serve did not start: ${stderr}`,
+    );
 
     // Invalid: rejected, logged.
     writeFileSync(file, configText({ path: '/' }));
     proc.kill('SIGHUP');
-    await waitFor('the rejection line', () => lines.some((l) => l.msg === 'config reload rejected; the previous config stays active'));
+    await waitFor('the rejection line', () =>
+      lines.some((l) => l.msg === 'config reload rejected; the previous config stays active'),
+    );
     // Valid: applied.
     writeFileSync(file, configText({ path: '/other' }));
     proc.kill('SIGHUP');
@@ -207,8 +237,16 @@ describe('admin settings at reload', () => {
     const { restartOnlyChanges } = await import('../../src/generation.js');
     const { parse } = await import('./helpers.js');
     const base = parse({ admin: { enabled: true, token: 'admin-token-0123456789', port: 18801 } });
-    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'admin-token-0123456789', port: 18802 } })), ['admin.enabled/bind/port']);
-    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: false, port: 18801 } })), ['admin.enabled/bind/port']);
-    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'another-admin-token-0123', port: 18801 } })), []);
+    assert.deepEqual(
+      restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'admin-token-0123456789', port: 18802 } })),
+      ['admin.enabled/bind/port'],
+    );
+    assert.deepEqual(restartOnlyChanges(base, parse({ admin: { enabled: false, port: 18801 } })), [
+      'admin.enabled/bind/port',
+    ]);
+    assert.deepEqual(
+      restartOnlyChanges(base, parse({ admin: { enabled: true, token: 'another-admin-token-0123', port: 18801 } })),
+      [],
+    );
   });
 });

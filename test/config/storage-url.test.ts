@@ -49,7 +49,12 @@ describe('storage.url: secret forms', () => {
 
 describe('storage.url: what makes it valid', () => {
   it('postgres:// and postgresql:// with a host and a database; a Unix socket through ?host=', () => {
-    for (const url of ['postgres://u@h/db', 'postgresql://u:p@127.0.0.1:5432/test', 'postgres://[::1]/db', 'postgres:///db?host=/run/postgresql']) {
+    for (const url of [
+      'postgres://u@h/db',
+      'postgresql://u:p@127.0.0.1:5432/test',
+      'postgres://[::1]/db',
+      'postgres:///db?host=/run/postgresql',
+    ]) {
       assert.equal(databaseUrlProblem(url), undefined, url);
       parse(pg(url));
     }
@@ -58,7 +63,11 @@ describe('storage.url: what makes it valid', () => {
   for (const [name, url, message] of [
     ['another scheme', 'mysql://u:p@h/db', /must start with postgres:\/\/ or postgresql:\/\/ \(got "mysql:\/\/"\)/],
     ['no scheme', 'db.internal:5432/hookgate', /must start with postgres:\/\/ or postgresql:\/\//],
-    ['not a URL', 'host=db user=hookgate', /must be a PostgreSQL URL like postgres:\/\/user:password@host:5432\/database/],
+    [
+      'not a URL',
+      'host=db user=hookgate',
+      /must be a PostgreSQL URL like postgres:\/\/user:password@host:5432\/database/,
+    ],
     ['no host', 'postgres:///hookgate', /names no host/],
     ['no database', 'postgres://u:p@db.internal:5432', /names no database: add "\/<database>" after the host/],
     ['no database (trailing slash)', 'postgres://u:p@db.internal/', /names no database/],
@@ -70,13 +79,22 @@ describe('storage.url: what makes it valid', () => {
   }
 
   it('poolSize: a positive integer, default 10', () => {
-    assert.deepEqual(parse(pg('postgres://u@h/db')).storage, { driver: 'postgres', url: 'postgres://u@h/db', poolSize: 10 });
+    assert.deepEqual(parse(pg('postgres://u@h/db')).storage, {
+      driver: 'postgres',
+      url: 'postgres://u@h/db',
+      poolSize: 10,
+    });
     assertIssue(pg('postgres://u@h/db', { poolSize: 0 }), 'storage.poolSize');
     assertIssue(pg('postgres://u@h/db', { poolSize: 2.5 }), 'storage.poolSize');
   });
 
   it('no problem message quotes the password, whatever is wrong', () => {
-    for (const url of ['mysql://u:hunter2-pw@h/db', 'postgres://u:hunter2-pw@h', 'postgres://u:hunter2-pw@:5/db', 'hunter2-pw']) {
+    for (const url of [
+      'mysql://u:hunter2-pw@h/db',
+      'postgres://u:hunter2-pw@h',
+      'postgres://u:hunter2-pw@:5/db',
+      'hunter2-pw',
+    ]) {
       const issues = issuesOf(pg(url, { poolSize: -1 }));
       assert.ok(issues.length > 0);
       assert.doesNotMatch(JSON.stringify(issues), /hunter2/, url);

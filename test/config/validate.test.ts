@@ -6,7 +6,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { agentAllowed, configuredChannelIds, defaultAgentId, normalizeChannelName, resolveAgentId, startsWithAny } from '../../src/config/lookup.js';
+import {
+  agentAllowed,
+  configuredChannelIds,
+  defaultAgentId,
+  normalizeChannelName,
+  resolveAgentId,
+  startsWithAny,
+} from '../../src/config/lookup.js';
 import { crossCheck } from '../../src/config/validate.js';
 import { normalizeHooksPath } from '../../src/config/schema/hooks.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -110,7 +117,12 @@ describe('session-key policy', () => {
         'hooks.allowedSessionKeyPrefixes is required when a hook mapping sessionKey uses templates',
       );
     }
-    parse(mapping({ messageTemplate: 'm', sessionKey: 'hook:github:{{payload.id}}' }, { allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true }));
+    parse(
+      mapping(
+        { messageTemplate: 'm', sessionKey: 'hook:github:{{payload.id}}' },
+        { allowedSessionKeyPrefixes: ['hook:'], allowRequestSessionKey: true },
+      ),
+    );
   });
 
   it('a static mapping sessionKey outside the prefixes is an error; inside (any case) is fine', () => {
@@ -145,7 +157,11 @@ describe('mappings', () => {
   });
 
   it('an agent mapping needs messageTemplate or a transform', () => {
-    assertIssue(mapping({}), 'hooks.mappings[0].messageTemplate', 'an agent mapping needs messageTemplate or a transform');
+    assertIssue(
+      mapping({}),
+      'hooks.mappings[0].messageTemplate',
+      'an agent mapping needs messageTemplate or a transform',
+    );
     assertIssue(mapping({ messageTemplate: '' }), 'hooks.mappings[0].messageTemplate');
     assertIssue(mapping({ textTemplate: 't' }), 'hooks.mappings[0].messageTemplate');
     parse(mapping({ messageTemplate: 'm' }));
@@ -153,7 +169,11 @@ describe('mappings', () => {
   });
 
   it('a wake mapping needs textTemplate or a transform', () => {
-    assertIssue(mapping({ action: 'wake' }), 'hooks.mappings[0].textTemplate', 'a wake mapping needs textTemplate or a transform');
+    assertIssue(
+      mapping({ action: 'wake' }),
+      'hooks.mappings[0].textTemplate',
+      'a wake mapping needs textTemplate or a transform',
+    );
     assertIssue(mapping({ action: 'wake', messageTemplate: 'm' }), 'hooks.mappings[0].textTemplate');
     parse(mapping({ action: 'wake', textTemplate: 't' }));
     parse(mapping({ action: 'wake', transform: { module: 'x.mjs', export: 'wake' } }), {}, withTransform);
@@ -188,40 +208,84 @@ describe('admin and tokens', () => {
   });
 
   it('admin.port may not be the hooks port; the token may be a secret reference like hooks.token', () => {
-    assertIssue({ gateway: { port: 18800 }, admin: { enabled: true, token: 'admin-token-0123456789', port: 18800 } }, 'admin.port', 'must differ from gateway.port (18800): the admin listener never shares the hooks port');
-    assert.equal(parse({ gateway: { port: 18800 }, admin: { enabled: false, port: 18800 } }).admin.enabled, false, 'disabled: no listener, no conflict');
-    const c = parse({ admin: { enabled: true, token: { env: 'HG_ADMIN_TEST' } } }, { HG_ADMIN_TEST: 'admin-from-env-0123456789' });
+    assertIssue(
+      { gateway: { port: 18800 }, admin: { enabled: true, token: 'admin-token-0123456789', port: 18800 } },
+      'admin.port',
+      'must differ from gateway.port (18800): the admin listener never shares the hooks port',
+    );
+    assert.equal(
+      parse({ gateway: { port: 18800 }, admin: { enabled: false, port: 18800 } }).admin.enabled,
+      false,
+      'disabled: no listener, no conflict',
+    );
+    const c = parse(
+      { admin: { enabled: true, token: { env: 'HG_ADMIN_TEST' } } },
+      { HG_ADMIN_TEST: 'admin-from-env-0123456789' },
+    );
     assert.equal(c.admin.token, 'admin-from-env-0123456789');
-    const d = parse({ admin: { enabled: true, token: '${HG_ADMIN_TEST}' } }, { HG_ADMIN_TEST: 'admin-from-env-0123456789' });
+    const d = parse(
+      { admin: { enabled: true, token: '${HG_ADMIN_TEST}' } },
+      { HG_ADMIN_TEST: 'admin-from-env-0123456789' },
+    );
     assert.equal(d.admin.token, 'admin-from-env-0123456789');
   });
 
   it('hooks.token equal to admin.token is a warning, not an error', () => {
     const c = parse({ hooks: { enabled: true, token: TOKEN }, admin: { enabled: true, token: TOKEN } });
-    assert.ok(c.warnings.some((w) => w.startsWith('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)')));
+    assert.ok(
+      c.warnings.some((w) =>
+        w.startsWith('hooks.token equals admin.token: use a dedicated hook token (`hookgate token`)'),
+      ),
+    );
   });
 
   it('no channels.default while hooks are on: a warning that replies for `last` have nowhere to go', () => {
     const c = parse({ hooks: { enabled: true, token: TOKEN } });
-    assert.ok(c.warnings.some((w) => w.startsWith('channels.default is not set: replies for `last`')), c.warnings.join('\n'));
-    assert.deepEqual(parse({}).warnings.filter((w) => w.startsWith('channels.default')), [], 'hooks off: nothing to route');
+    assert.ok(
+      c.warnings.some((w) => w.startsWith('channels.default is not set: replies for `last`')),
+      c.warnings.join('\n'),
+    );
+    assert.deepEqual(
+      parse({}).warnings.filter((w) => w.startsWith('channels.default')),
+      [],
+      'hooks off: nothing to route',
+    );
   });
 
   it('different tokens: no such warning', () => {
-    const c = parse({ hooks: { enabled: true, token: TOKEN }, admin: { enabled: true, token: 'admin-token-0123456789' }, channels: { default: { channel: 'log' } } });
+    const c = parse({
+      hooks: { enabled: true, token: TOKEN },
+      admin: { enabled: true, token: 'admin-token-0123456789' },
+      channels: { default: { channel: 'log' } },
+    });
     assert.deepEqual(c.warnings, []);
   });
 });
 
 describe('agents', () => {
   it('duplicate agent ids are an error at the later one (ids are case-insensitive)', () => {
-    assertIssue({ agents: { list: [{ id: 'main' }, { id: 'ops' }, { id: 'main' }] } }, 'agents.list[2].id', 'duplicate agent id "main"');
-    assertIssue({ agents: { list: [{ id: 'Main' }, { id: 'main' }] } }, 'agents.list[1].id', 'duplicate agent id "main"');
+    assertIssue(
+      { agents: { list: [{ id: 'main' }, { id: 'ops' }, { id: 'main' }] } },
+      'agents.list[2].id',
+      'duplicate agent id "main"',
+    );
+    assertIssue(
+      { agents: { list: [{ id: 'Main' }, { id: 'main' }] } },
+      'agents.list[1].id',
+      'duplicate agent id "main"',
+    );
   });
 
   it('at most one default agent', () => {
     assertIssue(
-      { agents: { list: [{ id: 'a', default: true }, { id: 'b', default: true }] } },
+      {
+        agents: {
+          list: [
+            { id: 'a', default: true },
+            { id: 'b', default: true },
+          ],
+        },
+      },
       'agents.list',
       'at most one agent may be marked default: true',
     );
@@ -280,7 +344,11 @@ describe('channels', () => {
 
   it('channels.default may not be "last" (in any case)', () => {
     for (const channel of ['last', 'LAST', ' last ']) {
-      assertIssue({ channels: { default: { channel } } }, 'channels.default.channel', 'channels.default must name a concrete channel, not "last"');
+      assertIssue(
+        { channels: { default: { channel } } },
+        'channels.default.channel',
+        'channels.default must name a concrete channel, not "last"',
+      );
     }
   });
 
@@ -294,7 +362,11 @@ describe('channels', () => {
     parse({ channels: { default: { channel: 'imsg', to: 'x' }, imessage } });
     parse({ channels: { default: { channel: 'teams', to: 'x' }, msteams } });
     parse({ channels: { default: { channel: 'Google-Chat', to: 'x' }, googlechat } });
-    assertIssue({ channels: { default: { channel: 'imsg' } } }, 'channels.default.channel', /channel "imsg" is not configured/);
+    assertIssue(
+      { channels: { default: { channel: 'imsg' } } },
+      'channels.default.channel',
+      /channel "imsg" is not configured/,
+    );
     assertIssue({ channels: { default: { channel: 'teams' } } }, 'channels.default.channel');
     assertIssue({ channels: { default: { channel: 'google-chat' } } }, 'channels.default.channel');
   });
@@ -308,7 +380,11 @@ describe('channels', () => {
   });
 
   it('a mapping channel must be configured (aliases and "last" accepted; templates skipped)', () => {
-    assertIssue(mapping({ messageTemplate: 'm', channel: 'slack' }), 'hooks.mappings[0].channel', /channel "slack" is not configured/);
+    assertIssue(
+      mapping({ messageTemplate: 'm', channel: 'slack' }),
+      'hooks.mappings[0].channel',
+      /channel "slack" is not configured/,
+    );
     parse(mapping({ messageTemplate: 'm', channel: 'last' }));
     parse(mapping({ messageTemplate: 'm', channel: 'log' }));
     parse({ ...mapping({ messageTemplate: 'm', channel: 'imsg' }), channels: { imessage } });
@@ -322,20 +398,22 @@ describe('channels', () => {
 
   it('configuredChannelIds: core platforms with a section, webhook with its section, log always', () => {
     assert.deepEqual(configuredChannelIds(parse({})), ['log']);
-    assert.deepEqual(configuredChannelIds(parse({ channels: { imessage, msteams, webhook: {} } })), ['imessage', 'msteams', 'webhook', 'log']);
+    assert.deepEqual(configuredChannelIds(parse({ channels: { imessage, msteams, webhook: {} } })), [
+      'imessage',
+      'msteams',
+      'webhook',
+      'log',
+    ]);
   });
 
   it('aliases are for channel names, not section keys', () => {
     assertIssue({ channels: { teams: msteams } }, 'channels', /unknown key/);
   });
 
-  it(
-    'every platform channel takes apiBaseUrl (or serverUrl) for a proxy or a stand-in',
-    () => {
-      const c = parse({ channels: { msteams: { ...msteams, apiBaseUrl: 'http://127.0.0.1:9000' } } });
-      assert.ok(c.channels.msteams);
-    },
-  );
+  it('every platform channel takes apiBaseUrl (or serverUrl) for a proxy or a stand-in', () => {
+    const c = parse({ channels: { msteams: { ...msteams, apiBaseUrl: 'http://127.0.0.1:9000' } } });
+    assert.ok(c.channels.msteams);
+  });
 });
 
 describe('crossCheck and helpers', () => {

@@ -36,7 +36,12 @@ interface Block {
 }
 
 const PLACEHOLDER = 'docs-example-secret-0123456789abcdef';
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** Every marked block of every page, with the page and line it starts at. */
 function collect(): Block[] {
@@ -51,7 +56,14 @@ function collect(): Block[] {
     }
     for (const ex of parseExamples(md)) {
       if (!ex.config) continue;
-      blocks.push({ where: `${page} example ${ex.name}`, kind: 'config', flags: [], text: JSON.stringify(ex.config), env: ex.env, files: ex.files });
+      blocks.push({
+        where: `${page} example ${ex.name}`,
+        kind: 'config',
+        flags: [],
+        text: JSON.stringify(ex.config),
+        env: ex.env,
+        files: ex.files,
+      });
     }
   }
   return blocks;
@@ -100,7 +112,13 @@ function prepare(b: Block, text: string, dir: string): Record<string, string> {
   }
   for (const m of text.matchAll(/\benv"?\s*:\s*"([A-Za-z_][A-Za-z0-9_]*)"|\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) {
     const name = (m[1] ?? m[2])!;
-    out[name] = env[name] ?? (/URL$/.test(name) ? 'postgres://127.0.0.1:5432/test' : /HOST$/.test(name) ? '127.0.0.1' : `${PLACEHOLDER}-${name}`);
+    out[name] =
+      env[name] ??
+      (/URL$/.test(name)
+        ? 'postgres://127.0.0.1:5432/test'
+        : /HOST$/.test(name)
+          ? '127.0.0.1'
+          : `${PLACEHOLDER}-${name}`);
   }
   for (const m of text.matchAll(/\bfile"?\s*:\s*"([^"$]+)"/g)) {
     if (isAbsolute(m[1]!)) continue;
@@ -111,7 +129,12 @@ function prepare(b: Block, text: string, dir: string): Record<string, string> {
   return { ...env, ...out };
 }
 
-function run(cmd: string, args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number; out: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     const p = spawn(cmd, args, { cwd, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '', ...env } });
     let out = '';
@@ -143,7 +166,8 @@ const shells = blocks.filter((b) => b.kind === 'sh');
 describe('docs examples', () => {
   it('marks at least the README quick start and config examples of config.md, mappings.md, senders.md', () => {
     const pages = new Set(blocks.map((b) => b.where.replace(/[: ].*$/, '')));
-    for (const p of ['README.md', 'docs/config.md', 'docs/mappings.md', 'docs/senders.md']) assert.ok(pages.has(p), `${p} has no example`);
+    for (const p of ['README.md', 'docs/config.md', 'docs/mappings.md', 'docs/senders.md'])
+      assert.ok(pages.has(p), `${p} has no example`);
     for (const b of blocks) assert.ok(['config', 'sh'].includes(b.kind), `${b.where}: unknown example kind ${b.kind}`);
   });
 
@@ -166,9 +190,15 @@ describe('docs examples', () => {
           }
           writeFileSync(join(own, 'hookgate.json5'), text);
           const env = prepare(job.b, text, own);
-          const r = await run(process.execPath, [CLI, 'config', 'check', '--config', join(own, 'hookgate.json5')], own, env);
+          const r = await run(
+            process.execPath,
+            [CLI, 'config', 'check', '--config', join(own, 'hookgate.json5')],
+            own,
+            env,
+          );
           const want = job.b.flags.includes('invalid') ? 1 : 0;
-          if (r.code !== want) failures.push(`${job.b.where}: config check exited ${r.code}, expected ${want}\n${r.out}`);
+          if (r.code !== want)
+            failures.push(`${job.b.where}: config check exited ${r.code}, expected ${want}\n${r.out}`);
         }
       };
       await Promise.all([worker(), worker()]);
@@ -211,7 +241,9 @@ describe('docs examples', () => {
         const fresh = b.flags.includes('fresh');
         const cwd = fresh ? tempDir('hookgate-docs-fresh-') : hg!.dir;
         try {
-          const text = fresh ? b.text : b.text.replaceAll('18789', String(ports[0])).replaceAll('18790', String(ports[1]));
+          const text = fresh
+            ? b.text
+            : b.text.replaceAll('18789', String(ports[0])).replaceAll('18790', String(ports[1]));
           const r = await run('bash', ['-c', PRELUDE + text], cwd, { DOCS_CLI: CLI });
           assert.equal(r.code, 0, `${b.where} exited ${r.code}:\n${r.out}`);
           assert.doesNotMatch(r.out, /"ok":\s*false/, `${b.where} was refused:\n${r.out}`);

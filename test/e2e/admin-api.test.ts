@@ -31,7 +31,10 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
   let receiver: WebhookReceiver;
   const secret = webhookSecret();
 
-  const call = async (path: string, opts: { method?: string; token?: string | null; base?: string; body?: string } = {}): Promise<Answer> => {
+  const call = async (
+    path: string,
+    opts: { method?: string; token?: string | null; base?: string; body?: string } = {},
+  ): Promise<Answer> => {
     const token = opts.token === undefined ? ADMIN_TOKEN : opts.token;
     const r = await fetch(`${opts.base ?? adminUrl}${path}`, {
       method: opts.method ?? 'GET',
@@ -54,10 +57,14 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
   };
   const runState = (id: string) => get(`/api/v1/runs/${id}`).then((r) => r.state as string);
   const waitRun = (id: string, states: string[]) =>
-    waitFor(`run ${id} in ${states.join('/')}`, async () => {
-      const s = await runState(id);
-      return states.includes(s) ? s : undefined;
-    }, 20_000);
+    waitFor(
+      `run ${id} in ${states.join('/')}`,
+      async () => {
+        const s = await runState(id);
+        return states.includes(s) ? s : undefined;
+      },
+      20_000,
+    );
   /** Every item of a list, following nextCursor page by page. */
   const allPages = async (path: string) => {
     const items: Array<Record<string, any>> = [];
@@ -108,12 +115,20 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     assert.deepEqual([h.status, h.body], [200, { ok: true }]);
     const r = await call('/readyz', { token: null });
     assert.equal(r.status, 200);
-    assert.deepEqual(r.body, { ok: true, checks: { store: { ok: true }, ingress: { ok: true }, config: { ok: true } } });
+    assert.deepEqual(r.body, {
+      ok: true,
+      checks: { store: { ok: true }, ingress: { ok: true }, config: { ok: true } },
+    });
   });
 
   it('everything else needs the admin token: none, a wrong one and the hook token are 401 unauthorized', async () => {
     for (const token of [null, 'wrong-token', TOKEN, `${ADMIN_TOKEN}x`]) {
-      for (const [method, path] of [['GET', '/api/v1/runs'], ['GET', '/api/v1/sessions'], ['POST', '/api/v1/runs/x/retry'], ['GET', '/api/v1/received']]) {
+      for (const [method, path] of [
+        ['GET', '/api/v1/runs'],
+        ['GET', '/api/v1/sessions'],
+        ['POST', '/api/v1/runs/x/retry'],
+        ['GET', '/api/v1/received'],
+      ]) {
         const r = await call(path!, { token, method: method! });
         assert.equal(r.status, 401, `${method} ${path} with ${token === null ? 'no token' : 'a bad token'}`);
         assert.deepEqual({ ok: r.body.ok, code: r.body.code }, { ok: false, code: 'unauthorized' });
@@ -141,9 +156,18 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
       const r = await call(path, { base: hg.url });
       assert.equal(r.status, 404, `hooks port answered ${path}`);
     }
-    const hook = await call('/hooks/wake', { base: adminUrl, method: 'POST', token: TOKEN, body: JSON.stringify({ text: 'not here' }) });
+    const hook = await call('/hooks/wake', {
+      base: adminUrl,
+      method: 'POST',
+      token: TOKEN,
+      body: JSON.stringify({ text: 'not here' }),
+    });
     assert.equal(hook.status, 404);
-    const withAdmin = await call('/hooks/wake', { base: adminUrl, method: 'POST', body: JSON.stringify({ text: 'not here' }) });
+    const withAdmin = await call('/hooks/wake', {
+      base: adminUrl,
+      method: 'POST',
+      body: JSON.stringify({ text: 'not here' }),
+    });
     assert.equal(withAdmin.status, 404);
     // Nor does the admin token work on the hooks port.
     const r = await call('/hooks/wake', { base: hg.url, method: 'POST', body: JSON.stringify({ text: 'x' }) });
@@ -180,17 +204,47 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
   it('runs: list (newest first, filtered), detail with message, reply, transcript and deliveries; pages lose and repeat nothing', async () => {
     const sessionKey = `hook:${uniq('pages')}`;
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await postAgent(hg, { message: `page ${i}`, name: 'Pager', sessionKey, deliver: false, wakeMode: 'next-heartbeat' }));
+    for (let i = 0; i < 5; i++)
+      ids.push(
+        await postAgent(hg, {
+          message: `page ${i}`,
+          name: 'Pager',
+          sessionKey,
+          deliver: false,
+          wakeMode: 'next-heartbeat',
+        }),
+      );
     for (const id of ids) await waitRun(id, ['succeeded']);
     const { items, sizes } = await allPages(`/api/v1/runs?sessionKey=${encodeURIComponent(sessionKey)}&limit=2`);
     assert.deepEqual(sizes, [2, 2, 1]);
-    assert.deepEqual(items.map((r) => r.id), [...ids].reverse());
+    assert.deepEqual(
+      items.map((r) => r.id),
+      [...ids].reverse(),
+    );
     const run = items[0]!;
     assert.deepEqual(
       Object.keys(run).sort(),
-      ['agentId', 'attempts', 'createdAt', 'error', 'finishedAt', 'hookName', 'id', 'label', 'mappingId', 'model', 'name', 'sessionKey', 'startedAt', 'state'].sort(),
+      [
+        'agentId',
+        'attempts',
+        'createdAt',
+        'error',
+        'finishedAt',
+        'hookName',
+        'id',
+        'label',
+        'mappingId',
+        'model',
+        'name',
+        'sessionKey',
+        'startedAt',
+        'state',
+      ].sort(),
     );
-    assert.deepEqual([run.state, run.sessionKey, run.hookName, run.agentId, run.attempts], ['succeeded', sessionKey, 'agent', 'main', 1]);
+    assert.deepEqual(
+      [run.state, run.sessionKey, run.hookName, run.agentId, run.attempts],
+      ['succeeded', sessionKey, 'agent', 'main', 1],
+    );
     // A run is called by the request's name; an unnamed one by its hook.
     assert.deepEqual([run.label, run.name, run.mappingId], ['Pager', 'Pager', null]);
     const unnamed = await postAgent(hg, { message: 'no name', deliver: false, wakeMode: 'next-heartbeat' });
@@ -200,22 +254,48 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     assert.deepEqual((await get(`/api/v1/runs?state=failed&sessionKey=${encodeURIComponent(sessionKey)}`)).items, []);
 
     // A delivered run: its detail has the message, the reply, its turns and its delivery.
-    const delivered = await postAgent(hg, { message: uniq('deliver me'), name: 'Ops', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    const delivered = await postAgent(hg, {
+      message: uniq('deliver me'),
+      name: 'Ops',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
     await waitRun(delivered, ['succeeded']);
-    const detail = await waitFor('the delivery to be sent', async () => {
-      const d = await get(`/api/v1/runs/${delivered}`);
-      return d.deliveries[0]?.state === 'sent' ? d : undefined;
-    }, 15_000);
+    const detail = await waitFor(
+      'the delivery to be sent',
+      async () => {
+        const d = await get(`/api/v1/runs/${delivered}`);
+        return d.deliveries[0]?.state === 'sent' ? d : undefined;
+      },
+      15_000,
+    );
     assert.match(detail.message, /deliver me/);
     assert.match(detail.reply, /^echo: /);
-    assert.ok(detail.transcript.length >= 1 && detail.transcript.every((t: Record<string, unknown>) => t.runId === delivered));
-    assert.deepEqual(Object.keys(detail.deliveries[0]).filter((k) => ['id', 'runId', 'channel', 'to', 'state', 'attempts', 'lastError', 'nextAttemptAt'].includes(k)).length, 8);
-    assert.deepEqual([detail.deliveries[0].runId, detail.deliveries[0].channel, detail.deliveries[0].to], [delivered, 'webhook', 'ops']);
+    assert.ok(
+      detail.transcript.length >= 1 && detail.transcript.every((t: Record<string, unknown>) => t.runId === delivered),
+    );
+    assert.deepEqual(
+      Object.keys(detail.deliveries[0]).filter((k) =>
+        ['id', 'runId', 'channel', 'to', 'state', 'attempts', 'lastError', 'nextAttemptAt'].includes(k),
+      ).length,
+      8,
+    );
+    assert.deepEqual(
+      [detail.deliveries[0].runId, detail.deliveries[0].channel, detail.deliveries[0].to],
+      [delivered, 'webhook', 'ops'],
+    );
   });
 
   it('retry of a failed run queues it again and it runs at once; a run that did not fail is 409 not_retryable', async () => {
     ai.setMode('unauthorized');
-    const runId = await postAgent(hg, { message: uniq('will fail'), name: 'Flaky', model: 'local/gpt-main', deliver: false, wakeMode: 'next-heartbeat' });
+    const runId = await postAgent(hg, {
+      message: uniq('will fail'),
+      name: 'Flaky',
+      model: 'local/gpt-main',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     try {
       assert.equal(await waitRun(runId, ['failed', 'succeeded']), 'failed');
     } finally {
@@ -236,11 +316,19 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
 
   it('deliveries: a dead-lettered delivery is listed as failed and retried at once to sent; others are 409', async () => {
     receiver.script.push({ status: 500 }, { status: 500 });
-    const metricsText = async () => (await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
-    const failedCount = (text: string) => value(parseMetrics(text), 'hookgate_deliveries_total', { channel: 'webhook', outcome: 'failed' });
+    const metricsText = async () =>
+      (await fetch(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    const failedCount = (text: string) =>
+      value(parseMetrics(text), 'hookgate_deliveries_total', { channel: 'webhook', outcome: 'failed' });
     const before = failedCount(await metricsText());
     const feed = await openSse(`${adminUrl}/api/v1/events?types=delivery`, { token: ADMIN_TOKEN });
-    const runId = await postAgent(hg, { message: uniq('dead letter'), name: 'Dead', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    const runId = await postAgent(hg, {
+      message: uniq('dead letter'),
+      name: 'Dead',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
     try {
       // The live feed names the dead letter as the API does: a `failed` change to state `failed`.
       const retried = await feed.next((f) => f.data.runId === runId && f.data.change === 'retry', 20_000);
@@ -251,11 +339,18 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
       feed.close();
     }
     assert.equal(failedCount(await metricsText()) - before, 1, 'metrics: outcome="failed" counts the dead letter');
-    const dead = await waitFor('the delivery to be dead-lettered', async () => {
-      const page = await get('/api/v1/deliveries?state=failed&channel=webhook');
-      return page.items.find((d: Record<string, unknown>) => d.runId === runId);
-    }, 20_000);
-    assert.deepEqual([dead.state, dead.channel, dead.to, dead.attempts, dead.nextAttemptAt], ['failed', 'webhook', 'ops', 2, null]);
+    const dead = await waitFor(
+      'the delivery to be dead-lettered',
+      async () => {
+        const page = await get('/api/v1/deliveries?state=failed&channel=webhook');
+        return page.items.find((d: Record<string, unknown>) => d.runId === runId);
+      },
+      20_000,
+    );
+    assert.deepEqual(
+      [dead.state, dead.channel, dead.to, dead.attempts, dead.nextAttemptAt],
+      ['failed', 'webhook', 'ops', 2, null],
+    );
     assert.match(dead.lastError, /500/);
     // The older spelling is an alias of the same state, answered in the one vocabulary.
     const alias = await get('/api/v1/deliveries?state=dead&channel=webhook');
@@ -263,10 +358,14 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     assert.ok(alias.items.every((d: Record<string, unknown>) => d.state === 'failed'));
     const retry = await call(`/api/v1/deliveries/${dead.id}/retry`, { method: 'POST' });
     assert.deepEqual([retry.status, retry.body], [200, { ok: true, deliveryId: dead.id }]);
-    const sent = await waitFor('the retried delivery to be sent', async () => {
-      const d = (await get(`/api/v1/runs/${runId}`)).deliveries[0];
-      return d.state === 'sent' ? d : undefined;
-    }, 10_000);
+    const sent = await waitFor(
+      'the retried delivery to be sent',
+      async () => {
+        const d = (await get(`/api/v1/runs/${runId}`)).deliveries[0];
+        return d.state === 'sent' ? d : undefined;
+      },
+      10_000,
+    );
     assert.equal(sent.id, dead.id);
     const again = await call(`/api/v1/deliveries/${dead.id}/retry`, { method: 'POST' });
     assert.deepEqual([again.status, again.body.code], [409, 'not_retryable']);
@@ -277,11 +376,21 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
 
   it('overview: queue depths from the store and the failures of the last hour (a delivery dead-lettered now counts)', async () => {
     receiver.script.push({ status: 500 }, { status: 500 });
-    const runId = await postAgent(hg, { message: uniq('overview dead letter'), name: 'Dead', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-    await waitFor('the delivery to be dead-lettered', async () => {
-      const page = await get('/api/v1/deliveries?state=failed&channel=webhook');
-      return page.items.find((d: Record<string, unknown>) => d.runId === runId);
-    }, 20_000);
+    const runId = await postAgent(hg, {
+      message: uniq('overview dead letter'),
+      name: 'Dead',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
+    await waitFor(
+      'the delivery to be dead-lettered',
+      async () => {
+        const page = await get('/api/v1/deliveries?state=failed&channel=webhook');
+        return page.items.find((d: Record<string, unknown>) => d.runId === runId);
+      },
+      20_000,
+    );
     await postWake(hg, uniq('overview wake'), 'next-heartbeat');
     const before = Date.now();
     const o = await get('/api/v1/overview');
@@ -316,7 +425,10 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     assert.ok(items.length >= everything.length);
     assert.equal(new Set(items.map((r) => r.id)).size, items.length, 'a record repeated across pages');
     const ids = new Set(items.map((r) => r.id));
-    assert.ok(everything.every((r: Record<string, unknown>) => ids.has(r.id)), 'a record lost across pages');
+    assert.ok(
+      everything.every((r: Record<string, unknown>) => ids.has(r.id)),
+      'a record lost across pages',
+    );
     const rec = everything.find((r: Record<string, unknown>) => r.status === 200)!;
     for (const k of ['at', 'path', 'clientIp', 'status', 'code', 'eventIds', 'runIds']) assert.ok(k in rec, `no ${k}`);
     assert.ok(!('payload' in rec) && !('text' in rec) && !('body' in rec), 'a received record holds metadata only');
@@ -332,7 +444,8 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
   });
 
   it('breakdown: the last hour per minute, by path, by code, by channel and by hook, with refusals not stored yet', async () => {
-    for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/agent', { message: 'no' }, { authorization: 'Bearer wrong' })).status, 401);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await hg.post('/hooks/agent', { message: 'no' }, { authorization: 'Bearer wrong' })).status, 401);
     await postWake(hg, uniq('breakdown'), 'next-heartbeat');
     const b = await get('/api/v1/breakdown');
     assert.equal(b.bucketMs, 60_000);
@@ -341,12 +454,18 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     assert.ok(b.buckets.at(-1).at <= Date.now() && b.until >= Date.now() - 1000, `${b.until}`);
     const refused = b.buckets.reduce((n: number, x: Record<string, any>) => n + (x.refused.unauthorized ?? 0), 0);
     const byCode = b.byCode.find((c: Record<string, unknown>) => c.code === 'unauthorized');
-    assert.ok(byCode && byCode.status === 401 && byCode.count >= 3 && byCode.count === refused, JSON.stringify(b.byCode));
+    assert.ok(
+      byCode && byCode.status === 401 && byCode.count >= 3 && byCode.count === refused,
+      JSON.stringify(b.byCode),
+    );
     const agent = b.byPath.find((p: Record<string, unknown>) => p.path === 'agent');
     assert.ok(agent && agent.refused >= 3 && agent.codes.unauthorized >= 3, JSON.stringify(b.byPath));
     assert.ok(b.byPath.find((p: Record<string, any>) => p.path === 'wake')?.accepted >= 1);
     // The dead letter of the overview test (the order of the tests is the file's).
-    assert.ok(b.byChannel.some((c: Record<string, any>) => c.channel === 'webhook' && c.failed >= 1 && !('dead' in c)), JSON.stringify(b.byChannel));
+    assert.ok(
+      b.byChannel.some((c: Record<string, any>) => c.channel === 'webhook' && c.failed >= 1 && !('dead' in c)),
+      JSON.stringify(b.byChannel),
+    );
     assert.ok(Array.isArray(b.runs));
     const bad = await call('/api/v1/breakdown?since=0');
     assert.deepEqual([bad.status, bad.body.code], [400, 'invalid_query']);
@@ -361,10 +480,14 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
       rmSync(hg.storage.path, { force: true });
     }
     try {
-      const r = await waitFor('readyz 503', async () => {
-        const a = await call('/readyz', { token: null });
-        return a.status === 503 ? a : undefined;
-      }, 10_000);
+      const r = await waitFor(
+        'readyz 503',
+        async () => {
+          const a = await call('/readyz', { token: null });
+          return a.status === 503 ? a : undefined;
+        },
+        10_000,
+      );
       assert.equal(r.body.ok, false);
       assert.equal(r.body.checks.store.ok, false);
       assert.equal(typeof r.body.checks.store.error, 'string');

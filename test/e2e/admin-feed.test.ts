@@ -29,7 +29,10 @@ describe('live feed and metrics (e2e)', () => {
   let admin: string;
   const streams: SseStream[] = [];
   const feed = async (lastEventId?: string, query = '') => {
-    const s = await openSse(`${admin}/api/v1/events${query}`, { token: ADMIN, ...(lastEventId ? { lastEventId } : {}) });
+    const s = await openSse(`${admin}/api/v1/events${query}`, {
+      token: ADMIN,
+      ...(lastEventId ? { lastEventId } : {}),
+    });
     streams.push(s);
     assert.equal(s.status, 200);
     return s;
@@ -47,7 +50,11 @@ describe('live feed and metrics (e2e)', () => {
   it('the feed and /metrics require the admin token (none, or the hook token: 401)', async () => {
     for (const path of ['/api/v1/events', '/metrics']) {
       assert.equal((await fetch(`${admin}${path}`)).status, 401, path);
-      assert.equal((await fetch(`${admin}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 401, `${path} with the hook token`);
+      assert.equal(
+        (await fetch(`${admin}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })).status,
+        401,
+        `${path} with the hook token`,
+      );
     }
   });
 
@@ -72,7 +79,10 @@ describe('live feed and metrics (e2e)', () => {
     const lastId = s.lastId!;
     s.close();
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(String((await hg.post('/hooks/wake', { text: `while away ${i}`, mode: 'next-heartbeat' })).body!.eventId));
+    for (let i = 0; i < 5; i++)
+      ids.push(
+        String((await hg.post('/hooks/wake', { text: `while away ${i}`, mode: 'next-heartbeat' })).body!.eventId),
+      );
     const bad = await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer wrong-token-0123456789' });
     assert.equal(bad.status, 401);
     const again = await feed(lastId);
@@ -83,10 +93,18 @@ describe('live feed and metrics (e2e)', () => {
 
   it("an agent run's state changes and its delivery appear", async () => {
     const s = await feed(undefined, '?types=run,delivery');
-    const r = await hg.post('/hooks/agent', { message: 'hello feed', name: 'Feed', channel: 'log', wakeMode: 'next-heartbeat' });
+    const r = await hg.post('/hooks/agent', {
+      message: 'hello feed',
+      name: 'Feed',
+      channel: 'log',
+      wakeMode: 'next-heartbeat',
+    });
     assert.equal(r.status, 200);
     const runId = String(r.body!.runId);
-    const sent = await s.next((f) => f.event === 'delivery' && f.data.runId === runId && f.data.change === 'sent', 10_000);
+    const sent = await s.next(
+      (f) => f.event === 'delivery' && f.data.runId === runId && f.data.change === 'sent',
+      10_000,
+    );
     assert.equal(sent.data.state, 'sent');
     assert.equal(sent.data.channel, 'log');
     const mine = s.frames.filter((f) => f.data.runId === runId);
@@ -97,14 +115,24 @@ describe('live feed and metrics (e2e)', () => {
     const done = mine.find((f) => f.data.state === 'succeeded')!;
     assert.equal(done.data.hookName, 'agent');
     assert.equal(typeof done.data.durationMs, 'number');
-    assert.ok(mine.every((f) => !JSON.stringify(f.data).includes('hello feed')), 'never the message or the reply');
+    assert.ok(
+      mine.every((f) => !JSON.stringify(f.data).includes('hello feed')),
+      'never the message or the reply',
+    );
   });
 
   it('/metrics: Prometheus text whose counters match what was sent', async () => {
-    const before = parseMetrics(await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text());
+    const before = parseMetrics(
+      await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text(),
+    );
     const wakes = 4;
-    for (let i = 0; i < wakes; i++) assert.equal((await hg.post('/hooks/wake', { text: `m${i}`, mode: 'next-heartbeat' })).status, 200);
-    for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope-nope-nope-nope' })).status, 401);
+    for (let i = 0; i < wakes; i++)
+      assert.equal((await hg.post('/hooks/wake', { text: `m${i}`, mode: 'next-heartbeat' })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (await hg.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope-nope-nope-nope' })).status,
+        401,
+      );
     assert.equal((await hg.post('/hooks/nowhere', { text: 'x' })).status, 404);
     // The feed opens before the run is sent: a run on echo can be delivered before a later subscription starts
     // (seen on CI: no frame in 10 s).
@@ -117,7 +145,8 @@ describe('live feed and metrics (e2e)', () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
     const m = parseMetrics(await res.text());
-    const delta = (name: string, labels: Record<string, string> = {}) => value(m, name, labels) - value(before, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      value(m, name, labels) - value(before, name, labels);
     assert.equal(delta('hookgate_hook_requests_total', { route: 'wake', status: '200' }), wakes);
     assert.equal(delta('hookgate_hook_requests_total', { route: 'wake', status: '401' }), 3);
     assert.equal(delta('hookgate_hook_requests_total', { route: 'other', status: '404' }), 1);
@@ -126,7 +155,10 @@ describe('live feed and metrics (e2e)', () => {
     assert.equal(delta('hookgate_deliveries_total', { channel: 'log', outcome: 'sent' }), 1);
     assert.ok(value(m, 'hookgate_runs', { state: 'succeeded' }) >= 2, 'the runs of this file');
     assert.equal(value(m, 'hookgate_runs', { state: 'running' }), 0);
-    assert.ok(value(m, 'hookgate_system_events_pending') >= wakes, 'the wakes wait for the next heartbeat (heartbeat.every off)');
+    assert.ok(
+      value(m, 'hookgate_system_events_pending') >= wakes,
+      'the wakes wait for the next heartbeat (heartbeat.every off)',
+    );
     assert.equal(value(m, 'hookgate_outbox_pending'), 0);
     assert.equal(value(m, 'hookgate_auth_lockouts_active'), 0);
     // One series each (with a `node` label on PostgreSQL, which the parser folds away with the count): the +Inf bucket.
@@ -135,7 +167,9 @@ describe('live feed and metrics (e2e)', () => {
     assert.ok(count('hookgate_run_duration_seconds') >= 2);
     assert.equal(m.get('hookgate_hook_request_duration_seconds')!.type, 'HISTOGRAM');
     assert.ok(m.has('process_resident_memory_bytes'), 'default process metrics');
-    for (const f of m.values()) for (const s2 of f.metrics) assert.ok(!String(s2.labels?.route ?? '').includes('nowhere'), 'never the raw path as a label');
+    for (const f of m.values())
+      for (const s2 of f.metrics)
+        assert.ok(!String(s2.labels?.route ?? '').includes('nowhere'), 'never the raw path as a label');
   });
 
   it('a heartbeat turn appears (a wake with mode now), with the events it read', async () => {
@@ -149,19 +183,26 @@ describe('live feed and metrics (e2e)', () => {
 
   it('hookgate tail --json follows the feed (the token from the config)', async () => {
     // --url: the test's config asks for port 0 (any free port); the token still comes from the config
-    const tail = spawn(process.execPath, [CLI, 'tail', '--json', '--config', hg.configFile, '--url', admin], { cwd: hg.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const tail = spawn(process.execPath, [CLI, 'tail', '--json', '--config', hg.configFile, '--url', admin], {
+      cwd: hg.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const lines: Array<Record<string, unknown>> = [];
     const errors: string[] = [];
     createInterface({ input: tail.stdout! }).on('line', (l) => lines.push(JSON.parse(l) as Record<string, unknown>));
     createInterface({ input: tail.stderr! }).on('line', (l) => errors.push(l));
     try {
       // tail connects live: send until one of ours shows up
-      const eventId = await waitFor('a wake seen by tail', async () => {
-        const r = await hg.post('/hooks/wake', { text: 'tail me', mode: 'next-heartbeat' });
-        const id = String(r.body!.eventId);
-        await new Promise((res) => setTimeout(res, 200));
-        return lines.some((l) => l.type === 'received' && (l.eventIds as string[]).includes(id)) ? id : undefined;
-      }, 10_000).catch((err: Error) => assert.fail(`${err.message}; tail said: ${errors.join(' | ')}`));
+      const eventId = await waitFor(
+        'a wake seen by tail',
+        async () => {
+          const r = await hg.post('/hooks/wake', { text: 'tail me', mode: 'next-heartbeat' });
+          const id = String(r.body!.eventId);
+          await new Promise((res) => setTimeout(res, 200));
+          return lines.some((l) => l.type === 'received' && (l.eventIds as string[]).includes(id)) ? id : undefined;
+        },
+        10_000,
+      ).catch((err: Error) => assert.fail(`${err.message}; tail said: ${errors.join(' | ')}`));
       const line = lines.find((l) => (l.eventIds as string[] | undefined)?.includes(eventId))!;
       assert.match(String(line.id), /^[0-9a-f]{8}-\d+$/);
     } finally {
@@ -189,15 +230,24 @@ describe('live feed across nodes (PostgreSQL)', { skip: skipPg }, () => {
     const s = await openSse(`${adminUrl(b)}/api/v1/events`, { token: ADMIN });
     try {
       const r = await a.post('/hooks/wake', { text: 'from a', mode: 'next-heartbeat' });
-      const f = await s.next((x) => received(x) && (x.data.eventIds as string[]).includes(String(r.body!.eventId)), 3000);
+      const f = await s.next(
+        (x) => received(x) && (x.data.eventIds as string[]).includes(String(r.body!.eventId)),
+        3000,
+      );
       const nodeA = String(a.logs.find((l) => typeof l.node === 'string' || typeof l.owner === 'string')?.node ?? '');
       assert.ok(typeof f.data.node === 'string' && f.data.node !== '', 'the origin node is named');
       if (nodeA) assert.equal(f.data.node, nodeA);
-      const m = parseMetrics(await (await fetch(`${adminUrl(b)}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text());
+      const m = parseMetrics(
+        await (await fetch(`${adminUrl(b)}/metrics`, { headers: { authorization: `Bearer ${ADMIN}` } })).text(),
+      );
       const req = m.get('hookgate_outbox_pending')!.metrics[0]!;
       assert.ok(req.labels?.node, 'a node label on every series');
       assert.notEqual(req.labels?.node, f.data.node, "B labels its own metrics; A's event came from A");
-      assert.equal(value(m, 'hookgate_hook_requests_total', { route: 'wake', status: '200' }), 0, 'B counts only its own requests');
+      assert.equal(
+        value(m, 'hookgate_hook_requests_total', { route: 'wake', status: '200' }),
+        0,
+        'B counts only its own requests',
+      );
     } finally {
       s.close();
     }

@@ -17,7 +17,12 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
   let hg: Hookgate;
   let adminUrl: string;
   before(async () => {
-    hg = await startHookgate({ config: { admin: { enabled: true, port: 0, token: ADMIN_TOKEN }, hooks: { authFailureLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 } } } });
+    hg = await startHookgate({
+      config: {
+        admin: { enabled: true, port: 0, token: ADMIN_TOKEN },
+        hooks: { authFailureLimit: { maxFailures: 20, windowSeconds: 60, lockoutSeconds: 60 } },
+      },
+    });
     adminUrl = (await hg.waitForLog((l) => l.msg === 'hookgate listening')).adminUrl as string;
   });
   after(async () => {
@@ -34,7 +39,10 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
       // it whose headers the server has not read yet is idle, and becomes the oldest idle one within tens of ms on
       // a loaded machine (docs/security.md, "Connection fairness": idle connections give way). So the same address
       // gets through on a retry, and a connection is only ever reset, never answered wrongly.
-      assert.ok(same.some((a) => a.outcome === 200), JSON.stringify({ same }));
+      assert.ok(
+        same.some((a) => a.outcome === 200),
+        JSON.stringify({ same }),
+      );
       for (const a of same) assert.ok(a.outcome === 200 || a.outcome === 'ECONNRESET', JSON.stringify({ same }));
       assert.ok(flood.open() <= 300);
     } finally {
@@ -44,10 +52,18 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
 
   it('30 wrong admin tokens: 401, then 429 with Retry-After (the right token too), one audit record, a log line without the token', async () => {
     const client = '127.0.0.72';
-    const overview = (token: string) => attempt(adminUrl, client, { path: '/api/v1/overview', headers: { authorization: `Bearer ${token}` } });
+    const overview = (token: string) =>
+      attempt(adminUrl, client, { path: '/api/v1/overview', headers: { authorization: `Bearer ${token}` } });
     const answers = await attempts(30, () => overview(`wrong-admin-guess-${Math.random()}`));
-    assert.deepEqual(answers.slice(0, 20).map((a) => a.outcome), Array(20).fill(401), 'the limit is 20 failures a minute per address');
-    assert.deepEqual(answers.slice(20).map((a) => a.outcome), Array(10).fill(429));
+    assert.deepEqual(
+      answers.slice(0, 20).map((a) => a.outcome),
+      Array(20).fill(401),
+      'the limit is 20 failures a minute per address',
+    );
+    assert.deepEqual(
+      answers.slice(20).map((a) => a.outcome),
+      Array(10).fill(429),
+    );
     for (const a of answers.slice(20)) {
       const wait = Number(a.headers?.['retry-after']);
       assert.ok(wait >= 1 && wait <= 60, `Retry-After ${a.headers?.['retry-after']}`);
@@ -55,11 +71,20 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
     }
     assert.equal((await overview(ADMIN_TOKEN)).outcome, 429, 'locked out: the right token waits too');
     // Another address is not locked out; it reads the lockout's one record.
-    const audit = await attempt(adminUrl, '127.0.0.73', { path: '/api/v1/audit?kind=lockout', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const audit = await attempt(adminUrl, '127.0.0.73', {
+      path: '/api/v1/audit?kind=lockout',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     assert.equal(audit.outcome, 200, audit.body);
-    const items = (JSON.parse(audit.body!) as { items: Array<{ actor: string; detail: Record<string, unknown> }> }).items;
-    assert.deepEqual(items.map((i) => [i.actor, i.detail.listener, i.detail.failures]), [[client, 'admin', 20]]);
-    const log = await hg.waitForLog((l) => l.code === 'rate_limited' && String(l.msg).startsWith('admin auth throttled'));
+    const items = (JSON.parse(audit.body!) as { items: Array<{ actor: string; detail: Record<string, unknown> }> })
+      .items;
+    assert.deepEqual(
+      items.map((i) => [i.actor, i.detail.listener, i.detail.failures]),
+      [[client, 'admin', 20]],
+    );
+    const log = await hg.waitForLog(
+      (l) => l.code === 'rate_limited' && String(l.msg).startsWith('admin auth throttled'),
+    );
     assert.equal(log.client, client);
     const text = JSON.stringify(hg.logs);
     assert.ok(!text.includes('wrong-admin-guess') && !text.includes(ADMIN_TOKEN), 'no token in the log');

@@ -63,10 +63,18 @@ function byRun(got: WebhookDelivery[]): Map<string, { ids: Set<string>; requests
   return out;
 }
 
-const agentBody = (tag: string) => ({ message: `${tag}: summarise`, name: tag, channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+const agentBody = (tag: string) => ({
+  message: `${tag}: summarise`,
+  name: tag,
+  channel: 'webhook',
+  to: 'ops',
+  wakeMode: 'next-heartbeat',
+});
 
 describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeout: 600_000 }, () => {
-  it('300 agent runs posted round-robin to 3 nodes: each runs once and is delivered exactly once', { timeout: 240_000 }, async (t) => {
+  it('300 agent runs posted round-robin to 3 nodes: each runs once and is delivered exactly once', {
+    timeout: 240_000,
+  }, async (t) => {
     const c = await cluster({
       nodes: 3,
       model: (call) => `done: ${tagOf(call.lastUser, 'c300') ?? '?'}`,
@@ -97,24 +105,39 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     for (const d of got) assert.ok(d.verified, `unsigned delivery: ${d.raw.failure}`);
     const runs = byRun(got);
     const accIds = new Set(accepted.map((a) => a.runId));
-    assert.deepEqual([...runs.keys()].filter((id) => !accIds.has(id)), [], 'deliveries of runs nobody accepted');
+    assert.deepEqual(
+      [...runs.keys()].filter((id) => !accIds.has(id)),
+      [],
+      'deliveries of runs nobody accepted',
+    );
     for (const a of accepted) {
       const e = runs.get(a.runId)!;
-      assert.equal(e.requests, 1, `run ${a.tag} (${a.runId}) was delivered ${e.requests} times (webhook ids ${[...e.ids].join(' ')})`);
+      assert.equal(
+        e.requests,
+        1,
+        `run ${a.tag} (${a.runId}) was delivered ${e.requests} times (webhook ids ${[...e.ids].join(' ')})`,
+      );
       assert.deepEqual([...e.texts], [`done: ${a.tag}`], `run ${a.tag} delivered another run's reply`);
     }
     assert.equal(got.length, total);
 
     // Each run went to a model once: no two nodes claimed one run.
-    const modelCalls = c.models.flatMap((m, node) => m.calls.filter((x) => !x.heartbeat).map((x) => ({ node, tag: tagOf(x.lastUser, 'c300') })));
+    const modelCalls = c.models.flatMap((m, node) =>
+      m.calls.filter((x) => !x.heartbeat).map((x) => ({ node, tag: tagOf(x.lastUser, 'c300') })),
+    );
     const perTag = new Map<string, number[]>();
     for (const m of modelCalls) perTag.set(m.tag ?? '?', [...(perTag.get(m.tag ?? '?') ?? []), m.node]);
     const twice = [...perTag].filter(([, nodes]) => nodes.length > 1);
     assert.deepEqual(twice, [], 'runs executed more than once');
     assert.equal(modelCalls.length, total);
 
-    const states = await c.db.query<{ state: string; attempts: number; n: string }>('SELECT state, attempts, count(*) AS n FROM runs GROUP BY state, attempts');
-    assert.deepEqual(states.map((r) => [r.state, Number(r.attempts), Number(r.n)]), [['succeeded', 1, total]]);
+    const states = await c.db.query<{ state: string; attempts: number; n: string }>(
+      'SELECT state, attempts, count(*) AS n FROM runs GROUP BY state, attempts',
+    );
+    assert.deepEqual(
+      states.map((r) => [r.state, Number(r.attempts), Number(r.n)]),
+      [['succeeded', 1, total]],
+    );
 
     const acceptedBy = [0, 1, 2].map((n) => accepted.filter((a) => a.node === n).length);
     const ranBy = [0, 1, 2].map((n) => modelCalls.filter((m) => m.node === n).length);
@@ -124,7 +147,9 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     await done(c);
   });
 
-  it('kill -9 of two nodes holding runs: the third delivers every run within the lease time + 30 s', { timeout: 240_000 }, async (t) => {
+  it('kill -9 of two nodes holding runs: the third delivers every run within the lease time + 30 s', {
+    timeout: 240_000,
+  }, async (t) => {
     const RUN_LEASE_MS = 30_000; // src/runtime/run-worker.ts
     const c = await cluster({
       nodes: 3,
@@ -141,8 +166,13 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
       assert.equal(result.status, 200, `${tag}: ${result.status} ${result.text}`);
       return { tag, runId: String(result.body?.runId) };
     });
-    await waitFor('nodes 0 and 1 each running a run at the model', () => c.models[0]!.inFlight >= 1 && c.models[1]!.inFlight >= 1, { timeoutMs: 20_000, intervalMs: 10 });
-    const heldBy = (node: number) => c.models[node]!.calls.filter((x) => x.endedAt === undefined).map((x) => tagOf(x.lastUser, 'kill')!);
+    await waitFor(
+      'nodes 0 and 1 each running a run at the model',
+      () => c.models[0]!.inFlight >= 1 && c.models[1]!.inFlight >= 1,
+      { timeoutMs: 20_000, intervalMs: 10 },
+    );
+    const heldBy = (node: number) =>
+      c.models[node]!.calls.filter((x) => x.endedAt === undefined).map((x) => tagOf(x.lastUser, 'kill')!);
     const held = [...heldBy(0), ...heldBy(1)];
     const t0 = Date.now();
     await Promise.all([c.kill9(0), c.kill9(1)]);
@@ -167,11 +197,22 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     }
     // The runs the dead nodes held at the model ran again on the survivor, under the same run ids.
     const survivorTags = new Set(c.models[2]!.calls.map((x) => tagOf(x.lastUser, 'kill')));
-    for (const tag of held) assert.ok(survivorTags.has(tag), `run ${tag}, held by a killed node, never ran on the survivor`);
-    const retaken = await c.db.query<{ id: string; attempts: number }>("SELECT id, attempts FROM runs WHERE attempts >= 2");
-    assert.ok(retaken.length >= held.length, `${retaken.length} runs with attempts ≥ 2, ${held.length} held by the killed nodes`);
-    const states = await c.db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM runs GROUP BY state');
-    assert.deepEqual(states.map((r) => [r.state, Number(r.n)]), [['succeeded', accepted.length]]);
+    for (const tag of held)
+      assert.ok(survivorTags.has(tag), `run ${tag}, held by a killed node, never ran on the survivor`);
+    const retaken = await c.db.query<{ id: string; attempts: number }>(
+      'SELECT id, attempts FROM runs WHERE attempts >= 2',
+    );
+    assert.ok(
+      retaken.length >= held.length,
+      `${retaken.length} runs with attempts ≥ 2, ${held.length} held by the killed nodes`,
+    );
+    const states = await c.db.query<{ state: string; n: string }>(
+      'SELECT state, count(*) AS n FROM runs GROUP BY state',
+    );
+    assert.deepEqual(
+      states.map((r) => [r.state, Number(r.n)]),
+      [['succeeded', accepted.length]],
+    );
 
     const summary = `killed nodes 0 and 1 holding ${held.length} runs at the model (${deliveredBefore.size} of ${accepted.length} delivered before); node 2 delivered the last run ${(takeoverMs / 1000).toFixed(1)} s after the kill (bound ${(RUN_LEASE_MS + 30_000) / 1000} s)`;
     t.diagnostic(summary);
@@ -180,7 +221,9 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     await done(c);
   });
 
-  it('an idempotency key replayed on another node answers duplicate: true with the first run id; concurrent replays make one run', { timeout: 120_000 }, async () => {
+  it('an idempotency key replayed on another node answers duplicate: true with the first run id; concurrent replays make one run', {
+    timeout: 120_000,
+  }, async () => {
     const c = await cluster({ nodes: 3 });
     const body = agentBody('idem-1');
     const first = await c.nodes[0]!.post('/hooks/agent', body, { 'idempotency-key': 'cluster-key-1' });
@@ -195,12 +238,24 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     // The same key at all three nodes at once: one run, the others duplicates of it.
     for (let k = 0; k < 8; k++) {
       const key = `cluster-race-${k}`;
-      const answers = await Promise.all(c.nodes.map((hg) => hg.post('/hooks/agent', agentBody(`race-${k}`), { 'idempotency-key': key })));
+      const answers = await Promise.all(
+        c.nodes.map((hg) => hg.post('/hooks/agent', agentBody(`race-${k}`), { 'idempotency-key': key })),
+      );
       for (const a of answers) assert.equal(a.status, 200, a.text);
-      assert.equal(answers.filter((a) => a.body?.duplicate !== true).length, 1, `key ${key}: ${answers.map((a) => a.text).join(' | ')}`);
-      assert.equal(new Set(answers.map((a) => a.body?.runId)).size, 1, `key ${key}: ${answers.map((a) => a.text).join(' | ')}`);
+      assert.equal(
+        answers.filter((a) => a.body?.duplicate !== true).length,
+        1,
+        `key ${key}: ${answers.map((a) => a.text).join(' | ')}`,
+      );
+      assert.equal(
+        new Set(answers.map((a) => a.body?.runId)).size,
+        1,
+        `key ${key}: ${answers.map((a) => a.text).join(' | ')}`,
+      );
     }
-    const counts = await c.db.query<{ name: string; n: string }>('SELECT name, count(*) AS n FROM runs GROUP BY name ORDER BY name');
+    const counts = await c.db.query<{ name: string; n: string }>(
+      'SELECT name, count(*) AS n FROM runs GROUP BY name ORDER BY name',
+    );
     assert.deepEqual(
       counts.map((r) => [r.name, Number(r.n)]),
       ['idem-1', ...Array.from({ length: 8 }, (_, k) => `race-${k}`)].sort().map((name) => [name, 1]),
@@ -208,7 +263,9 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     await done(c);
   });
 
-  it('a client locked out on one node is refused with 429 by the others within 2 s', { timeout: 120_000 }, async (t) => {
+  it('a client locked out on one node is refused with 429 by the others within 2 s', {
+    timeout: 120_000,
+  }, async (t) => {
     const maxFailures = 30;
     const c = await cluster({
       nodes: 3,
@@ -250,7 +307,9 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     await done(c);
   });
 
-  it('wakes (mode now) sent to three nodes: each event is fed to exactly one heartbeat, never two heartbeats at once', { timeout: 180_000 }, async (t) => {
+  it('wakes (mode now) sent to three nodes: each event is fed to exactly one heartbeat, never two heartbeats at once', {
+    timeout: 180_000,
+  }, async (t) => {
     const c = await cluster({
       nodes: 3,
       model: async (call) => {
@@ -264,15 +323,25 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     for (let round = 0; round < 12; round++) {
       const batch = c.nodes.map((_, n) => `cluster wake r${round} n${n} ${Math.random().toString(36).slice(2, 8)}`);
       texts.push(...batch);
-      const answers = await Promise.all(c.nodes.map((hg, n) => hg.post('/hooks/wake', { text: batch[n], mode: 'now' })));
+      const answers = await Promise.all(
+        c.nodes.map((hg, n) => hg.post('/hooks/wake', { text: batch[n], mode: 'now' })),
+      );
       for (const a of answers) assert.equal(a.status, 200, a.text);
       await delay(500);
     }
-    const beats = () => c.models.flatMap((m, node) => m.calls.filter((x) => x.heartbeat).map((call) => ({ node, call })));
-    await waitFor('every wake in a heartbeat', () => texts.every((x) => beats().some((b) => b.call.lastUser.includes(x))), { timeoutMs: 60_000, intervalMs: 100 });
+    const beats = () =>
+      c.models.flatMap((m, node) => m.calls.filter((x) => x.heartbeat).map((call) => ({ node, call })));
+    await waitFor(
+      'every wake in a heartbeat',
+      () => texts.every((x) => beats().some((b) => b.call.lastUser.includes(x))),
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
     await waitFor(
       'no event pending',
-      async () => Number((await c.db.query<{ n: string }>('SELECT count(*) AS n FROM system_events WHERE consumed_at IS NULL'))[0]!.n) === 0,
+      async () =>
+        Number(
+          (await c.db.query<{ n: string }>('SELECT count(*) AS n FROM system_events WHERE consumed_at IS NULL'))[0]!.n,
+        ) === 0,
       { timeoutMs: 20_000, intervalMs: 100 },
     );
     await delay(1500); // a second feeding of some event would show up now
@@ -283,11 +352,18 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
       assert.equal(fed.length, 1, `"${x}" fed to ${fed.length} heartbeats (nodes ${fed.map((b) => b.node).join(',')})`);
     }
     // One heartbeat at a time for the main session, cluster-wide: no two heartbeat calls overlap.
-    const sorted = all.map((b) => ({ node: b.node, start: b.call.startedAt, end: b.call.endedAt ?? Infinity })).sort((a, b) => a.start - b.start);
+    const sorted = all
+      .map((b) => ({ node: b.node, start: b.call.startedAt, end: b.call.endedAt ?? Infinity }))
+      .sort((a, b) => a.start - b.start);
     for (let i = 1; i < sorted.length; i++) {
-      assert.ok(sorted[i]!.start >= sorted[i - 1]!.end, `heartbeats overlap: node ${sorted[i - 1]!.node} [${sorted[i - 1]!.start}, ${sorted[i - 1]!.end}] and node ${sorted[i]!.node} from ${sorted[i]!.start}`);
+      assert.ok(
+        sorted[i]!.start >= sorted[i - 1]!.end,
+        `heartbeats overlap: node ${sorted[i - 1]!.node} [${sorted[i - 1]!.start}, ${sorted[i - 1]!.end}] and node ${sorted[i]!.node} from ${sorted[i]!.start}`,
+      );
     }
-    const events = await c.db.query<{ text: string; heartbeat_id: string | null; consumed_at: string | null }>("SELECT text, heartbeat_id, consumed_at FROM system_events WHERE origin = 'wake' OR text LIKE 'cluster wake%'");
+    const events = await c.db.query<{ text: string; heartbeat_id: string | null; consumed_at: string | null }>(
+      "SELECT text, heartbeat_id, consumed_at FROM system_events WHERE origin = 'wake' OR text LIKE 'cluster wake%'",
+    );
     for (const x of texts) {
       const rows = events.filter((e) => e.text === x);
       assert.equal(rows.length, 1, `"${x}" stored ${rows.length} times`);
@@ -300,29 +376,45 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     await done(c);
   });
 
-  it('three nodes started together on an empty database all serve; the migrations ran once', { timeout: 120_000 }, async (t) => {
+  it('three nodes started together on an empty database all serve; the migrations ran once', {
+    timeout: 120_000,
+  }, async (t) => {
     for (let round = 0; round < 2; round++) {
       const c = await cluster({ nodes: 3 });
       for (const [n, hg] of c.nodes.entries()) {
         const r = await hg.post('/hooks/wake', { text: `serving ${round}.${n}`, mode: 'next-heartbeat' });
         assert.equal(r.status, 200, `node ${n}: ${r.text}`);
       }
-      const versions = await c.db.query<{ version: number; n: string }>('SELECT version, count(*) AS n FROM schema_migrations GROUP BY version ORDER BY version');
+      const versions = await c.db.query<{ version: number; n: string }>(
+        'SELECT version, count(*) AS n FROM schema_migrations GROUP BY version ORDER BY version',
+      );
       assert.ok(versions.length >= 1, 'no migration recorded');
-      assert.deepEqual(versions.filter((v) => Number(v.n) !== 1), []);
+      assert.deepEqual(
+        versions.filter((v) => Number(v.n) !== 1),
+        [],
+      );
       assert.deepEqual(
         versions.map((v) => Number(v.version)),
         versions.map((_, i) => Number(versions[0]!.version) + i),
         'the migrations are not a gap-free sequence',
       );
-      const events = await c.db.query<{ text: string }>("SELECT text FROM system_events WHERE text LIKE 'serving %' ORDER BY text");
-      assert.deepEqual(events.map((e) => e.text), [0, 1, 2].map((n) => `serving ${round}.${n}`));
-      t.diagnostic(`round ${round}: 3 nodes up, migrations ${versions.map((v) => v.version).join(',')} each applied once`);
+      const events = await c.db.query<{ text: string }>(
+        "SELECT text FROM system_events WHERE text LIKE 'serving %' ORDER BY text",
+      );
+      assert.deepEqual(
+        events.map((e) => e.text),
+        [0, 1, 2].map((n) => `serving ${round}.${n}`),
+      );
+      t.diagnostic(
+        `round ${round}: 3 nodes up, migrations ${versions.map((v) => v.version).join(',')} each applied once`,
+      );
       await done(c);
     }
   });
 
-  it('the node registry lists the three live nodes (and `hookgate nodes` shows them, where the command exists)', { timeout: 120_000 }, async (t) => {
+  it('the node registry lists the three live nodes (and `hookgate nodes` shows them, where the command exists)', {
+    timeout: 120_000,
+  }, async (t) => {
     const c = await cluster({ nodes: 3 });
     const rows = await waitFor(
       'three rows in nodes',
@@ -339,11 +431,14 @@ describe('a cluster of hookgate nodes on one PostgreSQL database', { skip, timeo
     } else {
       const out = await runCli(['nodes', '--json', '--config', c.nodes[0]!.configFile], { cwd: c.nodes[0]!.dir });
       assert.equal(out.code, 0, out.stderr);
-      for (const hg of c.nodes) assert.ok(out.stdout.includes(String(hg.proc.pid)), `pid ${hg.proc.pid} not in:\n${out.stdout}`);
+      for (const hg of c.nodes)
+        assert.ok(out.stdout.includes(String(hg.proc.pid)), `pid ${hg.proc.pid} not in:\n${out.stdout}`);
     }
     // A stopped node takes its row away.
     await c.nodes[2]!.stop();
-    await waitFor('two rows in nodes', async () => (await c.db.query('SELECT id FROM nodes')).length === 2, { timeoutMs: 15_000 });
+    await waitFor('two rows in nodes', async () => (await c.db.query('SELECT id FROM nodes')).length === 2, {
+      timeoutMs: 15_000,
+    });
     await done(c);
   });
 });

@@ -29,7 +29,10 @@ describe('e2e: hookgate connect github, then --test through the running service'
     secret = readFileSync(join(dir, 'data/github-webhook-secret'), 'utf8').trim();
     assert.ok(connect.stdout.includes(`\n  ${secret}\n`), 'connect printed the secret to paste into GitHub');
     // Linear signs its send time in the body: its sample must be sent with the test's own time, or be refused as stale.
-    const linear = await runCli(['connect', 'linear', '--secret-file', '-'], { cwd: dir, input: 'lin_wh_0123456789abcdef' });
+    const linear = await runCli(['connect', 'linear', '--secret-file', '-'], {
+      cwd: dir,
+      input: 'lin_wh_0123456789abcdef',
+    });
     assert.equal(linear.code, 0, linear.stderr);
 
     // The config connect wrote, on a port of the system's choosing (--test is given the URL) and on the store under test.
@@ -57,13 +60,20 @@ describe('e2e: hookgate connect github, then --test through the running service'
 
   it('the sample is answered 2xx, its words shown, and a run queued; a second --test is a run of its own', async () => {
     const first = await test();
-    assert.match(first.stdout, /sent GitHub's sample issues event to http:\/\/127\.0\.0\.1:\d+\/hooks\/github, signed as GitHub signs it/);
+    assert.match(
+      first.stdout,
+      /sent GitHub's sample issues event to http:\/\/127\.0\.0\.1:\d+\/hooks\/github, signed as GitHub signs it/,
+    );
     assert.match(first.stdout, /agent run "GitHub" as main in session hook:github:octocat\/Hello-World#1347/);
     assert.match(first.stdout, /message: GitHub issue #1347 opened in octocat\/Hello-World by octocat: Found a bug/);
     assert.equal(typeof first.body.runId, 'string');
 
     const second = await test();
-    assert.notEqual(second.body.runId, first.body.runId, 'a fresh delivery id: not deduplicated against the first test');
+    assert.notEqual(
+      second.body.runId,
+      first.body.runId,
+      'a fresh delivery id: not deduplicated against the first test',
+    );
     assert.equal(second.body.duplicate, undefined);
 
     await withStoreAt(dir, async (store) => {

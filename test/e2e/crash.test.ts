@@ -10,7 +10,17 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { storedEvents } from '../support/db.js';
-import { cli, openServerStore, pendingFromShow, postAgent, postWake, startServer, waitFor, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import {
+  cli,
+  openServerStore,
+  pendingFromShow,
+  postAgent,
+  postWake,
+  startServer,
+  waitFor,
+  webhookDeliveries,
+  webhookSecret,
+} from '../support/runtime-kit.js';
 import { delay, startScriptedModel } from '../support/scripted-model.js';
 import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
@@ -39,7 +49,11 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
     const receiver = await startWebhookReceiver(secret);
     cleanups.push(() => receiver.close());
     // The first answers are slow, so the kill lands while a delivery is in flight (it is then sent again).
-    receiver.script.push({ status: 200, delayMs: 2500 }, { status: 200, delayMs: 2500 }, { status: 200, delayMs: 2500 });
+    receiver.script.push(
+      { status: 200, delayMs: 2500 },
+      { status: 200, delayMs: 2500 },
+      { status: 200, delayMs: 2500 },
+    );
     // Runs take a second at the model, so several are mid-flight at the kill; heartbeats answer at once.
     const model = await startScriptedModel(async (c) => {
       if (c.heartbeat) return 'HEARTBEAT_OK';
@@ -60,7 +74,15 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
 
     const runIds: string[] = [];
     for (let i = 1; i <= 9; i++) {
-      runIds.push(await postAgent(hg, { message: `crash-run-${i}: summarise`, name: `crash-${i}`, channel: 'webhook', to: 'ops', wakeMode: 'now' }));
+      runIds.push(
+        await postAgent(hg, {
+          message: `crash-run-${i}: summarise`,
+          name: `crash-${i}`,
+          channel: 'webhook',
+          to: 'ops',
+          wakeMode: 'now',
+        }),
+      );
     }
     const wakeTexts = [1, 2, 3].map((i) => `pending wake ${i} before the crash`);
     for (const w of wakeTexts) await postWake(hg, w, 'next-heartbeat');
@@ -71,7 +93,11 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
         'a finished run, a run at the model and a delivery in flight',
         async () => {
           const done = (await store.listRuns({ state: 'succeeded', limit: 100 })).length;
-          return done >= 1 && model.calls.some((c) => !c.heartbeat && c.endedAt === undefined) && receiver.received.length >= 1;
+          return (
+            done >= 1 &&
+            model.calls.some((c) => !c.heartbeat && c.endedAt === undefined) &&
+            receiver.received.length >= 1
+          );
         },
         { timeoutMs: 20_000, intervalMs: 10 },
       );
@@ -84,7 +110,9 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
     const unfinished = (await atCrash.listRuns({ limit: 100 })).filter((r) => r.state !== 'succeeded').map((r) => r.id);
     const pendingAtCrash = (await atCrash.pendingEvents('main')).map((e) => e.text);
     await atCrash.close();
-    t.diagnostic(`at the kill: ${unfinished.length} runs unfinished, ${pendingAtCrash.length} events pending, ${receiver.received.length} webhook requests`);
+    t.diagnostic(
+      `at the kill: ${unfinished.length} runs unfinished, ${pendingAtCrash.length} events pending, ${receiver.received.length} webhook requests`,
+    );
     assert.ok(unfinished.length >= 1, 'the kill came after every run had finished: nothing was tested');
 
     const callsBeforeRestart = model.calls.length;
@@ -99,8 +127,16 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
         },
         30_000 + leaseSlack(hg),
       );
-      await waitFor('a delivery of every run', () => runIds.every((id) => webhookDeliveries(receiver).some((d) => d.body.runId === id)), 20_000 + leaseSlack(hg, 60_000));
-      await waitFor('every delivery row delivered', async () => (await store.listDeliveries({ limit: 100 })).every((d) => d.state === 'delivered'), 10_000);
+      await waitFor(
+        'a delivery of every run',
+        () => runIds.every((id) => webhookDeliveries(receiver).some((d) => d.body.runId === id)),
+        20_000 + leaseSlack(hg, 60_000),
+      );
+      await waitFor(
+        'every delivery row delivered',
+        async () => (await store.listDeliveries({ limit: 100 })).every((d) => d.state === 'delivered'),
+        10_000,
+      );
       await waitFor('no event pending', async () => (await store.pendingEvents('main')).length === 0, 15_000);
       // Anything still in the pipe (a late duplicate) shows up now rather than after the assertions.
       await delay(500);
@@ -111,14 +147,22 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
         assert.equal(r.state, 'succeeded', `${r.id}: ${r.error}`);
         assert.equal(r.reply, `done: crash-run-${i + 1}`);
       }
-      assert.ok(runs.some((r) => r!.attempts >= 2), 'no run was interrupted and run again (attempts ≥ 2)');
+      assert.ok(
+        runs.some((r) => r!.attempts >= 2),
+        'no run was interrupted and run again (attempts ≥ 2)',
+      );
       // A run that was at the model when the process died ran again after the restart, under the same id.
       const tagOf = (id: string) => `crash-run-${runIds.indexOf(id) + 1}:`;
-      const interrupted = unfinished.filter((id) => model.calls.slice(0, callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))));
+      const interrupted = unfinished.filter((id) =>
+        model.calls.slice(0, callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))),
+      );
       assert.ok(interrupted.length >= 1, 'no run was at the model at the kill');
       for (const id of interrupted) {
         assert.ok((await store.getRun(id))!.attempts >= 2, `run ${id} was interrupted but not started again`);
-        assert.ok(model.calls.slice(callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))), `run ${id} did not reach the model again`);
+        assert.ok(
+          model.calls.slice(callsBeforeRestart).some((c) => c.lastUser.includes(tagOf(id))),
+          `run ${id} did not reach the model again`,
+        );
       }
 
       // The outside view: exactly one distinct delivery (webhook-id) per run, one delivery per accepted run.
@@ -130,26 +174,47 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
         if (!idsByRun.has(runId)) idsByRun.set(runId, new Set());
         idsByRun.get(runId)!.add(d.id);
       }
-      assert.deepEqual([...idsByRun.keys()].sort(), [...runIds].sort(), 'deliveries for runs that were not accepted, or runs without one');
-      for (const id of runIds) assert.equal(idsByRun.get(id)!.size, 1, `run ${id} was delivered under ${idsByRun.get(id)!.size} delivery ids`);
+      assert.deepEqual(
+        [...idsByRun.keys()].sort(),
+        [...runIds].sort(),
+        'deliveries for runs that were not accepted, or runs without one',
+      );
+      for (const id of runIds)
+        assert.equal(idsByRun.get(id)!.size, 1, `run ${id} was delivered under ${idsByRun.get(id)!.size} delivery ids`);
       const repeats = got.length - runIds.length;
-      t.diagnostic(`${got.length} webhook requests for ${runIds.length} runs (${repeats} repeated after the crash: at-least-once inside)`);
+      t.diagnostic(
+        `${got.length} webhook requests for ${runIds.length} runs (${repeats} repeated after the crash: at-least-once inside)`,
+      );
       for (const [i, id] of runIds.entries()) {
-        assert.ok(got.filter((d) => d.body.runId === id).every((d) => d.body.text === `done: crash-run-${i + 1}`), `run ${id} delivered another run's reply`);
+        assert.ok(
+          got.filter((d) => d.body.runId === id).every((d) => d.body.text === `done: crash-run-${i + 1}`),
+          `run ${id} delivered another run's reply`,
+        );
       }
 
       // Every event pending at the crash was fed to a heartbeat after the restart.
       const afterRestart = model.calls.slice(callsBeforeRestart).filter((c) => c.heartbeat);
       for (const text of pendingAtCrash) {
-        assert.ok(afterRestart.some((c) => c.lastUser.includes(text)), `pending event not fed after the restart: ${text}`);
+        assert.ok(
+          afterRestart.some((c) => c.lastUser.includes(text)),
+          `pending event not fed after the restart: ${text}`,
+        );
       }
-      for (const w of wakeTexts) assert.ok(model.calls.some((c) => c.heartbeat && c.lastUser.includes(w)), `wake never fed: ${w}`);
+      for (const w of wakeTexts)
+        assert.ok(
+          model.calls.some((c) => c.heartbeat && c.lastUser.includes(w)),
+          `wake never fed: ${w}`,
+        );
       for (let i = 1; i <= 9; i++) {
-        assert.ok(model.calls.some((c) => c.heartbeat && c.lastUser.includes(`Hook crash-${i}: done: crash-run-${i}`)), `summary of run ${i} never fed`);
+        assert.ok(
+          model.calls.some((c) => c.heartbeat && c.lastUser.includes(`Hook crash-${i}: done: crash-run-${i}`)),
+          `summary of run ${i} never fed`,
+        );
       }
       const show = await cli(hg, 'sessions', 'show', 'main');
       assert.equal(pendingFromShow(show.stdout), 0, show.stdout);
-      for (const e of storedEvents(dbOf(hg)).values()) assert.notEqual(e.consumedAt, null, `event never consumed: ${e.text}`);
+      for (const e of storedEvents(dbOf(hg)).values())
+        assert.notEqual(e.consumedAt, null, `event never consumed: ${e.text}`);
     } finally {
       await store.close();
     }
@@ -169,7 +234,13 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
     let store = openServerStore(hg);
     const texts: string[] = [];
     try {
-      const runId = await postAgent(hg, { message: 'a run before the heartbeat', name: 'Before', model: 'echo/echo', deliver: false, wakeMode: 'next-heartbeat' });
+      const runId = await postAgent(hg, {
+        message: 'a run before the heartbeat',
+        name: 'Before',
+        model: 'echo/echo',
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
       await waitFor('the run finished', async () => (await store.getRun(runId))?.state === 'succeeded');
       texts.push('Hook Before: echo: a run before the heartbeat');
       for (const i of [1, 2]) {
@@ -189,7 +260,11 @@ describe('kill -9 and restart', { timeout: 240_000 }, () => {
     const mark = model.calls.length;
     hang = false;
     await hg.restart();
-    const fed = await waitFor('a heartbeat after the restart', () => model.calls.slice(mark).find((c) => c.heartbeat), 10_000 + leaseSlack(hg));
+    const fed = await waitFor(
+      'a heartbeat after the restart',
+      () => model.calls.slice(mark).find((c) => c.heartbeat),
+      10_000 + leaseSlack(hg),
+    );
     for (const t of texts) assert.ok(fed.lastUser.includes(t), `not fed after the restart: ${t}`);
     assert.match(fed.lastUser, /^System events \(4\):/);
     const line = await waitFor('heartbeat finished', () => hg.logs.find((l) => l.msg === 'heartbeat finished'));

@@ -26,7 +26,8 @@ import { parseExamples } from '../support/doc-examples.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** `${VAR}` in a config string, as the config loader replaces it. */
-const interpolate = (s: string, env: Record<string, string>) => s.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (_, n: string) => env[n] ?? '');
+const interpolate = (s: string, env: Record<string, string>) =>
+  s.replace(/\$\{([A-Z_][A-Z0-9_]*)\}/g, (_, n: string) => env[n] ?? '');
 
 interface SignatureSpec {
   scheme: string;
@@ -48,7 +49,11 @@ function signatureFor(config: Record<string, unknown>, path: string): SignatureS
   if (m) return m.signature as SignatureSpec | undefined;
   for (const p of hooks.presets ?? []) {
     if (typeof p !== 'object' || p === null) continue;
-    const { use, path: own, ...secret } = p as { use: SenderName; path?: string } & Pick<SignatureSpec, 'secret' | 'secrets'>;
+    const {
+      use,
+      path: own,
+      ...secret
+    } = p as { use: SenderName; path?: string } & Pick<SignatureSpec, 'secret' | 'secrets'>;
     if ((own ?? use).replace(/^\/+|\/+$/g, '') !== path) continue;
     return { scheme: SENDER_PRESETS[use], secret: secret.secret, secrets: secret.secrets };
   }
@@ -56,7 +61,13 @@ function signatureFor(config: Record<string, unknown>, path: string): SignatureS
 }
 
 /** The value that replaces `<signature>`, computed the way each provider does. */
-function sign(spec: SignatureSpec, env: Record<string, string>, body: string, headers: Record<string, string>, ts: string): string {
+function sign(
+  spec: SignatureSpec,
+  env: Record<string, string>,
+  body: string,
+  headers: Record<string, string>,
+  ts: string,
+): string {
   const configured = spec.secret ?? spec.secrets![0]!;
   const secret = typeof configured === 'string' ? interpolate(configured, env) : (env[configured.env] ?? '');
   const h = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data);
@@ -107,9 +118,17 @@ function parseResponse(text: string): { status: number; body: unknown } {
 }
 
 /** Deep equality where `"<uuid>"` matches any id and `"<same as above>"` the same key of the previous answer. */
-function matches(expected: unknown, actual: unknown, previous: Record<string, unknown> | undefined, key: string, at: string): void {
-  if (expected === '<uuid>') return assert.match(String(actual), UUID, `${at}: expected an id, got ${JSON.stringify(actual)}`);
-  if (expected === '<same as above>') return assert.equal(actual, previous?.[key], `${at}: expected the same ${key} as the previous answer`);
+function matches(
+  expected: unknown,
+  actual: unknown,
+  previous: Record<string, unknown> | undefined,
+  key: string,
+  at: string,
+): void {
+  if (expected === '<uuid>')
+    return assert.match(String(actual), UUID, `${at}: expected an id, got ${JSON.stringify(actual)}`);
+  if (expected === '<same as above>')
+    return assert.equal(actual, previous?.[key], `${at}: expected the same ${key} as the previous answer`);
   if (Array.isArray(expected)) {
     assert.ok(Array.isArray(actual), `${at}: expected an array`);
     assert.equal(actual.length, expected.length, `${at}: length`);
@@ -117,9 +136,13 @@ function matches(expected: unknown, actual: unknown, previous: Record<string, un
     return;
   }
   if (expected !== null && typeof expected === 'object') {
-    assert.ok(actual !== null && typeof actual === 'object', `${at}: expected an object, got ${JSON.stringify(actual)}`);
+    assert.ok(
+      actual !== null && typeof actual === 'object',
+      `${at}: expected an object, got ${JSON.stringify(actual)}`,
+    );
     assert.deepEqual(Object.keys(actual).sort(), Object.keys(expected).sort(), `${at}: keys`);
-    for (const [k, v] of Object.entries(expected)) matches(v, (actual as Record<string, unknown>)[k], previous, k, `${at}.${k}`);
+    for (const [k, v] of Object.entries(expected))
+      matches(v, (actual as Record<string, unknown>)[k], previous, k, `${at}.${k}`);
     return;
   }
   assert.deepEqual(actual, expected, at);
@@ -128,7 +151,10 @@ function matches(expected: unknown, actual: unknown, previous: Record<string, un
 /** Each doc with worked examples, and the examples it must have. */
 const DOCS: ReadonlyArray<[string, readonly string[]]> = [
   ['docs/mappings.md', ['github-pr', 'slack', 'stripe-payment', 'gmail', 'alert-filter', 'home-assistant']],
-  ['docs/senders.md', ['github', 'stripe', 'slack', 'standard-webhooks', 'gitlab', 'alertmanager', 'sentry', 'shopify']],
+  [
+    'docs/senders.md',
+    ['github', 'stripe', 'slack', 'standard-webhooks', 'gitlab', 'alertmanager', 'sentry', 'shopify'],
+  ],
 ];
 
 for (const [doc, required] of DOCS) {
@@ -139,7 +165,10 @@ for (const [doc, required] of DOCS) {
     it('has the examples it must have, each with a config, requests and answers', () => {
       // Every marker is followed by a block the parser read (a typo in a marker must not silently drop a check).
       const markers = markdown.match(/<!-- example /g)?.length ?? 0;
-      const read = examples.reduce((n, e) => n + (Object.keys(e.env).length ? 1 : 0) + (e.config ? 1 : 0) + e.files.length + e.steps.length, 0);
+      const read = examples.reduce(
+        (n, e) => n + (Object.keys(e.env).length ? 1 : 0) + (e.config ? 1 : 0) + e.files.length + e.steps.length,
+        0,
+      );
       assert.equal(read, markers);
       const names = examples.map((e) => e.name);
       for (const n of required) assert.ok(names.includes(n), `missing example ${n}`);
@@ -180,7 +209,11 @@ for (const [doc, required] of DOCS) {
               sent = { ...req, headers };
             } else if (step.kind === 'response') {
               assert.ok(sent, `${ex.name}: a response without a request`);
-              const r = await request(`${hg.url}${sent.path}`, { method: sent.method, headers: sent.headers, body: sent.body });
+              const r = await request(`${hg.url}${sent.path}`, {
+                method: sent.method,
+                headers: sent.headers,
+                body: sent.body,
+              });
               const want = parseResponse(step.text);
               assert.equal(r.status, want.status, `${ex.name} ${sent.path}: ${r.text}`);
               if (want.body === null) assert.equal(r.text, '');
@@ -197,13 +230,17 @@ for (const [doc, required] of DOCS) {
                   const ev = events.find((e) => e.id === last?.eventId);
                   assert.equal(ev?.text, step.text, `${ex.name}: the wake event`);
                 } else {
-                  const ids = step.kind === 'run' ? [String(last?.runId)] : ((last?.runIds as string[] | undefined) ?? []);
-                  const want = (step.kind === 'run' ? [JSON.parse(step.text)] : JSON.parse(step.text)) as Array<Record<string, unknown>>;
+                  const ids =
+                    step.kind === 'run' ? [String(last?.runId)] : ((last?.runIds as string[] | undefined) ?? []);
+                  const want = (step.kind === 'run' ? [JSON.parse(step.text)] : JSON.parse(step.text)) as Array<
+                    Record<string, unknown>
+                  >;
                   assert.equal(ids.length, want.length, `${ex.name}: number of runs`);
                   for (let i = 0; i < ids.length; i++) {
                     const run = (await store.getRun(ids[i]!)) as unknown as Record<string, unknown> | undefined;
                     assert.ok(run, `${ex.name}: run ${ids[i]} stored`);
-                    for (const [k, v] of Object.entries(want[i]!)) assert.deepEqual(run[k], v, `${ex.name}: run[${i}].${k}`);
+                    for (const [k, v] of Object.entries(want[i]!))
+                      assert.deepEqual(run[k], v, `${ex.name}: run[${i}].${k}`);
                   }
                 }
               } finally {

@@ -26,9 +26,13 @@ describe('durability', () => {
           const kind = i % 3 === 0 ? 'agent' : 'wake';
           const text = `burst ${i}`;
           try {
-            const r = await hg.post(`/hooks/${kind}`, kind === 'wake' ? { text, mode: 'next-heartbeat' } : { message: text });
+            const r = await hg.post(
+              `/hooks/${kind}`,
+              kind === 'wake' ? { text, mode: 'next-heartbeat' } : { message: text },
+            );
             answered++;
-            if (r.status === 200) accepted.push({ kind, id: String(kind === 'wake' ? r.body?.eventId : r.body?.runId), text });
+            if (r.status === 200)
+              accepted.push({ kind, id: String(kind === 'wake' ? r.body?.eventId : r.body?.runId), text });
             else refused++;
           } catch {
             // the connection died with the process: never answered, so never promised
@@ -46,10 +50,13 @@ describe('durability', () => {
         const runs = new Map((await store.listRuns({ limit: 10_000 })).map((r) => [r.id, r]));
         // Pending or already fed to a heartbeat: either way it must be there.
         const events = storedEvents(join(hg.dir, 'data/hookgate.db'));
-        const lost = accepted.filter((a) => (a.kind === 'agent' ? runs.get(a.id)?.message !== a.text : events.get(a.id)?.text !== a.text));
+        const lost = accepted.filter((a) =>
+          a.kind === 'agent' ? runs.get(a.id)?.message !== a.text : events.get(a.id)?.text !== a.text,
+        );
         assert.deepEqual(lost, [], `${lost.length} of ${accepted.length} accepted requests lost`);
         // The runtime may have started or finished some before the kill; none may be missing or failed.
-        for (const a of accepted) if (a.kind === 'agent') assert.ok(['queued', 'running', 'succeeded'].includes(runs.get(a.id)!.state));
+        for (const a of accepted)
+          if (a.kind === 'agent') assert.ok(['queued', 'running', 'succeeded'].includes(runs.get(a.id)!.state));
       } finally {
         await store.close();
       }

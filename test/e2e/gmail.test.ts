@@ -9,7 +9,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
-import { ACCOUNT, type GoogleStandin, OAUTH, pushEnvelope, SERVICE_ACCOUNT, startGoogleStandin } from '../support/gmail-standin.js';
+import {
+  ACCOUNT,
+  type GoogleStandin,
+  OAUTH,
+  pushEnvelope,
+  SERVICE_ACCOUNT,
+  startGoogleStandin,
+} from '../support/gmail-standin.js';
 import { openServerStore, startServer, waitFor } from '../support/runtime-kit.js';
 import { type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import { type Hookgate, request } from '../support/server.js';
@@ -49,7 +56,8 @@ async function push(hg: Hookgate, token: string, messageId: string, historyId: n
   });
 }
 
-const gmailRuns = async (store: SqliteStore) => (await store.listRuns({ limit: 500 })).filter((r) => r.hookPath === 'gmail');
+const gmailRuns = async (store: SqliteStore) =>
+  (await store.listRuns({ limit: 500 })).filter((r) => r.hookPath === 'gmail');
 
 describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
   let google: GoogleStandin;
@@ -71,21 +79,34 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
   });
 
   it('a push with a valid token → one run whose prompt holds from, subject and body inside the external-content wrapper', async () => {
-    const historyId = google.addMail({ id: 'm1', from: 'Bob <bob@example.com>', subject: 'Quarterly numbers', text: 'Revenue is up 12 percent.' });
+    const historyId = google.addMail({
+      id: 'm1',
+      from: 'Bob <bob@example.com>',
+      subject: 'Quarterly numbers',
+      text: 'Revenue is up 12 percent.',
+    });
     const r = await push(hg, await google.token(), 'pubsub-1', historyId);
     assert.equal(r.status, 200, r.text);
-    const runs = await waitFor('the run of m1', async () => {
-      const rs = await gmailRuns(store);
-      return rs.length === 1 && rs[0]!.state === 'succeeded' ? rs : undefined;
-    }, 20_000);
+    const runs = await waitFor(
+      'the run of m1',
+      async () => {
+        const rs = await gmailRuns(store);
+        return rs.length === 1 && rs[0]!.state === 'succeeded' ? rs : undefined;
+      },
+      20_000,
+    );
     assert.equal(runs[0]!.sessionKey, 'hook:gmail:m1');
     assert.equal(runs[0]!.contentSource, 'email');
     const call = model.calls.find((c) => !c.heartbeat && c.lastUser.includes('Quarterly numbers'));
     assert.ok(call, 'the model saw the mail');
     const prompt = call.lastUser;
     assert.match(prompt, /<<<EXTERNAL_UNTRUSTED_CONTENT id="[0-9a-f]+">>>/);
-    const inside = prompt.slice(prompt.indexOf('<<<EXTERNAL_UNTRUSTED_CONTENT'), prompt.indexOf('<<<END_EXTERNAL_UNTRUSTED_CONTENT'));
-    for (const s of ['New email from Bob <bob@example.com>', 'Subject: Quarterly numbers', 'Revenue is up 12 percent.']) assert.ok(inside.includes(s), `${s} inside the wrapper`);
+    const inside = prompt.slice(
+      prompt.indexOf('<<<EXTERNAL_UNTRUSTED_CONTENT'),
+      prompt.indexOf('<<<END_EXTERNAL_UNTRUSTED_CONTENT'),
+    );
+    for (const s of ['New email from Bob <bob@example.com>', 'Subject: Quarterly numbers', 'Revenue is up 12 percent.'])
+      assert.ok(inside.includes(s), `${s} inside the wrapper`);
     const status = await waitFor('the fetch committed', async () => {
       const st = await store.readGmailStatus(ACCOUNT);
       return st?.pendingPushes === 0 ? st : undefined;
@@ -126,7 +147,11 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
       assert.equal(r.status, 401, `token ${i}: ${r.text}`);
       assert.equal(r.body?.code, 'unauthorized');
     }
-    const noAuth = await request(`${hg.url}/hooks/gmail-push`, { method: 'POST', body: JSON.stringify(pushEnvelope('bad-x', historyId)), headers: { 'content-type': 'application/json' } });
+    const noAuth = await request(`${hg.url}/hooks/gmail-push`, {
+      method: 'POST',
+      body: JSON.stringify(pushEnvelope('bad-x', historyId)),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(noAuth.status, 401);
     const afterStatus = await store.readGmailStatus(ACCOUNT);
     assert.equal(afterStatus?.lastPushAt, before?.lastPushAt);
@@ -139,18 +164,35 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
 
   it('429 from the Gmail API is retried with backoff; a history gap (404) syncs the latest messages instead', async () => {
     // The previous test's "never" mail is in the mailbox: it will be synced too (it is among the latest).
-    google.addMail({ id: 'm2', from: 'Carol <carol@example.com>', subject: 'Lunch?', html: '<p>Shall we have <b>lunch</b> at noon?</p>' });
+    google.addMail({
+      id: 'm2',
+      from: 'Carol <carol@example.com>',
+      subject: 'Lunch?',
+      html: '<p>Shall we have <b>lunch</b> at noon?</p>',
+    });
     const h3 = google.addMail({ id: 'm3', from: 'Dan <dan@example.com>', subject: 'Gap', text: 'after the gap' });
     google.oldestHistoryId = google.historyId; // every stored start is now too old
     google.fail429 = 2;
     const r = await push(hg, await google.token(), 'pubsub-2', h3);
     assert.equal(r.status, 200);
-    const runs = await waitFor('the synced messages', async () => {
-      const rs = await gmailRuns(store);
-      return rs.length >= 4 ? rs : undefined;
-    }, 30_000);
-    assert.deepEqual(runs.map((x) => x.sessionKey).sort(), ['hook:gmail:m1', 'hook:gmail:m2', 'hook:gmail:m3', 'hook:gmail:never']);
-    assert.ok(google.calls.some((c) => c.startsWith('GET /gmail/v1/users/me/messages?labelIds=INBOX')), 'messages.list was used');
+    const runs = await waitFor(
+      'the synced messages',
+      async () => {
+        const rs = await gmailRuns(store);
+        return rs.length >= 4 ? rs : undefined;
+      },
+      30_000,
+    );
+    assert.deepEqual(runs.map((x) => x.sessionKey).sort(), [
+      'hook:gmail:m1',
+      'hook:gmail:m2',
+      'hook:gmail:m3',
+      'hook:gmail:never',
+    ]);
+    assert.ok(
+      google.calls.some((c) => c.startsWith('GET /gmail/v1/users/me/messages?labelIds=INBOX')),
+      'messages.list was used',
+    );
     const lunch = runs.find((x) => x.sessionKey === 'hook:gmail:m2');
     assert.match(lunch!.message, /Shall we have lunch at noon\?/i);
     assert.doesNotMatch(lunch!.message, /<b>/);
@@ -186,19 +228,30 @@ describe('gmail push chain (e2e)', { timeout: 300_000 }, () => {
     await waitFor('the first watch', async () => (await store3.readGmailStatus(ACCOUNT))?.historyId);
     let release!: () => void;
     google3.hold = new Promise<void>((resolve) => (release = resolve));
-    const h = google3.addMail({ id: 'k1', from: 'Eve <eve@example.com>', subject: 'Crash test', text: 'survives kill -9' });
+    const h = google3.addMail({
+      id: 'k1',
+      from: 'Eve <eve@example.com>',
+      subject: 'Crash test',
+      text: 'survives kill -9',
+    });
     const r = await push(hg3, await google3.token(), 'pubsub-k1', h);
     assert.equal(r.status, 200);
-    await waitFor('the fetch in flight', () => google3.calls.some((c) => c.startsWith('GET /gmail/v1/users/me/history')));
+    await waitFor('the fetch in flight', () =>
+      google3.calls.some((c) => c.startsWith('GET /gmail/v1/users/me/history')),
+    );
     await hg3.kill9();
     assert.equal((await store3.pendingGmailPushes(ACCOUNT)).length, 1, 'the push is committed and still pending');
     release();
     google3.hold = undefined;
     await hg3.restart();
-    const runs = await waitFor('the run of k1 after the restart', async () => {
-      const rs = await gmailRuns(store3);
-      return rs.length === 1 ? rs : undefined;
-    }, 60_000 + (hg3.storage.driver === 'postgres' ? 35_000 : 0)); // PostgreSQL: the dead node's fetch lease lapses first (30 s)
+    const runs = await waitFor(
+      'the run of k1 after the restart',
+      async () => {
+        const rs = await gmailRuns(store3);
+        return rs.length === 1 ? rs : undefined;
+      },
+      60_000 + (hg3.storage.driver === 'postgres' ? 35_000 : 0),
+    ); // PostgreSQL: the dead node's fetch lease lapses first (30 s)
     assert.equal(runs[0]!.sessionKey, 'hook:gmail:k1');
     await waitFor('the push fetched', async () => (await store3.readGmailStatus(ACCOUNT))?.pendingPushes === 0, 20_000);
   });

@@ -18,7 +18,12 @@ function openStore(hg: Hookgate): SqliteStore {
 }
 
 /** Raw HTTP over a socket: what fetch cannot do (lying Content-Length, slow bodies). Resolves with the status line and body. */
-function raw(url: string, head: string, body?: string, opts: { keepOpenMs?: number } = {}): Promise<{ status: number; text: string; closedBeforeBodySent?: boolean }> {
+function raw(
+  url: string,
+  head: string,
+  body?: string,
+  opts: { keepOpenMs?: number } = {},
+): Promise<{ status: number; text: string; closedBeforeBodySent?: boolean }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const sock = connect(Number(port), hostname);
@@ -48,8 +53,15 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
           idempotencyTtlSeconds: 2,
           refusals: { windowSeconds: 1 },
         },
-        agents: { defaults: { models: { 'echo/echo': { alias: 'fast' }, 'echo/ack': {} } }, list: [{ id: 'main', default: true }, { id: 'ops' }] },
-        channels: { webhook: { targets: { ops: { url: 'http://127.0.0.1:9/x', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } } } },
+        agents: {
+          defaults: { models: { 'echo/echo': { alias: 'fast' }, 'echo/ack': {} } },
+          list: [{ id: 'main', default: true }, { id: 'ops' }],
+        },
+        channels: {
+          webhook: {
+            targets: { ops: { url: 'http://127.0.0.1:9/x', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } },
+          },
+        },
       },
     });
   });
@@ -57,7 +69,11 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
 
   describe('1. query token', () => {
     it('?token= is 400 query_token even with a valid header', async () => {
-      const r = await request(`${hg.url}/hooks/wake?token=${TOKEN}`, { method: 'POST', headers: AUTH, body: '{"text":"x"}' });
+      const r = await request(`${hg.url}/hooks/wake?token=${TOKEN}`, {
+        method: 'POST',
+        headers: AUTH,
+        body: '{"text":"x"}',
+      });
       assert.equal(r.status, 400);
       assert.equal(r.body?.code, 'query_token');
       assert.equal(r.body?.ok, false);
@@ -74,7 +90,10 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
     });
     it('non-POST requests with a wrong token do not count as auth failures', async () => {
       for (let i = 0; i < 8; i++) {
-        const r = await request(`${hg.url}/hooks/wake`, { method: 'PUT', headers: { authorization: 'Bearer wrong', 'x-forwarded-for': '1.1.1.1' } });
+        const r = await request(`${hg.url}/hooks/wake`, {
+          method: 'PUT',
+          headers: { authorization: 'Bearer wrong', 'x-forwarded-for': '1.1.1.1' },
+        });
         assert.equal(r.status, 405);
       }
       const ok = await hg.post('/hooks/wake', { text: 'after puts' });
@@ -85,12 +104,22 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
   describe('3. credentials', () => {
     it('accepts Authorization: Bearer, x-hookgate-token and x-openclaw-token', async () => {
       assert.equal((await hg.post('/hooks/wake', { text: 'a1' })).status, 200);
-      assert.equal((await hg.post('/hooks/wake', { text: 'a2' }, { authorization: '', 'x-hookgate-token': TOKEN })).status, 200);
-      assert.equal((await hg.post('/hooks/wake', { text: 'a3' }, { authorization: '', 'x-openclaw-token': TOKEN })).status, 200);
+      assert.equal(
+        (await hg.post('/hooks/wake', { text: 'a2' }, { authorization: '', 'x-hookgate-token': TOKEN })).status,
+        200,
+      );
+      assert.equal(
+        (await hg.post('/hooks/wake', { text: 'a3' }, { authorization: '', 'x-openclaw-token': TOKEN })).status,
+        200,
+      );
       assert.equal((await hg.post('/hooks/wake', { text: 'a4' }, { authorization: `bearer ${TOKEN}` })).status, 200);
     });
     it('Bearer wins over the headers', async () => {
-      const r = await hg.post('/hooks/wake', { text: 'b' }, { authorization: 'Bearer wrong-token', 'x-hookgate-token': TOKEN });
+      const r = await hg.post(
+        '/hooks/wake',
+        { text: 'b' },
+        { authorization: 'Bearer wrong-token', 'x-hookgate-token': TOKEN },
+      );
       assert.equal(r.status, 401);
     });
     it('missing or wrong token is 401 unauthorized, nothing stored', async () => {
@@ -109,7 +138,9 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
     it('maxFailures failures lock the client: 429 with Retry-After until the lockout ends; success resets', async () => {
       // Own client address via a trusted-proxy-free server? The socket address is shared (127.0.0.1), so this test
       // uses its own server to stay independent of the others.
-      const own = await startHookgate({ config: { hooks: { authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 1 } } } });
+      const own = await startHookgate({
+        config: { hooks: { authFailureLimit: { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 1 } } },
+      });
       try {
         const bad = () => own.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope' });
         assert.equal((await bad()).status, 401);
@@ -134,10 +165,14 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
     });
     it('behind a trusted proxy, clients are told apart by X-Forwarded-For', async () => {
       const own = await startHookgate({
-        config: { gateway: { trustedProxies: ['127.0.0.1'] }, hooks: { authFailureLimit: { maxFailures: 2, windowSeconds: 60, lockoutSeconds: 30 } } },
+        config: {
+          gateway: { trustedProxies: ['127.0.0.1'] },
+          hooks: { authFailureLimit: { maxFailures: 2, windowSeconds: 60, lockoutSeconds: 30 } },
+        },
       });
       try {
-        const bad = (ip: string) => own.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope', 'x-forwarded-for': ip });
+        const bad = (ip: string) =>
+          own.post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer nope', 'x-forwarded-for': ip });
         await bad('203.0.113.7');
         await bad('203.0.113.7');
         assert.equal((await bad('203.0.113.7')).status, 429);
@@ -152,7 +187,12 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
 
   describe('4. body', () => {
     it('Content-Length over maxBodyBytes is 413 before the body is read', async () => {
-      const r = await raw(hg.url, `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 999999\r\n\r\n`, undefined, { keepOpenMs: 3000 });
+      const r = await raw(
+        hg.url,
+        `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 999999\r\n\r\n`,
+        undefined,
+        { keepOpenMs: 3000 },
+      );
       assert.equal(r.status, 413);
       assert.match(r.text, /payload_too_large/);
     });
@@ -165,7 +205,12 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
     });
     it('a body not complete within bodyTimeoutMs is 408', async () => {
       const t0 = Date.now();
-      const r = await raw(hg.url, `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 100\r\n\r\n`, '{"text":', { keepOpenMs: 3000 });
+      const r = await raw(
+        hg.url,
+        `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: 100\r\n\r\n`,
+        '{"text":',
+        { keepOpenMs: 3000 },
+      );
       assert.equal(r.status, 408);
       assert.match(r.text, /body_timeout/);
       assert.ok(Date.now() - t0 >= 350);
@@ -189,7 +234,11 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
       }
     });
     it('Content-Type is not required', async () => {
-      const r = await request(`${hg.url}/hooks/wake`, { method: 'POST', headers: { ...AUTH, 'content-type': 'text/plain' }, body: '{"text":"plain"}' });
+      const r = await request(`${hg.url}/hooks/wake`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'text/plain' },
+        body: '{"text":"plain"}',
+      });
       assert.equal(r.status, 200);
     });
   });
@@ -221,17 +270,53 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
       ['agent message blank', '/hooks/agent', { message: ' ' }, 'invalid_payload', /message required/],
       ['agent bad wakeMode', '/hooks/agent', { message: 'x', wakeMode: 'soon' }, 'invalid_payload'],
       ['agent deliver not boolean', '/hooks/agent', { message: 'x', deliver: 'false' }, 'invalid_payload', /deliver/],
-      ['agent timeoutSeconds 0', '/hooks/agent', { message: 'x', timeoutSeconds: 0 }, 'invalid_payload', /timeoutSeconds/],
+      [
+        'agent timeoutSeconds 0',
+        '/hooks/agent',
+        { message: 'x', timeoutSeconds: 0 },
+        'invalid_payload',
+        /timeoutSeconds/,
+      ],
       ['agent timeoutSeconds string', '/hooks/agent', { message: 'x', timeoutSeconds: '5' }, 'invalid_payload'],
-      ['agent unknown channel', '/hooks/agent', { message: 'x', channel: 'sms' }, 'invalid_channel', /last, log, webhook|last, webhook, log/],
-      ['agent core channel not configured', '/hooks/agent', { message: 'x', channel: 'telegram' }, 'invalid_channel', /not configured/],
+      [
+        'agent unknown channel',
+        '/hooks/agent',
+        { message: 'x', channel: 'sms' },
+        'invalid_channel',
+        /last, log, webhook|last, webhook, log/,
+      ],
+      [
+        'agent core channel not configured',
+        '/hooks/agent',
+        { message: 'x', channel: 'telegram' },
+        'invalid_channel',
+        /not configured/,
+      ],
       ['agent unknown model provider', '/hooks/agent', { message: 'x', model: 'nope/m' }, 'model_not_allowed'],
-      ['agent model outside allowlist', '/hooks/agent', { message: 'x', model: 'echo/other' }, 'model_not_allowed', /agents\.defaults\.models/],
+      [
+        'agent model outside allowlist',
+        '/hooks/agent',
+        { message: 'x', model: 'echo/other' },
+        'model_not_allowed',
+        /agents\.defaults\.models/,
+      ],
       ['agent blank model', '/hooks/agent', { message: 'x', model: ' ' }, 'invalid_payload', /model/],
-      ['agent sessionKey not enabled', '/hooks/agent', { message: 'x', sessionKey: 'hook:x' }, 'session_key_not_allowed', /allowRequestSessionKey/],
+      [
+        'agent sessionKey not enabled',
+        '/hooks/agent',
+        { message: 'x', sessionKey: 'hook:x' },
+        'session_key_not_allowed',
+        /allowRequestSessionKey/,
+      ],
       ['agent sessionMode bad', '/hooks/agent', { message: 'x', sessionMode: 'forever' }, 'invalid_payload'],
       ['agent name not a string', '/hooks/agent', { message: 'x', name: 7 }, 'invalid_payload'],
-      ['idempotency key too long', '/hooks/agent', { message: 'x', idempotencyKey: 'k'.repeat(257) }, 'invalid_payload', /256/],
+      [
+        'idempotency key too long',
+        '/hooks/agent',
+        { message: 'x', idempotencyKey: 'k'.repeat(257) },
+        'invalid_payload',
+        /256/,
+      ],
     ];
     for (const [title, path, body, code, message] of cases) {
       it(`${title} → 400 ${code}`, async () => {
@@ -363,7 +448,9 @@ describe('ingress (docs/reference.md#the-hook-listener)', () => {
       try {
         // A refusal is counted, and its window (1 s here) stored once it ends: give it a moment.
         const refusalOf = async () =>
-          (await store.listReceived(50, { rejected: true })).find((x) => x.status === bad.status && x.path === 'agent' && x.at >= Date.now() - 5000);
+          (await store.listReceived(50, { rejected: true })).find(
+            (x) => x.status === bad.status && x.path === 'agent' && x.at >= Date.now() - 5000,
+          );
         let refusal = await refusalOf();
         for (let i = 0; i < 150 && !refusal; i++) {
           await new Promise((res) => setTimeout(res, 20));

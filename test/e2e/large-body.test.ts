@@ -12,9 +12,16 @@ const MB = 1_000_000;
 /** Whether a reset wins the race depends on socket buffer timing: each case is sent several times in a row. */
 const TRIES = 3;
 
-function postWithHttp(url: string, body: Buffer, chunked: boolean): Promise<{ status: number; text: string; connection: string | undefined }> {
+function postWithHttp(
+  url: string,
+  body: Buffer,
+  chunked: boolean,
+): Promise<{ status: number; text: string; connection: string | undefined }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+    const headers: Record<string, string | number> = {
+      authorization: `Bearer ${TOKEN}`,
+      'content-type': 'application/json',
+    };
     if (!chunked) headers['content-length'] = body.length;
     const req = http.request(url, { method: 'POST', headers, agent: false }, (res) => {
       let text = '';

@@ -29,10 +29,15 @@ describe('log lines carry reqId, runId, deliveryId', { timeout: 60_000 }, () => 
         maxBodyBytes: 2048,
         maxFanOut: 2,
         authFailureLimit: { maxFailures: 2, windowSeconds: 60, lockoutSeconds: 60 },
-        mappings: [{ id: 'fan', match: { path: 'fan' }, action: 'wake', forEach: 'items', textTemplate: 'item {{items[0]}}' }],
+        mappings: [
+          { id: 'fan', match: { path: 'fan' }, action: 'wake', forEach: 'items', textTemplate: 'item {{items[0]}}' },
+        ],
       },
       agents: { defaults: { model: 'echo/echo' } },
-      channels: { outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 3 }, webhook: { targets: { ops: { url: receiver.url, secret } } } },
+      channels: {
+        outbox: { initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 3 },
+        webhook: { targets: { ops: { url: receiver.url, secret } } },
+      },
     });
     store = openServerStore(hg);
   });
@@ -58,16 +63,31 @@ describe('log lines carry reqId, runId, deliveryId', { timeout: 60_000 }, () => 
     assert.equal(await post('/hooks/wake', 'not json'), 400);
     assert.equal(await post('/hooks/wake', { text: 'x'.repeat(4096) }), 413);
     assert.equal(await post('/hooks/nothing-here', { text: 'x' }), 404);
-    for (let i = 0; i < 3; i++) assert.equal(await post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer wrong' }), i < 2 ? 401 : 429);
-    const forged = await request(`${hg.url}/hooks/wake`, { method: 'POST', body: '{}', headers: { 'x-request-id': 'chosen-by-the-caller' } });
+    for (let i = 0; i < 3; i++)
+      assert.equal(await post('/hooks/wake', { text: 'x' }, { authorization: 'Bearer wrong' }), i < 2 ? 401 : 429);
+    const forged = await request(`${hg.url}/hooks/wake`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'x-request-id': 'chosen-by-the-caller' },
+    });
     assert.match(forged.headers.get('x-request-id') ?? '', REQ_ID, "the caller's x-request-id is not used");
 
     await hg.waitForLog((l) => l.msg === 'hook auth throttled: client locked out');
     const about = hg.logs.filter((l) => 'path' in l || 'client' in l);
-    for (const msg of ['request fields hookgate does not read', 'hook accepted', 'hook auth throttled: client locked out']) {
-      assert.ok(about.some((l) => l.msg === msg), `no "${msg}" line: the check would prove nothing`);
+    for (const msg of [
+      'request fields hookgate does not read',
+      'hook accepted',
+      'hook auth throttled: client locked out',
+    ]) {
+      assert.ok(
+        about.some((l) => l.msg === msg),
+        `no "${msg}" line: the check would prove nothing`,
+      );
     }
-    assert.ok(about.some((l) => typeof l.msg === 'string' && l.msg.startsWith('hook fan-out over')), 'no fan-out line');
+    assert.ok(
+      about.some((l) => typeof l.msg === 'string' && l.msg.startsWith('hook fan-out over')),
+      'no fan-out line',
+    );
     for (const l of about) {
       assert.match(String(l.reqId), REQ_ID, `a request's line without its reqId: ${JSON.stringify(l)}`);
       assert.ok(answered.has(l.reqId as string), `a reqId no answer carried: ${JSON.stringify(l)}`);
@@ -77,7 +97,9 @@ describe('log lines carry reqId, runId, deliveryId', { timeout: 60_000 }, () => 
       const list = await store.listReceived(50);
       return list.filter((r) => r.reqId !== undefined).length >= 2 ? list : undefined;
     });
-    for (const r of received) if (r.count === undefined) assert.ok(answered.has(r.reqId!), `record without the answer's id: ${JSON.stringify(r)}`);
+    for (const r of received)
+      if (r.count === undefined)
+        assert.ok(answered.has(r.reqId!), `record without the answer's id: ${JSON.stringify(r)}`);
   });
 
   it('a line about an agent run carries its runId; a line about a delivery its deliveryId and runId', async () => {
@@ -92,13 +114,27 @@ describe('log lines carry reqId, runId, deliveryId', { timeout: 60_000 }, () => 
     await hg.waitForLog((l) => l.msg === 'delivered' && l.deliveryId === delivery.id);
 
     // The run worker's lines: about the run, its content, its model, its reply.
-    const runLines = hg.logs.filter((l) => typeof l.msg === 'string' && /\brun\b|^suspicious patterns|^model unavailable|^reply delivered/.test(l.msg) && !('deliveryId' in l));
-    assert.ok(runLines.some((l) => l.msg === 'suspicious patterns in external hook content'), 'no warning of the run: the check would prove nothing');
+    const runLines = hg.logs.filter(
+      (l) =>
+        typeof l.msg === 'string' &&
+        /\brun\b|^suspicious patterns|^model unavailable|^reply delivered/.test(l.msg) &&
+        !('deliveryId' in l),
+    );
+    assert.ok(
+      runLines.some((l) => l.msg === 'suspicious patterns in external hook content'),
+      'no warning of the run: the check would prove nothing',
+    );
     assert.equal(runLines.filter((l) => l.msg === 'hook agent run finished').length, 2);
-    for (const l of runLines) assert.ok(runIds.includes(l.runId as string), `a run's line without its runId: ${JSON.stringify(l)}`);
+    for (const l of runLines)
+      assert.ok(runIds.includes(l.runId as string), `a run's line without its runId: ${JSON.stringify(l)}`);
 
-    const deliveryLines = hg.logs.filter((l) => 'channel' in l || (typeof l.msg === 'string' && /^deliver/.test(l.msg)));
-    assert.ok(deliveryLines.some((l) => l.msg === 'delivery failed; will retry'), 'no retry line: the check would prove nothing');
+    const deliveryLines = hg.logs.filter(
+      (l) => 'channel' in l || (typeof l.msg === 'string' && /^deliver/.test(l.msg)),
+    );
+    assert.ok(
+      deliveryLines.some((l) => l.msg === 'delivery failed; will retry'),
+      'no retry line: the check would prove nothing',
+    );
     for (const l of deliveryLines) {
       assert.equal(l.deliveryId, delivery.id, `a delivery's line without its deliveryId: ${JSON.stringify(l)}`);
       assert.equal(l.runId, runIds[0], `a delivery's line without its runId: ${JSON.stringify(l)}`);

@@ -34,7 +34,11 @@ describe('mapped hooks (real process)', () => {
 
   /** POST without the shared token (signed senders do not have it). */
   const send = (path: string, body: string, headers: Record<string, string> = {}) =>
-    request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...client(), ...headers } });
+    request(`${hg.url}${path}`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...client(), ...headers },
+    });
 
   const withStore = async <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => {
     const store = openStoreAt(dir);
@@ -68,15 +72,21 @@ describe('mapped hooks (real process)', () => {
         '',
       ].join('\n'),
     );
-    writeFileSync(join(transforms, 'broken.mjs'), 'export default ({ payload }) => { throw new Error(`cannot handle ${payload.secretValue}`); };\n');
-    writeFileSync(join(transforms, 'pr-filter.ts'), [
-      'interface Input { payload: { action?: string; number?: number }; headers: Record<string, string> }',
-      'export function onPullRequest({ payload, headers }: Input) {',
-      '  if (headers["x-github-event"] !== "pull_request" || payload.action !== "opened") return null;',
-      '  return { sessionKey: `hook:github:pr:${payload.number}` };',
-      '}',
-      '',
-    ].join('\n'));
+    writeFileSync(
+      join(transforms, 'broken.mjs'),
+      'export default ({ payload }) => { throw new Error(`cannot handle ${payload.secretValue}`); };\n',
+    );
+    writeFileSync(
+      join(transforms, 'pr-filter.ts'),
+      [
+        'interface Input { payload: { action?: string; number?: number }; headers: Record<string, string> }',
+        'export function onPullRequest({ payload, headers }: Input) {',
+        '  if (headers["x-github-event"] !== "pull_request" || payload.action !== "opened") return null;',
+        '  return { sessionKey: `hook:github:pr:${payload.number}` };',
+        '}',
+        '',
+      ].join('\n'),
+    );
 
     hg = await startHookgate({
       dir,
@@ -131,11 +141,23 @@ describe('mapped hooks (real process)', () => {
               match: { path: 'shop' },
               name: 'Shop',
               messageTemplate: 'Order {{name}} for {{total_price}} {{currency}}',
-              signature: { scheme: 'hmac-sha256', secret: SHOP_SECRET, header: 'X-Shopify-Hmac-Sha256', encoding: 'base64' },
+              signature: {
+                scheme: 'hmac-sha256',
+                secret: SHOP_SECRET,
+                header: 'X-Shopify-Hmac-Sha256',
+                encoding: 'base64',
+              },
             },
             { id: 'alerts', match: { path: 'alerts' }, transform: { module: 'alerts.mjs' } },
             { id: 'broken', match: { path: 'broken' }, messageTemplate: 'm', transform: { module: 'broken.mjs' } },
-            { id: 'keyed', match: { path: 'keyed' }, messageTemplate: '{{msg}}', sessionKey: '{{key}}', channel: '{{channel}}', model: '{{model}}' },
+            {
+              id: 'keyed',
+              match: { path: 'keyed' },
+              messageTemplate: '{{msg}}',
+              sessionKey: '{{key}}',
+              channel: '{{channel}}',
+              model: '{{model}}',
+            },
             {
               id: 'home-assistant',
               match: { path: 'homeassistant' },
@@ -204,7 +226,10 @@ describe('mapped hooks (real process)', () => {
     });
 
     it('a valid hook token does not replace the signature on a signed path', async () => {
-      const r = await send('/hooks/github', pr(45), { authorization: `Bearer ${TOKEN}`, 'x-github-delivery': randomUUID() });
+      const r = await send('/hooks/github', pr(45), {
+        authorization: `Bearer ${TOKEN}`,
+        'x-github-delivery': randomUUID(),
+      });
       assert.equal(r.status, 401);
       assert.equal(r.body?.code, 'unauthorized');
     });
@@ -212,7 +237,11 @@ describe('mapped hooks (real process)', () => {
     it('a bad signature is 401 and counts toward the limiter: 429 with Retry-After once locked; the reason is logged', async () => {
       const ip = { 'x-forwarded-for': '10.200.0.1' };
       const body = pr(46);
-      const bad = { 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${hmac('not the secret', body).digest('hex')}`, ...ip };
+      const bad = {
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': `sha256=${hmac('not the secret', body).digest('hex')}`,
+        ...ip,
+      };
       for (let i = 0; i < 3; i++) {
         const r = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: bad });
         assert.equal(r.status, 401, `attempt ${i + 1}`);
@@ -224,11 +253,19 @@ describe('mapped hooks (real process)', () => {
       assert.ok(Number(locked.headers.get('retry-after')) >= 1);
       // Locked out: refused before the body is read, so even a delivery that would verify waits
       // out the lockout (senders retry a 429); the connection is closed so no body is uploaded.
-      const good = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: { ...headers(body), ...ip } });
+      const good = await request(`${hg.url}/hooks/github`, {
+        method: 'POST',
+        body,
+        headers: { ...headers(body), ...ip },
+      });
       assert.equal(good.status, 429, 'the lockout is checked before the body, so before its signature');
       assert.equal(good.headers.get('connection'), 'close');
       // Another address is not locked: its verified delivery is accepted.
-      const other = await request(`${hg.url}/hooks/github`, { method: 'POST', body, headers: { ...headers(body), 'x-forwarded-for': '10.200.0.2' } });
+      const other = await request(`${hg.url}/hooks/github`, {
+        method: 'POST',
+        body,
+        headers: { ...headers(body), 'x-forwarded-for': '10.200.0.2' },
+      });
       assert.equal(other.status, 200);
       const line = await hg.waitForLog((l) => l.msg === 'hook github rejected: github signature signature mismatch');
       assert.equal(line.level, 40);
@@ -261,8 +298,15 @@ describe('mapped hooks (real process)', () => {
   // -------------------------------------------------------------------------------------------------------------
   describe('Stripe (Stripe-Signature)', () => {
     const event = (id: string, amount: number) =>
-      JSON.stringify({ id, object: 'event', type: 'payment_intent.succeeded', data: { object: { id: 'pi_1', amount, currency: 'usd' } } });
-    const sig = (body: string, t = nowS()) => ({ 'stripe-signature': `t=${t},v1=${hmac(STRIPE_SECRET, `${t}.${body}`).digest('hex')}` });
+      JSON.stringify({
+        id,
+        object: 'event',
+        type: 'payment_intent.succeeded',
+        data: { object: { id: 'pi_1', amount, currency: 'usd' } },
+      });
+    const sig = (body: string, t = nowS()) => ({
+      'stripe-signature': `t=${t},v1=${hmac(STRIPE_SECRET, `${t}.${body}`).digest('hex')}`,
+    });
 
     it('a signed payment event becomes a wake; the event id dedupes retries', async () => {
       const body = event('evt_e2e_1', 2000);
@@ -294,7 +338,11 @@ describe('mapped hooks (real process)', () => {
       const ts = String(nowS());
       const key = Buffer.from(SW_NEW.slice('whsec_'.length), 'base64');
       const signature = `v1,${hmac(key, `${id}.${ts}.${body}`).digest('base64')}`;
-      const h = { 'webhook-id': id, 'webhook-timestamp': ts, 'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')} ${signature}` };
+      const h = {
+        'webhook-id': id,
+        'webhook-timestamp': ts,
+        'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')} ${signature}`,
+      };
       const r = await send('/hooks/svix', body, h);
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body?.mode, 'next-heartbeat');
@@ -303,7 +351,10 @@ describe('mapped hooks (real process)', () => {
     });
 
     it('slack: v0 signature over "v0:<timestamp>:<body>"', async () => {
-      const body = JSON.stringify({ type: 'event_callback', event: { type: 'message', channel: 'C123', text: 'deploy done' } });
+      const body = JSON.stringify({
+        type: 'event_callback',
+        event: { type: 'message', channel: 'C123', text: 'deploy done' },
+      });
       const ts = String(nowS());
       const r = await send('/hooks/slack', body, {
         'x-slack-request-timestamp': ts,
@@ -311,7 +362,10 @@ describe('mapped hooks (real process)', () => {
       });
       assert.equal(r.status, 200, r.text);
       assert.ok((await pendingTexts()).includes('Slack message in C123: deploy done'));
-      const wrong = await send('/hooks/slack', body, { 'x-slack-request-timestamp': ts, 'x-slack-signature': `v0=${'0'.repeat(64)}` });
+      const wrong = await send('/hooks/slack', body, {
+        'x-slack-request-timestamp': ts,
+        'x-slack-signature': `v0=${'0'.repeat(64)}`,
+      });
       assert.equal(wrong.status, 401);
     });
 
@@ -322,14 +376,23 @@ describe('mapped hooks (real process)', () => {
       const run = await withStore((s) => s.getRun(String(r.body?.runId)));
       assert.equal(run?.message, 'Order #1001 for 19.90 EUR');
       assert.equal(run?.name, 'Shop');
-      const tampered = await send('/hooks/shop', body.replace('19.90', '0.01'), { 'X-Shopify-Hmac-Sha256': hmac(SHOP_SECRET, body).digest('base64') });
+      const tampered = await send('/hooks/shop', body.replace('19.90', '0.01'), {
+        'X-Shopify-Hmac-Sha256': hmac(SHOP_SECRET, body).digest('base64'),
+      });
       assert.equal(tampered.status, 401);
     });
   });
 
   // -------------------------------------------------------------------------------------------------------------
   describe('gmail preset', () => {
-    const msg = (id: string, extra: Record<string, unknown> = {}) => ({ id, from: `${id}@example.com`, subject: `Subject ${id}`, snippet: `snippet ${id}`, body: `body ${id}`, ...extra });
+    const msg = (id: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      from: `${id}@example.com`,
+      subject: `Subject ${id}`,
+      snippet: `snippet ${id}`,
+      body: `body ${id}`,
+      ...extra,
+    });
 
     it('fans out one run per message: { ok, runId, runIds, dispatched }', async () => {
       const r = await hg.post('/hooks/gmail', { source: 'gmail', messages: [msg('g1'), msg('g2')] });
@@ -340,7 +403,10 @@ describe('mapped hooks (real process)', () => {
       assert.equal(r.body?.dispatched, 2);
       assert.equal(r.body?.dropped, undefined);
       const runs = await withStore((s) => Promise.all(runIds.map((id) => s.getRun(id))));
-      assert.deepEqual(runs.map((x) => x?.sessionKey), ['hook:gmail:g1', 'hook:gmail:g2']);
+      assert.deepEqual(
+        runs.map((x) => x?.sessionKey),
+        ['hook:gmail:g1', 'hook:gmail:g2'],
+      );
       assert.equal(runs[1]?.message, 'New email from g2@example.com\nSubject: Subject g2\nsnippet g2\nbody g2');
       for (const run of runs) {
         assert.equal(run?.name, 'Gmail');
@@ -380,10 +446,16 @@ describe('mapped hooks (real process)', () => {
   // -------------------------------------------------------------------------------------------------------------
   describe('transforms and token-authenticated mappings', () => {
     it('a transform that filters events: null → 204, else the action', async () => {
-      const resolved = await hg.post('/hooks/alerts', { status: 'resolved', alerts: [{ labels: { alertname: 'DiskFull' } }] });
+      const resolved = await hg.post('/hooks/alerts', {
+        status: 'resolved',
+        alerts: [{ labels: { alertname: 'DiskFull' } }],
+      });
       assert.equal(resolved.status, 204);
       assert.equal(resolved.text, '');
-      const firing = await hg.post('/hooks/alerts', { status: 'firing', alerts: [{ labels: { alertname: 'DiskFull' } }, { labels: { alertname: 'HighLoad' } }] });
+      const firing = await hg.post('/hooks/alerts', {
+        status: 'firing',
+        alerts: [{ labels: { alertname: 'DiskFull' } }, { labels: { alertname: 'HighLoad' } }],
+      });
       assert.equal(firing.status, 200, firing.text);
       const run = await withStore((s) => s.getRun(String(firing.body?.runId)));
       assert.equal(run?.message, 'Firing: DiskFull, HighLoad');
@@ -401,7 +473,11 @@ describe('mapped hooks (real process)', () => {
     });
 
     it('Home Assistant → wake', async () => {
-      const r = await hg.post('/hooks/homeassistant', { entity_id: 'binary_sensor.front_door', friendly_name: 'Front door', state: 'open' });
+      const r = await hg.post('/hooks/homeassistant', {
+        entity_id: 'binary_sensor.front_door',
+        friendly_name: 'Front door',
+        state: 'open',
+      });
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body?.mode, 'now');
       assert.ok((await pendingTexts()).includes('Home Assistant: Front door is open'));

@@ -7,7 +7,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { closedPortUrl } from '../support/platforms/index.js';
-import { openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import {
+  openServerStore,
+  postAgent,
+  startServer,
+  waitFor,
+  waitForRun,
+  webhookDeliveries,
+  webhookSecret,
+} from '../support/runtime-kit.js';
 import { type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import { type Hookgate, runCli } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -27,7 +35,9 @@ describe('a model outage (real process)', { timeout: 90_000 }, () => {
     hg = await startServer({
       heartbeat: { every: 'off' },
       hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'] },
-      models: { providers: { local: { api: 'openai-chat', baseUrl: `${url}/v1`, apiKey: 'test-key', maxAttempts: 1 } } },
+      models: {
+        providers: { local: { api: 'openai-chat', baseUrl: `${url}/v1`, apiKey: 'test-key', maxAttempts: 1 } },
+      },
       agents: {
         defaults: { retry: { maxSeconds: 60, initialBackoffMs: 300, maxBackoffMs: 600 } },
         list: [{ id: 'main', default: true, model: 'local/main-model' }],
@@ -44,17 +54,35 @@ describe('a model outage (real process)', { timeout: 90_000 }, () => {
   });
 
   it('runs wait while the model is unreachable and are delivered, in order, once it is back', async () => {
-    const first = await postAgent(hg, { message: 'first', sessionKey: 'hook:ci', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-    const second = await postAgent(hg, { message: 'second', sessionKey: 'hook:ci', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    const first = await postAgent(hg, {
+      message: 'first',
+      sessionKey: 'hook:ci',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
+    const second = await postAgent(hg, {
+      message: 'second',
+      sessionKey: 'hook:ci',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
 
-    const waiting = await waitFor('the first run queued again after a refused connection', async () => {
-      const r = await store.getRun(first);
-      return r && r.retries >= 2 && r.state === 'queued' ? r : undefined;
-    }, 10_000);
+    const waiting = await waitFor(
+      'the first run queued again after a refused connection',
+      async () => {
+        const r = await store.getRun(first);
+        return r && r.retries >= 2 && r.state === 'queued' ? r : undefined;
+      },
+      10_000,
+    );
     assert.match(waiting.error ?? '', /^provider_unreachable: .*ECONNREFUSED/, 'the reason is visible while it waits');
     assert.equal((await store.getRun(second))?.state, 'queued');
     assert.equal((await store.getRun(second))?.retries, 0, 'the session’s next run waits behind it, untried');
-    await hg.waitForLog((l) => l.msg === 'model unavailable: the run is queued again and retried later' && l.runId === first);
+    await hg.waitForLog(
+      (l) => l.msg === 'model unavailable: the run is queued again and retried later' && l.runId === first,
+    );
 
     model = await startScriptedModel((c) => `done: ${c.lastUser.includes('first') ? 'first' : 'second'}`, { port });
     const r1 = await waitForRun(store, first, 15_000);
@@ -82,9 +110,14 @@ describe('after an outage: runs retry --failed (real process and CLI)', { timeou
     port = Number(new URL(url).port);
     hg = await startServer({
       heartbeat: { every: 'off' },
-      models: { providers: { local: { api: 'openai-chat', baseUrl: `${url}/v1`, apiKey: 'test-key', maxAttempts: 1 } } },
+      models: {
+        providers: { local: { api: 'openai-chat', baseUrl: `${url}/v1`, apiKey: 'test-key', maxAttempts: 1 } },
+      },
       // Retries off: the runs fail at once, as they would once the retry window has passed.
-      agents: { defaults: { retry: { maxSeconds: 0 } }, list: [{ id: 'main', default: true, model: 'local/main-model' }] },
+      agents: {
+        defaults: { retry: { maxSeconds: 0 } },
+        list: [{ id: 'main', default: true, model: 'local/main-model' }],
+      },
       channels: { default: { channel: 'log' } },
     });
     store = openServerStore(hg);
@@ -98,7 +131,10 @@ describe('after an outage: runs retry --failed (real process and CLI)', { timeou
   const cli = (...args: string[]) => runCli([...args, '--config', hg.configFile], { cwd: hg.dir });
 
   it('queues every failed run again in one command, and they succeed once the model is back', async () => {
-    const ids = [await postAgent(hg, { message: 'one', wakeMode: 'next-heartbeat' }), await postAgent(hg, { message: 'two', wakeMode: 'next-heartbeat' })];
+    const ids = [
+      await postAgent(hg, { message: 'one', wakeMode: 'next-heartbeat' }),
+      await postAgent(hg, { message: 'two', wakeMode: 'next-heartbeat' }),
+    ];
     for (const id of ids) assert.equal((await waitForRun(store, id)).state, 'failed');
 
     const usage = await cli('runs', 'retry');

@@ -8,7 +8,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
-import { cli, openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import {
+  cli,
+  openServerStore,
+  postAgent,
+  startServer,
+  waitFor,
+  waitForRun,
+  webhookDeliveries,
+  webhookSecret,
+} from '../support/runtime-kit.js';
 import { type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
 import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -23,7 +32,9 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
   const secret = webhookSecret();
 
   before(async () => {
-    model = await startScriptedModel((c) => (c.heartbeat ? `heartbeat saw: ${c.lastUser.split('\n').slice(1).join(' | ')}` : 'HEARTBEAT_OK'));
+    model = await startScriptedModel((c) =>
+      c.heartbeat ? `heartbeat saw: ${c.lastUser.split('\n').slice(1).join(' | ')}` : 'HEARTBEAT_OK',
+    );
     receiver = await startWebhookReceiver(secret);
     // No channels.default: a request that names `to` without a channel depends on the main session's route.
     hg = await startServer({
@@ -54,7 +65,13 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
 
     it('with a sessionKey the run is accepted in that session, persistent', async () => {
       const key = `hook:${uniq('persist')}`;
-      const runId = await postAgent(hg, { message: 'remember this', model: 'echo/echo', sessionMode: 'persistent', sessionKey: key, deliver: false });
+      const runId = await postAgent(hg, {
+        message: 'remember this',
+        model: 'echo/echo',
+        sessionMode: 'persistent',
+        sessionKey: key,
+        deliver: false,
+      });
       const run = await waitForRun(store, runId);
       assert.equal(run.sessionKey, key);
       assert.equal(run.sessionMode, 'persistent');
@@ -63,7 +80,12 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
 
   describe('`to` without `channel`', () => {
     it('is 400 invalid_channel while the main session has no route and there is no channels.default', async () => {
-      const first = await postAgent(hg, { message: uniq('explicit'), model: 'echo/echo', channel: 'webhook', to: 'ops' });
+      const first = await postAgent(hg, {
+        message: uniq('explicit'),
+        model: 'echo/echo',
+        channel: 'webhook',
+        to: 'ops',
+      });
       await waitFor('the explicit delivery', () => webhookDeliveries(receiver).find((d) => d.body.runId === first));
       assert.equal(await store.getRoute('main'), undefined, 'an explicit delivery set the main session route');
       const r = await hg.post('/hooks/agent', { message: 'page the on-call', model: 'echo/echo', to: 'oncall' });
@@ -84,7 +106,9 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
 
       const message = uniq('implicit channel');
       const runId = await postAgent(hg, { message, model: 'echo/echo', to: 'oncall' });
-      const d = await waitFor('the delivery on the last channel', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
+      const d = await waitFor('the delivery on the last channel', () =>
+        webhookDeliveries(receiver).find((x) => x.body.runId === runId),
+      );
       assert.equal(d.verified, true);
       assert.equal(d.body.channel, 'webhook');
       assert.equal(d.body.to, 'oncall');
@@ -100,11 +124,18 @@ describe('OpenClaw request fields (real process)', { timeout: 90_000 }, () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body?.eventOutcome, 'queued');
 
-      const call = await waitFor('a heartbeat with the wake text', () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)), 5000);
+      const call = await waitFor(
+        'a heartbeat with the wake text',
+        () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)),
+        5000,
+      );
       assert.ok(call, 'heartbeat call');
       await waitFor('the event consumed', async () => (await store.pendingEvents(key)).length === 0);
       const transcript = await store.sessionMessages('main', key, 10);
-      assert.ok(transcript.some((m) => m.role === 'user' && m.content.includes(text)), 'the turn is in the named session');
+      assert.ok(
+        transcript.some((m) => m.role === 'user' && m.content.includes(text)),
+        'the turn is in the named session',
+      );
       const mainTranscript = await store.sessionMessages('main', 'main', 50);
       assert.ok(!mainTranscript.some((m) => m.content.includes(text)), 'the main session never saw it');
       const calls = model.calls.filter((c) => c.lastUser.includes(text));
@@ -156,7 +187,9 @@ describe('fields hookgate does not read (real process)', { timeout: 60_000 }, ()
     assert.equal(r.status, 200, r.text);
     const store = openServerStore(hg);
     try {
-      const rec = await waitFor('the received record', async () => (await store.listReceived(20)).find((x) => x.eventIds.includes(String(r.body?.eventId))));
+      const rec = await waitFor('the received record', async () =>
+        (await store.listReceived(20)).find((x) => x.eventIds.includes(String(r.body?.eventId))),
+      );
       assert.deepEqual(rec.unknownFields, ['sesionKey']);
     } finally {
       store.close();

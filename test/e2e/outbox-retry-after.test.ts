@@ -36,12 +36,27 @@ describe('outbox: Telegram retry_after with the default backoff settings', { tim
     telegram.failNext(1, 'rate_limit');
     const key = 'hook:throttled-chat';
     const started = Date.now();
-    const first = await postAgent(hg, { message: 'first, throttled once', sessionKey: key, channel: 'telegram', to: '1001', wakeMode: 'next-heartbeat' });
-    const second = await postAgent(hg, { message: 'second, queued behind it', sessionKey: key, channel: 'telegram', to: '1001', wakeMode: 'next-heartbeat' });
+    const first = await postAgent(hg, {
+      message: 'first, throttled once',
+      sessionKey: key,
+      channel: 'telegram',
+      to: '1001',
+      wakeMode: 'next-heartbeat',
+    });
+    const second = await postAgent(hg, {
+      message: 'second, queued behind it',
+      sessionKey: key,
+      channel: 'telegram',
+      to: '1001',
+      wakeMode: 'next-heartbeat',
+    });
     const delivered = await waitFor(
       'both delivered',
       async () => {
-        const ds = [...(await store.listDeliveries({ runId: first })), ...(await store.listDeliveries({ runId: second }))];
+        const ds = [
+          ...(await store.listDeliveries({ runId: first })),
+          ...(await store.listDeliveries({ runId: second })),
+        ];
         return ds.length === 2 && ds.every((d) => d.state === 'delivered') ? ds : undefined;
       },
       25_000,
@@ -51,7 +66,9 @@ describe('outbox: Telegram retry_after with the default backoff settings', { tim
     // (7 s seen there; about 1.3 s idle).
     assert.ok(elapsed < 15_000, `both delivered after ${elapsed} ms; retry_after asked for 1 s, the backoff is 30 s`);
     assert.equal(delivered.find((d) => d.runId === first)?.attempts, 2, 'the first was throttled once');
-    const order = telegram.received.filter((m) => m.chatId === '1001').map((m) => (m.text.includes('first') ? 'first' : 'second'));
+    const order = telegram.received
+      .filter((m) => m.chatId === '1001')
+      .map((m) => (m.text.includes('first') ? 'first' : 'second'));
     assert.deepEqual(order, ['first', 'second']);
   });
 });

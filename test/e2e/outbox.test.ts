@@ -10,8 +10,25 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import type { Delivery } from '../../src/store/types.js';
-import { DISCORD_TEST_TOKEN, type DiscordMessage, type StandIn, startDiscord, startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../support/platforms/index.js';
-import { cli, openServerStore, postAgent, startServer, waitFor, waitForRun, webhookDeliveries, webhookSecret } from '../support/runtime-kit.js';
+import {
+  DISCORD_TEST_TOKEN,
+  type DiscordMessage,
+  type StandIn,
+  startDiscord,
+  startTelegram,
+  TELEGRAM_TEST_TOKEN,
+  type TelegramMessage,
+} from '../support/platforms/index.js';
+import {
+  cli,
+  openServerStore,
+  postAgent,
+  startServer,
+  waitFor,
+  waitForRun,
+  webhookDeliveries,
+  webhookSecret,
+} from '../support/runtime-kit.js';
 import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -22,7 +39,10 @@ const uniq = (label: string) => `${label}-${Math.random().toString(36).slice(2, 
  * A pass-through proxy in front of a stand-in that answers the `failAt`-th POST (1-based) itself with Discord's
  * rate-limit answer, and records the JSON bodies it forwarded.
  */
-async function startFailingProxy(target: string, failAt: number): Promise<{ url: string; forwarded: Array<Record<string, unknown>>; close: () => Promise<void> }> {
+async function startFailingProxy(
+  target: string,
+  failAt: number,
+): Promise<{ url: string; forwarded: Array<Record<string, unknown>>; close: () => Promise<void> }> {
   const forwarded: Array<Record<string, unknown>> = [];
   let posts = 0;
   const server: Server = createServer((req, res) => {
@@ -41,10 +61,13 @@ async function startFailingProxy(target: string, failAt: number): Promise<{ url:
         /* not JSON */
       }
       const u = new URL(target);
-      const up = httpRequest({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      });
+      const up = httpRequest(
+        { host: u.hostname, port: u.port, method: req.method, path: req.url, headers: req.headers },
+        (r) => {
+          res.writeHead(r.statusCode ?? 502, r.headers);
+          r.pipe(res);
+        },
+      );
       up.on('error', () => {
         res.writeHead(502);
         res.end();
@@ -85,7 +108,16 @@ describe('outbox', { timeout: 90_000 }, () => {
         allowRequestSessionKey: true,
         allowedSessionKeyPrefixes: ['hook:'],
         // The recipient comes from the payload: it is checked as a direct request's is.
-        mappings: [{ id: 'to-from-payload', match: { path: 'relay' }, messageTemplate: '{{text}}', channel: 'discord', to: '{{to}}', deliver: false }],
+        mappings: [
+          {
+            id: 'to-from-payload',
+            match: { path: 'relay' },
+            messageTemplate: '{{text}}',
+            channel: 'discord',
+            to: '{{to}}',
+            deliver: false,
+          },
+        ],
       },
       agents: { defaults: { model: 'echo/echo' } },
       channels: {
@@ -99,7 +131,14 @@ describe('outbox', { timeout: 90_000 }, () => {
     store = openServerStore(hg);
   });
   after(async () => {
-    for (const c of [() => store?.close(), () => hg?.cleanup(), () => receiver?.close(), () => telegram?.close(), () => proxy?.close(), () => discord?.close()]) {
+    for (const c of [
+      () => store?.close(),
+      () => hg?.cleanup(),
+      () => receiver?.close(),
+      () => telegram?.close(),
+      () => proxy?.close(),
+      () => discord?.close(),
+    ]) {
       try {
         await c();
       } catch {
@@ -109,7 +148,11 @@ describe('outbox', { timeout: 90_000 }, () => {
   });
 
   /** Post a run that delivers to channel/to; wait for its (single) delivery row to reach a final state. */
-  async function deliverRun(body: Record<string, unknown>, final: Array<Delivery['state']> = ['delivered', 'dead'], timeoutMs = 15_000): Promise<{ runId: string; reply: string; delivery: Delivery }> {
+  async function deliverRun(
+    body: Record<string, unknown>,
+    final: Array<Delivery['state']> = ['delivered', 'dead'],
+    timeoutMs = 15_000,
+  ): Promise<{ runId: string; reply: string; delivery: Delivery }> {
     const runId = await postAgent(hg, { wakeMode: 'next-heartbeat', ...body });
     const run = await waitForRun(store, runId);
     assert.equal(run.state, 'succeeded', run.error ?? '');
@@ -125,16 +168,28 @@ describe('outbox', { timeout: 90_000 }, () => {
     return { runId, reply: run.reply!, delivery };
   }
 
-  const logsOf = (deliveryId: string, msg: string) => hg.logs.filter((l) => l.deliveryId === deliveryId && l.msg === msg);
+  const logsOf = (deliveryId: string, msg: string) =>
+    hg.logs.filter((l) => l.deliveryId === deliveryId && l.msg === msg);
 
   it('webhook: 429 twice (Retry-After: 1) then 200 arrives exactly once, after waiting as asked', async () => {
-    receiver.script.push({ status: 429, headers: { 'retry-after': '1' } }, { status: 429, headers: { 'retry-after': '1' } });
-    const { runId, reply, delivery } = await deliverRun({ message: uniq('rate limited webhook'), channel: 'webhook', to: 'ops' });
+    receiver.script.push(
+      { status: 429, headers: { 'retry-after': '1' } },
+      { status: 429, headers: { 'retry-after': '1' } },
+    );
+    const { runId, reply, delivery } = await deliverRun({
+      message: uniq('rate limited webhook'),
+      channel: 'webhook',
+      to: 'ops',
+    });
     assert.equal(delivery.state, 'delivered');
     assert.equal(delivery.attempts, 3);
     const got = webhookDeliveries(receiver).filter((d) => d.body.runId === runId);
     assert.equal(got.length, 3, 'two refused attempts and one accepted');
-    assert.deepEqual(new Set(got.map((d) => d.id)), new Set([delivery.id]), 'every attempt carries the delivery id as webhook-id');
+    assert.deepEqual(
+      new Set(got.map((d) => d.id)),
+      new Set([delivery.id]),
+      'every attempt carries the delivery id as webhook-id',
+    );
     for (const d of got) {
       assert.ok(d.verified, d.raw.failure);
       assert.equal(d.body.text, reply);
@@ -157,13 +212,23 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.equal(delivery.attempts, 3);
     assert.equal(telegram.requests.length - before, 3);
     const msgs = telegram.received.filter((m) => m.text === reply);
-    assert.deepEqual(msgs.map((m) => m.chatId), ['1001']);
-    assert.ok(logsOf(delivery.id, 'delivery failed; will retry').every((l) => l.retryInMs === 1000), 'retry_after not honoured');
+    assert.deepEqual(
+      msgs.map((m) => m.chatId),
+      ['1001'],
+    );
+    assert.ok(
+      logsOf(delivery.id, 'delivery failed; will retry').every((l) => l.retryInMs === 1000),
+      'retry_after not honoured',
+    );
   });
 
   it('always failing (500) ends dead-lettered, visible in the CLI and the log; retried from the CLI once the receiver recovers', async () => {
     receiver.script.push({ status: 500 }, { status: 500 }, { status: 500 });
-    const { runId, delivery } = await deliverRun({ message: uniq('never gets through'), channel: 'webhook', to: 'ops' });
+    const { runId, delivery } = await deliverRun({
+      message: uniq('never gets through'),
+      channel: 'webhook',
+      to: 'ops',
+    });
     assert.equal(delivery.state, 'dead');
     assert.equal(delivery.attempts, 3);
     assert.equal(delivery.lastError, 'gave up after 3 attempts: webhook target "ops" answered 500');
@@ -177,7 +242,9 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.doesNotMatch(row, /\bdead\b/, 'one word for a dead letter: failed');
     assert.ok(row.includes(runId), `run id missing: ${row}`);
     assert.ok(row.includes('gave up after 3 attempts'), `last error missing: ${row}`);
-    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Array<Record<string, unknown>>;
+    const json = JSON.parse((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout) as Array<
+      Record<string, unknown>
+    >;
     const mine = json.find((d) => d.id === delivery.id);
     assert.equal(mine?.runId, runId);
     assert.equal(mine?.lastError, delivery.lastError);
@@ -187,7 +254,11 @@ describe('outbox', { timeout: 90_000 }, () => {
       const byState = await cli(hg, 'deliveries', 'list', '--state', word, '--json');
       assert.equal(byState.code, 0, byState.stderr);
       const ids = (JSON.parse(byState.stdout) as Array<{ id: string; state: string }>).map((d) => [d.id, d.state]);
-      assert.deepEqual(ids.find(([id]) => id === delivery.id), [delivery.id, 'failed'], word);
+      assert.deepEqual(
+        ids.find(([id]) => id === delivery.id),
+        [delivery.id, 'failed'],
+        word,
+      );
     }
     const sentOnly = await cli(hg, 'deliveries', 'list', '--state', 'delivered', '--json');
     assert.equal(sentOnly.code, 0, sentOnly.stderr);
@@ -197,7 +268,10 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.match(bad.stderr, /Allowed choices are pending, sent, failed/);
     // Never hidden behind a success: the run is fine, its delivery is shown as failed.
     const show = await cli(hg, 'runs', 'show', runId);
-    assert.match(show.stdout, new RegExp(`delivery: +${delivery.id} failed → webhook:ops \\(attempts 3, last error: gave up`));
+    assert.match(
+      show.stdout,
+      new RegExp(`delivery: +${delivery.id} failed → webhook:ops \\(attempts 3, last error: gave up`),
+    );
     const dead = await waitFor('dead-letter log line', () => logsOf(delivery.id, 'delivery dead-lettered')[0]);
     assert.equal(dead.runId, runId);
     assert.equal(dead.level, 50, 'logged at error level');
@@ -206,11 +280,16 @@ describe('outbox', { timeout: 90_000 }, () => {
     const retry = await cli(hg, 'deliveries', 'retry', delivery.id);
     assert.equal(retry.code, 0, retry.stderr);
     assert.match(retry.stdout, /queued again/);
-    const ok = await waitFor('delivered after the retry', async () => ((await store.getDelivery(delivery.id))?.state === 'delivered' ? store.getDelivery(delivery.id) : undefined));
+    const ok = await waitFor('delivered after the retry', async () =>
+      (await store.getDelivery(delivery.id))?.state === 'delivered' ? store.getDelivery(delivery.id) : undefined,
+    );
     assert.equal(ok!.lastError, null);
     const all = webhookDeliveries(receiver).filter((d) => d.body.runId === runId);
     assert.equal(all.length, 4);
-    assert.ok(all.every((d) => d.id === delivery.id && d.verified), 'another webhook-id, or unsigned');
+    assert.ok(
+      all.every((d) => d.id === delivery.id && d.verified),
+      'another webhook-id, or unsigned',
+    );
     assert.equal((await cli(hg, 'deliveries', 'list', '--failed', '--json')).stdout.includes(delivery.id), false);
   });
 
@@ -228,7 +307,10 @@ describe('outbox', { timeout: 90_000 }, () => {
     assert.equal(tg.delivery.attempts, 1);
     assert.match(tg.delivery.lastError ?? '', /chat not found/);
     assert.equal(telegram.requests.length - before, 1);
-    assert.ok(!(tg.delivery.lastError ?? '').includes(TELEGRAM_TEST_TOKEN.split(':')[1]!), 'the bot token leaked into the error');
+    assert.ok(
+      !(tg.delivery.lastError ?? '').includes(TELEGRAM_TEST_TOKEN.split(':')[1]!),
+      'the bot token leaked into the error',
+    );
   });
 
   it('deliveries to one recipient keep their order while the first one waits to be retried', async () => {
@@ -236,13 +318,31 @@ describe('outbox', { timeout: 90_000 }, () => {
     telegram.failNext(1, 'rate_limit');
     const first = uniq('first in line');
     const second = uniq('second in line');
-    const r1 = await postAgent(hg, { message: first, sessionKey: key, channel: 'telegram', to: '1001', wakeMode: 'next-heartbeat' });
-    const r2 = await postAgent(hg, { message: second, sessionKey: key, channel: 'telegram', to: '1001', wakeMode: 'next-heartbeat' });
-    await waitFor('both delivered', async () => {
-      const ds = [...(await store.listDeliveries({ runId: r1 })), ...(await store.listDeliveries({ runId: r2 }))];
-      return ds.length === 2 && ds.every((d) => d.state === 'delivered');
-    }, 15_000);
-    const order = telegram.received.filter((m) => m.text.includes(first) || m.text.includes(second)).map((m) => (m.text.includes(first) ? 'first' : 'second'));
+    const r1 = await postAgent(hg, {
+      message: first,
+      sessionKey: key,
+      channel: 'telegram',
+      to: '1001',
+      wakeMode: 'next-heartbeat',
+    });
+    const r2 = await postAgent(hg, {
+      message: second,
+      sessionKey: key,
+      channel: 'telegram',
+      to: '1001',
+      wakeMode: 'next-heartbeat',
+    });
+    await waitFor(
+      'both delivered',
+      async () => {
+        const ds = [...(await store.listDeliveries({ runId: r1 })), ...(await store.listDeliveries({ runId: r2 }))];
+        return ds.length === 2 && ds.every((d) => d.state === 'delivered');
+      },
+      15_000,
+    );
+    const order = telegram.received
+      .filter((m) => m.text.includes(first) || m.text.includes(second))
+      .map((m) => (m.text.includes(first) ? 'first' : 'second'));
     assert.deepEqual(order, ['first', 'second']);
   });
 
@@ -262,11 +362,15 @@ describe('outbox', { timeout: 90_000 }, () => {
     }
     assert.equal(got.map((m) => m.content).join(''), reply, 'the chunks do not add up to the reply, in order');
     // The proxy refused the 2nd chunk once: chunk 1 was not sent again, chunk 2 was (with the same nonce).
-    assert.deepEqual(proxy.forwarded.map((b) => b.content), got.map((m) => m.content), 'a chunk was sent twice');
+    assert.deepEqual(
+      proxy.forwarded.map((b) => b.content),
+      got.map((m) => m.content),
+      'a chunk was sent twice',
+    );
     assert.equal(delivery.attempts, 2);
   });
 
-  it('a recipient that is not its platform\'s shape is refused when accepted (400 invalid_channel): nothing reaches the platform', async () => {
+  it("a recipient that is not its platform's shape is refused when accepted (400 invalid_channel): nothing reaches the platform", async () => {
     const sent = discord.requests.length;
     const runsBefore = (await store.listRuns({ limit: 1000 })).length;
     for (const to of ['..', '.', '../../users/@me', 'a/b', '123?x=1']) {
@@ -277,10 +381,17 @@ describe('outbox', { timeout: 90_000 }, () => {
         const r = await hg.post(path, body);
         assert.equal(r.status, 400, `${path} ${to}: ${r.text}`);
         assert.equal(r.body?.code, 'invalid_channel');
-        assert.match(String(r.body?.error), /not a recipient of channel discord: expected a channel id: a snowflake, digits only/);
+        assert.match(
+          String(r.body?.error),
+          /not a recipient of channel discord: expected a channel id: a snowflake, digits only/,
+        );
       }
     }
-    const webhook = await hg.post('/hooks/agent', { message: 'm', channel: 'webhook', to: 'http://169.254.169.254/latest' });
+    const webhook = await hg.post('/hooks/agent', {
+      message: 'm',
+      channel: 'webhook',
+      to: 'http://169.254.169.254/latest',
+    });
     assert.deepEqual([webhook.status, webhook.body?.code], [400, 'invalid_channel']);
     assert.match(String(webhook.body?.error), /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
     assert.equal(discord.requests.length, sent, 'no request reached the Discord stand-in');
@@ -293,13 +404,35 @@ describe('outbox', { timeout: 90_000 }, () => {
   it('send agent --channel webhook --to <no such target> is refused at accept (400 invalid_channel), like an unknown channel', async () => {
     const runsBefore = (await store.listRuns({ limit: 1000 })).length;
     const deliveriesBefore = (await store.listDeliveries({ limit: 1000 })).length;
-    const r = await cli(hg, 'send', 'agent', uniq('to nobody'), '--channel', 'webhook', '--to', 'nobody', '--url', hg.url);
+    const r = await cli(
+      hg,
+      'send',
+      'agent',
+      uniq('to nobody'),
+      '--channel',
+      'webhook',
+      '--to',
+      'nobody',
+      '--url',
+      hg.url,
+    );
     assert.equal(r.code, 1, `${r.stdout}${r.stderr}`);
     assert.ok(r.stdout.trim(), `no answer on stdout; stderr: ${r.stderr}`);
     const answer = JSON.parse(r.stdout) as { ok: boolean; code: string; error: string };
     assert.deepEqual([answer.ok, answer.code], [false, 'invalid_channel']);
     assert.match(answer.error, /the name of a configured target \(channels\.webhook\.targets: "ops"\)/);
-    const channel = await cli(hg, 'send', 'agent', uniq('nowhere'), '--channel', 'nowhere', '--to', 'x', '--url', hg.url);
+    const channel = await cli(
+      hg,
+      'send',
+      'agent',
+      uniq('nowhere'),
+      '--channel',
+      'nowhere',
+      '--to',
+      'x',
+      '--url',
+      hg.url,
+    );
     assert.equal(channel.code, 1, 'an unknown channel is refused the same way');
     assert.equal((JSON.parse(channel.stdout) as { code: string }).code, 'invalid_channel');
     assert.equal((await store.listRuns({ limit: 1000 })).length, runsBefore, 'no run was stored (no model spend)');

@@ -39,7 +39,18 @@ function post(agent: Agent, url: URL, text: string): Promise<Answer> {
     const started = Date.now();
     const body = JSON.stringify({ text, mode: 'next-heartbeat' });
     const req = request(
-      { host: url.hostname, port: url.port, path: '/hooks/wake', method: 'POST', agent, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: '/hooks/wake',
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (d: string) => (text += d));
@@ -52,10 +63,14 @@ function post(agent: Agent, url: URL, text: string): Promise<Answer> {
           }
           resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], code, ms: Date.now() - started });
         });
-        res.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, ms: Date.now() - started }));
+        res.on('error', (err: NodeJS.ErrnoException) =>
+          resolve({ error: err.code ?? err.message, ms: Date.now() - started }),
+        );
       },
     );
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message, ms: Date.now() - started }));
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ error: err.code ?? err.message, ms: Date.now() - started }),
+    );
     req.end(body);
   });
 }
@@ -86,30 +101,58 @@ function startSenders(url: URL) {
 }
 
 const terminateAll = (db: TestDatabase, except = 'none') =>
-  db.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2', [db.name, except]);
+  db.query(
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2',
+    [db.name, except],
+  );
 
 /** Every answer 200 (stored once) or 503 `unavailable` with Retry-After; no reset; none held past the bound. */
-async function checkAnswers(t: { diagnostic(m: string): void }, db: TestDatabase, hg: Hookgate, answers: Map<string, Answer>): Promise<Answer[]> {
+async function checkAnswers(
+  t: { diagnostic(m: string): void },
+  db: TestDatabase,
+  hg: Hookgate,
+  answers: Map<string, Answer>,
+): Promise<Answer[]> {
   const all = [...answers.values()];
   const tally = (pred: (a: Answer) => boolean) => all.filter(pred).length;
   const summary = `${all.length} requests: ${tally((a) => a.status === 200)} × 200, ${tally((a) => a.status === 503)} × 503, errors ${JSON.stringify(all.filter((a) => a.error).map((a) => a.error))}, max hold ${Math.max(...all.map((a) => a.ms))} ms`;
   t.diagnostic(summary);
-  assert.deepEqual(all.filter((a) => a.error !== undefined).map((a) => a.error), [], `no request is reset or left unanswered: ${summary}`);
-  assert.deepEqual([...new Set(all.map((a) => a.status))].filter((s) => s !== 200 && s !== 503), [], summary);
+  assert.deepEqual(
+    all.filter((a) => a.error !== undefined).map((a) => a.error),
+    [],
+    `no request is reset or left unanswered: ${summary}`,
+  );
+  assert.deepEqual(
+    [...new Set(all.map((a) => a.status))].filter((s) => s !== 200 && s !== 503),
+    [],
+    summary,
+  );
   for (const a of all.filter((x) => x.status === 503)) {
     assert.equal(a.code, 'unavailable', summary);
     assert.equal(a.retryAfter, '1', `a 503 says when to retry: ${summary}`);
   }
-  assert.ok(all.every((a) => a.ms < HOLD_BOUND_MS), summary);
+  assert.ok(
+    all.every((a) => a.ms < HOLD_BOUND_MS),
+    summary,
+  );
   assert.equal(hg.proc.exitCode, null, 'the node is still running');
 
   // Every 200 is in the database, once; nothing answered 503 is (nothing was accepted).
   const stored = new Map<string, number>();
-  for (const r of await db.query<{ text: string }>('SELECT text FROM system_events')) stored.set(r.text, (stored.get(r.text) ?? 0) + 1);
+  for (const r of await db.query<{ text: string }>('SELECT text FROM system_events'))
+    stored.set(r.text, (stored.get(r.text) ?? 0) + 1);
   const accepted = [...answers].filter(([, a]) => a.status === 200).map(([t]) => t);
-  assert.deepEqual(accepted.filter((t) => stored.get(t) !== 1), [], `each 200 stored exactly once: ${summary}`);
+  assert.deepEqual(
+    accepted.filter((t) => stored.get(t) !== 1),
+    [],
+    `each 200 stored exactly once: ${summary}`,
+  );
   const refused = [...answers].filter(([, a]) => a.status === 503).map(([t]) => t);
-  assert.deepEqual(refused.filter((t) => stored.has(t)), [], `a 503 stored nothing: ${summary}`);
+  assert.deepEqual(
+    refused.filter((t) => stored.has(t)),
+    [],
+    `a 503 stored nothing: ${summary}`,
+  );
   return all;
 }
 
@@ -167,7 +210,13 @@ describe('PostgreSQL connections terminated under keep-alive load', { skip, time
     }
     const all = await checkAnswers(t, db, hg, load.answers);
     const held = all.filter((a) => a.ms >= LOCK_WAIT_MS - 500);
-    assert.ok(held.length > 0 && held.length <= SENDERS, `the batch in flight was held while the lock was: ${held.length}`);
-    assert.ok(held.every((a) => a.ms < LOCK_WAIT_MS + 5000), `and answered once its connection was cut: ${held.map((a) => a.ms).join(', ')} ms`);
+    assert.ok(
+      held.length > 0 && held.length <= SENDERS,
+      `the batch in flight was held while the lock was: ${held.length}`,
+    );
+    assert.ok(
+      held.every((a) => a.ms < LOCK_WAIT_MS + 5000),
+      `and answered once its connection was cut: ${held.map((a) => a.ms).join(', ')} ms`,
+    );
   });
 });

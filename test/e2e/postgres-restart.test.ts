@@ -93,13 +93,21 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
     const duringStop = accepted.length - stoppedAt;
     await server.start();
     outageEnd = Date.now();
-    const recovered = await waitFor('10 answers 200 from each node after the server came back', () => (okAfter.every((n) => n >= 10) ? Date.now() : undefined), {
-      timeoutMs: 60_000,
-      intervalMs: 50,
-    }).catch(async (err: Error) => {
+    const recovered = await waitFor(
+      '10 answers 200 from each node after the server came back',
+      () => (okAfter.every((n) => n >= 10) ? Date.now() : undefined),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 50,
+      },
+    ).catch(async (err: Error) => {
       // Say what each node was doing: the answers so far, each node's last log lines, the server's log.
-      const tails = c.nodes.map((n, i) => `node ${i} (${okAfter[i]} 200s after the start):\n${n.lines.slice(-60).join('\n')}`).join('\n');
-      throw new Error(`${err.message}\nanswers ${JSON.stringify(Object.fromEntries(statuses))}\n${tails}\nPostgreSQL:\n${(await server!.log()).split('\n').slice(-15).join('\n')}`);
+      const tails = c.nodes
+        .map((n, i) => `node ${i} (${okAfter[i]} 200s after the start):\n${n.lines.slice(-60).join('\n')}`)
+        .join('\n');
+      throw new Error(
+        `${err.message}\nanswers ${JSON.stringify(Object.fromEntries(statuses))}\n${tails}\nPostgreSQL:\n${(await server!.log()).split('\n').slice(-15).join('\n')}`,
+      );
     });
     await delay(1000);
     stopLoad = true;
@@ -108,10 +116,14 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
     for (const n of [0, 1]) assert.ok(c.up(n), `node ${n} exited: ${c.nodes[n]!.lines.slice(-20).join('\n')}`);
     // Both nodes serve again, each on its own (no restart of theirs).
     for (const [n, hg] of c.nodes.entries()) {
-      const r = await waitFor(`node ${n} answering 200`, async () => {
-        const x = await hg.post('/hooks/wake', { text: `after the outage ${n}`, mode: 'next-heartbeat' });
-        return x.status === 200 ? x : undefined;
-      }, 30_000);
+      const r = await waitFor(
+        `node ${n} answering 200`,
+        async () => {
+          const x = await hg.post('/hooks/wake', { text: `after the outage ${n}`, mode: 'next-heartbeat' });
+          return x.status === 200 ? x : undefined;
+        },
+        30_000,
+      );
       assert.equal(r.status, 200);
     }
     const other = [...statuses].filter(([k]) => k !== '200' && k !== '503');
@@ -120,10 +132,20 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
     // Every 2xx is in the database.
     const runIds = accepted.filter((a) => a.kind === 'agent').map((a) => a.id);
     const eventIds = accepted.filter((a) => a.kind === 'wake').map((a) => a.id);
-    const runs = new Map((await db.query<{ id: string; message: string }>('SELECT id, message FROM runs')).map((r) => [r.id, r.message]));
-    const events = new Map((await db.query<{ id: string; text: string }>('SELECT id, text FROM system_events')).map((r) => [r.id, r.text]));
-    const lost = accepted.filter((a) => (a.kind === 'agent' ? runs.get(a.id) !== `${a.tag}: summarise` : events.get(a.id) !== `${a.tag} wake`));
-    assert.deepEqual(lost.map((l) => l.tag), [], `${lost.length} of ${accepted.length} accepted requests are not in the database`);
+    const runs = new Map(
+      (await db.query<{ id: string; message: string }>('SELECT id, message FROM runs')).map((r) => [r.id, r.message]),
+    );
+    const events = new Map(
+      (await db.query<{ id: string; text: string }>('SELECT id, text FROM system_events')).map((r) => [r.id, r.text]),
+    );
+    const lost = accepted.filter((a) =>
+      a.kind === 'agent' ? runs.get(a.id) !== `${a.tag}: summarise` : events.get(a.id) !== `${a.tag} wake`,
+    );
+    assert.deepEqual(
+      lost.map((l) => l.tag),
+      [],
+      `${lost.length} of ${accepted.length} accepted requests are not in the database`,
+    );
 
     // Every accepted run is worked: delivered, under one webhook id.
     await waitFor(
@@ -141,9 +163,14 @@ describe('PostgreSQL restarted under load', { skip: unavailable ?? false, timeou
       if (!ids.has(id)) ids.set(id, new Set());
       ids.get(id)!.add(d.id);
     }
-    for (const id of runIds) assert.equal(ids.get(id)!.size, 1, `run ${id} delivered under ${ids.get(id)!.size} webhook ids`);
+    for (const id of runIds)
+      assert.equal(ids.get(id)!.size, 1, `run ${id} delivered under ${ids.get(id)!.size} webhook ids`);
     const states = await db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM runs GROUP BY state');
-    assert.deepEqual(states.map((s) => s.state), ['succeeded'], JSON.stringify(states));
+    assert.deepEqual(
+      states.map((s) => s.state),
+      ['succeeded'],
+      JSON.stringify(states),
+    );
 
     const summary =
       `${seq} requests: ${accepted.length} accepted (${before} before the restart, ${afterRestart - before} during the fast restart, ${duringStop} while stopped), ` +

@@ -42,14 +42,19 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
       headers: { 'x-forwarded-for': `10.8.${Math.floor(++clientSeq / 250)}.${clientSeq % 250}`, ...headers },
     });
   const withStore = <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => withStoreAt(hg.dir, fn);
-  const runsOf = (mappingId: string) => withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
+  const runsOf = (mappingId: string) =>
+    withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
   const runOf = async (mappingId: string, runId: unknown) => {
     const run = (await runsOf(mappingId)).find((x) => x.id === runId);
     assert.ok(run, `the answer names the queued run ${String(runId)}`);
     return run;
   };
   /** Two sends of one delivery: the second is the first answer with duplicate: true, and one run is queued. */
-  const once = async (path: string, first: () => Promise<{ status: number; body?: Record<string, unknown> | null; text: string }>, again: typeof first) => {
+  const once = async (
+    path: string,
+    first: () => Promise<{ status: number; body?: Record<string, unknown> | null; text: string }>,
+    again: typeof first,
+  ) => {
     const before = (await runsOf(path)).length;
     const a = await first();
     assert.equal(a.status, 200, a.text);
@@ -122,14 +127,28 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
     it('a retry with the same X-Gitlab-Event-UUID is a duplicate: one run', async () => {
       const note = JSON.stringify(fixture('gitlab', 'note-merge-request'));
       const uuid = randomUUID();
-      await once('gitlab', () => send('gitlab', note, headers('Note Hook', GITLAB_SECRET, uuid)), () => send('gitlab', note, headers('Note Hook', GITLAB_SECRET, uuid)));
+      await once(
+        'gitlab',
+        () => send('gitlab', note, headers('Note Hook', GITLAB_SECRET, uuid)),
+        () => send('gitlab', note, headers('Note Hook', GITLAB_SECRET, uuid)),
+      );
     });
 
     it('a wrong token and no token are 401 (GitLab signs nothing: a tampered body is not detectable); an unmapped event is ignored', async () => {
       const { 'x-gitlab-token': _, ...none } = headers('Merge Request Hook');
-      await refused('gitlab', () => send('gitlab', mr, headers('Merge Request Hook', 'not-the-token')), () => send('gitlab', mr, none));
+      await refused(
+        'gitlab',
+        () => send('gitlab', mr, headers('Merge Request Hook', 'not-the-token')),
+        () => send('gitlab', mr, none),
+      );
       const before = (await runsOf('gitlab')).length;
-      ignored(await send('gitlab', JSON.stringify({ object_kind: 'wiki_page', project: { path_with_namespace: 'a/b' } }), headers('Wiki Page Hook')));
+      ignored(
+        await send(
+          'gitlab',
+          JSON.stringify({ object_kind: 'wiki_page', project: { path_with_namespace: 'a/b' } }),
+          headers('Wiki Page Hook'),
+        ),
+      );
       assert.equal((await runsOf('gitlab')).length, before);
     });
   });
@@ -138,30 +157,50 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
   describe('alertmanager', () => {
     const headers = (token = ALERTMANAGER_SECRET) => ({ 'content-type': JSON_TYPE, authorization: `Bearer ${token}` });
 
-    it('firing then resolved: one run each, worded apart, in the group\'s conversation', async () => {
+    it("firing then resolved: one run each, worded apart, in the group's conversation", async () => {
       const firing = await send('alertmanager', JSON.stringify(fixture('alertmanager', 'firing')), headers());
       assert.equal(firing.status, 200, firing.text);
       const f = await runOf('alertmanager', firing.body?.runId);
-      assert.ok(f.message.startsWith('Alertmanager: FIRING ProbeFailure (severity critical): 2 alerts firing (receiver sms)\n- ProbeFailure [critical] on https://server.example.org: BlackBox Probe Failure'), f.message);
+      assert.ok(
+        f.message.startsWith(
+          'Alertmanager: FIRING ProbeFailure (severity critical): 2 alerts firing (receiver sms)\n- ProbeFailure [critical] on https://server.example.org: BlackBox Probe Failure',
+        ),
+        f.message,
+      );
       assert.ok(f.message.includes('Alertmanager: http://prometheus.example.org:9093'));
       const resolved = await send('alertmanager', JSON.stringify(fixture('alertmanager', 'resolved')), headers());
       assert.equal(resolved.status, 200, resolved.text);
       const r = await runOf('alertmanager', resolved.body?.runId);
-      assert.ok(r.message.startsWith('Alertmanager: RESOLVED ProbeFailure (severity critical): 1 alert no longer firing'), r.message);
+      assert.ok(
+        r.message.startsWith('Alertmanager: RESOLVED ProbeFailure (severity critical): 1 alert no longer firing'),
+        r.message,
+      );
       assert.equal(f.sessionKey, 'hook:alertmanager:{}/{severity="critical"}:{alertname="ProbeFailure"}');
       assert.equal(r.sessionKey, f.sessionKey);
     });
 
     it('a wrong bearer, the hook token and none are 401; another status is ignored', async () => {
       const body = JSON.stringify(fixture('alertmanager', 'firing'));
-      await refused('alertmanager', () => send('alertmanager', body, headers('not-the-secret')), () => send('alertmanager', body, headers(TOKEN)), () => send('alertmanager', body, { 'content-type': JSON_TYPE }));
-      ignored(await send('alertmanager', JSON.stringify({ ...fixture('alertmanager', 'firing'), status: 'pending' }), headers()));
+      await refused(
+        'alertmanager',
+        () => send('alertmanager', body, headers('not-the-secret')),
+        () => send('alertmanager', body, headers(TOKEN)),
+        () => send('alertmanager', body, { 'content-type': JSON_TYPE }),
+      );
+      ignored(
+        await send(
+          'alertmanager',
+          JSON.stringify({ ...fixture('alertmanager', 'firing'), status: 'pending' }),
+          headers(),
+        ),
+      );
     });
   });
 
   // -------------------------------------------------------------------------------------------------------------
   describe('linear', () => {
-    const body = (name: string, at = Date.now(), extra: Record<string, unknown> = {}) => JSON.stringify({ ...fixture('linear', name), webhookTimestamp: at, ...extra });
+    const body = (name: string, at = Date.now(), extra: Record<string, unknown> = {}) =>
+      JSON.stringify({ ...fixture('linear', name), webhookTimestamp: at, ...extra });
     const headers = (raw: string, secret = LINEAR_SECRET, delivery: string = randomUUID()) => ({
       'content-type': 'application/json; charset=utf-8',
       'linear-signature': hmacHex(secret, raw),
@@ -169,7 +208,7 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
       'linear-event': 'Issue',
     });
 
-    it('an issue created and a comment on it: one run each, in the issue\'s conversation', async () => {
+    it("an issue created and a comment on it: one run each, in the issue's conversation", async () => {
       const issue = body('issue-create');
       const r = await send('linear', issue, headers(issue));
       assert.equal(r.status, 200, r.text);
@@ -188,7 +227,11 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
     it('a redelivery (same Linear-Delivery) is a duplicate: one run', async () => {
       const raw = body('issue-create', Date.now(), { action: 'remove' });
       const delivery = randomUUID();
-      await once('linear', () => send('linear', raw, headers(raw, LINEAR_SECRET, delivery)), () => send('linear', raw, headers(raw, LINEAR_SECRET, delivery)));
+      await once(
+        'linear',
+        () => send('linear', raw, headers(raw, LINEAR_SECRET, delivery)),
+        () => send('linear', raw, headers(raw, LINEAR_SECRET, delivery)),
+      );
     });
 
     it('a tampered body, a wrong secret and a stale webhookTimestamp are 401; an unmapped type is ignored', async () => {
@@ -207,7 +250,13 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
 
   // -------------------------------------------------------------------------------------------------------------
   describe('sentry', () => {
-    const headers = (raw: string, resource: string, secret = SENTRY_SECRET, at = Math.floor(Date.now() / 1000), id: string = randomUUID()) => ({
+    const headers = (
+      raw: string,
+      resource: string,
+      secret = SENTRY_SECRET,
+      at = Math.floor(Date.now() / 1000),
+      id: string = randomUUID(),
+    ) => ({
       'content-type': JSON_TYPE,
       'request-id': id,
       'sentry-hook-resource': resource,
@@ -216,7 +265,7 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
     });
     const issue = JSON.stringify(fixture('sentry', 'issue-created'));
 
-    it('an issue created, then its alert: one run each, in the issue\'s conversation', async () => {
+    it("an issue created, then its alert: one run each, in the issue's conversation", async () => {
       const r = await send('sentry', issue, headers(issue, 'issue'));
       assert.equal(r.status, 200, r.text);
       const run = await runOf('sentry', r.body?.runId);
@@ -234,7 +283,11 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
     it('a retry with the same Request-ID is a duplicate: one run', async () => {
       const raw = JSON.stringify({ ...fixture('sentry', 'issue-created'), action: 'resolved' });
       const id = randomUUID();
-      await once('sentry', () => send('sentry', raw, headers(raw, 'issue', SENTRY_SECRET, undefined, id)), () => send('sentry', raw, headers(raw, 'issue', SENTRY_SECRET, undefined, id)));
+      await once(
+        'sentry',
+        () => send('sentry', raw, headers(raw, 'issue', SENTRY_SECRET, undefined, id)),
+        () => send('sentry', raw, headers(raw, 'issue', SENTRY_SECRET, undefined, id)),
+      );
     });
 
     it('a tampered body, a wrong secret and a stale timestamp are 401; an installation event is ignored', async () => {
@@ -244,7 +297,12 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
         () => send('sentry', issue, headers(issue, 'issue', 'another-client-secret')),
         () => send('sentry', issue, headers(issue, 'issue', SENTRY_SECRET, Math.floor(Date.now() / 1000) - 600)),
       );
-      const installed = JSON.stringify({ action: 'created', installation: { uuid: '7a485448-a9e2-4c85-8a3c-4f44175783c9' }, data: {}, actor: { type: 'user', id: 1, name: 'Ada' } });
+      const installed = JSON.stringify({
+        action: 'created',
+        installation: { uuid: '7a485448-a9e2-4c85-8a3c-4f44175783c9' },
+        data: {},
+        actor: { type: 'user', id: 1, name: 'Ada' },
+      });
       ignored(await send('sentry', installed, headers(installed, 'installation')));
     });
   });
@@ -276,11 +334,19 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
 
     it('a retry with the same X-Shopify-Webhook-Id is a duplicate: one run', async () => {
       const id = randomUUID();
-      await once('shopify', () => send('shopify', raw, headers(raw, 'orders/paid', SHOPIFY_SECRET, id)), () => send('shopify', raw, headers(raw, 'orders/paid', SHOPIFY_SECRET, id)));
+      await once(
+        'shopify',
+        () => send('shopify', raw, headers(raw, 'orders/paid', SHOPIFY_SECRET, id)),
+        () => send('shopify', raw, headers(raw, 'orders/paid', SHOPIFY_SECRET, id)),
+      );
     });
 
     it('a tampered body and a wrong secret are 401; an unmapped topic is ignored', async () => {
-      await refused('shopify', () => send('shopify', raw.replace('398.00', '0.01'), headers(raw, 'orders/create')), () => send('shopify', raw, headers(raw, 'orders/create', 'shpss_other')));
+      await refused(
+        'shopify',
+        () => send('shopify', raw.replace('398.00', '0.01'), headers(raw, 'orders/create')),
+        () => send('shopify', raw, headers(raw, 'orders/create', 'shpss_other')),
+      );
       ignored(await send('shopify', raw, headers(raw, 'orders/updated')));
     });
   });
@@ -289,7 +355,12 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
   describe('twilio', () => {
     const FORM = 'application/x-www-form-urlencoded';
     const sms = fixture('twilio', 'incoming-sms') as Record<string, string>;
-    const post = (fields: Record<string, string>, token = TWILIO_TOKEN, idem: string = randomUUID(), body = new URLSearchParams(fields).toString()) =>
+    const post = (
+      fields: Record<string, string>,
+      token = TWILIO_TOKEN,
+      idem: string = randomUUID(),
+      body = new URLSearchParams(fields).toString(),
+    ) =>
       send('twilio', body, {
         'content-type': FORM,
         'x-twilio-signature': twilio.getExpectedTwilioSignature(token, TWILIO_URL, fields),
@@ -298,8 +369,19 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
 
     it('an incoming SMS: answered with an empty TwiML response (no reply), one run with who wrote what', async () => {
       const before = (await runsOf('twilio')).length;
-      const fields = { ...sms, MessageSid: 'SM0e2e0000000000000000000000000001', SmsMessageSid: 'SM0e2e0000000000000000000000000001' };
-      assert.ok(twilio.validateRequest(TWILIO_TOKEN, twilio.getExpectedTwilioSignature(TWILIO_TOKEN, TWILIO_URL, fields), TWILIO_URL, fields));
+      const fields = {
+        ...sms,
+        MessageSid: 'SM0e2e0000000000000000000000000001',
+        SmsMessageSid: 'SM0e2e0000000000000000000000000001',
+      };
+      assert.ok(
+        twilio.validateRequest(
+          TWILIO_TOKEN,
+          twilio.getExpectedTwilioSignature(TWILIO_TOKEN, TWILIO_URL, fields),
+          TWILIO_URL,
+          fields,
+        ),
+      );
       const r = await post(fields);
       assert.equal(r.status, 200, r.text);
       assert.equal(r.text, TWIML);
@@ -330,11 +412,19 @@ describe('more sender presets (real process)', { timeout: 180_000 }, () => {
       const signed = twilio.getExpectedTwilioSignature(TWILIO_TOKEN, TWILIO_URL, sms);
       await refused(
         'twilio',
-        () => send('twilio', new URLSearchParams({ ...sms, Body: 'Send me the codes' }).toString(), { 'content-type': FORM, 'x-twilio-signature': signed }),
+        () =>
+          send('twilio', new URLSearchParams({ ...sms, Body: 'Send me the codes' }).toString(), {
+            'content-type': FORM,
+            'x-twilio-signature': signed,
+          }),
         () => post(sms, 'another-auth-token'),
       );
       const before = (await runsOf('twilio')).length;
-      const { CallbackSource: _, SequenceNumber: __, ...call } = fixture('twilio', 'call-status') as Record<string, string>;
+      const {
+        CallbackSource: _,
+        SequenceNumber: __,
+        ...call
+      } = fixture('twilio', 'call-status') as Record<string, string>;
       const r = await post({ ...call, CallStatus: 'ringing' });
       assert.equal(r.status, 200, r.text);
       assert.equal(r.text, TWIML);

@@ -48,7 +48,8 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       headers: { 'x-forwarded-for': `10.7.${Math.floor(++clientSeq / 250)}.${clientSeq % 250}`, ...headers },
     });
   const withStore = <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => withStoreAt(hg.dir, fn);
-  const runsOf = (mappingId: string) => withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
+  const runsOf = (mappingId: string) =>
+    withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
 
   before(async () => {
     hg = await startHookgate({
@@ -69,7 +70,14 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
             { use: 'stripe', secret: STRIPE_SECRET, wakeMode: 'next-heartbeat' },
             { use: 'slack', secret: { env: 'SLACK_SIGNING_SECRET' }, wakeMode: 'next-heartbeat' },
             { use: 'standard-webhooks', path: 'clerk', secret: SW_SECRET, name: 'Clerk', wakeMode: 'next-heartbeat' },
-            { use: 'standard-webhooks', path: 'resend', secret: SW_SECRET, events: ['email.*'], action: 'wake', wakeMode: 'next-heartbeat' },
+            {
+              use: 'standard-webhooks',
+              path: 'resend',
+              secret: SW_SECRET,
+              events: ['email.*'],
+              action: 'wake',
+              wakeMode: 'next-heartbeat',
+            },
           ],
         },
       },
@@ -91,7 +99,7 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
     const pr = example('pull_request', (e) => e.action === 'opened');
     const prBody = JSON.stringify(pr);
 
-    it('a pull request opened: one run with the words an agent needs, in the pull request\'s conversation', async () => {
+    it("a pull request opened: one run with the words an agent needs, in the pull request's conversation", async () => {
       const r = await send('github', prBody, await headers(prBody, 'pull_request'));
       assert.equal(r.status, 200, r.text);
       const runs = await runsOf('github');
@@ -112,7 +120,11 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       const again = await send('github', body, await headers(body, 'issues', GITHUB_SECRET, delivery));
       assert.equal(again.status, 200, again.text);
       assert.deepEqual(again.body, { ...first.body, duplicate: true });
-      assert.equal((await runsOf('github')).filter((x) => x.message.startsWith(`GitHub issue #${issue.issue.number} opened`)).length, 1);
+      assert.equal(
+        (await runsOf('github')).filter((x) => x.message.startsWith(`GitHub issue #${issue.issue.number} opened`))
+          .length,
+        1,
+      );
     });
 
     it('a tampered body, a wrong secret and no signature are 401; nothing is queued', async () => {
@@ -153,7 +165,14 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp }),
     });
     const event = (type: string, object: Record<string, unknown>) =>
-      JSON.stringify({ id: `evt_${randomUUID().replace(/-/g, '')}`, object: 'event', type, livemode: false, created: now(), data: { object } });
+      JSON.stringify({
+        id: `evt_${randomUUID().replace(/-/g, '')}`,
+        object: 'event',
+        type,
+        livemode: false,
+        created: now(),
+        data: { object },
+      });
     const paid = event('invoice.paid', {
       id: 'in_1MtHbELkdIwHu7ixl4OzzPMv',
       object: 'invoice',
@@ -165,7 +184,7 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       hosted_invoice_url: 'https://invoice.stripe.com/i/acct_1/test_1',
     });
 
-    it('invoice.paid: one run that says who paid what, with the link, in the customer\'s conversation', async () => {
+    it("invoice.paid: one run that says who paid what, with the link, in the customer's conversation", async () => {
       const r = await send('stripe', paid, stripeHeader(paid));
       assert.equal(r.status, 200, r.text);
       const run = (await runsOf('stripe')).find((x) => x.id === r.body?.runId);
@@ -183,7 +202,14 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
     });
 
     it("Stripe's retry of the same event (signed afresh) is a duplicate: one run", async () => {
-      const body = event('payment_intent.succeeded', { id: 'pi_retry', object: 'payment_intent', amount: 2000, amount_received: 2000, currency: 'usd', customer: 'cus_retry' });
+      const body = event('payment_intent.succeeded', {
+        id: 'pi_retry',
+        object: 'payment_intent',
+        amount: 2000,
+        amount_received: 2000,
+        currency: 'usd',
+        customer: 'cus_retry',
+      });
       const first = await send('stripe', body, stripeHeader(body));
       assert.equal(first.status, 200, first.text);
       const retry = await send('stripe', body, stripeHeader(body, STRIPE_SECRET, now() + 1));
@@ -203,7 +229,7 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       assert.equal((await runsOf('stripe')).length, before);
     });
 
-    it('an event type outside the preset\'s list (charge.captured) queues nothing', async () => {
+    it("an event type outside the preset's list (charge.captured) queues nothing", async () => {
       const before = (await runsOf('stripe')).length;
       const body = event('charge.captured', { id: 'ch_1', object: 'charge', amount: 100, currency: 'usd' });
       const r = await send('stripe', body, stripeHeader(body));
@@ -222,7 +248,15 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`,
     });
     const eventBody = (event: Record<string, unknown>, eventId = `Ev${randomUUID().slice(0, 8)}`) =>
-      JSON.stringify({ token: 'XXYYZZ', team_id: 'T0001', api_app_id: 'A123456', type: 'event_callback', event_id: eventId, event_time: now(), event });
+      JSON.stringify({
+        token: 'XXYYZZ',
+        team_id: 'T0001',
+        api_app_id: 'A123456',
+        type: 'event_callback',
+        event_id: eventId,
+        event_time: now(),
+        event,
+      });
 
     it('a slash command (form): an empty 200, and a run saying who asked what, where', async () => {
       const body =
@@ -234,31 +268,57 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       assert.equal(r.text, '', 'Slack shows any body to the user');
       const runs = (await runsOf('slack')).filter((x) => x.message.startsWith('Slack: Steve'));
       assert.equal(runs.length, 1);
-      assert.equal(runs[0]!.message, 'Slack: Steve (<@U2147483697>) ran /weather 94070\nIn #test (C2147483705), workspace example');
+      assert.equal(
+        runs[0]!.message,
+        'Slack: Steve (<@U2147483697>) ran /weather 94070\nIn #test (C2147483705), workspace example',
+      );
       assert.equal(runs[0]!.sessionKey, 'hook:slack:T0001/C2147483705');
     });
 
     it("url_verification (saving the Request URL) is answered with the challenge; Slack's retry of an event is a duplicate", async () => {
-      const challenge = JSON.stringify({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' });
+      const challenge = JSON.stringify({
+        token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl',
+        challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P',
+        type: 'url_verification',
+      });
       const hs = await send('slack', challenge, slackHeaders(challenge, 'application/json'));
       assert.equal(hs.status, 200, hs.text);
       assert.deepEqual(hs.body, { challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P' });
 
-      const body = eventBody({ type: 'app_mention', user: 'U2147483697', text: '<@U0LAN0Z89> is the deploy done?', ts: '1515449522.000016', channel: 'C0DEPLOY' });
+      const body = eventBody({
+        type: 'app_mention',
+        user: 'U2147483697',
+        text: '<@U0LAN0Z89> is the deploy done?',
+        ts: '1515449522.000016',
+        channel: 'C0DEPLOY',
+      });
       const first = await send('slack', body, slackHeaders(body, 'application/json'));
       assert.equal(first.status, 200, first.text);
-      const retry = await send('slack', body, { ...slackHeaders(body, 'application/json', now() + 1), 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' });
+      const retry = await send('slack', body, {
+        ...slackHeaders(body, 'application/json', now() + 1),
+        'x-slack-retry-num': '1',
+        'x-slack-retry-reason': 'http_timeout',
+      });
       assert.equal(retry.status, 200, retry.text);
       assert.equal(retry.body?.duplicate, true);
       const runs = (await runsOf('slack')).filter((x) => x.sessionKey === 'hook:slack:T0001/C0DEPLOY');
-      assert.deepEqual(runs.map((x) => x.message), ['Slack: <@U2147483697> mentioned the app in channel C0DEPLOY:\n<@U0LAN0Z89> is the deploy done?']);
+      assert.deepEqual(
+        runs.map((x) => x.message),
+        ['Slack: <@U2147483697> mentioned the app in channel C0DEPLOY:\n<@U0LAN0Z89> is the deploy done?'],
+      );
     });
 
-    it('a tampered body, a wrong secret and a stale timestamp are 401; a bot\'s own message queues nothing', async () => {
+    it("a tampered body, a wrong secret and a stale timestamp are 401; a bot's own message queues nothing", async () => {
       const before = (await runsOf('slack')).length;
       const body = eventBody({ type: 'app_mention', user: 'U1', text: 'hello', channel: 'C1' });
-      assert.equal((await send('slack', body.replace('hello', 'rm -rf'), slackHeaders(body, 'application/json'))).status, 401);
-      assert.equal((await send('slack', body, slackHeaders(body, 'application/json', now(), 'wrong-secret'))).status, 401);
+      assert.equal(
+        (await send('slack', body.replace('hello', 'rm -rf'), slackHeaders(body, 'application/json'))).status,
+        401,
+      );
+      assert.equal(
+        (await send('slack', body, slackHeaders(body, 'application/json', now(), 'wrong-secret'))).status,
+        401,
+      );
       const stale = await send('slack', body, slackHeaders(body, 'application/json', now() - 600));
       assert.equal(stale.status, 401, stale.text);
       const own = eventBody({ type: 'message', bot_id: 'B0001', text: 'my own reply', channel: 'C1' });
@@ -275,14 +335,21 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
         team: { id: 'T0001', domain: 'example' },
         channel: { id: 'C2147483705', name: 'test' },
         message: { text: 'Deploy v2 to production?' },
-        actions: [{ action_id: 'approve_deploy', block_id: 'b1', type: 'button', value: 'v2', action_ts: '1700000000.000100' }],
+        actions: [
+          { action_id: 'approve_deploy', block_id: 'b1', type: 'button', value: 'v2', action_ts: '1700000000.000100' },
+        ],
       };
       const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
       const r = await send('slack', body, slackHeaders(body, `${FORM}; charset=utf-8`));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.text, '');
       const runs = (await runsOf('slack')).filter((x) => x.message.includes('approve_deploy'));
-      assert.deepEqual(runs.map((x) => x.message), ['Slack: steve (<@U2147483697>) used approve_deploy (value v2) in channel test (C2147483705)\nOn the message: Deploy v2 to production?']);
+      assert.deepEqual(
+        runs.map((x) => x.message),
+        [
+          'Slack: steve (<@U2147483697>) used approve_deploy (value v2) in channel test (C2147483705)\nOn the message: Deploy v2 to production?',
+        ],
+      );
     });
   });
 
@@ -295,7 +362,11 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
       'webhook-signature': signer.sign(id, at, body),
     });
-    const userCreated = JSON.stringify({ type: 'user.created', object: 'event', data: { id: 'user_29w83sxmDNGwOuEthce5gg56FcC', first_name: 'Ada', last_name: 'Lovelace' } });
+    const userCreated = JSON.stringify({
+      type: 'user.created',
+      object: 'event',
+      data: { id: 'user_29w83sxmDNGwOuEthce5gg56FcC', first_name: 'Ada', last_name: 'Lovelace' },
+    });
 
     it("Clerk's user.created: one run with the event and its data, in the user's conversation", async () => {
       const id = `msg_${randomUUID()}`;
@@ -303,7 +374,10 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       assert.equal(r.status, 200, r.text);
       const run = (await runsOf('clerk')).find((x) => x.id === r.body?.runId);
       assert.ok(run);
-      assert.equal(run.message, `clerk: user.created event (message ${id})\nData: {"id":"user_29w83sxmDNGwOuEthce5gg56FcC","first_name":"Ada","last_name":"Lovelace"}`);
+      assert.equal(
+        run.message,
+        `clerk: user.created event (message ${id})\nData: {"id":"user_29w83sxmDNGwOuEthce5gg56FcC","first_name":"Ada","last_name":"Lovelace"}`,
+      );
       assert.equal(run.name, 'Clerk');
       assert.equal(run.sessionKey, 'hook:clerk:user_29w83sxmDNGwOuEthce5gg56FcC');
     });
@@ -322,24 +396,35 @@ describe('sender presets (real process)', { timeout: 180_000 }, () => {
       const before = (await runsOf('clerk')).length;
       assert.equal((await send('clerk', userCreated.replace('Ada', 'Eve'), swHeaders(userCreated))).status, 401);
       const other = new Webhook(`whsec_${Buffer.from('another key, not the endpoint one').toString('base64')}`);
-      assert.equal((await send('clerk', userCreated, swHeaders(userCreated, undefined, new Date(), other))).status, 401);
+      assert.equal(
+        (await send('clerk', userCreated, swHeaders(userCreated, undefined, new Date(), other))).status,
+        401,
+      );
       const stale = await send('clerk', userCreated, swHeaders(userCreated, undefined, new Date(Date.now() - 600_000)));
       assert.equal(stale.status, 401, stale.text);
       assert.equal((await runsOf('clerk')).length, before);
     });
 
     it('a wake preset narrowed to email.*: the event waits for the heartbeat, wrapped; another type queues nothing', async () => {
-      const bounced = JSON.stringify({ type: 'email.bounced', created_at: '2026-03-01T12:00:00.000Z', data: { email_id: 'e-42', to: ['ada@example.com'], subject: 'Invoice 2041' } });
+      const bounced = JSON.stringify({
+        type: 'email.bounced',
+        created_at: '2026-03-01T12:00:00.000Z',
+        data: { email_id: 'e-42', to: ['ada@example.com'], subject: 'Invoice 2041' },
+      });
       const r = await send('resend', bounced, swHeaders(bounced));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body?.mode, 'next-heartbeat');
       // The main session also gets the other presets' run summaries as their runs end: count this preset's events only.
       // (Kept pending: see the config's wakeMode.)
-      const resendEvents = () => withStore(async (s) => (await s.pendingEvents('main', 1000)).filter((e) => e.source === 'resend'));
+      const resendEvents = () =>
+        withStore(async (s) => (await s.pendingEvents('main', 1000)).filter((e) => e.source === 'resend'));
       const pending = await resendEvents();
       const ev = pending.find((e) => e.id === r.body?.eventId);
       assert.ok(ev, JSON.stringify(pending));
-      assert.match(ev.text, /^resend: email\.bounced event \(message msg_[\w-]+\)\nData: \{"email_id":"e-42","to":\["ada@example\.com"\],"subject":"Invoice 2041"\}$/);
+      assert.match(
+        ev.text,
+        /^resend: email\.bounced event \(message msg_[\w-]+\)\nData: \{"email_id":"e-42","to":\["ada@example\.com"\],"subject":"Invoice 2041"\}$/,
+      );
       assert.equal(ev.untrusted, true);
 
       const contact = JSON.stringify({ type: 'contact.created', data: { id: 'c-1' } });

@@ -29,11 +29,17 @@ describe('private files', { timeout: 60_000 }, () => {
       await postWake(hg, 'something to write', 'next-heartbeat');
       const db = join(hg.dir, 'state/nested/hookgate.db');
       assert.ok(existsSync(`${db}-wal`) && existsSync(`${db}-shm`), 'the store runs in WAL mode');
-      assert.deepEqual(
-        [join(hg.dir, 'state'), join(hg.dir, 'state/nested'), db, `${db}-wal`, `${db}-shm`].map(mode),
-        ['0700', '0700', '0600', '0600', '0600'],
+      assert.deepEqual([join(hg.dir, 'state'), join(hg.dir, 'state/nested'), db, `${db}-wal`, `${db}-shm`].map(mode), [
+        '0700',
+        '0700',
+        '0600',
+        '0600',
+        '0600',
+      ]);
+      assert.ok(
+        !hg.logs.some((l) => String(l.msg).includes('readable by group or others')),
+        'a fresh store was reported as exposed',
       );
-      assert.ok(!hg.logs.some((l) => String(l.msg).includes('readable by group or others')), 'a fresh store was reported as exposed');
       await hg.stop();
 
       chmodSync(db, 0o644);

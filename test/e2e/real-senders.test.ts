@@ -48,10 +48,15 @@ describe('real senders (real process)', () => {
   let hg: Hookgate;
   let clientSeq = 0;
   const send = (path: string, body: string, headers: Record<string, string>) =>
-    request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'x-forwarded-for': `10.9.0.${++clientSeq}`, ...headers } });
+    request(`${hg.url}${path}`, {
+      method: 'POST',
+      body,
+      headers: { 'x-forwarded-for': `10.9.0.${++clientSeq}`, ...headers },
+    });
 
   const withStore = <T>(fn: (s: SqliteStore) => Promise<T>): Promise<T> => withStoreAt(dir, fn);
-  const runsOf = (mappingId: string) => withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
+  const runsOf = (mappingId: string) =>
+    withStore(async (s) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
 
   before(async () => {
     dir = realpathSync(mkdtempSync(join(tmpdir(), 'hookgate-e2e-senders-')));
@@ -66,7 +71,11 @@ describe('real senders (real process)', () => {
           mappings: [
             slackMapping('slack-command', 'slack', '{{user_name}} ran {{command}} {{text}} in #{{channel_name}}'),
             slackMapping('slack-events', 'slack-events', 'Slack {{event.type}} from {{event.user}}: {{event.text}}'),
-            slackMapping('slack-actions', 'slack-actions', '{{payload.payload.user.name}} clicked {{payload.payload.actions[0].action_id}}'),
+            slackMapping(
+              'slack-actions',
+              'slack-actions',
+              '{{payload.payload.user.name}} clicked {{payload.payload.actions[0].action_id}}',
+            ),
             {
               id: 'github-prs',
               match: { path: 'github', headers: { 'X-GitHub-Event': 'pull_request' } },
@@ -116,7 +125,10 @@ describe('real senders (real process)', () => {
       const body = JSON.stringify({ token: 't', challenge: 'forged-challenge', type: 'url_verification' });
       const unsigned = await send('/hooks/slack-events', body, { 'content-type': 'application/json' });
       assert.equal(unsigned.status, 401);
-      const forged = await send('/hooks/slack-events', body, { ...slackHeaders(body, 'application/json'), 'x-slack-signature': `v0=${'0'.repeat(64)}` });
+      const forged = await send('/hooks/slack-events', body, {
+        ...slackHeaders(body, 'application/json'),
+        'x-slack-signature': `v0=${'0'.repeat(64)}`,
+      });
       assert.equal(forged.status, 401);
       assert.ok(!forged.text.includes('forged-challenge'));
     });
@@ -134,9 +146,15 @@ describe('real senders (real process)', () => {
       assert.equal(runs.length, 1);
       assert.equal(runs[0]!.message, 'Steve ran /weather 94070 in #test');
       // The same form with a bad signature is 401, and a form on an unsigned mapping is refused (JSON only there).
-      const forged = await send('/hooks/slack', body, { ...slackHeaders(body, FORM), 'x-slack-signature': `v0=${'1'.repeat(64)}` });
+      const forged = await send('/hooks/slack', body, {
+        ...slackHeaders(body, FORM),
+        'x-slack-signature': `v0=${'1'.repeat(64)}`,
+      });
       assert.equal(forged.status, 401);
-      const tokenForm = await send('/hooks/plain', 'text=hi', { 'content-type': FORM, authorization: `Bearer ${TOKEN}` });
+      const tokenForm = await send('/hooks/plain', 'text=hi', {
+        'content-type': FORM,
+        authorization: `Bearer ${TOKEN}`,
+      });
       assert.equal(tokenForm.status, 400);
       assert.equal(tokenForm.body?.code, 'invalid_json');
     });
@@ -151,7 +169,9 @@ describe('real senders (real process)', () => {
         team: { id: 'T0001', domain: 'example' },
         channel: { id: 'C2147483705', name: 'test' },
         response_url: 'https://hooks.slack.com/actions/T0001/1234/5678',
-        actions: [{ action_id: 'approve_deploy', block_id: 'b1', type: 'button', value: 'v1', action_ts: '1700000000.000100' }],
+        actions: [
+          { action_id: 'approve_deploy', block_id: 'b1', type: 'button', value: 'v1', action_ts: '1700000000.000100' },
+        ],
       };
       const body = `payload=${encodeURIComponent(JSON.stringify(payload))}`;
       const r = await send('/hooks/slack-actions', body, slackHeaders(body, `${FORM}; charset=utf-8`));
@@ -167,7 +187,13 @@ describe('real senders (real process)', () => {
         token: 'XXYYZZ',
         team_id: 'T0001',
         api_app_id: 'A123456',
-        event: { type: 'app_mention', user: 'U2147483697', text: '<@U0LAN0Z89> deploy status?', ts: '1515449522.000016', channel: 'C2147483705' },
+        event: {
+          type: 'app_mention',
+          user: 'U2147483697',
+          text: '<@U0LAN0Z89> deploy status?',
+          ts: '1515449522.000016',
+          channel: 'C2147483705',
+        },
         type: 'event_callback',
         event_id: 'Ev0PV52K25',
         event_time: 1515449522,
@@ -196,7 +222,14 @@ describe('real senders (real process)', () => {
       const body = JSON.stringify({
         zen: 'Design for failure.',
         hook_id: 1,
-        hook: { type: 'Repository', id: 1, name: 'web', active: true, events: ['pull_request'], config: { content_type: 'json', url: 'https://example.com/hooks/github', insecure_ssl: '0' } },
+        hook: {
+          type: 'Repository',
+          id: 1,
+          name: 'web',
+          active: true,
+          events: ['pull_request'],
+          config: { content_type: 'json', url: 'https://example.com/hooks/github', insecure_ssl: '0' },
+        },
         repository: { full_name: 'acme/app' },
         sender: { login: 'octocat' },
       });
@@ -204,12 +237,19 @@ describe('real senders (real process)', () => {
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(r.body, { ok: true, ping: true });
       assert.equal((await runsOf('github-prs')).length + (await runsOf('github-issues')).length, 0);
-      const forged = await send('/hooks/github', body, { ...githubHeaders(body, 'ping'), 'x-hub-signature-256': `sha256=${'0'.repeat(64)}` });
+      const forged = await send('/hooks/github', body, {
+        ...githubHeaders(body, 'ping'),
+        'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
+      });
       assert.equal(forged.status, 401);
     });
 
     it('match.headers routes by X-GitHub-Event; an event no mapping names is 404', async () => {
-      const pr = JSON.stringify({ action: 'opened', number: 7, pull_request: { number: 7, title: 'Retry with backoff' } });
+      const pr = JSON.stringify({
+        action: 'opened',
+        number: 7,
+        pull_request: { number: 7, title: 'Retry with backoff' },
+      });
       const a = await send('/hooks/github', pr, githubHeaders(pr, 'pull_request'));
       assert.equal(a.status, 200, a.text);
       const issue = JSON.stringify({ action: 'opened', issue: { number: 8 } });
@@ -219,14 +259,26 @@ describe('real senders (real process)', () => {
       const c = await send('/hooks/github', push, { ...githubHeaders(push, 'push'), authorization: `Bearer ${TOKEN}` });
       assert.equal(c.status, 404, c.text);
       const [prRuns, issueRuns] = [await runsOf('github-prs'), await runsOf('github-issues')];
-      assert.deepEqual(prRuns.map((r) => r.message), ['PR #7 opened: Retry with backoff']);
-      assert.deepEqual(issueRuns.map((r) => r.message), ['Issue #8 opened']);
+      assert.deepEqual(
+        prRuns.map((r) => r.message),
+        ['PR #7 opened: Retry with backoff'],
+      );
+      assert.deepEqual(
+        issueRuns.map((r) => r.message),
+        ['Issue #8 opened'],
+      );
     });
   });
 
   // -------------------------------------------------------------------------------------------------------------
   it('gmail: two messages without an id get two different session keys (and both run)', async () => {
-    const r = await hg.post('/hooks/gmail', { source: 'gmail', messages: [{ from: 'a@example.com', subject: 'one' }, { from: 'b@example.com', subject: 'two' }] });
+    const r = await hg.post('/hooks/gmail', {
+      source: 'gmail',
+      messages: [
+        { from: 'a@example.com', subject: 'one' },
+        { from: 'b@example.com', subject: 'two' },
+      ],
+    });
     assert.equal(r.status, 200, r.text);
     const ids = r.body?.runIds as string[];
     assert.equal(ids.length, 2);
@@ -244,9 +296,17 @@ describe('real senders (real process)', () => {
     assert.equal(b.body?.code, 'idempotency_conflict');
     // The handler records in the background: give a second record time to land before counting.
     await new Promise((r) => setTimeout(r, 300));
-    const out = await runCli(['received', '--json', '--limit', '500', '--config', hg.configFile], { env: { SLACK_SIGNING_SECRET: SLACK_SECRET } });
+    const out = await runCli(['received', '--json', '--limit', '500', '--config', hg.configFile], {
+      env: { SLACK_SIGNING_SECRET: SLACK_SECRET },
+    });
     assert.equal(out.code, 0, out.stderr);
-    const conflicts = (JSON.parse(out.stdout) as Array<{ code: string | null; status: number }>).filter((x) => x.code === 'idempotency_conflict');
-    assert.deepEqual(conflicts.map((x) => x.status), [409], out.stdout);
+    const conflicts = (JSON.parse(out.stdout) as Array<{ code: string | null; status: number }>).filter(
+      (x) => x.code === 'idempotency_conflict',
+    );
+    assert.deepEqual(
+      conflicts.map((x) => x.status),
+      [409],
+      out.stdout,
+    );
   });
 });

@@ -23,7 +23,14 @@ function post(url: string, agent: Agent, forwardedFor: string): Promise<number> 
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { hostname, port, path: PATH, method: 'POST', agent, headers: { authorization: 'Bearer wrong', 'x-forwarded-for': forwardedFor, 'content-type': 'application/json' } },
+      {
+        hostname,
+        port,
+        path: PATH,
+        method: 'POST',
+        agent,
+        headers: { authorization: 'Bearer wrong', 'x-forwarded-for': forwardedFor, 'content-type': 'application/json' },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -70,12 +77,24 @@ describe('a flood of refusals from 10,000 addresses', () => {
 
     const cli = await runCli(['received', '--rejected', '--json', '--limit', '1000', '--config', hg.configFile]);
     assert.equal(cli.code, 0, cli.stderr);
-    const rows = JSON.parse(cli.stdout) as Array<{ status: number; code: string; path: string; clientIp: string; count?: number }>;
-    assert.equal(rows.reduce((n, r) => n + (r.count ?? 0), 0), ADDRESSES);
+    const rows = JSON.parse(cli.stdout) as Array<{
+      status: number;
+      code: string;
+      path: string;
+      clientIp: string;
+      count?: number;
+    }>;
+    assert.equal(
+      rows.reduce((n, r) => n + (r.count ?? 0), 0),
+      ADDRESSES,
+    );
     assert.ok(rows.every((r) => r.status === 401 && r.code === 'unauthorized'));
     // The path class: the sub-path cut to 64 characters and marked, or `other` for the folded overflow.
     assert.deepEqual(new Set(rows.map((r) => r.path)), new Set([`agent/${'p'.repeat(58)}…`, 'other']));
-    assert.ok(rows.some((r) => r.clientIp === 'other' && r.count! > ADDRESSES / 2), 'the addresses past the key bound fold into `other`');
+    assert.ok(
+      rows.some((r) => r.clientIp === 'other' && r.count! > ADDRESSES / 2),
+      'the addresses past the key bound fold into `other`',
+    );
     const text = await runCli(['received', '--rejected', '--config', hg.configFile]);
     assert.match(text.stdout, /^AT +WINDOW +COUNT +PATH +CLIENTIP +STATUS +CODE/);
     assert.match(text.stdout, /60 s +\d+ +other +other +401 +unauthorized/);

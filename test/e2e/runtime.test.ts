@@ -25,7 +25,13 @@ import {
   webhookDeliveries,
   webhookSecret,
 } from '../support/runtime-kit.js';
-import { delay, gate, HEARTBEAT_PROMPT_MARK, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
+import {
+  delay,
+  gate,
+  HEARTBEAT_PROMPT_MARK,
+  type ScriptedModel,
+  startScriptedModel,
+} from '../support/scripted-model.js';
 import { closedPortUrl } from '../support/platforms/index.js';
 import type { Hookgate } from '../support/server.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
@@ -67,13 +73,23 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     });
     store = openServerStore(hg);
   });
-  after(() => closeAll(() => store?.close(), () => hg?.cleanup(), () => model?.close()));
+  after(() =>
+    closeAll(
+      () => store?.close(),
+      () => hg?.cleanup(),
+      () => model?.close(),
+    ),
+  );
 
   it('wake now: a heartbeat within about a second, as the main agent on its model, with the wake text unwrapped', async () => {
     const text = uniq('deploy finished: build 42 is green');
     const t0 = Date.now();
     await postWake(hg, text, 'now');
-    const call = await waitFor('a heartbeat with the wake text', () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)), 5000);
+    const call = await waitFor(
+      'a heartbeat with the wake text',
+      () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)),
+      5000,
+    );
     const latency = call.startedAt - t0;
     // 250 ms of coalescing plus a store read: generous for a loaded machine, far below any periodic heartbeat (off).
     assert.ok(latency < 2000, `heartbeat came ${latency} ms after the wake`);
@@ -82,7 +98,9 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     assert.match(call.lastUser, new RegExp(`^- \\[\\d{4}-\\d\\d-\\d\\dT[^\\]]+\\] ${text}$`, 'm'));
     assert.ok(!call.lastUser.includes('EXTERNAL_UNTRUSTED_CONTENT'), call.lastUser);
     assert.ok(!call.lastUser.includes('SECURITY NOTICE'), call.lastUser);
-    const line = await waitFor('heartbeat finished log', () => hg.logs.find((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')));
+    const line = await waitFor('heartbeat finished log', () =>
+      hg.logs.find((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')),
+    );
     assert.equal(line.outcome, 'acknowledged');
   });
 
@@ -101,12 +119,17 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     await delay(1200);
     const beats = model.calls.slice(mark).filter((c) => c.heartbeat);
     // Every wake reaches exactly one heartbeat, whatever the timing.
-    for (const t of texts) assert.equal(beats.filter((b) => b.lastUser.includes(t)).length, 1, `${t} in ${beats.length} heartbeats`);
+    for (const t of texts)
+      assert.equal(beats.filter((b) => b.lastUser.includes(t)).length, 1, `${t} in ${beats.length} heartbeats`);
     // One heartbeat only if the four were accepted inside one window; on a machine so loaded that the posts took
     // longer than the window, the later ones rightly make a second heartbeat (the unit test in
     // test/runtime/heartbeat.test.ts checks the window itself without a network in between).
     if (span <= HEARTBEAT_COALESCE_MS) {
-      assert.equal(beats.length, 1, `heartbeats (wakes posted within ${span} ms): ${beats.map((b) => b.lastUser.split('\n')[0]).join(' | ')}`);
+      assert.equal(
+        beats.length,
+        1,
+        `heartbeats (wakes posted within ${span} ms): ${beats.map((b) => b.lastUser.split('\n')[0]).join(' | ')}`,
+      );
       assert.match(beats[0]!.lastUser, /^System events \(4\):/);
     }
     // in the order they were accepted is not promised for concurrent requests; all four are there
@@ -122,7 +145,9 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
       const mark = model.calls.length;
       const first = uniq('consume-after-turn');
       const firstId = await postWake(hg, first, 'now');
-      const call = await waitFor('the heartbeat in flight', () => model.calls.slice(mark).find((c) => c.heartbeat && c.lastUser.includes(first)));
+      const call = await waitFor('the heartbeat in flight', () =>
+        model.calls.slice(mark).find((c) => c.heartbeat && c.lastUser.includes(first)),
+      );
       assert.equal(call.endedAt, undefined);
 
       const during = await cli(hg, 'sessions', 'show', 'main');
@@ -134,11 +159,17 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
       const second = uniq('second-during-turn');
       await postWake(hg, second, 'now');
       await delay(800);
-      assert.equal(model.calls.slice(mark).filter((c) => c.heartbeat).length, 1, 'a second heartbeat started during the first');
+      assert.equal(
+        model.calls.slice(mark).filter((c) => c.heartbeat).length,
+        1,
+        'a second heartbeat started during the first',
+      );
       assert.equal(model.inFlight, 1);
 
       release.open();
-      const next = await waitFor('the follow-up heartbeat', () => model.calls.slice(mark).find((c) => c.heartbeat && c.lastUser.includes(second)));
+      const next = await waitFor('the follow-up heartbeat', () =>
+        model.calls.slice(mark).find((c) => c.heartbeat && c.lastUser.includes(second)),
+      );
       assert.ok(next.startedAt >= call.endedAt!, 'the second heartbeat overlapped the first');
       assert.ok(!next.lastUser.includes(first), 'a consumed event was fed again');
 
@@ -147,7 +178,10 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
       assert.equal(pendingFromShow(afterTurn.stdout), 0, afterTurn.stdout);
       const ev = storedEvents(join(hg.dir, 'data/hookgate.db')).get(firstId);
       assert.ok(ev?.consumedAt, 'consumedAt not set');
-      assert.ok(ev.consumedAt >= call.endedAt! - 5, `consumed at ${ev.consumedAt}, before the turn ended at ${call.endedAt}`);
+      assert.ok(
+        ev.consumedAt >= call.endedAt! - 5,
+        `consumed at ${ev.consumedAt}, before the turn ended at ${call.endedAt}`,
+      );
     } finally {
       release.open();
       model.setHandler(() => 'HEARTBEAT_OK');
@@ -158,7 +192,10 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     let failed = 0;
     model.setHandler((c) => {
       if (c.heartbeat && c.lastUser.includes('retry-me') && failed++ === 0) {
-        return { status: 500, body: { error: { message: 'The server had an error while processing your request.', type: 'server_error' } } };
+        return {
+          status: 500,
+          body: { error: { message: 'The server had an error while processing your request.', type: 'server_error' } },
+        };
       }
       return 'HEARTBEAT_OK';
     });
@@ -166,14 +203,28 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
       const mark = model.calls.length;
       const text = uniq('retry-me');
       await postWake(hg, text, 'now');
-      const firstCall = await waitFor('the failing heartbeat', () => model.calls.slice(mark).find((c) => c.heartbeat && c.status === 500));
-      const line = await waitFor('the failure log line', () => hg.logs.find((l) => l.msg === 'heartbeat turn failed; events stay pending'));
+      const firstCall = await waitFor('the failing heartbeat', () =>
+        model.calls.slice(mark).find((c) => c.heartbeat && c.status === 500),
+      );
+      const line = await waitFor('the failure log line', () =>
+        hg.logs.find((l) => l.msg === 'heartbeat turn failed; events stay pending'),
+      );
       // The first retry waits 5 s with equal jitter: between 2.5 and 5 s.
       const retryInMs = line.retryInMs as number;
       assert.ok(retryInMs >= 2500 && retryInMs <= 5000, `retry in ${retryInMs} ms`);
-      assert.ok((await store.pendingEvents('main')).some((e) => e.text === text), 'the events of a failed heartbeat were dropped');
-      const retried = await waitFor('the retried heartbeat', () => model.calls.slice(mark).find((c) => c.heartbeat && c.status === 200 && c.lastUser.includes(text)), 12_000);
-      assert.ok(retried.startedAt - firstCall.endedAt! >= retryInMs - 500, `retried after ${retried.startedAt - firstCall.endedAt!} ms, not ${retryInMs}`);
+      assert.ok(
+        (await store.pendingEvents('main')).some((e) => e.text === text),
+        'the events of a failed heartbeat were dropped',
+      );
+      const retried = await waitFor(
+        'the retried heartbeat',
+        () => model.calls.slice(mark).find((c) => c.heartbeat && c.status === 200 && c.lastUser.includes(text)),
+        12_000,
+      );
+      assert.ok(
+        retried.startedAt - firstCall.endedAt! >= retryInMs - 500,
+        `retried after ${retried.startedAt - firstCall.endedAt!} ms, not ${retryInMs}`,
+      );
       await waitFor('consumed', async () => (await store.pendingEvents('main')).length === 0);
     } finally {
       model.setHandler(() => 'HEARTBEAT_OK');
@@ -185,8 +236,19 @@ describe('wake and heartbeat (every: off)', { timeout: 90_000 }, () => {
     const runId = await postAgent(hg, { message, name: 'Dflt', model: 'echo/echo', wakeMode: 'next-heartbeat' });
     const run = await waitForRun(store, runId);
     assert.equal(run.deliveryStatus, 'outbox');
-    const line = await waitFor('the log-channel line', () => hg.logs.find((l) => l.runId === runId && l.channel === 'log' && 'text' in l));
-    assert.deepEqual(line, { runId, sessionKey: run.sessionKey, agentId: 'main', hookName: 'Dflt', channel: 'log', to: '', text: `echo: ${message}`, createdAt: new Date(run.finishedAt!).toISOString() });
+    const line = await waitFor('the log-channel line', () =>
+      hg.logs.find((l) => l.runId === runId && l.channel === 'log' && 'text' in l),
+    );
+    assert.deepEqual(line, {
+      runId,
+      sessionKey: run.sessionKey,
+      agentId: 'main',
+      hookName: 'Dflt',
+      channel: 'log',
+      to: '',
+      text: `echo: ${message}`,
+      createdAt: new Date(run.finishedAt!).toISOString(),
+    });
     await waitFor('delivered', async () => (await store.listDeliveries({ runId }))[0]?.state === 'delivered');
     // A delivery never sets a route: the main session still has none.
     assert.equal(await store.getRoute('main'), undefined);
@@ -204,16 +266,28 @@ describe('wake next-heartbeat (every: 3s)', { timeout: 90_000 }, () => {
       agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
     });
   });
-  after(() => closeAll(() => hg?.cleanup(), () => model?.close()));
+  after(() =>
+    closeAll(
+      () => hg?.cleanup(),
+      () => model?.close(),
+    ),
+  );
 
   it('waits for the periodic heartbeat instead of requesting one', async () => {
     const text = uniq('nightly report ready');
     const t0 = Date.now();
     await postWake(hg, text, 'next-heartbeat');
-    const call = await waitFor('the periodic heartbeat', () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)), 10_000);
+    const call = await waitFor(
+      'the periodic heartbeat',
+      () => model.calls.find((c) => c.heartbeat && c.lastUser.includes(text)),
+      10_000,
+    );
     const line = await waitFor('heartbeat finished log', () => hg.logs.find((l) => l.msg === 'heartbeat finished'));
     assert.deepEqual(line.reasons, ['interval']);
-    assert.ok(!hg.logs.some((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')), 'a heartbeat ran for the wake itself');
+    assert.ok(
+      !hg.logs.some((l) => l.msg === 'heartbeat finished' && (l.reasons as string[]).includes('hook:wake')),
+      'a heartbeat ran for the wake itself',
+    );
     // The periodic timer started with the server (just before it listened): it fires about 3 s after that.
     assert.ok(call.startedAt - t0 >= 1000, `heartbeat came only ${call.startedAt - t0} ms after a next-heartbeat wake`);
     // The following periodic heartbeats find nothing pending: no model call at all.
@@ -278,35 +352,79 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
     });
     store = openServerStore(hg);
   });
-  after(() => closeAll(() => store?.close(), () => hg?.cleanup(), () => ai?.close(), () => claude?.close(), () => bad?.close(), () => timed?.close(), () => receiver?.close()));
+  after(() =>
+    closeAll(
+      () => store?.close(),
+      () => hg?.cleanup(),
+      () => ai?.close(),
+      () => claude?.close(),
+      () => bad?.close(),
+      () => timed?.close(),
+      () => receiver?.close(),
+    ),
+  );
 
   const heartbeatsSeen = () => ai.requests.filter(isHeartbeat);
 
   describe('run → reply → delivery → summary → heartbeat', () => {
     it('delivers the reply to the webhook channel (signed), and the summary reaches a heartbeat (wakeMode now)', async () => {
       const message = uniq('Summarise build');
-      const runId = await postAgent(hg, { message, name: 'CI', model: 'echo/echo', channel: 'webhook', to: 'ops', wakeMode: 'now' });
+      const runId = await postAgent(hg, {
+        message,
+        name: 'CI',
+        model: 'echo/echo',
+        channel: 'webhook',
+        to: 'ops',
+        wakeMode: 'now',
+      });
       const run = await waitForRun(store, runId);
       assert.equal(run.state, 'succeeded', run.error ?? '');
       assert.equal(run.reply, `echo: ${message}`);
       assert.equal(run.deliveryStatus, 'outbox');
 
-      const d = await waitFor('the webhook delivery', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
+      const d = await waitFor('the webhook delivery', () =>
+        webhookDeliveries(receiver).find((x) => x.body.runId === runId),
+      );
       assert.ok(d.verified, `signature did not verify: ${d.raw.failure}`);
-      assert.deepEqual(Object.keys(d.body), ['runId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'text', 'createdAt']);
+      assert.deepEqual(Object.keys(d.body), [
+        'runId',
+        'sessionKey',
+        'agentId',
+        'hookName',
+        'channel',
+        'to',
+        'text',
+        'createdAt',
+      ]);
       assert.deepEqual(
         { ...d.body, createdAt: undefined },
-        { runId, sessionKey: run.sessionKey, agentId: 'main', hookName: 'CI', channel: 'webhook', to: 'ops', text: `echo: ${message}`, createdAt: undefined },
+        {
+          runId,
+          sessionKey: run.sessionKey,
+          agentId: 'main',
+          hookName: 'CI',
+          channel: 'webhook',
+          to: 'ops',
+          text: `echo: ${message}`,
+          createdAt: undefined,
+        },
       );
       assert.match(run.sessionKey, /^hook:/);
       assert.equal(Date.parse(String(d.body.createdAt)), run.finishedAt);
       const rows = await store.listDeliveries({ runId });
       assert.equal(rows.length, 1);
       assert.equal(d.id, rows[0]!.id, 'webhook-id is not the delivery id');
-      await waitFor('delivery marked delivered', async () => (await store.getDelivery(rows[0]!.id))?.state === 'delivered');
+      await waitFor(
+        'delivery marked delivered',
+        async () => (await store.getDelivery(rows[0]!.id))?.state === 'delivered',
+      );
 
       const summary = `Hook CI: echo: ${message}`;
-      const hb = await waitFor('a heartbeat carrying the summary', () => heartbeatsSeen().find((b) => lastUser(b).includes(summary)), 5000);
+      const hb = await waitFor(
+        'a heartbeat carrying the summary',
+        () => heartbeatsSeen().find((b) => lastUser(b).includes(summary)),
+        5000,
+      );
       assert.equal(hb.model, 'gpt-main');
       const ev = [...storedEvents(join(hg.dir, 'data/hookgate.db')).values()].find((e) => e.text === summary);
       assert.ok(ev, 'summary event not stored');
@@ -321,7 +439,14 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       await waitFor('nothing pending', async () => (await store.pendingEvents('main')).length === 0);
       const beatsBefore = heartbeatsSeen().length;
       const message = uniq('quiet one');
-      const runId = await postAgent(hg, { message, name: 'Quiet', model: 'echo/echo', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+      const runId = await postAgent(hg, {
+        message,
+        name: 'Quiet',
+        model: 'echo/echo',
+        channel: 'webhook',
+        to: 'ops',
+        wakeMode: 'next-heartbeat',
+      });
       const run = await waitForRun(store, runId);
       assert.equal(run.state, 'succeeded');
       await waitFor('the webhook delivery', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
@@ -329,19 +454,33 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       assert.equal(heartbeatsSeen().length, beatsBefore, 'a heartbeat ran for a next-heartbeat run');
       const summary = `Hook Quiet: echo: ${message}`;
       const pending = await store.pendingEvents('main');
-      assert.ok(pending.some((e) => e.text === summary), `pending: ${JSON.stringify(pending.map((e) => e.text))}`);
+      assert.ok(
+        pending.some((e) => e.text === summary),
+        `pending: ${JSON.stringify(pending.map((e) => e.text))}`,
+      );
 
       // Not lost: the next heartbeat (here requested by a wake) takes it along.
       const flush = uniq('flush');
       await postWake(hg, flush, 'now');
-      const hb = await waitFor('a heartbeat with both', () => heartbeatsSeen().find((b) => lastUser(b).includes(flush)), 5000);
+      const hb = await waitFor(
+        'a heartbeat with both',
+        () => heartbeatsSeen().find((b) => lastUser(b).includes(flush)),
+        5000,
+      );
       assert.ok(lastUser(hb).includes(summary), lastUser(hb));
     });
   });
 
   describe('HEARTBEAT_OK', () => {
     it('a run whose reply is HEARTBEAT_OK is not delivered; runs show says suppressed', async () => {
-      const runId = await postAgent(hg, { message: 'anything new?', name: 'Ack', model: 'echo/ack', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+      const runId = await postAgent(hg, {
+        message: 'anything new?',
+        name: 'Ack',
+        model: 'echo/ack',
+        channel: 'webhook',
+        to: 'ops',
+        wakeMode: 'next-heartbeat',
+      });
       const run = await waitForRun(store, runId);
       assert.equal(run.state, 'succeeded');
       assert.equal(run.reply, 'HEARTBEAT_OK');
@@ -351,20 +490,49 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       assert.equal(show.code, 0, show.stderr);
       assert.match(show.stdout, /reply went: suppressed:heartbeat_ack/);
       // Control: a reply that only mentions the token in the middle is a real message and is delivered.
-      const mention = await postAgent(hg, { message: 'the HEARTBEAT_OK token explained', name: 'Mention', model: 'echo/echo', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+      const mention = await postAgent(hg, {
+        message: 'the HEARTBEAT_OK token explained',
+        name: 'Mention',
+        model: 'echo/echo',
+        channel: 'webhook',
+        to: 'ops',
+        wakeMode: 'next-heartbeat',
+      });
       await waitFor('the control delivery', () => webhookDeliveries(receiver).find((x) => x.body.runId === mention));
-      assert.ok(!webhookDeliveries(receiver).some((x) => x.body.runId === runId), 'the HEARTBEAT_OK reply was delivered');
+      assert.ok(
+        !webhookDeliveries(receiver).some((x) => x.body.runId === runId),
+        'the HEARTBEAT_OK reply was delivered',
+      );
     });
 
     it('HEARTBEAT_OK with a short remark (within ackMaxChars) is an acknowledgement; with a long one it is delivered', async () => {
-      timed.setHandler((c) => (c.lastUser.includes('short-ack') ? '**HEARTBEAT_OK** nothing new.' : `HEARTBEAT_OK ${'but here is a lot to say. '.repeat(16)}`));
+      timed.setHandler((c) =>
+        c.lastUser.includes('short-ack')
+          ? '**HEARTBEAT_OK** nothing new.'
+          : `HEARTBEAT_OK ${'but here is a lot to say. '.repeat(16)}`,
+      );
       try {
-        const short = await postAgent(hg, { message: uniq('short-ack'), model: 'timed/m', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
-        const long = await postAgent(hg, { message: uniq('long-ack'), model: 'timed/m', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+        const short = await postAgent(hg, {
+          message: uniq('short-ack'),
+          model: 'timed/m',
+          channel: 'webhook',
+          to: 'ops',
+          wakeMode: 'next-heartbeat',
+        });
+        const long = await postAgent(hg, {
+          message: uniq('long-ack'),
+          model: 'timed/m',
+          channel: 'webhook',
+          to: 'ops',
+          wakeMode: 'next-heartbeat',
+        });
         assert.equal((await waitForRun(store, short)).deliveryStatus, 'suppressed:heartbeat_ack');
         assert.equal((await waitForRun(store, long)).deliveryStatus, 'outbox');
         await waitFor('the long one delivered', () => webhookDeliveries(receiver).find((x) => x.body.runId === long));
-        assert.ok(!webhookDeliveries(receiver).some((x) => x.body.runId === short), 'the acknowledgement was delivered');
+        assert.ok(
+          !webhookDeliveries(receiver).some((x) => x.body.runId === short),
+          'the acknowledgement was delivered',
+        );
       } finally {
         timed.setHandler((c) => `model: ${c.lastUser}`);
       }
@@ -378,16 +546,23 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
 
       const logMark = hg.logs.length;
       await postWake(hg, uniq('all quiet'), 'now');
-      const line = await waitFor('heartbeat finished', () => hg.logs.slice(logMark).find((l) => l.msg === 'heartbeat finished'));
+      const line = await waitFor('heartbeat finished', () =>
+        hg.logs.slice(logMark).find((l) => l.msg === 'heartbeat finished'),
+      );
       assert.equal(line.outcome, 'acknowledged');
       await delay(800);
       assert.equal(fromHeartbeats().length, before, 'an acknowledging heartbeat was delivered');
-      assert.deepEqual((await store.listDeliveries({ limit: 500 })).filter((d) => d.heartbeatId !== null), []);
+      assert.deepEqual(
+        (await store.listDeliveries({ limit: 500 })).filter((d) => d.heartbeatId !== null),
+        [],
+      );
 
       heartbeatReply = 'The disk is 97% full: please look.';
       try {
         await postWake(hg, uniq('disk alert'), 'now');
-        const d = await waitFor('the heartbeat reply delivered', () => fromHeartbeats().find((x) => x.body.text === heartbeatReply));
+        const d = await waitFor('the heartbeat reply delivered', () =>
+          fromHeartbeats().find((x) => x.body.text === heartbeatReply),
+        );
         assert.ok(d.verified, d.raw.failure);
         assert.equal(d.body.to, 'ops');
         assert.equal(d.body.sessionKey, 'main');
@@ -440,7 +615,10 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const reply = r.reply ?? '';
       assert.ok(reply.startsWith('agent: '), reply);
       assert.ok(reply.includes(m), reply);
-      assert.ok(reply.includes('<<<EXTERNAL_UNTRUSTED_CONTENT id="'), 'the command agent did not get the wrapped prompt');
+      assert.ok(
+        reply.includes('<<<EXTERNAL_UNTRUSTED_CONTENT id="'),
+        'the command agent did not get the wrapped prompt',
+      );
       const env = await run({ message: uniq('env please'), model: 'clienv/agent-2' });
       const got = JSON.parse(env.reply ?? '{}') as Record<string, unknown>;
       assert.equal(got.model, 'agent-2');
@@ -448,7 +626,7 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       assert.equal(got.token, null, 'HOOKGATE_* leaked into the agent');
     });
 
-    it('thinking maps to each provider\'s reasoning setting', async () => {
+    it("thinking maps to each provider's reasoning setting", async () => {
       const m1 = uniq('think hard');
       await run({ message: m1, thinking: 'high' });
       assert.equal(ai.requests.find((b) => lastUser(b).includes(m1))?.reasoning_effort, 'high');
@@ -464,12 +642,20 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
   });
 
   describe('timeouts and provider errors', () => {
-    const summaryOf = (runId: string) => [...storedEvents(join(hg.dir, 'data/hookgate.db')).values()].find((e) => e.runId === runId)?.text;
+    const summaryOf = (runId: string) =>
+      [...storedEvents(join(hg.dir, 'data/hookgate.db')).values()].find((e) => e.runId === runId)?.text;
 
     it('timeoutSeconds is enforced: a hanging model ends timed_out with an error summary', async () => {
       bad.setMode('hang');
       try {
-        const runId = await postAgent(hg, { message: uniq('slow'), name: 'Slowpoke', model: 'bad/m', timeoutSeconds: 1, deliver: false, wakeMode: 'next-heartbeat' });
+        const runId = await postAgent(hg, {
+          message: uniq('slow'),
+          name: 'Slowpoke',
+          model: 'bad/m',
+          timeoutSeconds: 1,
+          deliver: false,
+          wakeMode: 'next-heartbeat',
+        });
         const r = await waitForRun(store, runId, 10_000);
         assert.equal(r.state, 'timed_out');
         assert.equal(r.error, 'timed out after 1 s');
@@ -486,12 +672,22 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       bad.setMode('server-error');
       try {
         const n0 = bad.calls.length;
-        const runId = await postAgent(hg, { message: uniq('boom'), name: 'Boom', model: 'bad/m', deliver: false, wakeMode: 'next-heartbeat' });
+        const runId = await postAgent(hg, {
+          message: uniq('boom'),
+          name: 'Boom',
+          model: 'bad/m',
+          deliver: false,
+          wakeMode: 'next-heartbeat',
+        });
         const r = await waitForRun(store, runId, 15_000);
         assert.equal(r.state, 'failed');
         assert.match(r.error ?? '', /^provider_http: .*HTTP 500.* \(gave up after \d+ retries over \d+ s\)$/);
         assert.ok(r.retries >= 1, `queued again at least once (retries: ${r.retries})`);
-        assert.equal(bad.calls.slice(n0).filter((c) => c.status === 500).length, 3 * (r.retries + 1), 'maxAttempts 3 = three requests per try');
+        assert.equal(
+          bad.calls.slice(n0).filter((c) => c.status === 500).length,
+          3 * (r.retries + 1),
+          'maxAttempts 3 = three requests per try',
+        );
         assert.match(summaryOf(runId) ?? '', /^Hook Boom \(error\): provider_http: .*HTTP 500/);
       } finally {
         bad.setMode('ok');
@@ -499,7 +695,13 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
     });
 
     it('a provider that refuses connections fails the run with provider_unreachable', async () => {
-      const runId = await postAgent(hg, { message: uniq('nobody home'), name: 'Down', model: 'down/m', deliver: false, wakeMode: 'next-heartbeat' });
+      const runId = await postAgent(hg, {
+        message: uniq('nobody home'),
+        name: 'Down',
+        model: 'down/m',
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
       const r = await waitForRun(store, runId, 15_000);
       assert.equal(r.state, 'failed');
       assert.match(r.error ?? '', /^provider_unreachable: .*ECONNREFUSED.*gave up after/);
@@ -510,7 +712,13 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       bad.setMode('garbage');
       try {
         const n0 = bad.calls.length;
-        const runId = await postAgent(hg, { message: uniq('garbage'), name: 'Junk', model: 'bad/m', deliver: false, wakeMode: 'next-heartbeat' });
+        const runId = await postAgent(hg, {
+          message: uniq('garbage'),
+          name: 'Junk',
+          model: 'bad/m',
+          deliver: false,
+          wakeMode: 'next-heartbeat',
+        });
         const r = await waitForRun(store, runId);
         assert.equal(r.state, 'failed');
         assert.match(r.error ?? '', /^provider_bad_response: /);
@@ -549,7 +757,10 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const end = `<<<END_EXTERNAL_UNTRUSTED_CONTENT id="${id}">>>`;
       const endAt = prompt.indexOf(end);
       assert.ok(endAt > start.index, 'no end marker with the same id');
-      assert.ok(prompt.indexOf('SECURITY NOTICE') >= 0 && prompt.indexOf('SECURITY NOTICE') < start.index, 'the notice must precede the content');
+      assert.ok(
+        prompt.indexOf('SECURITY NOTICE') >= 0 && prompt.indexOf('SECURITY NOTICE') < start.index,
+        'the notice must precede the content',
+      );
       // Exactly our two boundaries: nothing in the content can pass for one.
       assert.equal(count(prompt, 'EXTERNAL_UNTRUSTED_CONTENT'), 2, prompt);
       const inner = prompt.slice(start.index + start[0].length, endAt);
@@ -568,7 +779,9 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
         ].join('\n'),
       );
       // The suspicious content is logged by pattern name and session key, never its text.
-      const warn = hg.logs.slice(logMark).find((l) => l.msg === 'suspicious patterns in external hook content' && l.runId === runId);
+      const warn = hg.logs
+        .slice(logMark)
+        .find((l) => l.msg === 'suspicious patterns in external hook content' && l.runId === runId);
       assert.ok(warn, 'no suspicious-pattern log line');
       assert.ok((warn.patterns as string[]).includes('boundary_marker_spoof'), JSON.stringify(warn.patterns));
       assert.equal(warn.sessionKey, r.sessionKey);
@@ -581,15 +794,30 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const key = `hook:${uniq('persist')}`;
       const first = uniq('first: my name is Ada');
       const second = uniq('second: what is my name?');
-      const id1 = await postAgent(hg, { message: first, sessionKey: key, sessionMode: 'persistent', deliver: false, wakeMode: 'next-heartbeat' });
-      const id2 = await postAgent(hg, { message: second, sessionKey: key, sessionMode: 'persistent', deliver: false, wakeMode: 'next-heartbeat' });
+      const id1 = await postAgent(hg, {
+        message: first,
+        sessionKey: key,
+        sessionMode: 'persistent',
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
+      const id2 = await postAgent(hg, {
+        message: second,
+        sessionKey: key,
+        sessionMode: 'persistent',
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
       const r1 = await waitForRun(store, id1);
       const r2 = await waitForRun(store, id2);
       assert.equal(r1.state, 'succeeded');
       assert.equal(r2.state, 'succeeded');
       const req = ai.requests.find((b) => lastUser(b).includes(second))!;
       const msgs = req.messages ?? [];
-      assert.deepEqual(msgs.map((m) => m.role), ['user', 'assistant', 'user']);
+      assert.deepEqual(
+        msgs.map((m) => m.role),
+        ['user', 'assistant', 'user'],
+      );
       assert.ok(String(msgs[0]?.content).includes(first), String(msgs[0]?.content));
       assert.equal(msgs[1]?.content, r1.reply);
 
@@ -597,11 +825,20 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const a = uniq('iso first');
       const b = uniq('iso second');
       const i1 = await postAgent(hg, { message: a, sessionKey: iso, deliver: false, wakeMode: 'next-heartbeat' });
-      const i2 = await postAgent(hg, { message: b, sessionKey: iso, sessionMode: 'isolated', deliver: false, wakeMode: 'next-heartbeat' });
+      const i2 = await postAgent(hg, {
+        message: b,
+        sessionKey: iso,
+        sessionMode: 'isolated',
+        deliver: false,
+        wakeMode: 'next-heartbeat',
+      });
       await waitForRun(store, i1);
       await waitForRun(store, i2);
       const isoReq = ai.requests.find((x) => lastUser(x).includes(b))!;
-      assert.deepEqual((isoReq.messages ?? []).map((m) => m.role), ['user']);
+      assert.deepEqual(
+        (isoReq.messages ?? []).map((m) => m.role),
+        ['user'],
+      );
       assert.ok(!JSON.stringify(isoReq.messages).includes(a), 'an isolated run saw an earlier run');
     });
   });
@@ -613,7 +850,11 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
         await delay(500);
         return `done ${c.lastUser.length}`;
       });
-      const ids = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => postAgent(hg, { message: uniq(`job-${i}`), model: 'timed/m', deliver: false, wakeMode: 'next-heartbeat' })));
+      const ids = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map((i) =>
+          postAgent(hg, { message: uniq(`job-${i}`), model: 'timed/m', deliver: false, wakeMode: 'next-heartbeat' }),
+        ),
+      );
       for (const id of ids) assert.equal((await waitForRun(store, id, 20_000)).state, 'succeeded');
       assert.equal(timed.calls.length, 6);
       assert.equal(timed.maxInFlight, 2);
@@ -628,7 +869,16 @@ describe('agent runs (every: off, maxConcurrent 2)', { timeout: 90_000 }, () => 
       const key = `hook:${uniq('ordered')}`;
       const tags = [1, 2, 3, 4].map((i) => uniq(`ord-${i}`));
       const ids: string[] = [];
-      for (const t of tags) ids.push(await postAgent(hg, { message: t, sessionKey: key, model: 'timed/m', deliver: false, wakeMode: 'next-heartbeat' }));
+      for (const t of tags)
+        ids.push(
+          await postAgent(hg, {
+            message: t,
+            sessionKey: key,
+            model: 'timed/m',
+            deliver: false,
+            wakeMode: 'next-heartbeat',
+          }),
+        );
       const runs = [];
       for (const id of ids) runs.push(await waitForRun(store, id, 20_000));
       for (const r of runs) assert.equal(r.state, 'succeeded');
@@ -655,10 +905,20 @@ describe('routing (no channels.default)', { timeout: 90_000 }, () => {
     });
     store = openServerStore(hg);
   });
-  after(() => closeAll(() => store?.close(), () => hg?.cleanup(), () => receiver?.close()));
+  after(() =>
+    closeAll(
+      () => store?.close(),
+      () => hg?.cleanup(),
+      () => receiver?.close(),
+    ),
+  );
 
   it('channel last with no last route and no default: nowhere:no_route, visible and logged, not an error to the sender', async () => {
-    const r = await hg.post('/hooks/agent', { message: 'where does this go', channel: 'last', wakeMode: 'next-heartbeat' });
+    const r = await hg.post('/hooks/agent', {
+      message: 'where does this go',
+      channel: 'last',
+      wakeMode: 'next-heartbeat',
+    });
     assert.equal(r.status, 200);
     const runId = r.body!.runId as string;
     const run = await waitForRun(store, runId);
@@ -668,12 +928,19 @@ describe('routing (no channels.default)', { timeout: 90_000 }, () => {
     assert.deepEqual(await store.listDeliveries({ runId }), []);
     const show = await cli(hg, 'runs', 'show', runId);
     assert.match(show.stdout, /reply went: nowhere:no_route/);
-    await waitFor('the no_route log line', () => hg.logs.find((l) => l.runId === runId && /no route/.test(String(l.msg))));
+    await waitFor('the no_route log line', () =>
+      hg.logs.find((l) => l.runId === runId && /no route/.test(String(l.msg))),
+    );
     assert.equal(receiver.received.length, 0);
   });
 
   it("an explicit delivery goes where it asked and leaves the main session's route alone; a later last run still has none", async () => {
-    const explicit = await postAgent(hg, { message: 'explicit one', channel: 'webhook', to: 'ops', wakeMode: 'next-heartbeat' });
+    const explicit = await postAgent(hg, {
+      message: 'explicit one',
+      channel: 'webhook',
+      to: 'ops',
+      wakeMode: 'next-heartbeat',
+    });
     await waitFor('explicit delivery', () => webhookDeliveries(receiver).find((d) => d.body.runId === explicit));
     await waitFor('delivered', async () => (await store.listDeliveries({ runId: explicit }))[0]?.state === 'delivered');
     assert.equal(await store.getRoute('main'), undefined, 'a hook request moved the main session route');
@@ -690,7 +957,9 @@ describe('routing (no channels.default)', { timeout: 90_000 }, () => {
     const show = await cli(hg, 'sessions', 'show', 'main');
     assert.match(show.stdout, /route: {6}webhook → ops2\n/);
     const runId = await postAgent(hg, { message: 'to the new route', wakeMode: 'next-heartbeat' });
-    const d = await waitFor('delivery on the hand-set route', () => webhookDeliveries(receiver).find((x) => x.body.runId === runId));
+    const d = await waitFor('delivery on the hand-set route', () =>
+      webhookDeliveries(receiver).find((x) => x.body.runId === runId),
+    );
     assert.equal(d.body.to, 'ops2');
     assert.ok(d.verified, d.raw.failure);
   });

@@ -100,32 +100,55 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     assert.equal(reload.id, line.auditId);
     assert.deepEqual(reload.detail.changes, changes);
     assert.equal(typeof reload.node, 'string', 'the node that wrote it');
-    assert.deepEqual((await auditCli('--kind', 'token.rotated')).map((r) => r.detail.path), ['admin.token']);
+    assert.deepEqual(
+      (await auditCli('--kind', 'token.rotated')).map((r) => r.detail.path),
+      ['admin.token'],
+    );
     // The new admin token applies at once: the admin API answers it, and lists the records too.
     const api = await admin('/api/v1/audit?kind=config.reload');
     assert.equal(api.status, 200);
-    assert.deepEqual(api.body.items.map((r: AuditRecord) => r.id), [reload.id]);
+    assert.deepEqual(
+      api.body.items.map((r: AuditRecord) => r.id),
+      [reload.id],
+    );
     const bad = await admin('/api/v1/audit?kind=nope');
     assert.deepEqual([bad.status, bad.body.code], [400, 'invalid_query']);
   });
 
   it("a webhook target URL's path and query secrets are masked in the log line, the record and the admin API", async () => {
     const changed = (l: Record<string, unknown>) =>
-      l.event === 'audit' && l.kind === 'config.reload' && JSON.stringify(l.detail).includes('channels.webhook.targets.recv.url');
+      l.event === 'audit' &&
+      l.kind === 'config.reload' &&
+      JSON.stringify(l.detail).includes('channels.webhook.targets.recv.url');
     editConfig((c) => {
       c.channels.webhook.targets.recv.url = `http://127.0.0.1:21099/services/T0/B0/${URL_SECRETS[0]}?key=${URL_SECRETS[1]}&sig=${URL_SECRETS[2]}`;
     });
     const line = await hg.waitForLog(changed, 10_000);
-    const change = (line.detail as { changes: Array<Record<string, unknown>> }).changes.find((c) => c.path === 'channels.webhook.targets.recv.url');
-    assert.deepEqual(change, { path: 'channels.webhook.targets.recv.url', op: 'changed', from: 'http://127.0.0.1:21099/recv', to: 'http://127.0.0.1:21099/services/***/***/***?key=***&sig=***' });
+    const change = (line.detail as { changes: Array<Record<string, unknown>> }).changes.find(
+      (c) => c.path === 'channels.webhook.targets.recv.url',
+    );
+    assert.deepEqual(change, {
+      path: 'channels.webhook.targets.recv.url',
+      op: 'changed',
+      from: 'http://127.0.0.1:21099/recv',
+      to: 'http://127.0.0.1:21099/services/***/***/***?key=***&sig=***',
+    });
     const api = await waitFor('the record in the admin API', async () => {
       const r = await admin('/api/v1/audit?kind=config.reload&limit=1');
       return r.body.items?.[0]?.id === line.auditId ? r : undefined;
     });
     const answer = JSON.stringify(api.body);
-    assert.deepEqual(URL_SECRETS.filter((s) => answer.includes(s)), [], 'secrets in GET /api/v1/audit');
+    assert.deepEqual(
+      URL_SECRETS.filter((s) => answer.includes(s)),
+      [],
+      'secrets in GET /api/v1/audit',
+    );
     const stored = JSON.stringify(await auditCli('--kind', 'config.reload'));
-    assert.deepEqual(URL_SECRETS.filter((s) => stored.includes(s)), [], 'secrets in the stored records');
+    assert.deepEqual(
+      URL_SECRETS.filter((s) => stored.includes(s)),
+      [],
+      'secrets in the stored records',
+    );
   });
 
   it('a refused reload is recorded with the key paths at fault; the old config stays', async () => {
@@ -133,14 +156,27 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     const line = await hg.waitForLog((l) => l.event === 'audit' && l.kind === 'config.rejected', 10_000);
     assert.deepEqual((line.detail as { paths: string[] }).paths, ['hooks.receivedRetentionDays']);
     editConfig((c) => (c.hooks.receivedRetentionDays = 8));
-    await waitFor('the refusal in the store', async () => (await auditCli('--kind', 'config.rejected')).length === 1 || undefined);
+    await waitFor(
+      'the refusal in the store',
+      async () => (await auditCli('--kind', 'config.rejected')).length === 1 || undefined,
+    );
   });
 
   it('an admin retry (actor admin) and a CLI retry (actor cli) are recorded with the run id', async () => {
     ai.setMode('unauthorized');
-    const runId = await postAgent(hg, { message: 'will fail', name: 'Flaky', model: 'local/gpt-main', deliver: false, wakeMode: 'next-heartbeat' });
+    const runId = await postAgent(hg, {
+      message: 'will fail',
+      name: 'Flaky',
+      model: 'local/gpt-main',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     try {
-      await waitFor('the run to fail', async () => ((await admin(`/api/v1/runs/${runId}`)).body.state === 'failed') || undefined, 20_000);
+      await waitFor(
+        'the run to fail',
+        async () => (await admin(`/api/v1/runs/${runId}`)).body.state === 'failed' || undefined,
+        20_000,
+      );
     } finally {
       ai.setMode('ok');
     }
@@ -149,7 +185,11 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     const line = await hg.waitForLog((l) => l.event === 'audit' && l.kind === 'admin.retry');
     assert.equal(line.actor, 'admin');
     assert.deepEqual(line.detail, { runId, from: 'failed' });
-    await waitFor('the run to succeed', async () => ((await admin(`/api/v1/runs/${runId}`)).body.state === 'succeeded') || undefined, 20_000);
+    await waitFor(
+      'the run to succeed',
+      async () => (await admin(`/api/v1/runs/${runId}`)).body.state === 'succeeded' || undefined,
+      20_000,
+    );
 
     const byCli = await cli(hg, 'runs', 'retry', runId);
     assert.equal(byCli.code, 0, byCli.stderr);
@@ -157,19 +197,36 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
       const list = await auditCli('--kind', 'admin.retry');
       return list.length === 2 ? list : undefined;
     });
-    assert.deepEqual(records.map((r) => [r.actor, r.detail.runId]), [['cli', runId], ['admin', runId]]);
+    assert.deepEqual(
+      records.map((r) => [r.actor, r.detail.runId]),
+      [
+        ['cli', runId],
+        ['admin', runId],
+      ],
+    );
     assert.equal(records[0]!.node, null);
   });
 
   it('a lockout is one record, however many bad tokens follow it', async () => {
-    const bad = () => request(`${hg.url}/hooks/wake`, { method: 'POST', body: '{"text":"x"}', headers: { authorization: 'Bearer wrong-token', 'content-type': 'application/json' } });
+    const bad = () =>
+      request(`${hg.url}/hooks/wake`, {
+        method: 'POST',
+        body: '{"text":"x"}',
+        headers: { authorization: 'Bearer wrong-token', 'content-type': 'application/json' },
+      });
     const statuses: number[] = [];
     for (let i = 0; i < MAX_FAILURES + 10; i++) statuses.push((await bad()).status);
     assert.deepEqual(statuses.slice(0, MAX_FAILURES), Array(MAX_FAILURES).fill(401));
-    assert.ok(statuses.slice(MAX_FAILURES).every((s) => s === 429), statuses.join(','));
+    assert.ok(
+      statuses.slice(MAX_FAILURES).every((s) => s === 429),
+      statuses.join(','),
+    );
     const line = await hg.waitForLog((l) => l.event === 'audit' && l.kind === 'lockout');
     assert.equal(line.actor, '127.0.0.1');
-    assert.deepEqual({ ...(line.detail as object), until: 0 }, { failures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: 120, until: 0 });
+    assert.deepEqual(
+      { ...(line.detail as object), until: 0 },
+      { failures: MAX_FAILURES, windowSeconds: 60, lockoutSeconds: 120, until: 0 },
+    );
     const records = await waitFor('the lockout in the store', async () => {
       const list = await auditCli('--kind', 'lockout');
       return list.length ? list : undefined;
@@ -190,13 +247,24 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
     assert.deepEqual(
       records.map((r) => [r.actor, r.node, r.detail]),
       [
-        ['cli', null, { sessionKey: 'main', from: { channel: 'log', to: 'owner-chat', accountId: null }, to: { channel: 'log', to: 'owner-chat-2', accountId: null } }],
+        [
+          'cli',
+          null,
+          {
+            sessionKey: 'main',
+            from: { channel: 'log', to: 'owner-chat', accountId: null },
+            to: { channel: 'log', to: 'owner-chat-2', accountId: null },
+          },
+        ],
         ['cli', null, { sessionKey: 'main', from: null, to: { channel: 'log', to: 'owner-chat', accountId: null } }],
       ],
     );
     const api = await admin('/api/v1/audit?kind=session.route');
     assert.equal(api.status, 200);
-    assert.deepEqual(api.body.items.map((r: AuditRecord) => r.id), records.map((r) => r.id));
+    assert.deepEqual(
+      api.body.items.map((r: AuditRecord) => r.id),
+      records.map((r) => r.id),
+    );
     const table = await cli(hg, 'audit', '--kind', 'session.route');
     assert.match(table.stdout, /session\.route\s+cli\s+session main: log → owner-chat ⇒ log → owner-chat-2/);
     assert.match(table.stdout, /session main: none ⇒ log → owner-chat\n/);
@@ -204,6 +272,7 @@ describe('security: the audit trail', { timeout: 180_000 }, () => {
 
   it('no secret value appears anywhere in the logs', () => {
     const all = hg.lines.join('\n');
-    for (const secret of [ADMIN_TOKEN, ADMIN_TOKEN_2, API_KEY, API_KEY_2, TARGET_SECRET, ...URL_SECRETS]) assert.equal(all.includes(secret), false, `${secret.slice(0, 12)}… in the logs`);
+    for (const secret of [ADMIN_TOKEN, ADMIN_TOKEN_2, API_KEY, API_KEY_2, TARGET_SECRET, ...URL_SECRETS])
+      assert.equal(all.includes(secret), false, `${secret.slice(0, 12)}… in the logs`);
   });
 });

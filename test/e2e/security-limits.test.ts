@@ -18,7 +18,11 @@ const sign = (body: string) => createHmac('sha256', SECRET).update(body).digest(
  * Headers only, over a raw socket: `Content-Length` announces a body that is never sent. Resolves with the status
  * and how long the answer took; a server that waited for the body would answer only at `hooks.bodyTimeoutMs`.
  */
-function headersOnly(url: string, path: string, headers: Record<string, string>): Promise<{ status: number; ms: number; text: string }> {
+function headersOnly(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; ms: number; text: string }> {
   const { hostname, port } = new URL(url);
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -34,7 +38,12 @@ function headersOnly(url: string, path: string, headers: Record<string, string>)
       }
     });
     sock.on('error', reject);
-    const lines = Object.entries({ host: 'x', 'content-type': 'application/json', 'content-length': '100000', ...headers }).map(([k, v]) => `${k}: ${v}`);
+    const lines = Object.entries({
+      host: 'x',
+      'content-type': 'application/json',
+      'content-length': '100000',
+      ...headers,
+    }).map(([k, v]) => `${k}: ${v}`);
     sock.write(`POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
   });
 }
@@ -50,8 +59,20 @@ describe('per-route allowFrom and rateLimit', () => {
           refusals: { windowSeconds: 1 },
           routes: { wake: { rateLimit: { perMinute: 60, burst: 2 } }, agent: { allowFrom: ['203.0.113.0/24'] } },
           mappings: [
-            { id: 'office', match: { path: 'office' }, action: 'wake', textTemplate: 'office {{n}}', allowFrom: ['203.0.113.0/24', '2001:db8::/32'] },
-            { id: 'limited', match: { path: 'limited' }, action: 'wake', textTemplate: 'limited {{n}}', rateLimit: { perMinute: 60, burst: 3 } },
+            {
+              id: 'office',
+              match: { path: 'office' },
+              action: 'wake',
+              textTemplate: 'office {{n}}',
+              allowFrom: ['203.0.113.0/24', '2001:db8::/32'],
+            },
+            {
+              id: 'limited',
+              match: { path: 'limited' },
+              action: 'wake',
+              textTemplate: 'limited {{n}}',
+              rateLimit: { perMinute: 60, burst: 3 },
+            },
             {
               id: 'signed',
               match: { path: 'signed' },
@@ -61,7 +82,13 @@ describe('per-route allowFrom and rateLimit', () => {
               rateLimit: { perMinute: 1, burst: 1 },
             },
             // Told apart by a body field: known only after the body.
-            { id: 'partner', match: { path: 'multi', source: 'partner' }, action: 'wake', textTemplate: 'partner', allowFrom: ['203.0.113.0/24'] },
+            {
+              id: 'partner',
+              match: { path: 'multi', source: 'partner' },
+              action: 'wake',
+              textTemplate: 'partner',
+              allowFrom: ['203.0.113.0/24'],
+            },
             { id: 'multi', match: { path: 'multi' }, action: 'wake', textTemplate: 'multi {{source}}' },
           ],
         },
@@ -93,11 +120,18 @@ describe('per-route allowFrom and rateLimit', () => {
         const r = await hg.post('/hooks/office', { n: ip }, from(ip));
         assert.equal(r.status, 200, `${ip}: ${r.text}`);
       }
-      assert.equal((await hg.post('/hooks/office', { n: 2 }, from('203.0.113.5', { authorization: 'Bearer wrong' }))).status, 401, 'inside still needs the token');
+      assert.equal(
+        (await hg.post('/hooks/office', { n: 2 }, from('203.0.113.5', { authorization: 'Bearer wrong' }))).status,
+        401,
+        'inside still needs the token',
+      );
     });
 
     it('answers a refused request at once, without reading its body', async () => {
-      const r = await headersOnly(hg.url, '/hooks/office', { authorization: `Bearer ${TOKEN}`, 'x-forwarded-for': '198.51.100.9' });
+      const r = await headersOnly(hg.url, '/hooks/office', {
+        authorization: `Bearer ${TOKEN}`,
+        'x-forwarded-for': '198.51.100.9',
+      });
       assert.equal(r.status, 403);
       assert.ok(r.ms < 5000, `answered after ${r.ms} ms`);
       assert.match(r.text, /connection: close/i);
@@ -108,7 +142,11 @@ describe('per-route allowFrom and rateLimit', () => {
       assert.equal(outside.status, 403);
       assert.equal(outside.body?.code, 'forbidden');
       assert.equal((await hg.post('/hooks/multi', { source: 'partner' }, from('203.0.113.5'))).status, 200);
-      assert.equal((await hg.post('/hooks/multi', { source: 'someone' }, from('198.51.100.9'))).status, 200, 'the next mapping has no list');
+      assert.equal(
+        (await hg.post('/hooks/multi', { source: 'someone' }, from('198.51.100.9'))).status,
+        200,
+        'the next mapping has no list',
+      );
     });
 
     it('hooks.routes.agent.allowFrom guards /hooks/agent', async () => {
@@ -119,7 +157,11 @@ describe('per-route allowFrom and rateLimit', () => {
 
   describe('rateLimit', () => {
     it('{ perMinute: 60, burst: 3 }: three quick requests pass, the next is 429 rate_limited with Retry-After; unauthenticated requests spend nothing', async () => {
-      for (let i = 0; i < 5; i++) assert.equal((await hg.post('/hooks/limited', { n: i }, from('198.51.100.20', { authorization: 'Bearer wrong' }))).status, 401);
+      for (let i = 0; i < 5; i++)
+        assert.equal(
+          (await hg.post('/hooks/limited', { n: i }, from('198.51.100.20', { authorization: 'Bearer wrong' }))).status,
+          401,
+        );
       const started = Date.now();
       const statuses: number[] = [];
       let limited: Awaited<ReturnType<Hookgate['post']>> | undefined;
@@ -140,8 +182,14 @@ describe('per-route allowFrom and rateLimit', () => {
 
     it('a request over the limit is answered at once, its body unread', async () => {
       // Spent again right before (a token refills each second).
-      await waitFor('the bucket to be spent', async () => (await hg.post('/hooks/limited', { n: 'drain' }, from('198.51.100.21'))).status === 429);
-      const r = await headersOnly(hg.url, '/hooks/limited', { authorization: `Bearer ${TOKEN}`, 'x-forwarded-for': '198.51.100.21' });
+      await waitFor(
+        'the bucket to be spent',
+        async () => (await hg.post('/hooks/limited', { n: 'drain' }, from('198.51.100.21'))).status === 429,
+      );
+      const r = await headersOnly(hg.url, '/hooks/limited', {
+        authorization: `Bearer ${TOKEN}`,
+        'x-forwarded-for': '198.51.100.21',
+      });
       assert.equal(r.status, 429);
       assert.ok(r.ms < 5000, `answered after ${r.ms} ms`);
       assert.match(r.text, /retry-after: \d+/i);
@@ -168,7 +216,11 @@ describe('per-route allowFrom and rateLimit', () => {
 
     it('a signed route: forgeries spend nothing, a verified delivery takes the token, the next is refused before its body', async () => {
       for (let i = 0; i < 3; i++) {
-        const forged = await hg.post('/hooks/signed', { n: i }, from(`198.51.100.${30 + i}`, { authorization: '', 'x-signature': '00'.repeat(32) }));
+        const forged = await hg.post(
+          '/hooks/signed',
+          { n: i },
+          from(`198.51.100.${30 + i}`, { authorization: '', 'x-signature': '00'.repeat(32) }),
+        );
         assert.equal(forged.status, 401);
       }
       const body = JSON.stringify({ n: 'ok' });
@@ -183,25 +235,46 @@ describe('per-route allowFrom and rateLimit', () => {
   });
 
   it('refusals are counted per window like every refusal (received --rejected)', async () => {
-    const rows = await waitFor('the refusal counts to be stored', async () => {
-      const cli = await runCli(['received', '--rejected', '--json', '--limit', '1000', '--config', hg.configFile]);
-      const all = JSON.parse(cli.stdout || '[]') as Array<{ status: number; code: string; path: string; count?: number }>;
-      const has = (status: number, path: string) => all.some((r) => r.status === status && r.path === path);
-      return has(403, 'office') && has(429, 'limited') && has(429, 'wake') && has(429, 'signed') ? all : undefined;
-    }, 15_000);
+    const rows = await waitFor(
+      'the refusal counts to be stored',
+      async () => {
+        const cli = await runCli(['received', '--rejected', '--json', '--limit', '1000', '--config', hg.configFile]);
+        const all = JSON.parse(cli.stdout || '[]') as Array<{
+          status: number;
+          code: string;
+          path: string;
+          count?: number;
+        }>;
+        const has = (status: number, path: string) => all.some((r) => r.status === status && r.path === path);
+        return has(403, 'office') && has(429, 'limited') && has(429, 'wake') && has(429, 'signed') ? all : undefined;
+      },
+      15_000,
+    );
     assert.equal(rows.find((r) => r.status === 403 && r.path === 'office')?.code, 'forbidden');
-    assert.ok(rows.every((r) => r.count !== undefined), 'every refusal is a count, none a record of its own');
+    assert.ok(
+      rows.every((r) => r.count !== undefined),
+      'every refusal is a count, none a record of its own',
+    );
   });
 
   it('the limits follow a reload', async () => {
-    const config = JSON.parse(readFileSync(hg.configFile, 'utf8')) as { hooks: { mappings: Array<Record<string, unknown>> } };
+    const config = JSON.parse(readFileSync(hg.configFile, 'utf8')) as {
+      hooks: { mappings: Array<Record<string, unknown>> };
+    };
     delete config.hooks.mappings[0]!.allowFrom;
     config.hooks.mappings[1]!.rateLimit = { perMinute: 1, burst: 10 };
     const reloads = hg.logs.filter((l) => l.msg === 'config reloaded').length;
     writeFileSync(hg.configFile, JSON.stringify(config, null, 2));
     hg.proc.kill('SIGHUP');
-    await waitFor('the config to reload', () => hg.logs.filter((l) => l.msg === 'config reloaded').length > reloads || undefined);
-    assert.equal((await hg.post('/hooks/office', { n: 'anyone' }, from('198.51.100.9'))).status, 200, 'allowFrom removed');
+    await waitFor(
+      'the config to reload',
+      () => hg.logs.filter((l) => l.msg === 'config reloaded').length > reloads || undefined,
+    );
+    assert.equal(
+      (await hg.post('/hooks/office', { n: 'anyone' }, from('198.51.100.9'))).status,
+      200,
+      'allowFrom removed',
+    );
     // A changed limit starts a full bucket.
     for (let i = 0; i < 10; i++) assert.equal((await hg.post('/hooks/limited', { n: `r${i}` })).status, 200);
     assert.equal((await hg.post('/hooks/limited', { n: 'r10' })).status, 429);

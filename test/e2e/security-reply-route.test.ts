@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { DiscordMessage, StandIn } from '../support/platforms/index.js';
-import { DEFAULT_CHANNEL, hijackConfig, OWNER_CHANNEL, probeRouteHijack, startHijackDiscord } from '../support/route-hijack.js';
+import {
+  DEFAULT_CHANNEL,
+  hijackConfig,
+  OWNER_CHANNEL,
+  probeRouteHijack,
+  startHijackDiscord,
+} from '../support/route-hijack.js';
 import { cli, startServer } from '../support/runtime-kit.js';
 import type { Hookgate } from '../support/server.js';
 
@@ -35,7 +41,11 @@ describe("security: only the operator decides where the main agent's replies go"
   };
 
   it('at start, a log line names the route in force and who set it', () => {
-    const line = hg.logs.find((l) => typeof l.msg === 'string' && l.msg.startsWith("the main agent's replies (heartbeats, `channel: last`) go to this route"));
+    const line = hg.logs.find(
+      (l) =>
+        typeof l.msg === 'string' &&
+        l.msg.startsWith("the main agent's replies (heartbeats, `channel: last`) go to this route"),
+    );
     assert.deepEqual([line?.route, line?.setBy], [`discord:${DEFAULT_CHANNEL}`, 'channels.default']);
   });
 

@@ -26,7 +26,9 @@ describe('signature schemes: twilio and bearer (real process)', () => {
   const send = (path: string, body: string, headers: Record<string, string>, client = `10.7.0.${++clientSeq}`) =>
     request(`${hg.url}${path}`, { method: 'POST', body, headers: { 'x-forwarded-for': client, ...headers } });
   const runsOf = (mappingId: string) =>
-    withStoreAt(hg.dir, async (s: SqliteStore) => (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId));
+    withStoreAt(hg.dir, async (s: SqliteStore) =>
+      (await s.listRuns({ limit: 500 })).filter((r) => r.mappingId === mappingId),
+    );
 
   before(async () => {
     hg = await startHookgate({
@@ -76,7 +78,11 @@ describe('signature schemes: twilio and bearer (real process)', () => {
     const signature = (token = TWILIO_TOKEN) => twilio.getExpectedTwilioSignature(token, `${PUBLIC_URL}?src=sms`, sms);
 
     it('a form webhook signed for the public URL and its query string becomes a run, answered with empty TwiML; its retry is a duplicate', async () => {
-      const headers = { 'content-type': FORM, 'x-twilio-signature': signature(), 'i-twilio-idempotency-token': 'e2e-idem-1' };
+      const headers = {
+        'content-type': FORM,
+        'x-twilio-signature': signature(),
+        'i-twilio-idempotency-token': 'e2e-idem-1',
+      };
       const r = await send('/hooks/twilio?src=sms', body, headers);
       assert.equal(r.status, 200, r.text);
       // Twilio reads a messaging webhook's answer as TwiML: an empty <Response/> sends no reply.
@@ -87,7 +93,11 @@ describe('signature schemes: twilio and bearer (real process)', () => {
       assert.equal(retry.text, r.text);
       const runs = await runsOf('twilio-sms');
       assert.equal(runs.length, 1);
-      assert.equal(runs[0]!.message.includes('SMS from +14158675309 (sms): Ahoy, the door is open & the light is on'), true, runs[0]!.message);
+      assert.equal(
+        runs[0]!.message.includes('SMS from +14158675309 (sms): Ahoy, the door is open & the light is on'),
+        true,
+        runs[0]!.message,
+      );
     });
 
     it('a wrong auth token, another query string or a changed field is 401', async () => {
@@ -105,14 +115,27 @@ describe('signature schemes: twilio and bearer (real process)', () => {
 
     it('a JSON body: hookgate send hook --sign adds bodySHA256 to the URL and signs it; hookgate mappings test renders it', async () => {
       const data = JSON.stringify({ EventType: 'onMessageAdded', Body: 'hello from Conversations' });
-      const args = ['send', 'hook', 'twilio-json', '--data', data, '--sign', '--config', hg.configFile, '--url', hg.url];
+      const args = [
+        'send',
+        'hook',
+        'twilio-json',
+        '--data',
+        data,
+        '--sign',
+        '--config',
+        hg.configFile,
+        '--url',
+        hg.url,
+      ];
       const sent = await runCli(args, { cwd: hg.dir });
       assert.equal(sent.code, 0, sent.stdout + sent.stderr);
       assert.match(String((JSON.parse(sent.stdout) as { runId?: string }).runId), /^[0-9a-f-]{36}$/);
       const runs = await runsOf('twilio-json');
       assert.equal(runs.length, 1);
       assert.equal(runs[0]!.message.includes('onMessageAdded: hello from Conversations'), true, runs[0]!.message);
-      const tested = await runCli(['mappings', 'test', 'twilio-json', '--data', data, '--config', hg.configFile], { cwd: hg.dir });
+      const tested = await runCli(['mappings', 'test', 'twilio-json', '--data', data, '--config', hg.configFile], {
+        cwd: hg.dir,
+      });
       assert.equal(tested.code, 0, tested.stdout + tested.stderr);
       assert.match(tested.stdout, /signed here as twilio/);
     });
@@ -123,7 +146,13 @@ describe('signature schemes: twilio and bearer (real process)', () => {
       version: '4',
       status: 'firing',
       receiver: 'hookgate',
-      alerts: [{ status: 'firing', labels: { alertname: 'DiskFull', instance: 'db1' }, annotations: { summary: '/var is 97% full' } }],
+      alerts: [
+        {
+          status: 'firing',
+          labels: { alertname: 'DiskFull', instance: 'db1' },
+          annotations: { summary: '/var is 97% full' },
+        },
+      ],
     });
     const json = { 'content-type': 'application/json' };
 
@@ -134,7 +163,12 @@ describe('signature schemes: twilio and bearer (real process)', () => {
       assert.equal(wrong.status, 401, wrong.text);
       assert.deepEqual([wrong.body?.code, wrong.body?.error], ['unauthorized', 'missing or invalid signature']);
       for (let i = 0; i < 5; i++) {
-        const ok = await send('/hooks/alerts', alert, { ...json, authorization: `Bearer ${BEARER}`, 'idempotency-key': `alert-${i}` }, client);
+        const ok = await send(
+          '/hooks/alerts',
+          alert,
+          { ...json, authorization: `Bearer ${BEARER}`, 'idempotency-key': `alert-${i}` },
+          client,
+        );
         assert.equal(ok.status, 200, ok.text);
       }
       const again = await send('/hooks/alerts', alert, { ...json, authorization: 'Bearer still-not-it' }, client);
@@ -159,7 +193,10 @@ describe('signature schemes: twilio and bearer (real process)', () => {
       const token = await send('/hooks/alerts', alert, { ...json, authorization: `Bearer ${TOKEN}` });
       assert.equal(token.status, 401, token.text);
       assert.equal(token.body?.error, 'missing or invalid signature');
-      const wake = await send('/hooks/wake', JSON.stringify({ text: 'hi' }), { ...json, authorization: `Bearer ${BEARER}` });
+      const wake = await send('/hooks/wake', JSON.stringify({ text: 'hi' }), {
+        ...json,
+        authorization: `Bearer ${BEARER}`,
+      });
       assert.equal(wake.status, 401, wake.text);
       assert.equal(wake.body?.error, 'missing or invalid hook token');
     });

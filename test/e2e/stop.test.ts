@@ -10,17 +10,30 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { INTERRUPTED_NOTE } from '../../src/runtime/run-worker.js';
 import { ACCOUNT, OAUTH, SERVICE_ACCOUNT, startGoogleStandin } from '../support/gmail-standin.js';
-import { AGENT_SCRIPT, cli, openServerStore, postAgent, startServer, waitFor, webhookSecret } from '../support/runtime-kit.js';
+import {
+  AGENT_SCRIPT,
+  cli,
+  openServerStore,
+  postAgent,
+  startServer,
+  waitFor,
+  webhookSecret,
+} from '../support/runtime-kit.js';
 import { delay, startScriptedModel } from '../support/scripted-model.js';
 import { type Hookgate, startHookgate, TOKEN } from '../support/server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
 
 const exited = (hg: Hookgate) =>
-  new Promise<number | null>((resolve) => (hg.proc.exitCode !== null ? resolve(hg.proc.exitCode) : hg.proc.once('exit', (code) => resolve(code))));
+  new Promise<number | null>((resolve) =>
+    hg.proc.exitCode !== null ? resolve(hg.proc.exitCode) : hg.proc.once('exit', (code) => resolve(code)),
+  );
 
 /** A raw connection that sends the head of a wake request; the body follows when the test writes it. */
-function openRequest(hg: Hookgate, body: string): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
+function openRequest(
+  hg: Hookgate,
+  body: string,
+): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
   const { port } = new URL(hg.url);
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), '127.0.0.1', () => {
@@ -49,7 +62,12 @@ function alive(pid: number): boolean {
 
 describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
   it('the process exits right after "hookgate stopped": nothing left open holds it', async (t) => {
-    const hg = await startHookgate({ config: { admin: { enabled: true, port: 0, token: 'stop-test-admin-token-0123456789' }, channels: { default: { channel: 'log' }, log: {} } } });
+    const hg = await startHookgate({
+      config: {
+        admin: { enabled: true, port: 0, token: 'stop-test-admin-token-0123456789' },
+        channels: { default: { channel: 'log' }, log: {} },
+      },
+    });
     t.after(() => hg.cleanup());
     // A run and its delivery first: what they open (connections, timers) must not outlive the stop either.
     const r = await hg.post('/hooks/agent', { message: 'before the stop', waitForCompletion: true });
@@ -85,8 +103,14 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
       channels: { default: { channel: 'log' }, log: {}, webhook: { targets: { ops: { url: receiver.url, secret } } } },
       hooks: {
         gmail: {
-          account: ACCOUNT, topic: 'projects/proj/topics/gmail', audience: 'https://hookgate.test/hooks/gmail-push', serviceAccountEmail: SERVICE_ACCOUNT,
-          oauth: OAUTH, gmailApiBaseUrl: google.url, tokenUrl: google.tokenUrl, jwksUrl: google.jwksUrl,
+          account: ACCOUNT,
+          topic: 'projects/proj/topics/gmail',
+          audience: 'https://hookgate.test/hooks/gmail-push',
+          serviceAccountEmail: SERVICE_ACCOUNT,
+          oauth: OAUTH,
+          gmailApiBaseUrl: google.url,
+          tokenUrl: google.tokenUrl,
+          jwksUrl: google.jwksUrl,
         },
       },
     });
@@ -129,12 +153,22 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
     const stopping = await hg.waitForLog((l) => String(l.msg).startsWith('stopping:'));
     assert.equal(stopping.connections, 3, JSON.stringify(stopping));
     assert.match(String(stopping.msg), /^stopping: draining 0 runs, 3 connections$/);
-    await Promise.race([idle.closed, delay(1000).then(() => assert.fail('the idle keep-alive connection was not closed at once'))]);
+    await Promise.race([
+      idle.closed,
+      delay(1000).then(() => assert.fail('the idle keep-alive connection was not closed at once')),
+    ]);
 
     inFlight.socket.write(finishing.slice(10));
-    await waitFor('the request in flight answered', () => /\r\n\r\n.*"ok":true/s.test(inFlight.received()) && inFlight.received());
+    await waitFor(
+      'the request in flight answered',
+      () => /\r\n\r\n.*"ok":true/s.test(inFlight.received()) && inFlight.received(),
+    );
     assert.match(inFlight.received(), /^HTTP\/1\.1 200/);
-    assert.match(inFlight.received(), /connection: close/i, 'the answer given during a stop does not keep the connection');
+    assert.match(
+      inFlight.received(),
+      /connection: close/i,
+      'the answer given during a stop does not keep the connection',
+    );
 
     const code = await exited(hg);
     const took = Date.now() - signalled;
@@ -142,7 +176,10 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
     t.diagnostic(`stop with a trickling client open took ${took} ms (grace 2 s)`);
     assert.equal(code, 0);
     assert.ok(took < 2000 + 1500, `the stop took ${took} ms`);
-    await Promise.race([trickler.closed, delay(1000).then(() => assert.fail('the trickling client was left connected'))]);
+    await Promise.race([
+      trickler.closed,
+      delay(1000).then(() => assert.fail('the trickling client was left connected')),
+    ]);
     assert.ok(!/"ok":true/.test(trickler.received()), 'the trickling client was accepted without its body');
 
     const store = openServerStore(hg);
@@ -175,12 +212,29 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
     });
     t.after(() => hg.cleanup());
 
-    const quick = await postAgent(hg, { message: 'quick-run', sessionKey: 'hook:quick', deliver: false, wakeMode: 'next-heartbeat' });
-    const stuck = await postAgent(hg, { message: 'stuck-run', sessionKey: 'hook:stuck', deliver: false, wakeMode: 'next-heartbeat' });
+    const quick = await postAgent(hg, {
+      message: 'quick-run',
+      sessionKey: 'hook:quick',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
+    const stuck = await postAgent(hg, {
+      message: 'stuck-run',
+      sessionKey: 'hook:stuck',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     await waitFor('both runs at the model', () => model.calls.filter((c) => !c.heartbeat).length === 2);
     const waiting: string[] = [];
     for (let i = 1; i <= 4; i++) {
-      waiting.push(await postAgent(hg, { message: `queued-run-${i}`, sessionKey: `hook:queued-${i}`, deliver: false, wakeMode: 'next-heartbeat' }));
+      waiting.push(
+        await postAgent(hg, {
+          message: `queued-run-${i}`,
+          sessionKey: `hook:queued-${i}`,
+          deliver: false,
+          wakeMode: 'next-heartbeat',
+        }),
+      );
     }
 
     const signalled = Date.now();
@@ -204,7 +258,11 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
       assert.equal(s?.error, INTERRUPTED_NOTE);
       for (const id of waiting) {
         const r = await store.getRun(id);
-        assert.deepEqual([r?.state, r?.attempts, r?.error], ['queued', 0, null], `run ${id} was touched by the stopping process`);
+        assert.deepEqual(
+          [r?.state, r?.attempts, r?.error],
+          ['queued', 0, null],
+          `run ${id} was touched by the stopping process`,
+        );
       }
     } finally {
       await store.close();
@@ -230,11 +288,23 @@ describe('stopping with SIGTERM / SIGINT', { timeout: 120_000 }, () => {
     const hg = await startServer({
       gateway: { stopGraceSeconds: 60 },
       heartbeat: { every: 'off' },
-      models: { providers: { agent: { api: 'command', command: process.execPath, args: [AGENT_SCRIPT, '--mode', 'sleep-once', '--pid-file', pidFile] } } },
+      models: {
+        providers: {
+          agent: {
+            api: 'command',
+            command: process.execPath,
+            args: [AGENT_SCRIPT, '--mode', 'sleep-once', '--pid-file', pidFile],
+          },
+        },
+      },
       agents: { list: [{ id: 'main', default: true, model: 'agent/cli' }] },
     });
     t.after(() => hg.cleanup());
-    const runId = await postAgent(hg, { message: 'work that takes a while', deliver: false, wakeMode: 'next-heartbeat' });
+    const runId = await postAgent(hg, {
+      message: 'work that takes a while',
+      deliver: false,
+      wakeMode: 'next-heartbeat',
+    });
     const pids = await waitFor('the agent and its child started', () => {
       const text = existsSync(pidFile) ? readFileSync(pidFile, 'utf8').trim().split('\n') : [];
       return text.length === 2 ? text.map(Number) : undefined;

@@ -29,7 +29,12 @@ function fill(file: string): void {
 }
 
 /** `clients` concurrent loops posting wakes until `stop()` holds; every status seen, in order per client. */
-async function hammer(hg: Hookgate, clients: number, stop: () => boolean, onAnswer?: (status: number, text: string) => void): Promise<number[]> {
+async function hammer(
+  hg: Hookgate,
+  clients: number,
+  stop: () => boolean,
+  onAnswer?: (status: number, text: string) => void,
+): Promise<number[]> {
   const statuses: number[] = [];
   let n = 0;
   const client = async () => {
@@ -49,7 +54,9 @@ async function hammer(hg: Hookgate, clients: number, stop: () => boolean, onAnsw
  * the checkpoint thread (its checkpoints every 250 ms keep a lightly loaded WAL small); 12 MiB with SQLite's own
  * checkpoints (the default), whose WAL reaches 4 MiB before one runs.
  */
-async function startOnTmpfs(checkpoints: 'auto' | 'thread' = 'thread'): Promise<{ skip: string } | { hg: Hookgate; data: string; fs: { unmount: () => void } }> {
+async function startOnTmpfs(
+  checkpoints: 'auto' | 'thread' = 'thread',
+): Promise<{ skip: string } | { hg: Hookgate; data: string; fs: { unmount: () => void } }> {
   const dir = tempDir('hookgate-full-');
   const data = join(dir, 'data');
   const fs = mountTmpfs(data, checkpoints === 'auto' ? 12 : 4);
@@ -62,34 +69,58 @@ async function startOnTmpfs(checkpoints: 'auto' | 'thread' = 'thread'): Promise<
 
 describe('store faults', { timeout: 120_000 }, () => {
   for (const checkpoints of ['thread', 'auto'] as const)
-  it(`a full disk: 503, never another error or a crash; space freed: 200 again without a restart (checkpoints: ${checkpoints})`, async (t) => {
-    const started = await startOnTmpfs(checkpoints);
-    if ('skip' in started) return t.skip(started.skip);
-    const { hg, data, fs } = started;
-    try {
-      fill(join(data, 'filler'));
-      let refused = 0;
-      const full = await hammer(hg, 4, () => refused >= 50, (s) => s === 503 && refused++);
-      assert.deepEqual([...new Set(full)].filter((s) => s !== 200 && s !== 503), [], 'a full disk is answered 200 or 503 only');
+    it(`a full disk: 503, never another error or a crash; space freed: 200 again without a restart (checkpoints: ${checkpoints})`, async (t) => {
+      const started = await startOnTmpfs(checkpoints);
+      if ('skip' in started) return t.skip(started.skip);
+      const { hg, data, fs } = started;
+      try {
+        fill(join(data, 'filler'));
+        let refused = 0;
+        const full = await hammer(
+          hg,
+          4,
+          () => refused >= 50,
+          (s) => s === 503 && refused++,
+        );
+        assert.deepEqual(
+          [...new Set(full)].filter((s) => s !== 200 && s !== 503),
+          [],
+          'a full disk is answered 200 or 503 only',
+        );
 
-      rmSync(join(data, 'filler'));
-      // Recovered means answering again, not the first 200: the checkpoint that shrinks the WAL back may still be under
-      // way for a moment (on a loaded machine, a burst of 503s right after the first 200 was seen), so ten in a row.
-      let inARow = 0;
-      await waitFor(
-        'ten wakes in a row accepted after space was freed',
-        async () => ((inARow = (await hg.post('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status === 200 ? inARow + 1 : 0) >= 10),
-        15_000,
-      );
-      const again = await hammer(hg, 4, (() => { let i = 0; return () => i++ >= 400; })());
-      assert.ok(again.filter((s) => s === 200).length >= again.length - 4, `after recovery: ${JSON.stringify(again.filter((s) => s !== 200))}`);
-      const warnings = hg.logs.filter((l) => /checkpoint/i.test(String(l.msg)));
-      for (const w of warnings) assert.doesNotMatch(String(w.msg), /undefined/, 'a checkpoint warning names the SQLite code and message');
-    } finally {
-      await hg.cleanup();
-      fs.unmount();
-    }
-  });
+        rmSync(join(data, 'filler'));
+        // Recovered means answering again, not the first 200: the checkpoint that shrinks the WAL back may still be under
+        // way for a moment (on a loaded machine, a burst of 503s right after the first 200 was seen), so ten in a row.
+        let inARow = 0;
+        await waitFor(
+          'ten wakes in a row accepted after space was freed',
+          async () =>
+            (inARow =
+              (await hg.post('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status === 200
+                ? inARow + 1
+                : 0) >= 10,
+          15_000,
+        );
+        const again = await hammer(
+          hg,
+          4,
+          (() => {
+            let i = 0;
+            return () => i++ >= 400;
+          })(),
+        );
+        assert.ok(
+          again.filter((s) => s === 200).length >= again.length - 4,
+          `after recovery: ${JSON.stringify(again.filter((s) => s !== 200))}`,
+        );
+        const warnings = hg.logs.filter((l) => /checkpoint/i.test(String(l.msg)));
+        for (const w of warnings)
+          assert.doesNotMatch(String(w.msg), /undefined/, 'a checkpoint warning names the SQLite code and message');
+      } finally {
+        await hg.cleanup();
+        fs.unmount();
+      }
+    });
 
   // Opening the store on a full disk fails ("disk I/O error": SQLite cannot size the -shm it creates): the service
   // starts anyway, answers 503, retries the open every second and accepts again once space is freed.
@@ -111,10 +142,18 @@ describe('store faults', { timeout: 120_000 }, () => {
       assert.match(String(why.msg), /disk is full.*retr/s);
 
       rmSync(join(data, 'filler'));
-      await waitFor('a wake accepted after space was freed', async () => (await hg.post('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status === 200, 15_000);
+      await waitFor(
+        'a wake accepted after space was freed',
+        async () => (await hg.post('/hooks/wake', { text: 'after', mode: 'next-heartbeat' })).status === 200,
+        15_000,
+      );
       await hg.waitForLog((l) => /store is open/.test(String(l.msg)));
       assert.equal(hg.proc.exitCode, null, 'the service stayed up');
-      assert.deepEqual(hg.logs.filter((l) => Number(l.level) >= 60), [], 'nothing fatal');
+      assert.deepEqual(
+        hg.logs.filter((l) => Number(l.level) >= 60),
+        [],
+        'nothing fatal',
+      );
       await hg.stop();
       assert.equal(hg.proc.exitCode, 0, 'a clean stop');
       const texts = [...storedEvents(db).values()].map((e) => e.text);
@@ -133,11 +172,16 @@ describe('store faults', { timeout: 120_000 }, () => {
       let deletedAt = -1;
       let answers = 0;
       const after: number[] = [];
-      const statuses = await hammer(hg, 8, () => answers >= 3000, (s) => {
-        answers++;
-        if (deletedAt >= 0) after.push(s);
-        if (answers === 500) (unlinkSync(db), (deletedAt = answers));
-      });
+      const statuses = await hammer(
+        hg,
+        8,
+        () => answers >= 3000,
+        (s) => {
+          answers++;
+          if (deletedAt >= 0) after.push(s);
+          if (answers === 500) unlinkSync(db), (deletedAt = answers);
+        },
+      );
       assert.ok(statuses.slice(0, 500).every((s) => s === 200));
       // Answers sent after the unlink that were already committed and checked before it: at most one batch.
       const ok = after.lastIndexOf(200);
@@ -150,7 +194,11 @@ describe('store faults', { timeout: 120_000 }, () => {
       await hg.waitForLog(gone, 10_000);
       await hg.stop();
       const errors = hg.logs.filter(gone);
-      assert.equal(errors.length, 1, `one error line; level ≥ 50: ${JSON.stringify(hg.logs.filter((l) => Number(l.level) >= 50).map((l) => l.msg))}`);
+      assert.equal(
+        errors.length,
+        1,
+        `one error line; level ≥ 50: ${JSON.stringify(hg.logs.filter((l) => Number(l.level) >= 50).map((l) => l.msg))}`,
+      );
     } finally {
       await hg.cleanup();
     }
@@ -179,42 +227,52 @@ describe('store faults', { timeout: 120_000 }, () => {
   // write to it (a commit, a read's mark, a checkpoint) was a SIGBUS (exit 135, connection reset, no log line).
   // Each connection that maps the -shm: the inline writer, the checkpoint thread, the writer thread.
   for (const storage of [{ checkpoints: 'auto' }, { checkpoints: 'thread' }, { synchronous: 'full' }])
-  it(`a store made immutable while running: 503 with Retry-After and the cause logged, not SIGBUS; chattr -i: 200 again (${JSON.stringify(storage)})`, async (t) => {
-    const cap = immutableCapable();
-    if (cap.skip) return t.skip(cap.skip);
-    const hg = await startHookgate({ store: 'sqlite', dir: cap.dir!, config: { logging: { level: 'info' }, storage } });
-    const files = ['', '-wal', '-shm'].map((suffix) => join(hg.dir, `data/hookgate.db${suffix}`));
-    try {
-      for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/wake', { text: `before ${i}` })).status, 200);
+    it(`a store made immutable while running: 503 with Retry-After and the cause logged, not SIGBUS; chattr -i: 200 again (${JSON.stringify(storage)})`, async (t) => {
+      const cap = immutableCapable();
+      if (cap.skip) return t.skip(cap.skip);
+      const hg = await startHookgate({
+        store: 'sqlite',
+        dir: cap.dir!,
+        config: { logging: { level: 'info' }, storage },
+      });
+      const files = ['', '-wal', '-shm'].map((suffix) => join(hg.dir, `data/hookgate.db${suffix}`));
       try {
-        for (const f of files) cap.set(f, true);
-        const refused = await hg.post('/hooks/wake', { text: 'while immutable' });
-        assert.equal(refused.status, 503, refused.text);
-        assert.equal((refused.body as { code?: string }).code, 'unavailable');
-        assert.equal(refused.headers.get('retry-after'), '1');
-        await hg.waitForLog((l) => l.level === 50 && /hookgate\.db-shm cannot be written \(EPERM\).*chattr -i/.test(String(l.msg)), 10_000);
-        // The runtime's retries and the checkpoint thread's timer (every 250 ms) meet the immutable store too.
-        await new Promise((r) => setTimeout(r, 1500));
-        assert.equal(hg.proc.exitCode, null, `exited: ${hg.lines.slice(-5).join('\n')}`);
-        assert.equal(hg.proc.signalCode, null, `killed: ${hg.lines.slice(-8).join('\n')}`);
-        assert.equal((await hg.post('/hooks/wake', { text: 'still immutable' })).status, 503);
+        for (let i = 0; i < 3; i++) assert.equal((await hg.post('/hooks/wake', { text: `before ${i}` })).status, 200);
+        try {
+          for (const f of files) cap.set(f, true);
+          const refused = await hg.post('/hooks/wake', { text: 'while immutable' });
+          assert.equal(refused.status, 503, refused.text);
+          assert.equal((refused.body as { code?: string }).code, 'unavailable');
+          assert.equal(refused.headers.get('retry-after'), '1');
+          await hg.waitForLog(
+            (l) => l.level === 50 && /hookgate\.db-shm cannot be written \(EPERM\).*chattr -i/.test(String(l.msg)),
+            10_000,
+          );
+          // The runtime's retries and the checkpoint thread's timer (every 250 ms) meet the immutable store too.
+          await new Promise((r) => setTimeout(r, 1500));
+          assert.equal(hg.proc.exitCode, null, `exited: ${hg.lines.slice(-5).join('\n')}`);
+          assert.equal(hg.proc.signalCode, null, `killed: ${hg.lines.slice(-8).join('\n')}`);
+          assert.equal((await hg.post('/hooks/wake', { text: 'still immutable' })).status, 503);
+        } finally {
+          for (const f of files) cap.set(f, false);
+        }
+        assert.equal((await hg.post('/hooks/wake', { text: 'after' })).status, 200);
+        await hg.waitForLog((l) => /-shm file can be written again/.test(String(l.msg)), 10_000);
+        // A stop while the store is immutable is not checked here: it still ended by SIGBUS once in about ten runs
+        // (synchronous: full), a connection closed at stop writing through the -shm's map (docs/operations.md).
+        await hg.stop();
+        assert.equal(hg.proc.signalCode, null, `killed at stop: ${hg.lines.slice(-8).join('\n')}`);
+        assert.equal(hg.proc.exitCode, 0);
+        const texts = [...storedEvents(files[0]!).values()].map((e) => e.text);
+        // Wakes of one session may be coalesced into one event: its text holds each.
+        assert.ok(
+          texts.some((x) => x.includes('after')) && texts.some((x) => x.includes('before 2')),
+          JSON.stringify(texts),
+        );
+        assert.ok(!texts.some((x) => x.includes('immutable')), JSON.stringify(texts));
       } finally {
-        for (const f of files) cap.set(f, false);
+        for (const f of files) if (existsSync(f)) cap.set(f, false);
+        await hg.cleanup();
       }
-      assert.equal((await hg.post('/hooks/wake', { text: 'after' })).status, 200);
-      await hg.waitForLog((l) => /-shm file can be written again/.test(String(l.msg)), 10_000);
-      // A stop while the store is immutable is not checked here: it still ended by SIGBUS once in about ten runs
-      // (synchronous: full), a connection closed at stop writing through the -shm's map (docs/operations.md).
-      await hg.stop();
-      assert.equal(hg.proc.signalCode, null, `killed at stop: ${hg.lines.slice(-8).join('\n')}`);
-      assert.equal(hg.proc.exitCode, 0);
-      const texts = [...storedEvents(files[0]!).values()].map((e) => e.text);
-      // Wakes of one session may be coalesced into one event: its text holds each.
-      assert.ok(texts.some((x) => x.includes('after')) && texts.some((x) => x.includes('before 2')), JSON.stringify(texts));
-      assert.ok(!texts.some((x) => x.includes('immutable')), JSON.stringify(texts));
-    } finally {
-      for (const f of files) if (existsSync(f)) cap.set(f, false);
-      await hg.cleanup();
-    }
-  });
+    });
 });

@@ -34,7 +34,11 @@ function unmappedEvents(count: number): Array<{ event: string; body: string }> {
   const first = ['issues', 'push'];
   const types = definitions
     .filter((d) => d.name !== 'pull_request' && d.name !== 'ping' && d.examples.length > 0)
-    .sort((a, b) => Number(!first.includes(a.name)) - Number(!first.includes(b.name)) || first.indexOf(a.name) - first.indexOf(b.name));
+    .sort(
+      (a, b) =>
+        Number(!first.includes(a.name)) - Number(!first.includes(b.name)) ||
+        first.indexOf(a.name) - first.indexOf(b.name),
+    );
   return Array.from({ length: count }, (_, i) => {
     const d = types[i % types.length]!;
     return { event: d.name, body: JSON.stringify(d.examples[Math.floor(i / types.length) % d.examples.length]) };
@@ -48,7 +52,12 @@ describe('a signed sender whose event type has no mapping (real process)', { tim
   const deliver = async (event: string, body: string, tamper?: (body: string) => string) =>
     request(`${hg.url}/hooks/github`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': randomUUID(), 'x-hub-signature-256': await sign(secret(), body) },
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': event,
+        'x-github-delivery': randomUUID(),
+        'x-hub-signature-256': await sign(secret(), body),
+      },
       body: tamper ? tamper(body) : body,
     });
   const admin = async (path: string) => {
@@ -59,7 +68,10 @@ describe('a signed sender whose event type has no mapping (real process)', { tim
 
   before(async () => {
     assert.ok(example?.config, 'docs/mappings.md has the github-pr example and its config');
-    hg = await startHookgate({ config: { ...example.config, admin: { enabled: true, port: 0, token: ADMIN }, heartbeat: { every: 'off' } }, env: example.env });
+    hg = await startHookgate({
+      config: { ...example.config, admin: { enabled: true, port: 0, token: ADMIN }, heartbeat: { every: 'off' } },
+      env: example.env,
+    });
     adminUrl = hg.logs.find((l) => l.msg === 'hookgate listening')!.adminUrl as string;
   });
   after(async () => {
@@ -89,9 +101,28 @@ describe('a signed sender whose event type has no mapping (real process)', { tim
     // Each ignored request logged one line at info, with its id, the path and the event; never the body.
     const lines = hg.logs.filter((l) => l.msg === 'hook ignored: signed request matches no mapping');
     assert.equal(lines.length, UNMAPPED);
-    assert.deepEqual(lines.map((l) => l.reqId), reqIds);
-    assert.deepEqual(lines.map((l) => l.event), events.map((e) => e.event));
-    const fields = new Set(['level', 'time', 'svc', 'pid', 'hostname', 'msg', 'reqId', 'path', 'client', 'scheme', 'eventHeader', 'event']);
+    assert.deepEqual(
+      lines.map((l) => l.reqId),
+      reqIds,
+    );
+    assert.deepEqual(
+      lines.map((l) => l.event),
+      events.map((e) => e.event),
+    );
+    const fields = new Set([
+      'level',
+      'time',
+      'svc',
+      'pid',
+      'hostname',
+      'msg',
+      'reqId',
+      'path',
+      'client',
+      'scheme',
+      'eventHeader',
+      'event',
+    ]);
     for (const l of lines) {
       assert.deepEqual([l.level, l.path, l.scheme, l.eventHeader], [30, 'github', 'github', 'x-github-event']);
       for (const k of Object.keys(l)) assert.ok(fields.has(k), `unexpected field ${k} in ${JSON.stringify(l)}`);
@@ -99,17 +130,29 @@ describe('a signed sender whose event type has no mapping (real process)', { tim
   });
 
   it(`the received log holds ${UNMAPPED} unmatched records (API and CLI), the metric reads ${UNMAPPED}, and no lockout was recorded`, async () => {
-    const unmatched = await waitFor(`${UNMAPPED} unmatched records`, async () => {
-      const page = (await (await admin('/api/v1/received?path=github&limit=200')).json()) as { items: Array<Record<string, unknown>> };
-      const items = page.items.filter((r) => r.code === 'unmatched');
-      return items.length === UNMAPPED ? items : undefined;
-    }, 20_000);
+    const unmatched = await waitFor(
+      `${UNMAPPED} unmatched records`,
+      async () => {
+        const page = (await (await admin('/api/v1/received?path=github&limit=200')).json()) as {
+          items: Array<Record<string, unknown>>;
+        };
+        const items = page.items.filter((r) => r.code === 'unmatched');
+        return items.length === UNMAPPED ? items : undefined;
+      },
+      20_000,
+    );
     for (const r of unmatched) {
-      assert.deepEqual([r.status, r.path, r.mappingId, r.runIds, r.eventIds, r.tokenId], [200, 'github', null, [], [], null]);
+      assert.deepEqual(
+        [r.status, r.path, r.mappingId, r.runIds, r.eventIds, r.tokenId],
+        [200, 'github', null, [], [], null],
+      );
     }
     const cli = await runCli(['received', '--json', '--limit', '200', '--config', hg.configFile], { cwd: hg.dir });
     assert.equal(cli.code, 0, cli.stderr);
-    assert.equal((JSON.parse(cli.stdout) as Array<{ code: string | null }>).filter((r) => r.code === 'unmatched').length, UNMAPPED);
+    assert.equal(
+      (JSON.parse(cli.stdout) as Array<{ code: string | null }>).filter((r) => r.code === 'unmatched').length,
+      UNMAPPED,
+    );
 
     const metrics = parseMetrics(await (await admin('/metrics')).text());
     assert.equal(value(metrics, 'hookgate_hooks_unmatched_total', { path: 'github' }), UNMAPPED);
@@ -119,5 +162,4 @@ describe('a signed sender whose event type has no mapping (real process)', { tim
     const audit = (await (await admin('/api/v1/audit?kind=lockout')).json()) as { items: unknown[] };
     assert.deepEqual(audit.items, []);
   });
-
 });

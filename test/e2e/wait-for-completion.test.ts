@@ -49,18 +49,42 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     assert.deepEqual(r.body, {
       ok: true,
       runId,
-      completion: { status: 'ok', replyDisposition: 'visible', reply: `echo: ${message}`, deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true },
+      completion: {
+        status: 'ok',
+        replyDisposition: 'visible',
+        reply: `echo: ${message}`,
+        deliveryStatus: 'outbox',
+        deliveryAttempted: true,
+        delivered: true,
+      },
     });
     assert.equal((await store.getRun(runId))?.state, 'succeeded', 'the answer came after the run ended');
-    await waitFor('the log-channel delivery', () => hg.logs.find((l) => l.runId === runId && l.channel === 'log' && l.text === `echo: ${message}`));
+    await waitFor('the log-channel delivery', () =>
+      hg.logs.find((l) => l.runId === runId && l.channel === 'log' && l.text === `echo: ${message}`),
+    );
   });
 
   it('silent (only HEARTBEAT_OK: not delivered) and deliver: false are reported as the run recorded them', async () => {
     const ack = await postWaiting({ message: uniq('anything new?'), model: 'echo/ack' });
     assert.equal(ack.status, 200, ack.text);
-    assert.deepEqual(ack.body!.completion, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:heartbeat_ack', deliveryAttempted: false, delivered: false, deliverySuppressionReason: 'heartbeat' });
+    assert.deepEqual(ack.body!.completion, {
+      status: 'ok',
+      replyDisposition: 'silent',
+      reply: 'HEARTBEAT_OK',
+      deliveryStatus: 'suppressed:heartbeat_ack',
+      deliveryAttempted: false,
+      delivered: false,
+      deliverySuppressionReason: 'heartbeat',
+    });
     const quiet = await postWaiting({ message: 'keep it', model: 'echo/echo', deliver: false });
-    assert.deepEqual(quiet.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'echo: keep it', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false, delivered: false });
+    assert.deepEqual(quiet.body!.completion, {
+      status: 'ok',
+      replyDisposition: 'visible',
+      reply: 'echo: keep it',
+      deliveryStatus: 'suppressed:deliver_false',
+      deliveryAttempted: false,
+      delivered: false,
+    });
   });
 
   it('without the flag the answer is the plain accept answer, at once', async () => {
@@ -96,7 +120,10 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
   });
 
   it('a failing model: status error with the error; a timed-out run: error with the timeout', async () => {
-    model.setHandler(() => ({ status: 400, body: { error: { message: 'context length exceeded', type: 'invalid_request_error' } } }));
+    model.setHandler(() => ({
+      status: 400,
+      body: { error: { message: 'context length exceeded', type: 'invalid_request_error' } },
+    }));
     const failed = await postWaiting({ message: uniq('too long') });
     assert.equal(failed.status, 200, failed.text);
     const c = failed.body!.completion as Record<string, unknown>;
@@ -108,7 +135,15 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
 
     model.setHandler(() => 'hang');
     const timedOut = await postWaiting({ message: uniq('hangs'), timeoutSeconds: 0.5 });
-    assert.deepEqual(timedOut.body!.completion, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 0.5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false, delivered: false });
+    assert.deepEqual(timedOut.body!.completion, {
+      status: 'error',
+      replyDisposition: 'empty',
+      reply: null,
+      error: 'timed out after 0.5 s',
+      deliveryStatus: 'nowhere:timed_out',
+      deliveryAttempted: false,
+      delivered: false,
+    });
     model.setHandler(() => 'ok');
   });
 
@@ -128,7 +163,14 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body!.runId, runId);
     assert.equal(r.body!.duplicate, true);
-    assert.deepEqual(r.body!.completion, { status: 'ok', replyDisposition: 'visible', reply: 'replayed reply', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true });
+    assert.deepEqual(r.body!.completion, {
+      status: 'ok',
+      replyDisposition: 'visible',
+      reply: 'replayed reply',
+      deliveryStatus: 'outbox',
+      deliveryAttempted: true,
+      delivered: true,
+    });
     assert.equal(model.calls.filter((c) => c.lastUser.includes(message)).length, 1, 'the replay ran the model again');
   });
 
@@ -142,10 +184,18 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     assert.equal(waiting.body!.runId, first.body!.runId);
     assert.equal(waiting.body!.duplicate, true);
     assert.equal((waiting.body!.completion as { status: string }).status, 'ok');
-    const flagOff = await hg.post('/hooks/agent', { message, model: 'echo/echo', wakeMode: 'next-heartbeat', waitForCompletion: false }, key);
+    const flagOff = await hg.post(
+      '/hooks/agent',
+      { message, model: 'echo/echo', wakeMode: 'next-heartbeat', waitForCompletion: false },
+      key,
+    );
     assert.equal(flagOff.status, 200, flagOff.text);
     assert.equal(flagOff.body!.runId, first.body!.runId);
-    const other = await hg.post('/hooks/agent', { message: `${message} 2`, model: 'echo/echo', wakeMode: 'next-heartbeat' }, key);
+    const other = await hg.post(
+      '/hooks/agent',
+      { message: `${message} 2`, model: 'echo/echo', wakeMode: 'next-heartbeat' },
+      key,
+    );
     assert.equal(other.status, 409);
     assert.equal(other.body!.code, 'idempotency_conflict');
   });
@@ -166,10 +216,17 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     await assert.rejects(posted, { name: 'AbortError' });
     await delay(100);
     release.open();
-    const run = await waitFor('the run', async () => (await store.listRuns({ limit: 20 })).find((r) => r.message.includes(message) && r.state !== 'running' && r.state !== 'queued'));
+    const run = await waitFor('the run', async () =>
+      (await store.listRuns({ limit: 20 })).find(
+        (r) => r.message.includes(message) && r.state !== 'running' && r.state !== 'queued',
+      ),
+    );
     assert.equal(run.state, 'succeeded');
     assert.equal(run.reply, 'delivered anyway');
-    await waitFor('the delivery', async () => (await store.listDeliveries({ runId: run.id }))[0]?.state === 'delivered');
+    await waitFor(
+      'the delivery',
+      async () => (await store.listDeliveries({ runId: run.id }))[0]?.state === 'delivered',
+    );
     assert.ok(hg.logs.some((l) => l.runId === run.id && l.channel === 'log' && l.text === 'delivered anyway'));
   });
 
@@ -178,7 +235,11 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
     for (const value of ['true', 1, {}]) {
       const r = await hg.post('/hooks/agent', { message: 'm', waitForCompletion: value });
       assert.equal(r.status, 400, r.text);
-      assert.deepEqual(r.body, { ok: false, error: 'waitForCompletion must be true or false', code: 'invalid_payload' });
+      assert.deepEqual(r.body, {
+        ok: false,
+        error: 'waitForCompletion must be true or false',
+        code: 'invalid_payload',
+      });
     }
     assert.equal((await store.listRuns({ limit: 1000 })).length, before);
   });

@@ -16,11 +16,14 @@ const BOUND = 64 * 1024 * 1024;
 
 describe('WAL bound (slow: 60 s of load)', { timeout: 120_000 }, () => {
   it(`${CLIENTS} closed-loop clients for ${SECONDS} s keep the WAL at most 64 MB, every answer 200`, async () => {
-    const hg = await startHookgate({ store: 'sqlite', config: { logging: { level: 'info' } } }) // SQLite-specific: the WAL file;
+    const hg = await startHookgate({ store: 'sqlite', config: { logging: { level: 'info' } } }); // SQLite-specific: the WAL file;
     try {
       const wal = join(hg.dir, 'data/hookgate.db-wal');
       let peak = 0;
-      const sampler = setInterval(() => (peak = Math.max(peak, statSync(wal, { throwIfNoEntry: false })?.size ?? 0)), 100);
+      const sampler = setInterval(
+        () => (peak = Math.max(peak, statSync(wal, { throwIfNoEntry: false })?.size ?? 0)),
+        100,
+      );
       const end = Date.now() + SECONDS * 1000;
       const statuses = new Map<number, number>();
       let n = 0;

@@ -47,7 +47,10 @@ describe('examples/systemd/hookgate.service', () => {
     const timeout = /^(\d+)s$/.exec(settings.get('TimeoutStopSec') ?? '');
     assert.ok(timeout, `TimeoutStopSec in seconds: ${settings.get('TimeoutStopSec')}`);
     // The grace period, then the agents' SIGTERM → SIGKILL, then releasing runs and closing the store.
-    assert.ok(Number(timeout[1]) >= graceSeconds + DEFAULT_KILL_GRACE_MS / 1000 + 2, `TimeoutStopSec=${timeout[1]}s leaves hookgate too little time`);
+    assert.ok(
+      Number(timeout[1]) >= graceSeconds + DEFAULT_KILL_GRACE_MS / 1000 + 2,
+      `TimeoutStopSec=${timeout[1]}s leaves hookgate too little time`,
+    );
   });
 
   it('runs the layout `init --service` writes: its config, its environment file, its state directory', async () => {
@@ -55,8 +58,15 @@ describe('examples/systemd/hookgate.service', () => {
     const r = await runCli(['init', '--service', '--dir', dir], { cwd: dir });
     assert.equal(r.code, 0, r.stderr);
     // The files land in a temp dir here; on the machine, in the unit's paths (the defaults of --dir and --state-dir).
-    assert.equal(settings.get('EnvironmentFile'), join(SERVICE_DIR, 'hookgate.env'), 'not optional: the secrets are there');
-    assert.match(settings.get('ExecStart') ?? '', new RegExp(` serve --config ${join(SERVICE_DIR, 'hookgate.json5')}$`));
+    assert.equal(
+      settings.get('EnvironmentFile'),
+      join(SERVICE_DIR, 'hookgate.env'),
+      'not optional: the secrets are there',
+    );
+    assert.match(
+      settings.get('ExecStart') ?? '',
+      new RegExp(` serve --config ${join(SERVICE_DIR, 'hookgate.json5')}$`),
+    );
     assert.equal(settings.get('StateDirectory'), basename(SERVICE_STATE_DIR));
     assert.equal(dirname(SERVICE_STATE_DIR), '/var/lib');
     assert.equal(settings.get('WorkingDirectory'), SERVICE_STATE_DIR);

@@ -29,24 +29,45 @@ describe('withGoogleRetry', () => {
   });
   it('does not retry a permanent error; gives up after the last attempt', async () => {
     let n = 0;
-    await assert.rejects(withGoogleRetry(async () => (n++, Promise.reject(new GoogleApiError('x', 404))), policy, async () => {}), /x/);
+    await assert.rejects(
+      withGoogleRetry(
+        async () => (n++, Promise.reject(new GoogleApiError('x', 404))),
+        policy,
+        async () => {},
+      ),
+      /x/,
+    );
     assert.equal(n, 1);
     n = 0;
-    await assert.rejects(withGoogleRetry(async () => (n++, Promise.reject(new GoogleApiError('x', 500))), policy, async () => {}));
+    await assert.rejects(
+      withGoogleRetry(
+        async () => (n++, Promise.reject(new GoogleApiError('x', 500))),
+        policy,
+        async () => {},
+      ),
+    );
     assert.equal(n, 4);
   });
 });
 
 describe('Google HTTP errors and OAuth', () => {
-  const fakeFetch = (answers: Array<{ status: number; body: unknown; headers?: Record<string, string> }>, seen: RequestInit[] = []) =>
+  const fakeFetch = (
+    answers: Array<{ status: number; body: unknown; headers?: Record<string, string> }>,
+    seen: RequestInit[] = [],
+  ) =>
     (async (_url: string, init: RequestInit) => {
       seen.push(init);
       const a = answers.shift()!;
       return new Response(JSON.stringify(a.body), { status: a.status, headers: a.headers });
     }) as unknown as typeof fetch;
 
-  it('an error names the call, the status and Google\'s code and message', async () => {
-    const f = fakeFetch([{ status: 404, body: { error: { code: 404, message: 'Requested entity was not found: secret@x', status: 'NOT_FOUND' } } }]);
+  it("an error names the call, the status and Google's code and message", async () => {
+    const f = fakeFetch([
+      {
+        status: 404,
+        body: { error: { code: 404, message: 'Requested entity was not found: secret@x', status: 'NOT_FOUND' } },
+      },
+    ]);
     const err = (await googleJson('users.history.list', 'http://x', {}, f).catch((e: unknown) => e)) as GoogleApiError;
     assert.equal(err.status, 404);
     assert.equal(err.message, 'users.history.list: HTTP 404 (NOT_FOUND: Requested entity was not found: secret@x)');
@@ -63,11 +84,20 @@ describe('Google HTTP errors and OAuth', () => {
       ],
       seen,
     );
-    const o = new GoogleOAuth({ tokenUrl: 'http://t', clientId: 'c', clientSecret: 's', refreshToken: 'r' }, f, () => now);
+    const o = new GoogleOAuth(
+      { tokenUrl: 'http://t', clientId: 'c', clientSecret: 's', refreshToken: 'r' },
+      f,
+      () => now,
+    );
     assert.equal(await o.accessToken(), 'a1');
     assert.equal(await o.accessToken(), 'a1');
     const form = new URLSearchParams(String(seen[0]!.body));
-    assert.deepEqual(Object.fromEntries(form), { grant_type: 'refresh_token', client_id: 'c', client_secret: 's', refresh_token: 'r' });
+    assert.deepEqual(Object.fromEntries(form), {
+      grant_type: 'refresh_token',
+      client_id: 'c',
+      client_secret: 's',
+      refresh_token: 'r',
+    });
     now += 3600_000 - 30_000;
     assert.equal(await o.accessToken(), 'a2');
     o.invalidate();
@@ -76,9 +106,17 @@ describe('Google HTTP errors and OAuth', () => {
   });
 
   it('a refused grant is an error without the secret', async () => {
-    const o = new GoogleOAuth({ tokenUrl: 'http://t', clientId: 'c', clientSecret: 'very-secret', refreshToken: 'r' }, fakeFetch([{ status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } }]));
+    const o = new GoogleOAuth(
+      { tokenUrl: 'http://t', clientId: 'c', clientSecret: 'very-secret', refreshToken: 'r' },
+      fakeFetch([
+        { status: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } },
+      ]),
+    );
     const err = (await o.accessToken().catch((e: unknown) => e)) as Error;
-    assert.equal(err.message, "Google's token endpoint refused the refresh token (invalid_grant: Token has been expired or revoked.)");
+    assert.equal(
+      err.message,
+      "Google's token endpoint refused the refresh token (invalid_grant: Token has been expired or revoked.)",
+    );
     assert.doesNotMatch(err.message, /very-secret/);
   });
 });

@@ -4,7 +4,11 @@ import { describe, it } from 'node:test';
 import { type GmailApiPart, messageBody, toMail } from '../../src/gmail/message.js';
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64url');
-const part = (mimeType: string, data: string | Buffer, extra: Partial<GmailApiPart> = {}): GmailApiPart => ({ mimeType, body: { data: b64(data) }, ...extra });
+const part = (mimeType: string, data: string | Buffer, extra: Partial<GmailApiPart> = {}): GmailApiPart => ({
+  mimeType,
+  body: { data: b64(data) },
+  ...extra,
+});
 
 describe('gmail message parsing', () => {
   it('headers and text/plain preferred over text/html', () => {
@@ -26,14 +30,31 @@ describe('gmail message parsing', () => {
       },
       { includeBody: true, maxBodyChars: 1000 },
     );
-    assert.deepEqual(mail, { id: 'm1', threadId: 't1', from: 'Bob <bob@x>', to: 'me@x', subject: 'Hello', date: 'Mon, 1 Jan 2026 00:00:00 +0000', snippet: 'hi', body: 'plain text\nline 2' });
+    assert.deepEqual(mail, {
+      id: 'm1',
+      threadId: 't1',
+      from: 'Bob <bob@x>',
+      to: 'me@x',
+      subject: 'Hello',
+      date: 'Mon, 1 Jan 2026 00:00:00 +0000',
+      snippet: 'hi',
+      body: 'plain text\nline 2',
+    });
   });
 
   it('HTML only → text; nested multiparts; attachments skipped', () => {
     const payload: GmailApiPart = {
       mimeType: 'multipart/mixed',
       parts: [
-        { mimeType: 'multipart/alternative', parts: [part('text/html', '<div>Hi <b>there</b><br>see <a href="https://x.test/a">the doc</a><img src="x.png"></div>')] },
+        {
+          mimeType: 'multipart/alternative',
+          parts: [
+            part(
+              'text/html',
+              '<div>Hi <b>there</b><br>see <a href="https://x.test/a">the doc</a><img src="x.png"></div>',
+            ),
+          ],
+        },
         part('text/plain', 'attached notes', { filename: 'notes.txt' }),
       ],
     };
@@ -44,10 +65,15 @@ describe('gmail message parsing', () => {
   });
 
   it('decodes the part charset; cuts at maxBodyChars (characters, not bytes); includeBody false → empty body', () => {
-    const latin1 = part('text/plain', Buffer.from('café', 'latin1'), { headers: [{ name: 'Content-Type', value: 'text/plain; charset="ISO-8859-1"' }] });
+    const latin1 = part('text/plain', Buffer.from('café', 'latin1'), {
+      headers: [{ name: 'Content-Type', value: 'text/plain; charset="ISO-8859-1"' }],
+    });
     assert.equal(messageBody(latin1, 100), 'café');
     assert.equal(messageBody(part('text/plain', '😀😀😀abc'), 4), '😀😀😀a');
-    assert.equal(toMail({ id: 'x', payload: part('text/plain', 'secret') }, { includeBody: false, maxBodyChars: 10 }).body, '');
+    assert.equal(
+      toMail({ id: 'x', payload: part('text/plain', 'secret') }, { includeBody: false, maxBodyChars: 10 }).body,
+      '',
+    );
     assert.equal(messageBody(undefined, 10), '');
   });
 });

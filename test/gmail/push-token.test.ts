@@ -64,9 +64,19 @@ describe('gmail push OIDC token', () => {
   });
 
   it('decodes the Pub/Sub envelope; anything else is a 400', () => {
-    assert.deepEqual(decodePushEnvelope(pushEnvelope('42', 12345, 'a@b.c')), { messageId: '42', account: 'a@b.c', historyId: '12345' });
+    assert.deepEqual(decodePushEnvelope(pushEnvelope('42', 12345, 'a@b.c')), {
+      messageId: '42',
+      account: 'a@b.c',
+      historyId: '12345',
+    });
     assert.throws(() => decodePushEnvelope({}), /no message/);
-    assert.throws(() => decodePushEnvelope({ message: { messageId: '1', data: Buffer.from('{"emailAddress":"a"}').toString('base64') } }), /historyId/);
+    assert.throws(
+      () =>
+        decodePushEnvelope({
+          message: { messageId: '1', data: Buffer.from('{"emailAddress":"a"}').toString('base64') },
+        }),
+      /historyId/,
+    );
     assert.throws(() => decodePushEnvelope({ message: { messageId: '1', data: 'not base64 json' } }), /base64/);
     assert.throws(() => decodePushEnvelope({ message: { data: 'e30=' } }), /messageId/);
   });

@@ -13,7 +13,14 @@ import { SqliteStore } from '../../src/store/sqlite.js';
 import { received, run } from '../store/contract.js';
 import { TOKEN } from '../support/token.js';
 
-const DONE: Completion = { status: 'ok', replyDisposition: 'visible', reply: 'done', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true };
+const DONE: Completion = {
+  status: 'ok',
+  replyDisposition: 'visible',
+  reply: 'done',
+  deliveryStatus: 'outbox',
+  deliveryAttempted: true,
+  delivered: true,
+};
 const noSignals = { heartbeatRequested: () => {}, runsQueued: () => {} };
 
 describe('dispatch with waitForCompletion', () => {
@@ -24,7 +31,12 @@ describe('dispatch with waitForCompletion', () => {
 
   beforeEach(() => {
     store = new SqliteStore({ path: ':memory:', writer: 'inline' });
-    const config = validateConfig({ hooks: { enabled: true, token: TOKEN, agentAcceptedStatus: 202, maxWaitSeconds: 30 } }, undefined, process.cwd(), { env: {} });
+    const config = validateConfig(
+      { hooks: { enabled: true, token: TOKEN, agentAcceptedStatus: 202, maxWaitSeconds: 30 } },
+      undefined,
+      process.cwd(),
+      { env: {} },
+    );
     ctx = buildHooksContext(config, 1);
     calls = [];
     completions = {
@@ -70,13 +82,38 @@ describe('dispatch with waitForCompletion', () => {
   });
 
   it('a replay waits for the first run and says duplicate; the stored answer stays the plain accept answer', async () => {
-    const claim = () => idempotencyClaim('agent', 'key-1', Buffer.from('{"message":"m","waitForCompletion":true}'), { sender: '127.0.0.1', hooks: { idempotencyTtlSeconds: 3600, idempotencyMaxKeys: 10_000 } }, Date.now());
-    const first = await dispatch(ctx, store, noSignals, request(600, { idempotency: claim(), wait: { completions, signal } }));
+    const claim = () =>
+      idempotencyClaim(
+        'agent',
+        'key-1',
+        Buffer.from('{"message":"m","waitForCompletion":true}'),
+        { sender: '127.0.0.1', hooks: { idempotencyTtlSeconds: 3600, idempotencyMaxKeys: 10_000 } },
+        Date.now(),
+      );
+    const first = await dispatch(
+      ctx,
+      store,
+      noSignals,
+      request(600, { idempotency: claim(), wait: { completions, signal } }),
+    );
     const runId = first.body.runId as string;
 
-    const again = await dispatch(ctx, store, noSignals, request(600, { idempotency: claim(), wait: { completions, signal } }));
-    assert.deepEqual(again, { status: 200, body: { ok: true, runId, duplicate: true, completion: DONE }, duplicate: true });
-    assert.deepEqual(calls.map((c) => c.runId), [runId, runId], 'the replay waited on the first run, not on a new one');
+    const again = await dispatch(
+      ctx,
+      store,
+      noSignals,
+      request(600, { idempotency: claim(), wait: { completions, signal } }),
+    );
+    assert.deepEqual(again, {
+      status: 200,
+      body: { ok: true, runId, duplicate: true, completion: DONE },
+      duplicate: true,
+    });
+    assert.deepEqual(
+      calls.map((c) => c.runId),
+      [runId, runId],
+      'the replay waited on the first run, not on a new one',
+    );
 
     const plain = await dispatch(ctx, store, noSignals, request(600, { idempotency: claim() }));
     assert.deepEqual(plain, { status: 202, body: { ok: true, runId, duplicate: true }, duplicate: true });

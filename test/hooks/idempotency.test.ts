@@ -21,7 +21,10 @@ describe('extractIdempotencyKey', () => {
   });
 
   it('lets the header win over the body and over a delivery id', () => {
-    assert.equal(extractIdempotencyKey({ 'idempotency-key': 'from-header' }, { idempotencyKey: 'from-body' }, 'delivery'), 'from-header');
+    assert.equal(
+      extractIdempotencyKey({ 'idempotency-key': 'from-header' }, { idempotencyKey: 'from-body' }, 'delivery'),
+      'from-header',
+    );
     // the header wins even when the body value would be invalid
     assert.equal(extractIdempotencyKey({ 'idempotency-key': 'from-header' }, { idempotencyKey: 42 }), 'from-header');
   });
@@ -60,27 +63,32 @@ describe('extractIdempotencyKey', () => {
 });
 
 describe('extractIdempotencyKey: length in characters', () => {
-  it(
-    'counts characters (code points), not UTF-16 units: 256 non-BMP characters are within the limit',
-    () => {
-      const key = '\u{1F600}'.repeat(256);
-      assert.equal([...key].length, 256);
-      // in the JSON body (a header value reaches Node as latin1 bytes, so there a character is a byte)
-      assert.equal(extractIdempotencyKey({}, { idempotencyKey: key }), key);
-      rejects400(() => extractIdempotencyKey({}, { idempotencyKey: '\u{1F600}'.repeat(257) }), /at most 256 characters/);
-    },
-  );
+  it('counts characters (code points), not UTF-16 units: 256 non-BMP characters are within the limit', () => {
+    const key = '\u{1F600}'.repeat(256);
+    assert.equal([...key].length, 256);
+    // in the JSON body (a header value reaches Node as latin1 bytes, so there a character is a byte)
+    assert.equal(extractIdempotencyKey({}, { idempotencyKey: key }), key);
+    rejects400(() => extractIdempotencyKey({}, { idempotencyKey: '\u{1F600}'.repeat(257) }), /at most 256 characters/);
+  });
 });
 
 describe('idempotencyClaim', () => {
-  const claimBy = (ttl: number) => ({ sender: '203.0.113.7', hooks: { idempotencyTtlSeconds: ttl, idempotencyMaxKeys: 10_000 } });
+  const claimBy = (ttl: number) => ({
+    sender: '203.0.113.7',
+    hooks: { idempotencyTtlSeconds: ttl, idempotencyMaxKeys: 10_000 },
+  });
   const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
   it('stores hashes, never the key in clear, and expires after the TTL', () => {
     const body = Buffer.from('{"message":"hi"}');
     const c = idempotencyClaim('agent', 'my-key', body, claimBy(86_400), 1_000);
     assert.deepEqual(c, {
-      scope: 'agent', keyHash: sha('my-key'), fingerprint: sha(body), expiresAt: 1_000 + 86_400_000, sender: '203.0.113.7', maxPerSender: 10_000,
+      scope: 'agent',
+      keyHash: sha('my-key'),
+      fingerprint: sha(body),
+      expiresAt: 1_000 + 86_400_000,
+      sender: '203.0.113.7',
+      maxPerSender: 10_000,
     });
     assert.ok(!JSON.stringify(c).includes('my-key'));
   });

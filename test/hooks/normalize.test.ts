@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HttpError } from '../../src/errors.js';
-import { normalizeAgent, normalizeWake, optionalString, parseWakeMode, sessionMode, timeoutSeconds, waitForCompletion } from '../../src/hooks/normalize.js';
+import {
+  normalizeAgent,
+  normalizeWake,
+  optionalString,
+  parseWakeMode,
+  sessionMode,
+  timeoutSeconds,
+  waitForCompletion,
+} from '../../src/hooks/normalize.js';
 
 function rejects400(fn: () => unknown, message?: RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -15,7 +23,12 @@ function rejects400(fn: () => unknown, message?: RegExp): void {
 
 describe('normalizeWake', () => {
   it('requires text: a non-blank string, trimmed', () => {
-    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), { text: 'New mail', mode: 'now', sessionKey: undefined, agentId: undefined });
+    assert.deepEqual(normalizeWake({ text: '  New mail  ' }), {
+      text: 'New mail',
+      mode: 'now',
+      sessionKey: undefined,
+      agentId: undefined,
+    });
     for (const text of [undefined, null, '', '   ', '\n\t', 42, true, ['a'], { a: 1 }]) {
       rejects400(() => normalizeWake(text === undefined ? {} : { text }), /text required/);
     }
@@ -31,12 +44,23 @@ describe('normalizeWake', () => {
   });
 
   it('ignores unknown keys', () => {
-    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), { text: 'x', mode: 'now', sessionKey: undefined, agentId: undefined });
+    assert.deepEqual(normalizeWake({ text: 'x', extra: { deep: 1 } }), {
+      text: 'x',
+      mode: 'now',
+      sessionKey: undefined,
+      agentId: undefined,
+    });
   });
 
   it('a sessionKey, when sent, must name a session: blank is 400 (as in OpenClaw), not ignored; agentId is read', () => {
-    for (const sessionKey of ['', '   ']) rejects400(() => normalizeWake({ text: 'x', sessionKey }), /sessionKey must be a non-empty string/);
-    assert.deepEqual(normalizeWake({ text: 'x', sessionKey: ' hook:w ', agentId: 'ops' }), { text: 'x', mode: 'now', sessionKey: 'hook:w', agentId: 'ops' });
+    for (const sessionKey of ['', '   '])
+      rejects400(() => normalizeWake({ text: 'x', sessionKey }), /sessionKey must be a non-empty string/);
+    assert.deepEqual(normalizeWake({ text: 'x', sessionKey: ' hook:w ', agentId: 'ops' }), {
+      text: 'x',
+      mode: 'now',
+      sessionKey: 'hook:w',
+      agentId: 'ops',
+    });
   });
 });
 
@@ -105,14 +129,16 @@ describe('normalizeAgent', () => {
 
   it('takes wakeMode now (default) or next-heartbeat; anything else is 400', () => {
     assert.equal(normalizeAgent({ message: 'm', wakeMode: 'next-heartbeat' }).wakeMode, 'next-heartbeat');
-    for (const wakeMode of ['soon', 'NOW', '', 0]) rejects400(() => normalizeAgent({ message: 'm', wakeMode }), /wakeMode/);
+    for (const wakeMode of ['soon', 'NOW', '', 0])
+      rejects400(() => normalizeAgent({ message: 'm', wakeMode }), /wakeMode/);
   });
 
   it('deliver is a boolean, true by default; no coercion of strings or numbers', () => {
     assert.equal(normalizeAgent({ message: 'm' }).deliver, true);
     assert.equal(normalizeAgent({ message: 'm', deliver: true }).deliver, true);
     assert.equal(normalizeAgent({ message: 'm', deliver: false }).deliver, false);
-    for (const deliver of ['false', 'true', 0, 1, 'no']) rejects400(() => normalizeAgent({ message: 'm', deliver }), /deliver/);
+    for (const deliver of ['false', 'true', 0, 1, 'no'])
+      rejects400(() => normalizeAgent({ message: 'm', deliver }), /deliver/);
   });
 
   it('channel defaults to last; a blank channel is last too; non-strings are 400', () => {
@@ -135,7 +161,8 @@ describe('normalizeAgent', () => {
   it('accountId, when given, must be a non-blank string: never dropped, never coerced', () => {
     assert.equal(normalizeAgent({ message: 'm', accountId: null }).accountId, undefined);
     assert.equal(normalizeAgent({ message: 'm', accountId: ' alerts ' }).accountId, 'alerts');
-    for (const accountId of ['', '  ', 5, true, {}, ['alerts']]) rejects400(() => normalizeAgent({ message: 'm', accountId }), /accountId must be a non-empty string/);
+    for (const accountId of ['', '  ', 5, true, {}, ['alerts']])
+      rejects400(() => normalizeAgent({ message: 'm', accountId }), /accountId must be a non-empty string/);
   });
 
   it('model, when given, must be a non-blank string', () => {
@@ -171,7 +198,10 @@ describe('waitForCompletion', () => {
     assert.equal(waitForCompletion({ message: 'm', waitForCompletion: true }), true);
     assert.equal(waitForCompletion({ message: 'm', waitForCompletion: false }), false);
     for (const v of ['true', 1, 0, '', {}, [true]]) {
-      rejects400(() => waitForCompletion({ message: 'm', waitForCompletion: v }), /^waitForCompletion must be true or false$/);
+      rejects400(
+        () => waitForCompletion({ message: 'm', waitForCompletion: v }),
+        /^waitForCompletion must be true or false$/,
+      );
     }
   });
 

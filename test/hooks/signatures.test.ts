@@ -3,7 +3,12 @@ import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { signatureSchema, type SignatureConfig } from '../../src/config/schema/hooks.js';
-import { signRequest, standardWebhooksKeys, verifySignature, type SignatureHeaders } from '../../src/hooks/mappings/signatures.js';
+import {
+  signRequest,
+  standardWebhooksKeys,
+  verifySignature,
+  type SignatureHeaders,
+} from '../../src/hooks/mappings/signatures.js';
 
 /** Builds a config the way the config loader does (defaults, `secret` → `secrets`). */
 function cfg(input: Record<string, unknown>): SignatureConfig {
@@ -63,13 +68,20 @@ describe('github', () => {
 
   it('accepts upper-case hex', () => {
     const s = sign(body);
-    assert.equal(verifySignature(c, req({ 'x-hub-signature-256': `sha256=${s.slice(7).toUpperCase()}` }), NOW_MS).ok, true);
+    assert.equal(
+      verifySignature(c, req({ 'x-hub-signature-256': `sha256=${s.slice(7).toUpperCase()}` }), NOW_MS).ok,
+      true,
+    );
   });
 
   it('rejects tampered bodies, wrong secrets, missing and garbled headers', () => {
     const good = sign(body);
     const cases: Array<[SignatureHeaders, Buffer, string]> = [
-      [{ 'x-hub-signature-256': good }, Buffer.from(body.toString().replace('"n" : 1', '"n" : 2')), 'signature mismatch'],
+      [
+        { 'x-hub-signature-256': good },
+        Buffer.from(body.toString().replace('"n" : 1', '"n" : 2')),
+        'signature mismatch',
+      ],
       [{ 'x-hub-signature-256': sign(body, 'other') }, body, 'signature mismatch'],
       [{}, body, 'missing header x-hub-signature-256'],
       [{ 'x-hub-signature-256': '' }, body, 'missing header x-hub-signature-256'],
@@ -81,7 +93,8 @@ describe('github', () => {
       [{ 'x-hub-signature-256': `sha1=${good.slice(7)}` }, body, 'malformed header x-hub-signature-256'],
       [{ 'x-hub-signature-256': [good, good] }, body, 'duplicate header x-hub-signature-256'],
     ];
-    for (const [h, raw, want] of cases) assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
+    for (const [h, raw, want] of cases)
+      assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
   });
 
   it('accepts any of several secrets (rotation)', () => {
@@ -115,7 +128,11 @@ describe('stripe', () => {
   });
 
   it('prefers the already-parsed payload for the delivery id', () => {
-    const r = verifySignature(c, req({ 'stripe-signature': header(NOW_S, v1(NOW_S)) }, body, { id: 'evt_parsed' }), NOW_MS);
+    const r = verifySignature(
+      c,
+      req({ 'stripe-signature': header(NOW_S, v1(NOW_S)) }, body, { id: 'evt_parsed' }),
+      NOW_MS,
+    );
     assert.deepEqual(r, { ok: true, deliveryId: 'evt_parsed' });
   });
 
@@ -139,8 +156,14 @@ describe('stripe', () => {
     assert.equal(at(NOW_S + 300), 'ok');
     assert.equal(at(NOW_S + 301), 'timestamp outside tolerance');
     const tight = cfg({ scheme: 'stripe', secret, toleranceSeconds: 5 });
-    assert.equal(verifySignature(tight, req({ 'stripe-signature': header(NOW_S - 6, v1(NOW_S - 6)) }), NOW_MS).ok, false);
-    assert.equal(verifySignature(tight, req({ 'stripe-signature': header(NOW_S - 5, v1(NOW_S - 5)) }), NOW_MS).ok, true);
+    assert.equal(
+      verifySignature(tight, req({ 'stripe-signature': header(NOW_S - 6, v1(NOW_S - 6)) }), NOW_MS).ok,
+      false,
+    );
+    assert.equal(
+      verifySignature(tight, req({ 'stripe-signature': header(NOW_S - 5, v1(NOW_S - 5)) }), NOW_MS).ok,
+      true,
+    );
   });
 
   it('binds the timestamp: moving t breaks the signature', () => {
@@ -166,7 +189,8 @@ describe('stripe', () => {
       [{ 'stripe-signature': `t=${NOW_S},,v1=${good}` }, body, 'malformed header stripe-signature'],
       [{ 'stripe-signature': 'garbage' }, body, 'malformed header stripe-signature'],
     ];
-    for (const [h, raw, want] of cases) assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
+    for (const [h, raw, want] of cases)
+      assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
   });
 
   it('accepts any of several secrets (rotation)', () => {
@@ -196,7 +220,10 @@ describe('slack', () => {
     const h = { 'x-slack-signature': vector.signature, 'x-slack-request-timestamp': vector.timestamp };
     const t = Number(vector.timestamp) * 1000;
     assert.deepEqual(verifySignature(c, req(h, Buffer.from(vector.body)), t + 30_000), { ok: true });
-    assert.equal(reason(verifySignature(c, req(h, Buffer.from(vector.body)), t + 301_000)), 'timestamp outside tolerance');
+    assert.equal(
+      reason(verifySignature(c, req(h, Buffer.from(vector.body)), t + 301_000)),
+      'timestamp outside tolerance',
+    );
     assert.equal(
       reason(verifySignature(c, req(h, Buffer.from(vector.body.replace('text=', 'text=x'))), t)),
       'signature mismatch',
@@ -205,7 +232,8 @@ describe('slack', () => {
 
   const secret = 'slack-signing-secret';
   const c = cfg({ scheme: 'slack', secret });
-  const sign = (ts: number | string, raw: Buffer = body, key = secret) => `v0=${hmacHex(key, `v0:${ts}:${raw.toString()}`)}`;
+  const sign = (ts: number | string, raw: Buffer = body, key = secret) =>
+    `v0=${hmacHex(key, `v0:${ts}:${raw.toString()}`)}`;
   const headers = (ts: number, sig = sign(ts)) => ({
     'x-slack-signature': sig,
     'x-slack-request-timestamp': String(ts),
@@ -231,11 +259,20 @@ describe('slack', () => {
       [{ 'x-slack-signature': good['x-slack-signature'] }, body, 'missing header x-slack-request-timestamp'],
       [{ ...good, 'x-slack-request-timestamp': 'yesterday' }, body, 'malformed header x-slack-request-timestamp'],
       [{ ...good, 'x-slack-request-timestamp': '-5' }, body, 'malformed header x-slack-request-timestamp'],
-      [{ ...good, 'x-slack-signature': good['x-slack-signature'].slice(3) }, body, 'malformed header x-slack-signature'],
-      [{ ...good, 'x-slack-signature': `v1=${good['x-slack-signature'].slice(3)}` }, body, 'malformed header x-slack-signature'],
+      [
+        { ...good, 'x-slack-signature': good['x-slack-signature'].slice(3) },
+        body,
+        'malformed header x-slack-signature',
+      ],
+      [
+        { ...good, 'x-slack-signature': `v1=${good['x-slack-signature'].slice(3)}` },
+        body,
+        'malformed header x-slack-signature',
+      ],
       [{ ...good, 'x-slack-signature': 'v0=abc' }, body, 'malformed header x-slack-signature'],
     ];
-    for (const [h, raw, want] of cases) assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
+    for (const [h, raw, want] of cases)
+      assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
   });
 
   it('accepts any of several secrets (rotation)', () => {
@@ -280,18 +317,28 @@ describe('standard-webhooks', () => {
       'svix-signature': vector.signature,
     };
     const c = cfg({ scheme: 'standard-webhooks', secret: vector.secret });
-    assert.deepEqual(verifySignature(c, req(svix, Buffer.from(vector.body)), vectorNow), { ok: true, deliveryId: vector.id });
+    assert.deepEqual(verifySignature(c, req(svix, Buffer.from(vector.body)), vectorNow), {
+      ok: true,
+      deliveryId: vector.id,
+    });
     const noId: SignatureHeaders = { ...svix };
     delete noId['svix-id'];
     assert.equal(reason(verifySignature(c, req(noId, Buffer.from(vector.body)), vectorNow)), 'missing header svix-id');
     // webhook-* wins when both families are present
     const mixed = { ...svix, 'webhook-signature': `v1,${'A'.repeat(43)}=` };
-    assert.equal(reason(verifySignature(c, req(mixed, Buffer.from(vector.body)), vectorNow)), 'missing header webhook-id');
+    assert.equal(
+      reason(verifySignature(c, req(mixed, Buffer.from(vector.body)), vectorNow)),
+      'missing header webhook-id',
+    );
   });
 
   it('rejects the reference vector with a re-serialised body (the raw bytes are what is signed)', () => {
     const reserialised = Buffer.from(JSON.stringify(JSON.parse(vector.body)));
-    const r = verifySignature(cfg({ scheme: 'standard-webhooks', secret: vector.secret }), req(vectorHeaders, reserialised), vectorNow);
+    const r = verifySignature(
+      cfg({ scheme: 'standard-webhooks', secret: vector.secret }),
+      req(vectorHeaders, reserialised),
+      vectorNow,
+    );
     assert.equal(reason(r), 'signature mismatch');
   });
 
@@ -329,7 +376,10 @@ describe('standard-webhooks', () => {
     assert.equal(at(NOW_S - 301), 'timestamp outside tolerance');
     assert.equal(at(NOW_S + 300), 'ok');
     assert.equal(at(NOW_S + 301), 'timestamp outside tolerance');
-    assert.equal(reason(verifySignature(c, req(vectorHeaders, Buffer.from(vector.body)), NOW_MS)), 'signature mismatch');
+    assert.equal(
+      reason(verifySignature(c, req(vectorHeaders, Buffer.from(vector.body)), NOW_MS)),
+      'signature mismatch',
+    );
     const vc = cfg({ scheme: 'standard-webhooks', secret: vector.secret });
     assert.equal(
       reason(verifySignature(vc, req(vectorHeaders, Buffer.from(vector.body)), vectorNow + 301_000)),
@@ -352,7 +402,11 @@ describe('standard-webhooks', () => {
     };
     const cases: Array<[SignatureHeaders, Buffer, string]> = [
       [good, Buffer.from('{"tampered":true}'), 'signature mismatch'],
-      [headers(NOW_S, sign('msg_1', NOW_S, body, Buffer.from('another key of 32 bytes........'))), body, 'signature mismatch'],
+      [
+        headers(NOW_S, sign('msg_1', NOW_S, body, Buffer.from('another key of 32 bytes........'))),
+        body,
+        'signature mismatch',
+      ],
       [without('webhook-id'), body, 'missing header webhook-id'],
       [without('webhook-timestamp'), body, 'missing header webhook-timestamp'],
       [without('webhook-signature'), body, 'missing header webhook-signature'],
@@ -362,7 +416,8 @@ describe('standard-webhooks', () => {
       [{ ...good, 'webhook-signature': 'v1,' }, body, 'no v1 signature'],
       [{ ...good, 'webhook-signature': 'nocomma' }, body, 'malformed header webhook-signature'],
     ];
-    for (const [h, raw, want] of cases) assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
+    for (const [h, raw, want] of cases)
+      assert.equal(reason(verifySignature(c, req(h, raw), NOW_MS)), want, JSON.stringify(h));
   });
 
   it('accepts any of several secrets (rotation)', () => {
@@ -375,7 +430,10 @@ describe('standard-webhooks', () => {
   it('accepts a raw (non-base64) secret used as the HMAC key as-is', () => {
     const raw = 'my-shared-secret!';
     const rc = cfg({ scheme: 'standard-webhooks', secret: raw });
-    assert.equal(verifySignature(rc, req(headers(NOW_S, sign('msg_1', NOW_S, body, Buffer.from(raw)))), NOW_MS).ok, true);
+    assert.equal(
+      verifySignature(rc, req(headers(NOW_S, sign('msg_1', NOW_S, body, Buffer.from(raw)))), NOW_MS).ok,
+      true,
+    );
   });
 
   it('derives no key from a broken whsec_ secret (the schema refuses it too)', () => {
@@ -415,8 +473,14 @@ describe('hmac-sha256 (generic)', () => {
 
   it('rejects tampering, wrong encodings and missing headers', () => {
     const c = cfg({ scheme: 'hmac-sha256', secret });
-    assert.equal(reason(verifySignature(c, req({ 'x-signature': hmacHex(secret, body) }, Buffer.from('x')), NOW_MS)), 'signature mismatch');
-    assert.equal(reason(verifySignature(c, req({ 'x-signature': hmacB64(secret, body) }), NOW_MS)), 'malformed header x-signature');
+    assert.equal(
+      reason(verifySignature(c, req({ 'x-signature': hmacHex(secret, body) }, Buffer.from('x')), NOW_MS)),
+      'signature mismatch',
+    );
+    assert.equal(
+      reason(verifySignature(c, req({ 'x-signature': hmacB64(secret, body) }), NOW_MS)),
+      'malformed header x-signature',
+    );
     assert.equal(reason(verifySignature(c, req({}), NOW_MS)), 'missing header x-signature');
   });
 
@@ -451,7 +515,18 @@ describe('signatureSchema', () => {
 // ---------------------------------------------------------------------------------------------------------------
 describe('verifySignature: properties', () => {
   // Every scheme but twilio (its own properties: test/hooks/mappings/signatures-twilio.test.ts).
-  const schemes = ['github', 'stripe', 'slack', 'standard-webhooks', 'hmac-sha256', 'gitlab', 'linear', 'sentry', 'shopify', 'bearer'] as const;
+  const schemes = [
+    'github',
+    'stripe',
+    'slack',
+    'standard-webhooks',
+    'hmac-sha256',
+    'gitlab',
+    'linear',
+    'sentry',
+    'shopify',
+    'bearer',
+  ] as const;
   const names = [
     'x-gitlab-token',
     'linear-signature',
@@ -500,7 +575,10 @@ describe('signRequest (hookgate send hook --sign)', () => {
     { scheme: 'github', secret: 'gh-secret' },
     { scheme: 'stripe', secrets: ['whsec_first', 'whsec_second'] },
     { scheme: 'slack', secret: 'slack-secret' },
-    { scheme: 'standard-webhooks', secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}` },
+    {
+      scheme: 'standard-webhooks',
+      secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
+    },
     { scheme: 'standard-webhooks', secret: 'plain-unprefixed-secret' },
     { scheme: 'hmac-sha256', secret: 'generic' },
     { scheme: 'hmac-sha256', secret: 'generic', header: 'X-Acme-Sig', prefix: 'sha256=', encoding: 'base64' },

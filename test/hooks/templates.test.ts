@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isTemplated } from '../../src/config/template-syntax.js';
-import { compileTemplate, lookupPath, renderTemplate, type TemplateContext } from '../../src/hooks/mappings/templates.js';
+import {
+  compileTemplate,
+  lookupPath,
+  renderTemplate,
+  type TemplateContext,
+} from '../../src/hooks/mappings/templates.js';
 
 const NOW = new Date('2026-03-01T12:34:56.789Z');
 
@@ -43,7 +48,10 @@ describe('renderTemplate', () => {
     const c = ctx(gmail, { headers: { 'x-github-event': 'push' }, query: { repo: 'hookgate', 'a.b': 'dotted' } });
     assert.equal(renderTemplate('{{path}} at {{now}}', c), 'gmail at 2026-03-01T12:34:56.789Z');
     assert.equal(renderTemplate('{{headers.X-GitHub-Event}} {{headers.x-github-event}}', c), 'push push');
-    assert.equal(renderTemplate('{{query.repo}} {{query.a.b}} {{query.nope}} {{headers.nope}}', c), 'hookgate dotted  ');
+    assert.equal(
+      renderTemplate('{{query.repo}} {{query.a.b}} {{query.nope}} {{headers.nope}}', c),
+      'hookgate dotted  ',
+    );
   });
 
   it('treats indexing a non-array and descending into a primitive as missing', () => {
@@ -150,9 +158,16 @@ describe('templates: properties', () => {
   );
   const expr = fc.array(token, { maxLength: 6 }).map((parts) => parts.join(''));
   const template = fc
-    .array(fc.oneof(expr.map((e) => `{{${e}}}`), fc.string({ maxLength: 5 }), fc.constantFrom('{{', '}}', '{', '}')), {
-      maxLength: 6,
-    })
+    .array(
+      fc.oneof(
+        expr.map((e) => `{{${e}}}`),
+        fc.string({ maxLength: 5 }),
+        fc.constantFrom('{{', '}}', '{', '}'),
+      ),
+      {
+        maxLength: 6,
+      },
+    )
     .map((parts) => parts.join(''));
   const payload = fc.oneof(
     fc.jsonValue(),

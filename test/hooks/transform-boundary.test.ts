@@ -25,12 +25,18 @@ before(() => {
   dir = tempDir('hookgate-transform-boundary-');
   const transforms = path.join(dir, 'hooks', 'transforms');
   mkdirSync(transforms, { recursive: true });
-  writeFileSync(path.join(transforms, 'parse.mjs'), 'export default ({ payload }) => ({ message: JSON.parse(payload.secretish).m });\n');
+  writeFileSync(
+    path.join(transforms, 'parse.mjs'),
+    'export default ({ payload }) => ({ message: JSON.parse(payload.secretish).m });\n',
+  );
   writeFileSync(
     path.join(transforms, 'coded.mjs'),
     'export default ({ payload }) => { const e = new RangeError(`bad ${payload.secretish}`); e.code = "E_TOO_BIG"; throw e; };\n',
   );
-  writeFileSync(path.join(transforms, 'named.mjs'), 'export default ({ payload }) => { const e = new Error("x"); e.name = payload.secretish; throw e; };\n');
+  writeFileSync(
+    path.join(transforms, 'named.mjs'),
+    'export default ({ payload }) => { const e = new Error("x"); e.name = payload.secretish; throw e; };\n',
+  );
   writeFileSync(
     path.join(transforms, 'assign.mjs'),
     'export default ({ payload }) => { const o = Object.assign({}, payload.extra); return { message: `polluted=${String(o.polluted)} own=${Object.keys(o).join(",")}` }; };\n',
@@ -41,11 +47,24 @@ function setup(mappings: unknown[], level: 'info' | 'debug') {
   const config = validateConfig({ hooks: { enabled: true, token: TOKEN, mappings } }, undefined, dir, { env: {} });
   const logs: Array<Record<string, unknown>> = [];
   const lines: string[] = [];
-  const logger = pino({ level }, { write: (line: string) => void (lines.push(line), logs.push(JSON.parse(line) as Record<string, unknown>)) });
+  const logger = pino(
+    { level },
+    { write: (line: string) => void (lines.push(line), logs.push(JSON.parse(line) as Record<string, unknown>)) },
+  );
   const routes = createHookRoutes({ logger });
   const ctx = buildHooksContext(config, 1);
   const resolve = (subPath: string, payload: Record<string, unknown>): Promise<RouteResult> =>
-    routes.resolve({ ctx, subPath, payload, rawBody: Buffer.from(JSON.stringify(payload)), headers: {}, rawHeaders: {}, query: new URLSearchParams(), now: Date.now(), tokenVerified: true });
+    routes.resolve({
+      ctx,
+      subPath,
+      payload,
+      rawBody: Buffer.from(JSON.stringify(payload)),
+      headers: {},
+      rawHeaders: {},
+      query: new URLSearchParams(),
+      now: Date.now(),
+      tokenVerified: true,
+    });
   return { resolve, logs, lines };
 }
 
@@ -88,7 +107,11 @@ describe('a transform that throws: the log line', () => {
     const coded = s.logs.find((l) => l.mappingId === 'c')!;
     assert.equal(coded.errorClass, 'RangeError');
     assert.equal(coded.errorCode, 'E_TOO_BIG');
-    assert.equal(s.logs.find((l) => l.mappingId === 'n')!.errorClass, 'Error', 'a name built from the payload is not logged');
+    assert.equal(
+      s.logs.find((l) => l.mappingId === 'n')!.errorClass,
+      'Error',
+      'a name built from the payload is not logged',
+    );
     assert.ok(!s.lines.join('\n').includes('4111'), s.lines.join('\n'));
   });
 
@@ -103,18 +126,31 @@ describe('a transform is handed a payload without prototype keys', () => {
   it('Object.assign({}, payload.extra) does not take a __proto__ the sender put in the JSON', async () => {
     const s = setup([{ match: { path: 'a' }, transform: { module: 'assign.mjs' } }], 'info');
     // As the ingress parses it: JSON.parse makes "__proto__" an own property.
-    const payload = JSON.parse('{"extra":{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},"kept":1}}') as Record<string, unknown>;
+    const payload = JSON.parse(
+      '{"extra":{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}},"kept":1}}',
+    ) as Record<string, unknown>;
     const r = await s.resolve('a', payload);
     assert.equal(r.kind, 'actions', JSON.stringify(r));
-    const action = (r as Extract<RouteResult, { kind: 'actions' }>).actions[0] as Extract<HookAction, { kind: 'agent' }>;
+    const action = (r as Extract<RouteResult, { kind: 'actions' }>).actions[0] as Extract<
+      HookAction,
+      { kind: 'agent' }
+    >;
     assert.equal(action.run.message, 'polluted=undefined own=kept');
     assert.ok(Object.hasOwn(payload.extra as object, '__proto__'), "the request's own payload is not changed");
   });
 
   it('withoutPrototypeKeys drops what secure-json-parse (protoAction/constructorAction: remove) drops, nothing more', () => {
-    const key = fc.oneof(fc.constantFrom('__proto__', 'constructor', 'prototype', 'a', 'b'), fc.string({ maxLength: 4 }));
+    const key = fc.oneof(
+      fc.constantFrom('__proto__', 'constructor', 'prototype', 'a', 'b'),
+      fc.string({ maxLength: 4 }),
+    );
     const { tree } = fc.letrec((tie) => ({
-      tree: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 1 }), tie('obj'), fc.array(tie('tree'), { maxLength: 3 })),
+      tree: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue({ maxDepth: 1 }),
+        tie('obj'),
+        fc.array(tie('tree'), { maxLength: 3 }),
+      ),
       obj: fc.dictionary(key, tie('tree'), { maxKeys: 4 }),
     }));
     fc.assert(
@@ -154,8 +190,19 @@ describe('the transforms root', () => {
     writeFileSync(path.join(real, 't.mjs'), 'export default () => null;\n');
     mkdirSync(path.join(cfg, 'hooks'));
     symlinkSync(real, path.join(cfg, 'hooks', 'transforms'));
-    assert.match(issueOf(() => resolveTransformsDir(cfg)), /hooks\/transforms is a symlink \(to .*real-transforms\).*real directory/);
-    const load = () => validateConfig({ hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 't' }, transform: { module: 't.mjs' } }] } }, undefined, cfg, { env: {} });
+    assert.match(
+      issueOf(() => resolveTransformsDir(cfg)),
+      /hooks\/transforms is a symlink \(to .*real-transforms\).*real directory/,
+    );
+    const load = () =>
+      validateConfig(
+        {
+          hooks: { enabled: true, token: TOKEN, mappings: [{ match: { path: 't' }, transform: { module: 't.mjs' } }] },
+        },
+        undefined,
+        cfg,
+        { env: {} },
+      );
     assert.match(issueOf(load), /is a symlink/);
   });
 
@@ -164,6 +211,9 @@ describe('the transforms root', () => {
     const elsewhere = tempDir('hookgate-elsewhere-');
     mkdirSync(path.join(elsewhere, 'transforms'));
     symlinkSync(elsewhere, path.join(cfg, 'hooks'));
-    assert.match(issueOf(() => resolveTransformsDir(cfg, 'hooks/transforms')), /hooks is a symlink/);
+    assert.match(
+      issueOf(() => resolveTransformsDir(cfg, 'hooks/transforms')),
+      /hooks is a symlink/,
+    );
   });
 });

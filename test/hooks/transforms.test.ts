@@ -27,7 +27,13 @@ const write = (file: string, text: string) => {
   writeFileSync(file, text);
 };
 
-const input = { payload: { n: 2, name: 'x' }, headers: { 'x-a': '1' }, query: { q: 'v' }, url: new URL('http://localhost/hooks/p?q=v'), path: 'p' };
+const input = {
+  payload: { n: 2, name: 'x' },
+  headers: { 'x-a': '1' },
+  query: { q: 'v' },
+  url: new URL('http://localhost/hooks/p?q=v'),
+  path: 'p',
+};
 
 before(() => {
   tmp = tempDir('hookgate-transforms-');
@@ -42,7 +48,10 @@ before(() => {
     'export default () => ({ from: "default" });\nexport const transform = () => ({ from: "transform" });\n' +
       'export const custom = ({ query }) => ({ from: "custom", q: query.q });\nexport const notFn = 42;\n',
   );
-  write(path.join(root, 'objdefault.mjs'), 'export default { not: "a function" };\nexport function transform() { return null; }\n');
+  write(
+    path.join(root, 'objdefault.mjs'),
+    'export default { not: "a function" };\nexport function transform() { return null; }\n',
+  );
   write(path.join(root, 'none.mjs'), 'export const helper = 1;\nexport default "text";\n');
   write(
     path.join(root, 'async.mjs'),
@@ -95,7 +104,10 @@ describe('resolveTransformsDir', () => {
     assert.equal(resolveTransformsDir(configDir, 'hooks/transforms'), root);
     assert.equal(resolveTransformsDir(configDir, 'hooks/transforms/sub'), path.join(root, 'sub'));
     assert.equal(resolveTransformsDir(configDir, path.join(root, 'sub')), path.join(root, 'sub'));
-    assert.equal(resolveTransformsDir(configDir, 'hooks/transforms/not-yet/created'), path.join(root, 'not-yet', 'created'));
+    assert.equal(
+      resolveTransformsDir(configDir, 'hooks/transforms/not-yet/created'),
+      path.join(root, 'not-yet', 'created'),
+    );
     assert.equal(resolveTransformsDir(configDir, 'hooks/transforms/sub/../lib'), path.join(root, 'lib'));
   });
 
@@ -114,8 +126,16 @@ describe('resolveTransformsDir', () => {
 
   it('rejects a directory that escapes through a symlink, even below a missing tail', () => {
     configIssue(() => resolveTransformsDir(configDir, 'hooks/transforms/outlink'), 'hooks.transformsDir', /symlink/);
-    configIssue(() => resolveTransformsDir(configDir, 'hooks/transforms/outlink/later'), 'hooks.transformsDir', /symlink/);
-    configIssue(() => resolveTransformsDir(configDir, 'hooks/transforms/dangling/x'), 'hooks.transformsDir', /dangling/);
+    configIssue(
+      () => resolveTransformsDir(configDir, 'hooks/transforms/outlink/later'),
+      'hooks.transformsDir',
+      /symlink/,
+    );
+    configIssue(
+      () => resolveTransformsDir(configDir, 'hooks/transforms/dangling/x'),
+      'hooks.transformsDir',
+      /dangling/,
+    );
   });
 
   it('refuses a root that is itself a symlink (whoever controls the link would choose the code run)', () => {

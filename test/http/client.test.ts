@@ -8,7 +8,15 @@ import { agent, asFetch, request } from '../../src/http/client.js';
 import { GoogleApiError, OutboundError, statusCode } from '../../src/http/errors.js';
 import { googleJson } from '../../src/http/google.js';
 import { withRetry } from '../../src/http/retry.js';
-import { clientCredentials, jwtBearer, readServiceAccount, requestToken, TokenCache, withBearer, type TokenFetched } from '../../src/http/token.js';
+import {
+  clientCredentials,
+  jwtBearer,
+  readServiceAccount,
+  requestToken,
+  TokenCache,
+  withBearer,
+  type TokenFetched,
+} from '../../src/http/token.js';
 import { closedPortUrl } from '../support/platforms/fixtures.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
@@ -22,10 +30,11 @@ async function serve(handler: Handler): Promise<{ url: string; close: () => Prom
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -34,7 +43,10 @@ describe('http client: one request, one outcome', () => {
   let slowStarted = 0;
   before(async () => {
     srv = await serve((req, res, body) => {
-      if (req.url === '/json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ got: body, method: req.method }));
+      if (req.url === '/json')
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ got: body, method: req.method }));
       if (req.url === '/redirect') return void res.writeHead(302, { location: '/json' }).end();
       if (req.url === '/big') return void res.writeHead(200).end('x'.repeat(256 * 1024));
       if (req.url === '/slow') {
@@ -48,7 +60,11 @@ describe('http client: one request, one outcome', () => {
 
   // timeoutMs 20 s where the request should succeed: a bound for a busy machine, not what is tested.
   it('answers status, headers, text and JSON; POST when there is a body', async () => {
-    const o = await request(`${srv.url}/json`, { body: 'hello', headers: { 'content-type': 'text/plain' } }, { timeoutMs: 20_000 });
+    const o = await request(
+      `${srv.url}/json`,
+      { body: 'hello', headers: { 'content-type': 'text/plain' } },
+      { timeoutMs: 20_000 },
+    );
     assert.equal(o.kind, 'response');
     assert.ok(o.kind === 'response');
     assert.equal(o.status, 200);
@@ -82,21 +98,38 @@ describe('http client: one request, one outcome', () => {
   });
 
   it('names the network cause of a refused connection by its code', async () => {
-    assert.deepEqual(await request(`${await closedPortUrl()}/x?password=hunter2`, {}, { timeoutMs: 20_000 }), { kind: 'network', code: 'ECONNREFUSED' });
+    assert.deepEqual(await request(`${await closedPortUrl()}/x?password=hunter2`, {}, { timeoutMs: 20_000 }), {
+      kind: 'network',
+      code: 'ECONNREFUSED',
+    });
   });
 
   it('lends itself as a fetch to a library that takes one: the answer as a Response, a refusal as an error with its code', async () => {
     const f = asFetch();
-    const res = await f(`${srv.url}/json`, { method: 'GET', headers: new Headers(), signal: AbortSignal.timeout(2000) });
+    const res = await f(`${srv.url}/json`, {
+      method: 'GET',
+      headers: new Headers(),
+      signal: AbortSignal.timeout(2000),
+    });
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { got: '', method: 'GET' });
     assert.equal((await f(`${srv.url}/redirect`, { signal: AbortSignal.timeout(2000) })).status, 302);
-    await assert.rejects(f(`${await closedPortUrl()}/x`, {}), (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED');
-    await assert.rejects(f(`${srv.url}/slow`, { signal: AbortSignal.timeout(50) }), (err: Error) => err.name === 'TimeoutError');
+    await assert.rejects(
+      f(`${await closedPortUrl()}/x`, {}),
+      (err: NodeJS.ErrnoException) => err.code === 'ECONNREFUSED',
+    );
+    await assert.rejects(
+      f(`${srv.url}/slow`, { signal: AbortSignal.timeout(50) }),
+      (err: Error) => err.name === 'TimeoutError',
+    );
   });
 
   it('takes a dispatcher of its own (an Agent without idle limits)', async () => {
-    const o = await request(`${srv.url}/json`, {}, { timeoutMs: 20_000, dispatcher: await agent({ headersTimeout: 0, bodyTimeout: 0 }) });
+    const o = await request(
+      `${srv.url}/json`,
+      {},
+      { timeoutMs: 20_000, dispatcher: await agent({ headersTimeout: 0, bodyTimeout: 0 }) },
+    );
     assert.ok(o.kind === 'response' && o.status === 200);
   });
 });
@@ -107,18 +140,33 @@ describe('http client: retries with Retry-After', () => {
     let calls = 0;
     const srv = await serve((_req, res) => {
       const status = statuses[calls++] ?? 404;
-      res.writeHead(status, status === 429 ? { 'retry-after': '1', 'content-type': 'application/json' } : { 'content-type': 'application/json' }).end('{"ok":true}');
+      res
+        .writeHead(
+          status,
+          status === 429
+            ? { 'retry-after': '1', 'content-type': 'application/json' }
+            : { 'content-type': 'application/json' },
+        )
+        .end('{"ok":true}');
     });
     try {
       const waits: number[] = [];
       const policy = { attempts: 5, baseDelayMs: 10, maxDelayMs: 2000 };
-      const v = await withRetry(() => googleJson<{ ok: boolean }>('a call', `${srv.url}/x`, {}), policy, async (ms) => void waits.push(ms));
+      const v = await withRetry(
+        () => googleJson<{ ok: boolean }>('a call', `${srv.url}/x`, {}),
+        policy,
+        async (ms) => void waits.push(ms),
+      );
       assert.deepEqual(v, { ok: true });
       assert.equal(calls, 3);
       assert.ok(waits[0]! >= 1000, `Retry-After honoured: ${waits[0]}`);
       assert.ok(waits[1]! < 1000);
 
-      const err = await withRetry(() => googleJson('a call', `${srv.url}/x`, {}), policy, async () => {}).catch((e: unknown) => e);
+      const err = await withRetry(
+        () => googleJson('a call', `${srv.url}/x`, {}),
+        policy,
+        async () => {},
+      ).catch((e: unknown) => e);
       assert.ok(err instanceof GoogleApiError);
       assert.equal(err.code, 'outbound_refused');
       assert.equal(err.status, 404);
@@ -148,7 +196,9 @@ describe('http client: bearer tokens', () => {
       if (req.url === '/token') {
         forms.push(Object.fromEntries(new URLSearchParams(body)));
         issued++;
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: `t${issued}`, expires_in: 3600 }));
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ access_token: `t${issued}`, expires_in: 3600 }));
       }
       const auth = req.headers.authorization;
       res.writeHead(auth === `Bearer ${revoked}` || !auth ? 401 : 200).end(auth ?? '');
@@ -156,15 +206,28 @@ describe('http client: bearer tokens', () => {
     try {
       let now = 1_000_000;
       const grant = clientCredentials({ clientId: 'id', clientSecret: 'secret' }, 'scope-x');
-      const cache = new TokenCache<string>(async (): Promise<TokenFetched<string>> => {
-        const a = await requestToken(`${srv.url}/token`, grant, { timeoutMs: 20_000, defaultLifetimeMs: 300_000, now: () => now });
-        return a.ok ? a : { ok: false, failure: 'no token' };
-      }, () => now);
-      const call = (token: string) => request(`${srv.url}/api`, { headers: { authorization: `Bearer ${token}` } }, { timeoutMs: 20_000 });
+      const cache = new TokenCache<string>(
+        async (): Promise<TokenFetched<string>> => {
+          const a = await requestToken(`${srv.url}/token`, grant, {
+            timeoutMs: 20_000,
+            defaultLifetimeMs: 300_000,
+            now: () => now,
+          });
+          return a.ok ? a : { ok: false, failure: 'no token' };
+        },
+        () => now,
+      );
+      const call = (token: string) =>
+        request(`${srv.url}/api`, { headers: { authorization: `Bearer ${token}` } }, { timeoutMs: 20_000 });
 
       const first = await withBearer(cache, call);
       assert.ok(first.ok && first.outcome.kind === 'response' && first.outcome.text === 'Bearer t1');
-      assert.deepEqual(forms[0], { grant_type: 'client_credentials', client_id: 'id', client_secret: 'secret', scope: 'scope-x' });
+      assert.deepEqual(forms[0], {
+        grant_type: 'client_credentials',
+        client_id: 'id',
+        client_secret: 'secret',
+        scope: 'scope-x',
+      });
       await withBearer(cache, call);
       assert.equal(issued, 1, 'cached');
 
@@ -175,13 +238,21 @@ describe('http client: bearer tokens', () => {
 
       revoked = 't2';
       const third = await withBearer(cache, call);
-      assert.ok(third.ok && third.outcome.kind === 'response' && third.outcome.status === 200 && third.outcome.text === 'Bearer t3');
+      assert.ok(
+        third.ok &&
+          third.outcome.kind === 'response' &&
+          third.outcome.status === 200 &&
+          third.outcome.text === 'Bearer t3',
+      );
       assert.equal(issued, 3, 'refreshed after a 401 to the cached token');
 
       revoked = 't3';
       cache.invalidate('t3');
-      const fresh401 = await withBearer(cache, (t) => (revoked = t, call(t)));
-      assert.ok(fresh401.ok && fresh401.outcome.kind === 'response' && fresh401.outcome.status === 401, 'a 401 to a token fetched just now is the answer');
+      const fresh401 = await withBearer(cache, (t) => ((revoked = t), call(t)));
+      assert.ok(
+        fresh401.ok && fresh401.outcome.kind === 'response' && fresh401.outcome.status === 401,
+        'a 401 to a token fetched just now is the answer',
+      );
       assert.equal(issued, 4);
     } finally {
       await srv.close();
@@ -190,7 +261,11 @@ describe('http client: bearer tokens', () => {
 
   it('signs one RS256 assertion for the JWT-bearer grant', async () => {
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const account = readServiceAccount({ client_email: 'sa@p.iam.gserviceaccount.com', private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }), private_key_id: 'k1' });
+    const account = readServiceAccount({
+      client_email: 'sa@p.iam.gserviceaccount.com',
+      private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }),
+      private_key_id: 'k1',
+    });
     assert.ok(typeof account === 'object');
     assert.equal(readServiceAccount({ client_email: 'x' }), 'fields');
     assert.equal(readServiceAccount({ client_email: 'x', private_key: 'not a key' }), 'key');
@@ -198,7 +273,13 @@ describe('http client: bearer tokens', () => {
     assert.equal(form.grant_type, 'urn:ietf:params:oauth:grant-type:jwt-bearer');
     const [h, c, s] = form.assertion!.split('.');
     assert.deepEqual(JSON.parse(Buffer.from(h!, 'base64url').toString()), { alg: 'RS256', typ: 'JWT', kid: 'k1' });
-    assert.deepEqual(JSON.parse(Buffer.from(c!, 'base64url').toString()), { iss: 'sa@p.iam.gserviceaccount.com', scope: 'scope-y', aud: 'https://oauth2.example/token', iat: 1000, exp: 4600 });
+    assert.deepEqual(JSON.parse(Buffer.from(c!, 'base64url').toString()), {
+      iss: 'sa@p.iam.gserviceaccount.com',
+      scope: 'scope-y',
+      aud: 'https://oauth2.example/token',
+      iat: 1000,
+      exp: 4600,
+    });
     assert.ok(verify('sha256', Buffer.from(`${h}.${c}`), publicKey, Buffer.from(s!, 'base64url')));
   });
 });

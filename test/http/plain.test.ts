@@ -29,7 +29,11 @@ describe('http: plain requests (Node http, not fetch)', () => {
   after(() => server.close());
 
   it('answers like fetch: status, reason, body, JSON, headers', async () => {
-    const r = await request(`${base}/x`, { method: 'POST', headers: { authorization: 'Bearer t' }, body: 'hi' }, { plainHttp: true });
+    const r = await request(
+      `${base}/x`,
+      { method: 'POST', headers: { authorization: 'Bearer t' }, body: 'hi' },
+      { plainHttp: true },
+    );
     assert.equal(r.kind, 'response');
     if (r.kind !== 'response') return;
     assert.equal(r.status, 201);
@@ -47,11 +51,18 @@ describe('http: plain requests (Node http, not fetch)', () => {
     await once(closed, 'listening');
     const { port } = closed.address() as AddressInfo;
     await new Promise((resolve) => closed.close(resolve));
-    assert.deepEqual(await request(`http://127.0.0.1:${port}/`, {}, { plainHttp: true }), { kind: 'network', code: 'ECONNREFUSED' });
+    assert.deepEqual(await request(`http://127.0.0.1:${port}/`, {}, { plainHttp: true }), {
+      kind: 'network',
+      code: 'ECONNREFUSED',
+    });
   });
 
   it('takes a Headers object too, and loads no undici for a plain one (a fresh process: its module list)', async () => {
-    const r = await request(`${base}/x`, { method: 'POST', headers: new Headers({ authorization: 'Bearer h' }), body: '' }, { plainHttp: true });
+    const r = await request(
+      `${base}/x`,
+      { method: 'POST', headers: new Headers({ authorization: 'Bearer h' }), body: '' },
+      { plainHttp: true },
+    );
     assert.ok(r.kind === 'response' && r.headers.get('x-seen') === 'Bearer h');
     const client = new URL('../../src/http/client.js', import.meta.url).href;
     const script = `const { request } = await import(${JSON.stringify(client)});

@@ -32,7 +32,18 @@ describe('the ingress on the live feed', () => {
     const runIds = Array.from({ length: 30 }, (_, i) => `run-${i}`);
     announceReceived(
       { publish: (e) => events.push(e) },
-      { hooks, subPath: `fan\u0000${'x'.repeat(300)}`, clientIp: '10.0.0.1', reqId: 'r-1', started: performance.now(), at: 5, status: 200, code: null, mappingId: 'gh', body: { ok: true, runId: 'run-0', runIds, eventIds: ['ev-1'] } },
+      {
+        hooks,
+        subPath: `fan\u0000${'x'.repeat(300)}`,
+        clientIp: '10.0.0.1',
+        reqId: 'r-1',
+        started: performance.now(),
+        at: 5,
+        status: 200,
+        code: null,
+        mappingId: 'gh',
+        body: { ok: true, runId: 'run-0', runIds, eventIds: ['ev-1'] },
+      },
     );
     const e = events[0] as ReceivedFeedEvent;
     assert.equal(e.route, 'gh');
@@ -42,6 +53,16 @@ describe('the ingress on the live feed', () => {
     assert.ok(e.path.length <= 200 && !e.path.includes('\u0000'));
     assert.ok(e.durationMs >= 0);
     assert.equal(e.reqId, 'r-1', "the request's id");
-    announceReceived(undefined, { hooks, subPath: 'wake', clientIp: '', reqId: 'r-2', started: 0, at: 0, status: 200, code: null, mappingId: null });
+    announceReceived(undefined, {
+      hooks,
+      subPath: 'wake',
+      clientIp: '',
+      reqId: 'r-2',
+      started: 0,
+      at: 0,
+      status: 200,
+      code: null,
+      mappingId: null,
+    });
   });
 });

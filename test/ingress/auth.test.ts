@@ -13,7 +13,14 @@ describe('extractToken', () => {
   });
 
   it('lets Bearer win over x-hookgate-token and x-openclaw-token', () => {
-    assert.equal(extractToken({ authorization: 'Bearer from-bearer', 'x-hookgate-token': 'from-hookgate', 'x-openclaw-token': 'from-openclaw' }), 'from-bearer');
+    assert.equal(
+      extractToken({
+        authorization: 'Bearer from-bearer',
+        'x-hookgate-token': 'from-hookgate',
+        'x-openclaw-token': 'from-openclaw',
+      }),
+      'from-bearer',
+    );
     // even when the bearer token is wrong and a header is right: the bearer is what is checked
     assert.equal(extractToken({ authorization: 'Bearer wrong', 'x-hookgate-token': 'right' }), 'wrong');
   });
@@ -41,7 +48,8 @@ describe('extractToken', () => {
 
 /** One token alone, as `hooks.token` by itself is. */
 const single = (token: string) => new TokenSet([{ id: 'default', token }]);
-const tokenMatches = (presented: string | undefined, set: TokenSet | undefined) => set !== undefined && set.find(presented) !== undefined;
+const tokenMatches = (presented: string | undefined, set: TokenSet | undefined) =>
+  set !== undefined && set.find(presented) !== undefined;
 
 describe('one token (hooks.token alone)', () => {
   const expected = single('s3cret-token-0123456789');
@@ -51,7 +59,11 @@ describe('one token (hooks.token alone)', () => {
     assert.equal(tokenMatches('s3cret-token-012345678', expected), false);
     assert.equal(tokenMatches('s3cret-token-01234567890', expected), false);
     assert.equal(tokenMatches('S3CRET-TOKEN-0123456789', expected), false);
-    assert.equal(tokenMatches('s3cret-token-0123456789\u0000', expected), false, 'a NUL after the token is not padding');
+    assert.equal(
+      tokenMatches('s3cret-token-0123456789\u0000', expected),
+      false,
+      'a NUL after the token is not padding',
+    );
     assert.equal(tokenMatches('', expected), false);
     assert.equal(tokenMatches('x'.repeat(100_000), expected), false);
     assert.equal(tokenMatches(undefined, expected), false);
@@ -78,7 +90,11 @@ describe('one token (hooks.token alone)', () => {
     assert.equal(tokenMatches(`${long}L`, token), false);
     const exact = single('E'.repeat(TOKEN_WINDOW_BYTES));
     assert.equal(tokenMatches('E'.repeat(TOKEN_WINDOW_BYTES), exact), true);
-    assert.equal(tokenMatches('E'.repeat(TOKEN_WINDOW_BYTES + 1), exact), false, 'a longer token with the same first window');
+    assert.equal(
+      tokenMatches('E'.repeat(TOKEN_WINDOW_BYTES + 1), exact),
+      false,
+      'a longer token with the same first window',
+    );
   });
 
   it('compares one fixed-width window with timingSafeEqual, whatever the presented length', (t) => {
@@ -115,7 +131,14 @@ describe('TokenSet: several tokens (hooks.tokens, admin.tokens)', () => {
     assert.equal(set.find('old-token-abcdefghijklmnop')?.id, 'old');
     assert.equal(isExpired(set.find('old-token-abcdefghijklmnop')!, now - 1), false, 'valid until notAfter');
     assert.equal(set.accept('old-token-abcdefghijklmnop', now), undefined, 'refused from notAfter on');
-    for (const bad of [undefined, '', 'ci-token-abcdefghijklmno', 'ci-token-abcdefghijklmnopq', 'L'.repeat(TOKEN_WINDOW_BYTES + 11), 'CI-TOKEN-ABCDEFGHIJKLMNOP']) {
+    for (const bad of [
+      undefined,
+      '',
+      'ci-token-abcdefghijklmno',
+      'ci-token-abcdefghijklmnopq',
+      'L'.repeat(TOKEN_WINDOW_BYTES + 11),
+      'CI-TOKEN-ABCDEFGHIJKLMNOP',
+    ]) {
       assert.equal(set.find(bad), undefined, String(bad));
     }
     assert.equal(new TokenSet([]).find('anything'), undefined);
@@ -135,9 +158,19 @@ describe('TokenSet: several tokens (hooks.tokens, admin.tokens)', () => {
       spy.mock.restore();
       syncBuiltinESMExports();
     });
-    const presented = ['s3cret-token-0123456789', 'ci-token-abcdefghijklmnop', 'L'.repeat(TOKEN_WINDOW_BYTES + 10), 'wrong', 'y'.repeat(5000)];
+    const presented = [
+      's3cret-token-0123456789',
+      'ci-token-abcdefghijklmnop',
+      'L'.repeat(TOKEN_WINDOW_BYTES + 10),
+      'wrong',
+      'y'.repeat(5000),
+    ];
     for (const p of presented) set.find(p);
-    assert.equal(spy.mock.callCount(), presented.length * 4, 'four compares per request, whether the first, the last or none matched');
+    assert.equal(
+      spy.mock.callCount(),
+      presented.length * 4,
+      'four compares per request, whether the first, the last or none matched',
+    );
     for (const call of spy.mock.calls) {
       const [a, b] = call.arguments as unknown as [Buffer, Buffer];
       assert.equal(a.length, 2 * TOKEN_WINDOW_BYTES);

@@ -100,7 +100,12 @@ class RawClient {
         const len = Number(headers['content-length'] ?? 0);
         const body = this.buf.subarray(head + 4);
         if (body.length < len) return;
-        resolve({ status, headers, body: len ? (JSON.parse(body.subarray(0, len).toString('utf8')) as Record<string, unknown>) : {}, at: Date.now() });
+        resolve({
+          status,
+          headers,
+          body: len ? (JSON.parse(body.subarray(0, len).toString('utf8')) as Record<string, unknown>) : {},
+          at: Date.now(),
+        });
       });
       this.socket.once('close', () => reject(new Error('connection closed before a complete response')));
     });
@@ -116,7 +121,11 @@ class RawClient {
   }
 
   head(headers: Record<string, string | number>): void {
-    const lines = ['POST /hooks/wake HTTP/1.1', 'Host: 127.0.0.1', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    const lines = [
+      'POST /hooks/wake HTTP/1.1',
+      'Host: 127.0.0.1',
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ];
     this.write(`${lines.join('\r\n')}\r\n\r\n`);
   }
 
@@ -184,7 +193,10 @@ describe('readBody over a real socket', { timeout: 30_000 }, () => {
     const chunk = Buffer.alloc(256, 0x61);
     let sent = 0;
     let responded = false;
-    void c.response.then(() => (responded = true), () => {});
+    void c.response.then(
+      () => (responded = true),
+      () => {},
+    );
     // feed 256-byte chunks until the answer arrives (it must come after ~5 chunks, long before 100)
     for (let i = 0; i < 100 && !responded; i++) {
       c.write(`${chunk.length.toString(16)}\r\n`);
@@ -324,7 +336,8 @@ describe('parseJsonObject', () => {
   });
 
   it('answers JSON that is not an object with invalid_payload', () => {
-    for (const b of ['[]', '[{"a":1}]', '"text"', 'null', '42', '-1.5', 'true', 'false']) assert.equal(code(b), 'invalid_payload', b);
+    for (const b of ['[]', '[{"a":1}]', '"text"', 'null', '42', '-1.5', 'true', 'false'])
+      assert.equal(code(b), 'invalid_payload', b);
   });
 
   it('does not let __proto__ in the body change the prototype', () => {
@@ -395,7 +408,9 @@ describe('form bodies (signed mappings: Slack slash commands and Interactivity)'
 
   it('Interactivity: a payload field holding JSON is decoded; a payload that is not JSON stays a string', () => {
     const json = { type: 'block_actions', user: { id: 'U1', name: 'ada' }, actions: [{ action_id: 'approve' }] };
-    assert.deepEqual(parseFormObject(Buffer.from(`payload=${encodeURIComponent(JSON.stringify(json))}`)), { payload: json });
+    assert.deepEqual(parseFormObject(Buffer.from(`payload=${encodeURIComponent(JSON.stringify(json))}`)), {
+      payload: json,
+    });
     assert.deepEqual(parseFormObject(Buffer.from('payload=%7Bnot+json')), { payload: '{not json' });
     assert.deepEqual(parseFormObject(Buffer.from('payload=42')), { payload: '42' });
   });

@@ -35,7 +35,8 @@ async function serve(
   arrived: () => void = () => {},
   limiter?: AuthFailureLimiter,
 ): Promise<{ server: Server; url: string; reload(hooks: Record<string, unknown>): void }> {
-  const configOf = (h: Record<string, unknown>) => validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
+  const configOf = (h: Record<string, unknown>) =>
+    validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
   const config = configOf(hooks);
   let current = buildIngressContext(buildHooksContext(config, 1), null);
   const handler = createHandler(() => current, {
@@ -63,7 +64,10 @@ describe('handler: store failures', () => {
   before(async () => {
     dir = tempDir('hookgate-handler-');
     store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'thread', busyTimeoutMs: 100 });
-    ({ server, url } = await serve(dir, {}, store, { heartbeatRequested: () => void signals.heartbeats++, runsQueued: () => void signals.runs++ }));
+    ({ server, url } = await serve(dir, {}, store, {
+      heartbeatRequested: () => void signals.heartbeats++,
+      runsQueued: () => void signals.runs++,
+    }));
   });
   after(async () => {
     server.close();
@@ -71,7 +75,11 @@ describe('handler: store failures', () => {
   });
 
   const post = (path: string, body: unknown) =>
-    fetch(`${url}/hooks/${path}`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    fetch(`${url}/hooks/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(body),
+    });
 
   it('answers 503 unavailable while the database is locked, and accepts again after', async () => {
     const ok = await post('wake', { text: 'before lock' });
@@ -81,10 +89,17 @@ describe('handler: store failures', () => {
     const locker = new Database(join(dir, 'h.db'));
     locker.prepare('BEGIN IMMEDIATE').run();
     try {
-      const [w, a] = await Promise.all([post('wake', { text: 'during lock' }), post('agent', { message: 'during lock' })]);
+      const [w, a] = await Promise.all([
+        post('wake', { text: 'during lock' }),
+        post('agent', { message: 'during lock' }),
+      ]);
       for (const r of [w, a]) {
         assert.equal(r.status, 503);
-        assert.equal(r.headers.get('retry-after'), '1', 'nothing was accepted: the caller is told when to send it again');
+        assert.equal(
+          r.headers.get('retry-after'),
+          '1',
+          'nothing was accepted: the caller is told when to send it again',
+        );
         const body = (await r.json()) as Record<string, unknown>;
         assert.equal(body.code, 'unavailable');
         assert.equal(body.ok, false);
@@ -98,7 +113,10 @@ describe('handler: store failures', () => {
     assert.equal(again.status, 200);
     assert.equal(signals.runs, 1);
     const main = await store.getSession('main');
-    assert.deepEqual(main?.pending.map((e) => e.text), ['before lock']);
+    assert.deepEqual(
+      main?.pending.map((e) => e.text),
+      ['before lock'],
+    );
   });
 });
 
@@ -115,8 +133,18 @@ describe('handler: signed paths verify before they parse', () => {
     const dir = tempDir('hookgate-refusal-');
     store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
     const mappings = [
-      { id: 'gh', match: { path: 'github' }, messageTemplate: 'PR {{action}}', signature: { scheme: 'github', secret: SECRET } },
-      { id: 'stripe', match: { path: 'stripe' }, messageTemplate: 'event {{type}}', signature: { scheme: 'stripe', secret: 'whsec_test' } },
+      {
+        id: 'gh',
+        match: { path: 'github' },
+        messageTemplate: 'PR {{action}}',
+        signature: { scheme: 'github', secret: SECRET },
+      },
+      {
+        id: 'stripe',
+        match: { path: 'stripe' },
+        messageTemplate: 'event {{type}}',
+        signature: { scheme: 'stripe', secret: 'whsec_test' },
+      },
     ];
     ({ server, url } = await serve(dir, { mappings }, store));
   });
@@ -140,12 +168,21 @@ describe('handler: signed paths verify before they parse', () => {
     }
   }
 
-  const big = JSON.stringify({ action: 'opened', items: Array.from({ length: 5000 }, (_, i) => ({ i, s: 'abcdefghijklmnop' })) });
+  const big = JSON.stringify({
+    action: 'opened',
+    items: Array.from({ length: 5000 }, (_, i) => ({ i, s: 'abcdefghijklmnop' })),
+  });
   const post = (path: string, body: string, headers: Record<string, string>) =>
-    fetch(`${url}/hooks/${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    fetch(`${url}/hooks/${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
 
   it('a forged signature over a large JSON body is 401 without the body ever being parsed', async () => {
-    const { result, parses } = await bigParses(100_000, () => post('github', big, { 'x-hub-signature-256': sign(big, 'forged') }));
+    const { result, parses } = await bigParses(100_000, () =>
+      post('github', big, { 'x-hub-signature-256': sign(big, 'forged') }),
+    );
     assert.equal(result.status, 401);
     assert.equal(((await result.json()) as { error: string }).error, 'missing or invalid signature');
     assert.equal(parses, 0);
@@ -164,7 +201,10 @@ describe('handler: signed paths verify before they parse', () => {
   });
 
   it('with the token on a signed path the token authenticates as before: a mapping without a signature is not there, so 401 for a forgery', async () => {
-    const r = await post('github', big, { authorization: `Bearer ${TOKEN}`, 'x-hub-signature-256': sign(big, 'forged') });
+    const r = await post('github', big, {
+      authorization: `Bearer ${TOKEN}`,
+      'x-hub-signature-256': sign(big, 'forged'),
+    });
     assert.equal(r.status, 401);
   });
 });
@@ -190,7 +230,10 @@ describe('handler: a request in flight across a reload', () => {
 
   it('uses the generation it started with to its end: a token rotated while its body is on the way', async () => {
     const started = new Promise<void>((r) => (arrivedOnce = r));
-    const req = request(`${url}/hooks/note`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    const req = request(`${url}/hooks/note`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    });
     const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
       req.on('response', (res) => {
         let body = '';
@@ -203,14 +246,25 @@ describe('handler: a request in flight across a reload', () => {
     await started;
     arrivedOnce = undefined;
     // The reload lands after the token was checked, before the body is read and routed.
-    reload({ token: ROTATED, mappings: [{ id: 'note', match: { path: 'note' }, action: 'wake', textTemplate: 'second generation: {{n}}' }] });
+    reload({
+      token: ROTATED,
+      mappings: [{ id: 'note', match: { path: 'note' }, action: 'wake', textTemplate: 'second generation: {{n}}' }],
+    });
     req.end(JSON.stringify({ n: 1 }));
     const answer = await answered;
     assert.equal(answer.status, 200, answer.body);
     const main = await store.getSession('main');
-    assert.deepEqual(main?.pending.map((e) => e.text), ['first generation: 1'], "routed by the first generation's mapping");
+    assert.deepEqual(
+      main?.pending.map((e) => e.text),
+      ['first generation: 1'],
+      "routed by the first generation's mapping",
+    );
 
-    const after = await fetch(`${url}/hooks/note`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ n: 2 }) });
+    const after = await fetch(`${url}/hooks/note`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ n: 2 }),
+    });
     assert.equal(after.status, 401, 'the next request is of the new generation: the old token is refused');
   });
 });
@@ -228,7 +282,14 @@ describe('handler: a verified signature that no mapping takes', () => {
     store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
     const authFailureLimit = { maxFailures: 3, windowSeconds: 600, lockoutSeconds: 600, maxTrackedClients: 100 };
     limiter = new AuthFailureLimiter(authFailureLimit);
-    const mappings = [{ id: 'gh-prs', match: { path: 'github', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'PR {{action}}', signature: { scheme: 'github', secret: SECRET } }];
+    const mappings = [
+      {
+        id: 'gh-prs',
+        match: { path: 'github', headers: { 'x-github-event': 'pull_request' } },
+        messageTemplate: 'PR {{action}}',
+        signature: { scheme: 'github', secret: SECRET },
+      },
+    ];
     ({ server, url } = await serve(dir, { mappings, authFailureLimit }, store, undefined, undefined, limiter));
   });
   after(async () => {
@@ -239,7 +300,11 @@ describe('handler: a verified signature that no mapping takes', () => {
   const post = (event: string, secret = SECRET) => {
     const body = JSON.stringify({ action: 'opened', event });
     const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-    return fetch(`${url}/hooks/github`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-hub-signature-256': signature }, body });
+    return fetch(`${url}/hooks/github`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-hub-signature-256': signature },
+      body,
+    });
   };
 
   it('is answered 200 ignored, recorded unmatched, never counted, and resets the count like any authenticated request', async () => {
@@ -263,7 +328,11 @@ describe('handler: a verified signature that no mapping takes', () => {
       const list = (await store.listReceived(50)).filter((r) => r.code === 'unmatched');
       return list.length === 5 ? list : undefined;
     });
-    for (const r of records) assert.deepEqual([r.status, r.path, r.mappingId, r.runIds, r.eventIds, r.tokenId ?? null], [200, 'github', null, [], [], null]);
+    for (const r of records)
+      assert.deepEqual(
+        [r.status, r.path, r.mappingId, r.runIds, r.eventIds, r.tokenId ?? null],
+        [200, 'github', null, [], [], null],
+      );
     assert.equal((await store.listRuns({ limit: 50 })).length, 1, 'only the mapped event queued a run');
   });
 });

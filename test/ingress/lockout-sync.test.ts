@@ -9,7 +9,6 @@ import { captureLogger } from '../support/log-capture.js';
 
 const LIMITS = { maxFailures: 3, windowSeconds: 60, lockoutSeconds: 300, maxTrackedClients: 100 };
 
-
 /** The cluster's lockouts: one table and one notice bus for every node's store. */
 function cluster() {
   const table = new Map<string, number>();
@@ -39,7 +38,10 @@ describe('auth-failure lockouts across nodes', () => {
     const c = cluster();
     const a = new AuthFailureLimiter(LIMITS);
     const b = new AuthFailureLimiter(LIMITS);
-    const stops = [shareLockouts(a, c.store(), captureLogger().logger), shareLockouts(b, c.store(), captureLogger().logger)];
+    const stops = [
+      shareLockouts(a, c.store(), captureLogger().logger),
+      shareLockouts(b, c.store(), captureLogger().logger),
+    ];
     const now = Date.now();
     assert.equal(a.fail('203.0.113.9', now), 0);
     assert.equal(a.fail('203.0.113.9', now), 0);

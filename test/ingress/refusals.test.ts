@@ -41,7 +41,11 @@ describe('RefusalAggregator', () => {
     assert.equal(agg.size, 1);
     agg.add(T + 10_000, 404, 'not_found', 'other', '203.0.113.7');
     assert.equal(windows.length, 1);
-    assert.deepEqual(windows[0], { at: T, windowMs: 10_000, counts: [{ status: 401, code: 'unauthorized', path: 'agent', bucket: '203.0.113.7', count: 1000 }] });
+    assert.deepEqual(windows[0], {
+      at: T,
+      windowMs: 10_000,
+      counts: [{ status: 401, code: 'unauthorized', path: 'agent', bucket: '203.0.113.7', count: 1000 }],
+    });
     agg.flush();
     assert.equal(windows.length, 2);
     assert.equal(windows[1]!.at, T + 10_000);
@@ -56,8 +60,14 @@ describe('RefusalAggregator', () => {
     assert.equal(agg.size, 5); // 3 keys, the 401 overflow, the 404 overflow
     agg.flush();
     const counts = windows[0]!.counts;
-    assert.equal(counts.reduce((n, c) => n + c.count, 0), 10_001);
-    assert.deepEqual(counts.find((c) => c.status === 401 && c.bucket === OTHER), { status: 401, code: 'unauthorized', path: OTHER, bucket: OTHER, count: 9997 });
+    assert.equal(
+      counts.reduce((n, c) => n + c.count, 0),
+      10_001,
+    );
+    assert.deepEqual(
+      counts.find((c) => c.status === 401 && c.bucket === OTHER),
+      { status: 401, code: 'unauthorized', path: OTHER, bucket: OTHER, count: 9997 },
+    );
   });
 
   it('flushes a window that ended while nothing more came in (timer)', async () => {

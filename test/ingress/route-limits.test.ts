@@ -15,7 +15,9 @@ describe('RouteLimits', () => {
   });
 
   it('/wake and /agent: hooks.routes', () => {
-    const l = compile({ routes: { wake: { rateLimit: { perMinute: 60, burst: 1 } }, agent: { allowFrom: ['10.0.0.0/8'] } } })!;
+    const l = compile({
+      routes: { wake: { rateLimit: { perMinute: 60, burst: 1 } }, agent: { allowFrom: ['10.0.0.0/8'] } },
+    })!;
     assert.equal(keyOf(l.gate('wake', {}, '1.2.3.4')), 'route:wake');
     assert.equal(l.gate('agent', {}, '1.2.3.4'), FORBIDDEN);
     assert.equal(l.gate('agent', {}, '10.9.9.9'), null); // allowed, and no bucket
@@ -26,7 +28,12 @@ describe('RouteLimits', () => {
   it('a mapping decided by path and headers before the body', () => {
     const l = compile({
       mappings: [
-        { id: 'pr', match: { path: 'gh', headers: { 'x-github-event': 'pull_request' } }, messageTemplate: 'x', rateLimit: { perMinute: 1, burst: 1 } },
+        {
+          id: 'pr',
+          match: { path: 'gh', headers: { 'x-github-event': 'pull_request' } },
+          messageTemplate: 'x',
+          rateLimit: { perMinute: 1, burst: 1 },
+        },
         { id: 'gh', match: { path: 'gh' }, messageTemplate: 'x', allowFrom: ['192.30.252.0/22'] },
         { id: 'any', messageTemplate: 'x', allowFrom: ['2001:db8::/32'], rateLimit: { perMinute: 1, burst: 1 } },
       ],
@@ -42,7 +49,13 @@ describe('RouteLimits', () => {
     const l = compile({
       mappings: [
         { id: 'a', match: { path: 'p', source: 'a' }, messageTemplate: 'x', allowFrom: ['10.0.0.0/8'] },
-        { id: 'b', match: { path: 'p' }, messageTemplate: 'x', allowFrom: ['172.16.0.0/12'], rateLimit: { perMinute: 1, burst: 1 } },
+        {
+          id: 'b',
+          match: { path: 'p' },
+          messageTemplate: 'x',
+          allowFrom: ['172.16.0.0/12'],
+          rateLimit: { perMinute: 1, burst: 1 },
+        },
         { id: 'c', match: { path: 'q', source: 'c' }, messageTemplate: 'x', allowFrom: ['10.0.0.0/8'] },
       ],
     })!;
@@ -57,18 +70,33 @@ describe('RouteLimits', () => {
 
   it("a sender preset's limits apply to its whole path, before the body, after the custom mappings on it", () => {
     const l = compile({
-      mappings: [{ id: 'deploys', match: { path: 'github', headers: { 'x-github-event': 'deployment' } }, messageTemplate: 'x', signature: { scheme: 'github', secret: 's' } }],
+      mappings: [
+        {
+          id: 'deploys',
+          match: { path: 'github', headers: { 'x-github-event': 'deployment' } },
+          messageTemplate: 'x',
+          signature: { scheme: 'github', secret: 's' },
+        },
+      ],
       presets: [{ use: 'github', secret: 's', allowFrom: ['192.30.252.0/22'], rateLimit: { perMinute: 60, burst: 2 } }],
     })!;
     assert.equal(l.gate('github', { 'x-github-event': 'pull_request' }, '8.8.8.8'), FORBIDDEN);
     assert.equal(keyOf(l.gate('github', { 'x-github-event': 'pull_request' }, '192.30.252.7')), 'mapping:github');
     assert.equal(keyOf(l.gate('github', { 'x-github-event': 'anything-else' }, '192.30.252.7')), 'mapping:github');
-    assert.equal(l.gate('github', { 'x-github-event': 'deployment' }, '8.8.8.8'), null, 'the custom mapping comes first and has no limits');
+    assert.equal(
+      l.gate('github', { 'x-github-event': 'deployment' }, '8.8.8.8'),
+      null,
+      'the custom mapping comes first and has no limits',
+    );
     assert.equal(l.forMapping('github')?.key, 'mapping:github');
   });
 
   it('matches on headers as the router does: credential headers never match', () => {
-    const l = compile({ mappings: [{ match: { path: 'p', headers: { authorization: 'x' } }, messageTemplate: 'x', allowFrom: ['10.0.0.0/8'] }] })!;
+    const l = compile({
+      mappings: [
+        { match: { path: 'p', headers: { authorization: 'x' } }, messageTemplate: 'x', allowFrom: ['10.0.0.0/8'] },
+      ],
+    })!;
     assert.equal(l.gate('p', { authorization: 'x' }, '1.1.1.1'), null);
   });
 

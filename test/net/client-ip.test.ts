@@ -13,7 +13,14 @@ describe('canonicalIp', () => {
     assert.equal(canonicalIp('::ffff:abcd'), '::ffff:abcd');
   });
   it('writes one IPv6 address one way, however it was spelled (RFC 5952: lower case, zeros compressed)', () => {
-    const spellings = ['2001:db8::1', '2001:DB8::1', '2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8:0:0::1', '2001:db8::0:1', '2001:0DB8::0001'];
+    const spellings = [
+      '2001:db8::1',
+      '2001:DB8::1',
+      '2001:0db8:0000:0000:0000:0000:0000:0001',
+      '2001:db8:0:0::1',
+      '2001:db8::0:1',
+      '2001:0DB8::0001',
+    ];
     assert.deepEqual(new Set(spellings.map(canonicalIp)), new Set(['2001:db8::1']));
     assert.equal(canonicalIp('2001:db8:0:0:1:0:0:1'), '2001:db8::1:0:0:1'); // the first of two equal zero runs
     assert.equal(canonicalIp('fe80::1%ETH0'), 'fe80::1%eth0');
@@ -119,27 +126,21 @@ describe('ClientIpResolver', () => {
     assert.equal(mapped.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
   });
 
-  it(
-    'accepts an IPv4-mapped IPv6 CIDR (valid in gateway.trustedProxies) and trusts the v4 addresses it covers',
-    () => {
-      const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
-      assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
-      assert.equal(r.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
-      assert.equal(r.resolve('11.0.0.1', '203.0.113.5'), '11.0.0.1');
-    },
-  );
+  it('accepts an IPv4-mapped IPv6 CIDR (valid in gateway.trustedProxies) and trusts the v4 addresses it covers', () => {
+    const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
+    assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
+    assert.equal(r.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
+    assert.equal(r.resolve('11.0.0.1', '203.0.113.5'), '11.0.0.1');
+  });
 
-  it(
-    'trusts a mapped socket address covered by a v4-mapped IPv6 block',
-    () => {
-      // ::ffff:10.0.0.0/104 is 10.0.0.0/8 written as IPv6. (::ffff:0:0/96 would trust every IPv4 address,
-      // the forwarded hop included.)
-      const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
-      assert.equal(r.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
-      assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
-      assert.equal(r.resolve('11.0.0.1', '203.0.113.5'), '11.0.0.1');
-    },
-  );
+  it('trusts a mapped socket address covered by a v4-mapped IPv6 block', () => {
+    // ::ffff:10.0.0.0/104 is 10.0.0.0/8 written as IPv6. (::ffff:0:0/96 would trust every IPv4 address,
+    // the forwarded hop included.)
+    const r = new ClientIpResolver(['::ffff:10.0.0.0/104']);
+    assert.equal(r.resolve('::ffff:10.0.0.1', '203.0.113.5'), '203.0.113.5');
+    assert.equal(r.resolve('10.0.0.1', '203.0.113.5'), '203.0.113.5');
+    assert.equal(r.resolve('11.0.0.1', '203.0.113.5'), '11.0.0.1');
+  });
 
   it('falls back to the proxy address on garbage it cannot see past', () => {
     const r = new ClientIpResolver(['10.0.0.1']);

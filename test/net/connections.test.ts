@@ -26,7 +26,11 @@ class FakeSocket extends EventEmitter {
 }
 
 function setup(maxConnections: number, maxConnectionsPerAddress: number, trustedProxies: string[] = []) {
-  const guard = new ConnectionGuard('hooks', { maxConnections, maxConnectionsPerAddress }, new ClientIpResolver(trustedProxies));
+  const guard = new ConnectionGuard(
+    'hooks',
+    { maxConnections, maxConnectionsPerAddress },
+    new ClientIpResolver(trustedProxies),
+  );
   const all: FakeSocket[] = [];
   const connect = (ip: string, busy = false) => {
     const s = new FakeSocket(ip);
@@ -56,7 +60,10 @@ describe('ConnectionGuard', () => {
     const before = guard.counts.refusedPerAddress;
     assert.equal(connect('203.0.113.1').admitted, false);
     assert.equal(guard.counts.refusedPerAddress, before + 1);
-    assert.deepEqual({ evictedIdle: guard.counts.evictedIdle > 0, evictedUnfinished: guard.counts.evictedUnfinished > 0 }, { evictedIdle: true, evictedUnfinished: true });
+    assert.deepEqual(
+      { evictedIdle: guard.counts.evictedIdle > 0, evictedUnfinished: guard.counts.evictedUnfinished > 0 },
+      { evictedIdle: true, evictedUnfinished: true },
+    );
   });
 
   it('12 addresses × 50 idle connections (512 / 64): a fresh address is admitted five times out of five', () => {
@@ -69,11 +76,13 @@ describe('ConnectionGuard', () => {
   it('20 addresses each reconnecting to hold their share, every connection busy: fresh addresses still get in', () => {
     const { guard, connect, openOf } = setup(512, 64);
     // Each flooding address keeps asking until refused, twice over (it reconnects), with requests in progress on all.
-    for (let round = 0; round < 2; round++) for (let a = 10; a < 30; a++) for (let i = 0; i < 64; i++) connect(`127.0.0.${a}`, true);
+    for (let round = 0; round < 2; round++)
+      for (let a = 10; a < 30; a++) for (let i = 0; i < 64; i++) connect(`127.0.0.${a}`, true);
     const held = guard.size;
     assert.ok(held < 512, `the flood holds ${held} of 512`);
     assert.ok(Math.max(...Array.from({ length: 20 }, (_, i) => openOf(`127.0.0.${10 + i}`))) <= 64);
-    for (let f = 50; f < 55; f++) assert.equal(connect(`127.0.0.${f}`, true).admitted, true, `fresh address 127.0.0.${f}`);
+    for (let f = 50; f < 55; f++)
+      assert.equal(connect(`127.0.0.${f}`, true).admitted, true, `fresh address 127.0.0.${f}`);
     assert.equal(guard.counts.evictedIdle + guard.counts.evictedUnfinished, 0, 'nothing busy was closed');
   });
 

@@ -111,7 +111,8 @@ describe('AuthFailureLimiter', () => {
     for (let i = 40; i < 100; i++) assert.ok(l.retryAfter(`c${i}`, now) > 0);
     for (let i = 0; i < 40; i++) l.fail(`newcomer${i}`, now);
     assert.equal(l.size, 100);
-    for (let i = 40; i < 100; i++) assert.ok(l.retryAfter(`c${i}`, now) > 0, `c${i} was evicted before an unlocked entry`);
+    for (let i = 40; i < 100; i++)
+      assert.ok(l.retryAfter(`c${i}`, now) > 0, `c${i} was evicted before an unlocked entry`);
 
     // all locked: the oldest lock is the one that goes
     const m = new AuthFailureLimiter({ ...LIMITS });

@@ -14,10 +14,15 @@ describe('RepeatLimitedLog', () => {
     let now = 0;
     const { lines, logger } = fakeLogger();
     const log = new RepeatLimitedLog(logger, 10_000, () => now);
-    for (let i = 0; i < 40_000; i++) log.error('unavailable', { path: 'wake' }, 'store unavailable: hook refused with 503');
+    for (let i = 0; i < 40_000; i++)
+      log.error('unavailable', { path: 'wake' }, 'store unavailable: hook refused with 503');
     log.warn('unauthorized', {}, 'other message');
     assert.equal(lines.length, 2);
-    assert.deepEqual(lines[0], { level: 'error', fields: { path: 'wake', code: 'unavailable' }, msg: 'store unavailable: hook refused with 503' });
+    assert.deepEqual(lines[0], {
+      level: 'error',
+      fields: { path: 'wake', code: 'unavailable' },
+      msg: 'store unavailable: hook refused with 503',
+    });
     now = 10_000;
     log.sweep(now);
     assert.equal(lines.length, 3);

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { anthropicProviderSchema } from '../../src/config/schema/models.js';
-import { createAnthropicProvider, parseAnthropicReply, THINKING_BUDGETS, thinkingBudget } from '../../src/providers/anthropic-messages.js';
+import {
+  createAnthropicProvider,
+  parseAnthropicReply,
+  THINKING_BUDGETS,
+  thinkingBudget,
+} from '../../src/providers/anthropic-messages.js';
 import { startAnthropicStandin, type AnthropicStandin } from '../support/anthropic-standin.js';
 import { rejection, requestFor, withStandin } from '../support/provider-tests.js';
 
@@ -67,7 +72,10 @@ describe('anthropic-messages provider', () => {
       assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: THINKING_BUDGETS[level] });
       assert.equal(body.max_tokens, THINKING_BUDGETS[level]! + 4096);
     }
-    assert.ok(api.calls.every((c) => c.status === 200), 'the stand-in accepted every budget');
+    assert.ok(
+      api.calls.every((c) => c.status === 200),
+      'the stand-in accepted every budget',
+    );
   });
 
   it('thinking off / unset / unknown sends no thinking field; a number is a budget (at least 1024)', async () => {
@@ -101,7 +109,11 @@ describe('anthropic-messages provider', () => {
   });
 
   it('401 on a bad key: the Anthropic error type and message, not retried, key not echoed', async () => {
-    const config = anthropicProviderSchema.parse({ api: 'anthropic-messages', baseUrl: api.url, apiKey: 'sk-ant-wrong-999999' });
+    const config = anthropicProviderSchema.parse({
+      api: 'anthropic-messages',
+      baseUrl: api.url,
+      apiKey: 'sk-ant-wrong-999999',
+    });
     const err = await rejection(createAnthropicProvider('claude', config, fast).complete(request()));
     assert.equal(err.code, 'provider_http');
     assert.equal(err.status, 401);
@@ -112,7 +124,9 @@ describe('anthropic-messages provider', () => {
   });
 
   it('a request the API rejects (400) is not retried and says why', async () => {
-    const err = await rejection(provider(api, { maxAttempts: 3 }).complete(request({ messages: [{ role: 'user', content: '' }] })));
+    const err = await rejection(
+      provider(api, { maxAttempts: 3 }).complete(request({ messages: [{ role: 'user', content: '' }] })),
+    );
     assert.equal(err.status, 400);
     assert.equal(err.retryable, false);
     assert.match(err.message, /invalid_request_error: messages\.0: all messages must have non-empty content/);

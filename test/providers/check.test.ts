@@ -14,7 +14,8 @@ import { closedPortUrl } from '../support/platforms/fixtures.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 
 const KEY = 'sk-standin-0123456789abcdef';
-const check = (config: Record<string, unknown>) => createProvider('p', providerSchema.parse(config)).check!(AbortSignal.timeout(5000));
+const check = (config: Record<string, unknown>) =>
+  createProvider('p', providerSchema.parse(config)).check!(AbortSignal.timeout(5000));
 
 describe('provider checks (hookgate doctor)', () => {
   it('openai-chat: GET {baseUrl}/models with the key; a wrong key is refused without being shown; a closed port is unreachable', async () => {

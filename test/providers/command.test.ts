@@ -15,8 +15,17 @@ let seq = 0;
 const tmp = (name: string) => join(dir, `${++seq}-${name}`);
 
 function agent(args: string[], extra: Record<string, unknown> = {}, options: CommandOptions = {}) {
-  const config = commandProviderSchema.parse({ api: 'command', command: process.execPath, args: [AGENT, ...args], ...extra });
-  return createCommandProvider('cli', config, { killGraceMs: 300, retry: { baseDelayMs: 1, maxDelayMs: 2 }, ...options });
+  const config = commandProviderSchema.parse({
+    api: 'command',
+    command: process.execPath,
+    args: [AGENT, ...args],
+    ...extra,
+  });
+  return createCommandProvider('cli', config, {
+    killGraceMs: 300,
+    retry: { baseDelayMs: 1, maxDelayMs: 2 },
+    ...options,
+  });
 }
 
 const request = requestFor('sonnet');
@@ -55,7 +64,8 @@ describe('command provider', () => {
       { role: 'assistant' as const, content: 'reply one' },
       { role: 'user' as const, content: 'second\nline two' },
     ];
-    const expected = '### System\nbe brief\n\n### User\nfirst\n\n### Assistant\nreply one\n\n### User\nsecond\nline two\n';
+    const expected =
+      '### System\nbe brief\n\n### User\nfirst\n\n### Assistant\nreply one\n\n### User\nsecond\nline two\n';
     assert.equal(renderPrompt({ system: 'be brief', messages }), expected);
     const reply = await agent(['--mode', 'reply']).complete(request({ system: 'be brief', messages }));
     assert.equal(reply.text, `agent: ${expected.trim()}`);
@@ -80,19 +90,26 @@ describe('command provider', () => {
     const err = await rejection(p.complete(request()));
     assert.equal(err.code, 'provider_command_failed');
     assert.equal(err.retryable, false);
-    assert.match(err.message, /exited with code 3: stderr line 17 \| stderr line 18 \| stderr line 19 \| stderr line 20 \| fatal: upstream rejected key \[redacted\]$/);
+    assert.match(
+      err.message,
+      /exited with code 3: stderr line 17 \| stderr line 18 \| stderr line 19 \| stderr line 20 \| fatal: upstream rejected key \[redacted\]$/,
+    );
     assert.doesNotMatch(err.message, /stderr line 16\b/);
     assert.doesNotMatch(err.message, /abcdef-123456/);
   });
 
   it('is not retried on failure (side effects), but exit 75 (EX_TEMPFAIL) is', async () => {
     const count = tmp('count');
-    const reply = await agent(['--mode', 'tempfail', '--count-file', count, '--fail-times', '2'], { maxAttempts: 3 }).complete(request());
+    const reply = await agent(['--mode', 'tempfail', '--count-file', count, '--fail-times', '2'], {
+      maxAttempts: 3,
+    }).complete(request());
     assert.equal(reply.text, 'recovered');
     assert.equal(readFileSync(count, 'utf8'), '3');
 
     const again = tmp('count');
-    const err = await rejection(agent(['--mode', 'tempfail', '--count-file', again, '--fail-times', '5'], { maxAttempts: 2 }).complete(request()));
+    const err = await rejection(
+      agent(['--mode', 'tempfail', '--count-file', again, '--fail-times', '5'], { maxAttempts: 2 }).complete(request()),
+    );
     assert.equal(err.code, 'provider_command_failed');
     assert.equal(err.retryable, true);
     assert.match(err.message, /exited with code 75: busy, try later/);
@@ -137,7 +154,9 @@ describe('command provider', () => {
   });
 
   it('more than maxOutputBytes on stdout is an error and the agent is stopped', async () => {
-    const err = await rejection(agent(['--mode', 'big', '--bytes', '300000'], {}, { maxOutputBytes: 100_000 }).complete(request()));
+    const err = await rejection(
+      agent(['--mode', 'big', '--bytes', '300000'], {}, { maxOutputBytes: 100_000 }).complete(request()),
+    );
     assert.equal(err.code, 'provider_bad_response');
     assert.match(err.message, /more than 100000 bytes/);
     const ok = await agent(['--mode', 'big', '--bytes', '100000'], {}, { maxOutputBytes: 100_000 }).complete(request());
@@ -150,7 +169,9 @@ describe('command provider', () => {
   });
 
   it('an agent that exits without reading a large prompt still succeeds (no EPIPE crash)', async () => {
-    const reply = await agent(['--mode', 'no-read']).complete(request({ messages: [{ role: 'user', content: 'y'.repeat(4 * 1024 * 1024) }] }));
+    const reply = await agent(['--mode', 'no-read']).complete(
+      request({ messages: [{ role: 'user', content: 'y'.repeat(4 * 1024 * 1024) }] }),
+    );
     assert.equal(reply.text, 'ok');
   });
 

@@ -5,7 +5,9 @@ import type { ChatMessage } from '../../src/providers/types.js';
 
 const echo = createEchoProvider();
 const run = (model: string, messages: ChatMessage[], system?: string) =>
-  echo.complete({ model, messages, signal: new AbortController().signal, ...(system ? { system } : {}) }).then((r) => r.text);
+  echo
+    .complete({ model, messages, signal: new AbortController().signal, ...(system ? { system } : {}) })
+    .then((r) => r.text);
 
 const wrapped = (id: string, body: string) =>
   [
@@ -43,18 +45,26 @@ describe('echo provider', () => {
   });
 
   it('shows only the content inside external-content markers, without the notice or metadata', async () => {
-    const text = await run('echo', [{ role: 'user', content: wrapped('0a1b2c3d4e5f6a7b', 'New issue #7: login broken\nsecond line') }]);
+    const text = await run('echo', [
+      { role: 'user', content: wrapped('0a1b2c3d4e5f6a7b', 'New issue #7: login broken\nsecond line') },
+    ]);
     assert.equal(text, 'echo: New issue #7: login broken\nsecond line');
   });
 
   it('handles the legacy markers without id, From/Subject metadata, and several blocks', () => {
-    const legacy = '<<<EXTERNAL_UNTRUSTED_CONTENT>>>\nSource: Email\nFrom: a@b.c\nSubject: hi\n---\nbody one\n<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>';
+    const legacy =
+      '<<<EXTERNAL_UNTRUSTED_CONTENT>>>\nSource: Email\nFrom: a@b.c\nSubject: hi\n---\nbody one\n<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>';
     assert.equal(unwrapExternalContent(`notice\n${legacy}\ntrailer`), 'body one');
     assert.equal(unwrapExternalContent(`${wrapped('aa', 'one')}\n${wrapped('bb', 'two')}`), 'one\n\ntwo');
   });
 
   it('keeps a block whole when it has no metadata separator', () => {
-    assert.equal(unwrapExternalContent('<<<EXTERNAL_UNTRUSTED_CONTENT id="x1">>>\nSource: not metadata here\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="x1">>>'), 'Source: not metadata here');
+    assert.equal(
+      unwrapExternalContent(
+        '<<<EXTERNAL_UNTRUSTED_CONTENT id="x1">>>\nSource: not metadata here\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="x1">>>',
+      ),
+      'Source: not metadata here',
+    );
   });
 
   it('an end marker with another id does not end the block', () => {
@@ -75,6 +85,8 @@ describe('echo provider', () => {
   it('an aborted signal rejects with provider_timeout', async () => {
     const ctrl = new AbortController();
     ctrl.abort();
-    await assert.rejects(echo.complete({ model: 'echo', messages: [], signal: ctrl.signal }), { code: 'provider_timeout' });
+    await assert.rejects(echo.complete({ model: 'echo', messages: [], signal: ctrl.signal }), {
+      code: 'provider_timeout',
+    });
   });
 });

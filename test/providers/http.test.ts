@@ -25,10 +25,25 @@ describe('parseRetryAfter', () => {
 
 describe('errorReason', () => {
   it('reads the common error body shapes', () => {
-    assert.equal(errorReason('{"error":{"message":"bad model","type":"invalid_request_error","code":"model_not_found"}}', 'application/json'), 'model_not_found: bad model');
-    assert.equal(errorReason('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', null), 'overloaded_error: Overloaded');
-    assert.equal(errorReason('{"error":"model \\"x\\" not found, try pulling it first"}', null), 'model "x" not found, try pulling it first');
-    assert.equal(errorReason('{"object":"error","message":"context too long","type":"BadRequestError","code":400}', null), 'context too long');
+    assert.equal(
+      errorReason(
+        '{"error":{"message":"bad model","type":"invalid_request_error","code":"model_not_found"}}',
+        'application/json',
+      ),
+      'model_not_found: bad model',
+    );
+    assert.equal(
+      errorReason('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', null),
+      'overloaded_error: Overloaded',
+    );
+    assert.equal(
+      errorReason('{"error":"model \\"x\\" not found, try pulling it first"}', null),
+      'model "x" not found, try pulling it first',
+    );
+    assert.equal(
+      errorReason('{"object":"error","message":"context too long","type":"BadRequestError","code":400}', null),
+      'context too long',
+    );
     assert.equal(errorReason('{"detail":"Not authenticated"}', null), 'Not authenticated');
     assert.equal(errorReason('upstream timed out', 'text/plain'), 'upstream timed out');
   });
@@ -40,7 +55,10 @@ describe('errorReason', () => {
 describe('redact', () => {
   it('masks configured secrets and key-shaped strings, strips control chars, bounds the length', () => {
     assert.equal(redact('key my-secret-value rejected', ['my-secret-value']), 'key [redacted] rejected');
-    assert.equal(redact('Incorrect API key provided: sk-proj-abc***********xyz1.', []), 'Incorrect API key provided: [redacted]');
+    assert.equal(
+      redact('Incorrect API key provided: sk-proj-abc***********xyz1.', []),
+      'Incorrect API key provided: [redacted]',
+    );
     assert.equal(redact('got Authorization: Bearer abc.def.ghi', []), 'got Authorization: Bearer [redacted]');
     assert.equal(redact('a\u0000\nb\t c', []), 'a b c');
     const long = redact('x'.repeat(1000), []);
@@ -54,10 +72,13 @@ describe('redact', () => {
 
 describe('mergeHeaders', () => {
   it('lets the provider headers win whatever the case of a configured name', () => {
-    assert.deepEqual(mergeHeaders({ Authorization: 'Bearer other', 'X-Title': 't' }, { authorization: 'Bearer mine' }), {
-      'X-Title': 't',
-      authorization: 'Bearer mine',
-    });
+    assert.deepEqual(
+      mergeHeaders({ Authorization: 'Bearer other', 'X-Title': 't' }, { authorization: 'Bearer mine' }),
+      {
+        'X-Title': 't',
+        authorization: 'Bearer mine',
+      },
+    );
   });
 });
 
@@ -67,8 +88,19 @@ describe('postJson transport errors', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
     await new Promise((r) => server.close(r)); // the port is free again: connections are refused
-    const req = { url: `http://127.0.0.1:${port}/v1/chat`, headers: {}, body: {}, signal: new AbortController().signal, label: 'test', secrets: [] };
-    await assert.rejects(postJson(req), { code: 'provider_unreachable', retryable: true, message: `test: cannot reach http://127.0.0.1:${port} (ECONNREFUSED)` });
+    const req = {
+      url: `http://127.0.0.1:${port}/v1/chat`,
+      headers: {},
+      body: {},
+      signal: new AbortController().signal,
+      label: 'test',
+      secrets: [],
+    };
+    await assert.rejects(postJson(req), {
+      code: 'provider_unreachable',
+      retryable: true,
+      message: `test: cannot reach http://127.0.0.1:${port} (ECONNREFUSED)`,
+    });
   });
 });
 

@@ -148,7 +148,10 @@ describe('openai-chat provider', () => {
     const err = await rejection(provider(ai, { maxAttempts: 1 }).complete(request()));
     assert.equal(err.status, 429);
     assert.equal(err.retryable, true);
-    assert.ok(err.retryAfterMs !== undefined && err.retryAfterMs > 25_000 && err.retryAfterMs <= 30_000, String(err.retryAfterMs));
+    assert.ok(
+      err.retryAfterMs !== undefined && err.retryAfterMs > 25_000 && err.retryAfterMs <= 30_000,
+      String(err.retryAfterMs),
+    );
   });
 
   it('a garbage 2xx body is provider_bad_response, not retried', async () => {

@@ -12,7 +12,10 @@ describe('createProviders', () => {
     assert.deepEqual([...map.keys()], ['echo']);
     const echo = map.get('echo')!;
     assert.equal(echo.api, 'echo');
-    assert.equal((await echo.complete({ model: 'echo', messages: [{ role: 'user', content: 'hi' }], signal: signal() })).text, 'echo: hi');
+    assert.equal(
+      (await echo.complete({ model: 'echo', messages: [{ role: 'user', content: 'hi' }], signal: signal() })).text,
+      'echo: hi',
+    );
   });
 
   it('instantiates each configured provider by its api, under its id', () => {
@@ -26,7 +29,13 @@ describe('createProviders', () => {
     });
     const map = createProviders(providers);
     const summary = [...map.values()].map((p) => `${p.id}:${p.api}`).sort();
-    assert.deepEqual(summary, ['claude:anthropic-messages', 'cli:command', 'demo:echo', 'echo:echo', 'local:openai-chat']);
+    assert.deepEqual(summary, [
+      'claude:anthropic-messages',
+      'cli:command',
+      'demo:echo',
+      'echo:echo',
+      'local:openai-chat',
+    ]);
   });
 
   it('closeProviders closes every provider even when one close fails', async () => {
@@ -52,7 +61,9 @@ describe('createProviders', () => {
 
 describe('models schema', () => {
   it('fills defaults and stays strict', () => {
-    const { providers } = modelsSchema.parse({ providers: { local: { api: 'openai-chat' }, claude: { api: 'anthropic-messages' } } });
+    const { providers } = modelsSchema.parse({
+      providers: { local: { api: 'openai-chat' }, claude: { api: 'anthropic-messages' } },
+    });
     assert.deepEqual(providers['local'], { api: 'openai-chat', baseUrl: 'https://api.openai.com/v1', maxAttempts: 3 });
     assert.deepEqual(providers['claude'], {
       api: 'anthropic-messages',
@@ -62,13 +73,20 @@ describe('models schema', () => {
       maxAttempts: 3,
     });
     assert.equal(modelsSchema.safeParse({ providers: { x: { api: 'openai-chat', apiKy: 'typo' } } }).success, false);
-    assert.equal(modelsSchema.safeParse({ providers: { x: { api: 'command' } } }).success, false, 'command is required');
+    assert.equal(
+      modelsSchema.safeParse({ providers: { x: { api: 'command' } } }).success,
+      false,
+      'command is required',
+    );
   });
 
   it('the id "echo" may only be an echo provider', () => {
     const bad = modelsSchema.safeParse({ providers: { echo: { api: 'openai-chat' } } });
     assert.equal(bad.success, false);
     assert.deepEqual(bad.error?.issues[0]?.path, ['providers', 'echo', 'api']);
-    assert.equal(modelsSchema.safeParse({ providers: { echo: { api: 'echo', models: ['echo', 'ack'] } } }).success, true);
+    assert.equal(
+      modelsSchema.safeParse({ providers: { echo: { api: 'echo', models: ['echo', 'ack'] } } }).success,
+      true,
+    );
   });
 });

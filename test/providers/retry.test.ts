@@ -5,7 +5,11 @@ import { retryWaitMs, withRetry } from '../../src/providers/retry.js';
 import { ProviderError } from '../../src/providers/types.js';
 
 const transient = (retryAfterMs?: number) =>
-  new ProviderError('provider_http', 'HTTP 503', { retryable: true, status: 503, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+  new ProviderError('provider_http', 'HTTP 503', {
+    retryable: true,
+    status: 503,
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  });
 const permanent = () => new ProviderError('provider_http', 'HTTP 400', { retryable: false, status: 400 });
 const signal = () => new AbortController().signal;
 const fast = { baseDelayMs: 1, maxDelayMs: 4 };
@@ -45,7 +49,10 @@ describe('withRetry', () => {
     );
     assert.equal(calls, 1);
     const bug = new TypeError('bug');
-    await assert.rejects(withRetry('t', { maxAttempts: 5 }, signal(), async () => Promise.reject(bug)), (e) => e === bug);
+    await assert.rejects(
+      withRetry('t', { maxAttempts: 5 }, signal(), async () => Promise.reject(bug)),
+      (e) => e === bug,
+    );
   });
 
   it('waits retryAfterMs before the next attempt', async () => {
@@ -141,19 +148,44 @@ describe('withRetry', () => {
 describe('backoffMs (shared by providers, outbox and heartbeat)', () => {
   it('grows exponentially with equal jitter, capped', () => {
     const p = { baseDelayMs: 100, maxDelayMs: 1000 };
-    assert.equal(backoffMs(1, p, () => 0), 50);
-    assert.equal(backoffMs(1, p, () => 0.999999), 100);
-    assert.equal(backoffMs(3, p, () => 0), 200);
-    assert.equal(backoffMs(10, p, () => 0.999999), 1000);
-    assert.equal(backoffMs(10, p, () => 0), 500);
-    assert.equal(backoffMs(5000, p, () => 0.999999), 1000, '2^4999 overflows to Infinity: still capped');
+    assert.equal(
+      backoffMs(1, p, () => 0),
+      50,
+    );
+    assert.equal(
+      backoffMs(1, p, () => 0.999999),
+      100,
+    );
+    assert.equal(
+      backoffMs(3, p, () => 0),
+      200,
+    );
+    assert.equal(
+      backoffMs(10, p, () => 0.999999),
+      1000,
+    );
+    assert.equal(
+      backoffMs(10, p, () => 0),
+      500,
+    );
+    assert.equal(
+      backoffMs(5000, p, () => 0.999999),
+      1000,
+      '2^4999 overflows to Infinity: still capped',
+    );
   });
 });
 
-describe('retryWaitMs (the providers\' rule)', () => {
+describe("retryWaitMs (the providers' rule)", () => {
   it('uses the default backoff without a Retry-After', () => {
-    assert.equal(retryWaitMs(1, undefined, {}, () => 0), 250);
-    assert.equal(retryWaitMs(20, undefined, {}, () => 0.999999), 10_000);
+    assert.equal(
+      retryWaitMs(1, undefined, {}, () => 0),
+      250,
+    );
+    assert.equal(
+      retryWaitMs(20, undefined, {}, () => 0.999999),
+      10_000,
+    );
   });
   it('uses retryAfterMs exactly, or gives up beyond maxRetryAfterMs', () => {
     assert.equal(retryWaitMs(1, 1234, {}), 1234);

@@ -9,8 +9,19 @@ export const RELIABILITY_CONFIG = {
   gateway: { trustedProxies: ['127.0.0.1'] },
   hooks: {
     mappings: [
-      { match: { path: 'github' }, action: 'wake', textTemplate: 'github {{payload.action}} {{headers.x-github-event}}', wakeMode: 'next-heartbeat', signature: { scheme: 'github', secret: 'fuzz-github-secret-0123456789' } },
-      { match: { path: 'templated' }, action: 'agent', messageTemplate: 'from {{payload.who}}: {{payload}}', deliver: false },
+      {
+        match: { path: 'github' },
+        action: 'wake',
+        textTemplate: 'github {{payload.action}} {{headers.x-github-event}}',
+        wakeMode: 'next-heartbeat',
+        signature: { scheme: 'github', secret: 'fuzz-github-secret-0123456789' },
+      },
+      {
+        match: { path: 'templated' },
+        action: 'agent',
+        messageTemplate: 'from {{payload.who}}: {{payload}}',
+        deliver: false,
+      },
     ],
   },
 };

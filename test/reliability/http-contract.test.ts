@@ -21,8 +21,33 @@ after(async () => {
 });
 
 // The fields the routes read, so generated bodies reach the checks behind the first missing field.
-const FIELDS = ['text', 'mode', 'message', 'name', 'agentId', 'sessionKey', 'sessionMode', 'wakeMode', 'deliver', 'channel', 'to', 'accountId', 'model', 'thinking', 'timeoutSeconds', 'idempotencyKey', 'allowUnsafeExternalContent', '__proto__', 'constructor'];
-const value = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom('now', 'next-heartbeat', 'last', 'main', 'echo/echo', 'hook:x', '', ' '), fc.integer(), fc.boolean());
+const FIELDS = [
+  'text',
+  'mode',
+  'message',
+  'name',
+  'agentId',
+  'sessionKey',
+  'sessionMode',
+  'wakeMode',
+  'deliver',
+  'channel',
+  'to',
+  'accountId',
+  'model',
+  'thinking',
+  'timeoutSeconds',
+  'idempotencyKey',
+  'allowUnsafeExternalContent',
+  '__proto__',
+  'constructor',
+];
+const value = fc.oneof(
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.constantFrom('now', 'next-heartbeat', 'last', 'main', 'echo/echo', 'hook:x', '', ' '),
+  fc.integer(),
+  fc.boolean(),
+);
 const body = fc.dictionary(fc.oneof(fc.constantFrom(...FIELDS), fc.string({ maxLength: 8 })), value, { maxKeys: 8 });
 const xff = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255)).map(([a, b, c]) => `10.${a}.${b}.${c}`);
 
@@ -43,7 +68,12 @@ describe('reliability: HTTP contract properties', { timeout: 60_000 }, () => {
     it(`any JSON object posted to ${route}: a 2xx or a documented 4xx, never a 5xx`, async () => {
       await fc.assert(
         fc.asyncProperty(body, xff, async (b, addr) => {
-          const a = await answer('POST', route, { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-forwarded-for': addr }, JSON.stringify(b));
+          const a = await answer(
+            'POST',
+            route,
+            { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-forwarded-for': addr },
+            JSON.stringify(b),
+          );
           assert.equal(contractViolation('POST', a), undefined);
           assert.ok(a.status < 300 || a.status >= 400, `status ${a.status}`);
         }),
@@ -53,20 +83,46 @@ describe('reliability: HTTP contract properties', { timeout: 60_000 }, () => {
   }
 
   it('any method, path and headers: a 2xx or a documented 4xx, never a 5xx', async () => {
-    const segment = fc.oneof(fc.constantFrom('hooks', 'wake', 'agent', 'github', 'templated', '..', '.', '', '%2e%2e', '%00', 'x'.repeat(300)), fc.webSegment());
+    const segment = fc.oneof(
+      fc.constantFrom('hooks', 'wake', 'agent', 'github', 'templated', '..', '.', '', '%2e%2e', '%00', 'x'.repeat(300)),
+      fc.webSegment(),
+    );
     const path = fc.array(segment, { maxLength: 4 }).map((s) => `/${s.join('/')}`);
     const query = fc.option(fc.constantFrom(`?token=${TOKEN}`, '?x=1', '?', '?a=%ff', '?__proto__=1'), { nil: '' });
     const headerName = fc.oneof(
-      fc.constantFrom('authorization', 'x-openclaw-token', 'content-type', 'idempotency-key', 'x-github-event', 'x-hub-signature-256', 'accept', 'x-forwarded-for', 'content-encoding'),
+      fc.constantFrom(
+        'authorization',
+        'x-openclaw-token',
+        'content-type',
+        'idempotency-key',
+        'x-github-event',
+        'x-hub-signature-256',
+        'accept',
+        'x-forwarded-for',
+        'content-encoding',
+      ),
       fc.stringMatching(/^x-[a-z0-9-]{1,12}$/),
     );
     const headerValue = fc.oneof(
-      fc.constantFrom(`Bearer ${TOKEN}`, TOKEN, 'Bearer ', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'gzip', 'sha256=00', '203.0.113.7, 10.0.0.1'),
+      fc.constantFrom(
+        `Bearer ${TOKEN}`,
+        TOKEN,
+        'Bearer ',
+        'application/json',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'gzip',
+        'sha256=00',
+        '203.0.113.7, 10.0.0.1',
+      ),
       fc.stringMatching(/^[\x20-\x7e]{0,40}$/),
     );
     const headers = fc.dictionary(headerName, headerValue, { maxKeys: 5 });
     const method = fc.constantFrom('POST', 'POST', 'GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD');
-    const payload = fc.oneof(body.map((b) => JSON.stringify(b)), fc.string({ maxLength: 64 }));
+    const payload = fc.oneof(
+      body.map((b) => JSON.stringify(b)),
+      fc.string({ maxLength: 64 }),
+    );
     await fc.assert(
       fc.asyncProperty(method, path, query, headers, payload, xff, async (m, p, q, h, b, addr) => {
         const a = await answer(m, p + q, { 'x-forwarded-for': addr, ...h }, b);

@@ -11,7 +11,10 @@ import { startHookgate } from '../support/server.js';
 
 describe('reliability: kill -9 under load', { timeout: 60_000 }, () => {
   it('4 rounds of 8 clients: every request answered 200 is stored once, none missing, none duplicated', async (t) => {
-    const hg = await startHookgate({ store: 'sqlite', config: { logging: { level: 'info' }, heartbeat: { every: 'off' } } });
+    const hg = await startHookgate({
+      store: 'sqlite',
+      config: { logging: { level: 'info' }, heartbeat: { every: 'off' } },
+    });
     try {
       const r = await killUnderLoad(hg, { rounds: 4, clients: 8, killAfter: 400 });
       t.diagnostic(JSON.stringify(r));

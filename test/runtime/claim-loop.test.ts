@@ -132,12 +132,18 @@ describe('claim loop', () => {
     h.loop.notify();
     await new Promise((r) => setTimeout(r, 20));
     assert.equal(h.claims.length, 1, 'no second claim within the gap, however often it is told');
-    await waitFor('the second claim, its items in work', () => h.claims.length === 2 && h.started.length === 2 * YIELD_CLAIM);
+    await waitFor(
+      'the second claim, its items in work',
+      () => h.claims.length === 2 && h.started.length === 2 * YIELD_CLAIM,
+    );
     assert.ok(performance.now() - t0 >= YIELD_GAP_MS - 5, `the second claim came after ${performance.now() - t0} ms`);
     assert.equal(h.claims[1], YIELD_CLAIM);
     busy = false;
     for (let i = YIELD_CLAIM; i < 2 * YIELD_CLAIM; i++) h.done(`i${i}`);
-    await waitFor('a full claim, its items in work', () => h.claims.includes(20) && h.started.length === 2 * YIELD_CLAIM + 20);
+    await waitFor(
+      'a full claim, its items in work',
+      () => h.claims.includes(20) && h.started.length === 2 * YIELD_CLAIM + 20,
+    );
     assert.equal(h.started.length, 2 * YIELD_CLAIM + 20);
   });
 
@@ -187,9 +193,15 @@ describe('claim loop', () => {
     h.add('late'); // ...and this arrives after the store answered, while the claim is still in flight
     h.loop.notify();
     h.loop.notify();
-    await waitFor('late in work (only the remembered wake-up claims it: the poll is a minute away)', () => h.started.includes('late'));
+    await waitFor('late in work (only the remembered wake-up claims it: the poll is a minute away)', () =>
+      h.started.includes('late'),
+    );
     assert.equal(h.maxClaiming, 1);
-    assert.deepEqual(h.claims, [10, 10, 9], 'one more claim for the wake-ups during the first, then one after late started');
+    assert.deepEqual(
+      h.claims,
+      [10, 10, 9],
+      'one more claim for the wake-ups during the first, then one after late started',
+    );
   });
 
   it('polls for work it was not told about', async () => {

@@ -33,7 +33,11 @@ function overlay(store: RuntimeClusterStore, over: Partial<RuntimeClusterStore>)
 const unavailable = () => Promise.reject(new StoreError('database unreachable (test)'));
 
 /** A store that is down while `down.now` is true: every method of `names` rejects with StoreError. */
-function flaky(store: RuntimeClusterStore, names: Array<keyof RuntimeClusterStore>, down: { now: boolean }): RuntimeClusterStore {
+function flaky(
+  store: RuntimeClusterStore,
+  names: Array<keyof RuntimeClusterStore>,
+  down: { now: boolean },
+): RuntimeClusterStore {
   const over: Record<string, unknown> = {};
   for (const name of names) {
     const real = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
@@ -56,11 +60,14 @@ describe('cluster: several nodes on one store', () => {
 
   const node = (owner: string, store: RuntimeClusterStore = kit.store): RuntimeDeps => ({ ...kit.deps, owner, store });
 
-  it('two nodes\' heartbeats: each pending event goes to exactly one turn, never two turns at once for a session', async () => {
+  it("two nodes' heartbeats: each pending event goes to exactly one turn, never two turns at once for a session", async () => {
     kit.model.setHandler(async () => (await delay(150), 'noted'));
     const a = new SessionHeartbeats(node('node-a'), { retryDelayMs: () => 20 });
     const b = new SessionHeartbeats(node('node-b'), { retryDelayMs: () => 20 });
-    closers.push(() => a.close(), () => b.close());
+    closers.push(
+      () => a.close(),
+      () => b.close(),
+    );
     const texts: string[] = [];
     for (let round = 0; round < 4; round++) {
       const text = `event ${round}`;
@@ -80,7 +87,11 @@ describe('cluster: several nodes on one store', () => {
     }
     const refused = kit.logged('heartbeat: another node beats this session now; asking again shortly');
     assert.ok(refused.length >= 1, 'one node was refused the lease at least once');
-    assert.equal(kit.logged('heartbeat finished').length, kit.model.calls.length, 'every turn completed; a retry that found nothing called no model');
+    assert.equal(
+      kit.logged('heartbeat finished').length,
+      kit.model.calls.length,
+      'every turn completed; a retry that found nothing called no model',
+    );
     assert.equal((await kit.store.listDeliveries()).length, kit.model.calls.length, 'one reply per turn');
   });
 
@@ -95,15 +106,27 @@ describe('cluster: several nodes on one store', () => {
     closers.push(() => hb.close());
     await kit.addEvents('disk almost full');
     hb.request('test');
-    await waitFor('the turn aborted', () => kit.logged('heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending').length === 1, 5000);
-    const line = kit.logged('heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending')[0]!;
+    await waitFor(
+      'the turn aborted',
+      () =>
+        kit.logged('heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending')
+          .length === 1,
+      5000,
+    );
+    const line = kit.logged(
+      'heartbeat turn aborted: its lease could not be kept; not completed, its events stay pending',
+    )[0]!;
     assert.equal(line.code, 'lease_lost');
     await waitFor('the model call cut off', () => kit.model.calls[0]?.endedAt !== undefined);
     assert.equal(kit.model.calls[0]!.status, 0, 'the model call was aborted, not answered');
     assert.equal((await kit.store.pendingEvents('main')).length, 1);
     assert.equal((await kit.store.listDeliveries()).length, 0);
     assert.equal(kit.logged('heartbeat finished').length, 0);
-    assert.equal(kit.logged('renewing heartbeat lease failed: paused, retrying with backoff (logged once until it works again)').length, 1);
+    assert.equal(
+      kit.logged('renewing heartbeat lease failed: paused, retrying with backoff (logged once until it works again)')
+        .length,
+      1,
+    );
   });
 
   it('a run whose lease cannot be renewed is aborted locally and not completed; another node runs it once the lease lapses', async () => {
@@ -114,14 +137,20 @@ describe('cluster: several nodes on one store', () => {
     let claims = 0;
     const store = overlay(kit.store, {
       renewRunLeases: unavailable,
-      claimRuns: (...args: Parameters<RuntimeClusterStore['claimRuns']>) => (claims++ === 0 ? kit.store.claimRuns(...args) : unavailable()),
+      claimRuns: (...args: Parameters<RuntimeClusterStore['claimRuns']>) =>
+        claims++ === 0 ? kit.store.claimRuns(...args) : unavailable(),
     });
     const finished: string[] = [];
-    const a = new RunWorker(node('node-a', store), { onFinished: (r) => finished.push(r.id) }, { leaseMs: 300, pollMs: 60_000 });
+    const a = new RunWorker(
+      node('node-a', store),
+      { onFinished: (r) => finished.push(r.id) },
+      { leaseMs: 300, pollMs: 60_000 },
+    );
     closers.push(() => a.close(0));
     const id = await kit.queueRun({ deliver: false });
     a.notify();
-    const msg = 'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses';
+    const msg =
+      'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses';
     await waitFor('the run aborted', () => kit.logged(msg).length === 1, 5000);
     assert.equal(kit.logged(msg)[0]!.code, 'lease_lost');
     await waitFor('the model call cut off', () => kit.model.calls[0]?.endedAt !== undefined);
@@ -163,25 +192,41 @@ describe('cluster: several nodes on one store', () => {
 
   it('store outage: the worker and the heartbeat pause with backoff, log once, resume by themselves and do the work', async () => {
     const down = { now: true };
-    const store = flaky(kit.store, ['claimRuns', 'pendingEvents', 'leaseHeartbeat', 'completeRun', 'completeHeartbeat', 'renewRunLeases'], down);
+    const store = flaky(
+      kit.store,
+      ['claimRuns', 'pendingEvents', 'leaseHeartbeat', 'completeRun', 'completeHeartbeat', 'renewRunLeases'],
+      down,
+    );
     const worker = new RunWorker(node('node-a', store), { onFinished: () => {} }, { pollMs: 50 });
     const hb = new SessionHeartbeats(node('node-a', store), { retryDelayMs: () => 50 });
-    closers.push(() => worker.close(0), () => hb.close());
+    closers.push(
+      () => worker.close(0),
+      () => hb.close(),
+    );
     const id = await kit.queueRun({ deliver: false, wakeMode: 'next-heartbeat' });
     await kit.addEvents('while the store was down');
     worker.notify();
     hb.request('test');
     await delay(1500);
-    const claimPaused = kit.logged('claiming runs failed: paused, retrying with backoff (logged once until it works again)');
+    const claimPaused = kit.logged(
+      'claiming runs failed: paused, retrying with backoff (logged once until it works again)',
+    );
     assert.equal(claimPaused.length, 1, 'one line per outage, however many polls');
     assert.equal(claimPaused[0]!.code, 'store_unavailable');
-    assert.equal(kit.logged('heartbeat failed: paused, retrying with backoff (logged once until it works again)').length, 1);
+    assert.equal(
+      kit.logged('heartbeat failed: paused, retrying with backoff (logged once until it works again)').length,
+      1,
+    );
     assert.equal(kit.model.calls.length, 0);
 
     down.now = false;
     assert.equal((await waitForRun(kit.store, id, 40_000)).state, 'succeeded');
     // (The run's summary is a pending event of main too: wait for the heartbeat over the event added above.)
-    await waitFor('the heartbeat done', async () => !(await kit.store.pendingEvents('main')).some((e) => e.text === 'while the store was down'), 40_000);
+    await waitFor(
+      'the heartbeat done',
+      async () => !(await kit.store.pendingEvents('main')).some((e) => e.text === 'while the store was down'),
+      40_000,
+    );
     assert.equal(kit.logged('heartbeat finished').length >= 1, true);
     assert.equal(kit.logged('claiming runs works again: resumed').length, 1);
     assert.equal(kit.logged('heartbeat works again: resumed').length, 1);
@@ -189,7 +234,27 @@ describe('cluster: several nodes on one store', () => {
 
   it('a delivery whose lease is about to run out stops sending and is not finished (it is sent again once the lease lapses)', async () => {
     const now = Date.now();
-    const d = { id: 'dlv_1', runId: 'run_1', heartbeatId: null, sessionKey: 'hook:x', agentId: 'main', hookName: 'X', channel: 'slow', to: '1', accountId: null, text: 'hi', explicitRoute: false, createdAt: now, state: 'pending', chunksSent: 0, attempts: 1, nextAttemptAt: now, lastError: null, updatedAt: now, deliveredAt: null } satisfies Delivery;
+    const d = {
+      id: 'dlv_1',
+      runId: 'run_1',
+      heartbeatId: null,
+      sessionKey: 'hook:x',
+      agentId: 'main',
+      hookName: 'X',
+      channel: 'slow',
+      to: '1',
+      accountId: null,
+      text: 'hi',
+      explicitRoute: false,
+      createdAt: now,
+      state: 'pending',
+      chunksSent: 0,
+      attempts: 1,
+      nextAttemptAt: now,
+      lastError: null,
+      updatedAt: now,
+      deliveredAt: null,
+    } satisfies Delivery;
     let queue = [d];
     const finished: DeliveryOutcome[] = [];
     const store = overlay(kit.store, {
@@ -200,14 +265,23 @@ describe('cluster: several nodes on one store', () => {
     const slow: Channel = {
       id: 'slow',
       maxTextLength: 1000,
-      send: (_m, signal) => new Promise((resolve) => signal?.addEventListener('abort', () => resolve({ ok: false, retryable: true, error: 'aborted' }))),
+      send: (_m, signal) =>
+        new Promise((resolve) =>
+          signal?.addEventListener('abort', () => resolve({ ok: false, retryable: true, error: 'aborted' })),
+        ),
     };
-    const channels = { get: (id: string) => (id === 'slow' ? slow : undefined), ids: () => ['slow'], normalize: (n: string) => n, close: async () => {} } as unknown as ChannelRegistry;
+    const channels = {
+      get: (id: string) => (id === 'slow' ? slow : undefined),
+      ids: () => ['slow'],
+      normalize: (n: string) => n,
+      close: async () => {},
+    } as unknown as ChannelRegistry;
     const env = { ...kit.env, channels } as RuntimeEnv;
     const outbox = new Outbox({ ...node('node-a', store), env: () => env }, { leaseMs: 400, marginMs: 150 });
     closers.push(() => outbox.close(0));
     outbox.notify();
-    const msg = 'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)';
+    const msg =
+      'delivery stopped: its lease ran out before it was sent; it is sent again once the lease lapses (chunks already accepted are not repeated)';
     await waitFor('the send given up', () => kit.logged(msg).length === 1, 3000);
     assert.equal(kit.logged(msg)[0]!.code, 'lease_lost');
     await delay(50);

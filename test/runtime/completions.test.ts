@@ -20,7 +20,10 @@ describe('completion waiters', () => {
   let waiters: CompletionWaiterRegistry;
 
   const newWaiters = (options?: ConstructorParameters<typeof CompletionWaiterRegistry>[1]) =>
-    (waiters = new CompletionWaiterRegistry({ store: kit.store, logger: kit.deps.logger, ackMaxChars: () => 300 }, options));
+    (waiters = new CompletionWaiterRegistry(
+      { store: kit.store, logger: kit.deps.logger, ackMaxChars: () => 300 },
+      options,
+    ));
   /** A worker that tells `waiters` about finished runs, as startRuntime wires it. */
   const startWorker = () => {
     worker = new RunWorker(kit.deps, { onFinished: (run, committed) => committed && waiters.finished(run.id) });
@@ -30,7 +33,18 @@ describe('completion waiters', () => {
   const finishElsewhere = async (id: string, reply: string) => {
     const [claimed] = await kit.store.claimRuns('other-node', Date.now(), 30_000, 1);
     assert.equal(claimed?.id, id);
-    const ok = await kit.store.completeRun({ runId: id, owner: 'other-node', state: 'succeeded', finishedAt: Date.now(), error: null, reply, deliveryStatus: 'suppressed:deliver_false', events: [], deliveries: [], messages: [] });
+    const ok = await kit.store.completeRun({
+      runId: id,
+      owner: 'other-node',
+      state: 'succeeded',
+      finishedAt: Date.now(),
+      error: null,
+      reply,
+      deliveryStatus: 'suppressed:deliver_false',
+      events: [],
+      deliveries: [],
+      messages: [],
+    });
     assert.ok(ok);
   };
 
@@ -57,7 +71,14 @@ describe('completion waiters', () => {
     const t0 = Date.now();
     release.open();
     const c = await waiting;
-    assert.deepEqual(c, { status: 'ok', replyDisposition: 'visible', reply: 'deployed v2', deliveryStatus: 'outbox', deliveryAttempted: true, delivered: true });
+    assert.deepEqual(c, {
+      status: 'ok',
+      replyDisposition: 'visible',
+      reply: 'deployed v2',
+      deliveryStatus: 'outbox',
+      deliveryAttempted: true,
+      delivered: true,
+    });
     assert.ok(Date.now() - t0 < 2000, 'answered late');
     assert.equal(waiters.size, 0, 'the waiter is removed on completion');
   });
@@ -79,11 +100,21 @@ describe('completion waiters', () => {
     await delay(80);
     await finishElsewhere(id, 'HEARTBEAT_OK');
     const c = await waiting;
-    assert.deepEqual(c, { status: 'ok', replyDisposition: 'silent', reply: 'HEARTBEAT_OK', deliveryStatus: 'suppressed:deliver_false', deliveryAttempted: false, delivered: false });
+    assert.deepEqual(c, {
+      status: 'ok',
+      replyDisposition: 'silent',
+      reply: 'HEARTBEAT_OK',
+      deliveryStatus: 'suppressed:deliver_false',
+      deliveryAttempted: false,
+      delivered: false,
+    });
   });
 
   it('a failing run: status error with the error', async () => {
-    kit.model.setHandler(() => ({ status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } }));
+    kit.model.setHandler(() => ({
+      status: 400,
+      body: { error: { message: 'bad request', type: 'invalid_request_error' } },
+    }));
     newWaiters({ pollMs: 60_000 });
     const id = await kit.queueRun();
     startWorker();
@@ -150,14 +181,30 @@ describe('completionOf', () => {
     assert.equal(completionOf(run({ reply: 'done' }), 'succeeded', 300).replyDisposition, 'visible');
     assert.equal(completionOf(run({ reply: '**HEARTBEAT_OK**' }), 'succeeded', 300).replyDisposition, 'silent');
     assert.equal(completionOf(run({ reply: 'HEARTBEAT_OK nothing new' }), 'succeeded', 300).replyDisposition, 'silent');
-    assert.equal(completionOf(run({ reply: 'HEARTBEAT_OK nothing new' }), 'succeeded', 0).replyDisposition, 'visible', 'ackMaxChars applies as for delivery');
+    assert.equal(
+      completionOf(run({ reply: 'HEARTBEAT_OK nothing new' }), 'succeeded', 0).replyDisposition,
+      'visible',
+      'ackMaxChars applies as for delivery',
+    );
     assert.equal(completionOf(run({ reply: '  ' }), 'succeeded', 300).replyDisposition, 'empty');
     assert.equal(completionOf(run({ reply: null }), 'succeeded', 300).replyDisposition, 'empty');
   });
 
   it('a timed-out run is an error with its reason; no error key on success', () => {
-    const c = completionOf(run({ error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out' }), 'timed_out', 300);
-    assert.deepEqual(c, { status: 'error', replyDisposition: 'empty', reply: null, error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out', deliveryAttempted: false, delivered: false });
+    const c = completionOf(
+      run({ error: 'timed out after 5 s', deliveryStatus: 'nowhere:timed_out' }),
+      'timed_out',
+      300,
+    );
+    assert.deepEqual(c, {
+      status: 'error',
+      replyDisposition: 'empty',
+      reply: null,
+      error: 'timed out after 5 s',
+      deliveryStatus: 'nowhere:timed_out',
+      deliveryAttempted: false,
+      delivered: false,
+    });
     assert.ok(!('error' in completionOf(run({ reply: 'x', deliveryStatus: 'outbox' }), 'succeeded', 300)));
   });
 });

@@ -44,7 +44,14 @@ describe('stripHeartbeatToken', () => {
 
 describe('isHeartbeatAck', () => {
   it('the bare token and its decorated forms are acks', () => {
-    for (const r of ['HEARTBEAT_OK', '**HEARTBEAT_OK**', '<b>HEARTBEAT_OK</b>', '`HEARTBEAT_OK`', 'HEARTBEAT_OK.', 'HEARTBEAT_OK!!']) {
+    for (const r of [
+      'HEARTBEAT_OK',
+      '**HEARTBEAT_OK**',
+      '<b>HEARTBEAT_OK</b>',
+      '`HEARTBEAT_OK`',
+      'HEARTBEAT_OK.',
+      'HEARTBEAT_OK!!',
+    ]) {
       assert.equal(isHeartbeatAck(r, DEFAULT_ACK_MAX_CHARS), true, r);
       assert.equal(isHeartbeatAck(r, 0), true, r);
     }

@@ -13,7 +13,12 @@ import type { RuntimeDeps, RuntimeEnv } from '../../src/runtime/env.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { NewRun, NewSystemEvent } from '../../src/store/types.js';
 import { command, event, run } from '../store/contract.js';
-import { SCRIPTED_API_KEY, type ScriptedHandler, type ScriptedModel, startScriptedModel } from '../support/scripted-model.js';
+import {
+  SCRIPTED_API_KEY,
+  type ScriptedHandler,
+  type ScriptedModel,
+  startScriptedModel,
+} from '../support/scripted-model.js';
 
 export type LogLine = Record<string, unknown> & { level: number; msg: string };
 
@@ -37,10 +42,14 @@ export interface RuntimeKit {
  * `config` is merged one level deep over the base: the agent `main` on `local/main-model` (the scripted model),
  * no periodic heartbeat, replies to the `log` channel by default.
  */
-export async function startRuntimeKit(opts: { config?: Record<string, Record<string, unknown>>; handler?: ScriptedHandler } = {}): Promise<RuntimeKit> {
+export async function startRuntimeKit(
+  opts: { config?: Record<string, Record<string, unknown>>; handler?: ScriptedHandler } = {},
+): Promise<RuntimeKit> {
   const model = await startScriptedModel(opts.handler ?? ((c) => `reply to ${c.lastUser.length} chars`));
   const base: Record<string, Record<string, unknown>> = {
-    models: { providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: SCRIPTED_API_KEY, maxAttempts: 1 } } },
+    models: {
+      providers: { local: { api: 'openai-chat', baseUrl: model.url, apiKey: SCRIPTED_API_KEY, maxAttempts: 1 } },
+    },
     agents: { list: [{ id: 'main', default: true, model: 'local/main-model' }] },
     channels: { default: { channel: 'log' } },
     heartbeat: { every: 0 },

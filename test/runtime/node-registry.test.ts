@@ -7,8 +7,14 @@ import { VERSION } from '../../src/version.js';
 import { waitFor } from '../support/wait.js';
 import { captureLogger } from '../support/log-capture.js';
 
-
-const NODE = { id: 'host-a:123:abcd1234', host: 'host-a', pid: 123, version: VERSION, url: 'http://127.0.0.1:8787', startedAt: Date.now() };
+const NODE = {
+  id: 'host-a:123:abcd1234',
+  host: 'host-a',
+  pid: 123,
+  version: VERSION,
+  url: 'http://127.0.0.1:8787',
+  startedAt: Date.now(),
+};
 
 describe('node registry', () => {
   it('registers at start, refreshes lastSeenAt, removes the row at a clean stop', async () => {
@@ -48,7 +54,10 @@ describe('node registry', () => {
     assert.equal(failed[0]!.code, 'store_unavailable');
     down = false;
     await waitFor('registered after the outage', () => rows.length > 0);
-    assert.equal(lines.filter((l) => l.msg === 'refreshing this node in the node registry works again: resumed').length, 1);
+    assert.equal(
+      lines.filter((l) => l.msg === 'refreshing this node in the node registry works again: resumed').length,
+      1,
+    );
     await reg.stop(); // removeNode fails: logged, not thrown
     assert.ok(lines.some((l) => String(l.msg).startsWith('could not remove this node')));
   });

@@ -66,7 +66,8 @@ async function attempt(channel: Channel, d: Delivery, accounts: Record<string, C
   const logs: Attempt['logs'] = [];
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
@@ -85,8 +86,18 @@ async function attempt(channel: Channel, d: Delivery, accounts: Record<string, C
     checkRecipient: () => undefined,
     close: async () => undefined,
   };
-  const env = { config: { channels: { outbox: LIMITS } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
-  const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
+  const env = {
+    config: { channels: { outbox: LIMITS } },
+    providers: new Map(),
+    channels,
+    defaultAgentId: 'main',
+  } as unknown as RuntimeEnv;
+  const outbox = new Outbox({
+    store,
+    logger: createLogger('info', { pretty: false, destination }),
+    owner: 'test-owner',
+    env: () => env,
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     outbox.notify();
@@ -110,8 +121,14 @@ describe('outbox: a channel that throws', () => {
   let dir: string;
   before(() => {
     dir = tempDir('hookgate-outbox-');
-    writeFileSync(join(dir, 'throws-sync.mjs'), "export default { id: 'throwsync', maxTextLength: 1000, send() { throw new Error('sync boom'); } };\n");
-    writeFileSync(join(dir, 'rejects.mjs'), "export default { id: 'rejects', maxTextLength: 1000, async send() { throw new Error('async boom'); } };\n");
+    writeFileSync(
+      join(dir, 'throws-sync.mjs'),
+      "export default { id: 'throwsync', maxTextLength: 1000, send() { throw new Error('sync boom'); } };\n",
+    );
+    writeFileSync(
+      join(dir, 'rejects.mjs'),
+      "export default { id: 'rejects', maxTextLength: 1000, async send() { throw new Error('async boom'); } };\n",
+    );
   });
 
   for (const [file, id, message] of [
@@ -126,7 +143,11 @@ describe('outbox: a channel that throws', () => {
       const wait = (a.outcome.kind === 'retry' ? a.outcome.nextAttemptAt : 0) - Date.now();
       assert.ok(wait > LIMITS.initialBackoffMs / 2 - 1000 && wait <= LIMITS.initialBackoffMs, `retry in ${wait} ms`);
       assert.equal(retryLog(a)?.error, `channel threw: ${message}`);
-      assert.equal(a.logs.some((l) => l.msg === 'working on deliveries failed'), false, 'the throw escaped the outbox');
+      assert.equal(
+        a.logs.some((l) => l.msg === 'working on deliveries failed'),
+        false,
+        'the throw escaped the outbox',
+      );
     });
   }
 
@@ -148,7 +169,11 @@ describe('outbox: a channel that throws', () => {
       const a = await attempt(channel, delivery());
       assert.equal(a.outcome.kind, 'retry', `answer ${JSON.stringify(answer)}`);
       assert.match(a.outcome.kind === 'retry' ? a.outcome.error : '', /answered without a result/);
-      assert.equal(a.logs.some((l) => l.msg === 'working on deliveries failed'), false, 'escaped the outbox');
+      assert.equal(
+        a.logs.some((l) => l.msg === 'working on deliveries failed'),
+        false,
+        'escaped the outbox',
+      );
     }
   });
 });
@@ -175,7 +200,10 @@ describe('outbox: channel accounts', () => {
     const a = await attempt(main, delivery({ accountId: 'alerts' }));
     assert.equal(main.sent.length, 0, 'sent through the default account instead');
     assert.equal(a.outcome.kind, 'dead');
-    assert.match(a.outcome.kind === 'dead' ? a.outcome.error : '', /^account "alerts" of channel "test" is not configured \(any more\); add it back under channels\.test\.accounts/);
+    assert.match(
+      a.outcome.kind === 'dead' ? a.outcome.error : '',
+      /^account "alerts" of channel "test" is not configured \(any more\); add it back under channels\.test\.accounts/,
+    );
     const logged = a.logs.find((l) => l.msg === 'delivery dead-lettered');
     assert.equal(logged?.accountId, 'alerts');
   });
@@ -183,11 +211,17 @@ describe('outbox: channel accounts', () => {
 
 describe('outbox: a recipient the channel cannot take', () => {
   it('is dead-lettered at once, never sent (a route stored before the check, or set by hand)', async () => {
-    const digitsOnly = { ...recordingChannel({ ok: true }), checkRecipient: (to: string) => (/^[0-9]+$/.test(to) ? undefined : 'digits only') };
+    const digitsOnly = {
+      ...recordingChannel({ ok: true }),
+      checkRecipient: (to: string) => (/^[0-9]+$/.test(to) ? undefined : 'digits only'),
+    };
     for (const to of ['..', '.', 'abc', '1\n2']) {
       const a = await attempt(digitsOnly, delivery({ to }));
       assert.equal(a.outcome.kind, 'dead', to);
-      assert.equal(a.outcome.kind === 'dead' && a.outcome.error, '"to" is not a recipient of channel test: expected digits only');
+      assert.equal(
+        a.outcome.kind === 'dead' && a.outcome.error,
+        '"to" is not a recipient of channel test: expected digits only',
+      );
     }
     // The shared rule holds for a channel without its own (a plugin): never "." or "..".
     const plain = recordingChannel({ ok: true });
@@ -208,7 +242,12 @@ describe("outbox: the main session's route", () => {
     kit = await startRuntimeKit({ handler: () => 'the reply' });
     const channel = recordingChannel({ ok: true });
     sent = channel.sent;
-    const channels = { get: (id: string) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n: string) => n, close: async () => {} } as unknown as ChannelRegistry;
+    const channels = {
+      get: (id: string) => (id === 'test' ? channel : undefined),
+      ids: () => ['test'],
+      normalize: (n: string) => n,
+      close: async () => {},
+    } as unknown as ChannelRegistry;
     const env = { ...kit.env, channels } as RuntimeEnv;
     const deps = { ...kit.deps, env: () => env };
     outbox = new Outbox(deps);
@@ -225,13 +264,20 @@ describe("outbox: the main session's route", () => {
   async function deliverExplicit(to: string): Promise<void> {
     const id = await kit.queueRun({ channel: 'test', to, deliver: true });
     worker!.notify();
-    await waitFor('the explicit delivery to be delivered', async () => (await kit.store.listDeliveries({ runId: id }))[0]?.state === 'delivered', 30_000);
+    await waitFor(
+      'the explicit delivery to be delivered',
+      async () => (await kit.store.listDeliveries({ runId: id }))[0]?.state === 'delivered',
+      30_000,
+    );
   }
 
   it("a delivered explicit-route run goes where it asked and leaves the operator's route as it was", async () => {
     await kit.store.setRoute('main', 'main', 'test', 'owner-chat', Date.now());
     await deliverExplicit('attacker-chat');
-    assert.deepEqual(sent.map((m) => m.to), ['attacker-chat']);
+    assert.deepEqual(
+      sent.map((m) => m.to),
+      ['attacker-chat'],
+    );
     assert.deepEqual(await kit.store.getRoute('main'), { channel: 'test', to: 'owner-chat', accountId: null });
   });
 
@@ -251,20 +297,31 @@ describe('outbox: the recipient', () => {
   it('is trimmed once before the channel is called', async () => {
     const channel = recordingChannel({ ok: true });
     const a = await attempt(channel, delivery({ to: ' \t1001\n ', explicitRoute: true }));
-    assert.deepEqual(channel.sent.map((m) => m.to), ['1001']);
+    assert.deepEqual(
+      channel.sent.map((m) => m.to),
+      ['1001'],
+    );
     assert.equal(a.outcome.kind, 'delivered');
   });
 
   it('reaches a channel that does not trim by itself (telegram) as the bare chat id', async () => {
-    const channel = createTelegramChannel(telegramSchema.parse({ botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url }), recordingContext());
+    const channel = createTelegramChannel(
+      telegramSchema.parse({ botToken: TELEGRAM_TEST_TOKEN, apiBaseUrl: telegram.url }),
+      recordingContext(),
+    );
     const a = await attempt(channel, delivery({ channel: 'telegram', to: '  1001 \n', text: 'trimmed recipient' }));
     assert.equal(a.outcome.kind, 'delivered', JSON.stringify(a.outcome));
-    assert.deepEqual(telegram.received.at(-1), { chatId: '1001', text: 'trimmed recipient', messageId: telegram.received.at(-1)?.messageId });
+    assert.deepEqual(telegram.received.at(-1), {
+      chatId: '1001',
+      text: 'trimmed recipient',
+      messageId: telegram.received.at(-1)?.messageId,
+    });
   });
 });
 
-describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
-  const failing = (retryAfterMs: number) => recordingChannel({ ok: false, retryable: true, status: 429, error: 'slow down', retryAfterMs });
+describe("outbox: a platform's Retry-After is the wait, bounded", () => {
+  const failing = (retryAfterMs: number) =>
+    recordingChannel({ ok: false, retryable: true, status: 429, error: 'slow down', retryAfterMs });
 
   it('a hint of 0 (or a few ms) waits 1 s, not a busy loop and not the backoff', async () => {
     for (const hint of [0, 5]) {
@@ -274,7 +331,7 @@ describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
     }
   });
 
-  it('a hint shorter than the backoff is waited exactly (Telegram\'s retry_after: 1)', async () => {
+  it("a hint shorter than the backoff is waited exactly (Telegram's retry_after: 1)", async () => {
     const a = await attempt(failing(1000), delivery({ attempts: 3 }));
     assert.equal(retryLog(a)?.retryInMs, 1000);
   });
@@ -300,7 +357,11 @@ describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
     assert.equal(deliveryRetryDelayMs(9, undefined, limits, high), 8000);
     assert.equal(deliveryRetryDelayMs(1, 0, limits, low), 1000, 'a 0 hint waits 1 s');
     assert.equal(deliveryRetryDelayMs(4, 1, limits, low), 1000, 'so does a tiny one, at any attempt');
-    assert.equal(deliveryRetryDelayMs(4, 1500, limits, high), 1500, 'a hint shorter than the backoff is waited exactly');
+    assert.equal(
+      deliveryRetryDelayMs(4, 1500, limits, high),
+      1500,
+      'a hint shorter than the backoff is waited exactly',
+    );
     assert.equal(deliveryRetryDelayMs(1, 3000, limits, high), 3000, 'a longer hint is waited exactly');
     assert.equal(deliveryRetryDelayMs(1, 8000, limits, low), 8000);
     assert.equal(deliveryRetryDelayMs(1, 8001, limits, low), 8000, 'never beyond maxBackoffMs');
@@ -310,11 +371,16 @@ describe('outbox: a platform\'s Retry-After is the wait, bounded', () => {
 
 describe("outbox: a route's batch", () => {
   /** A real Outbox over a store holding `rows` (one route) whose finishDelivery waits for `answer`. */
-  function batchOutbox(rows: Delivery[], finishDelivery: (id: string, outcome: DeliveryOutcome) => Promise<unknown>, concurrency = LIMITS.concurrency) {
+  function batchOutbox(
+    rows: Delivery[],
+    finishDelivery: (id: string, outcome: DeliveryOutcome) => Promise<unknown>,
+    concurrency = LIMITS.concurrency,
+  ) {
     const logs: Array<Record<string, unknown>> = [];
     const destination = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of chunk.toString('utf8').split('\n'))
+          if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
@@ -329,9 +395,25 @@ describe("outbox: a route's batch", () => {
       getRoute: async () => undefined,
     } as unknown as Store;
     const channel = recordingChannel({ ok: true });
-    const channels: ChannelRegistry = { get: (id) => (id === 'test' ? channel : undefined), ids: () => ['test'], normalize: (n) => n, checkRecipient: () => undefined, close: async () => undefined };
-    const env = { config: { channels: { outbox: { ...LIMITS, concurrency } } }, providers: new Map(), channels, defaultAgentId: 'main' } as unknown as RuntimeEnv;
-    const outbox = new Outbox({ store, logger: createLogger('info', { pretty: false, destination }), owner: 'test-owner', env: () => env });
+    const channels: ChannelRegistry = {
+      get: (id) => (id === 'test' ? channel : undefined),
+      ids: () => ['test'],
+      normalize: (n) => n,
+      checkRecipient: () => undefined,
+      close: async () => undefined,
+    };
+    const env = {
+      config: { channels: { outbox: { ...LIMITS, concurrency } } },
+      providers: new Map(),
+      channels,
+      defaultAgentId: 'main',
+    } as unknown as RuntimeEnv;
+    const outbox = new Outbox({
+      store,
+      logger: createLogger('info', { pretty: false, destination }),
+      owner: 'test-owner',
+      env: () => env,
+    });
     return { outbox, channel, logs, released, claims, clear: () => (queue = []) };
   }
   const until = async (cond: () => boolean, what: string) => {
@@ -347,8 +429,14 @@ describe("outbox: a route's batch", () => {
       t.outbox.notify();
       await until(() => commits.length === 3, 'three outcome writes');
       // All three were sent, in order, while no outcome had committed yet.
-      assert.deepEqual(t.channel.sent.map((m) => m.text), ['one', 'two', 'three']);
-      assert.deepEqual(commits.map((c) => c.id), rows.map((r) => r.id));
+      assert.deepEqual(
+        t.channel.sent.map((m) => m.text),
+        ['one', 'two', 'three'],
+      );
+      assert.deepEqual(
+        commits.map((c) => c.id),
+        rows.map((r) => r.id),
+      );
       assert.equal(t.outbox.sending, 0);
       for (const c of commits) c.commit();
       await until(() => t.logs.filter((l) => l.msg === 'delivered').length === 3, 'three delivered lines');
@@ -374,7 +462,10 @@ describe("outbox: a route's batch", () => {
       await until(() => t.logs.some((l) => l.msg === 'working on deliveries failed'), 'the failure logged');
       const sent = t.channel.sent.map((m) => m.text);
       // Whatever was sent before the failure was seen stays sent (at least once); the rest went back, in order.
-      assert.deepEqual(t.released, rows.slice(sent.length).map((r) => r.id));
+      assert.deepEqual(
+        t.released,
+        rows.slice(sent.length).map((r) => r.id),
+      );
       assert.equal(t.logs.find((l) => l.msg === 'working on deliveries failed')?.err, 'constraint failed');
     } finally {
       t.clear();

@@ -40,6 +40,9 @@ describe('pruner', () => {
       close: async () => {},
     };
     startPruner(store, logger, { received: () => 7, audit: () => 90 })();
-    await waitFor('the warning', () => lines.some((l) => l.msg === 'prune of audit records failed' && l.err === 'store down') || undefined);
+    await waitFor(
+      'the warning',
+      () => lines.some((l) => l.msg === 'prune of audit records failed' && l.err === 'store down') || undefined,
+    );
   });
 });

@@ -18,10 +18,11 @@ describe('heartbeats: one per session with pending events', () => {
     await kit.close();
   });
 
-  const addTo = (sessionKey: string, text: string) => kit.store.addEvents([event({ sessionKey, text, createdAt: Date.now() })]);
+  const addTo = (sessionKey: string, text: string) =>
+    kit.store.addEvents([event({ sessionKey, text, createdAt: Date.now() })]);
   const finished = (sessionKey: string) => kit.logged('heartbeat finished').filter((l) => l.sessionKey === sessionKey);
 
-  it('a request for another session runs a turn over that session\'s events only, in that session, then forgets it', async () => {
+  it("a request for another session runs a turn over that session's events only, in that session, then forgets it", async () => {
     await addTo('main', 'main event');
     await addTo('ops:db', 'db event');
     heartbeats = new SessionHeartbeats(kit.deps);
@@ -31,11 +32,14 @@ describe('heartbeats: one per session with pending events', () => {
     assert.equal(kit.model.calls.length, 1);
     assert.match(kit.model.calls[0]!.lastUser, /^System events \(1\):/);
     assert.ok(kit.model.calls[0]!.lastUser.includes('db event'));
-    assert.ok(!kit.model.calls[0]!.lastUser.includes('main event'), 'the main session\'s events are not in it');
+    assert.ok(!kit.model.calls[0]!.lastUser.includes('main event'), "the main session's events are not in it");
     assert.equal((await kit.store.pendingEvents('ops:db')).length, 0);
     assert.equal((await kit.store.pendingEvents('main')).length, 1, 'main stays pending');
     const transcript = await kit.store.sessionMessages('main', 'ops:db', 10);
-    assert.deepEqual(transcript.map((m) => m.role), ['user', 'assistant']);
+    assert.deepEqual(
+      transcript.map((m) => m.role),
+      ['user', 'assistant'],
+    );
     await waitFor('the idle heartbeat dropped', () => heartbeats!.activeSessions.length === 0);
   });
 

@@ -7,7 +7,22 @@ const isHigh = (c: number) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
 /** Text made of the pieces that matter: words, spaces, newlines, blank lines, emoji (surrogate pairs), CJK. */
-const pieces = fc.constantFrom('a', 'word', 'longerword', ' ', '  ', '\t', '\n', '\n\n', '\r\n', '😀', '👍🏽', '漢字', 'é', '\u00a0');
+const pieces = fc.constantFrom(
+  'a',
+  'word',
+  'longerword',
+  ' ',
+  '  ',
+  '\t',
+  '\n',
+  '\n\n',
+  '\r\n',
+  '😀',
+  '👍🏽',
+  '漢字',
+  'é',
+  '\u00a0',
+);
 const textArb = fc.oneof(
   fc.array(pieces, { maxLength: 200 }).map((a) => a.join('')),
   fc.string({ unit: 'grapheme', maxLength: 300 }),
@@ -55,7 +70,9 @@ describe('splitText', () => {
   it('property: a chunk only ends mid-word when it holds no whitespace at all to break at', () => {
     // Text of words separated by single spaces: whenever a chunk (not the last) ends inside a word, it must contain
     // no space other than possibly leading ones (i.e. the word was longer than the limit).
-    const wordsArb = fc.array(fc.stringMatching(/^[a-z]{1,12}$/), { minLength: 1, maxLength: 60 }).map((w) => w.join(' '));
+    const wordsArb = fc
+      .array(fc.stringMatching(/^[a-z]{1,12}$/), { minLength: 1, maxLength: 60 })
+      .map((w) => w.join(' '));
     fc.assert(
       fc.property(wordsArb, fc.integer({ min: 2, max: 40 }), (text, max) => {
         const chunks = splitText(text, max);
@@ -63,7 +80,8 @@ describe('splitText', () => {
           const c = chunks[i] ?? '';
           const next = chunks[i + 1] ?? '';
           const endsMidWord = /[a-z]$/.test(c) && /^[a-z]/.test(next);
-          if (endsMidWord) assert.ok(!/ /.test(c.trimStart()), `split mid-word although ${JSON.stringify(c)} had a space`);
+          if (endsMidWord)
+            assert.ok(!/ /.test(c.trimStart()), `split mid-word although ${JSON.stringify(c)} had a space`);
         }
       }),
       { numRuns: 1000 },
@@ -105,7 +123,10 @@ describe('splitText', () => {
     const chunks = splitText(text, 4096);
     assert.ok(performance.now() - started < 500);
     assert.equal(chunks.join(''), text);
-    assert.ok(chunks.every((c) => c.endsWith('\n\n') || c === chunks.at(-1)), 'cuts at paragraph breaks');
+    assert.ok(
+      chunks.every((c) => c.endsWith('\n\n') || c === chunks.at(-1)),
+      'cuts at paragraph breaks',
+    );
   });
 
   it('rejects a limit below 2', () => {

@@ -5,7 +5,8 @@ import { hookSummary, summaryEvent } from '../../src/runtime/summary.js';
 import { logSafe as sanitizeForLog, truncateWithEllipsis } from '../../src/text-safe.js';
 
 // String.prototype.isWellFormed is ES2024 (the project targets ES2023 lib): look for a lone surrogate instead.
-const wellFormed = (s: string): boolean => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+const wellFormed = (s: string): boolean =>
+  !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 describe('hookSummary', () => {
   it('ok reply', () => {
@@ -13,7 +14,10 @@ describe('hookSummary', () => {
   });
 
   it('error', () => {
-    assert.equal(hookSummary('Email', { ok: false, error: 'model not allowed: x/y' }), 'Hook Email (error): model not allowed: x/y');
+    assert.equal(
+      hookSummary('Email', { ok: false, error: 'model not allowed: x/y' }),
+      'Hook Email (error): model not allowed: x/y',
+    );
     assert.equal(hookSummary('Email', { ok: false, error: '  ' }), 'Hook Email (error): unknown error');
   });
 
@@ -23,8 +27,14 @@ describe('hookSummary', () => {
   });
 
   it('trims, collapses whitespace, removes control characters', () => {
-    assert.equal(hookSummary('Email', { ok: true, reply: '  line one\n\n  line\ttwo\r\n' }), 'Hook Email: line one line two');
-    assert.equal(hookSummary('Email', { ok: true, reply: 'a\u0000b\u001b[31mred\u007f\u0085' }), 'Hook Email: ab[31mred');
+    assert.equal(
+      hookSummary('Email', { ok: true, reply: '  line one\n\n  line\ttwo\r\n' }),
+      'Hook Email: line one line two',
+    );
+    assert.equal(
+      hookSummary('Email', { ok: true, reply: 'a\u0000b\u001b[31mred\u007f\u0085' }),
+      'Hook Email: ab[31mred',
+    );
   });
 
   it('truncates to 2000 characters with an ellipsis', () => {
@@ -92,7 +102,20 @@ describe('summaryEvent', () => {
   it('is an untrusted main-session summary named by the hook (flattened), unless the run allowed unsafe content', () => {
     const e = summaryEvent(run, 'Hook Git Hub: ok', 'main', 5);
     assert.equal(e.sessionKey, 'main');
-    assert.deepEqual({ ...e, id: '' }, { id: '', sessionKey: 'main', agentId: 'main', text: 'Hook Git Hub: ok', origin: 'summary', runId: 'run-1', createdAt: 5, untrusted: true, source: 'Git Hub' });
+    assert.deepEqual(
+      { ...e, id: '' },
+      {
+        id: '',
+        sessionKey: 'main',
+        agentId: 'main',
+        text: 'Hook Git Hub: ok',
+        origin: 'summary',
+        runId: 'run-1',
+        createdAt: 5,
+        untrusted: true,
+        source: 'Git Hub',
+      },
+    );
     const trusted = summaryEvent({ ...run, allowUnsafeExternalContent: true }, 'Hook Git Hub: ok', 'main', 5);
     assert.equal(trusted.untrusted, undefined);
     assert.equal(trusted.source, undefined);

@@ -36,20 +36,39 @@ async function assertInvalidQuery(p: Promise<unknown>): Promise<void> {
 export function pagesContract(h: () => StoreHarness): void {
   const store = (): Store => h().store;
   const addDeliveries = (...ds: NewDelivery[]) =>
-    store().completeHeartbeat({ heartbeatId: 'hb', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: ds, messages: [] });
+    store().completeHeartbeat({
+      heartbeatId: 'hb',
+      sessionKey: 'main',
+      eventIds: [],
+      consumedAt: T0,
+      deliveries: ds,
+      messages: [],
+    });
 
   describe('admin pages (AdminStore)', () => {
     it('pageRuns: newest first, every run exactly once across pages, nextCursor null on the last', async () => {
       const runs = Array.from({ length: 7 }, (_, i) => run({ createdAt: T0 + i }));
       for (const r of runs) await store().accept(command({ runs: [r] }));
       const pages = await allPages((cursor) => store().pageRuns({ limit: 3, ...(cursor ? { cursor } : {}) }));
-      assert.deepEqual(pages.map((p) => p.length), [3, 3, 1]);
-      assert.deepEqual(pages.flat().map((r) => r.id), runs.map((r) => r.id).reverse());
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [3, 3, 1],
+      );
+      assert.deepEqual(
+        pages.flat().map((r) => r.id),
+        runs.map((r) => r.id).reverse(),
+      );
       // A run accepted after the first page was read does not shift the later pages.
       const first = await store().pageRuns({ limit: 3 });
       await store().accept(command({ runs: [run()] }));
       const second = await store().pageRuns({ limit: 3, cursor: first.nextCursor! });
-      assert.deepEqual(second.items.map((r) => r.id), runs.slice(1, 4).map((r) => r.id).reverse());
+      assert.deepEqual(
+        second.items.map((r) => r.id),
+        runs
+          .slice(1, 4)
+          .map((r) => r.id)
+          .reverse(),
+      );
       assert.equal((await store().pageRuns({ limit: 200 })).nextCursor, null);
     });
 
@@ -58,14 +77,20 @@ export function pagesContract(h: () => StoreHarness): void {
       const b = run({ sessionKey: 'hook:b' });
       const c = run({ sessionKey: 'hook:a' });
       await store().accept(command({ runs: [a, b, c] }));
-      assert.deepEqual((await store().pageRuns({ limit: 10, sessionKey: 'hook:a' })).items.map((r) => r.id), [c.id, a.id]);
+      assert.deepEqual(
+        (await store().pageRuns({ limit: 10, sessionKey: 'hook:a' })).items.map((r) => r.id),
+        [c.id, a.id],
+      );
       const byA = await store().pageRuns({ limit: 2, sessionKey: 'hook:a' });
       assert.equal(byA.nextCursor, null);
       const setState = h().setRunState;
       if (setState) {
         await setState(b.id, 'failed' as RunState, T0 + 5);
         const failed = await store().pageRuns({ limit: 10, state: 'failed' });
-        assert.deepEqual(failed.items.map((r) => [r.id, r.state]), [[b.id, 'failed']]);
+        assert.deepEqual(
+          failed.items.map((r) => [r.id, r.state]),
+          [[b.id, 'failed']],
+        );
         assert.deepEqual((await store().pageRuns({ limit: 10, state: 'failed', sessionKey: 'hook:a' })).items, []);
       }
     });
@@ -79,46 +104,98 @@ export function pagesContract(h: () => StoreHarness): void {
       await assertInvalidQuery(store().pageRuns({ limit: 1, cursor: deliveriesCursor }));
       await assertInvalidQuery(store().pageDeliveries({ limit: 1, cursor: runsCursor }));
       await assertInvalidQuery(store().pageReceived({ limit: 1, cursor: runsCursor }));
-      await assertInvalidQuery(store().pageRuns({ limit: 1, cursor: Buffer.from('{"k":"runs","s":-1}').toString('base64url') }));
+      await assertInvalidQuery(
+        store().pageRuns({ limit: 1, cursor: Buffer.from('{"k":"runs","s":-1}').toString('base64url') }),
+      );
     });
 
     it('pageDeliveries: newest first across pages, filtered by state and channel', async () => {
-      const ds = Array.from({ length: 5 }, (_, i) => delivery({ channel: i % 2 ? 'slack' : 'telegram', to: `chat-${i}`, createdAt: T0 + i }));
+      const ds = Array.from({ length: 5 }, (_, i) =>
+        delivery({ channel: i % 2 ? 'slack' : 'telegram', to: `chat-${i}`, createdAt: T0 + i }),
+      );
       await addDeliveries(...ds);
       const pages = await allPages((cursor) => store().pageDeliveries({ limit: 2, ...(cursor ? { cursor } : {}) }));
-      assert.deepEqual(pages.flat().map((d) => d.id), ds.map((d) => d.id).reverse());
-      const slack = await allPages((cursor) => store().pageDeliveries({ limit: 1, channel: 'slack', ...(cursor ? { cursor } : {}) }));
-      assert.deepEqual(slack.flat().map((d) => d.id), [ds[3]!.id, ds[1]!.id]);
+      assert.deepEqual(
+        pages.flat().map((d) => d.id),
+        ds.map((d) => d.id).reverse(),
+      );
+      const slack = await allPages((cursor) =>
+        store().pageDeliveries({ limit: 1, channel: 'slack', ...(cursor ? { cursor } : {}) }),
+      );
+      assert.deepEqual(
+        slack.flat().map((d) => d.id),
+        [ds[3]!.id, ds[1]!.id],
+      );
       const [claimed] = await store().claimDeliveries('o', T0 + 100, 60_000, 1);
       await store().finishDelivery(claimed!.id, 'o', { kind: 'dead', error: 'chat not found', at: T0 + 101 }, T0 + 101);
       const dead = await store().pageDeliveries({ limit: 10, state: 'dead' });
-      assert.deepEqual(dead.items.map((d) => [d.id, d.lastError]), [[claimed!.id, 'chat not found']]);
+      assert.deepEqual(
+        dead.items.map((d) => [d.id, d.lastError]),
+        [[claimed!.id, 'chat not found']],
+      );
       assert.equal((await store().pageDeliveries({ limit: 10, state: 'pending' })).items.length, 4);
     });
 
     it('pageReceived: records and refusal counts merged newest first, each once, with stable ids', async () => {
       // Several batches (blocks), some rejected, and a window of refusal counts in between.
       for (let i = 0; i < 6; i++) {
-        await store().recordReceived(received({ at: T0 + i * 10, path: i % 2 ? 'agent' : 'wake', status: i === 4 ? 401 : 200, code: i === 4 ? 'unauthorized' : null }));
+        await store().recordReceived(
+          received({
+            at: T0 + i * 10,
+            path: i % 2 ? 'agent' : 'wake',
+            status: i === 4 ? 401 : 200,
+            code: i === 4 ? 'unauthorized' : null,
+          }),
+        );
       }
       await Promise.all([1, 2, 3].map((j) => store().recordReceived(received({ at: T0 + 100 + j }))));
-      await store().recordRefusals({ at: T0 + 25, windowMs: 1000, counts: [{ status: 401, code: 'unauthorized', path: 'wake', bucket: '10.0.0.0/24', count: 7 }] }, 100);
-      const all = (await allPages((cursor) => store().pageReceived({ limit: 2, ...(cursor ? { cursor } : {}) }))).flat();
+      await store().recordRefusals(
+        {
+          at: T0 + 25,
+          windowMs: 1000,
+          counts: [{ status: 401, code: 'unauthorized', path: 'wake', bucket: '10.0.0.0/24', count: 7 }],
+        },
+        100,
+      );
+      const all = (
+        await allPages((cursor) => store().pageReceived({ limit: 2, ...(cursor ? { cursor } : {}) }))
+      ).flat();
       assert.equal(all.length, 10);
       assert.equal(new Set(all.map((r) => r.id)).size, 10, 'an id repeated');
       const ats = all.map((r) => r.at);
-      assert.deepEqual(ats, [...ats].sort((x, y) => y - x), 'not newest first');
+      assert.deepEqual(
+        ats,
+        [...ats].sort((x, y) => y - x),
+        'not newest first',
+      );
       assert.deepEqual(all.find((r) => r.count !== undefined)?.count, 7);
       const again = (await store().pageReceived({ limit: 200 })).items;
-      assert.deepEqual(again.map((r) => r.id), all.map((r) => r.id), 'ids are not stable');
+      assert.deepEqual(
+        again.map((r) => r.id),
+        all.map((r) => r.id),
+        'ids are not stable',
+      );
 
-      const rejected = (await allPages((cursor) => store().pageReceived({ limit: 1, outcome: 'rejected', ...(cursor ? { cursor } : {}) }))).flat();
-      assert.deepEqual(rejected.map((r) => [r.status, r.count ?? 1]), [[401, 1], [401, 7]]);
+      const rejected = (
+        await allPages((cursor) =>
+          store().pageReceived({ limit: 1, outcome: 'rejected', ...(cursor ? { cursor } : {}) }),
+        )
+      ).flat();
+      assert.deepEqual(
+        rejected.map((r) => [r.status, r.count ?? 1]),
+        [
+          [401, 1],
+          [401, 7],
+        ],
+      );
       const accepted = (await store().pageReceived({ limit: 200, outcome: 'accepted' })).items;
       assert.equal(accepted.length, 8);
       assert.ok(accepted.every((r) => r.status < 400));
       const agent = (await store().pageReceived({ limit: 200, path: 'agent' })).items;
-      assert.deepEqual(agent.map((r) => r.at), [T0 + 50, T0 + 30, T0 + 10]);
+      assert.deepEqual(
+        agent.map((r) => r.at),
+        [T0 + 50, T0 + 30, T0 + 10],
+      );
     });
 
     it('pageReceived: no records, one empty page', async () => {
@@ -127,7 +204,12 @@ export function pagesContract(h: () => StoreHarness): void {
 
     it('queueDepths counts runs by state, the outbox, dead deliveries and pending events', async () => {
       const empty = await store().queueDepths();
-      assert.deepEqual(empty, { runs: { queued: 0, running: 0, succeeded: 0, failed: 0, timed_out: 0 }, outboxPending: 0, deliveriesDead: 0, systemEventsPending: 0 });
+      assert.deepEqual(empty, {
+        runs: { queued: 0, running: 0, succeeded: 0, failed: 0, timed_out: 0 },
+        outboxPending: 0,
+        deliveriesDead: 0,
+        systemEventsPending: 0,
+      });
       await store().accept(command({ runs: [run(), run()], events: [event({ text: 'a' })] }));
       await store().accept(command({ events: [event({ text: 'b', sessionKey: 'other' })] }));
       await addDeliveries(delivery({ to: 'x' }), delivery({ to: 'y' }));
@@ -135,7 +217,12 @@ export function pagesContract(h: () => StoreHarness): void {
       await store().finishDelivery(d!.id, 'o', { kind: 'dead', error: 'gone', at: T0 + 100 }, T0 + 100);
       await store().claimRuns('o', T0 + 100, 60_000, 1);
       const depths = await store().queueDepths();
-      assert.deepEqual(depths, { runs: { queued: 1, running: 1, succeeded: 0, failed: 0, timed_out: 0 }, outboxPending: 1, deliveriesDead: 1, systemEventsPending: 2 });
+      assert.deepEqual(depths, {
+        runs: { queued: 1, running: 1, succeeded: 0, failed: 0, timed_out: 0 },
+        outboxPending: 1,
+        deliveriesDead: 1,
+        systemEventsPending: 2,
+      });
     });
 
     it('failuresSince counts failed runs, dead deliveries and refusals of the period only', async () => {
@@ -152,8 +239,22 @@ export function pagesContract(h: () => StoreHarness): void {
       await store().recordReceived(received({ at: T0 - 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 6, status: 200 }));
-      await store().recordRefusals({ at: T0 + 20, windowMs: 1000, counts: [{ status: 429, code: 'rate_limited', path: 'wake', bucket: '10.0.0.0/24', count: 4 }] }, 100);
-      await store().recordRefusals({ at: T0 - 2000, windowMs: 1000, counts: [{ status: 401, code: 'unauthorized', path: 'wake', bucket: '10.0.0.0/24', count: 9 }] }, 100);
+      await store().recordRefusals(
+        {
+          at: T0 + 20,
+          windowMs: 1000,
+          counts: [{ status: 429, code: 'rate_limited', path: 'wake', bucket: '10.0.0.0/24', count: 4 }],
+        },
+        100,
+      );
+      await store().recordRefusals(
+        {
+          at: T0 - 2000,
+          windowMs: 1000,
+          counts: [{ status: 401, code: 'unauthorized', path: 'wake', bucket: '10.0.0.0/24', count: 9 }],
+        },
+        100,
+      );
       const f = await store().failuresSince(T0);
       assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 5 });
     });
@@ -165,24 +266,47 @@ export function pagesContract(h: () => StoreHarness): void {
       await addDeliveries(delivery({ to: 'x' }), delivery({ to: 'y' }));
       const [d, waiting] = await store().claimDeliveries('o', T0 + 100, 60_000, 2);
       await store().finishDelivery(d!.id, 'o', { kind: 'dead', error: 'gone', at: T0 + 100 }, T0 + 100);
-      await store().finishDelivery(waiting!.id, 'o', { kind: 'retry', nextAttemptAt: T0 + 5000, error: 'busy' }, T0 + 100);
+      await store().finishDelivery(
+        waiting!.id,
+        'o',
+        { kind: 'retry', nextAttemptAt: T0 + 5000, error: 'busy' },
+        T0 + 100,
+      );
       // In time order, as the ingress writes them.
       await store().recordReceived(received({ at: T0 - 5, status: 200 }));
       await store().recordReceived(received({ at: T0 + 5, status: 200 }));
       await store().recordReceived(received({ at: T0 + 61_000, status: 401, code: 'unauthorized' }));
       assert.equal(await store().refusalsStoredUntil(), null);
-      await store().recordRefusals({ at: T0 + 60_000, windowMs: 60_000, counts: [{ status: 429, code: 'rate_limited', path: 'wake', bucket: 'b', count: 4 }] }, 100);
+      await store().recordRefusals(
+        {
+          at: T0 + 60_000,
+          windowMs: 60_000,
+          counts: [{ status: 429, code: 'rate_limited', path: 'wake', bucket: 'b', count: 4 }],
+        },
+        100,
+      );
       assert.equal(await store().refusalsStoredUntil(), T0 + 120_000);
       const b = await store().breakdownSince(T0, T0 + 180_000, 60_000);
       const { buckets, byCode } = b.requests.result();
-      assert.deepEqual(buckets.map((x) => [x.at, x.accepted, x.refused]), [
-        // The accepted command's own record (at T0) and the one at T0 + 5.
-        [T0, 2, {}], [T0 + 60_000, 0, { rate_limited: 4, unauthorized: 1 }], [T0 + 120_000, 0, {}],
+      assert.deepEqual(
+        buckets.map((x) => [x.at, x.accepted, x.refused]),
+        [
+          // The accepted command's own record (at T0) and the one at T0 + 5.
+          [T0, 2, {}],
+          [T0 + 60_000, 0, { rate_limited: 4, unauthorized: 1 }],
+          [T0 + 120_000, 0, {}],
+        ],
+      );
+      assert.deepEqual(byCode, [
+        { status: 429, code: 'rate_limited', count: 4 },
+        { status: 401, code: 'unauthorized', count: 1 },
       ]);
-      assert.deepEqual(byCode, [{ status: 429, code: 'rate_limited', count: 4 }, { status: 401, code: 'unauthorized', count: 1 }]);
       // In the delivery states' words: dead-lettered is `failed`; pending after a failed attempt is `pendingRetry`.
       assert.deepEqual(b.channels, [{ channel: d!.channel, failed: 1, pendingRetry: 1 }]);
-      assert.equal(b.runs.reduce((n, x) => n + x.failed, 0), h().setRunState ? 1 : 0);
+      assert.equal(
+        b.runs.reduce((n, x) => n + x.failed, 0),
+        h().setRunState ? 1 : 0,
+      );
     });
 
     it('probeWrite commits and leaves nothing behind; after close it rejects with a StoreError', async () => {

@@ -41,7 +41,15 @@ export interface StoreHarness {
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 export function event(over: Partial<NewSystemEvent> = {}): NewSystemEvent {
-  return { id: randomUUID(), sessionKey: 'main', agentId: 'main', text: 'ping', origin: 'wake', createdAt: T0, ...over };
+  return {
+    id: randomUUID(),
+    sessionKey: 'main',
+    agentId: 'main',
+    text: 'ping',
+    origin: 'wake',
+    createdAt: T0,
+    ...over,
+  };
 }
 
 export function run(over: Partial<NewRun> = {}): NewRun {
@@ -86,7 +94,15 @@ export function received(over: Partial<ReceivedHook> = {}): ReceivedHook {
 }
 
 export function claim(over: Partial<IdempotencyClaim> = {}): IdempotencyClaim {
-  return { scope: 'agent', keyHash: 'k'.repeat(64), fingerprint: 'f'.repeat(64), expiresAt: T0 + 86_400_000, sender: '127.0.0.1', maxPerSender: 10_000, ...over };
+  return {
+    scope: 'agent',
+    keyHash: 'k'.repeat(64),
+    fingerprint: 'f'.repeat(64),
+    expiresAt: T0 + 86_400_000,
+    sender: '127.0.0.1',
+    maxPerSender: 10_000,
+    ...over,
+  };
 }
 
 export function command(over: Partial<AcceptCommand> = {}): AcceptCommand {
@@ -117,7 +133,19 @@ export function message(over: Partial<SessionMessage> = {}): SessionMessage {
 
 /** A successful completion by `owner` that writes nothing else, unless overridden. */
 export function completion(runId: string, owner: string, over: Partial<RunOutcome> = {}): RunOutcome {
-  return { runId, owner, state: 'succeeded', finishedAt: T0 + 100, error: null, reply: 'done', deliveryStatus: 'suppressed:deliver_false', events: [], deliveries: [], messages: [], ...over };
+  return {
+    runId,
+    owner,
+    state: 'succeeded',
+    finishedAt: T0 + 100,
+    error: null,
+    reply: 'done',
+    deliveryStatus: 'suppressed:deliver_false',
+    events: [],
+    deliveries: [],
+    messages: [],
+    ...over,
+  };
 }
 
 /** The fields a test knows about: drivers may add more (the interface grows), which must not break the suite. */
@@ -130,11 +158,52 @@ function pick<T extends object, K extends keyof T>(o: T | undefined, keys: reado
 
 const EVENT_KEYS = ['id', 'sessionKey', 'agentId', 'text', 'origin', 'runId', 'createdAt', 'consumedAt'] as const;
 const NEW_RUN_KEYS = [
-  'id', 'agentId', 'sessionKey', 'sessionMode', 'name', 'message', 'wakeMode', 'deliver', 'channel', 'to', 'accountId', 'model',
-  'thinking', 'timeoutSeconds', 'allowUnsafeExternalContent', 'contentSource', 'hookPath', 'mappingId', 'createdAt',
+  'id',
+  'agentId',
+  'sessionKey',
+  'sessionMode',
+  'name',
+  'message',
+  'wakeMode',
+  'deliver',
+  'channel',
+  'to',
+  'accountId',
+  'model',
+  'thinking',
+  'timeoutSeconds',
+  'allowUnsafeExternalContent',
+  'contentSource',
+  'hookPath',
+  'mappingId',
+  'createdAt',
 ] as const;
-const NEW_DELIVERY_KEYS = ['id', 'runId', 'heartbeatId', 'sessionKey', 'agentId', 'hookName', 'channel', 'to', 'accountId', 'text', 'explicitRoute', 'createdAt'] as const;
-const RECEIVED_KEYS = ['at', 'method', 'path', 'clientIp', 'status', 'code', 'eventIds', 'runIds', 'mappingId', 'durationMs'] as const;
+const NEW_DELIVERY_KEYS = [
+  'id',
+  'runId',
+  'heartbeatId',
+  'sessionKey',
+  'agentId',
+  'hookName',
+  'channel',
+  'to',
+  'accountId',
+  'text',
+  'explicitRoute',
+  'createdAt',
+] as const;
+const RECEIVED_KEYS = [
+  'at',
+  'method',
+  'path',
+  'clientIp',
+  'status',
+  'code',
+  'eventIds',
+  'runIds',
+  'mappingId',
+  'durationMs',
+] as const;
 
 function accepted(r: AcceptResult): Extract<AcceptResult, { kind: 'accepted' }> {
   assert.equal(r.kind, 'accepted', `expected accepted, got ${JSON.stringify(r)}`);
@@ -193,7 +262,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const r = accepted(await store.accept(command({ events: [second] })));
         assert.deepEqual(r.outcome.events, [{ eventId: first.id, outcome: 'coalesced' }]);
         const s = await store.getSession('main');
-        assert.deepEqual(s?.pending.map((e) => e.id), [first.id]);
+        assert.deepEqual(
+          s?.pending.map((e) => e.id),
+          [first.id],
+        );
         assert.equal(s?.pendingEvents, 1);
       });
 
@@ -206,7 +278,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           assert.deepEqual(r.outcome.events, [{ eventId: ev.id, outcome: 'queued' }]);
         }
         const s = await store.getSession('main');
-        assert.deepEqual(s?.pending.map((e) => e.text), ['A', 'B', 'A']);
+        assert.deepEqual(
+          s?.pending.map((e) => e.text),
+          ['A', 'B', 'A'],
+        );
       });
 
       it('coalesces within one command too', async () => {
@@ -225,8 +300,14 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         accepted(await store.accept(command({ events: [a] })));
         const r = accepted(await store.accept(command({ events: [b] })));
         assert.deepEqual(r.outcome.events, [{ eventId: b.id, outcome: 'queued' }]);
-        assert.deepEqual((await store.getSession('other'))?.pending.map((e) => e.id), [b.id]);
-        assert.deepEqual((await store.getSession('main'))?.pending.map((e) => e.id), [a.id]);
+        assert.deepEqual(
+          (await store.getSession('other'))?.pending.map((e) => e.id),
+          [b.id],
+        );
+        assert.deepEqual(
+          (await store.getSession('main'))?.pending.map((e) => e.id),
+          [a.id],
+        );
       });
 
       it('is case- and whitespace-exact when coalescing', async () => {
@@ -273,15 +354,18 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const got = await store.getRun(r.id);
         assert.ok(got);
         assert.deepEqual(pick(got, NEW_RUN_KEYS), r);
-        assert.deepEqual(pick(got, ['state', 'attempts', 'startedAt', 'finishedAt', 'error', 'reply', 'deliveryStatus']), {
-          state: 'queued',
-          attempts: 0,
-          startedAt: null,
-          finishedAt: null,
-          error: null,
-          reply: null,
-          deliveryStatus: null,
-        });
+        assert.deepEqual(
+          pick(got, ['state', 'attempts', 'startedAt', 'finishedAt', 'error', 'reply', 'deliveryStatus']),
+          {
+            state: 'queued',
+            attempts: 0,
+            startedAt: null,
+            finishedAt: null,
+            error: null,
+            reply: null,
+            deliveryStatus: null,
+          },
+        );
         assert.equal(typeof got.updatedAt, 'number');
         assert.ok(got.updatedAt >= r.createdAt);
         const listed = await store.listRuns();
@@ -290,8 +374,22 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       });
 
       it('keeps booleans and nulls distinct from falsy values', async () => {
-        const a = run({ deliver: true, allowUnsafeExternalContent: false, to: null, model: null, thinking: null, mappingId: null });
-        const b = run({ deliver: false, allowUnsafeExternalContent: true, to: '', model: 'echo/echo', thinking: 'low', mappingId: 'm1' });
+        const a = run({
+          deliver: true,
+          allowUnsafeExternalContent: false,
+          to: null,
+          model: null,
+          thinking: null,
+          mappingId: null,
+        });
+        const b = run({
+          deliver: false,
+          allowUnsafeExternalContent: true,
+          to: '',
+          model: 'echo/echo',
+          thinking: 'low',
+          mappingId: 'm1',
+        });
         accepted(await store.accept(command({ runs: [a, b] })));
         const ga = await store.getRun(a.id);
         const gb = await store.getRun(b.id);
@@ -320,9 +418,18 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           ids.push(r.id);
           accepted(await store.accept(command({ runs: [r] })));
         }
-        assert.deepEqual((await store.listRuns()).map((r) => r.id), [...ids].reverse());
-        assert.deepEqual((await store.listRuns({ limit: 2 })).map((r) => r.id), [ids[4], ids[3]]);
-        assert.deepEqual((await store.listRuns({ sessionKey: 'hook:odd' })).map((r) => r.id), [ids[3], ids[1]]);
+        assert.deepEqual(
+          (await store.listRuns()).map((r) => r.id),
+          [...ids].reverse(),
+        );
+        assert.deepEqual(
+          (await store.listRuns({ limit: 2 })).map((r) => r.id),
+          [ids[4], ids[3]],
+        );
+        assert.deepEqual(
+          (await store.listRuns({ sessionKey: 'hook:odd' })).map((r) => r.id),
+          [ids[3], ids[1]],
+        );
         assert.equal((await store.listRuns({ state: 'queued' })).length, 5);
         assert.equal((await store.listRuns({ state: 'failed' })).length, 0);
       });
@@ -344,7 +451,14 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const first = run();
         const spec1 = { kind: 'agent', status: 202, runId: first.id, nested: { a: [1, 'two', null, true] } };
         const r1 = accepted(
-          await store.accept(command({ runs: [first], idempotency: claim(), answerSpec: spec1, received: received({ status: 202, path: 'agent' }) })),
+          await store.accept(
+            command({
+              runs: [first],
+              idempotency: claim(),
+              answerSpec: spec1,
+              received: received({ status: 202, path: 'agent' }),
+            }),
+          ),
         );
         const again = run();
         const ev = event({ text: 'would be new' });
@@ -362,15 +476,28 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(r2.status, 202);
         assert.deepEqual(r2.replay, { spec: spec1, outcome: r1.outcome });
         assert.equal(await store.getRun(again.id), undefined);
-        assert.deepEqual((await store.listRuns()).map((r) => r.id), [first.id]);
+        assert.deepEqual(
+          (await store.listRuns()).map((r) => r.id),
+          [first.id],
+        );
         assert.equal(await store.getSession('main'), undefined);
       });
 
       it('replays the first outcome of a wake (event id and coalescing) to a repeat', async () => {
         const ev = event({ text: 'hello' });
-        const r1 = accepted(await store.accept(command({ events: [ev], idempotency: claim({ scope: 'wake' }), answerSpec: { kind: 'wake', mode: 'now' } })));
+        const r1 = accepted(
+          await store.accept(
+            command({ events: [ev], idempotency: claim({ scope: 'wake' }), answerSpec: { kind: 'wake', mode: 'now' } }),
+          ),
+        );
         const r2 = duplicate(
-          await store.accept(command({ events: [event({ text: 'hello' })], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 1 }) })),
+          await store.accept(
+            command({
+              events: [event({ text: 'hello' })],
+              idempotency: claim({ scope: 'wake' }),
+              received: received({ at: T0 + 1 }),
+            }),
+          ),
         );
         assert.deepEqual(r2.replay.outcome, r1.outcome);
         assert.deepEqual(r2.replay.spec, { kind: 'wake', mode: 'now' });
@@ -381,7 +508,13 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       it('answers the same key with another body as a conflict, storing nothing', async () => {
         accepted(await store.accept(command({ runs: [run()], idempotency: claim() })));
         const other = run();
-        const r = await store.accept(command({ runs: [other], idempotency: claim({ fingerprint: 'e'.repeat(64) }), received: received({ at: T0 + 1 }) }));
+        const r = await store.accept(
+          command({
+            runs: [other],
+            idempotency: claim({ fingerprint: 'e'.repeat(64) }),
+            received: received({ at: T0 + 1 }),
+          }),
+        );
         assert.deepEqual(r, { kind: 'conflict' });
         assert.equal(await store.getRun(other.id), undefined);
         assert.equal((await store.listRuns()).length, 1);
@@ -392,7 +525,11 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const other = run({ hookPath: 'github' });
         accepted(await store.accept(command({ runs: [other], idempotency: claim({ scope: 'github' }) })));
         // and with a different body as well: still not a conflict in another scope
-        accepted(await store.accept(command({ runs: [run()], idempotency: claim({ scope: 'gmail', fingerprint: '0'.repeat(64) }) })));
+        accepted(
+          await store.accept(
+            command({ runs: [run()], idempotency: claim({ scope: 'gmail', fingerprint: '0'.repeat(64) }) }),
+          ),
+        );
         assert.ok(await store.getRun(other.id));
         assert.equal((await store.listRuns()).length, 3);
       });
@@ -405,9 +542,15 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
       it('accepts an expired key anew, and the new claim is the one repeats see', async () => {
         const expiresAt = T0 + 10_000;
-        accepted(await store.accept(command({ runs: [run()], idempotency: claim({ expiresAt }), answerSpec: { n: 1 } })));
+        accepted(
+          await store.accept(command({ runs: [run()], idempotency: claim({ expiresAt }), answerSpec: { n: 1 } })),
+        );
         // one ms before expiry: still a duplicate
-        duplicate(await store.accept(command({ runs: [run()], idempotency: claim({ expiresAt }), received: received({ at: expiresAt - 1 }) })));
+        duplicate(
+          await store.accept(
+            command({ runs: [run()], idempotency: claim({ expiresAt }), received: received({ at: expiresAt - 1 }) }),
+          ),
+        );
         // at expiry: accepted anew, even with another body
         const fresh = run();
         accepted(
@@ -422,18 +565,28 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         );
         assert.ok(await store.getRun(fresh.id));
         const rep = duplicate(
-          await store.accept(command({ runs: [run()], idempotency: claim({ fingerprint: '1'.repeat(64) }), received: received({ at: expiresAt + 5 }) })),
+          await store.accept(
+            command({
+              runs: [run()],
+              idempotency: claim({ fingerprint: '1'.repeat(64) }),
+              received: received({ at: expiresAt + 5 }),
+            }),
+          ),
         );
         assert.deepEqual(rep.replay.spec, { n: 2 });
         assert.equal(rep.status, 202);
-        const conflict = await store.accept(command({ runs: [run()], idempotency: claim(), received: received({ at: expiresAt + 6 }) }));
+        const conflict = await store.accept(
+          command({ runs: [run()], idempotency: claim(), received: received({ at: expiresAt + 6 }) }),
+        );
         assert.equal(conflict.kind, 'conflict');
         assert.equal((await store.listRuns()).length, 2);
       });
 
       it('lets exactly one of many concurrent requests with the same key through', async () => {
         const results = await Promise.all(
-          Array.from({ length: 25 }, (_, i) => store.accept(command({ runs: [run()], idempotency: claim(), received: received({ at: T0 + i }) }))),
+          Array.from({ length: 25 }, (_, i) =>
+            store.accept(command({ runs: [run()], idempotency: claim(), received: received({ at: T0 + i }) })),
+          ),
         );
         assert.equal(results.filter((r) => r.kind === 'accepted').length, 1);
         assert.equal(results.filter((r) => r.kind === 'duplicate').length, 24);
@@ -443,7 +596,14 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
     describe('received-hook records', () => {
       it('keeps the unknown fields a request named, and adds none to a record without them', async () => {
-        accepted(await store.accept(command({ events: [event({ text: 'u1' })], received: received({ at: T0 + 50, unknownFields: ['sesionKey', 'extra'] }) })));
+        accepted(
+          await store.accept(
+            command({
+              events: [event({ text: 'u1' })],
+              received: received({ at: T0 + 50, unknownFields: ['sesionKey', 'extra'] }),
+            }),
+          ),
+        );
         await store.recordReceived(received({ at: T0 + 51, status: 400, code: 'invalid_payload' }));
         const [plain, withUnknown] = await store.listReceived(2);
         assert.equal(plain?.unknownFields, undefined);
@@ -452,9 +612,27 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
       it('names the hook token id a request presented (accepted, duplicate and refused), and none when there was none', async () => {
         const ev = event({ text: 'tok' });
-        accepted(await store.accept(command({ events: [ev], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 60, tokenId: 'ci-2026' }) })));
-        duplicate(await store.accept(command({ events: [event({ text: 'tok' })], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 61, tokenId: 'default' }) })));
-        await store.recordReceived(received({ at: T0 + 62, status: 400, code: 'invalid_payload', tokenId: 'ci-2026', unknownFields: ['x'] }));
+        accepted(
+          await store.accept(
+            command({
+              events: [ev],
+              idempotency: claim({ scope: 'wake' }),
+              received: received({ at: T0 + 60, tokenId: 'ci-2026' }),
+            }),
+          ),
+        );
+        duplicate(
+          await store.accept(
+            command({
+              events: [event({ text: 'tok' })],
+              idempotency: claim({ scope: 'wake' }),
+              received: received({ at: T0 + 61, tokenId: 'default' }),
+            }),
+          ),
+        );
+        await store.recordReceived(
+          received({ at: T0 + 62, status: 400, code: 'invalid_payload', tokenId: 'ci-2026', unknownFields: ['x'] }),
+        );
         await store.recordReceived(received({ at: T0 + 63, tokenId: null }));
         const [none, refused, dup, first] = await store.listReceived(4);
         assert.equal(none?.tokenId, undefined, 'no token: no id, nothing stored');
@@ -464,7 +642,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(dup?.tokenId, 'default');
         assert.equal(first?.tokenId, 'ci-2026');
         const page = (await store.pageReceived({ limit: 4 })).items;
-        assert.deepEqual(page.map((r) => r.tokenId ?? null), [null, 'ci-2026', 'default', 'ci-2026']);
+        assert.deepEqual(
+          page.map((r) => r.tokenId ?? null),
+          [null, 'ci-2026', 'default', 'ci-2026'],
+        );
       });
 
       it('records an accepted request with the ids the store committed', async () => {
@@ -477,7 +658,14 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
             command({
               events: [ev],
               runs: [r],
-              received: received({ at: T0 + 1, path: 'github', clientIp: '203.0.113.9', status: 202, mappingId: 'gh', durationMs: 4.25 }),
+              received: received({
+                at: T0 + 1,
+                path: 'github',
+                clientIp: '203.0.113.9',
+                status: 202,
+                mappingId: 'gh',
+                durationMs: 4.25,
+              }),
             }),
           ),
         );
@@ -498,12 +686,21 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
       it('records a duplicate with the first status, code "duplicate" and the first event ids', async () => {
         const ev = event({ text: 'once' });
-        accepted(await store.accept(command({ events: [ev], idempotency: claim({ scope: 'wake' }), received: received({ status: 200 }) })));
+        accepted(
+          await store.accept(
+            command({ events: [ev], idempotency: claim({ scope: 'wake' }), received: received({ status: 200 }) }),
+          ),
+        );
         const again = event({ text: 'other text' });
         const dupRun = run();
         duplicate(
           await store.accept(
-            command({ events: [again], runs: [dupRun], idempotency: claim({ scope: 'wake' }), received: received({ at: T0 + 1, status: 200 }) }),
+            command({
+              events: [again],
+              runs: [dupRun],
+              idempotency: claim({ scope: 'wake' }),
+              received: received({ at: T0 + 1, status: 200 }),
+            }),
           ),
         );
         const [latest, firstRec] = await store.listReceived(2);
@@ -520,7 +717,13 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       it('records a conflict as 409 idempotency_conflict without ids', async () => {
         accepted(await store.accept(command({ runs: [run()], idempotency: claim() })));
         const r = run();
-        await store.accept(command({ runs: [r], idempotency: claim({ fingerprint: '2'.repeat(64) }), received: received({ at: T0 + 1, path: 'agent' }) }));
+        await store.accept(
+          command({
+            runs: [r],
+            idempotency: claim({ fingerprint: '2'.repeat(64) }),
+            received: received({ at: T0 + 1, path: 'agent' }),
+          }),
+        );
         const [latest] = await store.listReceived(1);
         assert.equal(latest?.status, 409);
         assert.equal(latest?.code, 'idempotency_conflict');
@@ -536,24 +739,46 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           received({ at: T0 + 3, status: 204, code: null, path: 'gmail', mappingId: 'gmail', durationMs: 0 }),
         ];
         for (const rec of recs) await store.recordReceived(rec);
-        assert.deepEqual((await store.listReceived()).map((r) => pick(r, RECEIVED_KEYS)), [...recs].reverse());
-        assert.deepEqual((await store.listReceived(2)).map((r) => pick(r, RECEIVED_KEYS)), [recs[2], recs[1]]);
+        assert.deepEqual(
+          (await store.listReceived()).map((r) => pick(r, RECEIVED_KEYS)),
+          [...recs].reverse(),
+        );
+        assert.deepEqual(
+          (await store.listReceived(2)).map((r) => pick(r, RECEIVED_KEYS)),
+          [recs[2], recs[1]],
+        );
       });
 
       it('listReceived({ rejected: true }) keeps only answers of 400 and more, still newest first and limited', async () => {
         accepted(await store.accept(command({ events: [event()], received: received({ at: T0 + 1, status: 200 }) })));
         await store.recordReceived(received({ at: T0 + 2, status: 401, code: 'unauthorized' }));
-        accepted(await store.accept(command({ events: [event({ text: 'other' })], received: received({ at: T0 + 3, status: 200 }) })));
+        accepted(
+          await store.accept(
+            command({ events: [event({ text: 'other' })], received: received({ at: T0 + 3, status: 200 }) }),
+          ),
+        );
         await store.recordReceived(received({ at: T0 + 4, status: 413, code: 'payload_too_large' }));
         await store.recordReceived(received({ at: T0 + 5, status: 204, code: null }));
-        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => [r.at, r.code]), [[T0 + 4, 'payload_too_large'], [T0 + 2, 'unauthorized']]);
-        assert.deepEqual((await store.listReceived(1, { rejected: true })).map((r) => r.at), [T0 + 4]);
+        assert.deepEqual(
+          (await store.listReceived(10, { rejected: true })).map((r) => [r.at, r.code]),
+          [
+            [T0 + 4, 'payload_too_large'],
+            [T0 + 2, 'unauthorized'],
+          ],
+        );
+        assert.deepEqual(
+          (await store.listReceived(1, { rejected: true })).map((r) => r.at),
+          [T0 + 4],
+        );
         assert.equal((await store.listReceived(10)).length, 5);
       });
     });
 
     describe('refusal counts', () => {
-      const windowOf = (at: number, ...counts: Array<[number, HttpErrorCode, string, string, number]>): RefusalWindow => ({
+      const windowOf = (
+        at: number,
+        ...counts: Array<[number, HttpErrorCode, string, string, number]>
+      ): RefusalWindow => ({
         at,
         windowMs: 60_000,
         counts: counts.map(([status, code, path, bucket, count]) => ({ status, code, path, bucket, count })),
@@ -561,9 +786,18 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
       it('recordRefusals stores a window as counts; listReceived shows them (largest first) among older single records', async () => {
         // An older store's single refusal record still reads, in time order with the counts.
-        await store.recordReceived(received({ at: T0, status: 401, code: 'unauthorized', path: 'agent', clientIp: '198.51.100.7' }));
+        await store.recordReceived(
+          received({ at: T0, status: 401, code: 'unauthorized', path: 'agent', clientIp: '198.51.100.7' }),
+        );
         accepted(await store.accept(command({ events: [event()], received: received({ at: T0 + 1, status: 200 }) })));
-        await store.recordRefusals(windowOf(T0 + 60_000, [401, 'unauthorized', 'agent', '203.0.113.7', 3], [401, 'unauthorized', 'other', '2001:db8:0:1::/64', 9000]), 10);
+        await store.recordRefusals(
+          windowOf(
+            T0 + 60_000,
+            [401, 'unauthorized', 'agent', '203.0.113.7', 3],
+            [401, 'unauthorized', 'other', '2001:db8:0:1::/64', 9000],
+          ),
+          10,
+        );
         const rejected = await store.listReceived(10, { rejected: true });
         assert.deepEqual(
           rejected.map((r) => [r.at, r.status, r.code, r.path, r.clientIp, r.count, r.windowMs]),
@@ -574,25 +808,39 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           ],
         );
         assert.equal((await store.listReceived(10)).length, 4);
-        assert.deepEqual((await store.listReceived(1, { rejected: true })).map((r) => r.count), [9000]);
+        assert.deepEqual(
+          (await store.listReceived(1, { rejected: true })).map((r) => r.count),
+          [9000],
+        );
       });
 
       it('keeps only the newest `keepWindows` windows, the oldest deleted first', async () => {
-        for (let i = 0; i < 5; i++) await store.recordRefusals(windowOf(T0 + i * 60_000, [404, 'not_found', 'other', '192.0.2.1', i + 1]), 3);
-        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => r.count), [5, 4, 3]);
+        for (let i = 0; i < 5; i++)
+          await store.recordRefusals(windowOf(T0 + i * 60_000, [404, 'not_found', 'other', '192.0.2.1', i + 1]), 3);
+        assert.deepEqual(
+          (await store.listReceived(10, { rejected: true })).map((r) => r.count),
+          [5, 4, 3],
+        );
       });
 
       it('prune deletes the windows that ended before the cut-off', async () => {
         await store.recordRefusals(windowOf(T0, [401, 'unauthorized', 'wake', '192.0.2.1', 2]), 10);
         await store.recordRefusals(windowOf(T0 + 60_000, [401, 'unauthorized', 'wake', '192.0.2.1', 7]), 10);
         await store.prune(T0, T0 + 60_000);
-        assert.deepEqual((await store.listReceived(10, { rejected: true })).map((r) => r.count), [7]);
+        assert.deepEqual(
+          (await store.listReceived(10, { rejected: true })).map((r) => r.count),
+          [7],
+        );
       });
     });
 
     describe('idempotency keys per sender', () => {
       const key = (n: number, sender: string, at: number) =>
-        command({ runs: [run()], idempotency: claim({ keyHash: String(n).padStart(64, '0'), sender, maxPerSender: 2 }), received: received({ at }) });
+        command({
+          runs: [run()],
+          idempotency: claim({ keyHash: String(n).padStart(64, '0'), sender, maxPerSender: 2 }),
+          received: received({ at }),
+        });
 
       it('keeps at most maxPerSender keys of a sender, the oldest expiring first; other senders keep theirs', async () => {
         accepted(await store.accept(key(1, 'A', T0)));
@@ -612,7 +860,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const cmds = Array.from({ length: N }, (_, i) =>
           i % 2
             ? command({ runs: [run({ createdAt: T0 + i })], received: received({ at: T0 + i, path: 'agent' }) })
-            : command({ events: [event({ sessionKey: `s${i}`, text: `t${i}`, createdAt: T0 + i })], received: received({ at: T0 + i }) }),
+            : command({
+                events: [event({ sessionKey: `s${i}`, text: `t${i}`, createdAt: T0 + i })],
+                received: received({ at: T0 + i }),
+              }),
         );
         const results = await Promise.all(cmds.map((c) => store.accept(c)));
         assert.equal(results.length, N);
@@ -627,23 +878,39 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           const r = c.runs[0];
           if (r) assert.equal((await store.getRun(r.id))?.id, r.id);
           const ev = c.events[0];
-          if (ev) assert.deepEqual((await store.getSession(ev.sessionKey))?.pending.map((e) => e.id), [ev.id]);
+          if (ev)
+            assert.deepEqual(
+              (await store.getSession(ev.sessionKey))?.pending.map((e) => e.id),
+              [ev.id],
+            );
         }
         assert.equal((await store.listReceived(N + 10)).length, N);
         assert.equal((await store.listSessions(N + 10)).length, N);
       });
 
       it('commits concurrent recordReceived calls', async () => {
-        await Promise.all(Array.from({ length: 100 }, (_, i) => store.recordReceived(received({ at: T0 + i, status: 401, code: 'unauthorized' }))));
+        await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            store.recordReceived(received({ at: T0 + i, status: 401, code: 'unauthorized' })),
+          ),
+        );
         assert.equal((await store.listReceived(1000)).length, 100);
       });
     });
 
     describe('sessions', () => {
       it('lists sessions with counts, newest activity first', async () => {
-        accepted(await store.accept(command({ events: [event({ text: 'a', createdAt: T0 + 10 }), event({ text: 'b', createdAt: T0 + 20 })] })));
-        accepted(await store.accept(command({ runs: [run({ sessionKey: 'hook:x', agentId: 'ops', createdAt: T0 + 30 })] })));
-        accepted(await store.accept(command({ runs: [run({ sessionKey: 'hook:x', agentId: 'ops', createdAt: T0 + 40 })] })));
+        accepted(
+          await store.accept(
+            command({ events: [event({ text: 'a', createdAt: T0 + 10 }), event({ text: 'b', createdAt: T0 + 20 })] }),
+          ),
+        );
+        accepted(
+          await store.accept(command({ runs: [run({ sessionKey: 'hook:x', agentId: 'ops', createdAt: T0 + 30 })] })),
+        );
+        accepted(
+          await store.accept(command({ runs: [run({ sessionKey: 'hook:x', agentId: 'ops', createdAt: T0 + 40 })] })),
+        );
         accepted(await store.accept(command({ runs: [run({ sessionKey: 'hook:old', createdAt: T0 + 1 })] })));
         const list = await store.listSessions();
         assert.deepEqual(
@@ -658,7 +925,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           assert.equal(s.lastChannel, null);
           assert.equal(s.lastTo, null);
         }
-        assert.deepEqual((await store.listSessions(1)).map((s) => s.key), ['hook:x']);
+        assert.deepEqual(
+          (await store.listSessions(1)).map((s) => s.key),
+          ['hook:x'],
+        );
       });
 
       it('getSession gives pending events in order, recent runs newest first, and counts', async () => {
@@ -668,15 +938,28 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const r2 = run({ sessionKey: 'main', createdAt: T0 + 5 });
         accepted(await store.accept(command({ runs: [r1] })));
         accepted(await store.accept(command({ runs: [r2] })));
-        accepted(await store.accept(command({ events: [event({ sessionKey: 'elsewhere', text: 'e1' })], runs: [run({ sessionKey: 'elsewhere' })] })));
+        accepted(
+          await store.accept(
+            command({
+              events: [event({ sessionKey: 'elsewhere', text: 'e1' })],
+              runs: [run({ sessionKey: 'elsewhere' })],
+            }),
+          ),
+        );
         const s = await store.getSession('main');
         assert.ok(s);
         assert.equal(s.key, 'main');
         assert.equal(s.agentId, 'main');
-        assert.deepEqual(s.pending.map((e) => e.id), evs.map((e) => e.id));
+        assert.deepEqual(
+          s.pending.map((e) => e.id),
+          evs.map((e) => e.id),
+        );
         assert.equal(s.pendingEvents, 3);
         assert.equal(s.runs, 2);
-        assert.deepEqual(s.recentRuns.map((r) => r.id), [r2.id, r1.id]);
+        assert.deepEqual(
+          s.recentRuns.map((r) => r.id),
+          [r2.id, r1.id],
+        );
         assert.deepEqual(new Set(s.recentEvents.map((e) => e.id)), new Set(evs.map((e) => e.id)));
         assert.equal(s.lastActivityAt, T0 + 5);
       });
@@ -690,7 +973,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(s.agentId, 'ops');
         assert.deepEqual(s.pending, []);
         assert.equal(s.pendingEvents, 0);
-        assert.deepEqual(s.recentRuns.map((x) => x.id), [r.id]);
+        assert.deepEqual(
+          s.recentRuns.map((x) => x.id),
+          [r.id],
+        );
       });
     });
 
@@ -719,7 +1005,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           assert.equal(back.updatedAt, T0 + 100);
           assert.equal(back.finishedAt, null);
           assert.deepEqual(await store.getRun(r.id), back);
-          assert.deepEqual((await store.listRuns({ state: 'queued' })).map((x) => x.id), [r.id]);
+          assert.deepEqual(
+            (await store.listRuns({ state: 'queued' })).map((x) => x.id),
+            [r.id],
+          );
         });
       }
 
@@ -735,16 +1024,51 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
     describe('prune', () => {
       it('deletes expired idempotency keys and received records older than the cut-off', async () => {
-        accepted(await store.accept(command({ runs: [run()], idempotency: claim({ keyHash: 'a'.repeat(64), expiresAt: T0 + 1000 }), received: received({ at: T0 }) })));
-        accepted(await store.accept(command({ runs: [run()], idempotency: claim({ keyHash: 'b'.repeat(64), expiresAt: T0 + 2000 }), received: received({ at: T0 + 10 }) })));
-        accepted(await store.accept(command({ runs: [run()], idempotency: claim({ keyHash: 'c'.repeat(64), expiresAt: T0 + 9000 }), received: received({ at: T0 + 20 }) })));
+        accepted(
+          await store.accept(
+            command({
+              runs: [run()],
+              idempotency: claim({ keyHash: 'a'.repeat(64), expiresAt: T0 + 1000 }),
+              received: received({ at: T0 }),
+            }),
+          ),
+        );
+        accepted(
+          await store.accept(
+            command({
+              runs: [run()],
+              idempotency: claim({ keyHash: 'b'.repeat(64), expiresAt: T0 + 2000 }),
+              received: received({ at: T0 + 10 }),
+            }),
+          ),
+        );
+        accepted(
+          await store.accept(
+            command({
+              runs: [run()],
+              idempotency: claim({ keyHash: 'c'.repeat(64), expiresAt: T0 + 9000 }),
+              received: received({ at: T0 + 20 }),
+            }),
+          ),
+        );
         await store.recordReceived(received({ at: T0 + 30, status: 401, code: 'unauthorized' }));
 
         const res = await store.prune(T0 + 2000, T0 + 20);
         assert.deepEqual(res, { idempotency: 2, received: 2 });
-        assert.deepEqual((await store.listReceived()).map((r) => r.at), [T0 + 30, T0 + 20]);
+        assert.deepEqual(
+          (await store.listReceived()).map((r) => r.at),
+          [T0 + 30, T0 + 20],
+        );
         // the key that is still live still answers repeats
-        duplicate(await store.accept(command({ runs: [run()], idempotency: claim({ keyHash: 'c'.repeat(64) }), received: received({ at: T0 + 2500 }) })));
+        duplicate(
+          await store.accept(
+            command({
+              runs: [run()],
+              idempotency: claim({ keyHash: 'c'.repeat(64) }),
+              received: received({ at: T0 + 2500 }),
+            }),
+          ),
+        );
         // runs and events are never pruned
         assert.equal((await store.listRuns()).length, 3);
         assert.deepEqual(await store.prune(T0 + 2000, T0 + 20), { idempotency: 0, received: 0 });
@@ -765,7 +1089,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const rs = [1, 2, 3].map((i) => run({ createdAt: T0 + i, name: `r${i}` }));
         await queue(...rs);
         const got = await store.claimRuns(A, T0 + 100, LEASE, 2);
-        assert.deepEqual(got.map((r) => r.id), [rs[0]!.id, rs[1]!.id]);
+        assert.deepEqual(
+          got.map((r) => r.id),
+          [rs[0]!.id, rs[1]!.id],
+        );
         for (const [i, r] of got.entries()) {
           assert.deepEqual(pick(r, NEW_RUN_KEYS), pick(rs[i], NEW_RUN_KEYS));
           assert.equal(r.state, 'running');
@@ -774,7 +1101,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           assert.equal(r.finishedAt, null);
           assert.deepEqual(await store.getRun(r.id), r);
         }
-        assert.deepEqual((await store.claimRuns(B, T0 + 100, LEASE, 10)).map((r) => r.id), [rs[2]!.id]);
+        assert.deepEqual(
+          (await store.claimRuns(B, T0 + 100, LEASE, 10)).map((r) => r.id),
+          [rs[2]!.id],
+        );
         assert.deepEqual(await store.claimRuns(B, T0 + 101, LEASE, 10), []);
       });
 
@@ -794,23 +1124,60 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const next = run({ sessionKey: 'hook:s', name: 'next' });
         await queue(r, next);
         await store.claimRuns(A, T0, LEASE, 1);
-        assert.equal(await store.deferRun({ runId: r.id, owner: B, until: T0 + 5000, error: 'provider_unreachable: down', now: T0 + 10 }), false, 'not the owner');
-        assert.equal(await store.deferRun({ runId: r.id, owner: A, until: T0 + 5000, error: 'provider_unreachable: down', now: T0 + 10 }), true);
-        const deferred = await store.getRun(r.id);
-        assert.deepEqual(
-          pick(deferred, ['state', 'attempts', 'retries', 'retryingSince', 'nextAttemptAt', 'error']),
-          { state: 'queued', attempts: 0, retries: 1, retryingSince: T0 + 10, nextAttemptAt: T0 + 5000, error: 'provider_unreachable: down' },
+        assert.equal(
+          await store.deferRun({
+            runId: r.id,
+            owner: B,
+            until: T0 + 5000,
+            error: 'provider_unreachable: down',
+            now: T0 + 10,
+          }),
+          false,
+          'not the owner',
         );
-        assert.deepEqual(await store.claimRuns(B, T0 + 4999, LEASE, 5), [], 'neither it nor its session’s next run before it is due');
+        assert.equal(
+          await store.deferRun({
+            runId: r.id,
+            owner: A,
+            until: T0 + 5000,
+            error: 'provider_unreachable: down',
+            now: T0 + 10,
+          }),
+          true,
+        );
+        const deferred = await store.getRun(r.id);
+        assert.deepEqual(pick(deferred, ['state', 'attempts', 'retries', 'retryingSince', 'nextAttemptAt', 'error']), {
+          state: 'queued',
+          attempts: 0,
+          retries: 1,
+          retryingSince: T0 + 10,
+          nextAttemptAt: T0 + 5000,
+          error: 'provider_unreachable: down',
+        });
+        assert.deepEqual(
+          await store.claimRuns(B, T0 + 4999, LEASE, 5),
+          [],
+          'neither it nor its session’s next run before it is due',
+        );
         const again = await store.claimRuns(B, T0 + 5000, LEASE, 5);
-        assert.deepEqual(again.map((x) => x.id), [r.id]);
+        assert.deepEqual(
+          again.map((x) => x.id),
+          [r.id],
+        );
         await store.deferRun({ runId: r.id, owner: B, until: T0 + 20_000, error: 'still down', now: T0 + 6000 });
         assert.equal((await store.getRun(r.id))?.retryingSince, T0 + 10, 'the window runs from the first failure');
         assert.equal((await store.getRun(r.id))?.retries, 2);
         await store.claimRuns(A, T0 + 20_000, LEASE, 1);
-        assert.equal(await store.completeRun(completion(r.id, A, { finishedAt: T0 + 21_000, state: 'failed', error: 'gave up' })), true);
+        assert.equal(
+          await store.completeRun(completion(r.id, A, { finishedAt: T0 + 21_000, state: 'failed', error: 'gave up' })),
+          true,
+        );
         const requeued = await store.requeueRun(r.id, T0 + 30_000);
-        assert.deepEqual(pick(requeued, ['state', 'retries', 'retryingSince', 'nextAttemptAt']), { state: 'queued', retries: 0, retryingSince: null, nextAttemptAt: null }, 'a manual retry starts a fresh window');
+        assert.deepEqual(
+          pick(requeued, ['state', 'retries', 'retryingSince', 'nextAttemptAt']),
+          { state: 'queued', retries: 0, retryingSince: null, nextAttemptAt: null },
+          'a manual retry starts a fresh window',
+        );
       });
 
       it('requeueFailedRuns queues again the failed runs finished since a time, and nothing else', async () => {
@@ -833,7 +1200,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal((await store.claimRuns(A, T0, LEASE, 5)).length, 1);
         assert.deepEqual(await store.claimRuns(B, T0 + LEASE - 1, LEASE, 5), []);
         const again = await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5);
-        assert.deepEqual(again.map((x) => [x.id, x.attempts, x.state]), [[r.id, 2, 'running']]);
+        assert.deepEqual(
+          again.map((x) => [x.id, x.attempts, x.state]),
+          [[r.id, 2, 'running']],
+        );
       });
 
       it("renewRunLeases extends the owner's leases only", async () => {
@@ -843,10 +1213,16 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal((await store.claimRuns(A, T0, LEASE, 5)).length, 2);
         await store.renewRunLeases(A, [mine.id], T0 + 3 * LEASE);
         await store.renewRunLeases(B, [theirs.id], T0 + 3 * LEASE);
-        assert.deepEqual((await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5)).map((x) => x.id), [theirs.id]);
+        assert.deepEqual(
+          (await store.claimRuns(B, T0 + LEASE + 1, LEASE, 5)).map((x) => x.id),
+          [theirs.id],
+        );
         assert.equal(await store.completeRun(completion(theirs.id, B)), true);
         assert.deepEqual(await store.claimRuns(B, T0 + 2 * LEASE, LEASE, 5), []);
-        assert.deepEqual((await store.claimRuns(B, T0 + 3 * LEASE + 1, LEASE, 5)).map((x) => x.id), [mine.id]);
+        assert.deepEqual(
+          (await store.claimRuns(B, T0 + 3 * LEASE + 1, LEASE, 5)).map((x) => x.id),
+          [mine.id],
+        );
       });
 
       it("one session key's runs are handed out one at a time, in order; other sessions are not held up", async () => {
@@ -855,12 +1231,24 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const a3 = run({ sessionKey: 'hook:a' });
         const b1 = run({ sessionKey: 'hook:b' });
         await queue(a1, a2, a3, b1);
-        assert.deepEqual((await store.claimRuns(A, T0, LEASE, 10)).map((r) => r.id), [a1.id, b1.id]);
+        assert.deepEqual(
+          (await store.claimRuns(A, T0, LEASE, 10)).map((r) => r.id),
+          [a1.id, b1.id],
+        );
         assert.deepEqual(await store.claimRuns(A, T0 + 1, LEASE, 10), []);
-        assert.equal(await store.completeRun(completion(a1.id, A, { state: 'failed', error: 'boom', reply: null })), true);
-        assert.deepEqual((await store.claimRuns(A, T0 + 2, LEASE, 10)).map((r) => r.id), [a2.id]);
+        assert.equal(
+          await store.completeRun(completion(a1.id, A, { state: 'failed', error: 'boom', reply: null })),
+          true,
+        );
+        assert.deepEqual(
+          (await store.claimRuns(A, T0 + 2, LEASE, 10)).map((r) => r.id),
+          [a2.id],
+        );
         await store.failRun(a2.id, 'gave up', T0 + 3);
-        assert.deepEqual((await store.claimRuns(A, T0 + 4, LEASE, 10)).map((r) => r.id), [a3.id]);
+        assert.deepEqual(
+          (await store.claimRuns(A, T0 + 4, LEASE, 10)).map((r) => r.id),
+          [a3.id],
+        );
       });
 
       it('completeRun writes the outcome, the summary events, the deliveries and the transcript together', async () => {
@@ -868,13 +1256,40 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await queue(r);
         await store.claimRuns(A, T0 + 10, LEASE, 5);
         const summary = event({ text: 'Hook X: hello', origin: 'summary', runId: r.id, createdAt: T0 + 500 });
-        const d = delivery({ runId: r.id, sessionKey: r.sessionKey, agentId: 'ops', accountId: 'alerts', createdAt: T0 + 500 });
+        const d = delivery({
+          runId: r.id,
+          sessionKey: r.sessionKey,
+          agentId: 'ops',
+          accountId: 'alerts',
+          createdAt: T0 + 500,
+        });
         const msgs = [
-          message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'user', content: 'prompt', runId: r.id, createdAt: T0 + 10 }),
-          message({ sessionKey: r.sessionKey, agentId: 'ops', role: 'assistant', content: 'hello', runId: r.id, createdAt: T0 + 500 }),
+          message({
+            sessionKey: r.sessionKey,
+            agentId: 'ops',
+            role: 'user',
+            content: 'prompt',
+            runId: r.id,
+            createdAt: T0 + 10,
+          }),
+          message({
+            sessionKey: r.sessionKey,
+            agentId: 'ops',
+            role: 'assistant',
+            content: 'hello',
+            runId: r.id,
+            createdAt: T0 + 500,
+          }),
         ];
         const ok = await store.completeRun(
-          completion(r.id, A, { finishedAt: T0 + 500, reply: 'hello', deliveryStatus: 'outbox', events: [summary], deliveries: [d], messages: msgs }),
+          completion(r.id, A, {
+            finishedAt: T0 + 500,
+            reply: 'hello',
+            deliveryStatus: 'outbox',
+            events: [summary],
+            deliveries: [d],
+            messages: msgs,
+          }),
         );
         assert.equal(ok, true);
         const got = await store.getRun(r.id);
@@ -884,7 +1299,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(got?.error, null);
         assert.equal(got?.deliveryStatus, 'outbox');
         assert.equal(got?.attempts, 1);
-        assert.deepEqual((await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)), [{ ...summary, consumedAt: null }]);
+        assert.deepEqual(
+          (await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)),
+          [{ ...summary, consumedAt: null }],
+        );
         const rows = await store.listDeliveries({ runId: r.id });
         assert.equal(rows.length, 1);
         assert.deepEqual(pick(rows[0], NEW_DELIVERY_KEYS), d);
@@ -895,7 +1313,11 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(rows[0]!.deliveredAt, null);
         assert.deepEqual(await store.getDelivery(d.id), rows[0]);
         assert.deepEqual(await store.sessionMessages('ops', r.sessionKey, 10), msgs);
-        assert.deepEqual(await store.claimRuns(B, T0 + 10 * LEASE, LEASE, 5), [], 'a finished run was handed out again');
+        assert.deepEqual(
+          await store.claimRuns(B, T0 + 10 * LEASE, LEASE, 5),
+          [],
+          'a finished run was handed out again',
+        );
       });
 
       it("completeRun is fenced by the lease: another owner's completion, or one after a takeover, writes nothing", async () => {
@@ -919,9 +1341,18 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(await store.completeRun(withWrites(A)), false);
         assert.equal(await store.completeRun(withWrites(B)), true);
         assert.equal(await store.completeRun(withWrites(B)), false, 'a finished run was finished again');
-        assert.deepEqual((await store.pendingEvents('main')).map((e) => e.text), ['summary by owner-b']);
-        assert.deepEqual((await store.listDeliveries({ runId: r.id })).map((d) => d.text), ['reply by owner-b']);
-        assert.deepEqual((await store.sessionMessages('main', r.sessionKey, 10)).map((m) => m.content), ['said by owner-b']);
+        assert.deepEqual(
+          (await store.pendingEvents('main')).map((e) => e.text),
+          ['summary by owner-b'],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ runId: r.id })).map((d) => d.text),
+          ['reply by owner-b'],
+        );
+        assert.deepEqual(
+          (await store.sessionMessages('main', r.sessionKey, 10)).map((m) => m.content),
+          ['said by owner-b'],
+        );
       });
 
       it('completeRun is all or nothing: when one of its writes cannot be made, nothing of it is kept', async () => {
@@ -945,7 +1376,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         if (result === true) {
           // A driver may tolerate the duplicate; then everything else must be there.
           assert.equal((await store.getRun(second.id))?.state, 'succeeded');
-          assert.ok((await store.pendingEvents('main')).some((e) => e.id === ev.id), 'completed without its summary event');
+          assert.ok(
+            (await store.pendingEvents('main')).some((e) => e.id === ev.id),
+            'completed without its summary event',
+          );
         } else {
           assert.equal((await store.getRun(second.id))?.state, 'running', 'the run was finished without its writes');
           assert.ok(!(await store.pendingEvents('main')).some((e) => e.id === ev.id), 'the summary event was kept');
@@ -967,9 +1401,16 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(back?.attempts, 0);
         assert.equal(back?.error, 'interrupted by a stop', 'the reason is kept on the run');
         const again = await store.claimRuns(B, T0 + 11, LEASE, 5);
-        assert.deepEqual(again.map((x) => [x.id, x.attempts]), [[r.id, 1]]);
+        assert.deepEqual(
+          again.map((x) => [x.id, x.attempts]),
+          [[r.id, 1]],
+        );
         await store.completeRun(completion(r.id, B));
-        assert.equal((await store.getRun(r.id))?.error, null, 'a finished run keeps no note of an earlier interruption');
+        assert.equal(
+          (await store.getRun(r.id))?.error,
+          null,
+          'a finished run keeps no note of an earlier interruption',
+        );
       });
 
       it('recoverLeases puts every running run back in the queue (same id) and counts them', async () => {
@@ -979,7 +1420,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         if (store.shared) {
           // Another node may hold these leases: a shared store takes nobody's back (expired ones are claimable).
           assert.equal(await store.recoverLeases(T0 + 5), 0);
-          assert.deepEqual((await store.claimRuns(B, T0 + 6, LEASE, 10)).map((x) => x.id), [rs[2]!.id]);
+          assert.deepEqual(
+            (await store.claimRuns(B, T0 + 6, LEASE, 10)).map((x) => x.id),
+            [rs[2]!.id],
+          );
           return;
         }
         assert.equal(await store.recoverLeases(T0 + 5), 2);
@@ -1018,17 +1462,41 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         accepted(await store.accept(command({ events: [e1, e2, event({ sessionKey: 'other', text: 'x' })] })));
         const e3 = event({ text: 'Hook A: done', origin: 'summary', runId: 'run-1', createdAt: T0 + 3 });
         await store.addEvents([e3]);
-        assert.deepEqual((await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)), [e1, e2, e3].map((e) => ({ runId: null, ...e, consumedAt: null })));
-        assert.deepEqual((await store.pendingEvents('main', 2)).map((e) => e.id), [e1.id, e2.id]);
+        assert.deepEqual(
+          (await store.pendingEvents('main')).map((e) => pick(e, EVENT_KEYS)),
+          [e1, e2, e3].map((e) => ({ runId: null, ...e, consumedAt: null })),
+        );
+        assert.deepEqual(
+          (await store.pendingEvents('main', 2)).map((e) => e.id),
+          [e1.id, e2.id],
+        );
         assert.deepEqual(await store.pendingEvents('nobody'), []);
       });
 
       it('sessionsWithPendingEvents lists each session with unconsumed events once, and drops a session once they are consumed', async () => {
-        accepted(await store.accept(command({ events: [event({ text: 'm' }), event({ sessionKey: 'ops:a', text: 'a1' }), event({ sessionKey: 'ops:a', text: 'a2' }), event({ sessionKey: 'ops:b', text: 'b' })] })));
+        accepted(
+          await store.accept(
+            command({
+              events: [
+                event({ text: 'm' }),
+                event({ sessionKey: 'ops:a', text: 'a1' }),
+                event({ sessionKey: 'ops:a', text: 'a2' }),
+                event({ sessionKey: 'ops:b', text: 'b' }),
+              ],
+            }),
+          ),
+        );
         assert.deepEqual((await store.sessionsWithPendingEvents()).sort(), ['main', 'ops:a', 'ops:b']);
         assert.equal((await store.sessionsWithPendingEvents(1)).length, 1, 'the limit holds');
         const pendingA = await store.pendingEvents('ops:a');
-        await store.completeHeartbeat({ heartbeatId: 'hb-a', sessionKey: 'ops:a', eventIds: pendingA.map((e) => e.id), consumedAt: T0 + 9, deliveries: [], messages: [] });
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-a',
+          sessionKey: 'ops:a',
+          eventIds: pendingA.map((e) => e.id),
+          consumedAt: T0 + 9,
+          deliveries: [],
+          messages: [],
+        });
         assert.deepEqual((await store.sessionsWithPendingEvents()).sort(), ['main', 'ops:b']);
       });
 
@@ -1036,15 +1504,37 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const evs = [1, 2, 3].map((i) => event({ text: `e${i}`, createdAt: T0 + i }));
         accepted(await store.accept(command({ events: evs })));
         const d = delivery({ runId: null, heartbeatId: 'hb-1', sessionKey: 'main', hookName: null, text: 'disk full' });
-        const msgs = [message({ content: 'System events (2): ...' }), message({ role: 'assistant', content: 'disk full', createdAt: T0 + 60 })];
-        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [evs[0]!.id, evs[1]!.id], consumedAt: T0 + 60, deliveries: [d], messages: msgs });
+        const msgs = [
+          message({ content: 'System events (2): ...' }),
+          message({ role: 'assistant', content: 'disk full', createdAt: T0 + 60 }),
+        ];
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-1',
+          sessionKey: 'main',
+          eventIds: [evs[0]!.id, evs[1]!.id],
+          consumedAt: T0 + 60,
+          deliveries: [d],
+          messages: msgs,
+        });
         // e3 arrived while the turn ran (not in its prompt): it stays pending.
-        assert.deepEqual((await store.pendingEvents('main')).map((e) => e.id), [evs[2]!.id]);
+        assert.deepEqual(
+          (await store.pendingEvents('main')).map((e) => e.id),
+          [evs[2]!.id],
+        );
         const s = await store.getSession('main');
         assert.equal(s?.pendingEvents, 1);
         const consumed = s?.recentEvents.filter((e) => e.consumedAt !== null) ?? [];
-        assert.deepEqual(consumed.map((e) => [e.id, e.consumedAt]).sort(), [[evs[0]!.id, T0 + 60], [evs[1]!.id, T0 + 60]].sort());
-        assert.deepEqual((await store.listDeliveries({})).map((x) => pick(x, NEW_DELIVERY_KEYS)), [d]);
+        assert.deepEqual(
+          consumed.map((e) => [e.id, e.consumedAt]).sort(),
+          [
+            [evs[0]!.id, T0 + 60],
+            [evs[1]!.id, T0 + 60],
+          ].sort(),
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({})).map((x) => pick(x, NEW_DELIVERY_KEYS)),
+          [d],
+        );
         assert.deepEqual(await store.sessionMessages('main', 'main', 10), msgs);
       });
 
@@ -1052,18 +1542,45 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const evs = Array.from({ length: 3000 }, (_, i) => event({ text: `backlog ${i}`, createdAt: T0 + i }));
         await store.addEvents(evs);
         const first = await store.pendingEvents('main', 1000);
-        assert.deepEqual(first.map((e) => e.id), evs.slice(0, 1000).map((e) => e.id));
-        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: first.map((e) => e.id), consumedAt: T0 + 5000, deliveries: [], messages: [] });
+        assert.deepEqual(
+          first.map((e) => e.id),
+          evs.slice(0, 1000).map((e) => e.id),
+        );
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-1',
+          sessionKey: 'main',
+          eventIds: first.map((e) => e.id),
+          consumedAt: T0 + 5000,
+          deliveries: [],
+          messages: [],
+        });
         const next = await store.pendingEvents('main', 1000);
-        assert.deepEqual(next.map((e) => e.id), evs.slice(1000, 2000).map((e) => e.id));
+        assert.deepEqual(
+          next.map((e) => e.id),
+          evs.slice(1000, 2000).map((e) => e.id),
+        );
         assert.equal((await store.getSession('main'))?.pendingEvents, 2000);
       });
 
       it('an event is consumed once: a later completion naming it again keeps the first consumedAt', async () => {
         const e = event();
         accepted(await store.accept(command({ events: [e] })));
-        await store.completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 10, deliveries: [], messages: [] });
-        await store.completeHeartbeat({ heartbeatId: 'hb-2', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 20, deliveries: [], messages: [] });
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-1',
+          sessionKey: 'main',
+          eventIds: [e.id],
+          consumedAt: T0 + 10,
+          deliveries: [],
+          messages: [],
+        });
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-2',
+          sessionKey: 'main',
+          eventIds: [e.id],
+          consumedAt: T0 + 20,
+          deliveries: [],
+          messages: [],
+        });
         assert.equal((await store.getSession('main'))?.recentEvents.find((x) => x.id === e.id)?.consumedAt, T0 + 10);
       });
 
@@ -1071,15 +1588,33 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const e = event();
         accepted(await store.accept(command({ events: [e] })));
         const taken = delivery({ heartbeatId: 'hb-0', runId: null });
-        await store.completeHeartbeat({ heartbeatId: 'hb-0', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: [taken], messages: [] });
+        await store.completeHeartbeat({
+          heartbeatId: 'hb-0',
+          sessionKey: 'main',
+          eventIds: [],
+          consumedAt: T0,
+          deliveries: [taken],
+          messages: [],
+        });
         const result = await store
-          .completeHeartbeat({ heartbeatId: 'hb-1', sessionKey: 'main', eventIds: [e.id], consumedAt: T0 + 5, deliveries: [{ ...taken, heartbeatId: 'hb-1' }], messages: [message({ content: 'hb prompt' })] })
+          .completeHeartbeat({
+            heartbeatId: 'hb-1',
+            sessionKey: 'main',
+            eventIds: [e.id],
+            consumedAt: T0 + 5,
+            deliveries: [{ ...taken, heartbeatId: 'hb-1' }],
+            messages: [message({ content: 'hb prompt' })],
+          })
           .then(
             () => 'ok',
             () => 'rejected',
           );
         if (result === 'rejected') {
-          assert.deepEqual((await store.pendingEvents('main')).map((x) => x.id), [e.id], 'the events were consumed without the delivery');
+          assert.deepEqual(
+            (await store.pendingEvents('main')).map((x) => x.id),
+            [e.id],
+            'the events were consumed without the delivery',
+          );
           assert.deepEqual(await store.sessionMessages('main', 'main', 10), []);
         } else {
           assert.deepEqual(await store.pendingEvents('main'), []);
@@ -1087,18 +1622,29 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       });
 
       it('sessionMessages gives the latest `limit` messages of one agent and session key, oldest first', async () => {
-        const mine = [1, 2, 3, 4, 5].map((i) => message({ sessionKey: 'hook:s', content: `m${i}`, role: i % 2 ? 'user' : 'assistant', createdAt: T0 + i }));
+        const mine = [1, 2, 3, 4, 5].map((i) =>
+          message({ sessionKey: 'hook:s', content: `m${i}`, role: i % 2 ? 'user' : 'assistant', createdAt: T0 + i }),
+        );
         await store.completeHeartbeat({
           heartbeatId: 'hb',
           sessionKey: 'main',
           eventIds: [],
           consumedAt: T0,
           deliveries: [],
-          messages: [mine[0]!, message({ sessionKey: 'hook:s', agentId: 'ops', content: 'other agent' }), mine[1]!, message({ sessionKey: 'hook:t', content: 'other key' }), ...mine.slice(2)],
+          messages: [
+            mine[0]!,
+            message({ sessionKey: 'hook:s', agentId: 'ops', content: 'other agent' }),
+            mine[1]!,
+            message({ sessionKey: 'hook:t', content: 'other key' }),
+            ...mine.slice(2),
+          ],
         });
         assert.deepEqual(await store.sessionMessages('main', 'hook:s', 3), mine.slice(2));
         assert.deepEqual(await store.sessionMessages('main', 'hook:s', 100), mine);
-        assert.deepEqual((await store.sessionMessages('ops', 'hook:s', 100)).map((m) => m.content), ['other agent']);
+        assert.deepEqual(
+          (await store.sessionMessages('ops', 'hook:s', 100)).map((m) => m.content),
+          ['other agent'],
+        );
         assert.deepEqual(await store.sessionMessages('main', 'hook:none', 100), []);
       });
 
@@ -1132,20 +1678,34 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
       const A = 'outbox-a';
       const B = 'outbox-b';
       const LEASE = 60_000;
-      const add = (...ds: NewDelivery[]) => store.completeHeartbeat({ heartbeatId: 'hb', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: ds, messages: [] });
+      const add = (...ds: NewDelivery[]) =>
+        store.completeHeartbeat({
+          heartbeatId: 'hb',
+          sessionKey: 'main',
+          eventIds: [],
+          consumedAt: T0,
+          deliveries: ds,
+          messages: [],
+        });
 
       it('claimDeliveries leases due deliveries oldest first, up to the limit, counting the attempt', async () => {
         const ds = [1, 2, 3].map((i) => delivery({ to: `chat-${i}`, createdAt: T0 + i }));
         await add(...ds);
         assert.deepEqual(await store.claimDeliveries(A, T0, LEASE, 10), [], 'claimed before it was due');
         const got = await store.claimDeliveries(A, T0 + 10, LEASE, 2);
-        assert.deepEqual(got.map((d) => d.id), [ds[0]!.id, ds[1]!.id]);
+        assert.deepEqual(
+          got.map((d) => d.id),
+          [ds[0]!.id, ds[1]!.id],
+        );
         for (const [i, d] of got.entries()) {
           assert.deepEqual(pick(d, NEW_DELIVERY_KEYS), ds[i]);
           assert.equal(d.attempts, 1);
           assert.equal(d.state, 'pending');
         }
-        assert.deepEqual((await store.claimDeliveries(B, T0 + 10, LEASE, 10)).map((d) => d.id), [ds[2]!.id]);
+        assert.deepEqual(
+          (await store.claimDeliveries(B, T0 + 10, LEASE, 10)).map((d) => d.id),
+          [ds[2]!.id],
+        );
         assert.deepEqual(await store.claimDeliveries(B, T0 + 11, LEASE, 10), []);
       });
 
@@ -1155,18 +1715,39 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         const other = delivery({ channel: 'telegram', to: '2002', createdAt: T0 + 3 });
         const sameToOtherChannel = delivery({ channel: 'slack', to: '1001', createdAt: T0 + 4 });
         await add(d1, d2, other, sameToOtherChannel);
-        assert.deepEqual((await store.claimDeliveries(A, T0 + 10, LEASE, 10)).map((d) => d.id), [d1.id, other.id, sameToOtherChannel.id]);
-        await store.finishDelivery(d1.id, A, { kind: 'retry', nextAttemptAt: T0 + 1000, error: 'telegram error 429' }, T0 + 20);
-        assert.deepEqual(await store.claimDeliveries(A, T0 + 30, LEASE, 10), [], 'a later delivery overtook one waiting for its retry');
+        assert.deepEqual(
+          (await store.claimDeliveries(A, T0 + 10, LEASE, 10)).map((d) => d.id),
+          [d1.id, other.id, sameToOtherChannel.id],
+        );
+        await store.finishDelivery(
+          d1.id,
+          A,
+          { kind: 'retry', nextAttemptAt: T0 + 1000, error: 'telegram error 429' },
+          T0 + 20,
+        );
+        assert.deepEqual(
+          await store.claimDeliveries(A, T0 + 30, LEASE, 10),
+          [],
+          'a later delivery overtook one waiting for its retry',
+        );
         const again = await store.claimDeliveries(A, T0 + 1000, LEASE, 10);
-        assert.deepEqual(again.map((d) => [d.id, d.attempts]), [[d1.id, 2]]);
+        assert.deepEqual(
+          again.map((d) => [d.id, d.attempts]),
+          [[d1.id, 2]],
+        );
         await store.finishDelivery(d1.id, A, { kind: 'delivered', at: T0 + 1001 }, T0 + 1001);
-        assert.deepEqual((await store.claimDeliveries(A, T0 + 1002, LEASE, 10)).map((d) => d.id), [d2.id]);
+        assert.deepEqual(
+          (await store.claimDeliveries(A, T0 + 1002, LEASE, 10)).map((d) => d.id),
+          [d2.id],
+        );
         // A dead delivery no longer holds its recipient up either.
         const d3 = delivery({ channel: 'telegram', to: '1001', createdAt: T0 + 5 });
         await add(d3);
         await store.finishDelivery(d2.id, A, { kind: 'dead', error: 'chat not found', at: T0 + 1003 }, T0 + 1003);
-        assert.deepEqual((await store.claimDeliveries(A, T0 + 1004, LEASE, 10)).map((d) => d.id), [d3.id]);
+        assert.deepEqual(
+          (await store.claimDeliveries(A, T0 + 1004, LEASE, 10)).map((d) => d.id),
+          [d3.id],
+        );
       });
 
       it('claimDeliveries with followers: a head, then only its own route in order, while each is due; releaseDeliveries gives them back uncounted', async () => {
@@ -1178,11 +1759,19 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         // Heads of both routes, each head's followers right after it, in order (both drivers claim them).
         assert.deepEqual(ids, [...r.map((d) => d.id), other.id]);
         const followers = ids.filter((id) => id !== r[0]!.id && id !== other.id);
-        assert.deepEqual(await store.claimDeliveries(B, T0 + 11, LEASE, 10, 5), [], 'nothing of a claimed route is handed to another worker');
+        assert.deepEqual(
+          await store.claimDeliveries(B, T0 + 11, LEASE, 10, 5),
+          [],
+          'nothing of a claimed route is handed to another worker',
+        );
         await store.finishDelivery(r[0]!.id, A, { kind: 'retry', nextAttemptAt: T0 + 100, error: 'later' }, T0 + 12);
         await store.releaseDeliveries(A, followers, T0 + 12);
         await store.finishDelivery(other.id, A, { kind: 'delivered', at: T0 + 12 }, T0 + 12);
-        assert.deepEqual(await store.claimDeliveries(B, T0 + 13, LEASE, 10, 5), [], 'a released follower does not overtake its head');
+        assert.deepEqual(
+          await store.claimDeliveries(B, T0 + 13, LEASE, 10, 5),
+          [],
+          'a released follower does not overtake its head',
+        );
         const again = await store.claimDeliveries(B, T0 + 100, LEASE, 10, 5);
         assert.deepEqual(again[0] && [again[0].id, again[0].attempts], [r[0]!.id, 2]);
         for (const d of again.slice(1)) assert.equal(d.attempts, 1, 'a released follower was not counted as tried');
@@ -1194,10 +1783,20 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await add(d, e);
         assert.equal((await store.claimDeliveries(A, T0, LEASE, 10)).length, 2);
         assert.deepEqual(await store.claimDeliveries(B, T0 + LEASE - 1, LEASE, 10), []);
-        assert.deepEqual((await store.claimDeliveries(B, T0 + LEASE + 1, LEASE, 10)).map((x) => [x.id, x.attempts]).sort(), [[d.id, 2], [e.id, 2]].sort());
+        assert.deepEqual(
+          (await store.claimDeliveries(B, T0 + LEASE + 1, LEASE, 10)).map((x) => [x.id, x.attempts]).sort(),
+          [
+            [d.id, 2],
+            [e.id, 2],
+          ].sort(),
+        );
         if (store.shared) {
           assert.equal(await store.recoverLeases(T0 + LEASE + 2), 0);
-          assert.deepEqual(await store.claimDeliveries(A, T0 + LEASE + 3, LEASE, 10), [], 'a shared store frees no lease');
+          assert.deepEqual(
+            await store.claimDeliveries(A, T0 + LEASE + 3, LEASE, 10),
+            [],
+            'a shared store frees no lease',
+          );
           return;
         }
         await store.recoverLeases(T0 + LEASE + 2);
@@ -1215,7 +1814,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal((await store.getDelivery(d.id))?.chunksSent, 2);
         await store.finishDelivery(d.id, A, { kind: 'retry', nextAttemptAt: T0 + 100, error: 'HTTP 500' }, T0 + 3);
         const again = await store.claimDeliveries(B, T0 + 100, LEASE, 10);
-        assert.deepEqual(again.map((x) => [x.chunksSent, x.attempts]), [[2, 2]]);
+        assert.deepEqual(
+          again.map((x) => [x.chunksSent, x.attempts]),
+          [[2, 2]],
+        );
       });
 
       it("finishDelivery: delivered (never moving a session's route), retry (error kept, due later), dead; lease holder only", async () => {
@@ -1237,7 +1839,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(done?.deliveredAt, T0 + 3);
         assert.equal(done?.lastError, null);
         assert.equal(done?.explicitRoute, true);
-        assert.equal(await store.getRoute('main'), undefined, 'an explicit delivery set the main session\'s route');
+        assert.equal(await store.getRoute('main'), undefined, "an explicit delivery set the main session's route");
         // The operator's route stays what the operator set, whatever an explicit delivery through an account says.
         await store.setRoute('main', 'main', 'telegram', 'owner-chat', T0 + 3, 'alerts');
         const viaAlerts = delivery({ channel: 'telegram', to: 'elsewhere', accountId: 'alerts', explicitRoute: true });
@@ -1254,7 +1856,12 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(waiting?.lastError, 'HTTP 503');
         assert.equal(waiting?.deliveredAt, null);
 
-        await store.finishDelivery(gone.id, A, { kind: 'dead', error: 'gave up after 8 attempts: HTTP 500', at: T0 + 5 }, T0 + 5);
+        await store.finishDelivery(
+          gone.id,
+          A,
+          { kind: 'dead', error: 'gave up after 8 attempts: HTTP 500', at: T0 + 5 },
+          T0 + 5,
+        );
         const dead = await store.getDelivery(gone.id);
         assert.equal(dead?.state, 'dead');
         assert.equal(dead?.lastError, 'gave up after 8 attempts: HTTP 500');
@@ -1262,7 +1869,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
         // The retry released its lease: due at nextAttemptAt, long before the lease would have expired. Nothing else is.
         assert.deepEqual(await store.claimDeliveries(B, T0 + 499, LEASE, 10), []);
-        assert.deepEqual((await store.claimDeliveries(B, T0 + 500, LEASE, 10)).map((d) => d.id), [later.id]);
+        assert.deepEqual(
+          (await store.claimDeliveries(B, T0 + 500, LEASE, 10)).map((d) => d.id),
+          [later.id],
+        );
       });
 
       it('listDeliveries filters by state and run id, newest first', async () => {
@@ -1272,10 +1882,22 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await add(a, b, c);
         await store.claimDeliveries(A, T0 + 10, LEASE, 10);
         await store.finishDelivery(b.id, A, { kind: 'dead', error: 'no', at: T0 + 11 }, T0 + 11);
-        assert.deepEqual((await store.listDeliveries()).map((d) => d.id), [c.id, b.id, a.id]);
-        assert.deepEqual((await store.listDeliveries({ runId: 'run-a' })).map((d) => d.id), [c.id, a.id]);
-        assert.deepEqual((await store.listDeliveries({ state: 'dead' })).map((d) => d.id), [b.id]);
-        assert.deepEqual((await store.listDeliveries({ state: 'pending', limit: 1 })).map((d) => d.id), [c.id]);
+        assert.deepEqual(
+          (await store.listDeliveries()).map((d) => d.id),
+          [c.id, b.id, a.id],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ runId: 'run-a' })).map((d) => d.id),
+          [c.id, a.id],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ state: 'dead' })).map((d) => d.id),
+          [b.id],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ state: 'pending', limit: 1 })).map((d) => d.id),
+          [c.id],
+        );
         assert.equal(await store.getDelivery('no-such-delivery'), undefined);
       });
 
@@ -1292,7 +1914,10 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(back?.attempts, 0);
         assert.equal(back?.nextAttemptAt, T0 + 50);
         assert.deepEqual(await store.getDelivery(d.id), back);
-        assert.deepEqual((await store.claimDeliveries(B, T0 + 50, LEASE, 10)).map((x) => [x.id, x.attempts]), [[d.id, 1]]);
+        assert.deepEqual(
+          (await store.claimDeliveries(B, T0 + 50, LEASE, 10)).map((x) => [x.id, x.attempts]),
+          [[d.id, 1]],
+        );
         assert.equal(await store.retryDelivery(ok.id, T0 + 60), undefined);
         assert.equal((await store.getDelivery(ok.id))?.state, 'delivered');
         assert.equal(await store.retryDelivery('no-such-delivery', T0 + 60), undefined);
@@ -1301,7 +1926,13 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
 
     describe('cluster seams (ClusterStore)', () => {
       const node = (id: string, lastSeenAt: number): NodeInfo => ({
-        id, host: 'host-a', pid: 4242, version: '1.2.3', url: 'http://127.0.0.1:8080', startedAt: T0, lastSeenAt,
+        id,
+        host: 'host-a',
+        pid: 4242,
+        version: '1.2.3',
+        url: 'http://127.0.0.1:8080',
+        startedAt: T0,
+        lastSeenAt,
       });
 
       it('heartbeat lease: another owner is refused while held, the owner renews, it is granted after expiry', async () => {
@@ -1314,7 +1945,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(await store.leaseHeartbeat('main', 'A', T0 + 2000, 1000), false);
       });
 
-      it('releaseHeartbeat frees only the caller\'s own lease', async () => {
+      it("releaseHeartbeat frees only the caller's own lease", async () => {
         assert.equal(await store.leaseHeartbeat('main', 'A', T0, 60_000), true);
         await store.releaseHeartbeat('main', 'B');
         assert.equal(await store.leaseHeartbeat('main', 'B', T0 + 1, 60_000), false, 'B released nothing of A');
@@ -1331,7 +1962,11 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
           { bucket: '10.0.0.0/24', until: T0 + 5000 },
           { bucket: '192.0.2.7', until: T0 + 1000 },
         ]);
-        assert.deepEqual(await store.activeLockouts(T0 + 1000), [{ bucket: '10.0.0.0/24', until: T0 + 5000 }], 'until is exclusive');
+        assert.deepEqual(
+          await store.activeLockouts(T0 + 1000),
+          [{ bucket: '10.0.0.0/24', until: T0 + 5000 }],
+          'until is exclusive',
+        );
         await store.shareLockout('10.0.0.0/24', T0 + 8000);
         assert.deepEqual(await store.activeLockouts(T0 + 6000), [{ bucket: '10.0.0.0/24', until: T0 + 8000 }]);
         assert.deepEqual(await store.activeLockouts(T0 + 8000), []);
@@ -1343,10 +1978,19 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await store.registerNode(node('n2', T0 + 10));
         assert.deepEqual(await store.listNodes(), [node('n2', T0 + 10), node('n1', T0)]);
         await store.registerNode(node('n1', T0 + 20)); // refresh
-        assert.deepEqual((await store.listNodes()).map((n) => [n.id, n.lastSeenAt]), [['n1', T0 + 20], ['n2', T0 + 10]]);
+        assert.deepEqual(
+          (await store.listNodes()).map((n) => [n.id, n.lastSeenAt]),
+          [
+            ['n1', T0 + 20],
+            ['n2', T0 + 10],
+          ],
+        );
         assert.equal((await store.listNodes())[0]!.startedAt, T0, 'a refresh keeps startedAt');
         await store.removeNode('n1');
-        assert.deepEqual((await store.listNodes()).map((n) => n.id), ['n2']);
+        assert.deepEqual(
+          (await store.listNodes()).map((n) => n.id),
+          ['n2'],
+        );
         await store.removeNode('unknown');
       });
 

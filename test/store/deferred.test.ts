@@ -51,7 +51,10 @@ describe('DeferredStore', () => {
     const { store, log } = deferred(3);
     try {
       assert.equal(store.isOpen, false);
-      await assert.rejects(store.accept(command({ events: [event()] })), (err: unknown) => err instanceof StoreError && err.code === 'store_unavailable');
+      await assert.rejects(
+        store.accept(command({ events: [event()] })),
+        (err: unknown) => err instanceof StoreError && err.code === 'store_unavailable',
+      );
       await assert.rejects(store.claimRuns('me', Date.now(), 1000, 1), StoreError);
       await assert.rejects(store.listRuns(), StoreError);
       assert.equal(log[0]?.level, 'error');
@@ -61,7 +64,10 @@ describe('DeferredStore', () => {
       assert.equal(store.isOpen, true);
       const r = await store.accept(command({ events: [event({ text: 'after' })] }));
       assert.equal(r.kind, 'accepted');
-      assert.deepEqual((await store.pendingEvents('main')).map((e) => e.text), ['after']);
+      assert.deepEqual(
+        (await store.pendingEvents('main')).map((e) => e.text),
+        ['after'],
+      );
       // The attempt at start (the caller's, which failed with firstFailure), three failed retries, the one that worked.
       assert.match(log.at(-1)!.message, /the store is open after \d+ s \(5 attempts\)/);
       // The same failure is not logged at every attempt: the first line, and the open.
@@ -105,8 +111,14 @@ describe('DeferredStore', () => {
       fail = false;
       await opened(store);
       // Claimable by this process at once: the lease of the process that is gone was taken back first.
-      assert.deepEqual((await store.claimRuns('me', Date.now(), 60_000, 1)).map((r) => r.id), [left.id]);
-      assert.ok(warnings.some((w) => /recovered 1 runs/.test(w)), warnings.join('\n'));
+      assert.deepEqual(
+        (await store.claimRuns('me', Date.now(), 60_000, 1)).map((r) => r.id),
+        [left.id],
+      );
+      assert.ok(
+        warnings.some((w) => /recovered 1 runs/.test(w)),
+        warnings.join('\n'),
+      );
     } finally {
       await store.close();
     }
@@ -144,20 +156,31 @@ describe('DeferredStore', () => {
 });
 
 describe('openStore: which failures at start are waited out', () => {
-  const storage = (path: string) => ({ driver: 'sqlite', path, synchronous: 'normal' }) as Parameters<typeof openStore>[0];
+  const storage = (path: string) =>
+    ({ driver: 'sqlite', path, synchronous: 'normal' }) as Parameters<typeof openStore>[0];
 
   it('a corrupt file still throws with retryWhenFull (only a full disk is retried)', async () => {
     const dir = tempDir();
     const db = join(dir, 'hookgate.db');
     writeFileSync(db, 'not a database at all, '.repeat(100));
-    await assert.rejects(openStore(storage(db), (p) => p, { retryWhenFull: true, schemaPolicy: 'migrate', writer: 'inline', checkpoints: 'auto' }), /file is not a database/);
+    await assert.rejects(
+      openStore(storage(db), (p) => p, {
+        retryWhenFull: true,
+        schemaPolicy: 'migrate',
+        writer: 'inline',
+        checkpoints: 'auto',
+      }),
+      /file is not a database/,
+    );
   });
 
   it('classifies by code: SQLITE_FULL, ENOSPC and EDQUOT are a full disk; an I/O error only on a full filesystem', () => {
     const dir = tempDir();
     const path = join(dir, 'hookgate.db');
-    const wrapped = (code: string) => new StoreError('cannot open SQLite store', { cause: Object.assign(new Error('x'), { code }) });
-    for (const code of ['SQLITE_FULL', 'ENOSPC', 'EDQUOT']) assert.match(diskFullAtOpen(wrapped(code), path) ?? '', new RegExp(`the disk is full \\(${code}`));
+    const wrapped = (code: string) =>
+      new StoreError('cannot open SQLite store', { cause: Object.assign(new Error('x'), { code }) });
+    for (const code of ['SQLITE_FULL', 'ENOSPC', 'EDQUOT'])
+      assert.match(diskFullAtOpen(wrapped(code), path) ?? '', new RegExp(`the disk is full \\(${code}`));
     // The temp dir has room: an I/O error there is not taken for a full disk.
     for (const code of ['SQLITE_IOERR_SHMSIZE', 'SQLITE_CANTOPEN', 'SQLITE_NOTADB', 'SQLITE_BUSY', 'EACCES', 'EPERM']) {
       assert.equal(diskFullAtOpen(wrapped(code), path), undefined, code);

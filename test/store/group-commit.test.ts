@@ -48,15 +48,21 @@ describe('GroupCommit', () => {
     assert.ok(new Set(turns).size <= 4, `40 chained writes took ${new Set(turns).size} turns`);
   });
 
-  it('while the ingress is saturated, the writes a batch\'s continuations make wait for the next turn', async () => {
+  it("while the ingress is saturated, the writes a batch's continuations make wait for the next turn", async () => {
     let busy = true;
     const { gc, batches, stop } = turnCounting(() => busy);
-    await gc.write('accept-0').then(() => gc.write('delivered-1')).then(() => gc.write('delivered-2'));
+    await gc
+      .write('accept-0')
+      .then(() => gc.write('delivered-1'))
+      .then(() => gc.write('delivered-2'));
     // No longer saturated: what follows chains in the same turn.
     busy = false;
     await gc.write('accept-1').then(() => gc.write('delivered-3'));
     stop();
-    assert.deepEqual(batches.map((b) => b.ops.length), [1, 1, 1, 1, 1]);
+    assert.deepEqual(
+      batches.map((b) => b.ops.length),
+      [1, 1, 1, 1, 1],
+    );
     const turn = (op: string) => batches.find((b) => b.ops.includes(op))!.turn;
     assert.ok(turn('delivered-1') > turn('accept-0'), 'while saturated, the next turn');
     assert.ok(turn('delivered-2') > turn('delivered-1'), 'and one step per turn while it lasts');
@@ -90,9 +96,14 @@ describe('GroupCommit', () => {
   });
 
   it('rejects only the op whose result is a failure, as a StoreError', async () => {
-    const { gc } = recording((op) => (op === 'bad' ? { ok: false, error: 'UNIQUE constraint failed' } : { ok: true, value: op }));
+    const { gc } = recording((op) =>
+      op === 'bad' ? { ok: false, error: 'UNIQUE constraint failed' } : { ok: true, value: op },
+    );
     const results = await Promise.allSettled([gc.write('a'), gc.write('bad'), gc.write('c')]);
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     const reason = (results[1] as PromiseRejectedResult).reason as StoreError;
     assert.ok(reason instanceof StoreError);
     assert.match(reason.message, /store write failed: UNIQUE/);
@@ -139,8 +150,16 @@ describe('GroupCommit', () => {
 describe('commitIsolated', () => {
   it('commits a clean batch in one call', () => {
     const seen: string[][] = [];
-    const results = commitIsolated(['a', 'b'], (ops) => (seen.push(ops), ops.map((o) => `${o}!`)), () => assert.fail('no retry'), () => assert.fail('no rollback'));
-    assert.deepEqual(results, [{ ok: true, value: 'a!' }, { ok: true, value: 'b!' }]);
+    const results = commitIsolated(
+      ['a', 'b'],
+      (ops) => (seen.push(ops), ops.map((o) => `${o}!`)),
+      () => assert.fail('no retry'),
+      () => assert.fail('no rollback'),
+    );
+    assert.deepEqual(results, [
+      { ok: true, value: 'a!' },
+      { ok: true, value: 'b!' },
+    ]);
     assert.deepEqual(seen, [['a', 'b']]);
   });
 
@@ -150,8 +169,17 @@ describe('commitIsolated', () => {
       if (op === 'bad') throw new Error('constraint');
       return op;
     };
-    const results = commitIsolated(['a', 'bad', 'c'], (ops) => ops.map(one), one, () => rollbacks++);
-    assert.deepEqual(results, [{ ok: true, value: 'a' }, { ok: false, error: 'constraint' }, { ok: true, value: 'c' }]);
+    const results = commitIsolated(
+      ['a', 'bad', 'c'],
+      (ops) => ops.map(one),
+      one,
+      () => rollbacks++,
+    );
+    assert.deepEqual(results, [
+      { ok: true, value: 'a' },
+      { ok: false, error: 'constraint' },
+      { ok: true, value: 'c' },
+    ]);
     assert.equal(rollbacks, 2, 'the batch, then the failing op alone');
   });
 });

@@ -33,7 +33,10 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     await drop?.();
   });
   beforeEach(async () => {
-    await sqlIn(schema, 'DELETE FROM runs; DELETE FROM deliveries; DELETE FROM system_events; DELETE FROM session_messages');
+    await sqlIn(
+      schema,
+      'DELETE FROM runs; DELETE FROM deliveries; DELETE FROM system_events; DELETE FROM session_messages',
+    );
   });
 
   async function claimed(n: number, owner = 'nodeA'): Promise<Run[]> {
@@ -52,18 +55,27 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
           completion(r.id, 'nodeA', {
             events: [event({ sessionKey: r.sessionKey, runId: r.id, text: `summary ${r.id}` })],
             deliveries: [delivery({ runId: r.id, sessionKey: r.sessionKey, channel: 'log', to: '' })],
-            messages: [message({ sessionKey: r.sessionKey, runId: r.id, content: 'prompt' }), message({ sessionKey: r.sessionKey, runId: r.id, role: 'assistant', content: 'reply' })],
+            messages: [
+              message({ sessionKey: r.sessionKey, runId: r.id, content: 'prompt' }),
+              message({ sessionKey: r.sessionKey, runId: r.id, role: 'assistant', content: 'reply' }),
+            ],
           }),
         ),
       ),
     );
     assert.equal(a.db.queries - before, 1);
-    assert.deepEqual(results, runs.map(() => true));
+    assert.deepEqual(
+      results,
+      runs.map(() => true),
+    );
     assert.equal(await count(schema, 'runs', "state = 'succeeded' AND lease_owner IS NULL"), 20);
     assert.equal(await count(schema, 'system_events'), 20);
     assert.equal(await count(schema, 'deliveries', "state = 'pending'"), 20);
     // A transcript keeps its turns in order: the prompt before the reply, per run.
-    const { rows } = await sqlIn<{ run_id: string; roles: string }>(schema, "SELECT run_id, string_agg(role, ',' ORDER BY seq) AS roles FROM session_messages GROUP BY run_id");
+    const { rows } = await sqlIn<{ run_id: string; roles: string }>(
+      schema,
+      "SELECT run_id, string_agg(role, ',' ORDER BY seq) AS roles FROM session_messages GROUP BY run_id",
+    );
     assert.equal(rows.length, 20);
     for (const r of rows) assert.equal(r.roles, 'user,assistant');
   });
@@ -73,10 +85,18 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     // The lease of `lost` expired and another node took it (a crash between claim and completion, seen from here).
     await a.renewRunLeases('nodeA', [mine!.id], T0 + 2 * LEASE);
     const taken = await b.claimRuns('nodeB', T0 + LEASE + 1, LEASE, 5);
-    assert.deepEqual(taken.map((r) => [r.id, r.attempts]), [[lost!.id, 2]]);
+    assert.deepEqual(
+      taken.map((r) => [r.id, r.attempts]),
+      [[lost!.id, 2]],
+    );
     const results = await Promise.all([
       a.completeRun(completion(mine!.id, 'nodeA', { deliveries: [delivery({ runId: mine!.id })] })),
-      a.completeRun(completion(lost!.id, 'nodeA', { deliveries: [delivery({ runId: lost!.id })], events: [event({ runId: lost!.id })] })),
+      a.completeRun(
+        completion(lost!.id, 'nodeA', {
+          deliveries: [delivery({ runId: lost!.id })],
+          events: [event({ runId: lost!.id })],
+        }),
+      ),
     ]);
     assert.deepEqual(results, [true, false]);
     assert.equal((await b.getRun(lost!.id))?.state, 'running');
@@ -92,7 +112,10 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     await dying.close(); // no completion, no release: a crash as far as the database knows
     assert.deepEqual(await a.claimRuns('nodeA', T0 + LEASE - 1, LEASE, 5), []);
     const again = await a.claimRuns('nodeA', T0 + LEASE + EXPIRED_SWEEP_MS, LEASE, 5);
-    assert.deepEqual(again.map((x) => [x.id, x.attempts]), [[r!.id, 2]]);
+    assert.deepEqual(
+      again.map((x) => [x.id, x.attempts]),
+      [[r!.id, 2]],
+    );
     assert.equal(await a.completeRun(completion(r!.id, 'nodeA')), true);
     assert.equal((await a.getRun(r!.id))?.state, 'succeeded');
   });
@@ -107,7 +130,10 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
       a.completeRun(completion(r2!.id, 'nodeA')),
       a.completeRun(completion(r3!.id, 'nodeA')),
     ]);
-    assert.deepEqual(results.map((x) => x.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((x) => x.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
     assert.ok((results[1] as PromiseRejectedResult).reason instanceof StoreError);
     assert.equal((await a.getRun(r1!.id))?.state, 'running', 'nothing of the failed completion was written');
     for (const r of [r0!, r2!, r3!]) assert.equal((await a.getRun(r.id))?.state, 'succeeded');
@@ -117,7 +143,11 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     const ds = Array.from({ length: 6 }, (_, i) => delivery({ channel: 'log', to: '', createdAt: T0 + i }));
     await a.completeRun(completion((await claimed(1))[0]!.id, 'nodeA', { deliveries: ds }));
     const got = await a.claimDeliveries('nodeA', T0 + 10, LEASE, 4, 63);
-    assert.deepEqual(got.map((d) => d.id), ds.map((d) => d.id), 'one route: its head and every follower, in order, in one claim');
+    assert.deepEqual(
+      got.map((d) => d.id),
+      ds.map((d) => d.id),
+      'one route: its head and every follower, in order, in one claim',
+    );
     const before = a.db.queries;
     await Promise.all([
       ...got.slice(0, 4).map((d) => a.finishDelivery(d.id, 'nodeA', { kind: 'delivered', at: T0 + 20 }, T0 + 20)),
@@ -125,7 +155,10 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
       a.finishDelivery(got[5]!.id, 'nodeB', { kind: 'delivered', at: T0 + 20 }, T0 + 20), // not nodeB's lease
     ]);
     assert.equal(a.db.queries - before, 1);
-    assert.deepEqual((await Promise.all(ds.map((d) => a.getDelivery(d.id)))).map((d) => d?.state), ['delivered', 'delivered', 'delivered', 'delivered', 'dead', 'pending']);
+    assert.deepEqual(
+      (await Promise.all(ds.map((d) => a.getDelivery(d.id)))).map((d) => d?.state),
+      ['delivered', 'delivered', 'delivered', 'delivered', 'dead', 'pending'],
+    );
     assert.equal((await a.getDelivery(ds[4]!.id))?.lastError, 'refused');
   });
 
@@ -134,15 +167,23 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     const other = Array.from({ length: 3 }, (_, i) => delivery({ channel: 'slack', to: 'C1', createdAt: T0 + 10 + i }));
     const later = delivery({ channel: 'slack', to: 'C1', createdAt: T0 + 5000 }); // not due at the claim: the route stops there
     const after = delivery({ channel: 'slack', to: 'C1', createdAt: T0 + 20 });
-    await a.completeRun(completion((await claimed(1))[0]!.id, 'nodeA', { deliveries: [...route, ...other, later, after] }));
-    const [got, none] = await Promise.all([a.claimDeliveries('nodeA', T0 + 100, LEASE, 16, 63), b.claimDeliveries('nodeB', T0 + 100, LEASE, 16, 63)]);
+    await a.completeRun(
+      completion((await claimed(1))[0]!.id, 'nodeA', { deliveries: [...route, ...other, later, after] }),
+    );
+    const [got, none] = await Promise.all([
+      a.claimDeliveries('nodeA', T0 + 100, LEASE, 16, 63),
+      b.claimDeliveries('nodeB', T0 + 100, LEASE, 16, 63),
+    ]);
     const all = [...got, ...none].map((d) => d.id);
     assert.deepEqual(new Set(all).size, all.length, 'no delivery handed out twice');
     // Whoever claimed a route first has all of it that is claimable, in order; the other has none of it.
     const ids = (ds: readonly { id: string }[]) => ds.map((d) => d.id);
     for (const claimedRoute of [ids(route), ids(other)]) {
       const holder = [got, none].find((g) => g.some((d) => d.id === claimedRoute[0]))!;
-      assert.deepEqual(ids(holder).filter((id) => claimedRoute.includes(id)), claimedRoute);
+      assert.deepEqual(
+        ids(holder).filter((id) => claimedRoute.includes(id)),
+        claimedRoute,
+      );
     }
     assert.ok(!all.includes(later.id) && !all.includes(after.id), 'a follower after one not due is not claimed');
   });
@@ -152,7 +193,11 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     const got: ClusterNotice[] = [];
     const stop = b.subscribe((n) => got.push(n));
     await b.noticesReady();
-    await Promise.all(runs.map((r) => a.completeRun(completion(r.id, 'nodeA', { deliveries: [delivery({ runId: r.id, channel: 'log', to: '' })] }))));
+    await Promise.all(
+      runs.map((r) =>
+        a.completeRun(completion(r.id, 'nodeA', { deliveries: [delivery({ runId: r.id, channel: 'log', to: '' })] })),
+      ),
+    );
     const deadline = Date.now() + 5000;
     while (Date.now() < deadline && got.length === 0) await new Promise((res) => setTimeout(res, 20));
     // A notice sent per completion would arrive with the first: the batch's one commit delivers them all at once.
@@ -174,8 +219,15 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     await new Promise((res) => setTimeout(res, 300)); // A's copy of the same NOTIFY arrives with B's
     stopA();
     stopB();
-    assert.deepEqual(gotB.map((n) => n.kind), ['runs', 'lockout']);
-    assert.deepEqual(gotA.map((n) => n.kind), ['lockout'], 'only the kinds a node tells itself directly are dropped');
+    assert.deepEqual(
+      gotB.map((n) => n.kind),
+      ['runs', 'lockout'],
+    );
+    assert.deepEqual(
+      gotA.map((n) => n.kind),
+      ['lockout'],
+      'only the kinds a node tells itself directly are dropped',
+    );
   });
 
   it('a statement prepared before another node added a column still answers (the connection is replaced)', async () => {

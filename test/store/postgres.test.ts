@@ -21,9 +21,11 @@ async function harness(): Promise<StoreHarness> {
     },
     setRunState: async (id: string, state: RunState, at: number) => {
       const finished = state === 'failed' || state === 'timed_out' || state === 'succeeded';
-      const { rowCount } = await sqlIn(schema, 'UPDATE runs SET state = $1, updated_at = $2, started_at = $2, finished_at = $3 WHERE id = $4', [
-        state, at, finished ? at : null, id,
-      ]);
+      const { rowCount } = await sqlIn(
+        schema,
+        'UPDATE runs SET state = $1, updated_at = $2, started_at = $2, finished_at = $3 WHERE id = $4',
+        [state, at, finished ? at : null, id],
+      );
       assert.equal(rowCount, 1);
     },
   };
@@ -51,18 +53,33 @@ describe('postgres driver', { skip: skip ?? false }, () => {
     });
 
     it('migrated once: one row per migration step', async () => {
-      const { rows } = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
-      assert.deepEqual(rows.map((r) => r.version), Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1));
+      const { rows } = await sqlIn<{ version: number }>(
+        schema,
+        'SELECT version FROM schema_migrations ORDER BY version',
+      );
+      assert.deepEqual(
+        rows.map((r) => r.version),
+        Array.from({ length: PG_SCHEMA_VERSION }, (_, i) => i + 1),
+      );
     });
 
     it('group commit: N concurrent accepts are one statement (one round trip, one transaction)', async () => {
       await a.accept(command({ events: [event()], received: received() })); // warm
       const before = a.db.queries;
-      const cmds = Array.from({ length: 40 }, (_, i) => command({ runs: [run()], idempotency: claim({ keyHash: String(i).padStart(64, "g") }), received: received() }));
-      const results = await Promise.all([...cmds.map((c) => a.accept(c)), a.recordReceived(received({ status: 401, code: 'unauthorized' }))]);
+      const cmds = Array.from({ length: 40 }, (_, i) =>
+        command({ runs: [run()], idempotency: claim({ keyHash: String(i).padStart(64, 'g') }), received: received() }),
+      );
+      const results = await Promise.all([
+        ...cmds.map((c) => a.accept(c)),
+        a.recordReceived(received({ status: 401, code: 'unauthorized' })),
+      ]);
       assert.equal(a.db.queries - before, 1);
       assert.equal(results.filter((r) => (r as { kind?: string } | undefined)?.kind === 'accepted').length, 40);
-      const { rows } = await sqlIn<{ n: number }>(schema, 'SELECT count(*)::int AS n FROM received_log WHERE records LIKE $1', ['%unauthorized%']);
+      const { rows } = await sqlIn<{ n: number }>(
+        schema,
+        'SELECT count(*)::int AS n FROM received_log WHERE records LIKE $1',
+        ['%unauthorized%'],
+      );
       assert.equal(rows[0]!.n, 1);
     });
 
@@ -72,24 +89,43 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       const good = Array.from({ length: 5 }, () => command({ runs: [run()], received: received() }));
       const bad = command({ runs: [{ ...taken }], received: received() }); // the same run id again: a unique violation
       const results = await Promise.allSettled([...good.map((c) => a.accept(c)), a.accept(bad)]);
-      assert.deepEqual(results.map((r) => r.status), [...good.map(() => 'fulfilled'), 'rejected']);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [...good.map(() => 'fulfilled'), 'rejected'],
+      );
       const err = (results[5] as PromiseRejectedResult).reason as unknown;
       assert.ok(err instanceof StoreError && err.code === 'store_unavailable');
       for (const c of good) assert.equal((await b.getRun(c.runs[0]!.id))?.state, 'queued');
     });
 
     it('an idempotency replay on another node gets the first answer with duplicate', async () => {
-      const c = command({ runs: [run()], idempotency: claim({ keyHash: 'x'.repeat(64) }), answerSpec: { status: 202, runId: 'r1' }, received: received({ status: 202 }) });
+      const c = command({
+        runs: [run()],
+        idempotency: claim({ keyHash: 'x'.repeat(64) }),
+        answerSpec: { status: 202, runId: 'r1' },
+        received: received({ status: 202 }),
+      });
       const first = await a.accept(c);
       assert.equal(first.kind, 'accepted');
       const again = await b.accept(command({ ...c, runs: [run()], received: received({ status: 202 }) }));
       assert.equal(again.kind, 'duplicate');
-      assert.deepEqual(again.kind === 'duplicate' && again.replay, { spec: { status: 202, runId: 'r1' }, outcome: first.kind === 'accepted' && first.outcome });
+      assert.deepEqual(again.kind === 'duplicate' && again.replay, {
+        spec: { status: 202, runId: 'r1' },
+        outcome: first.kind === 'accepted' && first.outcome,
+      });
     });
 
     it('concurrent requests with one key on two nodes: exactly one is accepted', async () => {
-      const c = () => command({ events: [event({ text: 'k2' })], idempotency: claim({ keyHash: 'y'.repeat(64) }), received: received() });
-      const results = await Promise.all([...Array.from({ length: 10 }, () => a.accept(c())), ...Array.from({ length: 10 }, () => b.accept(c()))]);
+      const c = () =>
+        command({
+          events: [event({ text: 'k2' })],
+          idempotency: claim({ keyHash: 'y'.repeat(64) }),
+          received: received(),
+        });
+      const results = await Promise.all([
+        ...Array.from({ length: 10 }, () => a.accept(c())),
+        ...Array.from({ length: 10 }, () => b.accept(c())),
+      ]);
       assert.equal(results.filter((r) => r.kind === 'accepted').length, 1);
       assert.equal(results.filter((r) => r.kind === 'duplicate').length, 19);
     });
@@ -97,7 +133,9 @@ describe('postgres driver', { skip: skip ?? false }, () => {
     it('two nodes claiming concurrently never get the same run', async () => {
       await sqlIn(schema, 'DELETE FROM runs');
       await a.accept(command({ runs: Array.from({ length: 60 }, () => run()), received: received() }));
-      const claims = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).claimRuns(`node${i % 2}`, T0, 60_000, 7)));
+      const claims = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).claimRuns(`node${i % 2}`, T0, 60_000, 7)),
+      );
       const ids = claims.flat().map((r) => r.id);
       assert.equal(ids.length, 60);
       assert.equal(new Set(ids).size, 60);
@@ -110,8 +148,21 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.equal((await a.claimRuns('nodeA', T0, 1000, 5)).length, 1);
       assert.equal((await b.claimRuns('nodeB', T0 + 500, 1000, 5)).length, 0);
       const taken = await b.claimRuns('nodeB', T0 + 2000, 1000, 5);
-      assert.deepEqual(taken.map((x) => [x.id, x.attempts]), [[r.id, 2]]);
-      const done = { runId: r.id, state: 'succeeded' as const, finishedAt: T0 + 2500, error: null, reply: 'ok', deliveryStatus: 'suppressed:test', events: [], deliveries: [], messages: [] };
+      assert.deepEqual(
+        taken.map((x) => [x.id, x.attempts]),
+        [[r.id, 2]],
+      );
+      const done = {
+        runId: r.id,
+        state: 'succeeded' as const,
+        finishedAt: T0 + 2500,
+        error: null,
+        reply: 'ok',
+        deliveryStatus: 'suppressed:test',
+        events: [],
+        deliveries: [],
+        messages: [],
+      };
       assert.equal(await a.completeRun({ ...done, owner: 'nodeA' }), false);
       const got: ClusterNotice[] = [];
       const stop = a.subscribe((n) => got.push(n));
@@ -144,15 +195,52 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.equal(d.kind, 'accepted');
       const [leased] = await a.claimRuns('nodeA', Date.now() + 10 * 86_400_000 * 365, 60_000, 1);
       if (leased) {
-        const delivery = { id: `d-${leased.id}`, runId: leased.id, heartbeatId: null, sessionKey: leased.sessionKey, agentId: 'main', hookName: null, channel: 'slack', to: 'C1', accountId: null, text: 'hi', explicitRoute: false, createdAt: T0 };
-        await a.completeRun({ runId: leased.id, owner: 'nodeA', state: 'succeeded', finishedAt: T0, error: null, reply: 'hi', deliveryStatus: 'outbox', events: [], deliveries: [delivery], messages: [] });
+        const delivery = {
+          id: `d-${leased.id}`,
+          runId: leased.id,
+          heartbeatId: null,
+          sessionKey: leased.sessionKey,
+          agentId: 'main',
+          hookName: null,
+          channel: 'slack',
+          to: 'C1',
+          accountId: null,
+          text: 'hi',
+          explicitRoute: false,
+          createdAt: T0,
+        };
+        await a.completeRun({
+          runId: leased.id,
+          owner: 'nodeA',
+          state: 'succeeded',
+          finishedAt: T0,
+          error: null,
+          reply: 'hi',
+          deliveryStatus: 'outbox',
+          events: [],
+          deliveries: [delivery],
+          messages: [],
+        });
       }
       const deadline = Date.now() + 5000;
-      while (Date.now() < deadline && !(got.some((n) => n.kind === 'deliveries') && got.some((n) => n.kind === 'lockout'))) await new Promise((r) => setTimeout(r, 20));
+      while (
+        Date.now() < deadline &&
+        !(got.some((n) => n.kind === 'deliveries') && got.some((n) => n.kind === 'lockout'))
+      )
+        await new Promise((r) => setTimeout(r, 20));
       stop();
-      assert.ok(got.some((n) => n.kind === 'runs'), JSON.stringify(got));
-      assert.ok(got.some((n) => n.kind === 'deliveries'), JSON.stringify(got));
-      assert.deepEqual(got.find((n) => n.kind === 'lockout'), { kind: 'lockout', bucket: '192.0.2.0/24', until: T0 + 9000 });
+      assert.ok(
+        got.some((n) => n.kind === 'runs'),
+        JSON.stringify(got),
+      );
+      assert.ok(
+        got.some((n) => n.kind === 'deliveries'),
+        JSON.stringify(got),
+      );
+      assert.deepEqual(
+        got.find((n) => n.kind === 'lockout'),
+        { kind: 'lockout', bucket: '192.0.2.0/24', until: T0 + 9000 },
+      );
     });
   });
 
@@ -161,11 +249,18 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       const { schema, drop } = await testSchema();
       try {
         await (await openTestStore(schema)).close();
-        await sqlIn(schema, 'INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [PG_SCHEMA_VERSION + 1]);
+        await sqlIn(schema, 'INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)', [
+          PG_SCHEMA_VERSION + 1,
+        ]);
         await assert.rejects(openTestStore(schema), (err: unknown) => {
           assert.ok(err instanceof StoreSchemaError);
           assert.equal(err.code, 'store_schema_newer');
-          assert.match(err.message, new RegExp(`written by a newer hookgate \\(schema ${PG_SCHEMA_VERSION + 1}\\); this one knows up to ${PG_SCHEMA_VERSION}: upgrade hookgate`));
+          assert.match(
+            err.message,
+            new RegExp(
+              `written by a newer hookgate \\(schema ${PG_SCHEMA_VERSION + 1}\\); this one knows up to ${PG_SCHEMA_VERSION}: upgrade hookgate`,
+            ),
+          );
           return true;
         });
       } finally {
@@ -190,7 +285,10 @@ describe('postgres driver', { skip: skip ?? false }, () => {
     it('PostgreSQL unreachable: open and check reject with a StoreError quickly, without the password', async () => {
       const url = 'postgres://hookgate:s3cret-pw@127.0.0.1:9/test';
       const t0 = Date.now();
-      for (const p of [openTestStore('public', { url, connectionTimeoutMs: 2000 }), checkPostgres(url, { connectionTimeoutMs: 2000 })]) {
+      for (const p of [
+        openTestStore('public', { url, connectionTimeoutMs: 2000 }),
+        checkPostgres(url, { connectionTimeoutMs: 2000 }),
+      ]) {
         await assert.rejects(p, (err: unknown) => {
           assert.ok(err instanceof StoreError, String(err));
           assert.equal(err.code, 'store_unavailable');
@@ -210,7 +308,9 @@ describe('postgres driver', { skip: skip ?? false }, () => {
         const stop = store.subscribe((n) => got.push(n));
         await store.noticesReady();
         // Kill every connection of this schema's store (a server restart, as the store sees it).
-        await sqlIn(schema, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [app]);
+        await sqlIn(schema, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [
+          app,
+        ]);
         // The pool replaces broken connections: a later accept works again (possibly after one failed attempt).
         let ok = false;
         for (let i = 0; i < 5 && !ok; i++) {
@@ -232,7 +332,10 @@ describe('postgres driver', { skip: skip ?? false }, () => {
         } finally {
           await other.close();
         }
-        assert.ok(got.some((n) => n.kind === 'lockout'), 'a notice after the reconnect');
+        assert.ok(
+          got.some((n) => n.kind === 'lockout'),
+          'a notice after the reconnect',
+        );
         stop();
       } finally {
         await store.close();

@@ -4,7 +4,18 @@ import { describe, it } from 'node:test';
 import { receivedToTuple, type ReceivedTuple, tupleToReceived } from '../../src/store/record-encoding.js';
 import type { ReceivedHook } from '../../src/store/types.js';
 
-const base: ReceivedHook = { at: 1, method: 'POST', path: 'wake', clientIp: '127.0.0.1', status: 200, code: null, eventIds: ['e'], runIds: [], mappingId: null, durationMs: 1.5 };
+const base: ReceivedHook = {
+  at: 1,
+  method: 'POST',
+  path: 'wake',
+  clientIp: '127.0.0.1',
+  status: 200,
+  code: null,
+  eventIds: ['e'],
+  runIds: [],
+  mappingId: null,
+  durationMs: 1.5,
+};
 
 describe('received record tuples', () => {
   it('a record without a token id or unknown fields keeps the 10-element shape of older blocks', () => {
@@ -15,7 +26,10 @@ describe('received record tuples', () => {
   it('the token id is a trailing element; unknown fields before it are null when there are none', () => {
     assert.deepEqual(receivedToTuple({ ...base, tokenId: 'ci' }).slice(10), [null, 'ci']);
     assert.deepEqual(receivedToTuple({ ...base, tokenId: 'ci', unknownFields: ['a'] }).slice(10), [['a'], 'ci']);
-    assert.deepEqual(tupleToReceived(JSON.parse(JSON.stringify(receivedToTuple({ ...base, tokenId: 'ci' }))) as ReceivedTuple), { ...base, tokenId: 'ci' });
+    assert.deepEqual(
+      tupleToReceived(JSON.parse(JSON.stringify(receivedToTuple({ ...base, tokenId: 'ci' }))) as ReceivedTuple),
+      { ...base, tokenId: 'ci' },
+    );
   });
 
   it('the request id is the last element; the token id and unknown fields before it are null when absent', () => {
@@ -23,7 +37,12 @@ describe('received record tuples', () => {
     assert.deepEqual(receivedToTuple({ ...base, tokenId: 'ci', reqId: 'r1' }).slice(10), [null, 'ci', 'r1']);
     const back = (r: ReceivedHook) => tupleToReceived(JSON.parse(JSON.stringify(receivedToTuple(r))) as ReceivedTuple);
     assert.deepEqual(back({ ...base, reqId: 'r1' }), { ...base, reqId: 'r1' });
-    assert.deepEqual(back({ ...base, tokenId: 'ci', unknownFields: ['a'], reqId: 'r1' }), { ...base, tokenId: 'ci', unknownFields: ['a'], reqId: 'r1' });
+    assert.deepEqual(back({ ...base, tokenId: 'ci', unknownFields: ['a'], reqId: 'r1' }), {
+      ...base,
+      tokenId: 'ci',
+      unknownFields: ['a'],
+      reqId: 'r1',
+    });
   });
 
   it('blocks written before token ids (10 or 11 elements) still decode, with no token id', () => {

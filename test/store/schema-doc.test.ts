@@ -20,6 +20,9 @@ describe('docs/schema.md', { skip }, () => {
       env: { ...process.env, HOOKGATE_TEST_PG_URL: PG_ADMIN_URL },
     });
     const page = readFileSync(join(ROOT, 'docs/schema.md'), 'utf8');
-    assert.ok(stdout === page, 'docs/schema.md is out of date: run `node --import tsx scripts/schema-doc.mjs > docs/schema.md`');
+    assert.ok(
+      stdout === page,
+      'docs/schema.md is out of date: run `node --import tsx scripts/schema-doc.mjs > docs/schema.md`',
+    );
   });
 });

@@ -16,7 +16,9 @@ function locksHeld(ino: number): number {
 }
 
 describe('ShmGuard', () => {
-  it("asking whether the -shm is writable keeps SQLite's locks on it (a close of any descriptor would drop them)", { skip: !existsSync('/proc/locks') && 'needs /proc/locks (Linux)' }, () => {
+  it("asking whether the -shm is writable keeps SQLite's locks on it (a close of any descriptor would drop them)", {
+    skip: !existsSync('/proc/locks') && 'needs /proc/locks (Linux)',
+  }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookgate-shm-'));
     const db = new Database(join(dir, 'store.db'));
     try {

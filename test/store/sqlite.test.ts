@@ -71,7 +71,11 @@ async function countCommits(dbPath: string, fn: () => Promise<unknown> | unknown
   await fn();
   const after = walState(dbPath);
   // A checkpoint restarts the WAL only after ~1000 written pages: far more than the few batches expected here.
-  assert.equal(after.generation, before.generation, 'the WAL was checkpointed during the measurement: far too many transactions');
+  assert.equal(
+    after.generation,
+    before.generation,
+    'the WAL was checkpointed during the measurement: far too many transactions',
+  );
   return after.commits - before.commits;
 }
 
@@ -82,7 +86,15 @@ for (const writer of ['thread', 'inline'] as const) {
       const a = new SqliteStore({ path, writer });
       const ev = event({ text: 'survives' });
       const r = run({ sessionKey: 'hook:persist' });
-      await a.accept(command({ events: [ev], runs: [r], idempotency: claim(), answerSpec: { runId: r.id }, received: received({ status: 202 }) }));
+      await a.accept(
+        command({
+          events: [ev],
+          runs: [r],
+          idempotency: claim(),
+          answerSpec: { runId: r.id },
+          received: received({ status: 202 }),
+        }),
+      );
       await a.recordReceived(received({ at: T0 + 1, status: 401, code: 'unauthorized' }));
       assert.equal(a.db.pragma('journal_mode', { simple: true }), 'wal');
       await a.close();
@@ -91,9 +103,14 @@ for (const writer of ['thread', 'inline'] as const) {
       const b = new SqliteStore({ path, writer });
       try {
         assert.equal((await b.getRun(r.id))?.message, r.message);
-        assert.deepEqual((await b.getSession('main'))?.pending.map((e) => e.id), [ev.id]);
+        assert.deepEqual(
+          (await b.getSession('main'))?.pending.map((e) => e.id),
+          [ev.id],
+        );
         assert.equal((await b.listReceived()).length, 2);
-        const dup = await b.accept(command({ runs: [run()], idempotency: claim(), received: received({ at: T0 + 2 }) }));
+        const dup = await b.accept(
+          command({ runs: [run()], idempotency: claim(), received: received({ at: T0 + 2 }) }),
+        );
         assert.equal(dup.kind, 'duplicate');
         assert.deepEqual((dup as Extract<AcceptResult, { kind: 'duplicate' }>).replay.spec, { runId: r.id });
         // a repeated wake text after restart still coalesces with the pending event from before
@@ -132,11 +149,16 @@ for (const writer of ['thread', 'inline'] as const) {
         const badEvent = event({ text: 'half of a bad command' });
         const results = await Promise.allSettled([
           store.accept(command({ runs: [good1], received: received({ at: T0 + 1 }) })),
-          store.accept(command({ events: [badEvent], runs: [run({ id: taken.id })], received: received({ at: T0 + 2 }) })),
+          store.accept(
+            command({ events: [badEvent], runs: [run({ id: taken.id })], received: received({ at: T0 + 2 }) }),
+          ),
           store.recordReceived(received({ at: T0 + 3, status: 401, code: 'unauthorized' })),
           store.accept(command({ runs: [good2], received: received({ at: T0 + 4 }) })),
         ]);
-        assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+        assert.deepEqual(
+          results.map((r) => r.status),
+          ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+        );
         const bad = results[1] as PromiseRejectedResult;
         assert.ok(bad.reason instanceof StoreError);
         assert.equal(bad.reason.code, 'store_unavailable');
@@ -145,7 +167,10 @@ for (const writer of ['thread', 'inline'] as const) {
         assert.ok(await store.getRun(good2.id));
         // nothing of the failed command was left behind
         assert.equal(await store.getSession('main'), undefined);
-        assert.deepEqual((await store.listReceived()).map((r) => r.at), [T0 + 4, T0 + 3, T0 + 1, T0]);
+        assert.deepEqual(
+          (await store.listReceived()).map((r) => r.at),
+          [T0 + 4, T0 + 3, T0 + 1, T0],
+        );
         // and the store goes on working
         assert.equal((await store.accept(command({ runs: [run()] }))).kind, 'accepted');
       } finally {
@@ -169,7 +194,11 @@ for (const writer of ['thread', 'inline'] as const) {
         const N = 50;
         let results: AcceptResult[] = [];
         const txns = await countCommits(path, async () => {
-          results = await Promise.all(Array.from({ length: N }, (_, i) => store.accept(command({ events: [event({ sessionKey: `s${i}`, text: `t${i}` })] }))));
+          results = await Promise.all(
+            Array.from({ length: N }, (_, i) =>
+              store.accept(command({ events: [event({ sessionKey: `s${i}`, text: `t${i}` })] })),
+            ),
+          );
         });
         assert.ok(results.length === N && results.every((r) => r.kind === 'accepted'));
         assert.ok(txns >= 1 && txns <= N / 10, `${N} concurrent accepts took ${txns} transactions`);
@@ -183,12 +212,10 @@ for (const writer of ['thread', 'inline'] as const) {
 }
 
 describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
-  it(
-    'close() resolves in a process that has nothing else keeping the event loop alive',
-    () => {
-      const dir = tempDir();
-      const storeModule = pathToFileURL(fromRoot('dist/store/sqlite.js')).href;
-      const script = `
+  it('close() resolves in a process that has nothing else keeping the event loop alive', () => {
+    const dir = tempDir();
+    const storeModule = pathToFileURL(fromRoot('dist/store/sqlite.js')).href;
+    const script = `
         const { SqliteStore } = await import(${JSON.stringify(storeModule)});
         const s = new SqliteStore({ path: ${JSON.stringify(join(dir, 'c.db'))}, writer: 'thread' });
         await s.recordReceived({ at: 1, method: 'POST', path: 'x', clientIp: '127.0.0.1', status: 200, code: null,
@@ -197,27 +224,32 @@ describe('SqliteStore (writer: thread) lifecycle', { timeout: 60_000 }, () => {
         await s.close();
         console.log('closed');
       `;
-      // A file, not `-e`: the writer thread inherits the process's flags, and `--input-type` fails a worker.
-      const file = join(dir, 'close.mjs');
-      writeFileSync(file, script);
-      const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000 });
-      assert.match(r.stdout, /committed/, r.stderr);
-      assert.match(r.stdout, /closed/, `close() did not resolve; exit code ${r.status}`);
-      assert.equal(r.status, 0);
-    },
-  );
+    // A file, not `-e`: the writer thread inherits the process's flags, and `--input-type` fails a worker.
+    const file = join(dir, 'close.mjs');
+    writeFileSync(file, script);
+    const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000 });
+    assert.match(r.stdout, /committed/, r.stderr);
+    assert.match(r.stdout, /closed/, `close() did not resolve; exit code ${r.status}`);
+    assert.equal(r.status, 0);
+  });
 });
 
 describe('SqliteStore checkpoint thread (inline writer)', { timeout: 60_000 }, () => {
   const wakes = (store: SqliteStore, from: number, n: number) =>
-    Promise.all(Array.from({ length: n }, (_, i) => store.accept(command({ events: [event({ text: `wake ${from + i}` })] }))));
+    Promise.all(
+      Array.from({ length: n }, (_, i) => store.accept(command({ events: [event({ text: `wake ${from + i}` })] }))),
+    );
 
   it('moves checkpoints off the writing connection: the database file grows while the store is open', async () => {
     const dir = tempDir();
     const path = join(dir, 'ck.db');
     const store = new SqliteStore({ path, writer: 'inline', checkpoints: 'thread' });
     try {
-      assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'the writing connection does not checkpoint');
+      assert.equal(
+        store.db.pragma('wal_autocheckpoint', { simple: true }),
+        0,
+        'the writing connection does not checkpoint',
+      );
       const before = statSync(path).size;
       // Pages reach the main file only through a checkpoint: with none on the writing connection, that is the thread.
       for (let i = 0; i < 20; i++) await wakes(store, i * 100, 100);
@@ -236,10 +268,15 @@ describe('SqliteStore checkpoint thread (inline writer)', { timeout: 60_000 }, (
   it('falls back to checkpoints on the writing connection, with a warning, when the thread stops', async () => {
     const dir = tempDir();
     const warnings: string[] = [];
-    const store = new SqliteStore({ path: join(dir, 'fb.db'), writer: 'inline', checkpoints: 'thread', onWarning: (m) => warnings.push(m) });
+    const store = new SqliteStore({
+      path: join(dir, 'fb.db'),
+      writer: 'inline',
+      checkpoints: 'thread',
+      onWarning: (m) => warnings.push(m),
+    });
     try {
-      const thread = (store as unknown as { checkpointer: import('node:worker_threads').Worker }).checkpointer;
-      await thread.terminate();
+      const thread = (store as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } }).checkpointer;
+      await thread.worker.terminate();
       const deadline = Date.now() + 5000;
       while (warnings.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       assert.equal(warnings.length, 1, 'one warning');
@@ -258,11 +295,19 @@ describe('openStore: storage.checkpoints', () => {
   it('"auto" (the default) leaves checkpoints to SQLite on the writing connection: no thread; "thread" starts one', async () => {
     const dir = tempDir();
     try {
-      const auto = (await openStore(validateConfig({ storage: { path: join(dir, 'a.db') } }, undefined, dir).storage, (p) => p, { schemaPolicy: 'migrate' })) as SqliteStore;
+      const auto = (await openStore(
+        validateConfig({ storage: { path: join(dir, 'a.db') } }, undefined, dir).storage,
+        (p) => p,
+        { schemaPolicy: 'migrate' },
+      )) as SqliteStore;
       assert.equal(checkpointer(auto), undefined);
       assert.equal(auto.db.pragma('wal_autocheckpoint', { simple: true }), 1000);
       await auto.close();
-      const thread = (await openStore(validateConfig({ storage: { path: join(dir, 't.db'), checkpoints: 'thread' } }, undefined, dir).storage, (p) => p, { schemaPolicy: 'migrate' })) as SqliteStore;
+      const thread = (await openStore(
+        validateConfig({ storage: { path: join(dir, 't.db'), checkpoints: 'thread' } }, undefined, dir).storage,
+        (p) => p,
+        { schemaPolicy: 'migrate' },
+      )) as SqliteStore;
       assert.notEqual(checkpointer(thread), undefined);
       assert.equal(thread.db.pragma('wal_autocheckpoint', { simple: true }), 0);
       await thread.close();
@@ -277,12 +322,25 @@ describe('SqliteStore outbox claims behind a long route', () => {
     const dir = tempDir('hookgate-claims-');
     const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
     try {
-      const queued = Array.from({ length: 20_000 }, (_, i) => delivery({ channel: 'log', to: 'file', createdAt: T0 + i }));
+      const queued = Array.from({ length: 20_000 }, (_, i) =>
+        delivery({ channel: 'log', to: 'file', createdAt: T0 + i }),
+      );
       const other = delivery({ channel: 'telegram', to: '1001', createdAt: T0 });
-      await store.completeHeartbeat({ heartbeatId: 'hb', sessionKey: 'main', eventIds: [], consumedAt: T0, deliveries: [...queued, other], messages: [] });
+      await store.completeHeartbeat({
+        heartbeatId: 'hb',
+        sessionKey: 'main',
+        eventIds: [],
+        consumedAt: T0,
+        deliveries: [...queued, other],
+        messages: [],
+      });
       const now = T0 + 60_000;
       const heads = await store.claimDeliveries('a', now, 60_000, 10);
-      assert.deepEqual(heads.map((d) => d.id), [queued[0]!.id, other.id], 'the head of each route');
+      assert.deepEqual(
+        heads.map((d) => d.id),
+        [queued[0]!.id, other.id],
+        'the head of each route',
+      );
       const started = performance.now();
       // Each claim walks both routes' heads (both leased: nothing to hand out). A row-value seek past the log route
       // stepped over its 20,000 pending rows: ~1.7 ms per claim, ~850 ms for these 500.
@@ -303,7 +361,10 @@ describe('SqliteWriter', () => {
     const badEvent = event({ text: 'not committed' });
     const batch: WriteOp[] = [
       { op: 'accept', args: [command({ runs: [good1], received: received({ at: T0 + 1 }) })] },
-      { op: 'accept', args: [command({ events: [badEvent], runs: [run({ id: takenId })], received: received({ at: T0 + 2 }) })] },
+      {
+        op: 'accept',
+        args: [command({ events: [badEvent], runs: [run({ id: takenId })], received: received({ at: T0 + 2 }) })],
+      },
       { op: 'recordReceived', args: [received({ at: T0 + 3, status: 400, code: 'invalid_json' })] },
       { op: 'accept', args: [command({ runs: [good2], received: received({ at: T0 + 4 }) })] },
     ];
@@ -321,7 +382,10 @@ describe('SqliteWriter', () => {
 
       const { batch, good1, good2, badEvent } = ops(taken.id);
       const results = writer.runBatch(batch);
-      assert.deepEqual(results.map((r) => r.ok), [true, false, true, true]);
+      assert.deepEqual(
+        results.map((r) => r.ok),
+        [true, false, true, true],
+      );
       const failed = results[1];
       assert.ok(failed && !failed.ok);
       assert.match(failed.error, /UNIQUE constraint failed: runs\.id/);
@@ -349,7 +413,9 @@ describe('SqliteWriter', () => {
       writer.runBatch([{ op: 'recordReceived', args: [received()] }]);
       let results: ReturnType<SqliteWriter['runBatch']> = [];
       const txns = await countCommits(path, () => {
-        results = writer.runBatch(Array.from({ length: 50 }, () => ({ op: 'accept', args: [command({ runs: [run()] })] }) satisfies WriteOp));
+        results = writer.runBatch(
+          Array.from({ length: 50 }, () => ({ op: 'accept', args: [command({ runs: [run()] })] }) satisfies WriteOp),
+        );
       });
       assert.equal(results.length, 50);
       assert.ok(results.every((r) => r.ok));
@@ -367,8 +433,11 @@ describe('SQLite schema', () => {
     assert.ok(SQLITE_MIGRATIONS.length >= 1);
     assert.equal(db1.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
     db1.prepare("INSERT INTO sessions (key, agent_id, created_at, updated_at) VALUES ('k', 'main', 1, 1)").run();
-    const tables = (db1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>).map((t) => t.name);
-    for (const t of ['idempotency', 'received_log', 'runs', 'sessions', 'system_events']) assert.ok(tables.includes(t), `table ${t}`);
+    const tables = (
+      db1.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>
+    ).map((t) => t.name);
+    for (const t of ['idempotency', 'received_log', 'runs', 'sessions', 'system_events'])
+      assert.ok(tables.includes(t), `table ${t}`);
     db1.close();
 
     // Re-opening: the migrations are not re-run (they would fail on existing tables), data is kept.
@@ -392,7 +461,9 @@ describe('SQLite schema', () => {
     raw.close();
     const db = openSqlite(path, 'normal');
     try {
-      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name);
+      const tables = (
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>
+      ).map((t) => t.name);
       assert.deepEqual(tables, ['marker']);
     } finally {
       db.close();
@@ -431,15 +502,37 @@ describe('SQLite schema', () => {
     const store = new SqliteStore({ path, writer: 'inline' });
     try {
       assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
-      const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
-      assert.deepEqual(indexes, ['runs_by_session', 'runs_by_state', 'runs_open_by_session', 'sqlite_autoindex_runs_1']);
-      const deliveryIndexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
-      assert.ok(!deliveryIndexes.includes('deliveries_pending') && deliveryIndexes.includes('deliveries_pending_by_route'), deliveryIndexes.join());
+      const indexes = (
+        store.db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' ORDER BY name")
+          .all() as Array<{ name: string }>
+      ).map((i) => i.name);
+      assert.deepEqual(indexes, [
+        'runs_by_session',
+        'runs_by_state',
+        'runs_open_by_session',
+        'sqlite_autoindex_runs_1',
+      ]);
+      const deliveryIndexes = (
+        store.db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries' ORDER BY name")
+          .all() as Array<{ name: string }>
+      ).map((i) => i.name);
+      assert.ok(
+        !deliveryIndexes.includes('deliveries_pending') && deliveryIndexes.includes('deliveries_pending_by_route'),
+        deliveryIndexes.join(),
+      );
       // Expired leases first, then queued runs in order, each the oldest unfinished run of its session.
-      assert.deepEqual((await store.claimRuns('n1', T0 + 10, 120_000, 10)).map((r) => r.id), ['r-expired', 'r-queued', 'r-next']);
+      assert.deepEqual(
+        (await store.claimRuns('n1', T0 + 10, 120_000, 10)).map((r) => r.id),
+        ['r-expired', 'r-queued', 'r-next'],
+      );
       assert.deepEqual(await store.claimRuns('n1', T0 + 10, 120_000, 10), []);
       // Once the held run's lease is over, it is claimed again; the run behind it waits until it ends.
-      assert.deepEqual((await store.claimRuns('n2', T0 + 60_001, 30_000, 10)).map((r) => r.id), ['r-held']);
+      assert.deepEqual(
+        (await store.claimRuns('n2', T0 + 60_001, 30_000, 10)).map((r) => r.id),
+        ['r-held'],
+      );
     } finally {
       await store.close();
     }
@@ -451,29 +544,71 @@ describe('SQLite schema', () => {
     old.pragma('journal_mode = WAL');
     for (let v = 0; v < 5; v++) old.exec(SQLITE_MIGRATIONS[v]!);
     old.pragma('user_version = 5');
-    const ins = old.prepare('INSERT INTO system_events (id, session_key, agent_id, text, origin, created_at, consumed_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    const ins = old.prepare(
+      'INSERT INTO system_events (id, session_key, agent_id, text, origin, created_at, consumed_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
     ins.run('ev-old', 'main', 'main', 'consumed long ago', 'wake', T0, T0 + 1);
     ins.run('ev-pending', 'main', 'main', 'still pending', 'wake', T0 + 2, null);
     old
-      .prepare('INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(T0, 'POST', 'wake', '10.0.0.1', 200, null, JSON.stringify(['ev-pending']), null, null, 1.5);
     old
-      .prepare('INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT INTO received_hooks (at, method, path, client_ip, status, code, event_ids, run_ids, mapping_id, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(T0 + 5, 'POST', 'gh', '10.0.0.2', 401, 'unauthorized', null, null, 'github', 0.25);
     old.close();
 
     const store = new SqliteStore({ path, writer: 'inline' });
     try {
       assert.equal(store.db.pragma('user_version', { simple: true }), SQLITE_MIGRATIONS.length);
-      assert.deepEqual((await store.pendingEvents('main')).map((e) => [e.id, e.text]), [['ev-pending', 'still pending']]);
+      assert.deepEqual(
+        (await store.pendingEvents('main')).map((e) => [e.id, e.text]),
+        [['ev-pending', 'still pending']],
+      );
       assert.deepEqual(await store.listReceived(), [
-        { at: T0 + 5, method: 'POST', path: 'gh', clientIp: '10.0.0.2', status: 401, code: 'unauthorized', eventIds: [], runIds: [], mappingId: 'github', durationMs: 0.25 },
-        { at: T0, method: 'POST', path: 'wake', clientIp: '10.0.0.1', status: 200, code: null, eventIds: ['ev-pending'], runIds: [], mappingId: null, durationMs: 1.5 },
+        {
+          at: T0 + 5,
+          method: 'POST',
+          path: 'gh',
+          clientIp: '10.0.0.2',
+          status: 401,
+          code: 'unauthorized',
+          eventIds: [],
+          runIds: [],
+          mappingId: 'github',
+          durationMs: 0.25,
+        },
+        {
+          at: T0,
+          method: 'POST',
+          path: 'wake',
+          clientIp: '10.0.0.1',
+          status: 200,
+          code: null,
+          eventIds: ['ev-pending'],
+          runIds: [],
+          mappingId: null,
+          durationMs: 1.5,
+        },
       ]);
-      const indexes = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'system_events'").all() as Array<{ name: string }>).map((i) => i.name);
+      const indexes = (
+        store.db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'system_events'")
+          .all() as Array<{ name: string }>
+      ).map((i) => i.name);
       assert.deepEqual(indexes, ['system_events_pending'], 'no index on the event id');
       // and the migrated store works: a heartbeat consumes the pending event by id
-      await store.completeHeartbeat({ sessionKey: 'main', heartbeatId: 'hb-1', consumedAt: T0 + 9, eventIds: ['ev-pending'], deliveries: [], messages: [] });
+      await store.completeHeartbeat({
+        sessionKey: 'main',
+        heartbeatId: 'hb-1',
+        consumedAt: T0 + 9,
+        eventIds: ['ev-pending'],
+        deliveries: [],
+        messages: [],
+      });
       assert.deepEqual(await store.pendingEvents('main'), []);
     } finally {
       await store.close();
@@ -498,7 +633,11 @@ describe('SQLite schema', () => {
          VALUES ('dlv-old', 'hook:x', 'main', 'telegram', '1001', 'hi', 1, 'pending', ?, ?, ?)`,
       )
       .run(T0, T0, T0);
-    old.prepare(`INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES ('main', 'main', 'telegram', '1001', ?, ?)`).run(T0, T0);
+    old
+      .prepare(
+        `INSERT INTO sessions (key, agent_id, last_channel, last_to, created_at, updated_at) VALUES ('main', 'main', 'telegram', '1001', ?, ?)`,
+      )
+      .run(T0, T0);
     old.close();
 
     const store = new SqliteStore({ path, writer: 'inline' });

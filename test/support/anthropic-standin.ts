@@ -12,7 +12,14 @@
  *   await claude.close();
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { parseJsonObject, readBody, standinKit, type ModelStandin, type ModeOptions, type StandinCall } from './model-standin.js';
+import {
+  parseJsonObject,
+  readBody,
+  standinKit,
+  type ModelStandin,
+  type ModeOptions,
+  type StandinCall,
+} from './model-standin.js';
 
 export type AnthropicStandinMode =
   | 'ok'
@@ -56,19 +63,45 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
   let served = 0;
 
   // Every answer carries the id of the call it records.
-  const send = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
-    kit.send(req, res, status, body, { 'request-id': `req_standin_${kit.calls.length + 1}`, ...headers });
-  const fail = (req: IncomingMessage, res: ServerResponse, status: number, type: string, message: string, headers?: Record<string, string>) =>
-    send(req, res, status, { type: 'error', error: { type, message }, request_id: `req_standin_${kit.calls.length + 1}` }, headers);
+  const send = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => kit.send(req, res, status, body, { 'request-id': `req_standin_${kit.calls.length + 1}`, ...headers });
+  const fail = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    type: string,
+    message: string,
+    headers?: Record<string, string>,
+  ) =>
+    send(
+      req,
+      res,
+      status,
+      { type: 'error', error: { type, message }, request_id: `req_standin_${kit.calls.length + 1}` },
+      headers,
+    );
 
   // GET /v1/models: the same key and version checks, then { data: [{ type: "model", id, display_name, created_at }], has_more, first_id, last_id }.
   const listModels = (req: IncomingMessage, res: ServerResponse) => {
     const key = req.headers['x-api-key'];
-    if (typeof key !== 'string' || !key) return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
-    if (key !== apiKey || kit.takeMode().mode === 'unauthorized') return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
+    if (typeof key !== 'string' || !key)
+      return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
+    if (key !== apiKey || kit.takeMode().mode === 'unauthorized')
+      return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
     const version = req.headers['anthropic-version'];
-    if (typeof version !== 'string' || !VERSIONS.has(version)) return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
-    const data = ['claude-sonnet-4-5', 'claude-haiku-4-5'].map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-09-29T00:00:00Z' }));
+    if (typeof version !== 'string' || !VERSIONS.has(version))
+      return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    const data = ['claude-sonnet-4-5', 'claude-haiku-4-5'].map((id) => ({
+      type: 'model',
+      id,
+      display_name: id,
+      created_at: '2025-09-29T00:00:00Z',
+    }));
     return send(req, res, 200, { data, has_more: false, first_id: data[0]!.id, last_id: data.at(-1)!.id });
   };
 
@@ -80,17 +113,27 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
     if (req.method !== 'POST') return fail(req, res, 405, 'invalid_request_error', `Method Not Allowed`);
     const { mode: current, retryAfter } = kit.takeMode();
     const key = req.headers['x-api-key'];
-    if (typeof key !== 'string' || !key) return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
-    if (key !== apiKey || current === 'unauthorized') return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
+    if (typeof key !== 'string' || !key)
+      return fail(req, res, 401, 'authentication_error', 'x-api-key header is required');
+    if (key !== apiKey || current === 'unauthorized')
+      return fail(req, res, 401, 'authentication_error', 'invalid x-api-key');
     const version = req.headers['anthropic-version'];
-    if (typeof version !== 'string' || !version) return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
-    if (!VERSIONS.has(version)) return fail(req, res, 400, 'invalid_request_error', `anthropic-version: invalid version '${version}'`);
+    if (typeof version !== 'string' || !version)
+      return fail(req, res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (!VERSIONS.has(version))
+      return fail(req, res, 400, 'invalid_request_error', `anthropic-version: invalid version '${version}'`);
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
       return fail(req, res, 400, 'invalid_request_error', 'Content-Type must be application/json');
     }
     const body = parseJsonObject<AnthropicRequestBody>(raw);
     if (!body) {
-      return fail(req, res, 400, 'invalid_request_error', 'There was an issue with the format or content of your request: the body is not valid JSON.');
+      return fail(
+        req,
+        res,
+        400,
+        'invalid_request_error',
+        'There was an issue with the format or content of your request: the body is not valid JSON.',
+      );
     }
     kit.requests.push(body);
     const invalid = validate(body);
@@ -98,7 +141,14 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
 
     switch (current) {
       case 'rate-limit':
-        return fail(req, res, 429, 'rate_limit_error', 'This request would exceed the rate limit for your organization of 50 requests per minute.', { 'retry-after': retryAfter });
+        return fail(
+          req,
+          res,
+          429,
+          'rate_limit_error',
+          'This request would exceed the rate limit for your organization of 50 requests per minute.',
+          { 'retry-after': retryAfter },
+        );
       case 'server-error':
         return fail(req, res, 500, 'api_error', 'Internal server error');
       case 'overloaded':
@@ -106,7 +156,13 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
       case 'garbage':
         return send(req, res, 200, '{"id":"msg_standin","type":"message","content":[{"type":"te');
       case 'bad-shape':
-        return send(req, res, 200, { id: 'msg_standin', type: 'message', role: 'assistant', model: body.model, stop_reason: 'end_turn' });
+        return send(req, res, 200, {
+          id: 'msg_standin',
+          type: 'message',
+          role: 'assistant',
+          model: body.model,
+          stop_reason: 'end_turn',
+        });
       case 'hang':
         return kit.hang(req);
       default:
@@ -126,7 +182,10 @@ export async function startAnthropicStandin(options: AnthropicStandinOptions = {
       content,
       stop_reason: 'end_turn',
       stop_sequence: null,
-      usage: { input_tokens: Math.ceil(JSON.stringify(body.messages).length / 4), output_tokens: Math.ceil(text.length / 4) },
+      usage: {
+        input_tokens: Math.ceil(JSON.stringify(body.messages).length / 4),
+        output_tokens: Math.ceil(text.length / 4),
+      },
     });
   });
 }
@@ -144,7 +203,8 @@ function validate(body: AnthropicRequestBody): string | undefined {
     if (m?.role === 'system') {
       return 'messages: Unexpected role "system". The Messages API accepts a top-level `system` parameter, not "system" as an input message role.';
     }
-    if (m?.role !== 'user' && m?.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    if (m?.role !== 'user' && m?.role !== 'assistant')
+      return `messages.${i}.role: Input should be 'user' or 'assistant'`;
     const last = i === body.messages.length - 1;
     const empty = m.content === '' || (Array.isArray(m.content) && m.content.length === 0);
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) return `messages.${i}.content: Field required`;
@@ -158,9 +218,12 @@ function validate(body: AnthropicRequestBody): string | undefined {
   if (body.thinking !== undefined) {
     const t = body.thinking;
     if (t.type === 'enabled') {
-      if (typeof t.budget_tokens !== 'number' || !Number.isInteger(t.budget_tokens)) return 'thinking.enabled.budget_tokens: Field required';
-      if (t.budget_tokens < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
-      if (body.max_tokens <= t.budget_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+      if (typeof t.budget_tokens !== 'number' || !Number.isInteger(t.budget_tokens))
+        return 'thinking.enabled.budget_tokens: Field required';
+      if (t.budget_tokens < 1024)
+        return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+      if (body.max_tokens <= t.budget_tokens)
+        return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
     } else if (t.type !== 'disabled') {
       return "thinking: Input tag does not match any of the expected tags: 'enabled', 'disabled'";
     }

@@ -13,7 +13,14 @@ import { removeDir, tempDir } from './temp-dir.js';
 
 export const CHROMIUM = process.env.HOOKGATE_TEST_CHROMIUM || '/usr/bin/chromium';
 
-export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+export const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+];
 
 /** For a test's `skip` option: false when Chromium is there, the reason when not; throws under HOOKGATE_REQUIRE_SERVICES=1. */
 export function skipWithoutChromium(): string | false {

@@ -25,7 +25,12 @@ const HALF_HEADERS = 'POST /hooks/wake HTTP/1.1\r\nhost: flood\r\nx-pad: ';
  * A connection the listener closes is reopened after `reopenMs` (the attacker reconnects), until `stop()`.
  * Resolves once every first attempt connected or failed.
  */
-export async function holdConnections(url: string, addresses: readonly string[], perAddress: number, reopenMs = 200): Promise<Flood> {
+export async function holdConnections(
+  url: string,
+  addresses: readonly string[],
+  perAddress: number,
+  reopenMs = 200,
+): Promise<Flood> {
   const { hostname, port } = new URL(url);
   const sockets = new Set<Socket>();
   let stopped = false;
@@ -85,14 +90,19 @@ export function attempt(
 ): Promise<Attempt> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const done = (outcome: number | string, answer?: Pick<Attempt, 'headers' | 'body'>) => resolve({ outcome, ms: Math.round(performance.now() - started), ...answer });
-    const req = httpRequest(`${url}${init.path}`, { method: init.method ?? 'GET', localAddress, agent: false, headers: init.headers ?? {}, timeout: timeoutMs }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => done(res.statusCode!, { headers: res.headers, body }));
-      res.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
-    });
+    const done = (outcome: number | string, answer?: Pick<Attempt, 'headers' | 'body'>) =>
+      resolve({ outcome, ms: Math.round(performance.now() - started), ...answer });
+    const req = httpRequest(
+      `${url}${init.path}`,
+      { method: init.method ?? 'GET', localAddress, agent: false, headers: init.headers ?? {}, timeout: timeoutMs },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => done(res.statusCode!, { headers: res.headers, body }));
+        res.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
+      },
+    );
     req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'timeout' })));
     req.on('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'error'));
     req.end(init.body);
@@ -107,7 +117,8 @@ export async function attempts(n: number, one: () => Promise<Attempt>): Promise<
 }
 
 /** `127.0.0.<first>` … `127.0.0.<first + n - 1>`. */
-export const loopbackAddresses = (first: number, n: number): string[] => Array.from({ length: n }, (_, i) => `127.0.0.${first + i}`);
+export const loopbackAddresses = (first: number, n: number): string[] =>
+  Array.from({ length: n }, (_, i) => `127.0.0.${first + i}`);
 
 export interface FairnessResult {
   answered: number;
@@ -137,10 +148,26 @@ export async function fairnessProbe(opts: {
     const held = flood.open();
     const body = JSON.stringify({ text: 'fairness probe', mode: 'next-heartbeat' });
     const outcomes = await attempts(opts.requests, () =>
-      attempt(opts.url, opts.client, { method: 'POST', path: '/hooks/wake', headers: { authorization: `Bearer ${opts.token}`, 'content-type': 'application/json' }, body }, opts.timeoutMs),
+      attempt(
+        opts.url,
+        opts.client,
+        {
+          method: 'POST',
+          path: '/hooks/wake',
+          headers: { authorization: `Bearer ${opts.token}`, 'content-type': 'application/json' },
+          body,
+        },
+        opts.timeoutMs,
+      ),
     );
     const answered = outcomes.filter((o) => o.outcome === 200).length;
-    return { answered, refused: outcomes.length - answered, maxMs: Math.max(0, ...outcomes.map((o) => o.ms)), outcomes, held };
+    return {
+      answered,
+      refused: outcomes.length - answered,
+      maxMs: Math.max(0, ...outcomes.map((o) => o.ms)),
+      outcomes,
+      held,
+    };
   } finally {
     flood.stop();
   }

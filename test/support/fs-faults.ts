@@ -9,7 +9,8 @@ import { join } from 'node:path';
 
 function unavailable(what: string, err: unknown): string {
   const why = `${what} is not permitted here (${String((err as Error).message ?? err).split('\n')[0]})`;
-  if (process.env.HOOKGATE_REQUIRE_SERVICES === '1') throw new Error(`HOOKGATE_REQUIRE_SERVICES=1 but ${why}: the store fault tests cannot run`);
+  if (process.env.HOOKGATE_REQUIRE_SERVICES === '1')
+    throw new Error(`HOOKGATE_REQUIRE_SERVICES=1 but ${why}: the store fault tests cannot run`);
   return `${why}; skipping (run as root)`;
 }
 

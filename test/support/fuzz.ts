@@ -56,7 +56,21 @@ export interface FuzzRequest {
   body: Buffer | undefined;
 }
 
-const PATHS = ['/hooks/wake', '/hooks/agent', '/hooks/wake', '/hooks/agent', '/hooks/github', '/hooks/nope', '/hooks', '/hooks/', '/', '/hooks/wake?token=x', '/hooks//wake', '/hooks/%00', '/hooks/a/../wake'];
+const PATHS = [
+  '/hooks/wake',
+  '/hooks/agent',
+  '/hooks/wake',
+  '/hooks/agent',
+  '/hooks/github',
+  '/hooks/nope',
+  '/hooks',
+  '/hooks/',
+  '/',
+  '/hooks/wake?token=x',
+  '/hooks//wake',
+  '/hooks/%00',
+  '/hooks/a/../wake',
+];
 const TYPES = [
   'application/json',
   'application/json; charset=utf-8',
@@ -69,30 +83,66 @@ const TYPES = [
   'json',
   'application/json;;;',
 ];
-const NUMBERS = ['1e999', '-1e999', '123456789012345678901234567890123456789', `0.${'0'.repeat(400)}1`, '-0', '1e-400', '9'.repeat(5000)];
+const NUMBERS = [
+  '1e999',
+  '-1e999',
+  '123456789012345678901234567890123456789',
+  `0.${'0'.repeat(400)}1`,
+  '-0',
+  '1e-400',
+  '9'.repeat(5000),
+];
 
 export function fuzzRequest(rand: () => number): FuzzRequest {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const int = (n: number) => Math.floor(rand() * n);
-  const valid = () => (rand() < 0.5 ? { text: `fuzz ${int(1e6)}`, mode: 'next-heartbeat' } : { message: `fuzz ${int(1e6)}`, deliver: false, wakeMode: 'next-heartbeat' });
-  const nest = (depth: number, open: string, close: string, inner = '1') => open.repeat(depth) + inner + close.repeat(depth);
+  const valid = () =>
+    rand() < 0.5
+      ? { text: `fuzz ${int(1e6)}`, mode: 'next-heartbeat' }
+      : { message: `fuzz ${int(1e6)}`, deliver: false, wakeMode: 'next-heartbeat' };
+  const nest = (depth: number, open: string, close: string, inner = '1') =>
+    open.repeat(depth) + inner + close.repeat(depth);
   const kinds: Array<() => Buffer | undefined> = [
     () => Buffer.from(Array.from({ length: int(2048) }, () => int(256))),
     () => {
       const s = JSON.stringify(valid());
       return Buffer.from(s.slice(0, int(s.length)));
     },
-    () => Buffer.from(`{"text":${pick(NUMBERS)},"mode":${pick(NUMBERS)},"timeoutSeconds":${pick(NUMBERS)},"message":"m"}`),
+    () =>
+      Buffer.from(`{"text":${pick(NUMBERS)},"mode":${pick(NUMBERS)},"timeoutSeconds":${pick(NUMBERS)},"message":"m"}`),
     () => Buffer.from(`{"text":"t","x":${nest(1 + int(20_000), '[', ']')}}`),
     () => Buffer.from(nest(1 + int(20_000), '{"a":', '}')),
     () => Buffer.from(nest(1 + int(5_000), '[', ']').slice(0, int(10_000))),
-    () => Buffer.concat([Buffer.from('{"text":"'), Buffer.from(pick([[0xff, 0xfe], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0x80]])), Buffer.from('","message":"x"}')]),
+    () =>
+      Buffer.concat([
+        Buffer.from('{"text":"'),
+        Buffer.from(pick([[0xff, 0xfe], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0x80]])),
+        Buffer.from('","message":"x"}'),
+      ]),
     () => {
       const b = Buffer.from(JSON.stringify(valid()));
       for (let i = 0; i < 1 + int(4); i++) b[int(b.length)] = int(256);
       return b;
     },
-    () => Buffer.from(JSON.stringify(pick([[], null, 1, 'str', true, [valid()], { text: 1 }, { message: {} }, { text: 't', mode: 'sometimes' }, { message: 'm', channel: 'nowhere' }, { message: 'm', sessionKey: 'x' }, { message: 'm', timeoutSeconds: -1 }]))),
+    () =>
+      Buffer.from(
+        JSON.stringify(
+          pick([
+            [],
+            null,
+            1,
+            'str',
+            true,
+            [valid()],
+            { text: 1 },
+            { message: {} },
+            { text: 't', mode: 'sometimes' },
+            { message: 'm', channel: 'nowhere' },
+            { message: 'm', sessionKey: 'x' },
+            { message: 'm', timeoutSeconds: -1 },
+          ]),
+        ),
+      ),
     () => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(valid()))]),
     () => Buffer.from(`{"__proto__":{"text":"p"},"constructor":{"prototype":{}},"text":"t","message":"m"}`),
     () => undefined,
@@ -131,7 +181,8 @@ export function contractViolation(method: string, a: Answer): string | undefined
     return `status ${a.status} with a body that is not JSON: ${a.text.slice(0, 200)}`;
   }
   const b = body as { ok?: unknown; error?: unknown; code?: unknown };
-  if (b.ok !== false || typeof b.error !== 'string' || typeof b.code !== 'string') return `status ${a.status} body ${a.text.slice(0, 200)}`;
+  if (b.ok !== false || typeof b.error !== 'string' || typeof b.code !== 'string')
+    return `status ${a.status} body ${a.text.slice(0, 200)}`;
   if (!DOCUMENTED_CODES.has(b.code)) return `undocumented code ${b.code}`;
   return undefined;
 }
@@ -168,8 +219,14 @@ export function rawGarbage(rand: () => number): Buffer {
   const int = (n: number) => Math.floor(rand() * n);
   const pieces = [
     () => Buffer.from(Array.from({ length: 1 + int(512) }, () => int(256))),
-    () => Buffer.from(`POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Length: ${int(100)}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`),
-    () => Buffer.from(`POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n${int(99)}\r\n{"te`),
+    () =>
+      Buffer.from(
+        `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nContent-Length: ${int(100)}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
+      ),
+    () =>
+      Buffer.from(
+        `POST /hooks/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n${int(99)}\r\n{"te`,
+      ),
     () => Buffer.from(`GET /hooks/\x00\xff HTTP/1.1\r\n\r\n`, 'latin1'),
     () => Buffer.from(`POST /hooks/wake HTTP/9.9\r\nHost: x\r\n\r\n`),
     () => Buffer.from(`POST /hooks/wake HTTP/1.1\r\nHost: x\r\nX: ${'a'.repeat(20_000)}\r\n\r\n`),

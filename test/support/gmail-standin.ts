@@ -8,7 +8,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 
-export const OAUTH = { clientId: 'client-123.apps.googleusercontent.com', clientSecret: 'client-secret-xyz', refreshToken: 'refresh-token-abc' };
+export const OAUTH = {
+  clientId: 'client-123.apps.googleusercontent.com',
+  clientSecret: 'client-secret-xyz',
+  refreshToken: 'refresh-token-abc',
+};
 export const SERVICE_ACCOUNT = 'gmail-push@proj.iam.gserviceaccount.com';
 export const ACCOUNT = 'alice@example.com';
 
@@ -72,8 +76,15 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
       req.on('end', () => resolve(b));
     });
   const full = (m: StandinMail & { historyId: number }) => {
-    const part = (mimeType: string, text: string) => ({ mimeType, headers: [{ name: 'Content-Type', value: `${mimeType}; charset="UTF-8"` }], body: { size: text.length, data: Buffer.from(text).toString('base64url') } });
-    const parts = [...(m.text !== undefined ? [part('text/plain', m.text)] : []), ...(m.html !== undefined ? [part('text/html', m.html)] : [])];
+    const part = (mimeType: string, text: string) => ({
+      mimeType,
+      headers: [{ name: 'Content-Type', value: `${mimeType}; charset="UTF-8"` }],
+      body: { size: text.length, data: Buffer.from(text).toString('base64url') },
+    });
+    const parts = [
+      ...(m.text !== undefined ? [part('text/plain', m.text)] : []),
+      ...(m.html !== undefined ? [part('text/html', m.html)] : []),
+    ];
     return {
       id: m.id,
       threadId: `t-${m.id}`,
@@ -123,27 +134,39 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
     if (path === 'history' || path === 'messages') await s.hold;
     if (path === 'history') {
       const start = Number(url.searchParams.get('startHistoryId'));
-      if (url.searchParams.get('historyTypes') !== 'messageAdded') return json(res, 400, { error: { code: 400, status: 'INVALID_ARGUMENT' } });
+      if (url.searchParams.get('historyTypes') !== 'messageAdded')
+        return json(res, 400, { error: { code: 400, status: 'INVALID_ARGUMENT' } });
       if (!(start >= s.oldestHistoryId)) return json(res, 404, { error: { code: 404, status: 'NOT_FOUND' } });
       const label = url.searchParams.get('labelId');
       const added = mails.filter((m) => m.historyId > start && (!label || (m.labelIds ?? ['INBOX']).includes(label)));
       return json(res, 200, {
-        history: added.map((m) => ({ id: String(m.historyId), messagesAdded: [{ message: { id: m.id, threadId: `t-${m.id}`, labelIds: m.labelIds ?? ['INBOX'] } }] })),
+        history: added.map((m) => ({
+          id: String(m.historyId),
+          messagesAdded: [{ message: { id: m.id, threadId: `t-${m.id}`, labelIds: m.labelIds ?? ['INBOX'] } }],
+        })),
         historyId: String(s.historyId),
       });
     }
     if (path === 'messages') {
       const labels = url.searchParams.getAll('labelIds');
       const max = Number(url.searchParams.get('maxResults') ?? 100);
-      const list = mails.filter((m) => labels.every((l) => (m.labelIds ?? ['INBOX']).includes(l))).reverse().slice(0, max);
-      return json(res, 200, { messages: list.map((m) => ({ id: m.id, threadId: `t-${m.id}` })), resultSizeEstimate: list.length });
+      const list = mails
+        .filter((m) => labels.every((l) => (m.labelIds ?? ['INBOX']).includes(l)))
+        .reverse()
+        .slice(0, max);
+      return json(res, 200, {
+        messages: list.map((m) => ({ id: m.id, threadId: `t-${m.id}` })),
+        resultSizeEstimate: list.length,
+      });
     }
     if (path.startsWith('messages/')) {
       const m = mails.find((x) => x.id === decodeURIComponent(path.slice('messages/'.length)));
-      if (!m || url.searchParams.get('format') !== 'full') return json(res, 404, { error: { code: 404, status: 'NOT_FOUND' } });
+      if (!m || url.searchParams.get('format') !== 'full')
+        return json(res, 404, { error: { code: 404, status: 'NOT_FOUND' } });
       return json(res, 200, full(m));
     }
-    if (path === 'profile') return json(res, 200, { emailAddress: ACCOUNT, messagesTotal: mails.length, historyId: String(s.historyId) });
+    if (path === 'profile')
+      return json(res, 200, { emailAddress: ACCOUNT, messagesTotal: mails.length, historyId: String(s.historyId) });
     if (path === 'watch' && req.method === 'POST') {
       const b = JSON.parse(await body(req)) as { topicName?: string; labelIds?: string[] };
       if (!b.topicName) return json(res, 400, { error: { code: 400, status: 'INVALID_ARGUMENT' } });

@@ -58,7 +58,8 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
   const etagOf = (version: number) => Buffer.from(`etag-${version}`).toString('base64');
 
   async function token(req: IncomingMessage, raw: string): Promise<{ code: number; body: unknown }> {
-    if (!String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) return { code: 400, body: { error: 'invalid_request', error_description: 'form body expected' } };
+    if (!String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded'))
+      return { code: 400, body: { error: 'invalid_request', error_description: 'form body expected' } };
     const form = new URLSearchParams(raw);
     const grant = form.get('grant_type');
     const ok = () => {
@@ -68,20 +69,31 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
     };
     if (grant === 'refresh_token') {
       const known = s.refreshTokens.get(form.get('refresh_token') ?? '');
-      if (!known) return { code: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } };
-      if (known.clientId !== form.get('client_id') || known.clientSecret !== form.get('client_secret')) return { code: 401, body: { error: 'invalid_client', error_description: 'Unauthorized' } };
+      if (!known)
+        return { code: 400, body: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } };
+      if (known.clientId !== form.get('client_id') || known.clientSecret !== form.get('client_secret'))
+        return { code: 401, body: { error: 'invalid_client', error_description: 'Unauthorized' } };
       return ok();
     }
     if (grant === 'urn:ietf:params:oauth:grant-type:jwt-bearer') {
-      if (!s.serviceAccount) return { code: 400, body: { error: 'invalid_grant', error_description: 'no service account' } };
+      if (!s.serviceAccount)
+        return { code: 400, body: { error: 'invalid_grant', error_description: 'no service account' } };
       try {
         const key = await importSPKI(s.serviceAccount.publicKeyPem, 'RS256');
-        const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', key, { issuer: s.serviceAccount.email, audience: `${s.url}/token`, algorithms: ['RS256'] });
+        const { payload, protectedHeader } = await jwtVerify(form.get('assertion') ?? '', key, {
+          issuer: s.serviceAccount.email,
+          audience: `${s.url}/token`,
+          algorithms: ['RS256'],
+        });
         if (protectedHeader.typ !== 'JWT') throw new Error('typ');
-        if (typeof payload.scope !== 'string' || !payload.scope.includes('https://www.googleapis.com/auth/pubsub')) throw new Error('scope');
+        if (typeof payload.scope !== 'string' || !payload.scope.includes('https://www.googleapis.com/auth/pubsub'))
+          throw new Error('scope');
         if (!payload.exp || !payload.iat || payload.exp - payload.iat > 3600) throw new Error('lifetime');
       } catch (e) {
-        return { code: 400, body: { error: 'invalid_grant', error_description: `Invalid JWT Signature. (${(e as Error).message})` } };
+        return {
+          code: 400,
+          body: { error: 'invalid_grant', error_description: `Invalid JWT Signature. (${(e as Error).message})` },
+        };
       }
       return ok();
     }
@@ -93,7 +105,8 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
     const obj = (body ?? {}) as Record<string, unknown>;
     if ((m = /^\/v1\/projects\/([^/]+)\/topics\/([^/:]+)$/.exec(path)) && method === 'PUT') {
       const name = `projects/${m[1]}/topics/${m[2]}`;
-      if (s.topics.has(name)) return err(409, 'ALREADY_EXISTS', `Resource already exists in the project (resource=${m[2]}).`);
+      if (s.topics.has(name))
+        return err(409, 'ALREADY_EXISTS', `Resource already exists in the project (resource=${m[2]}).`);
       s.topics.set(name, { policy: {}, version: 0 });
       return { code: 200, body: { name } };
     }
@@ -110,19 +123,27 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
       const hook = s.beforeNextSet;
       s.beforeNextSet = undefined;
       hook?.();
-      if (policy.etag !== undefined && policy.etag !== etagOf(t.version)) return err(409, 'ABORTED', 'There were concurrent policy changes.');
+      if (policy.etag !== undefined && policy.etag !== etagOf(t.version))
+        return err(409, 'ABORTED', 'There were concurrent policy changes.');
       t.version++;
       t.policy = { version: 1, bindings: policy.bindings };
       return { code: 200, body: { ...t.policy, etag: etagOf(t.version) } };
     }
     if ((m = /^\/v1\/(projects\/([^/]+)\/subscriptions\/[^/:]+)$/.exec(path))) {
       const name = m[1]!;
-      if (method === 'GET') return s.subscriptions.has(name) ? { code: 200, body: s.subscriptions.get(name) } : err(404, 'NOT_FOUND', 'Resource not found');
+      if (method === 'GET')
+        return s.subscriptions.has(name)
+          ? { code: 200, body: s.subscriptions.get(name) }
+          : err(404, 'NOT_FOUND', 'Resource not found');
       if (method !== 'PUT') return err(405, 'METHOD', 'no');
-      const push = obj.pushConfig as { pushEndpoint?: unknown; oidcToken?: { serviceAccountEmail?: unknown; audience?: unknown } } | undefined;
+      const push = obj.pushConfig as
+        | { pushEndpoint?: unknown; oidcToken?: { serviceAccountEmail?: unknown; audience?: unknown } }
+        | undefined;
       if (typeof obj.topic !== 'string') return err(400, 'INVALID_ARGUMENT', 'topic expected');
-      if (!push || typeof push.pushEndpoint !== 'string' || !push.pushEndpoint.startsWith('https://')) return err(400, 'INVALID_ARGUMENT', 'Invalid push endpoint given');
-      if (typeof push.oidcToken?.serviceAccountEmail !== 'string') return err(400, 'INVALID_ARGUMENT', 'oidcToken.serviceAccountEmail expected');
+      if (!push || typeof push.pushEndpoint !== 'string' || !push.pushEndpoint.startsWith('https://'))
+        return err(400, 'INVALID_ARGUMENT', 'Invalid push endpoint given');
+      if (typeof push.oidcToken?.serviceAccountEmail !== 'string')
+        return err(400, 'INVALID_ARGUMENT', 'oidcToken.serviceAccountEmail expected');
       if (s.subscriptions.has(name)) return err(409, 'ALREADY_EXISTS', 'Resource already exists in the project.');
       if (!s.topics.has(obj.topic)) return err(404, 'NOT_FOUND', 'Resource not found (resource=topic).');
       const sub = { name, ...obj };
@@ -151,18 +172,32 @@ export async function startGoogleStandin(): Promise<GoogleStandin> {
             body = Symbol.for('invalid');
           }
         }
-        s.log.push({ method: req.method ?? '', path, auth: req.headers.authorization, body: path === '/token' ? Object.fromEntries(new URLSearchParams(raw)) : body });
+        s.log.push({
+          method: req.method ?? '',
+          path,
+          auth: req.headers.authorization,
+          body: path === '/token' ? Object.fromEntries(new URLSearchParams(raw)) : body,
+        });
         let answer: { code: number; body: unknown };
         if (path === '/token' && req.method === 'POST') answer = await token(req, raw);
-        else if (!/^Bearer .+/.test(req.headers.authorization ?? '') || !s.tokens.has(req.headers.authorization!.slice(7))) {
-          answer = err(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token.');
+        else if (
+          !/^Bearer .+/.test(req.headers.authorization ?? '') ||
+          !s.tokens.has(req.headers.authorization!.slice(7))
+        ) {
+          answer = err(
+            401,
+            'UNAUTHENTICATED',
+            'Request had invalid authentication credentials. Expected OAuth 2 access token.',
+          );
         } else if (raw && !isJson) answer = err(400, 'INVALID_ARGUMENT', 'JSON body expected');
         else if (typeof body === 'symbol') answer = err(400, 'INVALID_ARGUMENT', 'Invalid JSON payload received.');
         else answer = api(req.method ?? '', path, body);
         if (answer.body === undefined) {
           res.writeHead(answer.code).end();
         } else {
-          res.writeHead(answer.code, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(answer.body));
+          res
+            .writeHead(answer.code, { 'content-type': 'application/json; charset=UTF-8' })
+            .end(JSON.stringify(answer.body));
         }
       })();
     });

@@ -27,7 +27,8 @@ function storedTexts(hg: Hookgate): Map<string, number> {
   const db = new Database(join(hg.dir, 'data/hookgate.db'), { readonly: true });
   try {
     const out = new Map<string, number>();
-    for (const r of db.prepare('SELECT text FROM system_events').all() as Array<{ text: string }>) out.set(r.text, (out.get(r.text) ?? 0) + 1);
+    for (const r of db.prepare('SELECT text FROM system_events').all() as Array<{ text: string }>)
+      out.set(r.text, (out.get(r.text) ?? 0) + 1);
     return out;
   } finally {
     db.close();
@@ -38,7 +39,10 @@ function storedTexts(hg: Hookgate): Map<string, number> {
  * `rounds` bursts of `clients` concurrent senders; each burst is killed after `killAfter` answers (give or take what
  * is in flight). The server must run with the harness's config dir layout (`data/hookgate.db`).
  */
-export async function killUnderLoad(hg: Hookgate, opts: { rounds: number; clients: number; killAfter: number; tag?: string }): Promise<KillLoadResult> {
+export async function killUnderLoad(
+  hg: Hookgate,
+  opts: { rounds: number; clients: number; killAfter: number; tag?: string },
+): Promise<KillLoadResult> {
   const accepted = new Set<string>();
   let sent = 0;
   let refused = 0;

@@ -9,7 +9,14 @@
  *   kit.send(req, res, 429, { error: ... }, { 'retry-after': retryAfter });
  *   return kit.serve(handler, '/v1');                  // { url, requests, calls, setMode, setReply, close }
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** One HTTP request a stand-in got, with the status it answered (0: never answered). */
@@ -56,7 +63,13 @@ export interface StandinKit<Mode extends string, Body> {
   /** Records the call with status 0 and never answers it; close() drops the connection. */
   hang(req: IncomingMessage): void;
   /** Records the call and answers JSON (a string body goes out as is). */
-  send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void;
+  send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers?: Record<string, string>,
+  ): void;
   /** Serves `handler` on 127.0.0.1 at a free port; the url is the origin followed by `path`. */
   serve(handler: RequestListener, path?: string): Promise<ModelStandin<Mode, Body>>;
 }

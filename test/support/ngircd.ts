@@ -24,12 +24,19 @@ function isExecutable(p: string): boolean {
 /** ngircd lives in /usr/sbin, which is not on every user's PATH. */
 function findExecutable(name: string): string | undefined {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/sbin', '/usr/bin'];
-  return dirs.filter(Boolean).map((dir) => join(dir, name)).find(isExecutable);
+  return dirs
+    .filter(Boolean)
+    .map((dir) => join(dir, name))
+    .find(isExecutable);
 }
 
 /** `HOOKGATE_NGIRCD=/path/to/ngircd` picks the binary (an empty value or a missing file counts as not installed). */
 export const NGIRCD =
-  process.env.HOOKGATE_NGIRCD !== undefined ? (isExecutable(process.env.HOOKGATE_NGIRCD) ? process.env.HOOKGATE_NGIRCD : undefined) : findExecutable('ngircd');
+  process.env.HOOKGATE_NGIRCD !== undefined
+    ? isExecutable(process.env.HOOKGATE_NGIRCD)
+      ? process.env.HOOKGATE_NGIRCD
+      : undefined
+    : findExecutable('ngircd');
 export const OPENSSL = findExecutable('openssl');
 
 /**
@@ -39,7 +46,8 @@ export const OPENSSL = findExecutable('openssl');
 export function ngircdSkipReason(): string | undefined {
   if (NGIRCD) return undefined;
   const missing = 'ngircd is not installed (apt-get install -y ngircd)';
-  if (process.env.HOOKGATE_REQUIRE_SERVICES === '1') throw new Error(`HOOKGATE_REQUIRE_SERVICES=1 but ${missing}: the IRC tests cannot run`);
+  if (process.env.HOOKGATE_REQUIRE_SERVICES === '1')
+    throw new Error(`HOOKGATE_REQUIRE_SERVICES=1 but ${missing}: the IRC tests cannot run`);
   return `${missing}; skipping the tests against a real IRC server`;
 }
 
@@ -107,13 +115,32 @@ export async function startNgircd(options: NgircdOptions = {}): Promise<NgircdSe
     tlsPort = await freePort();
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
-    execFileSync(OPENSSL, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], {
-      stdio: 'ignore',
-    });
+    execFileSync(
+      OPENSSL,
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
     chmodSync(key, 0o644);
     lines.push('[SSL]', `CertFile = ${cert}`, `KeyFile = ${key}`, `Ports = ${tlsPort}`);
   }
-  for (const [name, modes] of Object.entries(options.channels ?? {})) lines.push('[Channel]', `Name = ${name}`, `Modes = ${modes}`);
+  for (const [name, modes] of Object.entries(options.channels ?? {}))
+    lines.push('[Channel]', `Name = ${name}`, `Modes = ${modes}`);
   const conf = join(dir, 'ngircd.conf');
   writeFileSync(conf, `${lines.join('\n')}\n`);
   chmodSync(conf, 0o644);
@@ -241,7 +268,12 @@ export class IrcObserver {
   privmsgs(target?: string): Array<{ from: string; to: string; text: string; raw: string }> {
     return this.lines
       .filter((l) => l.command === 'PRIVMSG' && (target === undefined || l.params[0] === target))
-      .map((l) => ({ from: l.prefix?.split('!')[0] ?? '', to: l.params[0] ?? '', text: l.params[1] ?? '', raw: l.raw }));
+      .map((l) => ({
+        from: l.prefix?.split('!')[0] ?? '',
+        to: l.params[0] ?? '',
+        text: l.params[1] ?? '',
+        raw: l.raw,
+      }));
   }
 
   /** Resolves once a received line satisfies `pred` (checking lines already received first). */
@@ -251,7 +283,13 @@ export class IrcObserver {
       const hit = this.lines.find(pred);
       if (hit) return hit;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`observer ${this.nick}: timed out; last lines:\n${this.lines.slice(-10).map((l) => l.raw).join('\n')}`);
+      if (left <= 0)
+        throw new Error(
+          `observer ${this.nick}: timed out; last lines:\n${this.lines
+            .slice(-10)
+            .map((l) => l.raw)
+            .join('\n')}`,
+        );
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -263,11 +301,18 @@ export class IrcObserver {
   }
 
   /** Waits until `n` PRIVMSGs to `target` have arrived. */
-  async waitForPrivmsgs(target: string, n: number, timeoutMs = 20_000): Promise<Array<{ from: string; to: string; text: string; raw: string }>> {
+  async waitForPrivmsgs(
+    target: string,
+    n: number,
+    timeoutMs = 20_000,
+  ): Promise<Array<{ from: string; to: string; text: string; raw: string }>> {
     const deadline = Date.now() + timeoutMs;
     while (this.privmsgs(target).length < n) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`observer ${this.nick}: expected ${n} PRIVMSGs to ${target}, got ${this.privmsgs(target).length}`);
+      if (left <= 0)
+        throw new Error(
+          `observer ${this.nick}: expected ${n} PRIVMSGs to ${target}, got ${this.privmsgs(target).length}`,
+        );
       await this.waitFor(() => this.privmsgs(target).length >= n, left).catch(() => undefined);
     }
     return this.privmsgs(target);

@@ -92,7 +92,8 @@ let reaped = false;
 async function reapLeftovers(c: pg.Client): Promise<void> {
   if (reaped) return;
   reaped = true;
-  const rows = (await c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${PREFIX}%'`)).rows;
+  const rows = (await c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE '${PREFIX}%'`))
+    .rows;
   for (const { datname } of rows) {
     const pid = Number(/^hg_e2e_(\d+)_/.exec(datname)?.[1]);
     if (!pid || pidAlive(pid)) continue;

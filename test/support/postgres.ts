@@ -44,7 +44,11 @@ export function openTestStore(schema: string, over: Partial<PostgresStoreOptions
 }
 
 /** Run SQL in a schema (test back doors: set a run's state, read a table). */
-export function sqlIn<R extends pg.QueryResultRow = Record<string, unknown>>(schema: string, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+export function sqlIn<R extends pg.QueryResultRow = Record<string, unknown>>(
+  schema: string,
+  sql: string,
+  params: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   return admin(async (c) => {
     await c.query(`SET search_path = ${schema}`);
     return c.query<R>(sql, params);

@@ -99,8 +99,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   // max_connections: a few nodes with their pools and the test's own connections.
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`;
-  const start = async () => void (await pg('pg_ctl', ['-D', data, '-o', options, '-l', logFile, '-w', '-t', '60', 'start']));
-  const stop = async (mode: 'fast' | 'immediate' = 'fast') => void (await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']));
+  const start = async () =>
+    void (await pg('pg_ctl', ['-D', data, '-o', options, '-l', logFile, '-w', '-t', '60', 'start']));
+  const stop = async (mode: 'fast' | 'immediate' = 'fast') =>
+    void (await pg('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']));
   await start();
   running.set(dir, () => {
     const args = [join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'];

@@ -28,7 +28,11 @@ export function parseMetrics(text: string): Map<string, MetricFamily> {
 }
 
 /** The sample of `name` whose labels include `labels`; undefined when there is none. */
-export function sample(families: Map<string, MetricFamily>, name: string, labels: Record<string, string> = {}): MetricSample | undefined {
+export function sample(
+  families: Map<string, MetricFamily>,
+  name: string,
+  labels: Record<string, string> = {},
+): MetricSample | undefined {
   return families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
 }
 

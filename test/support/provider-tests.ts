@@ -15,7 +15,12 @@ import { ProviderError, type ModelRequest } from '../../src/providers/types.js';
 
 /** Requests for `model`: one user message 'hello there' and a fresh signal, unless `over` says otherwise. */
 export function requestFor(model: string): (over?: Partial<ModelRequest>) => ModelRequest {
-  return (over = {}) => ({ model, messages: [{ role: 'user', content: 'hello there' }], signal: new AbortController().signal, ...over });
+  return (over = {}) => ({
+    model,
+    messages: [{ role: 'user', content: 'hello there' }],
+    signal: new AbortController().signal,
+    ...over,
+  });
 }
 
 /** The ProviderError `p` rejects with; fails the test when it resolves or rejects with anything else. */

@@ -34,7 +34,9 @@ const RELAY_MAPPING = {
 
 /** A Discord stand-in that knows the owner's, the default and `attackers` attacker channels. */
 export function startHijackDiscord(attackers: number): Promise<StandIn<DiscordMessage>> {
-  return startDiscord({ channels: [OWNER_CHANNEL, DEFAULT_CHANNEL, ...Array.from({ length: attackers }, (_, i) => attackerChannel(i))] });
+  return startDiscord({
+    channels: [OWNER_CHANNEL, DEFAULT_CHANNEL, ...Array.from({ length: attackers }, (_, i) => attackerChannel(i))],
+  });
 }
 
 /** `base` with the Discord channel (the stand-in at `discordUrl`), `channels.default` on it, and the relay mapping. */
@@ -42,7 +44,11 @@ export function hijackConfig(base: Record<string, any>, discordUrl: string): Rec
   return {
     ...base,
     agents: { ...base.agents, defaults: { ...base.agents?.defaults, model: 'echo/echo' } },
-    channels: { ...base.channels, discord: { botToken: DISCORD_TEST_TOKEN, apiBaseUrl: discordUrl }, default: { channel: 'discord', to: DEFAULT_CHANNEL } },
+    channels: {
+      ...base.channels,
+      discord: { botToken: DISCORD_TEST_TOKEN, apiBaseUrl: discordUrl },
+      default: { channel: 'discord', to: DEFAULT_CHANNEL },
+    },
     hooks: { ...base.hooks, mappings: [...(base.hooks?.mappings ?? []), RELAY_MAPPING] },
   };
 }
@@ -62,7 +68,11 @@ export interface HijackProbe {
  * One probe: `attacks` attack requests (every other one through the relay mapping), then, once their replies were
  * delivered, a wake with mode now; waits for the heartbeat's delivery to end and counts where it went.
  */
-export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMessage>, opts: { attacks: number; tag: string; timeoutMs?: number }): Promise<HijackProbe> {
+export async function probeRouteHijack(
+  hg: Hookgate,
+  discord: StandIn<DiscordMessage>,
+  opts: { attacks: number; tag: string; timeoutMs?: number },
+): Promise<HijackProbe> {
   const timeoutMs = opts.timeoutMs ?? 60_000 + opts.attacks * 1000;
   const mark = hg.logs.length;
   const since = () => hg.logs.slice(mark);
@@ -71,22 +81,37 @@ export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMes
     const to = attackerChannel(i);
     const text = `${opts.tag} attack ${i}`;
     // next-heartbeat, like the mapping: the wake's heartbeat is then the only one, the one each probe looks at.
-    const r = i % 2 === 0 ? await hg.post('/hooks/agent', { message: text, name: 'Attack', channel: 'discord', to, wakeMode: 'next-heartbeat' }) : await hg.post('/hooks/relay', { text, to });
+    const r =
+      i % 2 === 0
+        ? await hg.post('/hooks/agent', {
+            message: text,
+            name: 'Attack',
+            channel: 'discord',
+            to,
+            wakeMode: 'next-heartbeat',
+          })
+        : await hg.post('/hooks/relay', { text, to });
     const runId = r.body?.runId;
-    if (r.status !== 200 || typeof runId !== 'string') throw new Error(`attack ${i} was not accepted: ${r.status} ${r.text}`);
+    if (r.status !== 200 || typeof runId !== 'string')
+      throw new Error(`attack ${i} was not accepted: ${r.status} ${r.text}`);
     attackTo.set(runId, to);
   }
   // Every attack's own reply went out first: had a delivery moved the route, it would have moved by now.
   const attackDeliveries = await waitFor(
     'the attack runs delivered',
     () => {
-      const done = since().filter((l) => (l.msg === 'delivered' || l.msg === 'delivery dead-lettered') && attackTo.has(String(l.runId)));
+      const done = since().filter(
+        (l) => (l.msg === 'delivered' || l.msg === 'delivery dead-lettered') && attackTo.has(String(l.runId)),
+      );
       return done.length >= opts.attacks ? done : undefined;
     },
     { timeoutMs, intervalMs: 50 },
   );
   const wakeMark = hg.logs.length;
-  const wake = await hg.post('/hooks/wake', { text: `${opts.tag} owner-private: the other senders' news`, mode: 'now' });
+  const wake = await hg.post('/hooks/wake', {
+    text: `${opts.tag} owner-private: the other senders' news`,
+    mode: 'now',
+  });
   if (wake.status !== 200) throw new Error(`the wake was not accepted: ${wake.status} ${wake.text}`);
   // The wake's heartbeat, then the end of each delivery it made (wakes within ~250 ms share one heartbeat).
   const finished = await waitFor(
@@ -102,19 +127,28 @@ export async function probeRouteHijack(hg: Hookgate, discord: StandIn<DiscordMes
   const heartbeatDeliveries = await waitFor(
     "the heartbeat's delivery",
     () => {
-      const ended = hg.logs.slice(wakeMark).filter((l) => (l.msg === 'delivered' || l.msg === 'delivery dead-lettered') && heartbeatIds.has(String(l.heartbeatId)));
+      const ended = hg.logs
+        .slice(wakeMark)
+        .filter(
+          (l) =>
+            (l.msg === 'delivered' || l.msg === 'delivery dead-lettered') && heartbeatIds.has(String(l.heartbeatId)),
+        );
       return ended.length >= heartbeatIds.size ? ended : undefined;
     },
     { timeoutMs, intervalMs: 50 },
   );
   const channelsOf = (deliveryId: string, chunks: number): string[] => {
-    const nonces = new Set([deliveryId, ...Array.from({ length: chunks }, (_, n) => `${deliveryId}_${n + 1}`)].map(discordNonce));
+    const nonces = new Set(
+      [deliveryId, ...Array.from({ length: chunks }, (_, n) => `${deliveryId}_${n + 1}`)].map(discordNonce),
+    );
     return discord.received.filter((m) => m.nonce !== undefined && nonces.has(m.nonce)).map((m) => m.channelId);
   };
   const attacker = (channel: string) => channel !== OWNER_CHANNEL && channel !== DEFAULT_CHANNEL;
   const heartbeatChannels = heartbeatDeliveries.map((l) => channelsOf(String(l.deliveryId), Number(l.chunks ?? 1)));
   return {
-    attacksDelivered: attackDeliveries.filter((l) => channelsOf(String(l.deliveryId), Number(l.chunks ?? 1)).includes(attackTo.get(String(l.runId))!)).length,
+    attacksDelivered: attackDeliveries.filter((l) =>
+      channelsOf(String(l.deliveryId), Number(l.chunks ?? 1)).includes(attackTo.get(String(l.runId))!),
+    ).length,
     heartbeats: heartbeatDeliveries.length,
     hijacked: heartbeatChannels.filter((cs) => cs.some(attacker)).length,
     heartbeatChannels: [...new Set(heartbeatChannels.flat())],

@@ -24,7 +24,10 @@ export function webhookSecret(): string {
 export { waitFor };
 
 /** `startHookgate` with a config object, in a temp dir of its own (removed by `hg.cleanup()`, or when the file's tests end). */
-export function startServer(config: Record<string, unknown>, opts: Omit<StartOptions, 'config'> = {}): Promise<Hookgate> {
+export function startServer(
+  config: Record<string, unknown>,
+  opts: Omit<StartOptions, 'config'> = {},
+): Promise<Hookgate> {
   return startHookgate({ ...opts, config });
 }
 
@@ -42,7 +45,13 @@ export function openServerStore(hg: Hookgate): SqliteStore {
 export function openStoreAt(dir: string): SqliteStore {
   const storage = storageByDir.get(dir);
   if (storage?.driver !== 'postgres') return new SqliteStore({ path: join(dir, 'data/hookgate.db'), writer: 'inline' });
-  return lazyStore(openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, { writer: 'inline', checkpoints: 'auto', schemaPolicy: 'migrate' }));
+  return lazyStore(
+    openStore({ driver: 'postgres', url: storage.url, poolSize: 2 }, (p) => p, {
+      writer: 'inline',
+      checkpoints: 'auto',
+      schemaPolicy: 'migrate',
+    }),
+  );
 }
 
 /** A Store whose methods wait for `opening`; `close` before any use closes it once opened. */
@@ -54,7 +63,8 @@ function lazyStore(opening: Promise<Store>): SqliteStore {
       return async (...args: unknown[]) => {
         const store = (await opening) as unknown as Record<string | symbol, (...a: unknown[]) => unknown>;
         const fn = store[name];
-        if (typeof fn !== 'function') throw new Error(`openServerStore: ${String(name)} is not a method of the PostgreSQL store`);
+        if (typeof fn !== 'function')
+          throw new Error(`openServerStore: ${String(name)} is not a method of the PostgreSQL store`);
         return fn.apply(store, args);
       };
     },
@@ -92,10 +102,14 @@ const FINISHED = new Set(['succeeded', 'failed', 'timed_out']);
 
 /** Waits until the run is finished (any final state) and returns it. */
 export function waitForRun(store: SqliteStore, runId: string, timeoutMs = 15_000): Promise<Run> {
-  return waitFor(`run ${runId} to finish`, async () => {
-    const r = await store.getRun(runId);
-    return r && FINISHED.has(r.state) ? r : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `run ${runId} to finish`,
+    async () => {
+      const r = await store.getRun(runId);
+      return r && FINISHED.has(r.state) ? r : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** Log lines of the current process (since the last restart) from index `from` on. */

@@ -69,7 +69,10 @@ export function gate(): { wait: Promise<void>; open: () => void } {
 }
 
 /** `port`: listen on this port (a model that comes back where it was unreachable); default any free port. */
-export async function startScriptedModel(handler: ScriptedHandler = (c) => `model: ${c.lastUser}`, opts: { port?: number } = {}): Promise<ScriptedModel> {
+export async function startScriptedModel(
+  handler: ScriptedHandler = (c) => `model: ${c.lastUser}`,
+  opts: { port?: number } = {},
+): Promise<ScriptedModel> {
   const calls: ScriptedCall[] = [];
   let current = handler;
   let inFlight = 0;
@@ -84,8 +87,10 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
-    const error = (status: number, message: string) => json(status, { error: { message, type: 'invalid_request_error', param: null, code: null } });
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') return error(404, `Invalid URL (${req.method} ${path})`);
+    const error = (status: number, message: string) =>
+      json(status, { error: { message, type: 'invalid_request_error', param: null, code: null } });
+    if (req.method !== 'POST' || path !== '/v1/chat/completions')
+      return error(404, `Invalid URL (${req.method} ${path})`);
     if (req.headers.authorization !== `Bearer ${SCRIPTED_API_KEY}`) return error(401, 'Incorrect API key provided.');
     let body: Record<string, unknown>;
     try {
@@ -95,7 +100,10 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
     }
     const messages = Array.isArray(body.messages) ? (body.messages as Array<Record<string, unknown>>) : [];
     if (typeof body.model !== 'string' || messages.length === 0) return error(400, 'model and messages are required');
-    const msgs = messages.map((m) => ({ role: String(m.role), content: typeof m.content === 'string' ? m.content : JSON.stringify(m.content) }));
+    const msgs = messages.map((m) => ({
+      role: String(m.role),
+      content: typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
+    }));
     const lastUser = [...msgs].reverse().find((m) => m.role === 'user')?.content ?? '';
     const call: ScriptedCall = {
       index: calls.length,
@@ -123,7 +131,10 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
     try {
       answer = await current(call);
     } catch (err) {
-      answer = { status: 500, body: { error: { message: `scripted handler threw: ${String(err)}`, type: 'server_error' } } };
+      answer = {
+        status: 500,
+        body: { error: { message: `scripted handler threw: ${String(err)}`, type: 'server_error' } },
+      };
     }
     if (answer === 'hang') return; // the client's timeout (or close()) ends it
     if (res.destroyed) return finish(0);
@@ -134,7 +145,14 @@ export async function startScriptedModel(handler: ScriptedHandler = (c) => `mode
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: answer, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: answer, refusal: null },
+            logprobs: null,
+            finish_reason: 'stop',
+          },
+        ],
         usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
       });
     }

@@ -35,7 +35,8 @@ export function testStoreKind(): 'sqlite' | 'postgres' {
 }
 
 /** True when the suite runs on PostgreSQL: a SQLite-specific test skips itself with this as the reason. */
-export const onPostgres = (): string | false => (testStoreKind() === 'postgres' ? 'SQLite-specific (HOOKGATE_TEST_STORE=postgres)' : false);
+export const onPostgres = (): string | false =>
+  testStoreKind() === 'postgres' ? 'SQLite-specific (HOOKGATE_TEST_STORE=postgres)' : false;
 
 export interface Hookgate {
   url: string;
@@ -91,7 +92,10 @@ export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> 
           deepMerge(
             {
               gateway: { port: 0 },
-              storage: storage.driver === 'postgres' ? { driver: 'postgres', url: storage.url, poolSize: 5 } : { driver: 'sqlite', path: './data/hookgate.db' },
+              storage:
+                storage.driver === 'postgres'
+                  ? { driver: 'postgres', url: storage.url, poolSize: 5 }
+                  : { driver: 'sqlite', path: './data/hookgate.db' },
               hooks: { enabled: true, token: TOKEN },
               logging: { level: 'debug' },
             },
@@ -136,7 +140,9 @@ export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> 
       const listening = await Promise.race([
         hg.waitForLog((l) => l.msg === 'hookgate listening', 30_000),
         new Promise<never>((_, reject) =>
-          proc.once('exit', (code) => reject(new Error(`hookgate exited with ${code} before listening:\n${hg.lines.join('\n')}`))),
+          proc.once('exit', (code) =>
+            reject(new Error(`hookgate exited with ${code} before listening:\n${hg.lines.join('\n')}`)),
+          ),
         ),
       ]);
       hg.url = listening.url as string;
@@ -159,16 +165,26 @@ export async function startHookgate(opts: StartOptions = {}): Promise<Hookgate> 
       const check = () => {
         const found = hg.logs.slice(seen > 0 ? 0 : 0).find(pred);
         if (found) return resolve(found);
-        if (Date.now() - start > timeoutMs) return reject(new Error(`log line not seen within ${timeoutMs} ms; last lines:\n${hg.lines.slice(-20).join('\n')}`));
+        if (Date.now() - start > timeoutMs)
+          return reject(
+            new Error(`log line not seen within ${timeoutMs} ms; last lines:\n${hg.lines.slice(-20).join('\n')}`),
+          );
         setTimeout(check, 20);
       };
       check();
     });
 
   hg.post = (path, body = {}, headers = {}) =>
-    request(`${hg.url}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers } });
+    request(`${hg.url}${path}`, {
+      method: 'POST',
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
+    });
 
-  const exited = () => new Promise<void>((resolve) => (hg.proc.exitCode !== null || hg.proc.signalCode !== null ? resolve() : hg.proc.once('exit', () => resolve())));
+  const exited = () =>
+    new Promise<void>((resolve) =>
+      hg.proc.exitCode !== null || hg.proc.signalCode !== null ? resolve() : hg.proc.once('exit', () => resolve()),
+    );
   hg.stop = async () => {
     hg.proc.kill('SIGTERM');
     await exited();
@@ -213,7 +229,10 @@ export function runCli(
   opts: { cwd?: string; env?: Record<string, string>; input?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [CLI, ...args], { cwd: opts.cwd, env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '', ...opts.env } });
+    const p = spawn(process.execPath, [CLI, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '', ...opts.env },
+    });
     p.stdin.end(opts.input ?? '');
     let stdout = '';
     let stderr = '';

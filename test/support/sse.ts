@@ -43,7 +43,8 @@ export function openSse(url: string, opts: { token?: string; lastEventId?: strin
         comments: [],
         lastId: undefined,
         ended: false,
-        next: (pred, timeoutMs = 5000) => waitFor('an SSE frame', () => s.frames.find(pred), { timeoutMs, intervalMs: 5 }),
+        next: (pred, timeoutMs = 5000) =>
+          waitFor('an SSE frame', () => s.frames.find(pred), { timeoutMs, intervalMs: 5 }),
         close: () => req.destroy(),
         res,
         req,

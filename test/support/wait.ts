@@ -19,7 +19,11 @@ type NotYet = undefined | null | false;
  * throws or never settles counts as "not yet". After `timeoutMs` it fails with an error naming `what` and the last
  * result (or error) seen. A number as the third argument is the timeout.
  */
-export async function waitFor<T>(what: string, check: () => T | NotYet | Promise<T | NotYet>, options: WaitOptions | number = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | NotYet | Promise<T | NotYet>,
+  options: WaitOptions | number = {},
+): Promise<T> {
   const { timeoutMs = 10_000, intervalMs = 25 } = typeof options === 'number' ? { timeoutMs: options } : options;
   const start = Date.now();
   const stuck = Symbol('stuck');
@@ -30,7 +34,9 @@ export async function waitFor<T>(what: string, check: () => T | NotYet | Promise
       let timer: NodeJS.Timeout | undefined;
       const v = await Promise.race([
         Promise.resolve().then(check),
-        new Promise<typeof stuck>((resolve) => (timer = setTimeout(() => resolve(stuck), Math.max(50, timeoutMs - (Date.now() - start))))),
+        new Promise<typeof stuck>(
+          (resolve) => (timer = setTimeout(() => resolve(stuck), Math.max(50, timeoutMs - (Date.now() - start)))),
+        ),
       ]).finally(() => clearTimeout(timer));
       if (v === stuck) last = 'the check did not settle';
       else if (v !== undefined && v !== null && v !== false) return v as T;
@@ -39,7 +45,9 @@ export async function waitFor<T>(what: string, check: () => T | NotYet | Promise
       last = err;
     }
     if (Date.now() - start > timeoutMs) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }

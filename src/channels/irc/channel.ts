@@ -94,7 +94,11 @@ class IrcClient implements IrcChannel {
     const where = `${this.cfg.host}:${this.cfg.port}${this.cfg.tls ? ' (TLS)' : ''}`;
     let conn: IrcConnection | undefined;
     try {
-      conn = new IrcConnection(await dial(this.cfg, this.cfg.timeoutMs, signal), this.cfg.nick, new FloodGate(this.cfg.floodBurst, 0));
+      conn = new IrcConnection(
+        await dial(this.cfg, this.cfg.timeoutMs, signal),
+        this.cfg.nick,
+        new FloodGate(this.cfg.floodBurst, 0),
+      );
       await register(conn, this.cfg, this.cfg.timeoutMs, signal);
       const nick = conn.nick;
       await conn.quit('hookgate doctor');
@@ -125,16 +129,25 @@ class IrcClient implements IrcChannel {
       if (signal?.aborted) throw new IrcError(true, 'delivery aborted');
       this.wanted = true;
       const conn = await this.acquire(signal);
-      if (conn.chantypes.includes(target[0] ?? '') && !conn.joined.has(conn.fold(target))) await this.join(conn, target, signal);
+      if (conn.chantypes.includes(target[0] ?? '') && !conn.joined.has(conn.fold(target)))
+        await this.join(conn, target, signal);
       const lines = splitIrcText(message.text, privmsgTextBudget(conn.nick, this.user, target));
       if (lines.length === 0) return { ok: true };
       await this.sendLines(conn, target, lines, signal);
       return { ok: true };
     } catch (err) {
       if (err instanceof IrcError) {
-        return { ok: false, retryable: err.retryable, error: err.message, ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}) };
+        return {
+          ok: false,
+          retryable: err.retryable,
+          error: err.message,
+          ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
+        };
       }
-      this.ctx.logger.error({ channel: 'irc', err: codeOf(err), deliveryId: message.deliveryId, runId: message.runId }, 'irc delivery failed unexpectedly');
+      this.ctx.logger.error(
+        { channel: 'irc', err: codeOf(err), deliveryId: message.deliveryId, runId: message.runId },
+        'irc delivery failed unexpectedly',
+      );
       return { ok: false, retryable: true, error: 'IRC delivery failed unexpectedly' };
     }
   }
@@ -179,7 +192,12 @@ class IrcClient implements IrcChannel {
     conn.write(key === undefined ? `JOIN ${channel}` : `JOIN ${channel} ${key}`);
     await conn.waitFor(
       (m) => {
-        if (m.command === 'JOIN' && conn.fold(nickOf(m.prefix) ?? '') === conn.fold(conn.nick) && conn.fold(m.params[0] ?? '') === folded) return true;
+        if (
+          m.command === 'JOIN' &&
+          conn.fold(nickOf(m.prefix) ?? '') === conn.fold(conn.nick) &&
+          conn.fold(m.params[0] ?? '') === folded
+        )
+          return true;
         if (isErrorNumeric(m) && conn.fold(m.params[1] ?? '') === folded) throw numericError(m, channel);
         return undefined;
       },
@@ -199,7 +217,11 @@ class IrcClient implements IrcChannel {
         if (wait > 0) {
           if (this.lastFatal) throw this.lastFatal;
           if (wait > this.cfg.timeoutMs) {
-            throw new IrcError(true, `not connected to the IRC server; next attempt in ${Math.ceil(wait / 1000)} s`, wait);
+            throw new IrcError(
+              true,
+              `not connected to the IRC server; next attempt in ${Math.ceil(wait / 1000)} s`,
+              wait,
+            );
           }
           await sleep(wait, signal);
           continue;
@@ -262,7 +284,10 @@ class IrcClient implements IrcChannel {
       throw err;
     }
     conn.startKeepalive(this.options.keepaliveIdleMs ?? 120_000, this.cfg.timeoutMs);
-    this.ctx.logger.info({ channel: 'irc', host: this.cfg.host, port: this.cfg.port, tls: this.cfg.tls, nick: conn.nick }, 'irc connected');
+    this.ctx.logger.info(
+      { channel: 'irc', host: this.cfg.host, port: this.cfg.port, tls: this.cfg.tls, nick: conn.nick },
+      'irc connected',
+    );
     return conn;
   }
 

@@ -145,7 +145,12 @@ export class IrcConnection {
    * Resolves with the first non-undefined result of `pick` over incoming lines. `pick` may throw an IrcError to
    * fail the wait. Fails retryably when the connection closes, after `timeoutMs`, or when `signal` aborts.
    */
-  waitFor<T>(pick: (m: IrcMessage) => T | undefined, timeoutMs: number, what: string, signal?: AbortSignal): Promise<T> {
+  waitFor<T>(
+    pick: (m: IrcMessage) => T | undefined,
+    timeoutMs: number,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const done = (fn: () => void) => {
         off();
@@ -164,7 +169,10 @@ export class IrcConnection {
       });
       const onClose = (reason: string) => done(() => reject(new IrcError(true, `${what}: ${reason}`)));
       const onAbort = () => done(() => reject(new IrcError(true, `${what}: aborted`)));
-      const timer = setTimeout(() => done(() => reject(new IrcError(true, `${what}: no answer within ${timeoutMs} ms`))), timeoutMs);
+      const timer = setTimeout(
+        () => done(() => reject(new IrcError(true, `${what}: no answer within ${timeoutMs} ms`))),
+        timeoutMs,
+      );
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       if (this.closed) return onClose(this.closeReason);
@@ -213,7 +221,8 @@ export class IrcConnection {
         if (me(m.prefix) && m.params[0]) this.joined.delete(this.fold(m.params[0]));
         break;
       case 'KICK':
-        if (m.params[0] && m.params[1] && this.fold(m.params[1]) === this.fold(this.nick)) this.joined.delete(this.fold(m.params[0]));
+        if (m.params[0] && m.params[1] && this.fold(m.params[1]) === this.fold(this.nick))
+          this.joined.delete(this.fold(m.params[0]));
         break;
       case 'ERROR':
         this.closeReason = `the server closed the connection: ${logSafe(m.params.at(-1) ?? '', SERVER_TEXT_MAX)}`;

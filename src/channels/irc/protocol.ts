@@ -106,7 +106,8 @@ let graphemes: Intl.Segmenter | undefined;
  * NUL is removed (it would end the line on many servers).
  */
 export function splitIrcText(text: string, maxBytes: number): string[] {
-  if (!(maxBytes >= 4)) throw new RangeError(`an IRC line needs room for at least one character (got ${maxBytes} bytes)`);
+  if (!(maxBytes >= 4))
+    throw new RangeError(`an IRC line needs room for at least one character (got ${maxBytes} bytes)`);
   const out: string[] = [];
   for (const line of text.replace(/\0/g, '').split(/\r\n|\r|\n/)) {
     if (line.trim() === '') continue;
@@ -154,7 +155,6 @@ export function checkIrcRecipient(to: string): string | undefined {
 export function assertOneLine(line: string): void {
   if (/[\r\n\0]/.test(line)) throw new IrcError(false, 'refusing to send a line containing CR, LF or NUL');
 }
-
 
 // ---------------------------------------------------------------------------------------------------------------
 // Delivery errors

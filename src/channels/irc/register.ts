@@ -51,9 +51,19 @@ export function dial(cfg: IrcConfig, timeoutMs: number, signal: AbortSignal): Pr
     const onError = (err: Error) => {
       const code = codeOf(err);
       if (TLS_CERT_ERRORS.has(code)) {
-        fail(new IrcError(false, `the TLS certificate of ${where} was not accepted (${code}); for a self-signed server on a private network set tlsInsecure: true`));
+        fail(
+          new IrcError(
+            false,
+            `the TLS certificate of ${where} was not accepted (${code}); for a self-signed server on a private network set tlsInsecure: true`,
+          ),
+        );
       } else if (/^ERR_SSL|^EPROTO$/.test(code)) {
-        fail(new IrcError(false, `TLS handshake with ${where} failed (${code}); is ${cfg.port} a TLS port? (set tls: false for a plain-text port)`));
+        fail(
+          new IrcError(
+            false,
+            `TLS handshake with ${where} failed (${code}); is ${cfg.port} a TLS port? (set tls: false for a plain-text port)`,
+          ),
+        );
       } else fail(new IrcError(true, `cannot connect to ${where} (${code})`));
     };
     const onReady = () => {
@@ -67,7 +77,10 @@ export function dial(cfg: IrcConfig, timeoutMs: number, signal: AbortSignal): Pr
     const onAbort = () => fail(new IrcError(true, 'connection attempt aborted'));
     // A plain-text server says nothing to a TLS ClientHello: with TLS on, a silent port is most often that.
     const hint = cfg.tls ? '; if this is a plain-text port, set tls: false' : '';
-    const timer = setTimeout(() => fail(new IrcError(true, `cannot connect to ${where} (no answer within ${timeoutMs} ms${hint})`)), timeoutMs);
+    const timer = setTimeout(
+      () => fail(new IrcError(true, `cannot connect to ${where} (no answer within ${timeoutMs} ms${hint})`)),
+      timeoutMs,
+    );
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     socket.once('error', onError);
@@ -78,7 +91,14 @@ export function dial(cfg: IrcConfig, timeoutMs: number, signal: AbortSignal): Pr
 /** The nick, then variants for when it is taken (433): `nick_`, `nick__`, then shortened with random digits. */
 export function alternateNicks(nick: string): string[] {
   const digits = (n: number) => String(randomInt(10 ** (n - 1), 10 ** n));
-  return [nick, `${nick}_`, `${nick}__`, `${nick.slice(0, 7)}${digits(2)}`, `${nick.slice(0, 6)}${digits(3)}`, `${nick.slice(0, 5)}${digits(4)}`];
+  return [
+    nick,
+    `${nick}_`,
+    `${nick}__`,
+    `${nick.slice(0, 7)}${digits(2)}`,
+    `${nick.slice(0, 6)}${digits(3)}`,
+    `${nick.slice(0, 5)}${digits(4)}`,
+  ];
 }
 
 /** SASL numerics that end the exchange with a failure (IRCv3 sasl-3.1). */
@@ -92,7 +112,12 @@ const SASL_FAILURES: Record<string, string> = {
 };
 
 /** PASS, CAP/SASL, NICK, USER, up to RPL_WELCOME (001). Throws IrcError. */
-export async function register(conn: IrcConnection, cfg: IrcConfig, timeoutMs: number, signal: AbortSignal): Promise<void> {
+export async function register(
+  conn: IrcConnection,
+  cfg: IrcConfig,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   const nicks = alternateNicks(cfg.nick);
   let nickIndex = 0;
   const sasl = cfg.saslPassword !== undefined;
@@ -108,7 +133,8 @@ export async function register(conn: IrcConnection, cfg: IrcConfig, timeoutMs: n
   const nextNick = () => {
     nickIndex++;
     const next = nicks[nickIndex];
-    if (next === undefined) throw new IrcError(true, `IRC registration failed: the nick ${cfg.nick} and its alternatives are in use`);
+    if (next === undefined)
+      throw new IrcError(true, `IRC registration failed: the nick ${cfg.nick} and its alternatives are in use`);
     conn.nick = next;
     conn.write(`NICK ${next}`);
   };
@@ -136,11 +162,13 @@ export async function register(conn: IrcConnection, cfg: IrcConfig, timeoutMs: n
         case 'ERROR': {
           const why = logSafe(m.params.at(-1) ?? '', SERVER_TEXT_MAX);
           // Some servers (ngircd) answer a wrong PASS with just ERROR "... Bad password": that needs a config change.
-          if (cfg.password !== undefined && /password/i.test(why)) throw fatal(`the server password was rejected (${why})`);
+          if (cfg.password !== undefined && /password/i.test(why))
+            throw fatal(`the server password was rejected (${why})`);
           throw new IrcError(true, `IRC registration failed: the server closed the connection: ${why}`);
         }
         case '421': // ERR_UNKNOWNCOMMAND: a server without CAP cannot do SASL
-          if (sasl && m.params[1]?.toUpperCase() === 'CAP') throw fatal('the server does not support CAP/SASL, but saslPassword is set');
+          if (sasl && m.params[1]?.toUpperCase() === 'CAP')
+            throw fatal('the server does not support CAP/SASL, but saslPassword is set');
           return undefined;
         case 'CAP': {
           const sub = m.params[1]?.toUpperCase();
@@ -152,7 +180,8 @@ export async function register(conn: IrcConnection, cfg: IrcConfig, timeoutMs: n
             const cap = capLs.split(' ').find((c) => c === 'sasl' || c.startsWith('sasl='));
             if (!cap) throw fatal('the server does not offer SASL (no sasl capability), but saslPassword is set');
             const mechs = cap.includes('=') ? cap.slice(5).split(',') : undefined;
-            if (mechs && !mechs.map((x) => x.toUpperCase()).includes('PLAIN')) throw fatal('the server does not offer SASL PLAIN');
+            if (mechs && !mechs.map((x) => x.toUpperCase()).includes('PLAIN'))
+              throw fatal('the server does not offer SASL PLAIN');
             conn.write('CAP REQ :sasl');
           } else if (sub === 'ACK' && /(^|\s)sasl(\s|$)/.test(m.params.at(-1) ?? '')) {
             conn.write('AUTHENTICATE PLAIN');

@@ -16,12 +16,18 @@ export function channelNameCheck(config: RawConfig, issues: ConfigIssue[]): Chan
     const c = normalizeChannelName(name);
     if (c === 'last' || known.includes(c)) return;
     if (mayBePlugin && !(CORE_CHANNELS as readonly string[]).includes(c)) return;
-    issues.push({ path, message: `channel "${name}" is not configured (configured: ${['last', ...known].join(', ')})` });
+    issues.push({
+      path,
+      message: `channel "${name}" is not configured (configured: ${['last', ...known].join(', ')})`,
+    });
   };
 }
 
 /** Checks a static `accountId` against a static channel (`last` when unset); templated values are checked per request. */
-export function accountCheck(config: RawConfig, issues: ConfigIssue[]): (channel: string | undefined, accountId: string | undefined, path: string) => void {
+export function accountCheck(
+  config: RawConfig,
+  issues: ConfigIssue[],
+): (channel: string | undefined, accountId: string | undefined, path: string) => void {
   const accounts = configuredAccounts(config);
   return (channel, accountId, path) => {
     if (accountId === undefined || isTemplated(accountId) || (channel !== undefined && isTemplated(channel))) return;
@@ -36,7 +42,10 @@ export function checkChannels(config: RawConfig): ConfigFindings {
   const fallback = config.channels.default;
   if (fallback) {
     if (normalizeChannelName(fallback.channel) === 'last')
-      issues.push({ path: 'channels.default.channel', message: 'channels.default must name a concrete channel, not "last"' });
+      issues.push({
+        path: 'channels.default.channel',
+        message: 'channels.default must name a concrete channel, not "last"',
+      });
     else channelNameCheck(config, issues)(fallback.channel, 'channels.default.channel');
   }
   const warnings: string[] = [];

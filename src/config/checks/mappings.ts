@@ -25,7 +25,8 @@ export function checkMappings(config: RawConfig): ConfigFindings {
     if (m.sessionMode === 'persistent' && !m.sessionKey && !m.transform && hooks.defaultSessionKey === undefined) {
       issues.push({
         path: `${at}.sessionMode`,
-        message: 'sessionMode "persistent" needs a session key: set sessionKey on this mapping or hooks.defaultSessionKey (every request would be refused)',
+        message:
+          'sessionMode "persistent" needs a session key: set sessionKey on this mapping or hooks.defaultSessionKey (every request would be refused)',
       });
     }
     if (m.action === 'wake' && !m.textTemplate && !m.transform)
@@ -42,14 +43,18 @@ export function checkMappings(config: RawConfig): ConfigFindings {
  * the hook token the sender's secret would open every route. For a mapping's `signature` and a sender preset's
  * (alertmanager), pushing what it finds into `issues` at `at`.
  */
-export function bearerSecretCheck(config: RawConfig, issues: ConfigIssue[]): (signature: SignatureConfig | undefined, at: string) => void {
+export function bearerSecretCheck(
+  config: RawConfig,
+  issues: ConfigIssue[],
+): (signature: SignatureConfig | undefined, at: string) => void {
   const { hooks } = config;
   const hookTokens = new Set([...(hooks.token ? [hooks.token] : []), ...(hooks.tokens ?? []).map((t) => t.token)]);
   return (signature, at) => {
     if (signature?.scheme === 'bearer' && signature.secrets.some((s) => hookTokens.has(s)))
       issues.push({
         path: at,
-        message: 'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
+        message:
+          'a bearer secret must not be a hook token (hooks.token, hooks.tokens): it would also open /wake, /agent and every other route; give this sender a secret of its own',
       });
   };
 }
@@ -100,7 +105,10 @@ function duplicateIds(hooks: RawConfig['hooks']): ConfigIssue[] {
     if (m.id === undefined) return;
     const first = seen.get(m.id);
     if (first !== undefined)
-      issues.push({ path: `hooks.mappings[${i}].id`, message: `duplicate mapping id "${m.id}" (also hooks.mappings[${first}].id)` });
+      issues.push({
+        path: `hooks.mappings[${i}].id`,
+        message: `duplicate mapping id "${m.id}" (also hooks.mappings[${first}].id)`,
+      });
     else seen.set(m.id, i);
   });
   return issues;
@@ -112,24 +120,38 @@ function neverWorking(hooks: RawConfig['hooks']): string[] {
     const at = `hooks.mappings[${i}]`;
     const path = m.match?.path;
     if (path === 'wake' || path === 'agent')
-      warnings.push(`${at}: match.path "${path}" never matches: /${path} is a direct route and takes precedence over mappings`);
+      warnings.push(
+        `${at}: match.path "${path}" never matches: /${path} is a direct route and takes precedence over mappings`,
+      );
     if (path === '')
-      warnings.push(`${at}: match.path is empty after normalisation, so it only matches "${hooks.path}" itself, which is answered 404; omit match.path to match every path`);
+      warnings.push(
+        `${at}: match.path is empty after normalisation, so it only matches "${hooks.path}" itself, which is answered 404; omit match.path to match every path`,
+      );
     // Shadowing: an earlier mapping that matches everything this one does (same or no path, same or no source, and
     // each of its headers required by this one with the same value).
-    const earlier = hooks.mappings.slice(0, i).findIndex(
-      (e) =>
-        (e.match?.path === undefined || e.match.path === path) &&
-        (e.match?.source === undefined || e.match.source === m.match?.source) &&
-        headersAtLeastAsBroad(e.match?.headers, m.match?.headers),
-    );
-    if (earlier >= 0) warnings.push(`${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`);
+    const earlier = hooks.mappings
+      .slice(0, i)
+      .findIndex(
+        (e) =>
+          (e.match?.path === undefined || e.match.path === path) &&
+          (e.match?.source === undefined || e.match.source === m.match?.source) &&
+          headersAtLeastAsBroad(e.match?.headers, m.match?.headers),
+      );
+    if (earlier >= 0)
+      warnings.push(
+        `${at} never matches: hooks.mappings[${earlier}] matches every request it would (first match wins)`,
+      );
   });
   return warnings;
 }
 
 /** Every request carrying `later`'s headers also carries `earlier`'s: each earlier header is required by later, same value. */
-function headersAtLeastAsBroad(earlier: Readonly<Record<string, string>> | undefined, later: Readonly<Record<string, string>> | undefined): boolean {
+function headersAtLeastAsBroad(
+  earlier: Readonly<Record<string, string>> | undefined,
+  later: Readonly<Record<string, string>> | undefined,
+): boolean {
   if (earlier === undefined) return true;
-  return Object.entries(earlier).every(([name, value]) => later !== undefined && Object.hasOwn(later, name) && later[name] === value);
+  return Object.entries(earlier).every(
+    ([name, value]) => later !== undefined && Object.hasOwn(later, name) && later[name] === value,
+  );
 }

@@ -34,7 +34,11 @@ export function checkPresets(config: RawConfig): ConfigFindings {
     const at = `hooks.presets[${i}]`;
     const other = taken.get(p.path);
     if (other === undefined) taken.set(p.path, at);
-    else issues.push({ path: `${at}.path`, message: `"${p.path}" is already the path of ${other}: give this preset a path of its own` });
+    else
+      issues.push({
+        path: `${at}.path`,
+        message: `"${p.path}" is already the path of ${other}: give this preset a path of its own`,
+      });
     const sameId = mappingIds.get(p.path);
     if (sameId !== undefined) {
       issues.push({
@@ -53,7 +57,9 @@ export function checkPresets(config: RawConfig): ConfigFindings {
     }
     const shadow = shadowingMapping(hooks.mappings, p);
     if (shadow !== undefined) {
-      warnings.push(`${at} (${p.use} on "${p.path}") never matches: hooks.mappings[${shadow}] takes every request on that path (first match wins)`);
+      warnings.push(
+        `${at} (${p.use} on "${p.path}") never matches: hooks.mappings[${shadow}] takes every request on that path (first match wins)`,
+      );
     }
   });
   return { issues, warnings };

@@ -8,7 +8,8 @@ export const ACCOUNT_ID_RE = /^[a-z0-9_-]+$/;
 /** A core platform's section: its own fields (the default account) plus its named accounts, each already merged. */
 export type WithAccounts<T> = T & { readonly accounts: Readonly<Record<string, T>> };
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A platform schema that also takes `accounts: { <id>: { ...overrides } }`. Each account is the top-level section
@@ -20,7 +21,8 @@ export function withAccounts<S extends z.ZodType<object>>(platform: S) {
   return z.unknown().transform((raw, ctx): WithAccounts<z.output<S>> => {
     const forward = (issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[]) => {
       // Re-raised as they are (code, keys...), only placed under the account's path.
-      for (const i of issues) ctx.addIssue({ ...i, path: [...prefix, ...i.path] } as Parameters<typeof ctx.addIssue>[0]);
+      for (const i of issues)
+        ctx.addIssue({ ...i, path: [...prefix, ...i.path] } as Parameters<typeof ctx.addIssue>[0]);
     };
     if (!isPlainObject(raw)) {
       const r = platform.safeParse(raw);
@@ -34,7 +36,11 @@ export function withAccounts<S extends z.ZodType<object>>(platform: S) {
     const topProblems = new Set(top.success ? [] : top.error.issues.map((i) => `${i.path.join('.')}\0${i.message}`));
     const merged: Record<string, z.output<S>> = {};
     if (accounts !== undefined && !isPlainObject(accounts)) {
-      ctx.addIssue({ code: 'custom', path: ['accounts'], message: 'must be an object: { <account id>: { ...fields that differ from the top level } }' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['accounts'],
+        message: 'must be an object: { <account id>: { ...fields that differ from the top level } }',
+      });
     } else {
       for (const [id, override] of Object.entries(accounts ?? {})) {
         const at = ['accounts', id];
@@ -43,11 +49,19 @@ export function withAccounts<S extends z.ZodType<object>>(platform: S) {
           continue;
         }
         if (id === DEFAULT_ACCOUNT_ID) {
-          ctx.addIssue({ code: 'custom', path: at, message: 'the top-level section is the default account; give this account another id' });
+          ctx.addIssue({
+            code: 'custom',
+            path: at,
+            message: 'the top-level section is the default account; give this account another id',
+          });
           continue;
         }
         if (!isPlainObject(override)) {
-          ctx.addIssue({ code: 'custom', path: at, message: 'must be an object of the fields that differ from the top level' });
+          ctx.addIssue({
+            code: 'custom',
+            path: at,
+            message: 'must be an object of the fields that differ from the top level',
+          });
           continue;
         }
         const fields: Record<string, unknown> = { ...base };
@@ -57,7 +71,11 @@ export function withAccounts<S extends z.ZodType<object>>(platform: S) {
         }
         const r = platform.safeParse(fields);
         if (r.success) merged[id] = r.data;
-        else forward(r.error.issues.filter((i) => !topProblems.has(`${i.path.join('.')}\0${i.message}`)), at);
+        else
+          forward(
+            r.error.issues.filter((i) => !topProblems.has(`${i.path.join('.')}\0${i.message}`)),
+            at,
+          );
       }
     }
     if (!top.success) return z.NEVER;

@@ -3,7 +3,17 @@ import { withAccounts } from './accounts.js';
 import { httpUrl, nonBlank, port, positiveInt } from './common.js';
 
 /** The nine core messaging platforms, in the order the docs list them (docs/channels.md). */
-export const CORE_CHANNELS = ['whatsapp', 'telegram', 'discord', 'irc', 'googlechat', 'slack', 'signal', 'imessage', 'msteams'] as const;
+export const CORE_CHANNELS = [
+  'whatsapp',
+  'telegram',
+  'discord',
+  'irc',
+  'googlechat',
+  'slack',
+  'signal',
+  'imessage',
+  'msteams',
+] as const;
 /** Extension channels built into hookgate. Plugins add more. */
 export const BUILTIN_EXTENSION_CHANNELS = ['webhook', 'log'] as const;
 /** Alternative spellings accepted in requests and config. */
@@ -78,7 +88,11 @@ export const googlechatSchema = z
   .superRefine((v, ctx) => {
     const given = [v.serviceAccountFile, v.serviceAccount, v.accessToken].filter((x) => x !== undefined).length;
     if (given !== 1) {
-      ctx.addIssue({ code: 'custom', message: 'set exactly one of serviceAccountFile, serviceAccount, accessToken', path: [] });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'set exactly one of serviceAccountFile, serviceAccount, accessToken',
+        path: [],
+      });
     }
     if (typeof v.serviceAccount === 'string') {
       // Never echo the value: it holds a private key.
@@ -86,11 +100,19 @@ export const googlechatSchema = z
       try {
         parsed = JSON.parse(v.serviceAccount);
       } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be the JSON text of a service-account key', path: ['serviceAccount'] });
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be the JSON text of a service-account key',
+          path: ['serviceAccount'],
+        });
         return;
       }
       if (!serviceAccountKey.safeParse(parsed).success) {
-        ctx.addIssue({ code: 'custom', message: 'needs client_email and private_key (a service-account key)', path: ['serviceAccount'] });
+        ctx.addIssue({
+          code: 'custom',
+          message: 'needs client_email and private_key (a service-account key)',
+          path: ['serviceAccount'],
+        });
       }
     }
   });
@@ -102,16 +124,16 @@ export const msteamsSchema = z.preprocess(
     return { ...rest, serviceUrl: apiBaseUrl };
   },
   z.strictObject({
-  /** Microsoft App ID of the Azure Bot. */
-  appId: nonBlank,
-  /** Client secret of that app registration. */
-  appPassword: nonBlank,
-  /** Directory (tenant) ID, for single-tenant bots; multi-tenant bots use the botframework.com tenant. */
-  tenantId: nonBlank.optional(),
-  serviceUrl: httpUrl.default('https://smba.trafficmanager.net/teams'),
-  /** Defaults to https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token. */
-  tokenUrl: httpUrl.optional(),
-  timeoutMs: timeoutMs(15_000),
+    /** Microsoft App ID of the Azure Bot. */
+    appId: nonBlank,
+    /** Client secret of that app registration. */
+    appPassword: nonBlank,
+    /** Directory (tenant) ID, for single-tenant bots; multi-tenant bots use the botframework.com tenant. */
+    tenantId: nonBlank.optional(),
+    serviceUrl: httpUrl.default('https://smba.trafficmanager.net/teams'),
+    /** Defaults to https://login.microsoftonline.com/<tenantId or botframework.com>/oauth2/v2.0/token. */
+    tokenUrl: httpUrl.optional(),
+    timeoutMs: timeoutMs(15_000),
   }),
 );
 /** A single line: no CR, LF or NUL (they would end an IRC line or split an HTTP header, injecting commands). */
@@ -120,7 +142,10 @@ const singleLine = z.string().regex(/^[^\r\n\0]*$/, 'must be a single line (no C
 const ircNick = z
   .string()
   .trim()
-  .regex(/^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]*$/, 'must be an IRC nickname (letters, digits, -[]\\`_^{|}, not starting with a digit or -)');
+  .regex(
+    /^[A-Za-z[\]\\`_^{|}][A-Za-z0-9[\]\\`_^{|}-]*$/,
+    'must be an IRC nickname (letters, digits, -[]\\`_^{|}, not starting with a digit or -)',
+  );
 export const ircSchema = z.strictObject({
   host: nonBlank,
   port: port.default(6697),
@@ -138,7 +163,12 @@ export const ircSchema = z.strictObject({
   /** SASL PLAIN password (IRCv3 `sasl`): set it and the connection fails unless the server logs the account in. */
   saslPassword: singleLine.min(1).optional(),
   /** Keys of +k channels, by channel name: `{ "#ops": "key" }`. */
-  channelKeys: z.record(z.string().regex(/^[#&+!][^\s,\x07]+$/, 'must be a channel name like #ops'), singleLine.regex(/^\S+$/, 'must be one word')).optional(),
+  channelKeys: z
+    .record(
+      z.string().regex(/^[#&+!][^\s,\x07]+$/, 'must be a channel name like #ops'),
+      singleLine.regex(/^\S+$/, 'must be one word'),
+    )
+    .optional(),
   /** Lines sent back to back before flood control spaces them out by `floodIntervalMs`. */
   floodBurst: positiveInt.default(4),
   /** Pause between lines after the burst. Below ~500 ms most networks disconnect for flooding. */
@@ -147,7 +177,14 @@ export const ircSchema = z.strictObject({
   timeoutMs: positiveInt.default(30000),
 });
 /** Headers the webhook channel sets itself: a target's `headers` may not replace them. */
-const RESERVED_WEBHOOK_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-signature', 'content-type', 'content-length', 'host']);
+const RESERVED_WEBHOOK_HEADERS = new Set([
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'content-type',
+  'content-length',
+  'host',
+]);
 export const webhookChannelSchema = z.strictObject({
   targets: z
     .record(
@@ -158,10 +195,16 @@ export const webhookChannelSchema = z.strictObject({
         secret: z
           .string()
           .regex(/^whsec_[A-Za-z0-9+/]+={0,2}$/, 'must be a Standard Webhooks secret: whsec_<base64>')
-          .refine((s) => Buffer.from(s.slice(6), 'base64').length >= 24, 'the key after whsec_ must decode to at least 24 bytes (Standard Webhooks)'),
+          .refine(
+            (s) => Buffer.from(s.slice(6), 'base64').length >= 24,
+            'the key after whsec_ must decode to at least 24 bytes (Standard Webhooks)',
+          ),
         headers: z
           .record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name'), singleLine)
-          .refine((h) => Object.keys(h).every((k) => !RESERVED_WEBHOOK_HEADERS.has(k.toLowerCase())), 'may not set webhook-id, webhook-timestamp, webhook-signature, content-type, content-length or host')
+          .refine(
+            (h) => Object.keys(h).every((k) => !RESERVED_WEBHOOK_HEADERS.has(k.toLowerCase())),
+            'may not set webhook-id, webhook-timestamp, webhook-signature, content-type, content-length or host',
+          )
           .optional(),
         timeoutMs: positiveInt.default(10000),
       }),

@@ -20,7 +20,10 @@ export function parseDuration(value: string | number): number | undefined {
 export const durationMs = z.union([z.string(), z.number()]).transform((v, ctx) => {
   const ms = parseDuration(v);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration like "30s", "5m", "1h" or "off", got ${JSON.stringify(v)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a duration like "30s", "5m", "1h" or "off", got ${JSON.stringify(v)}`,
+    });
     return z.NEVER;
   }
   return ms;

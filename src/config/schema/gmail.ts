@@ -72,7 +72,10 @@ const CHAIN_ONLY = ['audience', 'serviceAccountEmail', 'oauth', 'project'] as co
  * check says so) and the watcher's posts to `{hooks.path}/gmail` are served by the preset, so the block validates.
  */
 export const gmailSchema = gmailFields.transform((g) => {
-  const openclaw = g.account !== undefined && WATCHER_ONLY.some((k) => g[k] !== undefined) && CHAIN_ONLY.every((k) => g[k] === undefined);
+  const openclaw =
+    g.account !== undefined &&
+    WATCHER_ONLY.some((k) => g[k] !== undefined) &&
+    CHAIN_ONLY.every((k) => g[k] === undefined);
   if (!openclaw) return g as Omit<typeof g, 'watcherAccount'> & { watcherAccount?: string };
   const { account, ...rest } = g;
   return { ...rest, account: undefined, watcherAccount: account };

@@ -48,7 +48,8 @@ export const SENDER_PRESETS = {
 export type SenderName = keyof typeof SENDER_PRESETS;
 export const SENDER_NAMES = Object.keys(SENDER_PRESETS) as [SenderName, ...SenderName[]];
 
-const TWILIO_URL_REQUIRED = 'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
+const TWILIO_URL_REQUIRED =
+  'required by the twilio preset: the public URL Twilio is configured to call (and signs), e.g. "https://hooks.example.com/hooks/twilio"';
 /** An HTTP header field name (RFC 9110 token). */
 const HEADER_NAME_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Strict base64 (Buffer.from(…, 'base64') would silently drop invalid characters and shrink the key). */
@@ -82,10 +83,16 @@ export const signatureSchema = z
     if (v.secret && v.secrets)
       ctx.addIssue({ code: 'custom', message: 'set either secret or secrets, not both', path: ['secrets'] });
     if (v.scheme !== 'hmac-sha256' && (v.header || v.encoding || v.prefix !== undefined))
-      ctx.addIssue({ code: 'custom', message: `header/encoding/prefix only apply to scheme "hmac-sha256"`, path: ['scheme'] });
+      ctx.addIssue({
+        code: 'custom',
+        message: `header/encoding/prefix only apply to scheme "hmac-sha256"`,
+        path: ['scheme'],
+      });
     if (v.scheme === 'twilio') {
       const problem =
-        v.url === undefined ? 'required for scheme "twilio": the public URL Twilio calls (and signs)' : twilioUrlProblem(v.url);
+        v.url === undefined
+          ? 'required for scheme "twilio": the public URL Twilio calls (and signs)'
+          : twilioUrlProblem(v.url);
       if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['url'] });
     } else if (v.url !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'only applies to scheme "twilio"', path: ['url'] });
@@ -127,7 +134,8 @@ function twilioUrlProblem(raw: string): string | undefined {
   } catch {
     return 'must be an absolute http(s) URL, the one Twilio is configured to call';
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'must be an absolute http(s) URL, the one Twilio is configured to call';
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    return 'must be an absolute http(s) URL, the one Twilio is configured to call';
   if (raw.includes('?')) return "must not contain a query string: the request's own query string is appended to it";
   if (raw.includes('#')) return 'must not contain a fragment';
   if (u.username !== '' || u.password !== '') return 'must not contain a user name or password';
@@ -148,7 +156,8 @@ export const mappingSchema = z.strictObject({
         .record(z.string(), z.string())
         .superRefine((h, ctx) => {
           for (const name of Object.keys(h)) {
-            if (!HEADER_NAME_RE.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'must be an HTTP header name' });
+            if (!HEADER_NAME_RE.test(name))
+              ctx.addIssue({ code: 'custom', path: [name], message: 'must be an HTTP header name' });
             else if (['__proto__', 'prototype', 'constructor'].includes(name.toLowerCase()))
               ctx.addIssue({ code: 'custom', path: [name], message: 'may not be a prototype key' });
           }
@@ -216,7 +225,10 @@ const eventPattern = z
   .string()
   .trim()
   .max(100)
-  .regex(EVENT_PATTERN_RE, 'must be an event type (letters, digits, _ . : / -), a family like "invoice.*" or "orders/*", or "*"');
+  .regex(
+    EVENT_PATTERN_RE,
+    'must be an event type (letters, digits, _ . : / -), a family like "invoice.*" or "orders/*", or "*"',
+  );
 
 /**
  * A sender preset (`hooks.presets[]` object): the sender's name and secret, and the mapping keys a user sets per
@@ -263,19 +275,29 @@ export const senderPresetSchema = mappingSchema
       .record(z.string(), z.string())
       .superRefine((t, ctx) => {
         const message = 'must be an event type, or "*" for events without wording of their own';
-        for (const event of Object.keys(t)) if (!EVENT_NAME_RE.test(event)) ctx.addIssue({ code: 'custom', path: [event], message });
+        for (const event of Object.keys(t))
+          if (!EVENT_NAME_RE.test(event)) ctx.addIssue({ code: 'custom', path: [event], message });
       })
       .optional(),
   })
   .transform(({ use, path, secret, secrets, toleranceSeconds, url, ...rest }, ctx) => {
     const scheme = SENDER_PRESETS[use];
     // A preset entry has `url` itself (the scheme's own messages name `signature.url`).
-    const urlProblem = scheme === 'twilio' ? url === undefined && TWILIO_URL_REQUIRED : url !== undefined && 'only applies to the twilio preset';
+    const urlProblem =
+      scheme === 'twilio'
+        ? url === undefined && TWILIO_URL_REQUIRED
+        : url !== undefined && 'only applies to the twilio preset';
     if (urlProblem) {
       ctx.addIssue({ code: 'custom', path: ['url'], message: urlProblem });
       return z.NEVER;
     }
-    const signature = signatureSchema.safeParse({ scheme, secret, secrets, toleranceSeconds, ...(url !== undefined ? { url } : {}) });
+    const signature = signatureSchema.safeParse({
+      scheme,
+      secret,
+      secrets,
+      toleranceSeconds,
+      ...(url !== undefined ? { url } : {}),
+    });
     if (!signature.success) {
       for (const i of signature.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
       return z.NEVER;
@@ -284,7 +306,11 @@ export const senderPresetSchema = mappingSchema
     if (events && templates) {
       for (const event of Object.keys(templates)) {
         if (event !== '*' && !eventAllowed(events, event))
-          ctx.addIssue({ code: 'custom', path: ['templates', event], message: `"${event}" is not in events, so this template is never used` });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['templates', event],
+            message: `"${event}" is not in events, so this template is never used`,
+          });
       }
     }
     return { use, path: path ?? use, signature: signature.data, ...rest };

@@ -70,10 +70,7 @@ const agentSchema = z.strictObject({
   timeoutSeconds: z.number().positive().optional(),
 });
 
-const modelAllowlist = z.union([
-  z.array(nonBlank),
-  z.record(nonBlank, z.strictObject({ alias: nonBlank.optional() })),
-]);
+const modelAllowlist = z.union([z.array(nonBlank), z.record(nonBlank, z.strictObject({ alias: nonBlank.optional() }))]);
 
 export const configSchema = z.strictObject({
   gateway: z
@@ -89,39 +86,41 @@ export const configSchema = z.strictObject({
       limits: connectionLimits,
     })
     .prefault({}),
-  storage: z.preprocess(
-    // `driver` defaults to sqlite, so `storage: { path: "..." }` is enough.
-    (v) => (v && typeof v === 'object' && !('driver' in v) ? { ...v, driver: 'sqlite' } : v),
-    z.discriminatedUnion('driver', [
-      z.strictObject({
-        driver: z.literal('sqlite'),
-        path: nonBlank.default('./data/hookgate.db'),
-        /** "normal": durable across process crashes (kill -9); "full": also across power loss, slower. */
-        synchronous: z.enum(['normal', 'full']).default('normal'),
-        /**
-         * Where commits run: "inline" on the request thread (cheapest when commits do not fsync), "thread" on a
-         * writer thread (keeps the event loop free while SQLite fsyncs). Default: "thread" with synchronous "full".
-         */
-        writer: z.enum(['inline', 'thread']).optional(),
-        /**
-         * Inline writer: who copies the WAL back into the database file. "auto": SQLite, on the writing connection,
-         * after a commit that took the WAL past 1000 pages (its fsyncs hold the event loop a few ms each time);
-         * "thread": a thread of its own every 250 ms (no fsync on the event loop; ~10 MB more resident).
-         */
-        checkpoints: z.enum(['auto', 'thread']).default('auto'),
-      }),
-      z.strictObject({
-        driver: z.literal('postgres'),
-        /** A secret (it carries the password): `{ env: "DATABASE_URL" }`, `{ file }` or `${VAR}` like any other. */
-        url: nonBlank.superRefine((url, ctx) => {
-          const problem = databaseUrlProblem(url);
-          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  storage: z
+    .preprocess(
+      // `driver` defaults to sqlite, so `storage: { path: "..." }` is enough.
+      (v) => (v && typeof v === 'object' && !('driver' in v) ? { ...v, driver: 'sqlite' } : v),
+      z.discriminatedUnion('driver', [
+        z.strictObject({
+          driver: z.literal('sqlite'),
+          path: nonBlank.default('./data/hookgate.db'),
+          /** "normal": durable across process crashes (kill -9); "full": also across power loss, slower. */
+          synchronous: z.enum(['normal', 'full']).default('normal'),
+          /**
+           * Where commits run: "inline" on the request thread (cheapest when commits do not fsync), "thread" on a
+           * writer thread (keeps the event loop free while SQLite fsyncs). Default: "thread" with synchronous "full".
+           */
+          writer: z.enum(['inline', 'thread']).optional(),
+          /**
+           * Inline writer: who copies the WAL back into the database file. "auto": SQLite, on the writing connection,
+           * after a commit that took the WAL past 1000 pages (its fsyncs hold the event loop a few ms each time);
+           * "thread": a thread of its own every 250 ms (no fsync on the event loop; ~10 MB more resident).
+           */
+          checkpoints: z.enum(['auto', 'thread']).default('auto'),
         }),
-        /** Connections per node to the database (plus one for LISTEN): docs/scale-out.md#sizing-the-connection-pool. */
-        poolSize: positiveInt.max(1000, 'at most 1000 connections per node').default(10),
-      }),
-    ]),
-  ).prefault({}),
+        z.strictObject({
+          driver: z.literal('postgres'),
+          /** A secret (it carries the password): `{ env: "DATABASE_URL" }`, `{ file }` or `${VAR}` like any other. */
+          url: nonBlank.superRefine((url, ctx) => {
+            const problem = databaseUrlProblem(url);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+          /** Connections per node to the database (plus one for LISTEN): docs/scale-out.md#sizing-the-connection-pool. */
+          poolSize: positiveInt.max(1000, 'at most 1000 connections per node').default(10),
+        }),
+      ]),
+    )
+    .prefault({}),
   hooks: hooksSchema,
   agents: z
     .strictObject({
@@ -146,7 +145,10 @@ export const configSchema = z.strictObject({
             .prefault({}),
         })
         .prefault({}),
-      list: z.array(agentSchema).min(1, 'at least one agent').default([{ id: 'main', default: true }]),
+      list: z
+        .array(agentSchema)
+        .min(1, 'at least one agent')
+        .default([{ id: 'main', default: true }]),
     })
     .prefault({}),
   models: modelsSchema,

@@ -17,7 +17,10 @@ export const allowFromSchema = z
         if (problem) ctx.addIssue({ code: 'custom', message: problem });
       }),
   )
-  .min(1, 'an empty allowFrom would refuse every client: list addresses or CIDR blocks, or remove the key to allow any');
+  .min(
+    1,
+    'an empty allowFrom would refuse every client: list addresses or CIDR blocks, or remove the key to allow any',
+  );
 
 /** A token bucket: `burst` requests at once, refilled at `perMinute`. */
 export const rateLimitSchema = z.strictObject({

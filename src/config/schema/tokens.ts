@@ -19,14 +19,20 @@ export const TOKEN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const instantMs = z.union([z.string(), z.number()]).transform((v, ctx) => {
   const ms = parseInstant(v);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: `expected an ISO date-time with a zone ("2026-12-01T00:00:00Z") or epoch milliseconds, got ${JSON.stringify(v)}` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected an ISO date-time with a zone ("2026-12-01T00:00:00Z") or epoch milliseconds, got ${JSON.stringify(v)}`,
+    });
     return z.NEVER;
   }
   return ms;
 });
 
 export const tokenEntrySchema = z.strictObject({
-  id: z.string().trim().regex(TOKEN_ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  id: z
+    .string()
+    .trim()
+    .regex(TOKEN_ID_PATTERN, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
   /** The secret; any secret form of the config (`{ env }`, `{ file }`, `${VAR}`) is resolved before this. */
   token: z.string().trim().min(1, 'must be a non-empty string'),
   /** Refused from this instant on (epoch ms after parsing). */

@@ -81,7 +81,8 @@ function configErrorText(err: unknown): string {
   return errorMessage(err);
 }
 
-const optionalTemplate = (s: string | undefined): CompiledTemplate | undefined => (s === undefined ? undefined : compileTemplate(s));
+const optionalTemplate = (s: string | undefined): CompiledTemplate | undefined =>
+  s === undefined ? undefined : compileTemplate(s);
 
 function compileMapping(
   m: MappingConfig,
@@ -98,7 +99,10 @@ function compileMapping(
   const presetsOwnKey = preset !== undefined && preset.sender === undefined;
   let transform: CompiledTransform | undefined;
   if (m.transform) {
-    const keyPath = index === undefined ? `hooks.presets.${preset?.name}.transform.module` : `hooks.mappings[${index}].transform.module`;
+    const keyPath =
+      index === undefined
+        ? `hooks.presets.${preset?.name}.transform.module`
+        : `hooks.mappings[${index}].transform.module`;
     if (transforms.dir === undefined || transforms.loader === undefined) {
       transform = { unavailable: transforms.dirError ?? 'transforms directory unavailable' };
     } else {
@@ -127,7 +131,8 @@ function compileMapping(
     timeoutSeconds: m.timeoutSeconds,
     forEach: m.forEach,
     signature: m.signature,
-    sessionKeySource: m.sessionKey !== undefined && isTemplated(m.sessionKey) && !presetsOwnKey ? 'templated' : 'static',
+    sessionKeySource:
+      m.sessionKey !== undefined && isTemplated(m.sessionKey) && !presetsOwnKey ? 'templated' : 'static',
     templates: {
       text: sender?.message ?? optionalTemplate(m.textTemplate),
       message: sender?.message ?? optionalTemplate(m.messageTemplate),
@@ -228,7 +233,10 @@ export function matchMapping(
   return undefined;
 }
 
-export function headersMatch(want: ReadonlyArray<readonly [string, string]>, headers: Readonly<Record<string, string>>): boolean {
+export function headersMatch(
+  want: ReadonlyArray<readonly [string, string]>,
+  headers: Readonly<Record<string, string>>,
+): boolean {
   for (const [name, value] of want) {
     if (!Object.hasOwn(headers, name) || headers[name]!.trim() !== value) return false;
   }

@@ -16,13 +16,17 @@ export interface Handshake {
 /** Slack's challenges are short tokens; anything longer is not echoed. */
 const MAX_CHALLENGE = 1024;
 
-export function handshakeOf(payload: Record<string, unknown>, headers: Readonly<Record<string, string>>): Handshake | undefined {
+export function handshakeOf(
+  payload: Record<string, unknown>,
+  headers: Readonly<Record<string, string>>,
+): Handshake | undefined {
   if (Object.hasOwn(headers, 'x-github-event') && headers['x-github-event']!.trim() === 'ping') {
     return { scheme: 'github', answer: { ok: true, ping: true } };
   }
   if (Object.hasOwn(payload, 'type') && payload.type === 'url_verification' && Object.hasOwn(payload, 'challenge')) {
     const challenge = payload.challenge;
-    if (typeof challenge === 'string' && challenge !== '' && challenge.length <= MAX_CHALLENGE) return { scheme: 'slack', answer: { challenge } };
+    if (typeof challenge === 'string' && challenge !== '' && challenge.length <= MAX_CHALLENGE)
+      return { scheme: 'slack', answer: { challenge } };
   }
   return undefined;
 }

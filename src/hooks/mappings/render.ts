@@ -9,7 +9,15 @@ import { HttpError, type MappingFailureCode } from '../../errors.js';
 import type { ContentSource, SessionMode, WakeMode } from '../../store/types.js';
 import { describeKind, firstLine, identifierOrUndefined } from '../../text-safe.js';
 import type { HookAction } from '../dispatch.js';
-import { accountId, type AgentRequest, optionalBoolean, optionalString, parseWakeMode, sessionMode, timeoutSeconds } from '../normalize.js';
+import {
+  accountId,
+  type AgentRequest,
+  optionalBoolean,
+  optionalString,
+  parseWakeMode,
+  sessionMode,
+  timeoutSeconds,
+} from '../normalize.js';
 import { buildRun, resolveWakeSessionKey, type SessionKeySource } from '../policy.js';
 import type { HookRequest } from '../routes.js';
 import { type Compiled, type CompiledMapping, loadTransformOf } from './compile.js';
@@ -137,7 +145,8 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
     try {
       return parse();
     } catch (err) {
-      if (err instanceof HttpError) throw new MappingFailure(`transform returned an invalid ${field}`, 'transform_invalid_field', err.message);
+      if (err instanceof HttpError)
+        throw new MappingFailure(`transform returned an invalid ${field}`, 'transform_invalid_field', err.message);
       throw err;
     }
   };
@@ -145,7 +154,11 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
   const out: Draft = { ...d };
   if (present('kind')) {
     if (o.kind !== 'wake' && o.kind !== 'agent') {
-      throw new MappingFailure('transform returned an invalid kind', 'transform_invalid_field', `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`);
+      throw new MappingFailure(
+        'transform returned an invalid kind',
+        'transform_invalid_field',
+        `kind is ${describeKind(o.kind)}; expected "wake" or "agent"`,
+      );
     }
     out.kind = o.kind;
   }
@@ -172,12 +185,21 @@ export function applyOverride(d: Draft, o: Record<string, unknown>): Draft {
  */
 function keySource(v: unknown): SessionKeySource {
   if (v === 'static' || v === 'templated') return v;
-  throw new HttpError(400, 'invalid_payload', `sessionKeySource is ${describeKind(v)}; expected "static" or "templated"`);
+  throw new HttpError(
+    400,
+    'invalid_payload',
+    `sessionKeySource is ${describeKind(v)}; expected "static" or "templated"`,
+  );
 }
 
-export async function runTransform(m: CompiledMapping, c: Compiled, input: TransformInput): Promise<Record<string, unknown> | null | undefined> {
+export async function runTransform(
+  m: CompiledMapping,
+  c: Compiled,
+  input: TransformInput,
+): Promise<Record<string, unknown> | null | undefined> {
   const t = m.transform!;
-  if (t.unavailable !== undefined) throw new MappingFailure('transform module unavailable', 'transform_unavailable', t.unavailable);
+  if (t.unavailable !== undefined)
+    throw new MappingFailure('transform module unavailable', 'transform_unavailable', t.unavailable);
   let fn: TransformFn;
   try {
     fn = await loadTransformOf(t, c.loader!);
@@ -193,13 +215,22 @@ export async function runTransform(m: CompiledMapping, c: Compiled, input: Trans
   }
   if (out === null || out === undefined) return out;
   if (typeof out !== 'object' || Array.isArray(out)) {
-    throw new MappingFailure(`transform returned ${describeKind(out)}`, 'transform_bad_result', 'expected an action object, or null to skip');
+    throw new MappingFailure(
+      `transform returned ${describeKind(out)}`,
+      'transform_bad_result',
+      'expected an action object, or null to skip',
+    );
   }
   return out as Record<string, unknown>;
 }
 
 /** Validates a finished draft and turns it into an action, with the same policy as a direct request. */
-export function finish(d: Draft, m: CompiledMapping, input: Pick<HookRequest, 'ctx' | 'subPath' | 'now'>, contentSource: ContentSource): HookAction {
+export function finish(
+  d: Draft,
+  m: CompiledMapping,
+  input: Pick<HookRequest, 'ctx' | 'subPath' | 'now'>,
+  contentSource: ContentSource,
+): HookAction {
   if (d.kind === 'wake') {
     if (d.text === undefined) throw new HttpError(400, 'invalid_payload', 'hook mapping requires text');
     const sessionKey = resolveWakeSessionKey(input.ctx, d.sessionKey, d.sessionKeySource);

@@ -28,7 +28,16 @@ import { candidates, type Compiled, type CompiledMapping, matchMapping } from '.
 import { handshakeOf } from './handshakes.js';
 import { withoutPrototypeKeys } from './transforms.js';
 import { presetContentSource, presetSessionKey } from './presets/index.js';
-import { applyOverride, baseDraft, finish, headerRecord, MappingFailure, queryRecord, runTransform, transformUrl } from './render.js';
+import {
+  applyOverride,
+  baseDraft,
+  finish,
+  headerRecord,
+  MappingFailure,
+  queryRecord,
+  runTransform,
+  transformUrl,
+} from './render.js';
 import { authorizeMapping, checkSignature } from './verifier.js';
 import type { TemplateContext } from './templates.js';
 
@@ -57,11 +66,16 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
 
       const m = matchMapping(c, input.subPath, input.payload, headers);
       const auth = authorizeMapping(m, input);
-      if (!auth.ok) return { kind: 'unauthorized', reason: auth.reason, ...(auth.signature ? { signature: true } : {}) };
+      if (!auth.ok)
+        return { kind: 'unauthorized', reason: auth.reason, ...(auth.signature ? { signature: true } : {}) };
       if (!m) return auth.by === 'token' ? { kind: 'none' } : unmatched(c, input, headers, auth.verified!);
       const { deliveryId } = auth;
       if (input.form && !m.signature) {
-        throw new HttpError(400, 'invalid_json', 'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)');
+        throw new HttpError(
+          400,
+          'invalid_json',
+          'this mapping accepts JSON bodies only (form bodies are accepted by mappings with a signature)',
+        );
       }
       const answer = senderAnswerOf(m.signature?.scheme, input.form);
 
@@ -80,7 +94,10 @@ export function createMappedRoutes(opts: HookRoutesOptions): Pick<HookRoutes, 'r
  * and reads Interactivity's as a modal response (an empty 200); Twilio reads a messaging webhook's as TwiML (an
  * empty `<Response/>`: no reply).
  */
-function senderAnswerOf(scheme: SignatureConfig['scheme'] | undefined, form: boolean | undefined): SenderAnswer | undefined {
+function senderAnswerOf(
+  scheme: SignatureConfig['scheme'] | undefined,
+  form: boolean | undefined,
+): SenderAnswer | undefined {
   if (form !== true) return undefined;
   return scheme === 'slack' ? 'empty' : scheme === 'twilio' ? 'twiml' : undefined;
 }
@@ -94,8 +111,16 @@ const EVENT_HEADERS: Partial<Record<SignatureConfig['scheme'], string>> = { gith
  * Twilio's form posts get the answer their sender expects. `event` (for the log line) is the sender's event header, else the first
  * header the path's mappings match on that the request carries.
  */
-function unmatched(c: Compiled, input: HookRequest, headers: Record<string, string>, signature: SignatureConfig): RouteResult {
-  const names = [EVENT_HEADERS[signature.scheme], ...candidates(c, input.subPath).flatMap((m) => m.headers?.map(([name]) => name) ?? [])];
+function unmatched(
+  c: Compiled,
+  input: HookRequest,
+  headers: Record<string, string>,
+  signature: SignatureConfig,
+): RouteResult {
+  const names = [
+    EVENT_HEADERS[signature.scheme],
+    ...candidates(c, input.subPath).flatMap((m) => m.headers?.map(([name]) => name) ?? []),
+  ];
   const header = names.find((name) => name !== undefined && Object.hasOwn(headers, name));
   const answer = senderAnswerOf(signature.scheme, input.form);
   return {
@@ -107,18 +132,34 @@ function unmatched(c: Compiled, input: HookRequest, headers: Record<string, stri
 }
 
 /** A mapping that could not render its action: logged, answered 500 `mapping_failed`. */
-function failed(logger: HookRoutesOptions['logger'], input: HookRequest, m: CompiledMapping, err: MappingFailure): HttpError {
+function failed(
+  logger: HookRoutesOptions['logger'],
+  input: HookRequest,
+  m: CompiledMapping,
+  err: MappingFailure,
+): HttpError {
   // The detail is an error message, and messages quote their input (V8's JSON.parse error quotes the payload it
   // choked on): only the code and the thrown class are logged unless the operator asked for debug.
   const detail = err.detail !== undefined && logger.isLevelEnabled('debug') ? { detail: err.detail } : {};
   (input.log ?? logger).warn(
-    { path: logSafe(input.subPath, 100), mappingId: m.id, reason: err.reason, code: err.code, ...err.thrown, ...detail },
+    {
+      path: logSafe(input.subPath, 100),
+      mappingId: m.id,
+      reason: err.reason,
+      code: err.code,
+      ...err.thrown,
+      ...detail,
+    },
     `hook mapping failed: ${err.reason}`,
   );
   return mappingFailed(err.reason);
 }
 
-type Items = { items: Array<Record<string, unknown>>; transformItems: Array<Record<string, unknown>> | undefined; dropped: number };
+type Items = {
+  items: Array<Record<string, unknown>>;
+  transformItems: Array<Record<string, unknown>> | undefined;
+  dropped: number;
+};
 
 /** The matched mapping's actions: one per item (a `forEach` fan-out's, else the payload), through its transform. */
 async function renderActions(
@@ -179,7 +220,13 @@ function itemsOf(logger: HookRoutesOptions['logger'], m: CompiledMapping, input:
   if (fan.payloads.length === 0) return undefined;
   if (fan.dropped > 0) {
     (input.log ?? logger).warn(
-      { path: logSafe(input.subPath, 100), mappingId: m.id, dispatched: fan.payloads.length, dropped: fan.dropped, maxFanOut },
+      {
+        path: logSafe(input.subPath, 100),
+        mappingId: m.id,
+        dispatched: fan.payloads.length,
+        dropped: fan.dropped,
+        maxFanOut,
+      },
       `hook fan-out over "${m.forEach}" capped at ${fan.payloads.length} items: dropped ${fan.dropped}`,
     );
   }

@@ -36,7 +36,8 @@ export const B64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]
 export const fail = (reason: string): SignatureResult => ({ ok: false, reason });
 
 /** A verified result, with the delivery id when there is one. */
-export const accept = (deliveryId: string | undefined): SignatureResult => (deliveryId ? { ok: true, deliveryId } : { ok: true });
+export const accept = (deliveryId: string | undefined): SignatureResult =>
+  deliveryId ? { ok: true, deliveryId } : { ok: true };
 
 /** Looks a header up by lower-case name (Node's form), then case-insensitively for hand-built header objects. */
 export function header(headers: SignatureHeaders, name: string): string | string[] | undefined {
@@ -87,7 +88,8 @@ export function digestEquals(expected: Buffer, presented: Buffer): boolean {
 export function tokenMatches(secrets: readonly string[], presented: string): boolean {
   const digest = createHash('sha256').update(presented, 'utf8').digest();
   let found = false;
-  for (const secret of secrets) if (timingSafeEqual(createHash('sha256').update(secret, 'utf8').digest(), digest)) found = true;
+  for (const secret of secrets)
+    if (timingSafeEqual(createHash('sha256').update(secret, 'utf8').digest(), digest)) found = true;
   return found;
 }
 

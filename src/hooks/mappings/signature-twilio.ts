@@ -22,7 +22,16 @@ import { createHash, createHmac } from 'node:crypto';
 import { parse as parseQueryString, stringify as stringifyQueryString } from 'node:querystring';
 import type { SignatureConfig } from '../../config/schema/hooks.js';
 import { formFields, isFormContentType } from '../../form-body.js';
-import { accept, digestEquals, fail, header, optionalId, type SignatureResult, type SignedRequest, single } from './signature-kit.js';
+import {
+  accept,
+  digestEquals,
+  fail,
+  header,
+  optionalId,
+  type SignatureResult,
+  type SignedRequest,
+  single,
+} from './signature-kit.js';
 
 const SIGNATURE = 'x-twilio-signature';
 const SETTINGS = 'x-twilio-webhooks-signature-settings';
@@ -52,11 +61,13 @@ export function verifyTwilio(cfg: SignatureConfig, req: SignedRequest): Signatur
   let ok = false;
   for (const secret of cfg.secrets) {
     // Every candidate URL is tried (no short-circuit inside one secret), as for Stripe's v1 entries.
-    for (const url of urls) if (digestEquals(Buffer.from(sign(hash, secret, url + params), 'utf8'), presented)) ok = true;
+    for (const url of urls)
+      if (digestEquals(Buffer.from(sign(hash, secret, url + params), 'utf8'), presented)) ok = true;
     if (ok) break;
   }
   if (!ok) return fail('signature mismatch');
-  if (bodyHashes.length === 1 && !bodyHashMatches(bodyHashes[0]!, req.rawBody)) return fail(`body does not match ${BODY_HASH}`);
+  if (bodyHashes.length === 1 && !bodyHashMatches(bodyHashes[0]!, req.rawBody))
+    return fail(`body does not match ${BODY_HASH}`);
   return accept(optionalId(req.headers, 'i-twilio-idempotency-token'));
 }
 
@@ -84,7 +95,10 @@ function sign(hash: TwilioHash, secret: string, data: string): string {
 
 /** The library compares the hex string as sent with its own lower-case hex (`validateBody`): the same here. */
 function bodyHashMatches(presented: string, rawBody: Buffer): boolean {
-  return HEX_SHA256_LOWER_RE.test(presented) && digestEquals(Buffer.from(twilioBodyHash(rawBody), 'hex'), Buffer.from(presented, 'hex'));
+  return (
+    HEX_SHA256_LOWER_RE.test(presented) &&
+    digestEquals(Buffer.from(twilioBodyHash(rawBody), 'hex'), Buffer.from(presented, 'hex'))
+  );
 }
 
 /** The hash the settings header names (`getSignatureAlgorithm`): HMAC_SHA1 unless it says `algorithm=HMAC_SHA256`. */
@@ -97,7 +111,10 @@ function signatureHash(req: SignedRequest): TwilioHash | { reason: string } {
   for (const part of settings.value.split(',')) {
     const eq = part.indexOf('=');
     if (eq !== -1 && part.slice(0, eq).trim() === 'algorithm' && part.slice(eq + 1).trim() !== '') {
-      algorithm = part.slice(eq + 1).trim().toUpperCase();
+      algorithm = part
+        .slice(eq + 1)
+        .trim()
+        .toUpperCase();
       break;
     }
   }

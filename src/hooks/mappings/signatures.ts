@@ -389,16 +389,26 @@ export function signRequest(cfg: SignatureConfig, rawBody: Buffer, nowMs: number
   const t = String(Math.floor(nowMs / 1000));
   switch (cfg.scheme) {
     case 'github':
-      return { 'x-hub-signature-256': `sha256=${hmac(secret, rawBody).toString('hex')}`, 'x-github-delivery': randomUUID() };
+      return {
+        'x-hub-signature-256': `sha256=${hmac(secret, rawBody).toString('hex')}`,
+        'x-github-delivery': randomUUID(),
+      };
     case 'stripe':
       return { 'stripe-signature': `t=${t},v1=${hmac(secret, `${t}.`, rawBody).toString('hex')}` };
     case 'slack':
-      return { 'x-slack-request-timestamp': t, 'x-slack-signature': `v0=${hmac(secret, `v0:${t}:`, rawBody).toString('hex')}` };
+      return {
+        'x-slack-request-timestamp': t,
+        'x-slack-signature': `v0=${hmac(secret, `v0:${t}:`, rawBody).toString('hex')}`,
+      };
     case 'standard-webhooks': {
       const key = standardWebhooksKeys(secret)[0];
       if (key === undefined) throw new Error('invalid secret');
       const id = `msg_${randomUUID()}`;
-      return { 'webhook-id': id, 'webhook-timestamp': t, 'webhook-signature': `v1,${hmac(key, `${id}.${t}.`, rawBody).toString('base64')}` };
+      return {
+        'webhook-id': id,
+        'webhook-timestamp': t,
+        'webhook-signature': `v1,${hmac(key, `${id}.${t}.`, rawBody).toString('base64')}`,
+      };
     }
     case 'hmac-sha256': {
       const digest = hmac(secret, rawBody).toString(cfg.encoding ?? 'hex');
@@ -410,9 +420,16 @@ export function signRequest(cfg: SignatureConfig, rawBody: Buffer, nowMs: number
       // Linear's timestamp is inside the signed body: only a body that carries a fresh one verifies.
       return { 'linear-signature': hmac(secret, rawBody).toString('hex'), 'linear-delivery': randomUUID() };
     case 'sentry':
-      return { 'sentry-hook-signature': hmac(secret, rawBody).toString('hex'), 'sentry-hook-timestamp': t, 'request-id': randomUUID() };
+      return {
+        'sentry-hook-signature': hmac(secret, rawBody).toString('hex'),
+        'sentry-hook-timestamp': t,
+        'request-id': randomUUID(),
+      };
     case 'shopify':
-      return { 'x-shopify-hmac-sha256': hmac(secret, rawBody).toString('base64'), 'x-shopify-webhook-id': randomUUID() };
+      return {
+        'x-shopify-hmac-sha256': hmac(secret, rawBody).toString('base64'),
+        'x-shopify-webhook-id': randomUUID(),
+      };
     case 'twilio':
       return {
         'x-twilio-signature': twilioSignature(secret, `${cfg.url ?? ''}${signedQuery(cfg, rawBody)}`),

@@ -27,7 +27,6 @@ export interface TemplateContext {
 
 export type CompiledTemplate = (ctx: TemplateContext) => string;
 
-
 /** Keys that would reach a prototype (or a constructor, and from there `Function`): never resolved. */
 const BLOCKED_SEGMENTS: ReadonlySet<string> = new Set(['__proto__', 'prototype', 'constructor']);
 

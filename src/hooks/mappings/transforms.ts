@@ -83,7 +83,13 @@ export class TransformError extends HookgateError {
   declare readonly code: TransformErrorCode;
   readonly file: string;
   readonly exportName: string | undefined;
-  constructor(code: TransformErrorCode, message: string, file: string, exportName?: string, options?: { cause?: unknown }) {
+  constructor(
+    code: TransformErrorCode,
+    message: string,
+    file: string,
+    exportName?: string,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, options);
     this.file = file;
     this.exportName = exportName;
@@ -166,7 +172,12 @@ function pickExport(ns: ModuleNamespace, file: string, exportName: string | unde
   if (exportName !== undefined) {
     const v = exportOf(ns, exportName);
     if (v === undefined)
-      throw new TransformError('transform_invalid', `transform module ${file} has no export "${exportName}"`, file, exportName);
+      throw new TransformError(
+        'transform_invalid',
+        `transform module ${file} has no export "${exportName}"`,
+        file,
+        exportName,
+      );
     if (typeof v !== 'function')
       throw new TransformError(
         'transform_invalid',
@@ -201,9 +212,15 @@ async function load(
   } catch (err) {
     // The module's own error (syntax error, a throw at top level, a missing dependency). Its first line is shown
     // because this is operator code failing at config time; the full error stays available as `cause`.
-    throw new TransformError('transform_load_failed', `cannot load transform module ${file}: ${firstLine(err)}`, file, exportName, {
-      cause: err,
-    });
+    throw new TransformError(
+      'transform_load_failed',
+      `cannot load transform module ${file}: ${firstLine(err)}`,
+      file,
+      exportName,
+      {
+        cause: err,
+      },
+    );
   }
   return pickExport(ns, file, exportName);
 }
@@ -235,12 +252,14 @@ export class TransformLoader {
   /** `root`: the transforms directory; stale CommonJS copies below it are dropped before this generation loads. */
   constructor(options: { root?: string } = {}) {
     this.generation = ++lastGeneration;
-    this.root = options.root === undefined ? undefined : (realpathOfNearest(options.root) ?? path.resolve(options.root));
+    this.root =
+      options.root === undefined ? undefined : (realpathOfNearest(options.root) ?? path.resolve(options.root));
   }
 
   /** The transform in `file` (a path from `resolveTransformModule`), imported at most once per loader. */
   load(file: string, exportName?: string): Promise<TransformFn> {
-    if (this.disposed) return Promise.reject(new HookgateError('transform_loader_disposed', 'transform loader was disposed'));
+    if (this.disposed)
+      return Promise.reject(new HookgateError('transform_loader_disposed', 'transform loader was disposed'));
     const key = `${file}::${exportName ?? ''}`;
     let hit = this.cache.get(key);
     if (!hit) {

@@ -85,7 +85,11 @@ function verifiedSignature(input: HookRequest): SignatureConfig | undefined {
 export function checkSignature(cfg: SignatureConfig, input: HookRequest): SignatureResult {
   return (
     input.signatures?.results.get(cfg) ??
-    verifySignature(cfg, { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload, rawQuery: input.rawQuery }, input.now)
+    verifySignature(
+      cfg,
+      { rawBody: input.rawBody, headers: input.rawHeaders, payload: input.payload, rawQuery: input.rawQuery },
+      input.now,
+    )
   );
 }
 
@@ -101,7 +105,9 @@ export function compileMappedPlans(c: Compiled, maxBodyBytes: number): MappedPla
     const signed = subPath === undefined ? c.wildcardSigned : isSignaturePath(c, subPath);
     return {
       bodyLimit: (subPath === undefined ? undefined : c.bodyLimits.get(subPath)) ?? maxBodyBytes,
-      verifier: signed ? new SignatureOrTokenVerifier(subPath === undefined ? c.wildcard : candidates(c, subPath)) : HOOK_TOKEN,
+      verifier: signed
+        ? new SignatureOrTokenVerifier(subPath === undefined ? c.wildcard : candidates(c, subPath))
+        : HOOK_TOKEN,
       limited: true,
     };
   };

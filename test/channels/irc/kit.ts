@@ -33,6 +33,13 @@ export function message(to: string, text: string): OutboundMessage {
   };
 }
 
-export function ircChannel(config: Record<string, unknown>, options: IrcChannelOptions = {}, ctx = testContext()): IrcChannel {
-  return createIrcChannel(ircSchema.parse({ tls: false, floodIntervalMs: 0, timeoutMs: 10_000, ...config }), ctx, { reconnectBaseMs: 200, ...options });
+export function ircChannel(
+  config: Record<string, unknown>,
+  options: IrcChannelOptions = {},
+  ctx = testContext(),
+): IrcChannel {
+  return createIrcChannel(ircSchema.parse({ tls: false, floodIntervalMs: 0, timeoutMs: 10_000, ...config }), ctx, {
+    reconnectBaseMs: 200,
+    ...options,
+  });
 }

@@ -8,11 +8,27 @@ import { ircChannel } from './kit.js';
 
 describe('irc wire format', () => {
   it('parses prefix, command, middle and trailing params, and skips tags', () => {
-    assert.deepEqual(parseIrcLine(':irc.x 001 bot :Welcome to IRC'), { prefix: 'irc.x', command: '001', params: ['bot', 'Welcome to IRC'] });
+    assert.deepEqual(parseIrcLine(':irc.x 001 bot :Welcome to IRC'), {
+      prefix: 'irc.x',
+      command: '001',
+      params: ['bot', 'Welcome to IRC'],
+    });
     assert.deepEqual(parseIrcLine('PING :abc def'), { command: 'PING', params: ['abc def'] });
-    assert.deepEqual(parseIrcLine('@time=2024;msgid=1 :n!u@h privmsg #c :hi :)'), { prefix: 'n!u@h', command: 'PRIVMSG', params: ['#c', 'hi :)'] });
-    assert.deepEqual(parseIrcLine(':s CAP * LS * :multi-prefix sasl'), { prefix: 's', command: 'CAP', params: ['*', 'LS', '*', 'multi-prefix sasl'] });
-    assert.deepEqual(parseIrcLine(':s 005 me CHANTYPES=# :are supported'), { prefix: 's', command: '005', params: ['me', 'CHANTYPES=#', 'are supported'] });
+    assert.deepEqual(parseIrcLine('@time=2024;msgid=1 :n!u@h privmsg #c :hi :)'), {
+      prefix: 'n!u@h',
+      command: 'PRIVMSG',
+      params: ['#c', 'hi :)'],
+    });
+    assert.deepEqual(parseIrcLine(':s CAP * LS * :multi-prefix sasl'), {
+      prefix: 's',
+      command: 'CAP',
+      params: ['*', 'LS', '*', 'multi-prefix sasl'],
+    });
+    assert.deepEqual(parseIrcLine(':s 005 me CHANTYPES=# :are supported'), {
+      prefix: 's',
+      command: '005',
+      params: ['me', 'CHANTYPES=#', 'are supported'],
+    });
     assert.equal(parseIrcLine(''), undefined);
   });
 
@@ -29,7 +45,8 @@ describe('irc wire format', () => {
     for (const p of parts) assert.ok(Buffer.byteLength(p) <= 100, `${Buffer.byteLength(p)} bytes`);
     assert.ok(!parts.some((p) => p.includes('\uFFFD')));
     // The 15-byte emoji cluster is never cut in two.
-    for (const p of parts) assert.equal((p.match(/👩🏽‍💻/gu) ?? []).join('').length + p.replace(/👩🏽‍💻/gu, '').length, p.length);
+    for (const p of parts)
+      assert.equal((p.match(/👩🏽‍💻/gu) ?? []).join('').length + p.replace(/👩🏽‍💻/gu, '').length, p.length);
   });
 
   it('cuts at a space in the second half of the budget, dropping that space', () => {

@@ -40,7 +40,10 @@ interface FakeIrcd {
 }
 
 /** Registration per RFC 2812 + IRCv3 CAP 302 / SASL 3.1, answered by `onLine` for everything else. */
-async function startFakeIrcd(opts: { saslAccept?: (payload: string) => boolean; answerPing?: boolean }): Promise<FakeIrcd> {
+async function startFakeIrcd(opts: {
+  saslAccept?: (payload: string) => boolean;
+  answerPing?: boolean;
+}): Promise<FakeIrcd> {
   const received: string[] = [];
   const sockets = new Set<Socket>();
   const server: Server = createServer((sock) => {
@@ -122,7 +125,11 @@ describe('irc against a stand-in server (SASL, confirmation timeout)', () => {
     let payload = '';
     const ircd = await startFakeIrcd({ saslAccept: (p) => ((payload = p), p === 'acct\0acct\0s3cret pass') });
     const ctx = testContext();
-    const ch = ircChannel({ host: '127.0.0.1', port: ircd.port, nick: 'hookgate', saslUsername: 'acct', saslPassword: 's3cret pass' }, {}, ctx);
+    const ch = ircChannel(
+      { host: '127.0.0.1', port: ircd.port, nick: 'hookgate', saslUsername: 'acct', saslPassword: 's3cret pass' },
+      {},
+      ctx,
+    );
     const r = await ch.send(message('#ops', 'hello'));
     assert.deepEqual(r, { ok: true });
     assert.equal(payload, 'acct\0acct\0s3cret pass');
@@ -165,11 +172,16 @@ describe('irc against a stand-in server (SASL, confirmation timeout)', () => {
     const opts = { answerPing: true };
     const ircd = await startFakeIrcd(opts);
     const ctx = testContext();
-    const ch = ircChannel({ host: '127.0.0.1', port: ircd.port, nick: 'hookgate', timeoutMs: 300 }, { keepaliveIdleMs: 200, reconnectBaseMs: 100 }, ctx);
+    const ch = ircChannel(
+      { host: '127.0.0.1', port: ircd.port, nick: 'hookgate', timeoutMs: 300 },
+      { keepaliveIdleMs: 200, reconnectBaseMs: 100 },
+      ctx,
+    );
     assert.deepEqual(await ch.send(message('somenick', 'hello')), { ok: true });
     opts.answerPing = false;
     const deadline = Date.now() + 5000;
-    while (!ctx.entries.some((e) => e.msg?.includes('reconnecting')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!ctx.entries.some((e) => e.msg?.includes('reconnecting')) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     assert.ok(ircd.received.some((l) => l.startsWith('PING :keepalive-')));
     assert.ok(ctx.entries.some((e) => e.level === 'warn' && JSON.stringify(e.obj).includes('stopped answering')));
     opts.answerPing = true;

@@ -38,9 +38,24 @@ const MAPPINGS = [
     messageTemplate: 'PR {{action}}',
     signature: { scheme: 'github', secret: SECRETS.github },
   },
-  { id: 'stripe-billing', match: { path: 'stripe', source: 'billing' }, messageTemplate: '{{type}}', signature: { scheme: 'stripe', secret: SECRETS.stripe } },
-  { id: 'slack-ops', match: { path: 'slack', source: 'ops' }, messageTemplate: '{{text}}', signature: { scheme: 'slack', secret: SECRETS.slack } },
-  { id: 'svix-orders', match: { path: 'svix', source: 'orders' }, messageTemplate: '{{type}}', signature: { scheme: 'standard-webhooks', secret: SECRETS.svix } },
+  {
+    id: 'stripe-billing',
+    match: { path: 'stripe', source: 'billing' },
+    messageTemplate: '{{type}}',
+    signature: { scheme: 'stripe', secret: SECRETS.stripe },
+  },
+  {
+    id: 'slack-ops',
+    match: { path: 'slack', source: 'ops' },
+    messageTemplate: '{{text}}',
+    signature: { scheme: 'slack', secret: SECRETS.slack },
+  },
+  {
+    id: 'svix-orders',
+    match: { path: 'svix', source: 'orders' },
+    messageTemplate: '{{type}}',
+    signature: { scheme: 'standard-webhooks', secret: SECRETS.svix },
+  },
   {
     id: 'ci-builds',
     match: { path: 'ci', headers: { 'x-ci-event': 'build' } },
@@ -51,7 +66,12 @@ const MAPPINGS = [
 ];
 
 function setup() {
-  const config = validateConfig({ hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS } }, undefined, process.cwd(), { env: {} });
+  const config = validateConfig(
+    { hooks: { enabled: true, token: TOKEN, mappings: MAPPINGS } },
+    undefined,
+    process.cwd(),
+    { env: {} },
+  );
   return { ctx: buildHooksContext(config, 1), routes: createHookRoutes({ logger: pino({ level: 'silent' }) }) };
 }
 
@@ -62,12 +82,19 @@ interface Sent {
 }
 
 /** The ingress's order: the path's verifier over the raw bytes, then the parse (JSON or a form), then `resolve`. */
-async function send(subPath: string, body: string, headers: IncomingHttpHeaders, opts: { form?: boolean; token?: boolean } = {}): Promise<Sent> {
+async function send(
+  subPath: string,
+  body: string,
+  headers: IncomingHttpHeaders,
+  opts: { form?: boolean; token?: boolean } = {},
+): Promise<Sent> {
   const s = setup();
   const rawBody = Buffer.from(body);
   const parsed = new LazyPayload(rawBody, opts.form === true);
   const hookToken = opts.token ? { id: 'default', notAfter: undefined } : undefined;
-  const verdict = await s.routes.plan(s.ctx, subPath).verifier.verify({ rawHeaders: headers, now: NOW, hookToken, rawBody, peek: () => parsed.peek() });
+  const verdict = await s.routes
+    .plan(s.ctx, subPath)
+    .verifier.verify({ rawHeaders: headers, now: NOW, hookToken, rawBody, peek: () => parsed.peek() });
   const result = await s.routes.resolve({
     ctx: s.ctx,
     subPath,
@@ -88,8 +115,20 @@ const hmacHex = (key: string, data: string) => createHmac('sha256', key).update(
 
 /** Each scheme's sender: its headers for a body, and a tampered copy of them (the body changed after signing). */
 const SENDERS = {
-  github: async (body: string, event: string) => ({ 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': 'd-1', 'x-hub-signature-256': await githubSign(SECRETS.github, body) }),
-  stripe: (body: string) => ({ 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload: body, secret: SECRETS.stripe, timestamp: NOW_S }) }),
+  github: async (body: string, event: string) => ({
+    'content-type': 'application/json',
+    'x-github-event': event,
+    'x-github-delivery': 'd-1',
+    'x-hub-signature-256': await githubSign(SECRETS.github, body),
+  }),
+  stripe: (body: string) => ({
+    'content-type': 'application/json',
+    'stripe-signature': Stripe.webhooks.generateTestHeaderString({
+      payload: body,
+      secret: SECRETS.stripe,
+      timestamp: NOW_S,
+    }),
+  }),
   slack: (body: string, contentType: string) => ({
     'content-type': contentType,
     'x-slack-request-timestamp': String(NOW_S),
@@ -101,7 +140,11 @@ const SENDERS = {
     'webhook-timestamp': String(NOW_S),
     'webhook-signature': new Webhook(SECRETS.svix).sign('msg_2KWPBgLlAfxdpx2AI54pPJ85f4W', new Date(NOW), body),
   }),
-  hmac: (body: string, event: string) => ({ 'content-type': 'application/json', 'x-ci-event': event, 'x-signature': `sha256=${hmacHex(SECRETS.hmac, body)}` }),
+  hmac: (body: string, event: string) => ({
+    'content-type': 'application/json',
+    'x-ci-event': event,
+    'x-signature': `sha256=${hmacHex(SECRETS.hmac, body)}`,
+  }),
 };
 
 /** A verified request that matches nothing: `unmatched`, with what the log line names; a tampered one: refused, then unauthorized. */
@@ -113,21 +156,36 @@ async function unmatchedAndTampered(
   opts: { form?: boolean } = {},
 ): Promise<void> {
   const ok = await send(subPath, body, headers, opts);
-  assert.equal(ok.verdict.ok && !ok.verdict.settled && ok.verdict.signatures?.any, true, `${subPath}: the sender's own signature verifies`);
+  assert.equal(
+    ok.verdict.ok && !ok.verdict.settled && ok.verdict.signatures?.any,
+    true,
+    `${subPath}: the sender's own signature verifies`,
+  );
   assert.deepEqual(ok.result, expected);
 
   const tampered = await send(subPath, body.replace(/.$/, ' $&'), headers, opts);
   assert.equal(tampered.verdict.ok, false, `${subPath}: a body changed after signing is refused before the parse`);
   assert.equal(!tampered.verdict.ok && tampered.verdict.scheme, 'signature');
   assert.equal(tampered.result.kind, 'unauthorized');
-  assert.equal(tampered.result.kind === 'unauthorized' && tampered.result.signature, true, 'the 401 names the signature');
-  assert.match(tampered.result.kind === 'unauthorized' ? tampered.result.reason : '', new RegExp(`^${expected.scheme} signature `));
+  assert.equal(
+    tampered.result.kind === 'unauthorized' && tampered.result.signature,
+    true,
+    'the 401 names the signature',
+  );
+  assert.match(
+    tampered.result.kind === 'unauthorized' ? tampered.result.reason : '',
+    new RegExp(`^${expected.scheme} signature `),
+  );
 }
 
 describe('mapped routes: a verified signature that no mapping takes', () => {
   it('github: an unmapped event type is unmatched (its X-GitHub-Event named); the mapped one is still an action', async () => {
     const issue = JSON.stringify({ action: 'opened', issue: { number: 7 } });
-    await unmatchedAndTampered('github', issue, await SENDERS.github(issue, 'issues'), { kind: 'unmatched', scheme: 'github', event: { header: 'x-github-event', value: 'issues' } });
+    await unmatchedAndTampered('github', issue, await SENDERS.github(issue, 'issues'), {
+      kind: 'unmatched',
+      scheme: 'github',
+      event: { header: 'x-github-event', value: 'issues' },
+    });
     const pr = JSON.stringify({ action: 'opened', number: 42 });
     const mapped = await send('github', pr, await SENDERS.github(pr, 'pull_request'));
     assert.equal(mapped.result.kind, 'actions');
@@ -135,15 +193,33 @@ describe('mapped routes: a verified signature that no mapping takes', () => {
   });
 
   it('stripe: an event the mapping does not match is unmatched', async () => {
-    const event = JSON.stringify({ id: 'evt_1', object: 'event', type: 'customer.created', data: { object: { id: 'cus_1' } } });
+    const event = JSON.stringify({
+      id: 'evt_1',
+      object: 'event',
+      type: 'customer.created',
+      data: { object: { id: 'cus_1' } },
+    });
     await unmatchedAndTampered('stripe', event, SENDERS.stripe(event), { kind: 'unmatched', scheme: 'stripe' });
   });
 
   it('slack: a form post (slash command) is unmatched with the empty answer Slack expects; a JSON event keeps the JSON answer', async () => {
     const form = 'team_id=T0001&channel_name=test&user_name=Steve&command=%2Fweather&text=94070';
-    await unmatchedAndTampered('slack', form, SENDERS.slack(form, 'application/x-www-form-urlencoded'), { kind: 'unmatched', scheme: 'slack', senderAnswer: 'empty' }, { form: true });
-    const event = JSON.stringify({ type: 'event_callback', event_id: 'Ev0PV52K25', event: { type: 'app_mention', text: 'hi' } });
-    await unmatchedAndTampered('slack', event, SENDERS.slack(event, 'application/json'), { kind: 'unmatched', scheme: 'slack' });
+    await unmatchedAndTampered(
+      'slack',
+      form,
+      SENDERS.slack(form, 'application/x-www-form-urlencoded'),
+      { kind: 'unmatched', scheme: 'slack', senderAnswer: 'empty' },
+      { form: true },
+    );
+    const event = JSON.stringify({
+      type: 'event_callback',
+      event_id: 'Ev0PV52K25',
+      event: { type: 'app_mention', text: 'hi' },
+    });
+    await unmatchedAndTampered('slack', event, SENDERS.slack(event, 'application/json'), {
+      kind: 'unmatched',
+      scheme: 'slack',
+    });
   });
 
   it('standard-webhooks: an event the mapping does not match is unmatched', async () => {
@@ -153,16 +229,29 @@ describe('mapped routes: a verified signature that no mapping takes', () => {
 
   it('hmac-sha256: an event the mapping does not match is unmatched (the header the mapping matches on named)', async () => {
     const event = JSON.stringify({ status: 'deployed' });
-    await unmatchedAndTampered('ci', event, SENDERS.hmac(event, 'deploy'), { kind: 'unmatched', scheme: 'hmac-sha256', event: { header: 'x-ci-event', value: 'deploy' } });
+    await unmatchedAndTampered('ci', event, SENDERS.hmac(event, 'deploy'), {
+      kind: 'unmatched',
+      scheme: 'hmac-sha256',
+      event: { header: 'x-ci-event', value: 'deploy' },
+    });
   });
 
   it('the hook token with no match stays none (404); neither a token nor a signature stays unauthorized (401)', async () => {
     const body = JSON.stringify({ action: 'opened' });
-    const token = await send('github', body, { 'content-type': 'application/json', 'x-github-event': 'issues' }, { token: true });
+    const token = await send(
+      'github',
+      body,
+      { 'content-type': 'application/json', 'x-github-event': 'issues' },
+      { token: true },
+    );
     assert.deepEqual(token.result, { kind: 'none' });
     const neither = await send('github', body, { 'content-type': 'application/json', 'x-github-event': 'issues' });
     assert.equal(neither.verdict.ok, false);
-    assert.deepEqual(neither.result, { kind: 'unauthorized', reason: 'github signature missing header x-hub-signature-256', signature: true });
+    assert.deepEqual(neither.result, {
+      kind: 'unauthorized',
+      reason: 'github signature missing header x-hub-signature-256',
+      signature: true,
+    });
     // A path without a signed mapping: the token decides before the body, as before.
     const plain = await send('plain', JSON.stringify({ text: 'x', source: 'nothing' }), {}, { token: true });
     assert.equal(plain.result.kind, 'actions');

@@ -6,7 +6,12 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { signatureSchema, type SignatureConfig } from '../../../src/config/schema/hooks.js';
-import { type SignatureHeaders, signedQuery, signRequest, verifySignature } from '../../../src/hooks/mappings/signatures.js';
+import {
+  type SignatureHeaders,
+  signedQuery,
+  signRequest,
+  verifySignature,
+} from '../../../src/hooks/mappings/signatures.js';
 
 /** Builds a config the way the config loader does (defaults, `secret` → `secrets`). */
 const cfg = (input: Record<string, unknown>): SignatureConfig => signatureSchema.parse(input);
@@ -22,7 +27,8 @@ const req = (headers: SignatureHeaders, raw: Buffer = body) => ({ rawBody: raw, 
 const reason = (r: ReturnType<typeof verifySignature>): string => (r.ok ? 'ok' : r.reason);
 /** The failure reasons of `cases` ([headers, body, expected reason]) under `c`, as [got, expected] pairs. */
 function check(c: SignatureConfig, cases: Array<[SignatureHeaders, Buffer, string]>, now = NOW_MS): void {
-  for (const [h, raw, want] of cases) assert.equal(reason(verifySignature(c, req(h, raw), now)), want, JSON.stringify(h));
+  for (const [h, raw, want] of cases)
+    assert.equal(reason(verifySignature(c, req(h, raw), now)), want, JSON.stringify(h));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -81,7 +87,10 @@ describe('linear', () => {
 
   it('accepts a fresh delivery and returns Linear-Delivery as the delivery id', () => {
     const raw = linearBody(NOW_MS - 1500);
-    assert.deepEqual(verifySignature(c, req(headers(raw), raw), NOW_MS), { ok: true, deliveryId: '234d1a4e-b617-4388-90fe-adc3633d6b72' });
+    assert.deepEqual(verifySignature(c, req(headers(raw), raw), NOW_MS), {
+      ok: true,
+      deliveryId: '234d1a4e-b617-4388-90fe-adc3633d6b72',
+    });
   });
 
   it('reads webhookTimestamp in milliseconds, at the edges of toleranceSeconds, in both directions', () => {
@@ -102,7 +111,12 @@ describe('linear', () => {
   });
 
   it('refuses a body without a usable webhookTimestamp, even correctly signed', () => {
-    const bodies = ['{"action":"create"}', '{"webhookTimestamp":"1760000000000"}', '{"webhookTimestamp":1.5}', '{"webhookTimestamp":-1}'];
+    const bodies = [
+      '{"action":"create"}',
+      '{"webhookTimestamp":"1760000000000"}',
+      '{"webhookTimestamp":1.5}',
+      '{"webhookTimestamp":-1}',
+    ];
     bodies.push('not json');
     for (const raw of bodies) {
       const b = Buffer.from(raw);
@@ -148,7 +162,10 @@ describe('sentry', () => {
   });
 
   it('accepts a signed delivery and returns Request-ID as the delivery id', () => {
-    assert.deepEqual(verifySignature(c, req(headers()), NOW_MS), { ok: true, deliveryId: 'ef0dd634-e830-4aa4-a690-5fca54a11a18' });
+    assert.deepEqual(verifySignature(c, req(headers()), NOW_MS), {
+      ok: true,
+      deliveryId: 'ef0dd634-e830-4aa4-a690-5fca54a11a18',
+    });
   });
 
   it('verifies the bytes as received, not a re-serialisation of the parsed body', () => {
@@ -176,9 +193,17 @@ describe('sentry', () => {
       [good, tampered, 'signature mismatch'],
       [headers(body, String(NOW_S), 'other'), body, 'signature mismatch'],
       [{ 'request-id': 'r' }, body, 'missing header sentry-hook-signature'],
-      [{ ...good, 'sentry-hook-signature': [hmacHex(secret, body), 'x'] }, body, 'duplicate header sentry-hook-signature'],
+      [
+        { ...good, 'sentry-hook-signature': [hmacHex(secret, body), 'x'] },
+        body,
+        'duplicate header sentry-hook-signature',
+      ],
       [{ ...good, 'sentry-hook-signature': 'v0=abc' }, body, 'malformed header sentry-hook-signature'],
-      [{ ...good, 'sentry-hook-timestamp': [String(NOW_S), String(NOW_S)] }, body, 'duplicate header sentry-hook-timestamp'],
+      [
+        { ...good, 'sentry-hook-timestamp': [String(NOW_S), String(NOW_S)] },
+        body,
+        'duplicate header sentry-hook-timestamp',
+      ],
       [{ ...good, 'sentry-hook-timestamp': '' }, body, 'missing header sentry-hook-timestamp'],
     ]);
   });
@@ -205,7 +230,10 @@ describe('shopify', () => {
   });
 
   it('accepts a signed delivery and returns X-Shopify-Webhook-Id (not the event id) as the delivery id', () => {
-    assert.deepEqual(verifySignature(c, req(headers()), NOW_MS), { ok: true, deliveryId: 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043' });
+    assert.deepEqual(verifySignature(c, req(headers()), NOW_MS), {
+      ok: true,
+      deliveryId: 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043',
+    });
   });
 
   it('refuses tampering, a wrong secret, hex, missing, repeated and garbled headers', () => {
@@ -238,7 +266,9 @@ describe('bearer', () => {
   it('accepts Authorization: Bearer <secret> (the scheme in any case); no delivery id, no time', () => {
     assert.deepEqual(verifySignature(c, req({ authorization: `Bearer ${secret}` }), NOW_MS), { ok: true });
     assert.deepEqual(verifySignature(c, req({ Authorization: `bearer  ${secret} ` }, tampered), 0), { ok: true });
-    assert.deepEqual(verifySignature(c, req({ authorization: `Bearer ${secret}`, 'idempotency-key': 'k' }), NOW_MS), { ok: true });
+    assert.deepEqual(verifySignature(c, req({ authorization: `Bearer ${secret}`, 'idempotency-key': 'k' }), NOW_MS), {
+      ok: true,
+    });
   });
 
   it('refuses a wrong, missing, repeated or non-Bearer credential; no reason names it', () => {
@@ -247,7 +277,11 @@ describe('bearer', () => {
       [{ authorization: `Bearer ${secret.toUpperCase()}` }, body, 'token mismatch'],
       [{}, body, 'missing header authorization'],
       [{ authorization: [`Bearer ${secret}`, `Bearer ${secret}`] }, body, 'duplicate header authorization'],
-      [{ authorization: `Basic ${Buffer.from(`u:${secret}`).toString('base64')}` }, body, 'malformed header authorization'],
+      [
+        { authorization: `Basic ${Buffer.from(`u:${secret}`).toString('base64')}` },
+        body,
+        'malformed header authorization',
+      ],
       [{ authorization: 'Bearer' }, body, 'malformed header authorization'],
       [{ authorization: secret }, body, 'malformed header authorization'],
       [{ 'x-hookgate-token': secret }, body, 'missing header authorization'],
@@ -270,7 +304,9 @@ describe('the new schemes: config', () => {
     };
     const required = 'url: required for scheme "twilio": the public URL Twilio calls (and signs)';
     assert.deepEqual(issues({ scheme: 'twilio', secret: 't' }), [required]);
-    assert.deepEqual(issues({ scheme: 'github', secret: 's', url: 'https://example.com/hooks/gh' }), ['url: only applies to scheme "twilio"']);
+    assert.deepEqual(issues({ scheme: 'github', secret: 's', url: 'https://example.com/hooks/gh' }), [
+      'url: only applies to scheme "twilio"',
+    ]);
     const bad: Array<[string, RegExp]> = [
       ['/hooks/twilio', /absolute http\(s\) URL/],
       ['ftp://example.com/hooks/twilio', /absolute http\(s\) URL/],
@@ -292,7 +328,11 @@ describe('the new schemes: config', () => {
     for (const scheme of ['gitlab', 'bearer']) {
       const r = signatureSchema.safeParse({ scheme, secrets: ['fine token', 'caf\u00e9'] });
       assert.equal(r.success, false);
-      if (!r.success) assert.deepEqual(r.error.issues.map((i) => i.path.join('.')), ['secrets.1']);
+      if (!r.success)
+        assert.deepEqual(
+          r.error.issues.map((i) => i.path.join('.')),
+          ['secrets.1'],
+        );
       assert.equal(signatureSchema.safeParse({ scheme, secret: 'line\nbreak' }).success, false);
     }
     assert.equal(signatureSchema.safeParse({ scheme: 'linear', secret: 'caf\u00e9' }).success, true);
@@ -319,7 +359,11 @@ describe('the new schemes: signRequest', () => {
     ];
     for (const raw of configs) {
       const c = cfg(raw);
-      const signed = { rawBody: json, headers: signRequest(c, json, now), rawQuery: signedQuery(c, json).slice(1) || undefined };
+      const signed = {
+        rawBody: json,
+        headers: signRequest(c, json, now),
+        rawQuery: signedQuery(c, json).slice(1) || undefined,
+      };
       assert.equal(reason(verifySignature(c, signed, now)), 'ok', JSON.stringify(raw));
       const other = cfg({ ...raw, secret: undefined, secrets: ['some-other-secret'] });
       assert.notEqual(reason(verifySignature(other, signed, now)), 'ok', JSON.stringify(raw));

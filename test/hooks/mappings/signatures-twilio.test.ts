@@ -34,7 +34,12 @@ const formBody = (fields: Fields) => Buffer.from(new URLSearchParams(fields).toS
 
 /** A form request Twilio sent to `url` (its query string, if any, in `rawQuery`), signed by `signature`. */
 type TwilioRequest = { rawBody: Buffer; headers: SignatureHeaders; rawQuery?: string };
-function formRequest(fields: Fields, signature: string, rawQuery?: string, extra: SignatureHeaders = {}): TwilioRequest {
+function formRequest(
+  fields: Fields,
+  signature: string,
+  rawQuery?: string,
+  extra: SignatureHeaders = {},
+): TwilioRequest {
   return {
     rawBody: formBody(fields),
     headers: { 'content-type': `${FORM}; charset=UTF-8`, 'x-twilio-signature': signature, ...extra },
@@ -63,14 +68,20 @@ describe('twilio: form bodies (HMAC-SHA1 over the URL and the sorted fields)', (
       ['To', '+18005551212'],
     ];
     const vc = cfg({ secret: '12345', url: 'https://mycompany.com/myapp.php' });
-    assert.deepEqual(verifySignature(vc, formRequest(fields, 'RSOYDt4T1cUTdK1PDd93/VVr8B8=', 'foo=1&bar=2'), NOW), { ok: true });
+    assert.deepEqual(verifySignature(vc, formRequest(fields, 'RSOYDt4T1cUTdK1PDd93/VVr8B8=', 'foo=1&bar=2'), NOW), {
+      ok: true,
+    });
     const otherQuery = formRequest(fields, 'RSOYDt4T1cUTdK1PDd93/VVr8B8=', 'foo=1&bar=3');
     assert.equal(reason(verifySignature(vc, otherQuery, NOW)), 'signature mismatch');
   });
 
   it("accepts what Twilio's library signs and returns I-Twilio-Idempotency-Token as the delivery id", () => {
     const sig = twilio.getExpectedTwilioSignature(TOKEN, URL_, paramsOf(SMS));
-    const r = verifySignature(c, formRequest(SMS, sig, undefined, { 'i-twilio-idempotency-token': 'a9c1f0e2-idem' }), NOW);
+    const r = verifySignature(
+      c,
+      formRequest(SMS, sig, undefined, { 'i-twilio-idempotency-token': 'a9c1f0e2-idem' }),
+      NOW,
+    );
     assert.deepEqual(r, { ok: true, deliveryId: 'a9c1f0e2-idem' });
     assert.deepEqual(verifySignature(c, formRequest(SMS, sig), NOW), { ok: true });
   });
@@ -85,12 +96,21 @@ describe('twilio: form bodies (HMAC-SHA1 over the URL and the sorted fields)', (
       [formRequest(SMS, sig, 'x=1'), 'signature mismatch'],
       [formRequest(SMS, twilio.getExpectedTwilioSignature('another-token', URL_, paramsOf(SMS))), 'signature mismatch'],
       [formRequest(SMS, twilio.getExpectedTwilioSignature(TOKEN, `${URL_}/`, paramsOf(SMS))), 'signature mismatch'],
-      [formRequest(SMS, twilio.getExpectedTwilioSignature(TOKEN, URL_.replace('https:', 'http:'), paramsOf(SMS))), 'signature mismatch'],
+      [
+        formRequest(SMS, twilio.getExpectedTwilioSignature(TOKEN, URL_.replace('https:', 'http:'), paramsOf(SMS))),
+        'signature mismatch',
+      ],
       [formRequest(SMS, `${sig}=`), 'signature mismatch'],
       [{ ...formRequest(SMS, sig), headers: { 'content-type': FORM } }, 'missing header x-twilio-signature'],
-      [{ ...formRequest(SMS, sig), headers: { 'content-type': FORM, 'x-twilio-signature': [sig, sig] } }, 'duplicate header x-twilio-signature'],
+      [
+        { ...formRequest(SMS, sig), headers: { 'content-type': FORM, 'x-twilio-signature': [sig, sig] } },
+        'duplicate header x-twilio-signature',
+      ],
       // the same bytes as JSON: without bodySHA256 the signature covers no body
-      [{ ...formRequest(SMS, sig), headers: { 'content-type': 'application/json', 'x-twilio-signature': sig } }, unsigned],
+      [
+        { ...formRequest(SMS, sig), headers: { 'content-type': 'application/json', 'x-twilio-signature': sig } },
+        unsigned,
+      ],
     ];
     for (const [r, want] of cases) assert.equal(reason(verifySignature(c, r, NOW)), want, JSON.stringify(r.headers));
   });
@@ -130,15 +150,23 @@ describe('twilio: form bodies (HMAC-SHA1 over the URL and the sorted fields)', (
     assert.equal(twilioSignature(TOKEN, URL_, SMS, 'sha256'), sig);
     const sha1 = twilio.getExpectedTwilioSignature(TOKEN, URL_, paramsOf(SMS));
     const withSettings = (value: string) =>
-      reason(verifySignature(c, formRequest(SMS, sha1, undefined, { 'x-twilio-webhooks-signature-settings': value }), NOW));
+      reason(
+        verifySignature(c, formRequest(SMS, sha1, undefined, { 'x-twilio-webhooks-signature-settings': value }), NOW),
+      );
     assert.equal(withSettings('key=k,algorithm=HMAC_SHA1'), 'ok');
     assert.equal(withSettings(''), 'ok');
-    assert.equal(withSettings('algorithm=HMAC_MD5'), 'unsupported algorithm in header x-twilio-webhooks-signature-settings');
+    assert.equal(
+      withSettings('algorithm=HMAC_MD5'),
+      'unsupported algorithm in header x-twilio-webhooks-signature-settings',
+    );
   });
 });
 
 describe('twilio: the URL (ports and query strings as the library treats them)', () => {
-  const fields: Fields = [['CallSid', 'CA1'], ['Digits', '42']];
+  const fields: Fields = [
+    ['CallSid', 'CA1'],
+    ['Digits', '42'],
+  ];
   const verify = (configured: string, signedFor: string, rawQuery?: string) => {
     const signed = formRequest(fields, twilio.getExpectedTwilioSignature(TOKEN, signedFor, paramsOf(fields)), rawQuery);
     return reason(verifySignature(cfg({ secret: TOKEN, url: configured }), signed, NOW));
@@ -152,8 +180,15 @@ describe('twilio: the URL (ports and query strings as the library treats them)',
 
   it('a port the sender named is not optional (like the library, which tries the URL with the default one)', () => {
     assert.equal(verify('https://hooks.example.com:8443/hooks/twilio', 'https://hooks.example.com/hooks/twilio'), 'ok'); // port removed
-    assert.equal(verify('https://hooks.example.com/hooks/twilio', 'https://hooks.example.com:8443/hooks/twilio'), 'signature mismatch');
-    const sig = twilio.getExpectedTwilioSignature(TOKEN, 'https://hooks.example.com:8443/hooks/twilio', paramsOf(fields));
+    assert.equal(
+      verify('https://hooks.example.com/hooks/twilio', 'https://hooks.example.com:8443/hooks/twilio'),
+      'signature mismatch',
+    );
+    const sig = twilio.getExpectedTwilioSignature(
+      TOKEN,
+      'https://hooks.example.com:8443/hooks/twilio',
+      paramsOf(fields),
+    );
     assert.equal(twilio.validateRequest(TOKEN, sig, 'https://hooks.example.com/hooks/twilio', paramsOf(fields)), false);
   });
 
@@ -183,8 +218,14 @@ describe('twilio: JSON bodies (bodySHA256 in the signed URL)', () => {
     const tampered = Buffer.from(json.toString().replace('hi', 'ho'));
     assert.equal(reason(verifySignature(c, request(tampered, query, sig), NOW)), 'body does not match bodySHA256');
     assert.equal(twilio.validateRequestWithBody(TOKEN, sig, `${URL_}?${query}`, tampered.toString()), false);
-    assert.equal(reason(verifySignature(c, request(json, `${query}&${query}`, sig), NOW)), 'duplicate query parameter bodySHA256');
-    assert.equal(reason(verifySignature(c, request(json, '', sig), NOW)), 'body not signed: not a form, and no bodySHA256 query parameter');
+    assert.equal(
+      reason(verifySignature(c, request(json, `${query}&${query}`, sig), NOW)),
+      'duplicate query parameter bodySHA256',
+    );
+    assert.equal(
+      reason(verifySignature(c, request(json, '', sig), NOW)),
+      'body not signed: not a form, and no bodySHA256 query parameter',
+    );
   });
 });
 
@@ -196,8 +237,13 @@ describe('twilio: agreement with the library, both ways (properties)', () => {
   );
   const fields = fc.array(fc.tuple(name, text), { maxLength: 8 });
   const hosts = ['hooks.example.com', 'hooks.example.com:443', 'hooks.example.com:8443'];
-  const url = fc.record({ host: fc.constantFrom(...hosts), path: fc.constantFrom('/hooks/twilio', '/h/t%20x', "/it's/ok") });
-  const query = fc.option(fc.array(fc.tuple(fc.constantFrom('a', 'To', 'x y', "q'"), text), { maxLength: 3 }), { nil: undefined });
+  const url = fc.record({
+    host: fc.constantFrom(...hosts),
+    path: fc.constantFrom('/hooks/twilio', '/h/t%20x', "/it's/ok"),
+  });
+  const query = fc.option(fc.array(fc.tuple(fc.constantFrom('a', 'To', 'x y', "q'"), text), { maxLength: 3 }), {
+    nil: undefined,
+  });
 
   it('whatever Twilio signed for whichever spelling of the URL, verifySignature and validateRequest agree', () => {
     fc.assert(

@@ -60,7 +60,9 @@ export interface HandlerContext<M> {
 /** What the handler decides: a reply, or one of the connection-level failures. */
 export type Outcome = Reply | 'disconnect' | 'hang';
 
-export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: HandlerContext<M>) => Outcome): Promise<StandIn<M>> {
+export async function startStandIn<M>(
+  handle: (req: RecordedRequest, ctx: HandlerContext<M>) => Outcome,
+): Promise<StandIn<M>> {
   const received: M[] = [];
   const requests: RecordedRequest[] = [];
   const failures: Array<{ kind: FailureKind; headers: Record<string, string> | undefined }> = [];
@@ -86,7 +88,9 @@ export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: Handle
 
   /** The headers queued with the failure this request took, added to the platform's answer. */
   const withTakenHeaders = (outcome: Outcome): Outcome =>
-    taken?.headers && typeof outcome === 'object' ? { ...outcome, headers: { ...outcome.headers, ...taken.headers } } : outcome;
+    taken?.headers && typeof outcome === 'object'
+      ? { ...outcome, headers: { ...outcome.headers, ...taken.headers } }
+      : outcome;
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -132,7 +136,10 @@ export async function startStandIn<M>(handle: (req: RecordedRequest, ctx: Handle
     waitForMessages(count, timeoutMs = 5000) {
       if (received.length >= count) return Promise.resolve([...received]);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`stand-in: ${received.length} of ${count} messages after ${timeoutMs} ms`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`stand-in: ${received.length} of ${count} messages after ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         waiters.push({
           count,
           resolve: (m) => {
@@ -176,7 +183,10 @@ export function obj(body: unknown): Record<string, unknown> {
 }
 
 /** Resolve the failure a handler took into its outcome: connection-level kinds pass through. */
-export function failureOutcome(kind: FailureKind, platformReply: (kind: 'rate_limit' | 'server_error') => Reply): Outcome {
+export function failureOutcome(
+  kind: FailureKind,
+  platformReply: (kind: 'rate_limit' | 'server_error') => Reply,
+): Outcome {
   return kind === 'disconnect' || kind === 'hang' ? kind : platformReply(kind);
 }
 

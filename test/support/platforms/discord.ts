@@ -46,7 +46,19 @@ export async function startDiscord(options: DiscordStandInOptions = {}): Promise
     if (req.path === '/users/@me' || req.path === '/users/%40me') {
       if (req.method !== 'GET') return discordError(405, '405: Method Not Allowed', 0);
       if (req.headers.authorization !== `Bot ${token}`) return discordError(401, '401: Unauthorized', 0);
-      return { status: 200, body: { id: '1000', username: 'hookgate-test', discriminator: '0', global_name: null, avatar: null, bot: true, verified: true, flags: 0 } };
+      return {
+        status: 200,
+        body: {
+          id: '1000',
+          username: 'hookgate-test',
+          discriminator: '0',
+          global_name: null,
+          avatar: null,
+          bot: true,
+          verified: true,
+          flags: 0,
+        },
+      };
     }
     const m = /^\/channels\/([^/]+)\/messages$/.exec(req.path);
     if (!m) return discordError(404, '404: Not Found', 0);
@@ -71,23 +83,32 @@ export async function startDiscord(options: DiscordStandInOptions = {}): Promise
     }
 
     const channelId = decodeURIComponent(m[1] ?? '');
-    if (!/^\d{17,20}$/.test(channelId)) return formError('channel_id', 'NUMBER_TYPE_COERCE', `Value "${channelId}" is not snowflake.`);
+    if (!/^\d{17,20}$/.test(channelId))
+      return formError('channel_id', 'NUMBER_TYPE_COERCE', `Value "${channelId}" is not snowflake.`);
     if (noAccess.has(channelId)) return discordError(403, 'Missing Access', 50001);
     if (!channels.has(channelId)) return discordError(404, 'Unknown Channel', 10003);
 
     const body = obj(req.body);
     const content = typeof body.content === 'string' ? body.content : '';
     const nonce = body.nonce === undefined ? undefined : String(body.nonce);
-    if (nonce !== undefined && nonce.length > 25) return formError('nonce', 'BASE_TYPE_MAX_LENGTH', 'Must be 25 or fewer in length.');
+    if (nonce !== undefined && nonce.length > 25)
+      return formError('nonce', 'BASE_TYPE_MAX_LENGTH', 'Must be 25 or fewer in length.');
     if (!content) return discordError(400, 'Cannot send an empty message', 50006);
     // Discord counts characters (code points), not UTF-16 units.
-    if ([...content].length > 2000) return formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.');
+    if ([...content].length > 2000)
+      return formError('content', 'BASE_TYPE_MAX_LENGTH', 'Must be 2000 or fewer in length.');
 
     if (nonce !== undefined && body.enforce_nonce === true) {
       const existing = byNonce.get(`${channelId}/${nonce}`);
       if (existing) return { status: 200, body: messageObject(existing) };
     }
-    const message: DiscordMessage = { channelId, content, id: String(1200000000000000000n + BigInt(seq++)), nonce, allowedMentions: body.allowed_mentions };
+    const message: DiscordMessage = {
+      channelId,
+      content,
+      id: String(1200000000000000000n + BigInt(seq++)),
+      nonce,
+      allowedMentions: body.allowed_mentions,
+    };
     if (nonce !== undefined) byNonce.set(`${channelId}/${nonce}`, message);
     ctx.accept(message);
     return { status: 200, body: messageObject(message) };
@@ -95,5 +116,12 @@ export async function startDiscord(options: DiscordStandInOptions = {}): Promise
 }
 
 function messageObject(m: DiscordMessage): object {
-  return { id: m.id, channel_id: m.channelId, content: m.content, nonce: m.nonce, type: 0, author: { id: '1000', bot: true } };
+  return {
+    id: m.id,
+    channel_id: m.channelId,
+    content: m.content,
+    nonce: m.nonce,
+    type: 0,
+    author: { id: '1000', bot: true },
+  };
 }

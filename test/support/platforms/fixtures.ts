@@ -35,7 +35,8 @@ export function recordingContext(configDir = process.cwd()): RecordingContext {
 export function assertNoSecrets(where: SendResult | RecordingContext['logs'], secrets: string[]): void {
   const text = JSON.stringify(where);
   for (const s of secrets) {
-    if (s && text.includes(s)) throw new Error(`secret leaked: ${JSON.stringify(s.slice(0, 12))}… found in ${text.slice(0, 300)}`);
+    if (s && text.includes(s))
+      throw new Error(`secret leaked: ${JSON.stringify(s.slice(0, 12))}… found in ${text.slice(0, 300)}`);
   }
 }
 
@@ -45,8 +46,15 @@ export function assertNoSecrets(where: SendResult | RecordingContext['logs'], se
  */
 export function happyEyeballsRefused(port = 8080): TypeError {
   const refused = (address: string) =>
-    Object.assign(new Error(`connect ECONNREFUSED ${address}:${port}`), { code: 'ECONNREFUSED', syscall: 'connect', address, port });
-  return new TypeError('fetch failed', { cause: new AggregateError([refused('::1'), refused('127.0.0.1')], 'connect failed') });
+    Object.assign(new Error(`connect ECONNREFUSED ${address}:${port}`), {
+      code: 'ECONNREFUSED',
+      syscall: 'connect',
+      address,
+      port,
+    });
+  return new TypeError('fetch failed', {
+    cause: new AggregateError([refused('::1'), refused('127.0.0.1')], 'connect failed'),
+  });
 }
 
 /** A base URL on 127.0.0.1 where nothing listens (a port just released), for "server down" cases. */

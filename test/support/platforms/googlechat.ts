@@ -12,7 +12,16 @@
  * { error: { code, message, status } }. Rate limit: 429 RESOURCE_EXHAUSTED; server error: 503 UNAVAILABLE.
  */
 import { generateKeyPairSync, randomBytes, verify, type KeyObject } from 'node:crypto';
-import { bearer, failureOutcome, obj, startStandIn, type FailureKind, type Outcome, type Reply, type StandIn } from './base.js';
+import {
+  bearer,
+  failureOutcome,
+  obj,
+  startStandIn,
+  type FailureKind,
+  type Outcome,
+  type Reply,
+  type StandIn,
+} from './base.js';
 
 export interface GoogleChatMessage {
   space: string;
@@ -65,8 +74,14 @@ export function createServiceAccountKey(clientEmail = 'hookgate@hookgate-test.ia
   };
 }
 
-const googleError = (code: number, status: string, message: string): Reply => ({ status: code, body: { error: { code, message, status } } });
-const oauthError = (error: string, description: string): Reply => ({ status: 400, body: { error, error_description: description } });
+const googleError = (code: number, status: string, message: string): Reply => ({
+  status: code,
+  body: { error: { code, message, status } },
+});
+const oauthError = (error: string, description: string): Reply => ({
+  status: 400,
+  body: { error, error_description: description },
+});
 
 export async function startGoogleChat(options: GoogleChatStandInOptions = {}): Promise<GoogleChatStandIn> {
   const accounts = new Map((options.serviceAccounts ?? []).map((a) => [a.clientEmail, a.publicKey]));
@@ -88,7 +103,9 @@ export async function startGoogleChat(options: GoogleChatStandInOptions = {}): P
       const failure = tokenFailures.shift();
       if (failure) {
         return failureOutcome(failure, (kind) =>
-          kind === 'rate_limit' ? { status: 429, body: { error: 'rate_limit_exceeded' } } : { status: 503, body: { error: 'backend_error' } },
+          kind === 'rate_limit'
+            ? { status: 429, body: { error: 'rate_limit_exceeded' } }
+            : { status: 503, body: { error: 'backend_error' } },
         );
       }
       return issueToken(obj(req.body));
@@ -112,7 +129,11 @@ export async function startGoogleChat(options: GoogleChatStandInOptions = {}): P
     if (failure) {
       return failureOutcome(failure, (kind) =>
         kind === 'rate_limit'
-          ? googleError(429, 'RESOURCE_EXHAUSTED', "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute per project'.")
+          ? googleError(
+              429,
+              'RESOURCE_EXHAUSTED',
+              "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute per project'.",
+            )
           : googleError(503, 'UNAVAILABLE', 'The service is currently unavailable.'),
       );
     }
@@ -121,8 +142,14 @@ export async function startGoogleChat(options: GoogleChatStandInOptions = {}): P
     if (withoutApp.has(space)) return googleError(403, 'PERMISSION_DENIED', 'The caller does not have permission');
     if (!spaces.has(space)) return googleError(404, 'NOT_FOUND', 'Requested entity was not found.');
     const text = obj(req.body).text;
-    if (typeof text !== 'string' || !text.trim()) return googleError(400, 'INVALID_ARGUMENT', 'Message cannot be empty.');
-    if ([...text].length > 4096) return googleError(400, 'INVALID_ARGUMENT', 'Invalid message text: text exceeds the maximum length of 4096 characters.');
+    if (typeof text !== 'string' || !text.trim())
+      return googleError(400, 'INVALID_ARGUMENT', 'Message cannot be empty.');
+    if ([...text].length > 4096)
+      return googleError(
+        400,
+        'INVALID_ARGUMENT',
+        'Invalid message text: text exceeds the maximum length of 4096 characters.',
+      );
 
     const requestId = req.query.get('requestId');
     if (requestId) {
@@ -161,10 +188,14 @@ export async function startGoogleChat(options: GoogleChatStandInOptions = {}): P
     const iat = Number(claims.iat);
     const exp = Number(claims.exp);
     if (claims.aud !== `${selfUrl}/token` || !(exp > now) || !(iat <= now + 60) || exp - iat > 3600) {
-      return oauthError('invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+      return oauthError(
+        'invalid_grant',
+        'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.',
+      );
     }
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : [];
-    if (!scopes.includes('https://www.googleapis.com/auth/chat.bot')) return oauthError('invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
+    if (!scopes.includes('https://www.googleapis.com/auth/chat.bot'))
+      return oauthError('invalid_scope', 'Invalid OAuth scope or ID token audience provided.');
     const token = `ya29.${randomBytes(24).toString('base64url')}`;
     issued.set(token, Date.now() + lifetimeS * 1000);
     return { status: 200, body: { access_token: token, expires_in: lifetimeS, token_type: 'Bearer' } };
@@ -181,5 +212,11 @@ export async function startGoogleChat(options: GoogleChatStandInOptions = {}): P
 }
 
 function messageResource(m: GoogleChatMessage): object {
-  return { name: m.name, sender: { name: 'users/app', type: 'BOT' }, text: m.text, space: { name: m.space }, createTime: new Date().toISOString() };
+  return {
+    name: m.name,
+    sender: { name: 'users/app', type: 'BOT' },
+    text: m.text,
+    space: { name: m.space },
+    createTime: new Date().toISOString(),
+  };
 }

@@ -38,7 +38,9 @@ const bbError = (status: number, message: string, type: string, detail: string):
 
 export async function startIMessage(options: IMessageStandInOptions = {}): Promise<IMessageStandIn> {
   const password = options.password ?? BLUEBUBBLES_TEST_PASSWORD;
-  const chats = new Set(options.chats ?? ['iMessage;-;+15551234567', 'iMessage;-;friend@icloud.com', 'iMessage;+;chat123456789']);
+  const chats = new Set(
+    options.chats ?? ['iMessage;-;+15551234567', 'iMessage;-;friend@icloud.com', 'iMessage;+;chat123456789'],
+  );
   const inFlight = new Set<string>();
 
   const base = await startStandIn<IMessageMessage>((req, ctx): Outcome => {
@@ -51,7 +53,15 @@ export async function startIMessage(options: IMessageStandInOptions = {}): Promi
         body: {
           status: 200,
           message: 'Successfully fetched server info',
-          data: { computer_id: 'hookgate-mac', os_version: '14.5', server_version: '1.9.9', private_api: false, proxy_service: 'Cloudflare', helper_connected: false, detected_icloud: 'test@icloud.com' },
+          data: {
+            computer_id: 'hookgate-mac',
+            os_version: '14.5',
+            server_version: '1.9.9',
+            private_api: false,
+            proxy_service: 'Cloudflare',
+            helper_connected: false,
+            detected_icloud: 'test@icloud.com',
+          },
         },
       };
     }
@@ -71,14 +81,24 @@ export async function startIMessage(options: IMessageStandInOptions = {}): Promi
     if (method !== 'apple-script' && method !== 'private-api') return badRequest('The selected method is invalid.');
     const tempGuid = typeof body.tempGuid === 'string' ? body.tempGuid : '';
     const text = typeof body.message === 'string' ? body.message : '';
-    if (method === 'apple-script' && !tempGuid) return badRequest("A 'tempGuid' is required when sending via AppleScript");
-    if (!text) return badRequest(`A 'message' is required when sending via ${method === 'apple-script' ? 'AppleScript' : 'the Private API'}`);
-    if (tempGuid && inFlight.has(tempGuid)) return badRequest(`Message is already queued to be sent! (Temp GUID: ${tempGuid})`);
+    if (method === 'apple-script' && !tempGuid)
+      return badRequest("A 'tempGuid' is required when sending via AppleScript");
+    if (!text)
+      return badRequest(
+        `A 'message' is required when sending via ${method === 'apple-script' ? 'AppleScript' : 'the Private API'}`,
+      );
+    if (tempGuid && inFlight.has(tempGuid))
+      return badRequest(`Message is already queued to be sent! (Temp GUID: ${tempGuid})`);
 
     const failure = ctx.takeFailure();
     if (failure) {
       return failureOutcome(failure, () =>
-        bbError(500, 'Message Send Error', 'iMessage Error', 'Failed to send message! See attached message error code.'),
+        bbError(
+          500,
+          'Message Send Error',
+          'iMessage Error',
+          'Failed to send message! See attached message error code.',
+        ),
       );
     }
     if (!chats.has(chatGuid)) {
@@ -89,7 +109,11 @@ export async function startIMessage(options: IMessageStandInOptions = {}): Promi
     ctx.accept({ chatGuid, text, tempGuid, method, guid });
     return {
       status: 200,
-      body: { status: 200, message: 'Message sent!', data: { guid, tempGuid, text, isFromMe: true, dateCreated: Date.now(), chats: [{ guid: chatGuid }] } },
+      body: {
+        status: 200,
+        message: 'Message sent!',
+        data: { guid, tempGuid, text, isFromMe: true, dateCreated: Date.now(), chats: [{ guid: chatGuid }] },
+      },
     };
   });
   return Object.assign(base, { markInFlight: (g: string) => void inFlight.add(g) });

@@ -12,7 +12,16 @@
  * (413 MessageSizeTooBig). Rate limit: 429 with Retry-After; server error: 502 ServiceError. Success 201 { id }.
  */
 import { randomBytes } from 'node:crypto';
-import { bearer, failureOutcome, obj, startStandIn, type FailureKind, type Outcome, type Reply, type StandIn } from './base.js';
+import {
+  bearer,
+  failureOutcome,
+  obj,
+  startStandIn,
+  type FailureKind,
+  type Outcome,
+  type Reply,
+  type StandIn,
+} from './base.js';
 
 export const MSTEAMS_TEST_APP_ID = '8a0b3f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b';
 export const MSTEAMS_TEST_APP_PASSWORD = 'Qx8~hookgate.test-client-secret';
@@ -47,7 +56,12 @@ export interface MsTeamsStandInOptions {
 
 const aadError = (status: number, error: string, description: string, code: number): Reply => ({
   status,
-  body: { error, error_description: `AADSTS${code}: ${description}`, error_codes: [code], timestamp: new Date().toISOString() },
+  body: {
+    error,
+    error_description: `AADSTS${code}: ${description}`,
+    error_codes: [code],
+    timestamp: new Date().toISOString(),
+  },
 });
 const connectorError = (status: number, code: string, message: string, headers?: Record<string, string>): Reply => ({
   status,
@@ -75,29 +89,45 @@ export async function startMsTeams(options: MsTeamsStandInOptions = {}): Promise
       if (failure) {
         return failureOutcome(failure, (kind) =>
           kind === 'rate_limit'
-            ? { ...aadError(429, 'temporarily_unavailable', 'Request throttled.', 50196), headers: { 'retry-after': '5' } }
+            ? {
+                ...aadError(429, 'temporarily_unavailable', 'Request throttled.', 50196),
+                headers: { 'retry-after': '5' },
+              }
             : aadError(503, 'temporarily_unavailable', 'The service is temporarily unavailable.', 90033),
         );
       }
       const tenant = decodeURIComponent(t[1] ?? '');
       if (!tenants.has(tenant)) return aadError(400, 'invalid_tenant', `Tenant '${tenant}' not found.`, 90002);
       const form = obj(req.body);
-      if (form.grant_type !== 'client_credentials') return aadError(400, 'unsupported_grant_type', 'The provided grant_type is not supported.', 70003);
+      if (form.grant_type !== 'client_credentials')
+        return aadError(400, 'unsupported_grant_type', 'The provided grant_type is not supported.', 70003);
       if (form.client_id !== appId) {
-        return aadError(400, 'unauthorized_client', `Application with identifier '${String(form.client_id)}' was not found in the directory.`, 700016);
+        return aadError(
+          400,
+          'unauthorized_client',
+          `Application with identifier '${String(form.client_id)}' was not found in the directory.`,
+          700016,
+        );
       }
-      if (form.client_secret !== appPassword) return aadError(401, 'invalid_client', 'Invalid client secret provided.', 7000215);
-      if (form.scope !== 'https://api.botframework.com/.default') return aadError(400, 'invalid_scope', 'The provided scope is not valid.', 70011);
+      if (form.client_secret !== appPassword)
+        return aadError(401, 'invalid_client', 'Invalid client secret provided.', 7000215);
+      if (form.scope !== 'https://api.botframework.com/.default')
+        return aadError(400, 'invalid_scope', 'The provided scope is not valid.', 70011);
       const token = `eyJ0eXAiOiJKV1Qi.${randomBytes(24).toString('base64url')}`;
       issued.add(token);
-      return { status: 200, body: { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: token } };
+      return {
+        status: 200,
+        body: { token_type: 'Bearer', expires_in: 3599, ext_expires_in: 3599, access_token: token },
+      };
     }
 
     const m = /\/v3\/conversations\/([^/]+)\/activities$/.exec(req.path);
     if (!m) return { status: 404, body: { message: 'No HTTP resource was found that matches the request URI.' } };
-    if (req.method !== 'POST') return { status: 405, body: { message: `The requested resource does not support http method '${req.method}'.` } };
+    if (req.method !== 'POST')
+      return { status: 405, body: { message: `The requested resource does not support http method '${req.method}'.` } };
     const token = bearer(req.headers);
-    if (!token || !issued.has(token)) return { status: 401, body: { message: 'Authorization has been denied for this request.' } };
+    if (!token || !issued.has(token))
+      return { status: 401, body: { message: 'Authorization has been denied for this request.' } };
 
     const failure = ctx.takeFailure();
     if (failure) {
@@ -108,12 +138,14 @@ export async function startMsTeams(options: MsTeamsStandInOptions = {}): Promise
       );
     }
 
-    if (Buffer.byteLength(req.rawBody) > MSTEAMS_MAX_REQUEST_BYTES) return connectorError(413, 'MessageSizeTooBig', 'Message size too large');
+    if (Buffer.byteLength(req.rawBody) > MSTEAMS_MAX_REQUEST_BYTES)
+      return connectorError(413, 'MessageSizeTooBig', 'Message size too large');
     const conversationId = decodeURIComponent(m[1] ?? '');
     if (!conversations.has(conversationId) && !notInRoster.has(conversationId)) {
       return connectorError(404, 'ConversationNotFound', 'Conversation not found.');
     }
-    if (notInRoster.has(conversationId)) return connectorError(403, 'BotNotInConversationRoster', 'The bot is not part of the conversation roster.');
+    if (notInRoster.has(conversationId))
+      return connectorError(403, 'BotNotInConversationRoster', 'The bot is not part of the conversation roster.');
     const body = obj(req.body);
     if (body.type !== 'message') return connectorError(400, 'BadArgument', 'Unknown activity type');
     const text = typeof body.text === 'string' ? body.text : '';

@@ -32,7 +32,16 @@ export async function startSignal(options: SignalStandInOptions = {}): Promise<S
 
   return startStandIn<SignalMessage>((req, ctx): Outcome => {
     if (req.method === 'GET' && req.path === '/v1/about') {
-      return { status: 200, body: { versions: ['v1', 'v2'], build: 2, mode: 'json-rpc', version: '0.92', capabilities: { 'v2/send': ['quotes', 'mentions'] } } };
+      return {
+        status: 200,
+        body: {
+          versions: ['v1', 'v2'],
+          build: 2,
+          mode: 'json-rpc',
+          version: '0.92',
+          capabilities: { 'v2/send': ['quotes', 'mentions'] },
+        },
+      };
     }
     // GET /v1/accounts: the numbers registered or linked with signal-cli, a bare JSON array.
     if (req.method === 'GET' && req.path === '/v1/accounts') return { status: 200, body: [...accounts] };

@@ -25,7 +25,10 @@ export interface SlackStandInOptions {
   retryAfterS?: number;
 }
 
-const slackError = (error: string, extra: object = {}): Reply => ({ status: 200, body: { ok: false, error, ...extra } });
+const slackError = (error: string, extra: object = {}): Reply => ({
+  status: 200,
+  body: { ok: false, error, ...extra },
+});
 
 export async function startSlack(options: SlackStandInOptions = {}): Promise<StandIn<SlackMessage>> {
   const token = options.token ?? SLACK_TEST_TOKEN;
@@ -36,15 +39,26 @@ export async function startSlack(options: SlackStandInOptions = {}): Promise<Sta
   let tsSeq = 100;
 
   return startStandIn<SlackMessage>((req, ctx): Outcome => {
-    if (req.path !== '/chat.postMessage' && req.path !== '/auth.test') return { status: 404, body: { ok: false, error: 'unknown_method' } };
+    if (req.path !== '/chat.postMessage' && req.path !== '/auth.test')
+      return { status: 404, body: { ok: false, error: 'unknown_method' } };
     if (req.method !== 'POST' && req.method !== 'GET') return slackError('method_not_supported_for_channel_type');
-    const presented = bearer(req.headers) ?? (typeof obj(req.body).token === 'string' ? String(obj(req.body).token) : undefined);
+    const presented =
+      bearer(req.headers) ?? (typeof obj(req.body).token === 'string' ? String(obj(req.body).token) : undefined);
     if (!presented) return slackError('not_authed');
     if (presented !== token) return slackError('invalid_auth');
     if (req.path === '/auth.test') {
       return {
         status: 200,
-        body: { ok: true, url: 'https://hookgate-test.slack.com/', team: 'hookgate test', user: 'hookgate_bot', team_id: 'T0HOOKGATE', user_id: 'U0HOOKGATE', bot_id: 'B0HOOKGATE', is_enterprise_install: false },
+        body: {
+          ok: true,
+          url: 'https://hookgate-test.slack.com/',
+          team: 'hookgate test',
+          user: 'hookgate_bot',
+          team_id: 'T0HOOKGATE',
+          user_id: 'U0HOOKGATE',
+          bot_id: 'B0HOOKGATE',
+          is_enterprise_install: false,
+        },
       };
     }
 
@@ -60,9 +74,10 @@ export async function startSlack(options: SlackStandInOptions = {}): Promise<Sta
     const body = obj(req.body);
     const contentType = String(req.headers['content-type'] ?? '');
     // Slack accepts JSON without a charset but says so.
-    const warning = contentType.startsWith('application/json') && !/charset=utf-8/i.test(contentType)
-      ? { warning: 'missing_charset', response_metadata: { warnings: ['missing_charset'] } }
-      : {};
+    const warning =
+      contentType.startsWith('application/json') && !/charset=utf-8/i.test(contentType)
+        ? { warning: 'missing_charset', response_metadata: { warnings: ['missing_charset'] } }
+        : {};
     const channel = typeof body.channel === 'string' ? body.channel : '';
     const text = typeof body.text === 'string' ? body.text : '';
     if (!channel || !(channels.has(channel) || notInChannel.has(channel) || archived.has(channel))) {
@@ -75,6 +90,9 @@ export async function startSlack(options: SlackStandInOptions = {}): Promise<Sta
 
     const ts = `1700000000.${String(tsSeq++).padStart(6, '0')}`;
     ctx.accept({ channel, text, ts });
-    return { status: 200, body: { ok: true, channel, ts, message: { type: 'message', text, ts, bot_id: 'B0HOOKGATE' }, ...warning } };
+    return {
+      status: 200,
+      body: { ok: true, channel, ts, message: { type: 'message', text, ts, bot_id: 'B0HOOKGATE' }, ...warning },
+    };
   });
 }

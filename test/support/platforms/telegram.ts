@@ -52,7 +52,21 @@ export async function startTelegram(options: TelegramStandInOptions = {}): Promi
     if (method === 'getme') {
       // getMe: the bot's User object; the id is the number before the colon of its token.
       const token = decodeURIComponent(m[1] ?? '');
-      return { status: 200, body: { ok: true, result: { id: Number(token.split(':')[0]), is_bot: true, first_name: 'hookgate test', username: 'hookgate_test_bot', can_join_groups: true, can_read_all_group_messages: false, supports_inline_queries: false } } };
+      return {
+        status: 200,
+        body: {
+          ok: true,
+          result: {
+            id: Number(token.split(':')[0]),
+            is_bot: true,
+            first_name: 'hookgate test',
+            username: 'hookgate_test_bot',
+            can_join_groups: true,
+            can_read_all_group_messages: false,
+            supports_inline_queries: false,
+          },
+        },
+      };
     }
     if (method !== 'sendmessage') return err(404, 'Not Found: method not found');
     if (req.method !== 'POST' && req.method !== 'GET') return err(405, 'Method Not Allowed');
@@ -75,7 +89,9 @@ export async function startTelegram(options: TelegramStandInOptions = {}): Promi
     if (text.length > 4096) return err(400, 'Bad Request: message is too long');
     const newId = migrated[chatId];
     if (newId !== undefined) {
-      return err(400, 'Bad Request: group chat was upgraded to a supergroup chat', { migrate_to_chat_id: Number(newId) });
+      return err(400, 'Bad Request: group chat was upgraded to a supergroup chat', {
+        migrate_to_chat_id: Number(newId),
+      });
     }
     if (blocked.has(chatId)) return err(403, 'Forbidden: bot was blocked by the user');
     if (!chats.has(chatId)) return err(400, 'Bad Request: chat not found');
@@ -86,7 +102,13 @@ export async function startTelegram(options: TelegramStandInOptions = {}): Promi
       status: 200,
       body: {
         ok: true,
-        result: { message_id: messageId, from: { id: 123456789, is_bot: true }, chat: { id: chatId }, date: Math.floor(Date.now() / 1000), text },
+        result: {
+          message_id: messageId,
+          from: { id: 123456789, is_bot: true },
+          chat: { id: chatId },
+          date: Math.floor(Date.now() / 1000),
+          text,
+        },
       },
     };
   });

@@ -42,19 +42,39 @@ export async function startWhatsApp(options: WhatsAppStandInOptions = {}): Promi
     if (node && req.method === 'GET') {
       // Reading the phone number node: { verified_name, code_verification_status, display_phone_number, quality_rating, id }.
       const presented = bearer(req.headers);
-      if (!presented) return graphError(400, 2500, 'An active access token must be used to query information about the current user.');
+      if (!presented)
+        return graphError(
+          400,
+          2500,
+          'An active access token must be used to query information about the current user.',
+        );
       if (presented !== token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
       const id = decodeURIComponent(node[2] ?? '');
       if (id !== phoneNumberId) {
-        return graphError(400, 100, `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`, { error_subcode: 33 });
+        return graphError(
+          400,
+          100,
+          `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`,
+          { error_subcode: 33 },
+        );
       }
-      return { status: 200, body: { verified_name: 'Hookgate Test', code_verification_status: 'VERIFIED', display_phone_number: '+1 555-010-0000', quality_rating: 'GREEN', id } };
+      return {
+        status: 200,
+        body: {
+          verified_name: 'Hookgate Test',
+          code_verification_status: 'VERIFIED',
+          display_phone_number: '+1 555-010-0000',
+          quality_rating: 'GREEN',
+          id,
+        },
+      };
     }
     const m = /^\/(v\d+\.\d+)\/([^/]+)\/messages$/.exec(req.path);
     if (!m) return graphError(400, 2500, `Unknown path components: ${req.path}`);
     if (req.method !== 'POST') return graphError(400, 100, 'Unsupported get request.');
     const presented = bearer(req.headers);
-    if (!presented) return graphError(400, 2500, 'An active access token must be used to query information about the current user.');
+    if (!presented)
+      return graphError(400, 2500, 'An active access token must be used to query information about the current user.');
     if (presented !== token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token');
     const id = decodeURIComponent(m[2] ?? '');
     if (id !== phoneNumberId) {
@@ -82,21 +102,32 @@ export async function startWhatsApp(options: WhatsAppStandInOptions = {}): Promi
     }
 
     const body = obj(req.body);
-    if (body.messaging_product !== 'whatsapp') return graphError(400, 100, '(#100) The parameter messaging_product is required.');
+    if (body.messaging_product !== 'whatsapp')
+      return graphError(400, 100, '(#100) The parameter messaging_product is required.');
     if (typeof body.to !== 'string' || !body.to) return graphError(400, 100, '(#100) The parameter to is required.');
-    if (body.type !== 'text') return graphError(400, 100, `(#100) Param type must be one of {...} - got "${String(body.type)}".`);
+    if (body.type !== 'text')
+      return graphError(400, 100, `(#100) Param type must be one of {...} - got "${String(body.type)}".`);
     const text = obj(body.text).body;
-    if (typeof text !== 'string' || !text) return graphError(400, 100, "(#100) The parameter text['body'] is required.");
-    if (text.length > 4096) return graphError(400, 100, "(#100) Param text['body'] must be at most 4096 characters long.");
+    if (typeof text !== 'string' || !text)
+      return graphError(400, 100, "(#100) The parameter text['body'] is required.");
+    if (text.length > 4096)
+      return graphError(400, 100, "(#100) Param text['body'] must be at most 4096 characters long.");
     const digits = body.to.replace(/[^\d]/g, '');
     if (!recipients.has(digits)) {
       return graphError(400, 131030, '(#131030) Recipient phone number not in allowed list', {
-        error_data: { messaging_product: 'whatsapp', details: 'Recipient phone number not in allowed list: Add recipient phone number to recipient list and try again.' },
+        error_data: {
+          messaging_product: 'whatsapp',
+          details:
+            'Recipient phone number not in allowed list: Add recipient phone number to recipient list and try again.',
+        },
       });
     }
 
     const wamid = `wamid.HBgLMTU1NTEyMzQ1NjcVAgARGBI${seq++}`;
     ctx.accept({ to: digits, body: text, id: wamid });
-    return { status: 200, body: { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: digits }], messages: [{ id: wamid }] } };
+    return {
+      status: 200,
+      body: { messaging_product: 'whatsapp', contacts: [{ input: body.to, wa_id: digits }], messages: [{ id: wamid }] },
+    };
   });
 }

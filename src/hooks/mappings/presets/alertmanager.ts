@@ -50,7 +50,10 @@ function notification(resolved: boolean) {
     const alerts = Array.isArray(all) ? all : [];
     // A notification lists the group's firing and resolved alerts together: the status asked for comes first.
     const wanted = resolved ? 'resolved' : 'firing';
-    const ordered = [...alerts.filter((x) => text(x, 'status') === wanted), ...alerts.filter((x) => text(x, 'status') !== wanted)];
+    const ordered = [
+      ...alerts.filter((x) => text(x, 'status') === wanted),
+      ...alerts.filter((x) => text(x, 'status') !== wanted),
+    ];
     const firing = alerts.filter((x) => text(x, 'status') === 'firing').length;
     const group = text(n, 'commonLabels.alertname') ?? text(n, 'groupLabels.alertname') ?? 'several alert rules';
     const severity = text(n, 'commonLabels.severity');
@@ -62,9 +65,13 @@ function notification(resolved: boolean) {
       : `Alertmanager: FIRING ${group}${severity ? ` (severity ${severity})` : ''}: ${count(firing)} firing` +
         (alerts.length > firing ? `, ${count(alerts.length - firing)} resolved` : '');
     const lines = [receiver ? `${head} (receiver ${receiver})` : head];
-    for (const alert of ordered.slice(0, MAX_ALERTS)) lines.push(...alertLines(alert, text(alert, 'status') === 'resolved'));
+    for (const alert of ordered.slice(0, MAX_ALERTS))
+      lines.push(...alertLines(alert, text(alert, 'status') === 'resolved'));
     const truncated = Number(lookupPath(n, 'truncatedAlerts'));
-    const more = ordered.length - Math.min(ordered.length, MAX_ALERTS) + (Number.isSafeInteger(truncated) && truncated > 0 ? truncated : 0);
+    const more =
+      ordered.length -
+      Math.min(ordered.length, MAX_ALERTS) +
+      (Number.isSafeInteger(truncated) && truncated > 0 ? truncated : 0);
     if (more > 0) lines.push(`… and ${count(more)} more`);
     const external = text(n, 'externalURL');
     if (external) lines.push(`Alertmanager: ${external}`);
@@ -80,7 +87,11 @@ export const alertmanager: SenderPreset = {
   runName: 'Alertmanager',
   event: { field: 'status' },
   messages: { firing: notification(false), resolved: notification(true) },
-  defaultMessage: ['Alertmanager notification, status {{status}}, receiver {{receiver}}', 'Alerts: {{alerts}}', '{{externalURL}}'].join('\n'),
+  defaultMessage: [
+    'Alertmanager notification, status {{status}}, receiver {{receiver}}',
+    'Alerts: {{alerts}}',
+    '{{externalURL}}',
+  ].join('\n'),
   sessionKeys: { '*': ['{{groupKey}}'] },
   setup: {
     secret: 'generate',
@@ -98,7 +109,12 @@ export const alertmanager: SenderPreset = {
       alerts: [
         {
           status: 'firing',
-          labels: { alertname: 'ProbeFailure', instance: 'https://server.example.org', job: 'http_checks', severity: 'critical' },
+          labels: {
+            alertname: 'ProbeFailure',
+            instance: 'https://server.example.org',
+            job: 'http_checks',
+            severity: 'critical',
+          },
           annotations: {
             description: 'Instance https://server.example.org has been down for over 5m. Job: http_checks',
             summary: 'BlackBox Probe Failure: https://server.example.org',

@@ -66,7 +66,10 @@ export const github: SenderPreset = {
     issue_comment: [`${repo}#{{issue.number}}`],
     // A branch's pushes and CI share `<repo>@refs/heads/<branch>`; CI of a pull request joins the pull request's.
     push: [`${repo}@{{ref}}`],
-    workflow_run: [`${repo}#{{workflow_run.pull_requests[0].number}}`, `${repo}@refs/heads/{{workflow_run.head_branch}}`],
+    workflow_run: [
+      `${repo}#{{workflow_run.pull_requests[0].number}}`,
+      `${repo}@refs/heads/{{workflow_run.head_branch}}`,
+    ],
     check_suite: [`${repo}#{{check_suite.pull_requests[0].number}}`, `${repo}@refs/heads/{{check_suite.head_branch}}`],
     release: [`${repo}@refs/tags/{{release.tag_name}}`],
     '*': [repo, '{{organization.login}}'],

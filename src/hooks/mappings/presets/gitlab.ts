@@ -56,7 +56,10 @@ export const gitlab: SenderPreset = {
       `{{project.web_url}}/-/pipelines/{{${a}.id}}`,
     ].join('\n'),
   },
-  defaultMessage: ['GitLab {{object_kind}}{{event_name}} event in {{project.path_with_namespace}} by {{user.username}}{{user_username}}', '{{project.web_url}}'].join('\n'),
+  defaultMessage: [
+    'GitLab {{object_kind}}{{event_name}} event in {{project.path_with_namespace}} by {{user.username}}{{user_username}}',
+    '{{project.web_url}}',
+  ].join('\n'),
   sessionKeys: {
     // `!` a merge request, `#` an issue (GitLab's own notation): its comments and a merge request's pipelines join it.
     merge_request: [`${p}!{{${a}.iid}}`],

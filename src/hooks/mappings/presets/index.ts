@@ -89,7 +89,10 @@ export function presetBodyLimits(hooks: HooksConfig): Map<string, number> {
 }
 
 /** A built-in preset's own session key for one payload (see `Preset.sessionKeyFor`), or undefined to keep the rendered one. */
-export function presetSessionKey(preset: PresetName | SenderName, payload: Record<string, unknown>): string | undefined {
+export function presetSessionKey(
+  preset: PresetName | SenderName,
+  payload: Record<string, unknown>,
+): string | undefined {
   return Object.hasOwn(PRESETS, preset) ? PRESETS[preset as PresetName].sessionKeyFor?.(payload) : undefined;
 }
 
@@ -101,7 +104,8 @@ export function presetContentSource(
 ): ContentSource {
   const payloadSource = Object.hasOwn(payload, 'source') ? payload.source : undefined;
   for (const p of Object.values(PRESETS)) {
-    if (p.content && (preset === p.name || subPath === p.path || payloadSource === p.content.payloadSource)) return p.content.source;
+    if (p.content && (preset === p.name || subPath === p.path || payloadSource === p.content.payloadSource))
+      return p.content.source;
   }
   return 'webhook';
 }

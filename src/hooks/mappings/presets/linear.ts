@@ -14,7 +14,8 @@ function linearEvent(payload: Record<string, unknown>): string | undefined {
   return typeof action === 'string' && action !== '' ? `${type}.${action}` : type;
 }
 
-const issueState = 'State {{data.state.name}}, priority {{data.priorityLabel}}, assignee {{data.assignee.name}}, team {{data.team.name}}';
+const issueState =
+  'State {{data.state.name}}, priority {{data.priorityLabel}}, assignee {{data.assignee.name}}, team {{data.team.name}}';
 
 export const linear: SenderPreset = {
   name: 'linear',
@@ -35,7 +36,9 @@ export const linear: SenderPreset = {
       'Changed (previous values): {{updatedFrom}}',
       '{{url}}',
     ].join('\n'),
-    'Issue.remove': ['Linear issue {{data.identifier}} removed by {{actor.name}}: {{data.title}}', '{{url}}'].join('\n'),
+    'Issue.remove': ['Linear issue {{data.identifier}} removed by {{actor.name}}: {{data.title}}', '{{url}}'].join(
+      '\n',
+    ),
     'Comment.create': [
       'Linear comment by {{actor.name}} on {{data.issue.identifier}}: {{data.issue.title}}',
       '{{url}}',

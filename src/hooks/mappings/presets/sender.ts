@@ -6,7 +6,12 @@
  * from `secret`, with the scheme config/schema/hooks.ts `SENDER_PRESETS` names), its path, and its templates, which
  * pick their wording by the delivery's event type. Events the entry does not take do not match (compile.ts).
  */
-import { eventAllowed, type MappingConfig, type SenderName, type SenderPresetConfig } from '../../../config/schema/hooks.js';
+import {
+  eventAllowed,
+  type MappingConfig,
+  type SenderName,
+  type SenderPresetConfig,
+} from '../../../config/schema/hooks.js';
 import { newId } from '../../../ids.js';
 import { type CompiledTemplate, compileTemplate, lookupPath } from '../templates.js';
 
@@ -112,7 +117,10 @@ export function senderMapping(preset: SenderPreset, entry: SenderPresetConfig): 
 }
 
 /** The event types an entry takes: its `events`, else the preset's default and the events it words itself. */
-export function takenEvents(preset: SenderPreset, entry: Pick<SenderPresetConfig, 'events' | 'templates'>): readonly string[] {
+export function takenEvents(
+  preset: SenderPreset,
+  entry: Pick<SenderPresetConfig, 'events' | 'templates'>,
+): readonly string[] {
   if (entry.events) return entry.events;
   const own = Object.keys(entry.templates ?? {}).filter((e) => e !== '*');
   return [...new Set([...(preset.defaultEvents ?? Object.keys(preset.messages)), ...own])];
@@ -149,7 +157,11 @@ function firstComplete(candidates: Candidates): CompiledTemplate {
 }
 
 /** A template chosen per request by the delivery's event type, `fallback` for the others. */
-function byEvent(of: EventMatch['of'], templates: ReadonlyMap<string, CompiledTemplate>, fallback: CompiledTemplate): CompiledTemplate {
+function byEvent(
+  of: EventMatch['of'],
+  templates: ReadonlyMap<string, CompiledTemplate>,
+  fallback: CompiledTemplate,
+): CompiledTemplate {
   return (ctx) => {
     const event = of(ctx.payload as Record<string, unknown>, ctx.headers);
     return ((event !== undefined ? templates.get(event) : undefined) ?? fallback)(ctx);
@@ -171,13 +183,17 @@ export function compileSender(preset: SenderPreset, entry: SenderPresetConfig): 
   let sessionKey: CompiledTemplate | undefined;
   if (entry.sessionKey === undefined && entry.action === 'agent') {
     const keys = new Map<string, CompiledTemplate>();
-    for (const [event, candidates] of Object.entries(preset.sessionKeys)) if (event !== '*') keys.set(event, firstComplete(candidates));
+    for (const [event, candidates] of Object.entries(preset.sessionKeys))
+      if (event !== '*') keys.set(event, firstComplete(candidates));
     const thing = byEvent(of, keys, firstComplete(preset.sessionKeys['*']));
     const namespace = `hook:${entry.path}:`;
     // Nothing to group by (a delivery without the fields its key is made of): a conversation of its own.
     sessionKey = (ctx) => namespace + (thing(ctx) || newId());
   }
 
-  const to = preset.reply && entry.to === undefined && entry.channel === preset.reply.channel ? firstComplete(preset.reply.to) : undefined;
+  const to =
+    preset.reply && entry.to === undefined && entry.channel === preset.reply.channel
+      ? firstComplete(preset.reply.to)
+      : undefined;
   return { events, message, sessionKey, to };
 }

@@ -30,14 +30,20 @@ export const sentry: SenderPreset = {
       'Level {{data.event.level}}, culprit {{data.event.culprit}}, environment {{data.event.environment}}, release {{data.event.release}}',
       '{{data.event.web_url}}',
     ].join('\n'),
-    metric_alert: ['Sentry metric alert {{action}}: {{data.description_title}}', '{{data.description_text}}', '{{data.web_url}}'].join('\n'),
+    metric_alert: [
+      'Sentry metric alert {{action}}: {{data.description_title}}',
+      '{{data.description_text}}',
+      '{{data.web_url}}',
+    ].join('\n'),
     comment: [
       'Sentry comment {{action}} by {{actor.name}} on issue {{data.issue_id}} in project {{data.project_slug}}',
       '',
       '{{data.comment}}',
     ].join('\n'),
   },
-  defaultMessage: ['Sentry {{headers.sentry-hook-resource}} {{action}} (by {{actor.name}})', 'Data: {{data}}'].join('\n'),
+  defaultMessage: ['Sentry {{headers.sentry-hook-resource}} {{action}} (by {{actor.name}})', 'Data: {{data}}'].join(
+    '\n',
+  ),
   sessionKeys: {
     issue: [`{{${issue}.id}}`],
     error: ['{{data.error.issue_id}}'],

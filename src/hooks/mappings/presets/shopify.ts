@@ -9,8 +9,10 @@ import type { SenderPreset } from './sender.js';
 const shop = '{{headers.x-shopify-shop-domain}}';
 const order = `https://${shop}/admin/orders/{{id}}`;
 const buyer = '{{customer.first_name}} {{customer.last_name}} <{{email}}>';
-const items = 'First item: {{line_items[0].quantity}} × {{line_items[0].title}} (SKU {{line_items[0].sku}}, {{line_items[0].price}} each)';
-const totals = 'Total {{current_total_price}} {{currency}}; financial status {{financial_status}}, fulfillment status {{fulfillment_status}}';
+const items =
+  'First item: {{line_items[0].quantity}} × {{line_items[0].title}} (SKU {{line_items[0].sku}}, {{line_items[0].price}} each)';
+const totals =
+  'Total {{current_total_price}} {{currency}}; financial status {{financial_status}}, fulfillment status {{fulfillment_status}}';
 
 export const shopify: SenderPreset = {
   name: 'shopify',
@@ -48,8 +50,8 @@ export const shopify: SenderPreset = {
     steps: [
       "In the Shopify Dev Dashboard (or Partner Dashboard): the app → Configuration (or the app's shopify.app.toml [webhooks])",
       'Add a subscription per topic, <events>, with the endpoint <url> (format JSON)',
-      'Copy the app\'s client secret (Settings → Credentials) and give it to hookgate',
-      'A store\'s own webhooks (Settings → Notifications → Webhooks) are signed with the key shown there instead',
+      "Copy the app's client secret (Settings → Credentials) and give it to hookgate",
+      "A store's own webhooks (Settings → Notifications → Webhooks) are signed with the key shown there instead",
     ],
   },
   sample: {

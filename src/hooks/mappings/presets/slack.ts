@@ -22,7 +22,8 @@ function slackEvent(payload: Record<string, unknown>): string | undefined {
     if (typeof e.subtype === 'string' && e.subtype !== '') return e.subtype;
     return e.bot_id !== undefined ? 'bot_message' : 'message';
   }
-  if (isRecord(payload.payload) && typeof payload.payload.type === 'string' && payload.payload.type !== '') return payload.payload.type;
+  if (isRecord(payload.payload) && typeof payload.payload.type === 'string' && payload.payload.type !== '')
+    return payload.payload.type;
   return undefined;
 }
 
@@ -39,8 +40,13 @@ export const slack: SenderPreset = {
       'Slack: {{user_name}} (<@{{user_id}}>) ran {{command}} {{text}}',
       'In #{{channel_name}} ({{channel_id}}), workspace {{team_domain}}',
     ].join('\n'),
-    app_mention: ['Slack: <@{{event.user}}> mentioned the app in channel {{event.channel}}:', '{{event.text}}'].join('\n'),
-    message: ['Slack: message from <@{{event.user}}> in {{event.channel_type}} {{event.channel}}:', '{{event.text}}'].join('\n'),
+    app_mention: ['Slack: <@{{event.user}}> mentioned the app in channel {{event.channel}}:', '{{event.text}}'].join(
+      '\n',
+    ),
+    message: [
+      'Slack: message from <@{{event.user}}> in {{event.channel_type}} {{event.channel}}:',
+      '{{event.text}}',
+    ].join('\n'),
     block_actions: [
       `Slack: {{${i}.user.name}} (<@{{${i}.user.id}}>) used {{${i}.actions[0].action_id}} (value {{${i}.actions[0].value}}) in channel {{${i}.channel.name}} ({{${i}.channel.id}})`,
       `On the message: {{${i}.message.text}}`,
@@ -58,7 +64,12 @@ export const slack: SenderPreset = {
   defaultMessage: ['Slack event {{event.type}}{{payload.payload.type}}', '{{event}}{{payload.payload}}'].join('\n'),
   sessionKeys: {
     slash_command: ['{{team_id}}/{{channel_id}}'],
-    '*': ['{{team_id}}/{{event.channel}}', `{{${i}.team.id}}/{{${i}.channel.id}}`, `{{${i}.team.id}}/{{${i}.user.id}}`, '{{team_id}}'],
+    '*': [
+      '{{team_id}}/{{event.channel}}',
+      `{{${i}.team.id}}/{{${i}.channel.id}}`,
+      `{{${i}.team.id}}/{{${i}.user.id}}`,
+      '{{team_id}}',
+    ],
   },
   reply: { channel: 'slack', to: ['{{channel_id}}', '{{event.channel}}', `{{${i}.channel.id}}`] },
   setup: {
@@ -78,7 +89,13 @@ export const slack: SenderPreset = {
       token: 'XXYYZZ',
       team_id: 'T0001',
       api_app_id: 'A123456',
-      event: { type: 'app_mention', user: 'U2147483697', text: '<@U0LAN0Z89> is the deploy done?', ts: '1515449522.000016', channel: 'C2147483705' },
+      event: {
+        type: 'app_mention',
+        user: 'U2147483697',
+        text: '<@U0LAN0Z89> is the deploy done?',
+        ts: '1515449522.000016',
+        channel: 'C2147483705',
+      },
       type: 'event_callback',
       event_id: 'Ev0PV52K25',
       event_time: 1515449522,

@@ -13,7 +13,10 @@ export const standardWebhooks: SenderPreset = {
   event: { field: 'type' },
   messages: {},
   defaultEvents: ['*'],
-  defaultMessage: ['{{path}}: {{type}} event (message {{headers.webhook-id}}{{headers.svix-id}})', 'Data: {{data}}'].join('\n'),
+  defaultMessage: [
+    '{{path}}: {{type}} event (message {{headers.webhook-id}}{{headers.svix-id}})',
+    'Data: {{data}}',
+  ].join('\n'),
   sessionKeys: { '*': ['{{data.id}}'] },
   setup: {
     secret: 'sender',
@@ -21,7 +24,7 @@ export const standardWebhooks: SenderPreset = {
       "In the sender's dashboard, its webhooks page (Clerk: Configure → Webhooks; Resend: Webhooks): Add endpoint",
       'Endpoint URL: <url>',
       'Subscribe to the events <events>',
-      'Copy the endpoint\'s signing secret (whsec_…) and give it to hookgate',
+      "Copy the endpoint's signing secret (whsec_…) and give it to hookgate",
     ],
   },
   sample: {
@@ -30,7 +33,12 @@ export const standardWebhooks: SenderPreset = {
       type: 'user.created',
       object: 'event',
       timestamp: 1654012591835,
-      data: { id: 'user_29w83sxmDNGwOuEthce5gg56FcC', first_name: 'Example', last_name: 'Example', email_addresses: [{ email_address: 'example@example.org' }] },
+      data: {
+        id: 'user_29w83sxmDNGwOuEthce5gg56FcC',
+        first_name: 'Example',
+        last_name: 'Example',
+        email_addresses: [{ email_address: 'example@example.org' }],
+      },
     },
   },
 };

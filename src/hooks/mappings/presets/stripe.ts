@@ -78,7 +78,11 @@ export const stripe: SenderPreset = {
       footer,
     ].join('\n'),
   },
-  defaultMessage: [`Stripe {{type}} for {{${o}.object}} {{${o}.id}} (customer {{${o}.customer}})`, `Object: {{${o}}}`, footer].join('\n'),
+  defaultMessage: [
+    `Stripe {{type}} for {{${o}.object}} {{${o}.id}} (customer {{${o}.customer}})`,
+    `Object: {{${o}}}`,
+    footer,
+  ].join('\n'),
   sessionKeys: { '*': [`{{${o}.customer}}`, `{{${o}.id}}`] },
   setup: {
     secret: 'sender',

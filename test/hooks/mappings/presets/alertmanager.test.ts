@@ -41,7 +41,10 @@ describe('the alertmanager preset', () => {
   it('resolved: worded apart, with when it started and ended, in the same conversation', async () => {
     const r = await runOf(k, 'alertmanager', fixture('alertmanager', 'resolved'));
     const lines = r.message.split('\n');
-    assert.equal(lines[0], 'Alertmanager: RESOLVED ProbeFailure (severity critical): 1 alert no longer firing (receiver sms)');
+    assert.equal(
+      lines[0],
+      'Alertmanager: RESOLVED ProbeFailure (severity critical): 1 alert no longer firing (receiver sms)',
+    );
     assert.ok(lines.includes('  from 2023-02-06T13:08:45.828Z to 2023-02-06T13:21:45.828Z'), r.message);
     assert.equal(r.sessionKey, KEY);
   });
@@ -49,15 +52,25 @@ describe('the alertmanager preset', () => {
   it(`lists ${MAX_ALERTS} alerts and counts the rest (and those Alertmanager truncated); annotations are capped`, async () => {
     const n = fixture('alertmanager', 'firing');
     const one = n.alerts[0];
-    n.alerts = Array.from({ length: 14 }, (_, i) => ({ ...one, labels: { ...one.labels, instance: `host-${i}` }, annotations: { summary: 'x'.repeat(1000) } }));
+    n.alerts = Array.from({ length: 14 }, (_, i) => ({
+      ...one,
+      labels: { ...one.labels, instance: `host-${i}` },
+      annotations: { summary: 'x'.repeat(1000) },
+    }));
     n.truncatedAlerts = 3;
     const r = await runOf(k, 'alertmanager', n);
     assert.equal(r.message.split('\n').filter((l) => l.startsWith('- ')).length, MAX_ALERTS);
     assert.ok(r.message.includes('… and 7 alerts more'), r.message);
-    assert.ok(r.message.split('\n').every((l) => l.length < 400), 'a summary is capped');
+    assert.ok(
+      r.message.split('\n').every((l) => l.length < 400),
+      'a summary is capped',
+    );
   });
 
   it('a wrong bearer token is refused', async () => {
-    assert.equal((await deliver(k, 'alertmanager', fixture('alertmanager', 'firing'), { secret: 'another-token' })).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'alertmanager', fixture('alertmanager', 'firing'), { secret: 'another-token' })).kind,
+      'unauthorized',
+    );
   });
 });

@@ -25,7 +25,15 @@ const run = (event: string, payload: Example) => runOf(k, 'github', payload, { h
 
 describe('the github preset', () => {
   it('words pull_request, issues, issue_comment, push, release, workflow_run, check_suite (the default events)', () => {
-    assert.deepEqual(Object.keys(github.messages), ['pull_request', 'issues', 'issue_comment', 'push', 'release', 'workflow_run', 'check_suite']);
+    assert.deepEqual(Object.keys(github.messages), [
+      'pull_request',
+      'issues',
+      'issue_comment',
+      'push',
+      'release',
+      'workflow_run',
+      'check_suite',
+    ]);
   });
 
   it('every example of every worded event renders a full message in the github namespace', async () => {
@@ -35,7 +43,10 @@ describe('the github preset', () => {
         assert.ok(r.message.startsWith('GitHub '), `${event}[${i}]: ${r.message}`);
         assert.ok(r.message.includes(payload.repository.full_name as string), `${event}[${i}] names the repository`);
         assert.match(r.message, /https:\/\/github\.com\//, `${event}[${i}] links to GitHub`);
-        assert.ok(r.sessionKey.startsWith(`hook:github:${payload.repository.full_name}`), `${event}[${i}]: ${r.sessionKey}`);
+        assert.ok(
+          r.sessionKey.startsWith(`hook:github:${payload.repository.full_name}`),
+          `${event}[${i}]: ${r.sessionKey}`,
+        );
       }
     }
   });
@@ -49,12 +60,17 @@ describe('the github preset', () => {
 
   it("issues and issue comments share the issue's conversation (a pull request's comments, the pull request's)", async () => {
     const opened = examples('issues').find((e) => e.action === 'opened')!;
-    const comment = examples('issue_comment').find((e) => e.action === 'created' && e.issue.number === opened.issue.number) ?? examples('issue_comment')[0]!;
+    const comment =
+      examples('issue_comment').find((e) => e.action === 'created' && e.issue.number === opened.issue.number) ??
+      examples('issue_comment')[0]!;
     const a = await run('issues', opened);
     const b = await run('issue_comment', comment);
     assert.equal(a.sessionKey, `hook:github:${opened.repository.full_name}#${opened.issue.number}`);
     assert.equal(b.sessionKey, `hook:github:${comment.repository.full_name}#${comment.issue.number}`);
-    assert.match(a.message, new RegExp(`^GitHub issue #${opened.issue.number} opened in .+ by ${opened.sender.login}: `));
+    assert.match(
+      a.message,
+      new RegExp(`^GitHub issue #${opened.issue.number} opened in .+ by ${opened.sender.login}: `),
+    );
     assert.ok(a.message.includes(opened.issue.html_url as string));
     assert.ok(b.message.includes(comment.comment.body as string), 'the comment itself');
     assert.ok(b.message.includes(comment.comment.html_url as string));
@@ -62,12 +78,19 @@ describe('the github preset', () => {
 
   it("CI joins its pull request's conversation, else its branch's, which a push to that branch shares", async () => {
     const suite = examples('check_suite').find((e) => e.check_suite.pull_requests.length > 0)!;
-    assert.equal((await run('check_suite', suite)).sessionKey, `hook:github:${suite.repository.full_name}#${suite.check_suite.pull_requests[0].number}`);
+    assert.equal(
+      (await run('check_suite', suite)).sessionKey,
+      `hook:github:${suite.repository.full_name}#${suite.check_suite.pull_requests[0].number}`,
+    );
     const wf = examples('workflow_run').find((e) => e.workflow_run.pull_requests.length === 0)!;
     const r = await run('workflow_run', wf);
     assert.equal(r.sessionKey, `hook:github:${wf.repository.full_name}@refs/heads/${wf.workflow_run.head_branch}`);
     assert.ok(r.message.includes(wf.workflow_run.html_url as string));
-    const push = await run('push', { ...examples('push')[0]!, ref: `refs/heads/${wf.workflow_run.head_branch}`, repository: wf.repository });
+    const push = await run('push', {
+      ...examples('push')[0]!,
+      ref: `refs/heads/${wf.workflow_run.head_branch}`,
+      repository: wf.repository,
+    });
     assert.equal(push.sessionKey, r.sessionKey);
   });
 

@@ -10,8 +10,15 @@ import { fixture } from '../../../support/sender-fixtures.js';
 import { actionOf, deliver, kit, runOf } from './kit.js';
 
 const k = kit({ presets: [{ use: 'gitlab', secret: 'gl-secret' }] });
-const HOOK: Record<string, string> = { merge_request: 'Merge Request Hook', issue: 'Issue Hook', note: 'Note Hook', push: 'Push Hook', pipeline: 'Pipeline Hook' };
-const run = (payload: Record<string, unknown>) => runOf(k, 'gitlab', payload, { headers: { 'x-gitlab-event': HOOK[payload.object_kind as string] ?? 'System Hook' } });
+const HOOK: Record<string, string> = {
+  merge_request: 'Merge Request Hook',
+  issue: 'Issue Hook',
+  note: 'Note Hook',
+  push: 'Push Hook',
+  pipeline: 'Pipeline Hook',
+};
+const run = (payload: Record<string, unknown>) =>
+  runOf(k, 'gitlab', payload, { headers: { 'x-gitlab-event': HOOK[payload.object_kind as string] ?? 'System Hook' } });
 
 describe('the gitlab preset', () => {
   it('words merge_request, issue, note, push, pipeline (the default events)', () => {
@@ -37,8 +44,15 @@ describe('the gitlab preset', () => {
 
   it('an issue, a comment on a merge request, a push and a pipeline', async () => {
     const issue = await run(fixture('gitlab', 'issue'));
-    assert.equal(issue.message.split('\n')[0], 'GitLab issue #23 open in gitlabhq/gitlab-test by root: New API: create/update/delete file');
-    assert.ok(issue.message.endsWith('http://example.com/diaspora/issues/23\n\nCreate new API for manipulations with repository'));
+    assert.equal(
+      issue.message.split('\n')[0],
+      'GitLab issue #23 open in gitlabhq/gitlab-test by root: New API: create/update/delete file',
+    );
+    assert.ok(
+      issue.message.endsWith(
+        'http://example.com/diaspora/issues/23\n\nCreate new API for manipulations with repository',
+      ),
+    );
     assert.equal(issue.sessionKey, 'hook:gitlab:gitlabhq/gitlab-test#23');
 
     const note = await run(fixture('gitlab', 'note-merge-request'));
@@ -65,17 +79,30 @@ describe('the gitlab preset', () => {
     assert.equal(push.sessionKey, 'hook:gitlab:mike/diaspora@refs/heads/master');
 
     const pipeline = await run(fixture('gitlab', 'pipeline'));
-    assert.equal(pipeline.message.split('\n')[0], 'GitLab pipeline #31 success in gitlab-org/gitlab-test on master, started by root');
+    assert.equal(
+      pipeline.message.split('\n')[0],
+      'GitLab pipeline #31 success in gitlab-org/gitlab-test on master, started by root',
+    );
     assert.ok(pipeline.message.endsWith('http://example.com/gitlab-org/gitlab-test/-/pipelines/31'));
-    assert.equal(pipeline.sessionKey, 'hook:gitlab:gitlab-org/gitlab-test!1', "a merge request's pipeline joins its conversation");
+    assert.equal(
+      pipeline.sessionKey,
+      'hook:gitlab:gitlab-org/gitlab-test!1',
+      "a merge request's pipeline joins its conversation",
+    );
   });
 
   it('an event type outside events is not taken; events narrow it', async () => {
     const wiki = { object_kind: 'wiki_page', user: { username: 'root' }, project: { path_with_namespace: 'a/b' } };
-    assert.equal((await deliver(k, 'gitlab', wiki, { headers: { 'x-gitlab-event': 'Wiki Page Hook' } })).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'gitlab', wiki, { headers: { 'x-gitlab-event': 'Wiki Page Hook' } })).kind,
+      'unauthorized',
+    );
     const narrow = kit({ presets: [{ use: 'gitlab', secret: 'gl-secret', events: ['merge_request'] }] });
     assert.equal((await deliver(narrow, 'gitlab', fixture('gitlab', 'push'))).kind, 'unauthorized');
-    assert.equal((await runOf(narrow, 'gitlab', fixture('gitlab', 'merge-request'))).sessionKey, 'hook:gitlab:gitlabhq/gitlab-test!1');
+    assert.equal(
+      (await runOf(narrow, 'gitlab', fixture('gitlab', 'merge-request'))).sessionKey,
+      'hook:gitlab:gitlabhq/gitlab-test!1',
+    );
   });
 
   it('a wrong token is refused', async () => {

@@ -17,7 +17,8 @@ import { NO_DIR } from '../../../config/helpers.js';
 import { TOKEN } from '../../../support/token.js';
 
 export const NOW = Date.parse('2026-03-01T12:00:00Z');
-export const FRESH_KEY = (path: string) => new RegExp(`^hook:${path}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
+export const FRESH_KEY = (path: string) =>
+  new RegExp(`^hook:${path}:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`);
 
 export interface Kit {
   ctx: HooksContext;
@@ -25,7 +26,9 @@ export interface Kit {
 }
 
 export function kit(hooks: Record<string, unknown>, extra: Record<string, unknown> = {}): Kit {
-  const config = validateConfig({ ...extra, hooks: { enabled: true, token: TOKEN, ...hooks } }, undefined, NO_DIR, { env: {} });
+  const config = validateConfig({ ...extra, hooks: { enabled: true, token: TOKEN, ...hooks } }, undefined, NO_DIR, {
+    env: {},
+  });
   return { ctx: buildHooksContext(config, 1), routes: createHookRoutes({ logger: pino({ level: 'silent' }) }) };
 }
 
@@ -42,7 +45,12 @@ export interface Delivery {
 }
 
 /** A delivery to `path`, signed for the preset on that path, resolved without the hook token. */
-export function deliver(k: Kit, path: string, payload: Record<string, unknown>, d: Delivery = {}): Promise<RouteResult> {
+export function deliver(
+  k: Kit,
+  path: string,
+  payload: Record<string, unknown>,
+  d: Delivery = {},
+): Promise<RouteResult> {
   const raw = Buffer.from(d.raw ?? JSON.stringify(payload));
   const m = k.ctx.routes.mapped.mappings.find((x) => x.path === path && x.signature);
   assert.ok(m?.signature, `no signed preset on ${path}`);
@@ -62,7 +70,12 @@ export function deliver(k: Kit, path: string, payload: Record<string, unknown>, 
   });
 }
 
-export async function actionOf(k: Kit, path: string, payload: Record<string, unknown>, d: Delivery = {}): Promise<{ result: Extract<RouteResult, { kind: 'actions' }>; action: HookAction }> {
+export async function actionOf(
+  k: Kit,
+  path: string,
+  payload: Record<string, unknown>,
+  d: Delivery = {},
+): Promise<{ result: Extract<RouteResult, { kind: 'actions' }>; action: HookAction }> {
   const result = await deliver(k, path, payload, d);
   assert.equal(result.kind, 'actions', JSON.stringify(result));
   const r = result as Extract<RouteResult, { kind: 'actions' }>;

@@ -40,17 +40,31 @@ describe('the linear preset', () => {
     assert.equal(comment.sessionKey, `hook:linear:${ISSUE}`);
   });
 
-  it('an update lists what changed; families take a type\'s every action', async () => {
-    const update = { ...fresh('issue-create'), action: 'update', updatedFrom: { stateId: 'old-state', updatedAt: '2020-01-22T10:00:00.000Z' } };
+  it("an update lists what changed; families take a type's every action", async () => {
+    const update = {
+      ...fresh('issue-create'),
+      action: 'update',
+      updatedFrom: { stateId: 'old-state', updatedAt: '2020-01-22T10:00:00.000Z' },
+    };
     const r = await runOf(k, 'linear', update);
-    assert.ok(r.message.includes('Changed (previous values): {"stateId":"old-state","updatedAt":"2020-01-22T10:00:00.000Z"}'), r.message);
+    assert.ok(
+      r.message.includes('Changed (previous values): {"stateId":"old-state","updatedAt":"2020-01-22T10:00:00.000Z"}'),
+      r.message,
+    );
     const issues = kit({ presets: [{ use: 'linear', secret: 'lin_wh_secret', events: ['Issue.*'] }] });
-    assert.ok((await runOf(issues, 'linear', { ...fresh('issue-create'), action: 'remove' })).message.startsWith('Linear issue LIN-1778 removed'));
+    assert.ok(
+      (await runOf(issues, 'linear', { ...fresh('issue-create'), action: 'remove' })).message.startsWith(
+        'Linear issue LIN-1778 removed',
+      ),
+    );
     assert.equal((await deliver(issues, 'linear', fresh('comment-create'))).kind, 'unauthorized', 'not taken');
   });
 
   it('a stale webhookTimestamp, a wrong secret and an unmapped type are not taken', async () => {
-    assert.equal((await deliver(k, 'linear', { ...fresh('issue-create'), webhookTimestamp: NOW - 600_000 })).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'linear', { ...fresh('issue-create'), webhookTimestamp: NOW - 600_000 })).kind,
+      'unauthorized',
+    );
     assert.equal((await deliver(k, 'linear', fresh('issue-create'), { secret: 'other' })).kind, 'unauthorized');
     assert.equal((await deliver(k, 'linear', { ...fresh('issue-create'), type: 'Cycle' })).kind, 'unauthorized');
   });

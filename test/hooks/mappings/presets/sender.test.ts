@@ -11,7 +11,12 @@ import { signedQuery, signRequest } from '../../../../src/hooks/mappings/signatu
 import { actionOf, deliver, FRESH_KEY, kit, runOf } from './kit.js';
 
 const GH = { use: 'github', secret: 'gh-secret' };
-const issue = { action: 'opened', issue: { number: 7, title: 'Crash on start' }, repository: { full_name: 'acme/app' }, sender: { login: 'ada' } };
+const issue = {
+  action: 'opened',
+  issue: { number: 7, title: 'Crash on start' },
+  repository: { full_name: 'acme/app' },
+  sender: { login: 'ada' },
+};
 const ev = (event: string) => ({ headers: { 'x-github-event': event } });
 
 describe('sender presets: one entry, one mapping', () => {
@@ -29,7 +34,9 @@ describe('sender presets: one entry, one mapping', () => {
 
   it('defaults: an agent run named after the sender, persistent, in the session of the thing; the delivery id is the idempotency key', async () => {
     const k = kit({ presets: [GH] });
-    const { result, action } = await actionOf(k, 'github', issue, { headers: { 'x-github-event': 'issues', 'x-github-delivery': 'd-42' } });
+    const { result, action } = await actionOf(k, 'github', issue, {
+      headers: { 'x-github-event': 'issues', 'x-github-delivery': 'd-42' },
+    });
     assert.equal(result.deliveryId, 'd-42');
     assert.equal(action.kind, 'agent');
     const run = (action as Extract<HookAction, { kind: 'agent' }>).run;
@@ -57,7 +64,10 @@ describe('sender presets: one entry, one mapping', () => {
 
   it('events: the worded ones by default; another event type does not match (no run)', async () => {
     const k = kit({ presets: [GH] });
-    assert.equal((await runOf(k, 'github', { ...issue, ref: 'refs/heads/main' }, ev('push'))).sessionKey, 'hook:github:acme/app@refs/heads/main');
+    assert.equal(
+      (await runOf(k, 'github', { ...issue, ref: 'refs/heads/main' }, ev('push'))).sessionKey,
+      'hook:github:acme/app@refs/heads/main',
+    );
     // Not matched: with no mapping taking it, the request needs the hook token (and so is not authorized here).
     assert.equal((await deliver(k, 'github', issue, ev('star'))).kind, 'unauthorized');
     assert.equal((await deliver(k, 'github', issue, {})).kind, 'unauthorized', 'no event header: no event type');
@@ -69,20 +79,40 @@ describe('sender presets: one entry, one mapping', () => {
     assert.equal((await deliver(narrow, 'github', issue, ev('pull_request'))).kind, 'unauthorized');
 
     const wide = kit({ presets: [{ ...GH, events: ['issues', 'deployment'] }] });
-    const run = await runOf(wide, 'github', { action: 'created', repository: { full_name: 'acme/app', html_url: 'https://github.com/acme/app' }, sender: { login: 'ada' } }, ev('deployment'));
+    const run = await runOf(
+      wide,
+      'github',
+      {
+        action: 'created',
+        repository: { full_name: 'acme/app', html_url: 'https://github.com/acme/app' },
+        sender: { login: 'ada' },
+      },
+      ev('deployment'),
+    );
     assert.equal(run.message, 'GitHub deployment event created in acme/app by ada\nhttps://github.com/acme/app');
     assert.equal(run.sessionKey, 'hook:github:acme/app');
 
     const stripe = kit({ presets: [{ use: 'stripe', secret: 'whsec_s', events: ['invoice.*'] }] });
-    const paid = await runOf(stripe, 'stripe', { id: 'evt_1', type: 'invoice.paid', data: { object: { number: 'A-1', customer: 'cus_1' } } });
+    const paid = await runOf(stripe, 'stripe', {
+      id: 'evt_1',
+      type: 'invoice.paid',
+      data: { object: { number: 'A-1', customer: 'cus_1' } },
+    });
     assert.match(paid.message, /^Stripe invoice A-1 paid/);
-    const finalized = await runOf(stripe, 'stripe', { id: 'evt_2', type: 'invoice.finalized', data: { object: { object: 'invoice', id: 'in_2', customer: 'cus_1' } } });
+    const finalized = await runOf(stripe, 'stripe', {
+      id: 'evt_2',
+      type: 'invoice.finalized',
+      data: { object: { object: 'invoice', id: 'in_2', customer: 'cus_1' } },
+    });
     assert.match(finalized.message, /^Stripe invoice.finalized for invoice in_2 \(customer cus_1\)/);
     assert.equal((await deliver(stripe, 'stripe', { id: 'evt_3', type: 'invoiceX.paid' })).kind, 'unauthorized');
     assert.equal((await deliver(stripe, 'stripe', { id: 'evt_4', type: 'charge.refunded' })).kind, 'unauthorized');
 
     const all = kit({ presets: [{ ...GH, events: ['*'] }] });
-    assert.match((await runOf(all, 'github', issue, ev('star'))).message, /^GitHub star event opened in acme\/app by ada/);
+    assert.match(
+      (await runOf(all, 'github', issue, ev('star'))).message,
+      /^GitHub star event opened in acme\/app by ada/,
+    );
   });
 
   it('templates: reword an event, word a new one (taken by default), or reword every unworded one ("*")', async () => {
@@ -99,20 +129,44 @@ describe('sender presets: one entry, one mapping', () => {
       ],
     });
     assert.equal((await runOf(k, 'github', issue, ev('issues'))).message, 'Issue #7 opened: Crash on start');
-    assert.equal((await runOf(k, 'github', { deployment: { ref: 'v2', environment: 'prod' } }, ev('deployment'))).message, 'Deploy of v2 to prod');
-    assert.match((await runOf(k, 'github', { ...issue, ref: 'refs/heads/x' }, ev('push'))).message, /^GitHub push to refs\/heads\/x/);
-    assert.equal((await deliver(k, 'github', issue, ev('star'))).kind, 'unauthorized', '"*" rewords, it does not widen events');
+    assert.equal(
+      (await runOf(k, 'github', { deployment: { ref: 'v2', environment: 'prod' } }, ev('deployment'))).message,
+      'Deploy of v2 to prod',
+    );
+    assert.match(
+      (await runOf(k, 'github', { ...issue, ref: 'refs/heads/x' }, ev('push'))).message,
+      /^GitHub push to refs\/heads\/x/,
+    );
+    assert.equal(
+      (await deliver(k, 'github', issue, ev('star'))).kind,
+      'unauthorized',
+      '"*" rewords, it does not widen events',
+    );
   });
 
   it('a thing without the fields of its key gets a conversation of its own (never a shared, truncated key)', async () => {
     const k = kit({ presets: [GH] });
-    const a = await runOf(k, 'github', { action: 'opened', issue: { title: 'no number' }, repository: { full_name: 'acme/app' } }, ev('issues'));
-    const b = await runOf(k, 'github', { action: 'opened', issue: { title: 'no number' }, repository: { full_name: 'acme/app' } }, ev('issues'));
+    const a = await runOf(
+      k,
+      'github',
+      { action: 'opened', issue: { title: 'no number' }, repository: { full_name: 'acme/app' } },
+      ev('issues'),
+    );
+    const b = await runOf(
+      k,
+      'github',
+      { action: 'opened', issue: { title: 'no number' }, repository: { full_name: 'acme/app' } },
+      ev('issues'),
+    );
     assert.match(a.sessionKey, FRESH_KEY('github'));
     assert.notEqual(a.sessionKey, b.sessionKey);
     // Candidates in order: an organisation's event without a repository is the organisation's conversation.
     const all = kit({ presets: [{ ...GH, events: ['*'] }] });
-    assert.equal((await runOf(all, 'github', { action: 'member_added', organization: { login: 'acme' } }, ev('organization'))).sessionKey, 'hook:github:acme');
+    assert.equal(
+      (await runOf(all, 'github', { action: 'member_added', organization: { login: 'acme' } }, ev('organization')))
+        .sessionKey,
+      'hook:github:acme',
+    );
   });
 
   it('the entry sets the mapping fields: wake (to the main session), name, agent, delivery, model, timeout, sessionMode', async () => {
@@ -132,7 +186,17 @@ describe('sender presets: one entry, one mapping', () => {
     const agent = kit(
       {
         presets: [
-          { ...GH, name: 'GH {{repository.full_name}}', agentId: 'ops', deliver: false, channel: 'log', to: 'ops-room', timeoutSeconds: 30, thinking: 'low', sessionMode: 'isolated' },
+          {
+            ...GH,
+            name: 'GH {{repository.full_name}}',
+            agentId: 'ops',
+            deliver: false,
+            channel: 'log',
+            to: 'ops-room',
+            timeoutSeconds: 30,
+            thinking: 'low',
+            sessionMode: 'isolated',
+          },
         ],
       },
       config,
@@ -147,7 +211,11 @@ describe('sender presets: one entry, one mapping', () => {
   it("a sessionKey set on the entry is the user's: static as written, templated under the request-key policy", async () => {
     const fixed = kit({ presets: [{ ...GH, sessionKey: 'hook:github-all' }] });
     assert.equal((await runOf(fixed, 'github', issue, ev('issues'))).sessionKey, 'hook:github-all');
-    const templated = kit({ allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:'], presets: [{ ...GH, sessionKey: 'hook:repo:{{repository.full_name}}' }] });
+    const templated = kit({
+      allowRequestSessionKey: true,
+      allowedSessionKeyPrefixes: ['hook:'],
+      presets: [{ ...GH, sessionKey: 'hook:repo:{{repository.full_name}}' }],
+    });
     assert.equal((await runOf(templated, 'github', issue, ev('issues'))).sessionKey, 'hook:repo:acme/app');
   });
 
@@ -171,7 +239,12 @@ describe('sender presets: one entry, one mapping', () => {
   it('a custom mapping on the same path comes first (e.g. one event type of its own); the preset takes the rest', async () => {
     const k = kit({
       mappings: [
-        { id: 'deploys', match: { path: 'github', headers: { 'x-github-event': 'deployment' } }, messageTemplate: 'deploy {{deployment.ref}}', signature: { scheme: 'github', secret: 'gh-secret' } },
+        {
+          id: 'deploys',
+          match: { path: 'github', headers: { 'x-github-event': 'deployment' } },
+          messageTemplate: 'deploy {{deployment.ref}}',
+          signature: { scheme: 'github', secret: 'gh-secret' },
+        },
       ],
       presets: [GH],
     });
@@ -182,11 +255,18 @@ describe('sender presets: one entry, one mapping', () => {
 
   it("every preset's sample delivery, signed with the entry's secret, makes one action (what a test send posts)", async () => {
     for (const p of senderPresets()) {
-      const secret = p.name === 'standard-webhooks' || p.name === 'stripe' ? 'whsec_c2FtcGxlLXNlY3JldA==' : 'sample-secret';
-      const k = kit({ presets: [{ use: p.name, secret, ...(p.name === 'twilio' ? { url: 'https://hooks.example.com/hooks/twilio' } : {}) }] });
+      const secret =
+        p.name === 'standard-webhooks' || p.name === 'stripe' ? 'whsec_c2FtcGxlLXNlY3JldA==' : 'sample-secret';
+      const k = kit({
+        presets: [
+          { use: p.name, secret, ...(p.name === 'twilio' ? { url: 'https://hooks.example.com/hooks/twilio' } : {}) },
+        ],
+      });
       const m = k.ctx.routes.mapped.mappings.find((x) => x.preset === p.name)!;
       const now = Date.now();
-      const raw = JSON.stringify(p.sample.sentAtField ? { ...p.sample.body, [p.sample.sentAtField]: now } : p.sample.body);
+      const raw = JSON.stringify(
+        p.sample.sentAtField ? { ...p.sample.body, [p.sample.sentAtField]: now } : p.sample.body,
+      );
       const headers = { ...p.sample.headers, ...signRequest(m.signature!, Buffer.from(raw), now) };
       const r = await k.routes.resolve({
         ctx: k.ctx,
@@ -201,10 +281,14 @@ describe('sender presets: one entry, one mapping', () => {
         tokenVerified: false,
       });
       assert.equal(r.kind, 'actions', `${p.name}: ${JSON.stringify(r)}`);
-      const run = ((r as Extract<typeof r, { kind: 'actions' }>).actions[0] as Extract<HookAction, { kind: 'agent' }>).run;
+      const run = ((r as Extract<typeof r, { kind: 'actions' }>).actions[0] as Extract<HookAction, { kind: 'agent' }>)
+        .run;
       assert.ok(run.message.length > 20, p.name);
       assert.ok(run.sessionKey.startsWith(`hook:${p.name}:`), run.sessionKey);
-      assert.ok(p.setup.steps.length > 0 && p.setup.steps.some((s) => s.includes('<url>')), `${p.name}: steps name the URL`);
+      assert.ok(
+        p.setup.steps.length > 0 && p.setup.steps.some((s) => s.includes('<url>')),
+        `${p.name}: steps name the URL`,
+      );
     }
   });
 });

@@ -45,6 +45,9 @@ describe('the sentry preset', () => {
     const issue = fixture('sentry', 'issue-created');
     assert.equal((await deliver(k, 'sentry', issue, { ...as('issue'), now: NOW - 600_000 })).kind, 'unauthorized');
     assert.equal((await deliver(k, 'sentry', issue, { ...as('issue'), secret: 'other' })).kind, 'unauthorized');
-    assert.equal((await deliver(k, 'sentry', { action: 'created', installation: { uuid: 'x' } }, as('installation'))).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'sentry', { action: 'created', installation: { uuid: 'x' } }, as('installation'))).kind,
+      'unauthorized',
+    );
   });
 });

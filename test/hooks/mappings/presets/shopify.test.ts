@@ -13,7 +13,14 @@ const topic = (t: string) => ({ headers: { 'x-shopify-topic': t, 'x-shopify-shop
 
 describe('the shopify preset', () => {
   it('words orders/create, orders/paid, orders/cancelled, orders/fulfilled, refunds/create, customers/create (the default events)', () => {
-    assert.deepEqual(Object.keys(shopify.messages), ['orders/create', 'orders/paid', 'orders/cancelled', 'orders/fulfilled', 'refunds/create', 'customers/create']);
+    assert.deepEqual(Object.keys(shopify.messages), [
+      'orders/create',
+      'orders/paid',
+      'orders/cancelled',
+      'orders/fulfilled',
+      'refunds/create',
+      'customers/create',
+    ]);
   });
 
   it('an order placed: who bought what for how much, the admin link; X-Shopify-Webhook-Id is the delivery id', async () => {
@@ -31,14 +38,32 @@ describe('the shopify preset', () => {
       ].join('\n'),
     );
     assert.equal(r.sessionKey, `hook:shopify:jsmith.myshopify.com/orders/${order.id}`);
-    const refund = await runOf(k, 'shopify', { id: 509562969, order_id: order.id, note: 'it broke during shipping', transactions: [{ amount: '41.94', currency: 'USD', status: 'success' }] }, topic('refunds/create'));
+    const refund = await runOf(
+      k,
+      'shopify',
+      {
+        id: 509562969,
+        order_id: order.id,
+        note: 'it broke during shipping',
+        transactions: [{ amount: '41.94', currency: 'USD', status: 'success' }],
+      },
+      topic('refunds/create'),
+    );
     assert.equal(refund.sessionKey, r.sessionKey, "a refund joins its order's conversation");
   });
 
   it('families: orders/* takes every order topic and nothing else', async () => {
     const orders = kit({ presets: [{ use: 'shopify', secret: 'shpss_client_secret', events: ['orders/*'] }] });
-    assert.ok((await runOf(orders, 'shopify', fixture('shopify', 'orders-create'), topic('orders/updated'))).message.startsWith('Shopify orders/updated on jsmith.myshopify.com'));
+    assert.ok(
+      (await runOf(orders, 'shopify', fixture('shopify', 'orders-create'), topic('orders/updated'))).message.startsWith(
+        'Shopify orders/updated on jsmith.myshopify.com',
+      ),
+    );
     assert.equal((await deliver(orders, 'shopify', { id: 1 }, topic('products/update'))).kind, 'unauthorized');
-    assert.equal((await deliver(k, 'shopify', fixture('shopify', 'orders-create'), { ...topic('orders/create'), secret: 'other' })).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'shopify', fixture('shopify', 'orders-create'), { ...topic('orders/create'), secret: 'other' }))
+        .kind,
+      'unauthorized',
+    );
   });
 });

@@ -33,7 +33,14 @@ const mention = (event: Record<string, unknown>) => ({
   type: 'event_callback',
   event_id: `Ev${Math.random().toString(36).slice(2)}`,
   event_time: 1515449522,
-  event: { type: 'app_mention', user: 'U2147483697', text: '<@U0LAN0Z89> is the deploy done?', ts: '1515449522.000016', channel: 'C2147483705', ...event },
+  event: {
+    type: 'app_mention',
+    user: 'U2147483697',
+    text: '<@U0LAN0Z89> is the deploy done?',
+    ts: '1515449522.000016',
+    channel: 'C2147483705',
+    ...event,
+  },
 });
 
 const blockActions = {
@@ -54,7 +61,10 @@ describe('the slack preset', () => {
     assert.equal(result.senderAnswer, 'empty', 'Slack shows a body to the user');
     assert.equal(action.kind, 'agent');
     const run = (action as Extract<typeof action, { kind: 'agent' }>).run;
-    assert.equal(run.message, 'Slack: Steve (<@U2147483697>) ran /weather 94070\nIn #test (C2147483705), workspace example');
+    assert.equal(
+      run.message,
+      'Slack: Steve (<@U2147483697>) ran /weather 94070\nIn #test (C2147483705), workspace example',
+    );
     assert.equal(run.sessionKey, 'hook:slack:T0001/C2147483705');
     assert.equal(run.name, 'Slack');
   });
@@ -66,18 +76,38 @@ describe('the slack preset', () => {
     assert.equal(result.deliveryId, body.event_id);
     assert.equal(result.senderAnswer, undefined);
     const run = await runOf(k, 'slack', mention({}));
-    assert.equal(run.message, 'Slack: <@U2147483697> mentioned the app in channel C2147483705:\n<@U0LAN0Z89> is the deploy done?');
-    assert.equal(run.sessionKey, 'hook:slack:T0001/C2147483705', 'the same conversation as the slash command in that channel');
+    assert.equal(
+      run.message,
+      'Slack: <@U2147483697> mentioned the app in channel C2147483705:\n<@U0LAN0Z89> is the deploy done?',
+    );
+    assert.equal(
+      run.sessionKey,
+      'hook:slack:T0001/C2147483705',
+      'the same conversation as the slash command in that channel',
+    );
   });
 
   it("a person's message is `message`; a bot's (the app's own reply) and a subtype are typed apart, so they do not match", async () => {
     const k = kit({ presets: [SLACK] });
-    const dm = await runOf(k, 'slack', mention({ type: 'message', channel_type: 'im', channel: 'D0001', text: 'hello' }));
+    const dm = await runOf(
+      k,
+      'slack',
+      mention({ type: 'message', channel_type: 'im', channel: 'D0001', text: 'hello' }),
+    );
     assert.equal(dm.message, 'Slack: message from <@U2147483697> in im D0001:\nhello');
-    assert.equal((await deliver(k, 'slack', mention({ type: 'message', bot_id: 'B1', text: 'my own reply' }))).kind, 'unauthorized');
-    assert.equal((await deliver(k, 'slack', mention({ type: 'message', subtype: 'message_changed' }))).kind, 'unauthorized');
+    assert.equal(
+      (await deliver(k, 'slack', mention({ type: 'message', bot_id: 'B1', text: 'my own reply' }))).kind,
+      'unauthorized',
+    );
+    assert.equal(
+      (await deliver(k, 'slack', mention({ type: 'message', subtype: 'message_changed' }))).kind,
+      'unauthorized',
+    );
     const edits = kit({ presets: [{ ...SLACK, events: ['message_changed'] }] });
-    assert.match((await runOf(edits, 'slack', mention({ type: 'message', subtype: 'message_changed' }))).message, /^Slack event message/);
+    assert.match(
+      (await runOf(edits, 'slack', mention({ type: 'message', subtype: 'message_changed' }))).message,
+      /^Slack event message/,
+    );
   });
 
   it('Interactivity (form with a JSON payload field): who clicked what, on which message; an empty 200', async () => {
@@ -86,7 +116,10 @@ describe('the slack preset', () => {
     const { result, action } = await actionOf(k, 'slack', blockActions, { ...FORM, raw });
     assert.equal(result.senderAnswer, 'empty');
     const run = (action as Extract<typeof action, { kind: 'agent' }>).run;
-    assert.equal(run.message, 'Slack: steve (<@U2147483697>) used approve_deploy (value v2) in channel test (C2147483705)\nOn the message: Deploy v2 to production?');
+    assert.equal(
+      run.message,
+      'Slack: steve (<@U2147483697>) used approve_deploy (value v2) in channel test (C2147483705)\nOn the message: Deploy v2 to production?',
+    );
     assert.equal(run.sessionKey, 'hook:slack:T0001/C2147483705');
   });
 

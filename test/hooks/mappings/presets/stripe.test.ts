@@ -33,7 +33,15 @@ describe('the stripe preset', () => {
   });
 
   it('payment_intent.succeeded: amount, customer, the link, how to read amounts; the event id is the delivery id', async () => {
-    const body = event('payment_intent.succeeded', { id: 'pi_1', object: 'payment_intent', amount: 2000, amount_received: 2000, currency: 'usd', customer: 'cus_A', description: 'Order 1042' });
+    const body = event('payment_intent.succeeded', {
+      id: 'pi_1',
+      object: 'payment_intent',
+      amount: 2000,
+      amount_received: 2000,
+      currency: 'usd',
+      customer: 'cus_A',
+      description: 'Order 1042',
+    });
     const { result } = await actionOf(k, 'stripe', body);
     assert.equal(result.deliveryId, body.id);
     const run = await runOf(k, 'stripe', body);
@@ -52,14 +60,112 @@ describe('the stripe preset', () => {
 
   it("the other worded events say what happened to whom; a customer's events share a conversation", async () => {
     const cases: Array<[string, Record<string, unknown>, RegExp, Record<string, unknown>?]> = [
-      ['payment_intent.payment_failed', { id: 'pi_2', amount: 500, currency: 'eur', customer: 'cus_A', last_payment_error: { message: 'Your card was declined.', code: 'card_declined', decline_code: 'insufficient_funds' } }, /^Stripe payment failed: 500 eur from customer cus_A\nReason: Your card was declined\. \(code card_declined, decline code insufficient_funds\)/],
-      ['charge.refunded', { id: 'ch_1', amount: 2000, amount_refunded: 500, currency: 'usd', customer: 'cus_A', payment_intent: 'pi_1', receipt_url: 'https://pay.stripe.com/receipts/r1' }, /^Stripe charge refunded: 500 of 2000 usd to customer cus_A\n.*receipt https:\/\/pay\.stripe\.com\/receipts\/r1/],
-      ['invoice.paid', { id: 'in_1', number: 'ACME-0042', amount_paid: 1200, currency: 'eur', customer: 'cus_A', customer_email: 'ada@example.com', hosted_invoice_url: 'https://invoice.stripe.com/i/1' }, /^Stripe invoice ACME-0042 paid: 1200 eur by ada@example\.com \(customer cus_A\)[\s\S]*https:\/\/invoice\.stripe\.com\/i\/1/],
-      ['invoice.payment_failed', { id: 'in_2', number: 'ACME-0043', amount_due: 1200, currency: 'eur', customer: 'cus_A', customer_email: 'ada@example.com', attempt_count: 2 }, /^Stripe invoice ACME-0043 payment failed: 1200 eur due from ada@example\.com \(customer cus_A\)\nAttempt 2/],
-      ['customer.subscription.created', { id: 'sub_1', customer: 'cus_A', status: 'active', items: { data: [{ quantity: 1, price: { id: 'price_1', nickname: 'Pro', unit_amount: 900, currency: 'usd', recurring: { interval: 'month' } } }] } }, /^Stripe subscription created for customer cus_A: status active\nPrice price_1 \(Pro\): 900 usd per month, quantity 1/],
-      ['customer.subscription.updated', { id: 'sub_1', customer: 'cus_A', status: 'past_due', cancel_at_period_end: false, items: { data: [] } }, /^Stripe subscription updated for customer cus_A: status past_due[\s\S]*Changed \(previous values\): \{"status":"active"\}/, { previous_attributes: { status: 'active' } }],
-      ['customer.subscription.deleted', { id: 'sub_1', customer: 'cus_A', status: 'canceled', cancellation_details: { reason: 'cancellation_requested' } }, /^Stripe subscription ended for customer cus_A: status canceled, reason cancellation_requested/],
-      ['checkout.session.completed', { id: 'cs_1', amount_total: 4200, currency: 'usd', customer: 'cus_A', customer_details: { name: 'Ada', email: 'ada@example.com' }, payment_status: 'paid', mode: 'payment' }, /^Stripe checkout completed: 4200 usd from Ada <ada@example\.com>\nPayment status paid, mode payment/],
+      [
+        'payment_intent.payment_failed',
+        {
+          id: 'pi_2',
+          amount: 500,
+          currency: 'eur',
+          customer: 'cus_A',
+          last_payment_error: {
+            message: 'Your card was declined.',
+            code: 'card_declined',
+            decline_code: 'insufficient_funds',
+          },
+        },
+        /^Stripe payment failed: 500 eur from customer cus_A\nReason: Your card was declined\. \(code card_declined, decline code insufficient_funds\)/,
+      ],
+      [
+        'charge.refunded',
+        {
+          id: 'ch_1',
+          amount: 2000,
+          amount_refunded: 500,
+          currency: 'usd',
+          customer: 'cus_A',
+          payment_intent: 'pi_1',
+          receipt_url: 'https://pay.stripe.com/receipts/r1',
+        },
+        /^Stripe charge refunded: 500 of 2000 usd to customer cus_A\n.*receipt https:\/\/pay\.stripe\.com\/receipts\/r1/,
+      ],
+      [
+        'invoice.paid',
+        {
+          id: 'in_1',
+          number: 'ACME-0042',
+          amount_paid: 1200,
+          currency: 'eur',
+          customer: 'cus_A',
+          customer_email: 'ada@example.com',
+          hosted_invoice_url: 'https://invoice.stripe.com/i/1',
+        },
+        /^Stripe invoice ACME-0042 paid: 1200 eur by ada@example\.com \(customer cus_A\)[\s\S]*https:\/\/invoice\.stripe\.com\/i\/1/,
+      ],
+      [
+        'invoice.payment_failed',
+        {
+          id: 'in_2',
+          number: 'ACME-0043',
+          amount_due: 1200,
+          currency: 'eur',
+          customer: 'cus_A',
+          customer_email: 'ada@example.com',
+          attempt_count: 2,
+        },
+        /^Stripe invoice ACME-0043 payment failed: 1200 eur due from ada@example\.com \(customer cus_A\)\nAttempt 2/,
+      ],
+      [
+        'customer.subscription.created',
+        {
+          id: 'sub_1',
+          customer: 'cus_A',
+          status: 'active',
+          items: {
+            data: [
+              {
+                quantity: 1,
+                price: {
+                  id: 'price_1',
+                  nickname: 'Pro',
+                  unit_amount: 900,
+                  currency: 'usd',
+                  recurring: { interval: 'month' },
+                },
+              },
+            ],
+          },
+        },
+        /^Stripe subscription created for customer cus_A: status active\nPrice price_1 \(Pro\): 900 usd per month, quantity 1/,
+      ],
+      [
+        'customer.subscription.updated',
+        { id: 'sub_1', customer: 'cus_A', status: 'past_due', cancel_at_period_end: false, items: { data: [] } },
+        /^Stripe subscription updated for customer cus_A: status past_due[\s\S]*Changed \(previous values\): \{"status":"active"\}/,
+        { previous_attributes: { status: 'active' } },
+      ],
+      [
+        'customer.subscription.deleted',
+        {
+          id: 'sub_1',
+          customer: 'cus_A',
+          status: 'canceled',
+          cancellation_details: { reason: 'cancellation_requested' },
+        },
+        /^Stripe subscription ended for customer cus_A: status canceled, reason cancellation_requested/,
+      ],
+      [
+        'checkout.session.completed',
+        {
+          id: 'cs_1',
+          amount_total: 4200,
+          currency: 'usd',
+          customer: 'cus_A',
+          customer_details: { name: 'Ada', email: 'ada@example.com' },
+          payment_status: 'paid',
+          mode: 'payment',
+        },
+        /^Stripe checkout completed: 4200 usd from Ada <ada@example\.com>\nPayment status paid, mode payment/,
+      ],
     ];
     for (const [type, object, words, extra] of cases) {
       const run = await runOf(k, 'stripe', event(type, object, extra));
@@ -69,8 +175,23 @@ describe('the stripe preset', () => {
   });
 
   it("a dispute (no customer on it) is its own object's conversation", async () => {
-    const run = await runOf(k, 'stripe', event('charge.dispute.created', { id: 'dp_1', amount: 2000, currency: 'usd', charge: 'ch_1', reason: 'fraudulent', status: 'needs_response', evidence_details: { due_by: 1700000000 } }));
-    assert.match(run.message, /^Stripe dispute opened: 2000 usd on charge ch_1, reason fraudulent, status needs_response\nEvidence due by 1700000000 \(Unix time\)\nhttps:\/\/dashboard\.stripe\.com\/disputes\/dp_1/);
+    const run = await runOf(
+      k,
+      'stripe',
+      event('charge.dispute.created', {
+        id: 'dp_1',
+        amount: 2000,
+        currency: 'usd',
+        charge: 'ch_1',
+        reason: 'fraudulent',
+        status: 'needs_response',
+        evidence_details: { due_by: 1700000000 },
+      }),
+    );
+    assert.match(
+      run.message,
+      /^Stripe dispute opened: 2000 usd on charge ch_1, reason fraudulent, status needs_response\nEvidence due by 1700000000 \(Unix time\)\nhttps:\/\/dashboard\.stripe\.com\/disputes\/dp_1/,
+    );
     assert.equal(run.sessionKey, 'hook:stripe:dp_1');
   });
 });

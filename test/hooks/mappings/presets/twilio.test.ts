@@ -66,10 +66,20 @@ describe('the twilio preset', () => {
 
   it("a call's status callback; an incoming call is not taken; a wrong token is refused", async () => {
     const status = runIn(await post(fixture('twilio', 'call-status') as Record<string, string>));
-    assert.equal(status.message, 'Twilio call CA42ed11f93dc08b952027ffbc406d0868 from +15551234567 to +15557654321 (outbound-api): completed\nDuration 14 s, at Mon, 04 Mar 2024 19:21:13 +0000; account ACXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX');
-    const { CallbackSource: _, SequenceNumber: __, ...incoming } = fixture('twilio', 'call-status') as Record<string, string>;
+    assert.equal(
+      status.message,
+      'Twilio call CA42ed11f93dc08b952027ffbc406d0868 from +15551234567 to +15557654321 (outbound-api): completed\nDuration 14 s, at Mon, 04 Mar 2024 19:21:13 +0000; account ACXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX',
+    );
+    const {
+      CallbackSource: _,
+      SequenceNumber: __,
+      ...incoming
+    } = fixture('twilio', 'call-status') as Record<string, string>;
     // Not taken (answered 200 with TwiML by the server: the e2e test; here, without the path verifier's verdict, refused).
     assert.equal((await post({ ...incoming, CallStatus: 'ringing' })).kind, 'unauthorized');
-    assert.equal((await post(fixture('twilio', 'incoming-sms') as Record<string, string>, 'another-token')).kind, 'unauthorized');
+    assert.equal(
+      (await post(fixture('twilio', 'incoming-sms') as Record<string, string>, 'another-token')).kind,
+      'unauthorized',
+    );
   });
 });
