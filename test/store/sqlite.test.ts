@@ -275,7 +275,8 @@ describe('SqliteStore checkpoint thread (inline writer)', { timeout: 60_000 }, (
       onWarning: (m) => warnings.push(m),
     });
     try {
-      const thread = (store as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } }).checkpointer;
+      const thread = (store as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } })
+        .checkpointer;
       await thread.worker.terminate();
       const deadline = Date.now() + 5000;
       while (warnings.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
