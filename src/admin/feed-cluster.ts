@@ -7,7 +7,7 @@
  * Events are sent only while some node's feed has readers (docs/admin.md#live-feed): such a node says so every
  * FEED_WATCH_ANNOUNCE_MS (a `feed` notice with `watchMs`), and for FEED_WATCH_GRACE_MS after its last reader left, so
  * a reader reconnecting with Last-Event-ID resumes without missing the other nodes' events. When it stops asking it
- * breaks resumes from before (a `gap` reset). A node that just started sends for as long as one request holds.
+ * breaks resumes from before (a `gap` reset). A node that just started asks who reads (FEED_START_SEND_MS).
  * Refusals are always sent: the first page of `/api/v1/received` lists the cluster's not-yet-stored ones.
  *
  * Best-effort, like every notice: events announced while PostgreSQL is unreachable, or past MAX_QUEUED while it is
@@ -30,6 +30,13 @@ export const FEED_WATCH_ANNOUNCE_MS = 5_000;
 /** How long a node keeps asking after its last reader left: EventSource and `hookgate tail` reconnect within it. */
 export const FEED_WATCH_GRACE_MS = 60_000;
 
+/**
+ * A node that starts sends for this long, and asks after HELLO_DELAY_MS (once its LISTEN is normally in place) who
+ * reads: a node with readers answers by asking at once, rather than at its next announcement.
+ */
+export const FEED_START_SEND_MS = 1_500;
+const HELLO_DELAY_MS = 500;
+
 /** Sent whether or not a feed reads: the admin API's list of recent refusals reads them from every node's buffer. */
 const isRefusal = (e: FeedEvent): boolean => e.type === 'received' && e.status >= 400;
 
@@ -38,6 +45,7 @@ export interface ShareFeedOptions {
   announceMs?: number;
   graceMs?: number;
   now?: () => number;
+  helloDelayMs?: number;
 }
 
 export type FeedClusterStore = Pick<ClusterStore, 'shared' | 'publishFeed' | 'subscribe'>;
@@ -49,8 +57,11 @@ export function shareFeed(bus: FeedBus, store: FeedClusterStore, node: string, l
   /** How long one request holds: three of them, so that one lost notice does not stop the others sending. */
   const holdMs = 3 * announceMs;
   const graceMs = opts.graceMs ?? FEED_WATCH_GRACE_MS;
-  /** Until when some other node asked for this node's events (unknown at start: as if one had just asked). */
-  let othersWatchUntil = now() + holdMs;
+  /** Until when some other node asked for this node's events. */
+  let othersWatchUntil = now() + FEED_START_SEND_MS;
+  // watchMs 0: "who reads?" (a request is never 0).
+  const hello = setTimeout(() => void store.publishFeed(node, [], 0).catch(() => {}), opts.helloDelayMs ?? HELLO_DELAY_MS);
+  hello.unref();
   const limit = FEED_NOTICE_MAX_BYTES - ENVELOPE_BYTES - Buffer.byteLength(node);
   let queue: { json: string; bytes: number }[] = [];
   let timer: NodeJS.Timeout | undefined;
@@ -123,13 +134,15 @@ export function shareFeed(bus: FeedBus, store: FeedClusterStore, node: string, l
   });
   const unsubscribeNotices = store.subscribe((notice) => {
     if (notice.kind !== 'feed' || notice.node === node) return; // our own NOTIFY comes back to us too
-    if (notice.watchMs !== undefined) othersWatchUntil = Math.max(othersWatchUntil, now() + notice.watchMs);
+    if (notice.watchMs === 0 && asking) ask();
+    else if (notice.watchMs !== undefined) othersWatchUntil = Math.max(othersWatchUntil, now() + notice.watchMs);
     for (const event of notice.events) bus.publish(event, notice.node);
   });
   return () => {
     unsubscribeLocal();
     unsubscribeNotices();
     unsubscribeReaders();
+    clearTimeout(hello);
     clearInterval(asking);
     asking = undefined;
     if (timer) clearTimeout(timer);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { shareFeed } from '../../src/admin/feed-cluster.js';
+import { FEED_START_SEND_MS, shareFeed } from '../../src/admin/feed-cluster.js';
 import { FeedBus, type FeedEvent } from '../../src/feed.js';
 import { feedNoticePayload } from '../../src/store/postgres-notices.js';
 import { type ClusterNotice, FEED_NOTICE_MAX_BYTES } from '../../src/store/types.js';
@@ -60,14 +60,14 @@ describe('the live feed across nodes (shareFeed)', () => {
     stop();
   });
 
-  it('once no node has asked for its events for as long as a request holds, sends only refusals; a request resumes the rest', async () => {
+  it('once no node has asked for its events, sends only refusals; a request resumes the rest for 3 announcements', async () => {
     let clock = 1_000;
     const bus = new FeedBus(64, 'node-a');
     const { store, sent, notify } = fakeStore();
-    const stop = shareFeed(bus, store, 'node-a', captureLogger().logger, { flushMs: 1, announceMs: 10, now: () => clock });
+    const stop = shareFeed(bus, store, 'node-a', captureLogger().logger, { flushMs: 1, announceMs: 10, now: () => clock, helloDelayMs: 60_000 });
     bus.publish(run('at-start')); // a node that just started sends: it has not heard yet
     await waitFor('sent', () => sent.length === 1);
-    clock += 30; // one request holds 3 × announceMs
+    clock += FEED_START_SEND_MS;
     bus.publish(run('unread'));
     bus.publish(received(200));
     bus.publish(received(401));
@@ -79,13 +79,33 @@ describe('the live feed across nodes (shareFeed)', () => {
     bus.publish(run('read'));
     await waitFor('sent again', () => sent.length === 3);
     assert.match(sent[2]!, /"runId":"read"/);
+    clock += 30;
+    bus.publish(run('unread again'));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(sent.length, 3, 'the request has lapsed');
     stop();
+  });
+
+  it('a node that starts asks who reads; a node whose feed has readers answers by asking', async () => {
+    const a = fakeStore();
+    const stopA = shareFeed(new FeedBus(8, 'node-a'), a.store, 'node-a', captureLogger().logger, { helloDelayMs: 1 });
+    await waitFor('hello sent', () => a.sent.some((p) => (JSON.parse(p) as { watchMs?: number }).watchMs === 0));
+    const busB = new FeedBus(8, 'node-b');
+    const b = fakeStore();
+    const stopB = shareFeed(busB, b.store, 'node-b', captureLogger().logger, { helloDelayMs: 60_000 });
+    b.notify({ kind: 'feed', node: 'node-a', events: [], watchMs: 0 });
+    assert.equal(b.sent.length, 0, 'no readers: no answer');
+    busB.addReaders(1);
+    b.notify({ kind: 'feed', node: 'node-a', events: [], watchMs: 0 });
+    assert.equal(b.sent.filter((p) => (JSON.parse(p) as { watchMs?: number }).watchMs! > 0).length, 2, 'asked when its reader came, and again on the hello');
+    stopA();
+    stopB();
   });
 
   it('asks the others while its feed has readers and for the grace after; then a resume from before it stopped is a gap', async () => {
     const bus = new FeedBus(64, 'node-a');
     const { store, sent } = fakeStore();
-    const stop = shareFeed(bus, store, 'node-a', captureLogger().logger, { flushMs: 1, announceMs: 5, graceMs: 40 });
+    const stop = shareFeed(bus, store, 'node-a', captureLogger().logger, { flushMs: 1, announceMs: 5, graceMs: 40, helloDelayMs: 60_000 });
     const asks = () => sent.filter((p) => (JSON.parse(p) as { watchMs?: number }).watchMs === 15).length;
     assert.equal(asks(), 0, 'nobody reads: nobody asked');
     bus.addReaders(1);
