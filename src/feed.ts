@@ -108,6 +108,10 @@ export class FeedBus implements FeedSink {
   private readonly listeners = new Set<FeedListener>();
   /** The last sequence number given out (0: none yet). */
   private head = 0;
+  /** No resume from before this sequence number (`breakResume`); 0: none. */
+  private floor = 0;
+  private readerCount = 0;
+  private readonly readerListeners = new Set<(readers: number) => void>();
 
   constructor(
     readonly capacity = FEED_CAPACITY,
@@ -141,6 +145,32 @@ export class FeedBus implements FeedSink {
 
   get subscribers(): number {
     return this.listeners.size;
+  }
+
+  /**
+   * Live-feed streams reading this bus (admin/events.ts adds 1 while it has clients, then -1). The cluster feed asks
+   * the other nodes for their events only while some read (admin/feed-cluster.ts).
+   */
+  addReaders(delta: number): void {
+    this.readerCount += delta;
+    for (const l of this.readerListeners) l(this.readerCount);
+  }
+
+  get readers(): number {
+    return this.readerCount;
+  }
+
+  onReaders(listener: (readers: number) => void): () => void {
+    this.readerListeners.add(listener);
+    return () => void this.readerListeners.delete(listener);
+  }
+
+  /**
+   * Events from now on may not follow on from the buffer (this node stopped receiving the other nodes' events for a
+   * while): a reader that last saw an earlier event gets a `gap` reset instead of a resume that silently lacks them.
+   */
+  breakResume(): void {
+    this.floor = this.head + 1;
   }
 
   /** The last sequence number given out. */
@@ -191,7 +221,7 @@ export class FeedBus implements FeedSink {
     if (lastEventId.slice(0, dash) !== this.epoch || !Number.isSafeInteger(seq) || seq < 0 || seq > this.head) {
       return { kind: 'reset', reason: 'unknown_id', next: live };
     }
-    if (seq + 1 < this.oldest) return { kind: 'reset', reason: 'gap', next: live };
+    if (seq + 1 < this.oldest || seq < this.floor) return { kind: 'reset', reason: 'gap', next: live };
     return { kind: 'resume', next: seq + 1 };
   }
 }

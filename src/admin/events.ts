@@ -125,7 +125,10 @@ export class FeedStreams {
     const client: Client = { res, next: pos.next, types };
     this.clients.add(client);
     res.once('close', () => this.remove(client));
-    if (!this.unsubscribe) this.unsubscribe = this.bus.subscribe(() => this.schedule());
+    if (!this.unsubscribe) {
+      this.unsubscribe = this.bus.subscribe(() => this.schedule());
+      this.bus.addReaders(1);
+    }
     if (!this.keepAlive) {
       this.keepAlive = setInterval(() => this.ping(), this.keepAliveMs);
       this.keepAlive.unref();
@@ -207,6 +210,7 @@ export class FeedStreams {
 
   private stopIfIdle(): void {
     if (this.clients.size) return;
+    if (this.unsubscribe) this.bus.addReaders(-1);
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     clearInterval(this.keepAlive);

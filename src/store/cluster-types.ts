@@ -33,8 +33,11 @@ export type ClusterNotice =
   | { kind: 'runs' }
   | { kind: 'deliveries' }
   | { kind: 'lockout'; bucket: string; until: number }
-  /** Live feed events announced by node `node` (`publishFeed`), for every node's feed. */
-  | { kind: 'feed'; node: string; events: FeedEvent[] };
+  /**
+   * Live feed events announced by node `node` (`publishFeed`), for every node's feed; with `watchMs`,
+   * node `node` has live-feed readers and asks the others to send it their events for the next `watchMs` ms.
+   */
+  | { kind: 'feed'; node: string; events: FeedEvent[]; watchMs?: number };
 
 /** A `feed` notice's payload stays under this (PostgreSQL refuses a NOTIFY payload of 8000 bytes or more). */
 export const FEED_NOTICE_MAX_BYTES = 7500;
@@ -71,7 +74,8 @@ export interface ClusterStore {
   subscribe(listener: (notice: ClusterNotice) => void): () => void;
   /**
    * Tell the other nodes of live feed events of node `node`: `events` are each one event's JSON, together (with the
-   * envelope) under FEED_NOTICE_MAX_BYTES. Best-effort like every notice. A single-process store does nothing.
+   * envelope) under FEED_NOTICE_MAX_BYTES; `watchMs`: see the `feed` notice. Best-effort like every notice. A
+   * single-process store does nothing.
    */
-  publishFeed(node: string, events: readonly string[]): Promise<void>;
+  publishFeed(node: string, events: readonly string[], watchMs?: number): Promise<void>;
 }

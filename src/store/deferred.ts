@@ -229,8 +229,8 @@ export class DeferredStore implements Store {
   listNodes(): Promise<NodeInfo[]> {
     return this.real ? this.real.listNodes() : this.refuse();
   }
-  publishFeed(node: string, events: readonly string[]): Promise<void> {
-    return this.real ? this.real.publishFeed(node, events) : this.refuse();
+  publishFeed(node: string, events: readonly string[], watchMs?: number): Promise<void> {
+    return this.real ? this.real.publishFeed(node, events, watchMs) : this.refuse();
   }
   pageRuns(q: RunPageQuery): Promise<Page<Run>> {
     return this.real ? this.real.pageRuns(q) : this.refuse();

@@ -16,12 +16,17 @@ export const PG_ACCEPT_FUNCTION = `
 CREATE OR REPLACE FUNCTION hookgate_accept(batch jsonb, notice_channel text) RETURNS jsonb LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $fn$
 DECLARE
-  cmd jsonb; ev jsonb; idem jsonb; rec jsonb; replay jsonb; outcome jsonb;
+  cmd jsonb; cmd_events jsonb; ev jsonb; i integer; idem jsonb; rec jsonb; replay jsonb; outcome jsonb;
   results jsonb := '[]'; recs jsonb := '[]'; evs jsonb;
-  prev idempotency%ROWTYPE; n integer; at_ms bigint; last_id text; last_text text;
-  last_untrusted integer; last_source text; ev_untrusted integer;
-  new_runs boolean := false;
+  prev idempotency%ROWTYPE; n integer; at_ms bigint; ev_untrusted integer;
+  latest jsonb; prev_ev jsonb; new_evs jsonb := '[]'; new_runs jsonb := '[]';
 BEGIN
+  -- The latest pending event of each session the batch wakes, read once per batch: an event coalesces only into it
+  -- or into one of the batch's own (kept in 'latest' as they are added), so no SELECT per event.
+  SELECT COALESCE(jsonb_object_agg(k.key, to_jsonb(e)), '{}') INTO latest
+    FROM (SELECT DISTINCT x.value->>'session_key' AS key FROM jsonb_array_elements(batch) c, jsonb_array_elements(c.value->'events') x) k
+    CROSS JOIN LATERAL (SELECT id, text, untrusted, source FROM system_events
+      WHERE session_key = k.key AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1) e;
   FOR cmd IN SELECT value FROM jsonb_array_elements(batch) LOOP
     rec := cmd->'rec';
     IF cmd->>'k' = 'r' THEN
@@ -59,30 +64,25 @@ BEGIN
     END IF;
 
     evs := '[]';
-    FOR ev IN SELECT value FROM jsonb_array_elements(cmd->'events') LOOP
+    cmd_events := cmd->'events';
+    -- By index, not FOR … IN SELECT: an expression, where a query per command would be one more statement per wake.
+    FOR i IN 0 .. jsonb_array_length(cmd_events) - 1 LOOP
+      ev := cmd_events->i;
       -- An event without the provenance keys (sent by a node of an older version) is trusted, as before.
       ev_untrusted := COALESCE((ev->>'untrusted')::integer, 0);
-      SELECT id, text, untrusted, source INTO last_id, last_text, last_untrusted, last_source FROM system_events
-        WHERE session_key = ev->>'session_key' AND consumed_at IS NULL ORDER BY seq DESC LIMIT 1;
-      IF FOUND AND last_text = ev->>'text' AND last_untrusted = ev_untrusted
-          AND last_source IS NOT DISTINCT FROM ev->>'source' THEN
-        evs := evs || jsonb_build_array(jsonb_build_object('eventId', last_id, 'outcome', 'coalesced'));
+      prev_ev := latest->(ev->>'session_key');
+      IF prev_ev IS NOT NULL AND prev_ev->>'text' = ev->>'text' AND (prev_ev->>'untrusted')::integer = ev_untrusted
+          AND prev_ev->>'source' IS NOT DISTINCT FROM ev->>'source' THEN
+        evs := evs || jsonb_build_array(jsonb_build_object('eventId', prev_ev->>'id', 'outcome', 'coalesced'));
       ELSE
-        INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source)
-          VALUES (ev->>'id', ev->>'session_key', ev->>'agent_id', ev->>'text', ev->>'origin', ev->>'run_id', (ev->>'created_at')::bigint,
-                  ev_untrusted, ev->>'source');
+        ev := jsonb_set(ev, '{untrusted}', to_jsonb(ev_untrusted));
+        new_evs := new_evs || jsonb_build_array(ev);
+        latest := latest || jsonb_build_object(ev->>'session_key', ev);
         evs := evs || jsonb_build_array(jsonb_build_object('eventId', ev->>'id', 'outcome', 'queued'));
       END IF;
     END LOOP;
 
-    IF jsonb_array_length(cmd->'runs') > 0 THEN
-      INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, recipient,
-          account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
-        SELECT id, 'queued', agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, recipient,
-          account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, created_at
-        FROM jsonb_populate_recordset(NULL::runs, cmd->'runs');
-      new_runs := true;
-    END IF;
+    new_runs := new_runs || (cmd->'runs');
 
     outcome := jsonb_build_object('events', evs);
     IF jsonb_typeof(idem) = 'object' THEN
@@ -98,11 +98,24 @@ BEGIN
     results := results || jsonb_build_array(jsonb_build_object('kind', 'accepted', 'outcome', outcome));
   END LOOP;
 
+  -- Every new event and run of the batch in one INSERT each, in the batch's order (seq follows it).
+  IF jsonb_array_length(new_evs) > 0 THEN
+    INSERT INTO system_events (id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source)
+      SELECT id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source
+      FROM jsonb_populate_recordset(NULL::system_events, new_evs) WITH ORDINALITY AS e ORDER BY e.ordinality;
+  END IF;
+  IF jsonb_array_length(new_runs) > 0 THEN
+    INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, recipient,
+        account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
+      SELECT id, 'queued', agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, recipient,
+        account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, created_at
+      FROM jsonb_populate_recordset(NULL::runs, new_runs) WITH ORDINALITY AS r ORDER BY r.ordinality;
+  END IF;
   IF jsonb_array_length(recs) > 0 THEN
     INSERT INTO received_log (at, records)
       VALUES ((SELECT max((r->>0)::bigint) FROM jsonb_array_elements(recs) r), recs::text);
   END IF;
-  IF new_runs THEN
+  IF jsonb_array_length(new_runs) > 0 THEN
     PERFORM pg_notify(notice_channel, '{"kind":"runs"}');
   END IF;
   RETURN results;

@@ -18,8 +18,9 @@ const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
 
 /** A `feed` notice: the events are already JSON, joined into the envelope without parsing them again. */
-export function feedNoticePayload(node: string, events: readonly string[]): string {
-  return `{"kind":"feed","node":${JSON.stringify(node)},"events":[${events.join(',')}]}`;
+export function feedNoticePayload(node: string, events: readonly string[], watchMs?: number): string {
+  const watch = watchMs === undefined ? '' : `,"watchMs":${watchMs}`;
+  return `{"kind":"feed","node":${JSON.stringify(node)}${watch},"events":[${events.join(',')}]}`;
 }
 
 const isFeedEvent = (e: unknown): e is FeedEvent =>
@@ -31,8 +32,12 @@ const isFeedEvent = (e: unknown): e is FeedEvent =>
 function parseNotice(payload: string | undefined): ClusterNotice | undefined {
   try {
     const n = JSON.parse(payload ?? '') as Partial<ClusterNotice>;
-    if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events))
-      return { kind: 'feed', node: n.node, events: n.events.filter(isFeedEvent) };
+    if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events)) {
+      const events = n.events.filter(isFeedEvent);
+      return typeof n.watchMs === 'number'
+        ? { kind: 'feed', node: n.node, events, watchMs: n.watchMs }
+        : { kind: 'feed', node: n.node, events };
+    }
     if (n.kind === 'runs' || n.kind === 'deliveries') return { kind: n.kind };
     if (n.kind === 'lockout' && typeof n.bucket === 'string' && typeof n.until === 'number')
       return { kind: 'lockout', bucket: n.bucket, until: n.until };

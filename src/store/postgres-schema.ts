@@ -1,6 +1,6 @@
 /**
  * PostgreSQL schema, applied in order and recorded in `schema_migrations` (one row per applied step, under an
- * advisory lock: see postgres-migrate.ts). Append new steps; never edit an applied one (steps 2 and 5 both run the
+ * advisory lock: see postgres-migrate.ts). Append new steps; never edit an applied one (steps 2, 5 and 7 all run the
  * current definition of hookgate_accept: see postgres-accept-function.ts).
  *
  * The tables mirror SQLite's final tables (sqlite-schema.ts, after all its migrations; both in docs/schema.md, which a
@@ -235,5 +235,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   -- The node that claimed a run last (the same as SQLite's step; see sqlite-schema.ts).
   ALTER TABLE runs ADD COLUMN node text;
+  `,
+  `
+  -- hookgate_accept redefined to do per batch what it did per wake: one read of the sessions' latest pending events
+  -- for coalescing, one INSERT of the batch's new events and one of its runs.
+  ${PG_ACCEPT_FUNCTION}
   `,
 ];

@@ -324,9 +324,9 @@ export class PostgresStore implements Store {
   }
 
   /** One NOTIFY carrying a batch of feed events (the caller keeps it under FEED_NOTICE_MAX_BYTES). */
-  async publishFeed(node: string, events: readonly string[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.db.query(PG.notify, [this.channel, feedNoticePayload(node, events)]);
+  async publishFeed(node: string, events: readonly string[], watchMs?: number): Promise<void> {
+    if (events.length === 0 && watchMs === undefined) return;
+    await this.db.query(PG.notify, [this.channel, feedNoticePayload(node, events, watchMs)]);
   }
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {

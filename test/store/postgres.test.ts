@@ -83,6 +83,38 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.equal(rows[0]!.n, 1);
     });
 
+    it('one batch coalesces as one command after another would: into the pending event, then into its own new ones', async () => {
+      const session = `batch-${Date.now()}`;
+      const pending = event({ sessionKey: session, text: 'same' });
+      await a.accept(command({ events: [pending] }));
+      const [e1, e2, e3, e4] = [
+        event({ sessionKey: session, text: 'same' }),
+        event({ sessionKey: session, text: 'other' }),
+        event({ sessionKey: session, text: 'other' }),
+        event({ sessionKey: `${session}-b`, text: 'same' }),
+      ];
+      const before = a.db.queries;
+      const results = await Promise.all([e1, e2, e3, e4].map((e) => a.accept(command({ events: [e] }))));
+      assert.equal(a.db.queries - before, 1, 'one batch');
+      const outcomes = results.map((r) => (r.kind === 'accepted' ? r.outcome.events[0] : r));
+      assert.deepEqual(outcomes, [
+        { eventId: pending.id, outcome: 'coalesced' },
+        { eventId: e2.id, outcome: 'queued' },
+        { eventId: e2.id, outcome: 'coalesced' },
+        { eventId: e4.id, outcome: 'queued' },
+      ]);
+      const { rows } = await sqlIn<{ id: string }>(
+        schema,
+        'SELECT id FROM system_events WHERE session_key LIKE $1 ORDER BY seq',
+        [`${session}%`],
+      );
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        [pending.id, e2.id, e4.id],
+        'inserted in the order of the batch',
+      );
+    });
+
     it('one bad command of a batch fails alone; the others of its batch are committed', async () => {
       const taken = run();
       await a.accept(command({ runs: [taken], received: received() }));
@@ -245,6 +277,31 @@ describe('postgres driver', { skip: skip ?? false }, () => {
   });
 
   describe('postgres: schema versions and failures', { timeout: 60_000 }, () => {
+    it('a store at the previous schema step gets the current hookgate_accept when opened', async () => {
+      const { schema: old, drop: dropOld } = await testSchema();
+      try {
+        await (await openTestStore(old)).close();
+        // As a store migrated by the previous version: its function lacks this version's changes (here: it fails).
+        await sqlIn(old, 'DELETE FROM schema_migrations WHERE version = $1', [PG_SCHEMA_VERSION]);
+        await sqlIn(
+          old,
+          `CREATE OR REPLACE FUNCTION hookgate_accept(batch jsonb, notice_channel text) RETURNS jsonb LANGUAGE plpgsql
+          AS $fn$ BEGIN RAISE EXCEPTION 'the previous definition'; END $fn$`,
+        );
+        const store = await openTestStore(old);
+        try {
+          const r = await store.accept(command({ events: [event()] }));
+          assert.equal(r.kind, 'accepted');
+          const { rows } = await sqlIn<{ v: number }>(old, 'SELECT max(version) AS v FROM schema_migrations');
+          assert.equal(rows[0]!.v, PG_SCHEMA_VERSION);
+        } finally {
+          await store.close();
+        }
+      } finally {
+        await dropOld();
+      }
+    });
+
     it('refuses a schema newer than it knows, with a clear message', async () => {
       const { schema, drop } = await testSchema();
       try {
