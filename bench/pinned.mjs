@@ -21,7 +21,7 @@ import Database from 'better-sqlite3';
 
 const root = new URL('..', import.meta.url).pathname;
 export const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function which(cmd) {
@@ -129,13 +129,13 @@ const medianRow = (rows) => ({
 });
 
 /** The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. */
-function writeConfig(dir, { admin, adminPort }) {
+function writeConfig(dir, { admin, adminPort, storage }) {
   const config = join(dir, 'hookgate.json5');
   writeFileSync(
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}) },
+      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}), ...storage },
       hooks: { enabled: true, token: TOKEN },
       // A summary of each hook run would otherwise wake the main agent too.
       heartbeat: { every: 'off' },
@@ -154,9 +154,10 @@ export function startFlags() {
   return start.split(' ').filter((a) => a.startsWith('--') && start.indexOf(a) < start.indexOf('dist/cli/main.js'));
 }
 
-export async function startHookgate(o, dir) {
+/** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
+export async function startHookgate(o, dir, storage = {}) {
   const adminPort = o.admin ? await freePort() : 0;
-  const config = writeConfig(dir, { admin: o.admin, adminPort });
+  const config = writeConfig(dir, { admin: o.admin, adminPort, storage });
   const hg = await startChild(process.execPath, [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
     cpu: o.serverCpu,
     env: { ...process.env, HOOKGATE_BENCH: '1' },
@@ -191,7 +192,7 @@ export function attachFeed(adminUrl) {
   });
 }
 
-async function drain(hg, limitMs = 60_000) {
+export async function drain(hg, limitMs = 60_000) {
   const t0 = performance.now();
   while (hg.backlog() > 0 && performance.now() - t0 < limitMs) await sleep(100);
   return { seconds: (performance.now() - t0) / 1000, left: hg.backlog() };
@@ -451,6 +452,12 @@ export async function pinnedBench(argv) {
     const a = await adminCost(o);
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, adminCost: a })}\n` : `${adminCostTable(o, a)}\n`);
     return a.ok;
+  }
+  if (only === 'latency') {
+    const { latencyBench, latencyTable } = await import('./latency.mjs');
+    const l = await latencyBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, latency: l })}\n` : `${latencyTable(o, l)}\n`);
+    return l.targets.every((v) => v.ok);
   }
   if (only === 'floor') {
     const { floorBench, floorTable } = await import('./floor.mjs');
