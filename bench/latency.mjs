@@ -23,11 +23,12 @@ const root = new URL('..', import.meta.url).pathname;
 export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
-function openLoopRound(o, { url, kind, rate, seconds, token }) {
-  const args = [join(root, 'bench/openloop.mjs'), url, kind, String(rate), String(seconds), String(o.connections), token ?? ''];
+export function openLoopRound(o, { url, kind, rate, seconds, token, connections = o.connections, warmup = true }) {
+  const args = [join(root, 'bench/openloop.mjs'), url, kind, String(rate), String(seconds), String(connections), token ?? ''];
   const [file, argv] = o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
   return new Promise((resolve, reject) => {
-    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0' };
+    const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.once('exit', (code) => {
@@ -201,7 +202,7 @@ export function latencyTable(o, l) {
     `hookgate latency bench (open loop, pinned: servers on CPU ${o.serverCpu}, generator on CPU ${o.loadCpu}): ${o.connections} connections, rounds of ${l.seconds} s; node ${process.version}, ${new Date().toISOString()}`,
     `floor saturated (closed loop, ${o.seconds} s): ${f(l.floorSaturated.rps, 0)} req/s; rates below are fractions of it`,
     '',
-    '| target | rate /s | achieved | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | non-2xx | CPU µs/req | generator late p99 ms |',
+    '| target | rate /s | achieved | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | non-2xx, errors | CPU µs/req | generator late p99 ms |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...l.rounds.map(
       (r) =>

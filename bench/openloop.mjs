@@ -98,14 +98,20 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
   const finished = new Promise((res) => (finish = res));
   const done = () => r.answered + r.errors >= total && finish();
 
+  let stopped = false;
   const send = (conn, scheduled) => {
+    conn.busy = true;
     conn.scheduled = scheduled;
     r.sent++;
     conn.socket.write(requestBytes(u, kind, token, r.sent));
   };
+  const perSecondMax = []; // the slowest answer in each second of the run (by answer time), ms
   const answered = (conn, status) => {
-    const us = (performance.now() - conn.scheduled) * 1000;
+    const now = performance.now();
+    const us = (now - conn.scheduled) * 1000;
     hist.record(us);
+    const second = Math.max(0, Math.floor((now - t0) / 1000));
+    if (!(perSecondMax[second] >= us / 1000)) perSecondMax[second] = us / 1000;
     if (us > slowFloor || slow.length < slowKeep) {
       slow.push([us, epoch0 + conn.scheduled]);
       if (slow.length > slowKeep * 2) {
@@ -114,23 +120,35 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
       }
     }
     r.answered++;
+    conn.busy = false;
     if (status < 200 || status > 299) r.non2xx++;
+    free(conn);
+    done();
+  };
+  /** A connection is free: it takes the oldest waiting request, else waits for the next one. */
+  const free = (conn) => {
     const queued = waiting.shift();
     if (queued !== undefined) send(conn, queued);
     else idle.push(conn);
-    done();
   };
+  // A connection the server closes (its keep-alive timeout, at low rates) is replaced; a request it was carrying
+  // counts as an error.
   const open = () =>
     new Promise((resolve, reject) => {
       const socket = connect({ host: u.hostname, port: Number(u.port), noDelay: true });
-      const conn = { socket, scheduled: 0 };
+      const conn = { socket, scheduled: 0, busy: false };
       socket.on('data', responseReader((status) => answered(conn, status)));
       socket.once('connect', () => resolve(conn));
-      socket.once('error', (err) => {
-        if (!socket.connecting) {
+      socket.on('error', () => {});
+      socket.once('close', () => {
+        if (socket.connecting || stopped) return reject(new Error(`cannot connect to ${url}`));
+        const i = idle.indexOf(conn);
+        if (i !== -1) idle.splice(i, 1);
+        if (conn.busy) {
           r.errors++;
           done();
-        } else reject(err);
+        }
+        open().then(free, () => {});
       });
     });
   for (const c of await Promise.all(Array.from({ length: connections }, open))) idle.push(c);
@@ -142,7 +160,7 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
     while (next < total && t0 + next * interval <= now) {
       const scheduled = t0 + next * interval;
       next++;
-      const conn = idle.pop();
+      const conn = idle.shift(); // oldest first: every connection stays in use, none reaches the keep-alive timeout
       if (conn) {
         late.record((now - scheduled) * 1000);
         send(conn, scheduled);
@@ -159,6 +177,7 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
   clearTimeout(limit);
   const elapsed = (performance.now() - t0) / 1000;
   const unanswered = total - r.answered - r.errors;
+  stopped = true;
   for (const c of idle) c.socket.destroy();
   slow.sort((a, b) => b[0] - a[0]).length = Math.min(slow.length, slowKeep);
   const ms = (us) => us / 1000;
@@ -179,14 +198,15 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
     generatorLateP99: ms(late.percentile(99)),
     // [upper edge ms, count] of each non-empty bucket
     histogram: hist.counts.flatMap((c, b) => (c ? [[ms(bucketTop(b)), c]] : [])),
+    perSecondMax: Array.from(perSecondMax, (v) => Math.round((v ?? 0) * 1000) / 1000),
     slowest: slow.map(([us, at]) => [Math.round(us) / 1000, Math.round(at)]),
   };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [url, kind, rate, seconds, connections, token = ''] = process.argv.slice(2);
-  // A second of warm-up at the same rate (both sides' JIT, the connections), not counted.
-  await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });
+  // A second of warm-up at the same rate (both sides' JIT, the connections), not counted; OPENLOOP_WARMUP=0: none.
+  if (process.env.OPENLOOP_WARMUP !== '0') await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });
   const result = await openLoop({ url, kind, rate: Number(rate), seconds: Number(seconds), connections: Number(connections), token });
   process.stdout.write(`${JSON.stringify(result)}\n`);
   process.exit(0);

@@ -459,6 +459,18 @@ export async function pinnedBench(argv) {
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, latency: l })}\n` : `${latencyTable(o, l)}\n`);
     return l.targets.every((v) => v.ok);
   }
+  if (only === 'grown') {
+    const { grownBench, grownTable } = await import('./grown.mjs');
+    const g = await grownBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, grown: g })}\n` : `${grownTable(o, g)}\n`);
+    return g.targets.every((v) => v.ok);
+  }
+  if (only === 'retention') {
+    const { retentionBench, retentionTable } = await import('./retention.mjs');
+    const r = await retentionBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, retention: r })}\n` : `${retentionTable(o, r)}\n`);
+    return r.targets.every((v) => v.ok);
+  }
   if (only === 'floor') {
     const { floorBench, floorTable } = await import('./floor.mjs');
     const f = await floorBench(o);
