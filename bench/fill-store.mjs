@@ -5,8 +5,8 @@
 // stopped; each table's row is then the template that SQL copies N times with `WITH RECURSIVE`, changing only ids,
 // times and states. Per request, in time order over the last FILL_DAYS (default 6, inside the default 7-day
 // retention): every FILL_AGENT_EVERY-th (default 2) is an agent request (a run, its summary event, two transcript
-// turns, a delivery), the others a wake (one event). Runs: 1 in 100 failed, 1 in 1000 timed out, the rest
-// succeeded; deliveries: 1 in 200 dead-lettered, the rest delivered; every event consumed by a heartbeat. Received
+// turns, a delivery), the others a wake (one event). Runs (at the default FILL_AGENT_EVERY): 2 % failed, 0.2 % timed
+// out, the rest succeeded; deliveries: 1 % dead-lettered, the rest delivered; every event consumed. Received
 // records in blocks of 16 (one per committed batch), and 1,440 one-minute windows of refusal counts. Ids are UUIDv7
 // of each row's time, so they sort as real ones do.
 //

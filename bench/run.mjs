@@ -8,6 +8,8 @@
 // `npm run bench -- --unpinned`: the former mode (autocannon in this process, nothing pinned; 5 s, 3 rounds).
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes (bench/stores.mjs).
 // `npm run bench -- --only startup`: instead, the CLI's start-up times (bench/startup.mjs; STARTUP_RUNS, default 10).
+// `--only latency` (bench/latency.mjs), `--only grown` (bench/grown.mjs), `--only retention` (bench/retention.mjs):
+// open-loop latency at fixed rates, a grown store against an empty one, a retention soak (docs/performance.md).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
