@@ -21,17 +21,27 @@ const BLOCK = 16;
 const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
 
 /** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
-const uuidSql = (at, tag) => `printf('%08x-%04x-7%03x-%04x-%012x', (${at}) >> 16, (${at}) & 65535, ${tag}, 32768 | ((i >> 48) & 16383), i & 281474976710655)`;
+const uuidSql = (at, tag) =>
+  `printf('%08x-%04x-7%03x-%04x-%012x', (${at}) >> 16, (${at}) & 65535, ${tag}, 32768 | ((i >> 48) & 16383), i & 281474976710655)`;
 /** The same id in JS, for the received records. */
 const uuid = (at, tag, i) =>
-  `${Math.floor(at / 65536).toString(16).padStart(8, '0')}-${(at % 65536).toString(16).padStart(4, '0')}-7${tag.toString(16).padStart(3, '0')}-${(0x8000 | Math.floor(i / 2 ** 48)).toString(16)}-${(i % 2 ** 48).toString(16).padStart(12, '0')}`;
+  `${Math.floor(at / 65536)
+    .toString(16)
+    .padStart(
+      8,
+      '0',
+    )}-${(at % 65536).toString(16).padStart(4, '0')}-7${tag.toString(16).padStart(3, '0')}-${(0x8000 | Math.floor(i / 2 ** 48)).toString(16)}-${(i % 2 ** 48).toString(16).padStart(12, '0')}`;
 
 /** A hookgate in `dir` takes one wake and one agent request and stops: its rows are the templates. */
 async function templateStore(dir) {
   const hg = await startHookgate({ admin: false, serverCpu: null, nodeArgs: [] }, dir);
   try {
     const post = (path, body) =>
-      fetch(`${hg.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+      fetch(`${hg.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(body),
+      });
     for (const [path, body] of [
       ['/hooks/wake', { text: 'fill event', mode: 'next-heartbeat' }],
       ['/hooks/agent', { message: 'fill message', name: 'Fill', wakeMode: 'next-heartbeat' }],
@@ -49,7 +59,11 @@ async function templateStore(dir) {
 
 /** INSERT INTO table SELECT (the template's columns, `over` replacing some) FROM the requests [lo, hi) that `where` keeps. */
 function copyStatement(db, table, templateWhere, over, where) {
-  const cols = db.prepare(`PRAGMA table_info(${table})`).all().map((c) => c.name).filter((c) => c !== 'seq');
+  const cols = db
+    .prepare(`PRAGMA table_info(${table})`)
+    .all()
+    .map((c) => c.name)
+    .filter((c) => c !== 'seq');
   const exprs = cols.map((c) => (c in over ? `${over[c]}` : `t.${c}`));
   return db.prepare(
     `WITH RECURSIVE c(i) AS (SELECT CAST(:lo AS INTEGER) UNION ALL SELECT i + 1 FROM c WHERE i + 1 < :hi),
@@ -58,7 +72,15 @@ function copyStatement(db, table, templateWhere, over, where) {
   );
 }
 
-export async function fillStore(dir, n, { days = Number(process.env.FILL_DAYS ?? 6), agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2), log = () => {} } = {}) {
+export async function fillStore(
+  dir,
+  n,
+  {
+    days = Number(process.env.FILL_DAYS ?? 6),
+    agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
+    log = () => {},
+  } = {},
+) {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'hookgate.db');
   if (!existsSync(path)) await templateStore(dir);
@@ -76,29 +98,82 @@ export async function fillStore(dir, n, { days = Number(process.env.FILL_DAYS ??
   const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
   const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
   const statements = [
-    copyStatement(db, 'system_events', "origin = 'wake'", { id: uuidSql('at', TAGS.event), text: `'fill event ' || i`, created_at: 'at', consumed_at: 'at + 1000', heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat) }, `NOT (${isAgent})`),
-    copyStatement(db, 'system_events', "origin = 'summary'", { id: uuidSql('at + 30', TAGS.event), text: `'Hook Fill: echo: fill message ' || i`, run_id: runId, created_at: 'at + 30', consumed_at: 'at + 1000', heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat) }, isAgent),
+    copyStatement(
+      db,
+      'system_events',
+      "origin = 'wake'",
+      {
+        id: uuidSql('at', TAGS.event),
+        text: `'fill event ' || i`,
+        created_at: 'at',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      `NOT (${isAgent})`,
+    ),
+    copyStatement(
+      db,
+      'system_events',
+      "origin = 'summary'",
+      {
+        id: uuidSql('at + 30', TAGS.event),
+        text: `'Hook Fill: echo: fill message ' || i`,
+        run_id: runId,
+        created_at: 'at + 30',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      isAgent,
+    ),
     copyStatement(
       db,
       'runs',
       '1',
       {
-        id: runId, session_key: session, message: `'fill message ' || i`, state, created_at: 'at', updated_at: 'at + 30', started_at: 'at + 1', finished_at: 'at + 30',
-        error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`, reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
+        id: runId,
+        session_key: session,
+        message: `'fill message ' || i`,
+        state,
+        created_at: 'at',
+        updated_at: 'at + 30',
+        started_at: 'at + 1',
+        finished_at: 'at + 30',
+        error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`,
+        reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
         delivery_status: `CASE WHEN ${finished} THEN t.delivery_status END`,
       },
       isAgent,
     ),
-    copyStatement(db, 'session_messages', "role = 'user'", { session_key: session, run_id: runId, created_at: 'at + 29' }, isAgent),
-    copyStatement(db, 'session_messages', "role = 'assistant'", { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' }, `${isAgent} AND ${finished}`),
+    copyStatement(
+      db,
+      'session_messages',
+      "role = 'user'",
+      { session_key: session, run_id: runId, created_at: 'at + 29' },
+      isAgent,
+    ),
+    copyStatement(
+      db,
+      'session_messages',
+      "role = 'assistant'",
+      { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
+      `${isAgent} AND ${finished}`,
+    ),
     copyStatement(
       db,
       'deliveries',
       '1',
       {
-        id: uuidSql('at + 30', TAGS.delivery), run_id: runId, session_key: session, text: `'echo: fill message ' || i`, created_at: 'at + 30', next_attempt_at: 'at + 30', updated_at: 'at + 60',
-        state: `CASE WHEN i % 200 = 5 THEN 'dead' ELSE 'delivered' END`, delivered_at: `CASE WHEN i % 200 = 5 THEN NULL ELSE at + 60 END`,
-        attempts: `CASE WHEN i % 200 = 5 THEN 8 ELSE 1 END`, last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
+        id: uuidSql('at + 30', TAGS.delivery),
+        run_id: runId,
+        session_key: session,
+        text: `'echo: fill message ' || i`,
+        created_at: 'at + 30',
+        next_attempt_at: 'at + 30',
+        updated_at: 'at + 60',
+        state: `CASE WHEN i % 200 = 5 THEN 'dead' ELSE 'delivered' END`,
+        delivered_at: `CASE WHEN i % 200 = 5 THEN NULL ELSE at + 60 END`,
+        attempts: `CASE WHEN i % 200 = 5 THEN 8 ELSE 1 END`,
+        last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
       },
       `${isAgent} AND ${finished}`,
     ),
@@ -122,7 +197,20 @@ export async function fillStore(dir, n, { days = Number(process.env.FILL_DAYS ??
         for (let i = b; i < Math.min(hi, b + BLOCK); i++) {
           const at = t0 + i * step;
           const agent = i % agentEvery === agentEvery - 1;
-          records.push([at, 'POST', agent ? 'agent' : 'wake', '127.0.0.1', 200, null, agent ? [] : [uuid(at, TAGS.event, i)], agent ? [uuid(at, TAGS.run, i)] : [], null, 0.7, null, 'default']);
+          records.push([
+            at,
+            'POST',
+            agent ? 'agent' : 'wake',
+            '127.0.0.1',
+            200,
+            null,
+            agent ? [] : [uuid(at, TAGS.event, i)],
+            agent ? [uuid(at, TAGS.run, i)] : [],
+            null,
+            0.7,
+            null,
+            'default',
+          ]);
         }
         insBlock.run(records.at(-1)[0], JSON.stringify(records));
       }
@@ -133,11 +221,23 @@ export async function fillStore(dir, n, { days = Number(process.env.FILL_DAYS ??
     for (const [table, seq] of Object.entries(templateSeqs)) db.prepare(`DELETE FROM ${table} WHERE seq <= ?`).run(seq);
     // A day of one-minute refusal windows, the cap hookgate keeps (refusals.maxStoredWindows).
     const insRefusals = db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, 60000, ?)');
-    for (let w = 1440; w >= 1; w--) insRefusals.run(t1 - w * 60_000, JSON.stringify([[401, 'unauthorized', 'wake', `198.51.100.${w % 200}`, 1 + (w % 7)], [404, 'not_found', 'other', '203.0.113.9', 2]]));
+    for (let w = 1440; w >= 1; w--)
+      insRefusals.run(
+        t1 - w * 60_000,
+        JSON.stringify([
+          [401, 'unauthorized', 'wake', `198.51.100.${w % 200}`, 1 + (w % 7)],
+          [404, 'not_found', 'other', '203.0.113.9', 2],
+        ]),
+      );
   })();
   db.pragma('journal_mode = WAL');
   // No ANALYZE: hookgate never runs it, so a real store's planner has no statistics either.
-  const counts = Object.fromEntries(['received_log', 'system_events', 'runs', 'session_messages', 'deliveries'].map((t) => [t, db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get().n]));
+  const counts = Object.fromEntries(
+    ['received_log', 'system_events', 'runs', 'session_messages', 'deliveries'].map((t) => [
+      t,
+      db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get().n,
+    ]),
+  );
   db.close();
   return counts;
 }
@@ -150,5 +250,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const t = performance.now();
   const counts = await fillStore(dir, Number(n), { log: (m) => process.stderr.write(`${m}\n`) });
-  process.stdout.write(`${JSON.stringify({ dir, requests: Number(n), rows: counts, seconds: (performance.now() - t) / 1000 })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ dir, requests: Number(n), rows: counts, seconds: (performance.now() - t) / 1000 })}\n`,
+  );
 }

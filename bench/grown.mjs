@@ -29,7 +29,9 @@ function getTimed(url) {
   return new Promise((resolve, reject) => {
     httpGet(url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
       res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`${url}: ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(performance.now() - t) : reject(new Error(`${url}: ${res.statusCode}`)),
+      );
     }).on('error', reject);
   });
 }
@@ -140,7 +142,13 @@ export async function grownBench(o) {
     for (const k of ['empty', 'grown']) hgs[k] = (await startTimed(lo, stores[k])).hg;
     try {
       for (const k of ['empty', 'grown']) r[k].queries = await adminQueries(hgs[k]);
-      const load = (hg, kind) => ({ url: `${hg.url}/hooks/${kind}`, kind, token: TOKEN, seconds: o.seconds, connections: o.connections });
+      const load = (hg, kind) => ({
+        url: `${hg.url}/hooks/${kind}`,
+        kind,
+        token: TOKEN,
+        seconds: o.seconds,
+        connections: o.connections,
+      });
       for (const k of ['empty', 'grown']) {
         await runLoad(o, { ...load(hgs[k], 'wake'), seconds: 2 });
         r[k].wake = [];
@@ -169,19 +177,39 @@ function grownVerdicts(r) {
   for (const kind of ['wake', 'agent']) {
     const ratios = r.grown[kind].map((g, i) => g.rps / r.empty[kind][i].rps);
     const value = median(ratios);
-    v.push({ target: `/hooks/${kind} req/s on the grown store ≥ ${GROWN_TARGETS.rateRatio}× empty (median of rounds)`, value, ok: value >= GROWN_TARGETS.rateRatio });
+    v.push({
+      target: `/hooks/${kind} req/s on the grown store ≥ ${GROWN_TARGETS.rateRatio}× empty (median of rounds)`,
+      value,
+      ok: value >= GROWN_TARGETS.rateRatio,
+    });
   }
   const start = median(r.grown.startMs);
-  v.push({ target: `serve start-up on the grown store ≤ ${GROWN_TARGETS.startupMs} ms`, value: start, ok: start <= GROWN_TARGETS.startupMs });
+  v.push({
+    target: `serve start-up on the grown store ≤ ${GROWN_TARGETS.startupMs} ms`,
+    value: start,
+    ok: start <= GROWN_TARGETS.startupMs,
+  });
   for (const q of QUERIES) {
     const value = r.grown.queries[q].p99 / r.empty.queries[q].p99;
-    v.push({ target: `GET ${q} p99 ≤ ${GROWN_TARGETS.queryP99Ratio}× empty`, value, ok: value <= GROWN_TARGETS.queryP99Ratio });
+    v.push({
+      target: `GET ${q} p99 ≤ ${GROWN_TARGETS.queryP99Ratio}× empty`,
+      value,
+      ok: value <= GROWN_TARGETS.queryP99Ratio,
+    });
   }
   for (const c of Object.keys(r.grown.claims)) {
     const value = r.grown.claims[c].p99 / r.empty.claims[c].p99;
-    v.push({ target: `claim (${c}) p99 ≤ ${GROWN_TARGETS.queryP99Ratio}× empty`, value, ok: value <= GROWN_TARGETS.queryP99Ratio });
+    v.push({
+      target: `claim (${c}) p99 ≤ ${GROWN_TARGETS.queryP99Ratio}× empty`,
+      value,
+      ok: value <= GROWN_TARGETS.queryP99Ratio,
+    });
   }
-  v.push({ target: `peak RSS on the grown store ≤ ${GROWN_TARGETS.rssMiB} MiB`, value: r.grown.rss, ok: r.grown.rss <= GROWN_TARGETS.rssMiB });
+  v.push({
+    target: `peak RSS on the grown store ≤ ${GROWN_TARGETS.rssMiB} MiB`,
+    value: r.grown.rss,
+    ok: r.grown.rss <= GROWN_TARGETS.rssMiB,
+  });
   return v;
 }
 
@@ -198,20 +226,33 @@ export function grownTable(o, g) {
   for (const kind of ['wake', 'agent']) {
     const e = median(g.empty[kind].map((x) => x.rps));
     const gr = median(g.grown[kind].map((x) => x.rps));
-    lines.push(`| /hooks/${kind} req/s (rounds: ${g.grown[kind].map((x, i) => f(x.rps / g.empty[kind][i].rps)).join(' ')}) | ${f(e, 0)} | ${f(gr, 0)} | ${f(gr / e)} |`);
-    lines.push(`| /hooks/${kind} CPU µs/req | ${f(median(g.empty[kind].map((x) => x.cpuPerReq)), 0)} | ${f(median(g.grown[kind].map((x) => x.cpuPerReq)), 0)} | |`);
+    lines.push(
+      `| /hooks/${kind} req/s (rounds: ${g.grown[kind].map((x, i) => f(x.rps / g.empty[kind][i].rps)).join(' ')}) | ${f(e, 0)} | ${f(gr, 0)} | ${f(gr / e)} |`,
+    );
+    lines.push(
+      `| /hooks/${kind} CPU µs/req | ${f(median(g.empty[kind].map((x) => x.cpuPerReq)), 0)} | ${f(median(g.grown[kind].map((x) => x.cpuPerReq)), 0)} | |`,
+    );
   }
   for (const q of Object.keys(g.grown.queries)) {
     const e = g.empty.queries[q];
     const gr = g.grown.queries[q];
-    lines.push(`| GET ${q} p50 / p99 ms | ${f(e.p50)} / ${f(e.p99)} | ${f(gr.p50)} / ${f(gr.p99)} | ${f(gr.p99 / e.p99)} |`);
+    lines.push(
+      `| GET ${q} p50 / p99 ms | ${f(e.p50)} / ${f(e.p99)} | ${f(gr.p50)} / ${f(gr.p99)} | ${f(gr.p99 / e.p99)} |`,
+    );
   }
   for (const c of Object.keys(g.grown.claims)) {
     const e = g.empty.claims[c];
     const gr = g.grown.claims[c];
-    lines.push(`| claim ${c} p50 / p99 ms | ${f(e.p50, 3)} / ${f(e.p99, 3)} | ${f(gr.p50, 3)} / ${f(gr.p99, 3)} | ${f(gr.p99 / e.p99)} |`);
+    lines.push(
+      `| claim ${c} p50 / p99 ms | ${f(e.p50, 3)} / ${f(e.p99, 3)} | ${f(gr.p50, 3)} / ${f(gr.p99, 3)} | ${f(gr.p99 / e.p99)} |`,
+    );
   }
   lines.push(`| peak RSS MiB | ${f(g.empty.rss, 1)} | ${f(g.grown.rss, 1)} | |`);
-  lines.push('', '| target | measured | met |', '|---|---:|:---:|', ...g.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${v.ok ? 'yes' : 'NO'} |`));
+  lines.push(
+    '',
+    '| target | measured | met |',
+    '|---|---:|:---:|',
+    ...g.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${v.ok ? 'yes' : 'NO'} |`),
+  );
   return lines.join('\n');
 }

@@ -17,15 +17,34 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_TOKEN, cpuMicros, drain, peakRssMiB, round, runLoad, startChild, startHookgate, TOKEN } from './pinned.mjs';
+import {
+  ADMIN_TOKEN,
+  cpuMicros,
+  drain,
+  peakRssMiB,
+  round,
+  runLoad,
+  startChild,
+  startHookgate,
+  TOKEN,
+} from './pinned.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
 export function openLoopRound(o, { url, kind, rate, seconds, token, connections = o.connections, warmup = true }) {
-  const args = [join(root, 'bench/openloop.mjs'), url, kind, String(rate), String(seconds), String(connections), token ?? ''];
-  const [file, argv] = o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
+  const args = [
+    join(root, 'bench/openloop.mjs'),
+    url,
+    kind,
+    String(rate),
+    String(seconds),
+    String(connections),
+    token ?? '',
+  ];
+  const [file, argv] =
+    o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
   return new Promise((resolve, reject) => {
     const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0' };
     const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -55,8 +74,14 @@ function scrape(adminUrl) {
 export function commitFigures(text) {
   const num = (re) => Number(re.exec(text)?.[1] ?? Number.NaN);
   const total = num(/^hookgate_store_commit_duration_seconds_count(?:\{[^}]*\})? (\S+)/m);
-  const le = (edge) => num(new RegExp(`^hookgate_store_commit_duration_seconds_bucket\\{[^}]*le="${edge}"[^}]*\\} (\\S+)`, 'm'));
-  return { total, over5: total - le('0.005'), over10: total - le('0.01'), lagMaxMs: num(/^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)/m) * 1000 };
+  const le = (edge) =>
+    num(new RegExp(`^hookgate_store_commit_duration_seconds_bucket\\{[^}]*le="${edge}"[^}]*\\} (\\S+)`, 'm'));
+  return {
+    total,
+    over5: total - le('0.005'),
+    over10: total - le('0.01'),
+    lagMaxMs: num(/^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)/m) * 1000,
+  };
 }
 
 /** Scrapes /metrics once a second while a round runs: per second, commits over 5 / 10 ms and the longest loop delay. */
@@ -66,7 +91,14 @@ function commitSampler(adminUrl, enabled) {
   let timer;
   const sample = async () => {
     const f = commitFigures(await scrape(adminUrl));
-    if (last) seconds.push({ at: Date.now(), commits: f.total - last.total, over5: f.over5 - last.over5, over10: f.over10 - last.over10, lagMaxMs: f.lagMaxMs });
+    if (last)
+      seconds.push({
+        at: Date.now(),
+        commits: f.total - last.total,
+        over5: f.over5 - last.over5,
+        over10: f.over10 - last.over10,
+        lagMaxMs: f.lagMaxMs,
+      });
     last = f;
   };
   return {
@@ -116,22 +148,53 @@ export async function latencyBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-latency-'));
   mkdirSync(join(dir, 'thread'));
   const lo = { ...o, admin: true };
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], { cpu: o.serverCpu, key: 'port' });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], { cpu: o.serverCpu, key: 'port' });
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
   const hg = await startHookgate(lo, dir);
   const hgThread = await startHookgate(lo, join(dir, 'thread'), { checkpoints: 'thread' });
   const targets = [
     { name: 'bare node:http', url: `http://127.0.0.1:${bare.info.port}/`, kind: 'bare', pid: bare.child.pid },
-    { name: 'floor (bare + grouped SQLite commit)', url: `http://127.0.0.1:${floor.info.port}/`, kind: 'wake', pid: floor.child.pid },
+    {
+      name: 'floor (bare + grouped SQLite commit)',
+      url: `http://127.0.0.1:${floor.info.port}/`,
+      kind: 'wake',
+      pid: floor.child.pid,
+    },
     { name: 'hookgate /hooks/wake', url: `${hg.url}/hooks/wake`, kind: 'wake', token: TOKEN, pid: hg.child.pid, hg },
-    { name: '/hooks/wake, checkpoints: "thread"', url: `${hgThread.url}/hooks/wake`, kind: 'wake', token: TOKEN, pid: hgThread.child.pid, hg: hgThread },
-    { name: 'hookgate /hooks/agent (runs executing)', url: `${hg.url}/hooks/agent`, kind: 'agent', token: TOKEN, pid: hg.child.pid, hg },
+    {
+      name: '/hooks/wake, checkpoints: "thread"',
+      url: `${hgThread.url}/hooks/wake`,
+      kind: 'wake',
+      token: TOKEN,
+      pid: hgThread.child.pid,
+      hg: hgThread,
+    },
+    {
+      name: 'hookgate /hooks/agent (runs executing)',
+      url: `${hg.url}/hooks/agent`,
+      kind: 'agent',
+      token: TOKEN,
+      pid: hg.child.pid,
+      hg,
+    },
   ];
   try {
     // Saturation of the floor (closed loop, as the ingress rounds), after a warm-up of every target.
-    for (const t of targets) await runLoad(o, { url: t.url, kind: t.kind, token: t.token, seconds: 2, connections: o.connections });
+    for (const t of targets)
+      await runLoad(o, { url: t.url, kind: t.kind, token: t.token, seconds: 2, connections: o.connections });
     await drain(hg);
-    const sat = await round(o, floor.child.pid, { url: targets[1].url, kind: 'wake', seconds: o.seconds, connections: o.connections });
+    const sat = await round(o, floor.child.pid, {
+      url: targets[1].url,
+      kind: 'wake',
+      seconds: o.seconds,
+      connections: o.connections,
+    });
     const rounds = [];
     for (const fraction of fractions) {
       const rate = Math.max(100, Math.round(sat.rps * fraction));
@@ -143,10 +206,24 @@ export async function latencyBench(o) {
         const cpuPerReq = (cpuMicros(t.pid) - cpu0) / Math.max(1, r.answered);
         const perSecond = sampler ? await sampler.stop() : [];
         const drained = t.kind === 'agent' ? await drain(t.hg, 180_000) : undefined;
-        rounds.push({ target: t.name, fraction, rate, ...r, cpuPerReq, tail: tailVsCommits(r, perSecond), perSecond, drained });
+        rounds.push({
+          target: t.name,
+          fraction,
+          rate,
+          ...r,
+          cpuPerReq,
+          tail: tailVsCommits(r, perSecond),
+          perSecond,
+          drained,
+        });
       }
     }
-    const rss = { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), hookgate: peakRssMiB(hg.child.pid), hookgateThread: peakRssMiB(hgThread.child.pid) };
+    const rss = {
+      bare: peakRssMiB(bare.child.pid),
+      floor: peakRssMiB(floor.child.pid),
+      hookgate: peakRssMiB(hg.child.pid),
+      hookgateThread: peakRssMiB(hgThread.child.pid),
+    };
     if (process.env.LATENCY_OUT) writePlots(process.env.LATENCY_OUT, rounds);
     return { seconds, fractions, floorSaturated: sat, rounds, rss, targets: latencyVerdicts(rounds) };
   } finally {
@@ -156,7 +233,9 @@ export async function latencyBench(o) {
     }
     bare.child.kill();
     floor.child.kill();
-    await Promise.all([hg, hgThread].map((h) => new Promise((res) => (h.child.exitCode === null ? h.child.once('exit', res) : res()))));
+    await Promise.all(
+      [hg, hgThread].map((h) => new Promise((res) => (h.child.exitCode === null ? h.child.once('exit', res) : res()))),
+    );
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -169,13 +248,27 @@ function latencyVerdicts(rounds) {
     const wake = at('hookgate /hooks/wake', fraction);
     if (bare && wake) {
       const value = wake.p99 / bare.p99;
-      v.push({ target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99ToBare}× bare p99 at ${fraction * 100} %`, value, ok: value <= LATENCY_TARGETS.wakeP99ToBare });
+      v.push({
+        target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99ToBare}× bare p99 at ${fraction * 100} %`,
+        value,
+        ok: value <= LATENCY_TARGETS.wakeP99ToBare,
+      });
     }
   }
   const wake50 = at('hookgate /hooks/wake', 0.5);
-  if (wake50) v.push({ target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99Ms} ms at 50 %`, value: wake50.p99, ok: wake50.p99 <= LATENCY_TARGETS.wakeP99Ms });
+  if (wake50)
+    v.push({
+      target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99Ms} ms at 50 %`,
+      value: wake50.p99,
+      ok: wake50.p99 <= LATENCY_TARGETS.wakeP99Ms,
+    });
   const agent50 = at('hookgate /hooks/agent (runs executing)', 0.5);
-  if (agent50) v.push({ target: `agent p99 ≤ ${LATENCY_TARGETS.agentP99Ms} ms at 50 %`, value: agent50.p99, ok: agent50.p99 <= LATENCY_TARGETS.agentP99Ms });
+  if (agent50)
+    v.push({
+      target: `agent p99 ≤ ${LATENCY_TARGETS.agentP99Ms} ms at 50 %`,
+      value: agent50.p99,
+      ok: agent50.p99 <= LATENCY_TARGETS.agentP99Ms,
+    });
   return v;
 }
 
@@ -190,7 +283,10 @@ export function textHistogram(histogram, width = 40) {
   let lo = 0;
   const lines = [];
   counts.forEach((n, i) => {
-    if (n) lines.push(`    ${`${lo}–${BINS[i] === Number.POSITIVE_INFINITY ? '' : BINS[i]} ms`.padEnd(14)} ${String(n).padStart(8)} ${((100 * n) / total).toFixed(2).padStart(6)} % ${'#'.repeat(Math.max(1, Math.round((width * n) / peak)))}`);
+    if (n)
+      lines.push(
+        `    ${`${lo}–${BINS[i] === Number.POSITIVE_INFINITY ? '' : BINS[i]} ms`.padEnd(14)} ${String(n).padStart(8)} ${((100 * n) / total).toFixed(2).padStart(6)} % ${'#'.repeat(Math.max(1, Math.round((width * n) / peak)))}`,
+      );
     lo = BINS[i];
   });
   return lines;
@@ -214,16 +310,32 @@ export function latencyTable(o, l) {
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...l.rounds
       .filter((r) => r.tail)
-      .map((r) => `| ${r.target} | ${r.rate} | ${r.tail.commits} | ${r.tail.commitsOver5} | ${r.tail.commitsOver10} | ${f(r.tail.lagMaxMs, 1)} | ${r.tail.inSlowCommitSecond} of ${r.tail.slowRequests} | ${r.tail.secondsWithSlowCommit} of ${r.tail.seconds} |`),
+      .map(
+        (r) =>
+          `| ${r.target} | ${r.rate} | ${r.tail.commits} | ${r.tail.commitsOver5} | ${r.tail.commitsOver10} | ${f(r.tail.lagMaxMs, 1)} | ${r.tail.inSlowCommitSecond} of ${r.tail.slowRequests} | ${r.tail.secondsWithSlowCommit} of ${r.tail.seconds} |`,
+      ),
     '',
-    ...l.rounds.filter((r) => r.drained).map((r) => `agent at ${r.rate}/s: runs drained ${f(r.drained.seconds, 1)} s after the round (${r.drained.left} left)`),
+    ...l.rounds
+      .filter((r) => r.drained)
+      .map(
+        (r) =>
+          `agent at ${r.rate}/s: runs drained ${f(r.drained.seconds, 1)} s after the round (${r.drained.left} left)`,
+      ),
     `peak RSS MiB: bare ${f(l.rss.bare, 1)}, floor ${f(l.rss.floor, 1)}, hookgate ${f(l.rss.hookgate, 1)}, hookgate (checkpoint thread) ${f(l.rss.hookgateThread, 1)}`,
     '',
     'Histograms (latency from the scheduled send time):',
   ];
   for (const r of l.rounds) lines.push(`  ${r.target} at ${r.rate}/s:`, ...textHistogram(r.histogram));
-  lines.push('', '| target | measured | met |', '|---|---:|:---:|', ...l.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${v.ok ? 'yes' : 'NO'} |`));
-  lines.push('', 'A "generator late p99" near the p99 means the generator itself could not keep the schedule (a busy load core): that round measures the machine, not the server.');
+  lines.push(
+    '',
+    '| target | measured | met |',
+    '|---|---:|:---:|',
+    ...l.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${v.ok ? 'yes' : 'NO'} |`),
+  );
+  lines.push(
+    '',
+    'A "generator late p99" near the p99 means the generator itself could not keep the schedule (a busy load core): that round measures the machine, not the server.',
+  );
   return lines.join('\n');
 }
 
@@ -231,7 +343,8 @@ export function latencyTable(o, l) {
 function writePlots(out, rounds) {
   mkdirSync(out, { recursive: true });
   const csv = ['target,fraction,rate,upper_ms,count'];
-  for (const r of rounds) for (const [top, n] of r.histogram) csv.push(`"${r.target}",${r.fraction},${r.rate},${top},${n}`);
+  for (const r of rounds)
+    for (const [top, n] of r.histogram) csv.push(`"${r.target}",${r.fraction},${r.rate},${top},${n}`);
   writeFileSync(join(out, 'latency-histograms.csv'), `${csv.join('\n')}\n`);
   const W = 760;
   const H = 420;
@@ -249,10 +362,20 @@ function writePlots(out, rounds) {
     return `<polyline fill="none" stroke="${colours[names.indexOf(r.target) % colours.length]}" stroke-dasharray="${dash(r.fraction)}" points="${pts.join(' ')}"/>`;
   });
   const grid = [
-    ...[0, 0.9, 0.99, 0.999, 0.9999].map((p) => `<text x="${x(p) - 10}" y="${H - 20}" font-size="11">${(p * 100).toFixed(p > 0.99 ? 2 : 0)}%</text>`),
-    ...[0.01, 0.1, 1, 10, 100, 1000].map((ms) => `<text x="5" y="${y(ms) + 4}" font-size="11">${ms} ms</text><line x1="60" x2="${W - 20}" y1="${y(ms)}" y2="${y(ms)}" stroke="#eee"/>`),
-    ...names.map((n, i) => `<text x="70" y="${20 + i * 14}" font-size="11" fill="${colours[i % colours.length]}">${n}</text>`),
+    ...[0, 0.9, 0.99, 0.999, 0.9999].map(
+      (p) => `<text x="${x(p) - 10}" y="${H - 20}" font-size="11">${(p * 100).toFixed(p > 0.99 ? 2 : 0)}%</text>`,
+    ),
+    ...[0.01, 0.1, 1, 10, 100, 1000].map(
+      (ms) =>
+        `<text x="5" y="${y(ms) + 4}" font-size="11">${ms} ms</text><line x1="60" x2="${W - 20}" y1="${y(ms)}" y2="${y(ms)}" stroke="#eee"/>`,
+    ),
+    ...names.map(
+      (n, i) => `<text x="70" y="${20 + i * 14}" font-size="11" fill="${colours[i % colours.length]}">${n}</text>`,
+    ),
     `<text x="${W - 300}" y="20" font-size="11">dotted 25 %, solid 50 %, dashed 75 % of the floor</text>`,
   ];
-  writeFileSync(join(out, 'latency.svg'), `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}"><rect width="100%" height="100%" fill="white"/>${grid.join('')}${paths.join('')}</svg>\n`);
+  writeFileSync(
+    join(out, 'latency.svg'),
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}"><rect width="100%" height="100%" fill="white"/>${grid.join('')}${paths.join('')}</svg>\n`,
+  );
 }

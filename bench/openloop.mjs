@@ -137,7 +137,10 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
     new Promise((resolve, reject) => {
       const socket = connect({ host: u.hostname, port: Number(u.port), noDelay: true });
       const conn = { socket, scheduled: 0, busy: false };
-      socket.on('data', responseReader((status) => answered(conn, status)));
+      socket.on(
+        'data',
+        responseReader((status) => answered(conn, status)),
+      );
       socket.once('connect', () => resolve(conn));
       socket.on('error', () => {});
       socket.once('close', () => {
@@ -164,8 +167,7 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
       if (conn) {
         late.record((now - scheduled) * 1000);
         send(conn, scheduled);
-      }
-      else waiting.push(scheduled);
+      } else waiting.push(scheduled);
     }
     if (waiting.length > r.queuedMax) r.queuedMax = waiting.length;
     if (next < total) setImmediate(tick);
@@ -206,8 +208,16 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [url, kind, rate, seconds, connections, token = ''] = process.argv.slice(2);
   // A second of warm-up at the same rate (both sides' JIT, the connections), not counted; OPENLOOP_WARMUP=0: none.
-  if (process.env.OPENLOOP_WARMUP !== '0') await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });
-  const result = await openLoop({ url, kind, rate: Number(rate), seconds: Number(seconds), connections: Number(connections), token });
+  if (process.env.OPENLOOP_WARMUP !== '0')
+    await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });
+  const result = await openLoop({
+    url,
+    kind,
+    rate: Number(rate),
+    seconds: Number(seconds),
+    connections: Number(connections),
+    token,
+  });
   process.stdout.write(`${JSON.stringify(result)}\n`);
   process.exit(0);
 }

@@ -46,7 +46,8 @@ export async function retentionBench(o) {
   const fill = Number(process.env.SOAK_FILL ?? 0);
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-soak-'));
   try {
-    const filled = fill > 0 ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) }) : undefined;
+    const filled =
+      fill > 0 ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) }) : undefined;
     const hg = await startHookgate(o, dir);
     const db = join(dir, 'hookgate.db');
     const rows = hg.db.prepare(
@@ -66,27 +67,54 @@ export async function retentionBench(o) {
     sample();
     const timer = setInterval(sample, every * 1000);
     try {
-      const load = (kind, r) => openLoopRound(o, { url: `${hg.url}/hooks/${kind}`, kind, rate: r, seconds, token: TOKEN, connections: 20, warmup: false });
-      const [wake, agent] = await Promise.all([load('wake', rate), agentRate > 0 ? load('agent', agentRate) : undefined]);
+      const load = (kind, r) =>
+        openLoopRound(o, {
+          url: `${hg.url}/hooks/${kind}`,
+          kind,
+          rate: r,
+          seconds,
+          token: TOKEN,
+          connections: 20,
+          warmup: false,
+        });
+      const [wake, agent] = await Promise.all([
+        load('wake', rate),
+        agentRate > 0 ? load('agent', agentRate) : undefined,
+      ]);
       clearInterval(timer);
       sample();
       const perSecond = wake.perSecondMax.map((w, i) => Math.max(w, agent?.perSecondMax[i] ?? 0));
       const prunes = [];
-      for (let at = 0; at < perSecond.length; at += PRUNE_EVERY_S) prunes.push({ at, maxMs: Math.max(0, ...perSecond.slice(at, at + 5)) });
+      for (let at = 0; at < perSecond.length; at += PRUNE_EVERY_S)
+        prunes.push({ at, maxMs: Math.max(0, ...perSecond.slice(at, at + 5)) });
       const q = Math.max(1, Math.floor(samples.length / 4));
       const growth = (a, b) => (samples[b].storeMiB - samples[a].storeMiB) / Math.max(1, samples[b].t - samples[a].t);
       // From the second sample: the first fills the WAL to its working size once.
       const first = growth(Math.min(1, samples.length - 1), Math.min(samples.length - 1, q + 1));
       const last = growth(samples.length - 1 - q, samples.length - 1);
       return {
-        seconds, rate, agentRate, filled, samples, prunes,
-        wake: summary(wake), agent: agent ? summary(agent) : undefined,
+        seconds,
+        rate,
+        agentRate,
+        filled,
+        samples,
+        prunes,
+        wake: summary(wake),
+        agent: agent ? summary(agent) : undefined,
         longestMs: Math.max(0, ...perSecond),
         growthMiBPerMin: { firstQuarter: first * 60, lastQuarter: last * 60 },
         peakRssMiB: peakRssMiB(hg.child.pid),
         targets: [
-          { target: `store growth in the last quarter ≤ ${RETENTION_TARGETS.lastQuarterGrowthShare}× the first's (levels off)`, value: first > 0 ? last / first : 0, ok: last <= first * RETENTION_TARGETS.lastQuarterGrowthShare },
-          { target: `longest answer in the 5 s after each prune ≤ ${RETENTION_TARGETS.pruneStallMs} ms`, value: Math.max(0, ...prunes.map((p) => p.maxMs)), ok: prunes.every((p) => p.maxMs <= RETENTION_TARGETS.pruneStallMs) },
+          {
+            target: `store growth in the last quarter ≤ ${RETENTION_TARGETS.lastQuarterGrowthShare}× the first's (levels off)`,
+            value: first > 0 ? last / first : 0,
+            ok: last <= first * RETENTION_TARGETS.lastQuarterGrowthShare,
+          },
+          {
+            target: `longest answer in the 5 s after each prune ≤ ${RETENTION_TARGETS.pruneStallMs} ms`,
+            value: Math.max(0, ...prunes.map((p) => p.maxMs)),
+            ok: prunes.every((p) => p.maxMs <= RETENTION_TARGETS.pruneStallMs),
+          },
         ],
       };
     } finally {
@@ -100,7 +128,16 @@ export async function retentionBench(o) {
   }
 }
 
-const summary = (r) => ({ rate: r.rate, answered: r.answered, non2xx: r.non2xx + r.errors + r.unanswered, p50: r.p50, p99: r.p99, p999: r.p999, max: r.max, generatorLateP99: r.generatorLateP99 });
+const summary = (r) => ({
+  rate: r.rate,
+  answered: r.answered,
+  non2xx: r.non2xx + r.errors + r.unanswered,
+  p50: r.p50,
+  p99: r.p99,
+  p999: r.p999,
+  max: r.max,
+  generatorLateP99: r.generatorLateP99,
+});
 
 export function retentionTable(o, s) {
   const f = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
@@ -110,7 +147,10 @@ export function retentionTable(o, s) {
     '',
     '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | runs written |',
     '|---:|---:|---:|---:|---:|---:|---:|',
-    ...s.samples.map((x) => `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.runs} |`),
+    ...s.samples.map(
+      (x) =>
+        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.runs} |`,
+    ),
     '',
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
     `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,

@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fromRoot } from '../support/paths.js';
 
-type Hookgate = { url: string; adminUrl: string; child: import('node:child_process').ChildProcess; db: { close(): void } };
+type Hookgate = {
+  url: string;
+  adminUrl: string;
+  child: import('node:child_process').ChildProcess;
+  db: { close(): void };
+};
 const { fillStore } = (await import(fromRoot('bench/fill-store.mjs'))) as {
   fillStore: (dir: string, n: number, o?: { days?: number }) => Promise<Record<string, number>>;
 };
@@ -21,13 +26,24 @@ describe('bench/fill-store.mjs', () => {
   it('fills a store that hookgate starts on and lists as its own rows', async () => {
     const counts = await fillStore(dir, 2000, { days: 1 });
     // Every second request an agent run; 2 % of runs failed and 0.2 % timed out leave no reply turn and no delivery.
-    assert.deepEqual(counts, { received_log: 125, system_events: 2000, runs: 1000, session_messages: 1978, deliveries: 978 });
+    assert.deepEqual(counts, {
+      received_log: 125,
+      system_events: 2000,
+      runs: 1000,
+      session_messages: 1978,
+      deliveries: 978,
+    });
     const hg = await pinned.startHookgate({ admin: true, serverCpu: null, nodeArgs: [] }, dir);
     try {
       const get = async (path: string) => {
-        const res = await fetch(`${hg.adminUrl}${path}`, { headers: { authorization: `Bearer ${pinned.ADMIN_TOKEN}` } });
+        const res = await fetch(`${hg.adminUrl}${path}`, {
+          headers: { authorization: `Bearer ${pinned.ADMIN_TOKEN}` },
+        });
         assert.equal(res.status, 200, path);
-        return (await res.json()) as { items: Array<Record<string, unknown>>; queues?: { runs: Record<string, number> } };
+        return (await res.json()) as {
+          items: Array<Record<string, unknown>>;
+          queues?: { runs: Record<string, number> };
+        };
       };
       const runs = await get('/api/v1/runs?limit=200');
       assert.equal(runs.items.length, 200);

@@ -14,7 +14,14 @@ interface OpenLoopResult {
   max: number;
   histogram: Array<[number, number]>;
 }
-type OpenLoop = (o: { url: string; kind: string; rate: number; seconds: number; connections: number; token?: string }) => Promise<OpenLoopResult>;
+type OpenLoop = (o: {
+  url: string;
+  kind: string;
+  rate: number;
+  seconds: number;
+  connections: number;
+  token?: string;
+}) => Promise<OpenLoopResult>;
 interface Histogram {
   record(us: number): void;
   percentile(p: number): number;
@@ -34,7 +41,7 @@ describe('bench/openloop.mjs', () => {
     for (const s of servers) s.close();
   });
 
-  it('log-bucket percentiles are within the buckets\' 5 %', () => {
+  it("log-bucket percentiles are within the buckets' 5 %", () => {
     const h = new mod.LogHistogram();
     for (let us = 1; us <= 100_000; us++) h.record(us);
     for (const p of [50, 90, 99, 99.9]) {
