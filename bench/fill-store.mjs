@@ -18,7 +18,7 @@ import { drain, startHookgate, TOKEN } from './pinned.mjs';
 
 const DAY_MS = 86_400_000;
 const BLOCK = 16;
-const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
+export const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
 
 /** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
 const uuidSql = (at, tag) =>
@@ -57,6 +57,131 @@ async function templateStore(dir) {
   }
 }
 
+/** The received_log blocks of requests [lo, hi): [the newest record's time, the records' JSON], BLOCK per block. */
+export function receivedBlocks(lo, hi, t0, step, agentEvery) {
+  const blocks = [];
+  for (let b = lo; b < hi; b += BLOCK) {
+    const records = [];
+    for (let i = b; i < Math.min(hi, b + BLOCK); i++) {
+      const at = t0 + i * step;
+      const agent = i % agentEvery === agentEvery - 1;
+      records.push([
+        at,
+        'POST',
+        agent ? 'agent' : 'wake',
+        '127.0.0.1',
+        200,
+        null,
+        agent ? [] : [uuid(at, TAGS.event, i)],
+        agent ? [uuid(at, TAGS.run, i)] : [],
+        null,
+        0.7,
+        null,
+        'default',
+      ]);
+    }
+    blocks.push([records.at(-1)[0], JSON.stringify(records)]);
+  }
+  return blocks;
+}
+
+/** A day of one-minute refusal windows before `t1` (the cap hookgate keeps, refusals.maxStoredWindows): [at, counts JSON]. */
+export function refusalWindows(t1) {
+  const windows = [];
+  for (let w = 1440; w >= 1; w--)
+    windows.push([
+      t1 - w * 60_000,
+      JSON.stringify([
+        [401, 'unauthorized', 'wake', `198.51.100.${w % 200}`, 1 + (w % 7)],
+        [404, 'not_found', 'other', '203.0.113.9', 2],
+      ]),
+    ]);
+  return windows;
+}
+
+/**
+ * The copies each request makes, for either driver's SQL: [table, which row is the template, columns replaced
+ * (expressions of the request number `i` and its time `at`), which requests make one]. `uuidSql(at, tag)`: the SQL
+ * of a UUIDv7 for time `at`.
+ */
+export function copies(uuidSql, agentEvery) {
+  const isAgent = `i % ${agentEvery} = ${agentEvery - 1}`;
+  const runId = uuidSql('at', TAGS.run);
+  const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
+  const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
+  const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
+  return [
+    [
+      'system_events',
+      "origin = 'wake'",
+      {
+        id: uuidSql('at', TAGS.event),
+        text: `'fill event ' || i`,
+        created_at: 'at',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      `NOT (${isAgent})`,
+    ],
+    [
+      'system_events',
+      "origin = 'summary'",
+      {
+        id: uuidSql('at + 30', TAGS.event),
+        text: `'Hook Fill: echo: fill message ' || i`,
+        run_id: runId,
+        created_at: 'at + 30',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      isAgent,
+    ],
+    [
+      'runs',
+      '1',
+      {
+        id: runId,
+        session_key: session,
+        message: `'fill message ' || i`,
+        state,
+        created_at: 'at',
+        updated_at: 'at + 30',
+        started_at: 'at + 1',
+        finished_at: 'at + 30',
+        error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`,
+        reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
+        delivery_status: `CASE WHEN ${finished} THEN t.delivery_status END`,
+      },
+      isAgent,
+    ],
+    ['session_messages', "role = 'user'", { session_key: session, run_id: runId, created_at: 'at + 29' }, isAgent],
+    [
+      'session_messages',
+      "role = 'assistant'",
+      { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
+      `${isAgent} AND ${finished}`,
+    ],
+    [
+      'deliveries',
+      '1',
+      {
+        id: uuidSql('at + 30', TAGS.delivery),
+        run_id: runId,
+        session_key: session,
+        text: `'echo: fill message ' || i`,
+        created_at: 'at + 30',
+        next_attempt_at: 'at + 30',
+        updated_at: 'at + 60',
+        state: `CASE WHEN i % 200 = 5 THEN 'dead' ELSE 'delivered' END`,
+        delivered_at: `CASE WHEN i % 200 = 5 THEN NULL ELSE at + 60 END`,
+        attempts: `CASE WHEN i % 200 = 5 THEN 8 ELSE 1 END`,
+        last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
+      },
+      `${isAgent} AND ${finished}`,
+    ],
+  ];
+}
+
 /** INSERT INTO table SELECT (the template's columns, `over` replacing some) FROM the requests [lo, hi) that `where` keeps. */
 function copyStatement(db, table, templateWhere, over, where) {
   const cols = db
@@ -92,92 +217,9 @@ export async function fillStore(
   db.pragma('journal_mode = OFF');
   db.pragma('synchronous = OFF');
   db.pragma('cache_size = -262144');
-  const isAgent = `i % ${agentEvery} = ${agentEvery - 1}`;
-  const runId = uuidSql('at', TAGS.run);
-  const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
-  const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
-  const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
-  const statements = [
-    copyStatement(
-      db,
-      'system_events',
-      "origin = 'wake'",
-      {
-        id: uuidSql('at', TAGS.event),
-        text: `'fill event ' || i`,
-        created_at: 'at',
-        consumed_at: 'at + 1000',
-        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
-      },
-      `NOT (${isAgent})`,
-    ),
-    copyStatement(
-      db,
-      'system_events',
-      "origin = 'summary'",
-      {
-        id: uuidSql('at + 30', TAGS.event),
-        text: `'Hook Fill: echo: fill message ' || i`,
-        run_id: runId,
-        created_at: 'at + 30',
-        consumed_at: 'at + 1000',
-        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
-      },
-      isAgent,
-    ),
-    copyStatement(
-      db,
-      'runs',
-      '1',
-      {
-        id: runId,
-        session_key: session,
-        message: `'fill message ' || i`,
-        state,
-        created_at: 'at',
-        updated_at: 'at + 30',
-        started_at: 'at + 1',
-        finished_at: 'at + 30',
-        error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`,
-        reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
-        delivery_status: `CASE WHEN ${finished} THEN t.delivery_status END`,
-      },
-      isAgent,
-    ),
-    copyStatement(
-      db,
-      'session_messages',
-      "role = 'user'",
-      { session_key: session, run_id: runId, created_at: 'at + 29' },
-      isAgent,
-    ),
-    copyStatement(
-      db,
-      'session_messages',
-      "role = 'assistant'",
-      { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
-      `${isAgent} AND ${finished}`,
-    ),
-    copyStatement(
-      db,
-      'deliveries',
-      '1',
-      {
-        id: uuidSql('at + 30', TAGS.delivery),
-        run_id: runId,
-        session_key: session,
-        text: `'echo: fill message ' || i`,
-        created_at: 'at + 30',
-        next_attempt_at: 'at + 30',
-        updated_at: 'at + 60',
-        state: `CASE WHEN i % 200 = 5 THEN 'dead' ELSE 'delivered' END`,
-        delivered_at: `CASE WHEN i % 200 = 5 THEN NULL ELSE at + 60 END`,
-        attempts: `CASE WHEN i % 200 = 5 THEN 8 ELSE 1 END`,
-        last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
-      },
-      `${isAgent} AND ${finished}`,
-    ),
-  ];
+  const statements = copies(uuidSql, agentEvery).map(([table, template, over, where]) =>
+    copyStatement(db, table, template, over, where),
+  );
   // Template rows go once the copies are made (they would be the oldest rows, with today's times).
   const templateSeqs = {
     system_events: db.prepare('SELECT MAX(seq) AS s FROM system_events').get().s,
@@ -192,43 +234,14 @@ export async function fillStore(
     const hi = Math.min(n, lo + chunk);
     db.transaction(() => {
       for (const s of statements) s.run({ lo, hi, t0, step });
-      for (let b = lo; b < hi; b += BLOCK) {
-        const records = [];
-        for (let i = b; i < Math.min(hi, b + BLOCK); i++) {
-          const at = t0 + i * step;
-          const agent = i % agentEvery === agentEvery - 1;
-          records.push([
-            at,
-            'POST',
-            agent ? 'agent' : 'wake',
-            '127.0.0.1',
-            200,
-            null,
-            agent ? [] : [uuid(at, TAGS.event, i)],
-            agent ? [uuid(at, TAGS.run, i)] : [],
-            null,
-            0.7,
-            null,
-            'default',
-          ]);
-        }
-        insBlock.run(records.at(-1)[0], JSON.stringify(records));
-      }
+      for (const [at, records] of receivedBlocks(lo, hi, t0, step, agentEvery)) insBlock.run(at, records);
     })();
     log(`${hi} of ${n} requests`);
   }
   db.transaction(() => {
     for (const [table, seq] of Object.entries(templateSeqs)) db.prepare(`DELETE FROM ${table} WHERE seq <= ?`).run(seq);
-    // A day of one-minute refusal windows, the cap hookgate keeps (refusals.maxStoredWindows).
     const insRefusals = db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, 60000, ?)');
-    for (let w = 1440; w >= 1; w--)
-      insRefusals.run(
-        t1 - w * 60_000,
-        JSON.stringify([
-          [401, 'unauthorized', 'wake', `198.51.100.${w % 200}`, 1 + (w % 7)],
-          [404, 'not_found', 'other', '203.0.113.9', 2],
-        ]),
-      );
+    for (const [at, counts] of refusalWindows(t1)) insRefusals.run(at, counts);
   })();
   db.pragma('journal_mode = WAL');
   // No ANALYZE: hookgate never runs it, so a real store's planner has no statistics either.
