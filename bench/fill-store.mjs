@@ -138,7 +138,7 @@ export function copies(uuidSql, agentEvery) {
     ],
     [
       'runs',
-      '1',
+      'TRUE',
       {
         id: runId,
         session_key: session,
@@ -163,7 +163,7 @@ export function copies(uuidSql, agentEvery) {
     ],
     [
       'deliveries',
-      '1',
+      'TRUE',
       {
         id: uuidSql('at + 30', TAGS.delivery),
         run_id: runId,

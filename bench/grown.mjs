@@ -103,9 +103,9 @@ async function claims(dbPath, times = 200) {
   return out;
 }
 
-async function startTimed(o, dir) {
+async function startTimed(o, store) {
   const t = performance.now();
-  const hg = await startHookgate(o, dir);
+  const hg = await startHookgate(o, store.dir, store.storage);
   return { hg, ms: performance.now() - t };
 }
 
@@ -119,15 +119,31 @@ export async function grownBench(o) {
   const n = Number(process.env.GROWN_REQUESTS ?? 1_000_000);
   const tmp = mkdtempSync(join(tmpdir(), 'hookgate-grown-'));
   const keep = process.env.GROWN_DIR;
+  const pgName = process.env.GROWN_PG_DB;
+  const onPg = process.env.GROWN_STORE === 'postgres';
   const grownDir = keep ?? join(tmp, 'grown');
   const emptyDir = join(tmp, 'empty');
   mkdirSync(emptyDir);
+  mkdirSync(grownDir, { recursive: true });
   const lo = { ...o, admin: true };
+  const made = [];
   try {
     const t0 = performance.now();
-    const filled = keep && existsSync(join(keep, 'hookgate.db')) ? { reused: true } : await fillStore(grownDir, n);
+    let filled;
+    const stores = { empty: { dir: emptyDir, storage: {} }, grown: { dir: grownDir, storage: {} } };
+    if (onPg) {
+      // GROWN_PG_DB=NAME: a database filled before (bench/fill-postgres.mjs), kept; else one made and dropped here.
+      const { fillPostgres, createDatabase, pgUrl } = await import('./fill-postgres.mjs');
+      const stamp = `hookgate_grown_${process.pid}`;
+      const grown = pgName ? { url: pgUrl(pgName), reused: true } : await fillPostgres(`${stamp}_full`, n);
+      if (!pgName) made.push(`${stamp}_full`);
+      const empty = await createDatabase(`${stamp}_empty`);
+      made.push(`${stamp}_empty`);
+      filled = grown.reused ? { reused: true } : grown.rows;
+      stores.grown.storage = { driver: 'postgres', url: grown.url };
+      stores.empty.storage = { driver: 'postgres', url: empty };
+    } else filled = keep && existsSync(join(keep, 'hookgate.db')) ? { reused: true } : await fillStore(grownDir, n);
     const fillSeconds = (performance.now() - t0) / 1000;
-    const stores = { empty: emptyDir, grown: grownDir };
     const r = { empty: { startMs: [] }, grown: { startMs: [] } };
     // Start-ups first, alternating, before either store is touched by load; each process stopped again.
     for (let i = 0; i < 3; i++) {
@@ -137,7 +153,8 @@ export async function grownBench(o) {
         await stop(hg);
       }
     }
-    for (const k of ['empty', 'grown']) r[k].claims = await claims(join(stores[k], 'hookgate.db'));
+    // On PostgreSQL the claims run in the server; their plans are bench/stores.mjs's.
+    for (const k of ['empty', 'grown']) r[k].claims = onPg ? {} : await claims(join(stores[k].dir, 'hookgate.db'));
     const hgs = {};
     for (const k of ['empty', 'grown']) hgs[k] = (await startTimed(lo, stores[k])).hg;
     try {
@@ -166,8 +183,9 @@ export async function grownBench(o) {
     } finally {
       for (const k of ['empty', 'grown']) await stop(hgs[k]);
     }
-    return { requests: n, filled, fillSeconds, ...r, targets: grownVerdicts(r) };
+    return { store: onPg ? 'postgres' : 'sqlite', requests: n, filled, fillSeconds, ...r, targets: grownVerdicts(r) };
   } finally {
+    if (made.length) await (await import('./fill-postgres.mjs')).dropDatabases(made);
     rmSync(tmp, { recursive: true, force: true });
   }
 }
@@ -216,7 +234,7 @@ function grownVerdicts(r) {
 export function grownTable(o, g) {
   const f = (n, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   const lines = [
-    `hookgate grown-store bench: ${g.requests} requests' rows against an empty store (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
+    `hookgate grown-store bench (${g.store}): ${g.requests} requests' rows against an empty store (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
     `fill: ${g.filled.reused ? 'reused GROWN_DIR' : JSON.stringify(g.filled)} in ${f(g.fillSeconds, 1)} s`,
     '',
     '| measure | empty | grown | ratio |',

@@ -135,7 +135,7 @@ function writeConfig(dir, { admin, adminPort, storage }) {
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}), ...storage },
+      storage: storage.driver === 'postgres' ? storage : { driver: 'sqlite', path: join(dir, 'hookgate.db'), ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}), ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}), ...storage },
       hooks: { enabled: true, token: TOKEN },
       // A summary of each hook run would otherwise wake the main agent too.
       heartbeat: { every: 'off' },
@@ -163,6 +163,8 @@ export async function startHookgate(o, dir, storage = {}) {
     env: { ...process.env, HOOKGATE_BENCH: '1' },
     key: 'url',
   });
+  // On PostgreSQL there is no file to watch: the caller reads the database itself.
+  if (storage.driver === 'postgres') return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => 0, db: { close() {} } };
   const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
   const backlog = db.prepare(
     `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`,
