@@ -154,6 +154,9 @@ export function startFlags() {
   return start.split(' ').filter((a) => a.startsWith('--') && start.indexOf(a) < start.indexOf('dist/cli/main.js'));
 }
 
+/** Runs unfinished and deliveries unsent: both drivers' SQL. */
+const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
+
 /** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
 export async function startHookgate(o, dir, storage = {}) {
   const adminPort = o.admin ? await freePort() : 0;
@@ -164,11 +167,15 @@ export async function startHookgate(o, dir, storage = {}) {
     key: 'url',
   });
   // On PostgreSQL there is no file to watch: the caller reads the database itself.
-  if (storage.driver === 'postgres') return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => 0, db: { close() {} } };
+  if (storage.driver === 'postgres') {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: storage.url });
+    await client.connect();
+    const backlog = async () => Number((await client.query(BACKLOG_SQL)).rows[0].n);
+    return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog, db: { close: () => void client.end() } };
+  }
   const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
-  const backlog = db.prepare(
-    `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`,
-  );
+  const backlog = db.prepare(BACKLOG_SQL);
   return { ...hg, url: hg.info.url, adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined, backlog: () => backlog.get().n, db };
 }
 
@@ -196,8 +203,8 @@ export function attachFeed(adminUrl) {
 
 export async function drain(hg, limitMs = 60_000) {
   const t0 = performance.now();
-  while (hg.backlog() > 0 && performance.now() - t0 < limitMs) await sleep(100);
-  return { seconds: (performance.now() - t0) / 1000, left: hg.backlog() };
+  while ((await hg.backlog()) > 0 && performance.now() - t0 < limitMs) await sleep(100);
+  return { seconds: (performance.now() - t0) / 1000, left: await hg.backlog() };
 }
 
 /**
