@@ -32,7 +32,7 @@ import Database from 'better-sqlite3';
 
 const root = new URL('..', import.meta.url).pathname;
 export const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef0123456789';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function which(cmd) {
@@ -167,18 +167,22 @@ const medianRow = (rows) => ({
 });
 
 /** The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. */
-function writeConfig(dir, { admin, adminPort }) {
+function writeConfig(dir, { admin, adminPort, storage }) {
   const config = join(dir, 'hookgate.json5');
   writeFileSync(
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: {
-        driver: 'sqlite',
-        path: join(dir, 'hookgate.db'),
-        ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}),
-        ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}),
-      },
+      storage:
+        storage.driver === 'postgres'
+          ? storage
+          : {
+              driver: 'sqlite',
+              path: join(dir, 'hookgate.db'),
+              ...(process.env.BENCH_WRITER ? { writer: process.env.BENCH_WRITER } : {}),
+              ...(process.env.BENCH_CHECKPOINTS ? { checkpoints: process.env.BENCH_CHECKPOINTS } : {}),
+              ...storage,
+            },
       hooks: { enabled: true, token: TOKEN },
       // A summary of each hook run would otherwise wake the main agent too.
       heartbeat: { every: 'off' },
@@ -197,9 +201,13 @@ export function startFlags() {
   return start.split(' ').filter((a) => a.startsWith('--') && start.indexOf(a) < start.indexOf('dist/cli/main.js'));
 }
 
-export async function startHookgate(o, dir) {
+/** Runs unfinished and deliveries unsent: both drivers' SQL. */
+const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
+
+/** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
+export async function startHookgate(o, dir, storage = {}) {
   const adminPort = o.admin ? await freePort() : 0;
-  const config = writeConfig(dir, { admin: o.admin, adminPort });
+  const config = writeConfig(dir, { admin: o.admin, adminPort, storage });
   const hg = await startChild(
     process.execPath,
     [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],
@@ -209,10 +217,22 @@ export async function startHookgate(o, dir) {
       key: 'url',
     },
   );
+  // On PostgreSQL there is no file to watch: the caller reads the database itself.
+  if (storage.driver === 'postgres') {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: storage.url });
+    await client.connect();
+    const backlog = async () => Number((await client.query(BACKLOG_SQL)).rows[0].n);
+    return {
+      ...hg,
+      url: hg.info.url,
+      adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined,
+      backlog,
+      db: { close: () => void client.end() },
+    };
+  }
   const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
-  const backlog = db.prepare(
-    `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`,
-  );
+  const backlog = db.prepare(BACKLOG_SQL);
   return {
     ...hg,
     url: hg.info.url,
@@ -244,10 +264,10 @@ export function attachFeed(adminUrl) {
   });
 }
 
-async function drain(hg, limitMs = 60_000) {
+export async function drain(hg, limitMs = 60_000) {
   const t0 = performance.now();
-  while (hg.backlog() > 0 && performance.now() - t0 < limitMs) await sleep(100);
-  return { seconds: (performance.now() - t0) / 1000, left: hg.backlog() };
+  while ((await hg.backlog()) > 0 && performance.now() - t0 < limitMs) await sleep(100);
+  return { seconds: (performance.now() - t0) / 1000, left: await hg.backlog() };
 }
 
 /**
@@ -565,6 +585,24 @@ export async function pinnedBench(argv) {
     const a = await adminCost(o);
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, adminCost: a })}\n` : `${adminCostTable(o, a)}\n`);
     return a.ok;
+  }
+  if (only === 'latency') {
+    const { latencyBench, latencyTable } = await import('./latency.mjs');
+    const l = await latencyBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, latency: l })}\n` : `${latencyTable(o, l)}\n`);
+    return l.targets.every((v) => v.ok);
+  }
+  if (only === 'grown') {
+    const { grownBench, grownTable } = await import('./grown.mjs');
+    const g = await grownBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, grown: g })}\n` : `${grownTable(o, g)}\n`);
+    return g.targets.every((v) => v.ok);
+  }
+  if (only === 'retention') {
+    const { retentionBench, retentionTable } = await import('./retention.mjs');
+    const r = await retentionBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, retention: r })}\n` : `${retentionTable(o, r)}\n`);
+    return r.targets.every((v) => v.ok);
   }
   if (only === 'floor') {
     const { floorBench, floorTable } = await import('./floor.mjs');

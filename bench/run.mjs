@@ -9,6 +9,8 @@
 // `npm run bench -- --store postgres`: instead, SQLite against PostgreSQL, 1 node and 3 nodes, then PostgreSQL's
 // statements, round trips and commits per wake and per run (bench/stores.mjs; `--counts-only`: those alone; `--json`).
 // `npm run bench -- --only startup`: instead, the CLI's start-up times (bench/startup.mjs; STARTUP_RUNS, default 10).
+// `--only latency` (bench/latency.mjs), `--only grown` (bench/grown.mjs), `--only retention` (bench/retention.mjs):
+// open-loop latency at fixed rates, a grown store against an empty one, a retention soak (docs/performance.md).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,0 +1,269 @@
+// Fills a stopped hookgate's SQLite store with N received requests and what they leave behind, as real traffic
+// leaves it, to measure what a grown store costs (bench/grown.mjs).
+//
+// The rows are copies of real ones: a hookgate (the bench's config) takes one wake and one agent request and is
+// stopped; each table's row is then the template that SQL copies N times with `WITH RECURSIVE`, changing only ids,
+// times and states. Per request, in time order over the last FILL_DAYS (default 6, inside the default 7-day
+// retention): every FILL_AGENT_EVERY-th (default 2) is an agent request (a run, its summary event, two transcript
+// turns, a delivery), the others a wake (one event). Runs (at the default FILL_AGENT_EVERY): 2 % failed, 0.2 % timed
+// out, the rest succeeded; deliveries: 1 % dead-lettered, the rest delivered; every event consumed. Received
+// records in blocks of 16 (one per committed batch), and 1,440 one-minute windows of refusal counts. Ids are UUIDv7
+// of each row's time, so they sort as real ones do.
+//
+// Usage: node bench/fill-store.mjs DIR N   (DIR gets hookgate.json5 and hookgate.db; 10^6 takes seconds to a minute)
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { drain, startHookgate, TOKEN } from './pinned.mjs';
+
+const DAY_MS = 86_400_000;
+const BLOCK = 16;
+export const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
+
+/** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
+const uuidSql = (at, tag) =>
+  `printf('%08x-%04x-7%03x-%04x-%012x', (${at}) >> 16, (${at}) & 65535, ${tag}, 32768 | ((i >> 48) & 16383), i & 281474976710655)`;
+/** The same id in JS, for the received records. */
+const uuid = (at, tag, i) =>
+  `${Math.floor(at / 65536)
+    .toString(16)
+    .padStart(
+      8,
+      '0',
+    )}-${(at % 65536).toString(16).padStart(4, '0')}-7${tag.toString(16).padStart(3, '0')}-${(0x8000 | Math.floor(i / 2 ** 48)).toString(16)}-${(i % 2 ** 48).toString(16).padStart(12, '0')}`;
+
+/** A hookgate in `dir` takes one wake and one agent request and stops: its rows are the templates. */
+async function templateStore(dir) {
+  const hg = await startHookgate({ admin: false, serverCpu: null, nodeArgs: [] }, dir);
+  try {
+    const post = (path, body) =>
+      fetch(`${hg.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(body),
+      });
+    for (const [path, body] of [
+      ['/hooks/wake', { text: 'fill event', mode: 'next-heartbeat' }],
+      ['/hooks/agent', { message: 'fill message', name: 'Fill', wakeMode: 'next-heartbeat' }],
+    ]) {
+      const res = await post(path, body);
+      if (res.status !== 200) throw new Error(`template ${path}: ${res.status}`);
+    }
+    await drain(hg);
+  } finally {
+    hg.db.close();
+    hg.child.kill('SIGTERM');
+    await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+  }
+}
+
+/** The received_log blocks of requests [lo, hi): [the newest record's time, the records' JSON], BLOCK per block. */
+export function receivedBlocks(lo, hi, t0, step, agentEvery) {
+  const blocks = [];
+  for (let b = lo; b < hi; b += BLOCK) {
+    const records = [];
+    for (let i = b; i < Math.min(hi, b + BLOCK); i++) {
+      const at = t0 + i * step;
+      const agent = i % agentEvery === agentEvery - 1;
+      records.push([
+        at,
+        'POST',
+        agent ? 'agent' : 'wake',
+        '127.0.0.1',
+        200,
+        null,
+        agent ? [] : [uuid(at, TAGS.event, i)],
+        agent ? [uuid(at, TAGS.run, i)] : [],
+        null,
+        0.7,
+        null,
+        'default',
+      ]);
+    }
+    blocks.push([records.at(-1)[0], JSON.stringify(records)]);
+  }
+  return blocks;
+}
+
+/** A day of one-minute refusal windows before `t1` (the cap hookgate keeps, refusals.maxStoredWindows): [at, counts JSON]. */
+export function refusalWindows(t1) {
+  const windows = [];
+  for (let w = 1440; w >= 1; w--)
+    windows.push([
+      t1 - w * 60_000,
+      JSON.stringify([
+        [401, 'unauthorized', 'wake', `198.51.100.${w % 200}`, 1 + (w % 7)],
+        [404, 'not_found', 'other', '203.0.113.9', 2],
+      ]),
+    ]);
+  return windows;
+}
+
+/**
+ * The copies each request makes, for either driver's SQL: [table, which row is the template, columns replaced
+ * (expressions of the request number `i` and its time `at`), which requests make one]. `uuidSql(at, tag)`: the SQL
+ * of a UUIDv7 for time `at`.
+ */
+export function copies(uuidSql, agentEvery) {
+  const isAgent = `i % ${agentEvery} = ${agentEvery - 1}`;
+  const runId = uuidSql('at', TAGS.run);
+  const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
+  const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
+  const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
+  return [
+    [
+      'system_events',
+      "origin = 'wake'",
+      {
+        id: uuidSql('at', TAGS.event),
+        text: `'fill event ' || i`,
+        created_at: 'at',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      `NOT (${isAgent})`,
+    ],
+    [
+      'system_events',
+      "origin = 'summary'",
+      {
+        id: uuidSql('at + 30', TAGS.event),
+        text: `'Hook Fill: echo: fill message ' || i`,
+        run_id: runId,
+        created_at: 'at + 30',
+        consumed_at: 'at + 1000',
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+      },
+      isAgent,
+    ],
+    [
+      'runs',
+      'TRUE',
+      {
+        id: runId,
+        session_key: session,
+        message: `'fill message ' || i`,
+        state,
+        created_at: 'at',
+        updated_at: 'at + 30',
+        started_at: 'at + 1',
+        finished_at: 'at + 30',
+        error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`,
+        reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
+        delivery_status: `CASE WHEN ${finished} THEN t.delivery_status END`,
+      },
+      isAgent,
+    ],
+    ['session_messages', "role = 'user'", { session_key: session, run_id: runId, created_at: 'at + 29' }, isAgent],
+    [
+      'session_messages',
+      "role = 'assistant'",
+      { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
+      `${isAgent} AND ${finished}`,
+    ],
+    [
+      'deliveries',
+      'TRUE',
+      {
+        id: uuidSql('at + 30', TAGS.delivery),
+        run_id: runId,
+        session_key: session,
+        text: `'echo: fill message ' || i`,
+        created_at: 'at + 30',
+        next_attempt_at: 'at + 30',
+        updated_at: 'at + 60',
+        state: `CASE WHEN i % 200 = 5 THEN 'dead' ELSE 'delivered' END`,
+        delivered_at: `CASE WHEN i % 200 = 5 THEN NULL ELSE at + 60 END`,
+        attempts: `CASE WHEN i % 200 = 5 THEN 8 ELSE 1 END`,
+        last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
+      },
+      `${isAgent} AND ${finished}`,
+    ],
+  ];
+}
+
+/** INSERT INTO table SELECT (the template's columns, `over` replacing some) FROM the requests [lo, hi) that `where` keeps. */
+function copyStatement(db, table, templateWhere, over, where) {
+  const cols = db
+    .prepare(`PRAGMA table_info(${table})`)
+    .all()
+    .map((c) => c.name)
+    .filter((c) => c !== 'seq');
+  const exprs = cols.map((c) => (c in over ? `${over[c]}` : `t.${c}`));
+  return db.prepare(
+    `WITH RECURSIVE c(i) AS (SELECT CAST(:lo AS INTEGER) UNION ALL SELECT i + 1 FROM c WHERE i + 1 < :hi),
+     r AS (SELECT i, CAST(:t0 AS INTEGER) + i * CAST(:step AS INTEGER) AS at FROM c WHERE ${where})
+     INSERT INTO ${table} (${cols.join(', ')}) SELECT ${exprs.join(', ')} FROM r, (SELECT * FROM ${table} WHERE ${templateWhere} LIMIT 1) t`,
+  );
+}
+
+export async function fillStore(
+  dir,
+  n,
+  {
+    days = Number(process.env.FILL_DAYS ?? 6),
+    agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
+    log = () => {},
+  } = {},
+) {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'hookgate.db');
+  if (!existsSync(path)) await templateStore(dir);
+  const db = new Database(path);
+  const t1 = Date.now();
+  const t0 = t1 - days * DAY_MS;
+  const step = Math.max(1, Math.floor((days * DAY_MS) / n));
+  // Bulk load: no journal, no syncs; WAL again at the end, as hookgate keeps it.
+  db.pragma('journal_mode = OFF');
+  db.pragma('synchronous = OFF');
+  db.pragma('cache_size = -262144');
+  const statements = copies(uuidSql, agentEvery).map(([table, template, over, where]) =>
+    copyStatement(db, table, template, over, where),
+  );
+  // Template rows go once the copies are made (they would be the oldest rows, with today's times).
+  const templateSeqs = {
+    system_events: db.prepare('SELECT MAX(seq) AS s FROM system_events').get().s,
+    runs: db.prepare('SELECT MAX(seq) AS s FROM runs').get().s,
+    session_messages: db.prepare('SELECT MAX(seq) AS s FROM session_messages').get().s,
+    deliveries: db.prepare('SELECT MAX(seq) AS s FROM deliveries').get().s,
+    received_log: db.prepare('SELECT MAX(seq) AS s FROM received_log').get().s,
+  };
+  const insBlock = db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)');
+  const chunk = 200_000;
+  for (let lo = 0; lo < n; lo += chunk) {
+    const hi = Math.min(n, lo + chunk);
+    db.transaction(() => {
+      for (const s of statements) s.run({ lo, hi, t0, step });
+      for (const [at, records] of receivedBlocks(lo, hi, t0, step, agentEvery)) insBlock.run(at, records);
+    })();
+    log(`${hi} of ${n} requests`);
+  }
+  db.transaction(() => {
+    for (const [table, seq] of Object.entries(templateSeqs)) db.prepare(`DELETE FROM ${table} WHERE seq <= ?`).run(seq);
+    const insRefusals = db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, 60000, ?)');
+    for (const [at, counts] of refusalWindows(t1)) insRefusals.run(at, counts);
+  })();
+  db.pragma('journal_mode = WAL');
+  // No ANALYZE: hookgate never runs it, so a real store's planner has no statistics either.
+  const counts = Object.fromEntries(
+    ['received_log', 'system_events', 'runs', 'session_messages', 'deliveries'].map((t) => [
+      t,
+      db.prepare(`SELECT COUNT(*) AS n FROM ${t}`).get().n,
+    ]),
+  );
+  db.close();
+  return counts;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [dir, n = '1000000'] = process.argv.slice(2);
+  if (!dir) {
+    console.error('usage: node bench/fill-store.mjs DIR [N]');
+    process.exit(1);
+  }
+  const t = performance.now();
+  const counts = await fillStore(dir, Number(n), { log: (m) => process.stderr.write(`${m}\n`) });
+  process.stdout.write(
+    `${JSON.stringify({ dir, requests: Number(n), rows: counts, seconds: (performance.now() - t) / 1000 })}\n`,
+  );
+}

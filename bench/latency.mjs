@@ -1,0 +1,381 @@
+// `npm run bench -- --only latency`: latency at fixed request rates below saturation, open loop (bench/openloop.mjs:
+// counted from each request's scheduled time, so a stall is charged to every request it held up).
+//
+// The floor server's saturated rate is measured first, in the same run; then, at LATENCY_FRACTIONS of it (default
+// 0.25, 0.5, 0.75), each target gets one open-loop round of LATENCY_SECONDS (default 10): the bare server, the floor,
+// hookgate /hooks/wake, the same with checkpoints on their own thread (`storage.checkpoints: "thread"`: if its tail
+// is shorter, the tail is the checkpoints), and /hooks/agent with its runs executing (the backlog is drained before
+// the next round). Servers are pinned as in the rest of the bench; the generator runs on the load core.
+//
+// Where the tail comes from: hookgate's /metrics (admin listener on, no client) is scraped once a second during its
+// rounds, for the group commits slower than 5 ms and the event loop's longest delay in that second; the generator
+// reports the scheduled time of its slowest 1 % of requests, and the table says how many of them fell in a second
+// that had a slow commit. LATENCY_SCRAPE=0 turns the scrape off. LATENCY_OUT=DIR writes each round's histogram as CSV
+// and an SVG of the latency percentile curves.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ADMIN_TOKEN,
+  cpuMicros,
+  drain,
+  peakRssMiB,
+  round,
+  runLoad,
+  startChild,
+  startHookgate,
+  TOKEN,
+} from './pinned.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
+
+/** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
+export function openLoopRound(o, { url, kind, rate, seconds, token, connections = o.connections, warmup = true }) {
+  const args = [
+    join(root, 'bench/openloop.mjs'),
+    url,
+    kind,
+    String(rate),
+    String(seconds),
+    String(connections),
+    token ?? '',
+  ];
+  const [file, argv] =
+    o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
+  return new Promise((resolve, reject) => {
+    const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0' };
+    const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.once('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (code !== 0 || !line) return reject(new Error(`openloop exited ${code}: ${out.slice(-300)}`));
+      resolve(JSON.parse(line));
+    });
+  });
+}
+
+function scrape(adminUrl) {
+  return new Promise((resolve) => {
+    const req = httpGet(`${adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve(text));
+    });
+    req.on('error', () => resolve(''));
+  });
+}
+
+/** From the exposition text: commits in all, those over 5 and 10 ms, and the event loop's longest delay since the last scrape. */
+export function commitFigures(text) {
+  const num = (re) => Number(re.exec(text)?.[1] ?? Number.NaN);
+  const total = num(/^hookgate_store_commit_duration_seconds_count(?:\{[^}]*\})? (\S+)/m);
+  const le = (edge) =>
+    num(new RegExp(`^hookgate_store_commit_duration_seconds_bucket\\{[^}]*le="${edge}"[^}]*\\} (\\S+)`, 'm'));
+  return {
+    total,
+    over5: total - le('0.005'),
+    over10: total - le('0.01'),
+    lagMaxMs: num(/^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)/m) * 1000,
+  };
+}
+
+/** Scrapes /metrics once a second while a round runs: per second, commits over 5 / 10 ms and the longest loop delay. */
+function commitSampler(adminUrl, enabled) {
+  const seconds = [];
+  let last;
+  let timer;
+  const sample = async () => {
+    const f = commitFigures(await scrape(adminUrl));
+    if (last)
+      seconds.push({
+        at: Date.now(),
+        commits: f.total - last.total,
+        over5: f.over5 - last.over5,
+        over10: f.over10 - last.over10,
+        lagMaxMs: f.lagMaxMs,
+      });
+    last = f;
+  };
+  return {
+    async start() {
+      if (!enabled) return;
+      await sample();
+      timer = setInterval(sample, 1000);
+    },
+    async stop() {
+      if (!enabled) return seconds;
+      clearInterval(timer);
+      await sample();
+      return seconds;
+    },
+  };
+}
+
+/** Of the slowest 1 % of requests (by scheduled time), how many were scheduled in a second that had a commit over 5 ms. */
+function tailVsCommits(result, seconds) {
+  if (!seconds.length) return undefined;
+  const slow = result.slowest.slice(0, Math.max(1, Math.ceil(result.answered / 100)));
+  // Second i covers (seconds[i-1].at, seconds[i].at]; a request is charged to the second it was answered in, at most
+  // its latency after its scheduled time.
+  const secondOf = (at) => seconds.findIndex((s) => s.at >= at);
+  let inSlowCommitSecond = 0;
+  for (const [ms, at] of slow) {
+    const i = secondOf(at + ms);
+    if (i !== -1 && seconds[i].over5 > 0) inSlowCommitSecond++;
+  }
+  const withSlowCommit = seconds.filter((s) => s.over5 > 0).length;
+  return {
+    slowRequests: slow.length,
+    inSlowCommitSecond,
+    secondsWithSlowCommit: withSlowCommit,
+    seconds: seconds.length,
+    commits: seconds.reduce((n, s) => n + s.commits, 0),
+    commitsOver5: seconds.reduce((n, s) => n + s.over5, 0),
+    commitsOver10: seconds.reduce((n, s) => n + s.over10, 0),
+    lagMaxMs: Math.max(...seconds.map((s) => s.lagMaxMs)),
+  };
+}
+
+export async function latencyBench(o) {
+  const seconds = Number(process.env.LATENCY_SECONDS ?? 10);
+  const fractions = (process.env.LATENCY_FRACTIONS ?? '0.25,0.5,0.75').split(',').map(Number);
+  const scrapeOn = process.env.LATENCY_SCRAPE !== '0';
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-latency-'));
+  mkdirSync(join(dir, 'thread'));
+  const lo = { ...o, admin: true };
+  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
+    cpu: o.serverCpu,
+    key: 'port',
+  });
+  const hg = await startHookgate(lo, dir);
+  const hgThread = await startHookgate(lo, join(dir, 'thread'), { checkpoints: 'thread' });
+  const targets = [
+    { name: 'bare node:http', url: `http://127.0.0.1:${bare.info.port}/`, kind: 'bare', pid: bare.child.pid },
+    {
+      name: 'floor (bare + grouped SQLite commit)',
+      url: `http://127.0.0.1:${floor.info.port}/`,
+      kind: 'wake',
+      pid: floor.child.pid,
+    },
+    { name: 'hookgate /hooks/wake', url: `${hg.url}/hooks/wake`, kind: 'wake', token: TOKEN, pid: hg.child.pid, hg },
+    {
+      name: '/hooks/wake, checkpoints: "thread"',
+      url: `${hgThread.url}/hooks/wake`,
+      kind: 'wake',
+      token: TOKEN,
+      pid: hgThread.child.pid,
+      hg: hgThread,
+    },
+    {
+      name: 'hookgate /hooks/agent (runs executing)',
+      url: `${hg.url}/hooks/agent`,
+      kind: 'agent',
+      token: TOKEN,
+      pid: hg.child.pid,
+      hg,
+    },
+  ];
+  try {
+    // Saturation of the floor (closed loop, as the ingress rounds), after a warm-up of every target.
+    for (const t of targets)
+      await runLoad(o, { url: t.url, kind: t.kind, token: t.token, seconds: 2, connections: o.connections });
+    await drain(hg);
+    const sat = await round(o, floor.child.pid, {
+      url: targets[1].url,
+      kind: 'wake',
+      seconds: o.seconds,
+      connections: o.connections,
+    });
+    const rounds = [];
+    for (const fraction of fractions) {
+      const rate = Math.max(100, Math.round(sat.rps * fraction));
+      for (const t of targets) {
+        const sampler = t.hg ? commitSampler(t.hg.adminUrl, scrapeOn) : undefined;
+        await sampler?.start();
+        const cpu0 = cpuMicros(t.pid);
+        const r = await openLoopRound(o, { url: t.url, kind: t.kind, rate, seconds, token: t.token });
+        const cpuPerReq = (cpuMicros(t.pid) - cpu0) / Math.max(1, r.answered);
+        const perSecond = sampler ? await sampler.stop() : [];
+        const drained = t.kind === 'agent' ? await drain(t.hg, 180_000) : undefined;
+        rounds.push({
+          target: t.name,
+          fraction,
+          rate,
+          ...r,
+          cpuPerReq,
+          tail: tailVsCommits(r, perSecond),
+          perSecond,
+          drained,
+        });
+      }
+    }
+    const rss = {
+      bare: peakRssMiB(bare.child.pid),
+      floor: peakRssMiB(floor.child.pid),
+      hookgate: peakRssMiB(hg.child.pid),
+      hookgateThread: peakRssMiB(hgThread.child.pid),
+    };
+    if (process.env.LATENCY_OUT) writePlots(process.env.LATENCY_OUT, rounds);
+    return { seconds, fractions, floorSaturated: sat, rounds, rss, targets: latencyVerdicts(rounds) };
+  } finally {
+    for (const h of [hg, hgThread]) {
+      h.db.close();
+      h.child.kill('SIGTERM');
+    }
+    bare.child.kill();
+    floor.child.kill();
+    await Promise.all(
+      [hg, hgThread].map((h) => new Promise((res) => (h.child.exitCode === null ? h.child.once('exit', res) : res()))),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function latencyVerdicts(rounds) {
+  const at = (target, fraction) => rounds.find((r) => r.target === target && r.fraction === fraction);
+  const v = [];
+  for (const fraction of [...new Set(rounds.map((r) => r.fraction))]) {
+    const bare = at('bare node:http', fraction);
+    const wake = at('hookgate /hooks/wake', fraction);
+    if (bare && wake) {
+      const value = wake.p99 / bare.p99;
+      v.push({
+        target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99ToBare}× bare p99 at ${fraction * 100} %`,
+        value,
+        ok: value <= LATENCY_TARGETS.wakeP99ToBare,
+      });
+    }
+  }
+  const wake50 = at('hookgate /hooks/wake', 0.5);
+  if (wake50)
+    v.push({
+      target: `wake p99 ≤ ${LATENCY_TARGETS.wakeP99Ms} ms at 50 %`,
+      value: wake50.p99,
+      ok: wake50.p99 <= LATENCY_TARGETS.wakeP99Ms,
+    });
+  const agent50 = at('hookgate /hooks/agent (runs executing)', 0.5);
+  if (agent50)
+    v.push({
+      target: `agent p99 ≤ ${LATENCY_TARGETS.agentP99Ms} ms at 50 %`,
+      value: agent50.p99,
+      ok: agent50.p99 <= LATENCY_TARGETS.agentP99Ms,
+    });
+  return v;
+}
+
+/** Coarse bins for the text histogram, upper edges in ms. */
+const BINS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, Number.POSITIVE_INFINITY];
+
+export function textHistogram(histogram, width = 40) {
+  const counts = BINS.map(() => 0);
+  for (const [top, n] of histogram) counts[BINS.findIndex((b) => top <= b * 1.0001)] += n;
+  const total = counts.reduce((a, b) => a + b, 0);
+  const peak = Math.max(...counts);
+  let lo = 0;
+  const lines = [];
+  counts.forEach((n, i) => {
+    if (n)
+      lines.push(
+        `    ${`${lo}–${BINS[i] === Number.POSITIVE_INFINITY ? '' : BINS[i]} ms`.padEnd(14)} ${String(n).padStart(8)} ${((100 * n) / total).toFixed(2).padStart(6)} % ${'#'.repeat(Math.max(1, Math.round((width * n) / peak)))}`,
+      );
+    lo = BINS[i];
+  });
+  return lines;
+}
+
+export function latencyTable(o, l) {
+  const f = (n, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+  const lines = [
+    `hookgate latency bench (open loop, pinned: servers on CPU ${o.serverCpu}, generator on CPU ${o.loadCpu}): ${o.connections} connections, rounds of ${l.seconds} s; node ${process.version}, ${new Date().toISOString()}`,
+    `floor saturated (closed loop, ${o.seconds} s): ${f(l.floorSaturated.rps, 0)} req/s; rates below are fractions of it`,
+    '',
+    '| target | rate /s | achieved | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | non-2xx, errors | CPU µs/req | generator late p99 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...l.rounds.map(
+      (r) =>
+        `| ${r.target} | ${r.rate} (${r.fraction * 100} %) | ${f(r.achievedRate, 0)} | ${f(r.p50)} | ${f(r.p90)} | ${f(r.p99)} | ${f(r.p999)} | ${f(r.max)} | ${r.non2xx + r.errors + r.unanswered} | ${f(r.cpuPerReq, 0)} | ${f(r.generatorLateP99)} |`,
+    ),
+    '',
+    'Where the tail comes from (hookgate rounds; /metrics once a second):',
+    '| target | rate /s | commits | > 5 ms | > 10 ms | longest loop delay ms | slowest 1 % in a second with a commit > 5 ms | seconds with one |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...l.rounds
+      .filter((r) => r.tail)
+      .map(
+        (r) =>
+          `| ${r.target} | ${r.rate} | ${r.tail.commits} | ${r.tail.commitsOver5} | ${r.tail.commitsOver10} | ${f(r.tail.lagMaxMs, 1)} | ${r.tail.inSlowCommitSecond} of ${r.tail.slowRequests} | ${r.tail.secondsWithSlowCommit} of ${r.tail.seconds} |`,
+      ),
+    '',
+    ...l.rounds
+      .filter((r) => r.drained)
+      .map(
+        (r) =>
+          `agent at ${r.rate}/s: runs drained ${f(r.drained.seconds, 1)} s after the round (${r.drained.left} left)`,
+      ),
+    `peak RSS MiB: bare ${f(l.rss.bare, 1)}, floor ${f(l.rss.floor, 1)}, hookgate ${f(l.rss.hookgate, 1)}, hookgate (checkpoint thread) ${f(l.rss.hookgateThread, 1)}`,
+    '',
+    'Histograms (latency from the scheduled send time):',
+  ];
+  for (const r of l.rounds) lines.push(`  ${r.target} at ${r.rate}/s:`, ...textHistogram(r.histogram));
+  lines.push(
+    '',
+    '| target | measured | met |',
+    '|---|---:|:---:|',
+    ...l.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${v.ok ? 'yes' : 'NO'} |`),
+  );
+  lines.push(
+    '',
+    'A "generator late p99" near the p99 means the generator itself could not keep the schedule (a busy load core): that round measures the machine, not the server.',
+  );
+  return lines.join('\n');
+}
+
+/** CSV of each round's histogram, and an SVG of latency against percentile (log scales), one curve per target and rate. */
+function writePlots(out, rounds) {
+  mkdirSync(out, { recursive: true });
+  const csv = ['target,fraction,rate,upper_ms,count'];
+  for (const r of rounds)
+    for (const [top, n] of r.histogram) csv.push(`"${r.target}",${r.fraction},${r.rate},${top},${n}`);
+  writeFileSync(join(out, 'latency-histograms.csv'), `${csv.join('\n')}\n`);
+  const W = 760;
+  const H = 420;
+  const x = (p) => 60 + (Math.log10(1 / (1 - Math.min(p, 0.99999))) / 5) * (W - 80); // 0 → 99.999 %
+  const y = (ms) => H - 40 - ((Math.log10(Math.max(ms, 0.01)) + 2) / 6) * (H - 60); // 0.01 ms → 10 s
+  const colours = ['#555', '#1f77b4', '#d62728', '#2ca02c', '#9467bd'];
+  const names = [...new Set(rounds.map((r) => r.target))];
+  const dash = (fraction) => (fraction <= 0.25 ? '2,3' : fraction <= 0.5 ? '' : '8,3');
+  const paths = rounds.map((r) => {
+    let seen = 0;
+    const pts = r.histogram.map(([top, n]) => {
+      seen += n;
+      return `${x(seen / r.answered).toFixed(1)},${y(top).toFixed(1)}`;
+    });
+    return `<polyline fill="none" stroke="${colours[names.indexOf(r.target) % colours.length]}" stroke-dasharray="${dash(r.fraction)}" points="${pts.join(' ')}"/>`;
+  });
+  const grid = [
+    ...[0, 0.9, 0.99, 0.999, 0.9999].map(
+      (p) => `<text x="${x(p) - 10}" y="${H - 20}" font-size="11">${(p * 100).toFixed(p > 0.99 ? 2 : 0)}%</text>`,
+    ),
+    ...[0.01, 0.1, 1, 10, 100, 1000].map(
+      (ms) =>
+        `<text x="5" y="${y(ms) + 4}" font-size="11">${ms} ms</text><line x1="60" x2="${W - 20}" y1="${y(ms)}" y2="${y(ms)}" stroke="#eee"/>`,
+    ),
+    ...names.map(
+      (n, i) => `<text x="70" y="${20 + i * 14}" font-size="11" fill="${colours[i % colours.length]}">${n}</text>`,
+    ),
+    `<text x="${W - 300}" y="20" font-size="11">dotted 25 %, solid 50 %, dashed 75 % of the floor</text>`,
+  ];
+  writeFileSync(
+    join(out, 'latency.svg'),
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}"><rect width="100%" height="100%" fill="white"/>${grid.join('')}${paths.join('')}</svg>\n`,
+  );
+}

@@ -1,0 +1,165 @@
+// `npm run bench -- --only retention`: does retention level the store off under steady traffic, and how long does
+// pruning hold the event loop? A pinned hookgate with the bench's config (default retention) takes /hooks/wake at
+// SOAK_RATE (default 200/s) and /hooks/agent at SOAK_AGENT_RATE (default 20/s), open loop, for SOAK_SECONDS (default
+// 3600). Every SOAK_SAMPLE_SECONDS (default 10): the store's files (database, WAL, shared memory), the rows written so
+// far and the server's RSS.
+//
+// Retention is counted in days, so a soak of an hour would prune nothing of its own: SOAK_FILL=N first fills the
+// store with N requests' rows spread over the last SOAK_FILL_DAYS (default 7.2) days (bench/fill-store.mjs), so the
+// oldest are past the 7-day retention: the prune at start deletes those, and every later prune (each 10 minutes) the
+// next 10 minutes' worth. The load starts as soon as the server listens, which is when its first prune runs.
+//
+// Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
+// time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fillStore } from './fill-store.mjs';
+import { openLoopRound } from './latency.mjs';
+import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
+
+const MiB = 1024 * 1024;
+const PRUNE_EVERY_S = 600;
+export const RETENTION_TARGETS = { lastQuarterGrowthShare: 0.1, pruneStallMs: 50 };
+
+const size = (p) => {
+  try {
+    return statSync(p).size;
+  } catch {
+    return 0;
+  }
+};
+
+function rssMiB(pid) {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
+export async function retentionBench(o) {
+  const seconds = Number(process.env.SOAK_SECONDS ?? 3600);
+  const rate = Number(process.env.SOAK_RATE ?? 200);
+  const agentRate = Number(process.env.SOAK_AGENT_RATE ?? 20);
+  const every = Number(process.env.SOAK_SAMPLE_SECONDS ?? 10);
+  const fill = Number(process.env.SOAK_FILL ?? 0);
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-soak-'));
+  try {
+    const filled =
+      fill > 0 ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) }) : undefined;
+    const hg = await startHookgate(o, dir);
+    const db = join(dir, 'hookgate.db');
+    const rows = hg.db.prepare(
+      `SELECT (SELECT COALESCE(MAX(seq) - MIN(seq) + 1, 0) FROM received_log) AS received_blocks,
+              (SELECT COALESCE(MAX(seq), 0) FROM system_events) AS events, (SELECT COALESCE(MAX(seq), 0) FROM runs) AS runs`,
+    );
+    const t0 = performance.now();
+    const samples = [];
+    const sample = () =>
+      samples.push({
+        t: Math.round((performance.now() - t0) / 1000),
+        storeMiB: (size(db) + size(`${db}-wal`) + size(`${db}-shm`)) / MiB,
+        walMiB: size(`${db}-wal`) / MiB,
+        rssMiB: rssMiB(hg.child.pid),
+        ...rows.get(),
+      });
+    sample();
+    const timer = setInterval(sample, every * 1000);
+    try {
+      const load = (kind, r) =>
+        openLoopRound(o, {
+          url: `${hg.url}/hooks/${kind}`,
+          kind,
+          rate: r,
+          seconds,
+          token: TOKEN,
+          connections: 20,
+          warmup: false,
+        });
+      const [wake, agent] = await Promise.all([
+        load('wake', rate),
+        agentRate > 0 ? load('agent', agentRate) : undefined,
+      ]);
+      clearInterval(timer);
+      sample();
+      const perSecond = wake.perSecondMax.map((w, i) => Math.max(w, agent?.perSecondMax[i] ?? 0));
+      const prunes = [];
+      for (let at = 0; at < perSecond.length; at += PRUNE_EVERY_S)
+        prunes.push({ at, maxMs: Math.max(0, ...perSecond.slice(at, at + 5)) });
+      const q = Math.max(1, Math.floor(samples.length / 4));
+      const growth = (a, b) => (samples[b].storeMiB - samples[a].storeMiB) / Math.max(1, samples[b].t - samples[a].t);
+      // From the second sample: the first fills the WAL to its working size once.
+      const first = growth(Math.min(1, samples.length - 1), Math.min(samples.length - 1, q + 1));
+      const last = growth(samples.length - 1 - q, samples.length - 1);
+      return {
+        seconds,
+        rate,
+        agentRate,
+        filled,
+        samples,
+        prunes,
+        wake: summary(wake),
+        agent: agent ? summary(agent) : undefined,
+        longestMs: Math.max(0, ...perSecond),
+        growthMiBPerMin: { firstQuarter: first * 60, lastQuarter: last * 60 },
+        peakRssMiB: peakRssMiB(hg.child.pid),
+        targets: [
+          {
+            target: `store growth in the last quarter ≤ ${RETENTION_TARGETS.lastQuarterGrowthShare}× the first's (levels off)`,
+            value: first > 0 ? last / first : 0,
+            ok: last <= first * RETENTION_TARGETS.lastQuarterGrowthShare,
+          },
+          {
+            target: `longest answer in the 5 s after each prune ≤ ${RETENTION_TARGETS.pruneStallMs} ms`,
+            value: Math.max(0, ...prunes.map((p) => p.maxMs)),
+            ok: prunes.every((p) => p.maxMs <= RETENTION_TARGETS.pruneStallMs),
+          },
+        ],
+      };
+    } finally {
+      clearInterval(timer);
+      hg.db.close();
+      hg.child.kill('SIGTERM');
+      await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const summary = (r) => ({
+  rate: r.rate,
+  answered: r.answered,
+  non2xx: r.non2xx + r.errors + r.unanswered,
+  p50: r.p50,
+  p99: r.p99,
+  p999: r.p999,
+  max: r.max,
+  generatorLateP99: r.generatorLateP99,
+});
+
+export function retentionTable(o, s) {
+  const f = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+  const lines = [
+    `hookgate retention soak: /hooks/wake ${s.rate}/s + /hooks/agent ${s.agentRate}/s for ${s.seconds} s, open loop (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
+    s.filled ? `prefilled: ${JSON.stringify(s.filled)}` : 'no prefill: nothing is old enough for retention to prune',
+    '',
+    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | runs written |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+    ...s.samples.map(
+      (x) =>
+        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.runs} |`,
+    ),
+    '',
+    `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
+    `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,
+    `longest answer in any second: ${f(s.longestMs, 1)} ms; in the 5 s after each prune: ${s.prunes.map((p) => `t=${p.at}s ${f(p.maxMs, 1)} ms`).join(', ')}`,
+    `peak RSS ${f(s.peakRssMiB)} MiB`,
+    '',
+    '| target | measured | met |',
+    '|---|---:|:---:|',
+    ...s.targets.map((v) => `| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} |`),
+  ];
+  return lines.join('\n');
+}
