@@ -28,6 +28,25 @@ for (const t of targets.length ? targets : ['test']) {
   }
   walk(join(root, t));
 }
+// The longest files start first (longest-processing-time order): one of them started late used to set the run's end
+// alone, the other slots idle. The rest keep their path order (the sort is stable).
+const SLOW_FIRST = [
+  'e2e/cluster',
+  'e2e/postgres-restart',
+  'e2e/wal-bound',
+  'e2e/security-tokens',
+  'cli/send-wait',
+  'channels/irc',
+  'store/postgres',
+  'e2e/outbox',
+  'cli/scripting',
+  'docs/examples',
+];
+const rank = (f) => {
+  const i = SLOW_FIRST.findIndex((s) => f.endsWith(`test/${s}.test.js`));
+  return i === -1 ? SLOW_FIRST.length : i;
+};
+files.sort((a, b) => rank(a) - rank(b));
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
