@@ -252,16 +252,20 @@ describe('cli: npm start with no config (embedded default)', () => {
     if (adminBusy)
       return t.skip('port 18790 is taken on this machine; the embedded default always uses it for the admin listener');
     const dir = tempDir('hookgate-default-');
+    const procs: ChildProcess[] = [];
+    // stdout and stderr are two pipes: the listening line (stdout) can arrive before the notices written to stderr
+    // just ahead of it, so `stderr()` reads what has come so far and the notices are waited for.
     const start = () =>
-      new Promise<{ proc: ChildProcess; stderr: string }>((resolve, reject) => {
+      new Promise<{ proc: ChildProcess; stderr: () => string }>((resolve, reject) => {
         const proc = spawn(process.execPath, [CLI, 'serve'], {
           cwd: dir,
           env: { ...process.env, HOOKGATE_TOKEN: '', HOOKGATE_CONFIG: '' },
         });
+        procs.push(proc);
         let stderr = '';
         proc.stderr.on('data', (d) => (stderr += d));
         proc.stdout.on('data', (d) => {
-          if (String(d).includes('hookgate listening')) resolve({ proc, stderr });
+          if (String(d).includes('hookgate listening')) resolve({ proc, stderr: () => stderr });
         });
         proc.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
       });
@@ -272,7 +276,8 @@ describe('cli: npm start with no config (embedded default)', () => {
       const token = readFileSync(tokenFile, 'utf8').trim();
       assert.match(token, /^[A-Za-z0-9_-]{43}$/);
       assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
-      assert.ok(first.stderr.includes(token), 'the generated token is printed at first start');
+      await waitFor('the dashboard notice', () => first.stderr().includes('http://127.0.0.1:18790/'));
+      assert.ok(first.stderr().includes(token), 'the generated token is printed at first start');
       const r = await fetch('http://127.0.0.1:18789/hooks/wake', {
         method: 'POST',
         headers: { authorization: `Bearer ${token}` },
@@ -282,8 +287,7 @@ describe('cli: npm start with no config (embedded default)', () => {
       // The admin listener: on, its token generated once into ./data/admin-token (0600), its URL printed.
       const adminToken = readFileSync(join(dir, 'data/admin-token'), 'utf8').trim();
       assert.equal(statSync(join(dir, 'data/admin-token')).mode & 0o777, 0o600);
-      assert.ok(first.stderr.includes('http://127.0.0.1:18790/'), 'the dashboard URL is printed');
-      assert.ok(!first.stderr.includes(adminToken), 'the admin token is not printed');
+      assert.ok(!first.stderr().includes(adminToken), 'the admin token is not printed');
       const runs = await fetch('http://127.0.0.1:18790/api/v1/runs', {
         headers: { authorization: `Bearer ${adminToken}` },
       });
@@ -291,11 +295,14 @@ describe('cli: npm start with no config (embedded default)', () => {
       await stop(first.proc);
 
       const second = await start();
-      assert.ok(!second.stderr.includes(token), 'not printed again');
+      await waitFor('the dashboard notice', () => second.stderr().includes('http://127.0.0.1:18790/'));
+      assert.ok(!second.stderr().includes(token), 'not printed again');
       assert.equal(readFileSync(tokenFile, 'utf8').trim(), token, 'the same token is kept');
       await stop(second.proc);
       assert.ok(statSync(join(dir, 'data/hookgate.db')).size > 0);
     } finally {
+      // A failed assertion must not leave a server holding the embedded default's ports for the other tests.
+      for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
       removeDir(dir);
     }
   });
