@@ -5,9 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TOKEN, attachFeed, median, peakRssMiB, round, runLoad, startChild, startHookgate } from './pinned.mjs';
+import { TOKEN, attachFeed, median, peakRssMiB, round, runLoad, startBenchServer, startHookgate } from './pinned.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
 /**
  * The bound the admin listener must keep (docs/performance.md): the ratio with the admin listener and a feed client,
  * over the ratio without.
@@ -16,10 +15,7 @@ export const ADMIN_COST_BOUND = 0.95;
 
 export async function adminCost(o) {
   const dirs = [mkdtempSync(join(tmpdir(), 'hookgate-bench-')), mkdtempSync(join(tmpdir(), 'hookgate-bench-admin-'))];
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
+  const bare = await startBenchServer(o, 'bare-server.mjs');
   const plain = await startHookgate({ ...o, admin: false }, dirs[0]);
   const admin = await startHookgate({ ...o, admin: true }, dirs[1]);
   const feedTotal = { status: 0, bytes: 0, error: undefined };

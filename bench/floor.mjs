@@ -5,30 +5,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TOKEN, median, peakRssMiB, round, runLoad, startChild, startHookgate } from './pinned.mjs';
+import { TOKEN, median, peakRssMiB, round, runLoad, startBenchServer, startHookgate } from './pinned.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
 
 export async function floorBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-floor-'));
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
-  const floor1 = await startChild(
-    process.execPath,
-    [join(root, 'bench/floor-server.mjs'), join(dir, 'floor1.db'), '1'],
-    { cpu: o.serverCpu, key: 'port' },
-  );
-  const journal = await startChild(
-    process.execPath,
-    [join(root, 'bench/journal-floor-server.mjs'), join(dir, 'journal.jsonl')],
-    { cpu: o.serverCpu, key: 'port' },
-  );
+  const bare = await startBenchServer(o, 'bare-server.mjs');
+  const floor = await startBenchServer(o, 'floor-server.mjs', join(dir, 'floor.db'));
+  const floor1 = await startBenchServer(o, 'floor-server.mjs', join(dir, 'floor1.db'), '1');
+  const journal = await startBenchServer(o, 'journal-floor-server.mjs', join(dir, 'journal.jsonl'));
   const hg = await startHookgate({ ...o, admin: false }, dir);
   try {
     const targets = [

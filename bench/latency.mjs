@@ -24,7 +24,7 @@ import {
   peakRssMiB,
   round,
   runLoad,
-  startChild,
+  startBenchServer,
   startHookgate,
   TOKEN,
 } from './pinned.mjs';
@@ -148,14 +148,8 @@ export async function latencyBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-latency-'));
   mkdirSync(join(dir, 'thread'));
   const lo = { ...o, admin: true };
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
+  const bare = await startBenchServer(o, 'bare-server.mjs');
+  const floor = await startBenchServer(o, 'floor-server.mjs', join(dir, 'floor.db'));
   const hg = await startHookgate(lo, dir);
   const hgThread = await startHookgate(lo, join(dir, 'thread'), { checkpoints: 'thread' });
   const targets = [

@@ -97,6 +97,11 @@ export function startChild(cmd, args, { cpu, env, key }) {
 }
 
 /** Run the load generator once; resolves with its JSON summary (requests, seconds, non2xx, errors, p50/p90/p99 ms). */
+/** One of the bench's own servers (bench/SCRIPT: the bare server, the floors) on the server's CPU; its port in `info`. */
+export function startBenchServer(o, script, ...args) {
+  return startChild(process.execPath, [join(root, 'bench', script), ...args], { cpu: o.serverCpu, key: 'port' });
+}
+
 export function runLoad(o, { url, kind, seconds, connections, token, rate = 0 }) {
   const useWrk = o.wrk && rate === 0;
   const args = useWrk
@@ -278,14 +283,8 @@ export async function drain(hg, limitMs = 60_000) {
  */
 async function ingress(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
-  const bare = await startChild(process.execPath, [join(root, 'bench/bare-server.mjs')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
-  const floor = await startChild(process.execPath, [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db')], {
-    cpu: o.serverCpu,
-    key: 'port',
-  });
+  const bare = await startBenchServer(o, 'bare-server.mjs');
+  const floor = await startBenchServer(o, 'floor-server.mjs', join(dir, 'floor.db'));
   const hg = await startHookgate(o, dir);
   const feed = o.admin ? await attachFeed(hg.adminUrl) : undefined;
   try {
