@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TOKEN, median, peakRssMiB, round, runLoad, startBenchServer, startHookgate } from './pinned.mjs';
 
-
 export async function floorBench(o) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-floor-'));
   const bare = await startBenchServer(o, 'bare-server.mjs');
