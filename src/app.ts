@@ -77,10 +77,11 @@ export async function startApp(opts: AppOptions): Promise<App> {
   const signals = { ...runtime.signals, gmailPushed: background.gmail.notify };
   const core = { store, generations, audit, runtime, logger, obs };
   const { handler, listener, admin } = await startListeners(first, env, core, { signals, routes, pressure, limiter });
-  logListening(logger, first, listener, admin);
-  // In the same tick as the line above: a change written as soon as the line is read is seen.
+  // Before the listening line, not after it in the same tick: a test or script that edits the config as soon as it
+  // reads the line runs in another process, and could write before the watch existed (seen once on a loaded machine).
   const stopWatching =
     opts.watchConfig && first.file ? watchConfigFile(first.file, () => void generations.reload()) : undefined;
+  logListening(logger, first, listener, admin);
   background.listening(listener.url);
   const stopBackground = () => (stopWatching?.(), background.stop(), obs?.stop());
   const stop = stopper({
