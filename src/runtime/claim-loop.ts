@@ -68,6 +68,16 @@ export class ClaimLoop<T extends { id: string }> {
     return this.inHand.size;
   }
 
+  /**
+   * How many more items the loop would claim now: its free slots, at most what it claims at a time while the
+   * ingress is saturated, none once it stops.
+   */
+  get spare(): number {
+    if (this.stopping) return 0;
+    const free = Math.max(0, this.opts.limit() - this.inHand.size);
+    return this.opts.ingressBusy?.() ? Math.min(free, (this.opts.yieldTo ?? { items: YIELD_CLAIM }).items) : free;
+  }
+
   ids(): string[] {
     return [...this.inHand.keys()];
   }

@@ -324,6 +324,11 @@ export class Outbox {
     return this.loop.drain(deadline);
   }
 
+  /** How many more deliveries the outbox would claim now (ClusterStore.outboxSpare). */
+  get spare(): number {
+    return this.loop.spare;
+  }
+
   /** Deliveries in hand: claimed and not done with (a batch counts each of its rows until it is sent or given back). */
   get sending(): number {
     return this.unsent;

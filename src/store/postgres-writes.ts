@@ -57,6 +57,11 @@ export class PgWrites {
     this.completions = new PgCompletions(db, channel);
   }
 
+  /** See ClusterStore.outboxSpare. */
+  outboxSpare(spare: () => number): void {
+    this.completions.outboxSpare = spare;
+  }
+
   /** Wait for the runtime's batches in flight (completions, delivery outcomes), then refuse new ones. */
   close(): Promise<void> {
     return this.completions.close();

@@ -338,6 +338,10 @@ export class PostgresStore implements Store {
     await this.db.query(PG.notify, [this.channel, feedNoticePayload(node, events, watchMs)]);
   }
 
+  outboxSpare(spare: () => number): void {
+    this.writes.outboxSpare(spare);
+  }
+
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
     if (this.closed) return () => {};
     return this.listener.subscribe(listener);

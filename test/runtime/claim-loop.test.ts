@@ -120,6 +120,27 @@ describe('claim loop', () => {
     assert.equal(h.maxInWork, 3);
   });
 
+  it('spare: its free slots; at most what it claims at a time while the ingress is busy; none once stopped', async () => {
+    let busy = false;
+    const h = track(harness({ limit: () => 3, ingressBusy: () => busy, yieldTo: { gapMs: YIELD_GAP_MS, items: 2 } }));
+    assert.equal(h.loop.spare, 3);
+    h.add('a');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.includes('a'));
+    assert.equal(h.loop.spare, 2);
+    busy = true;
+    h.add('b', 'c');
+    assert.equal(h.loop.spare, 2, 'free 2, yield 2');
+    h.loop.notify();
+    await waitFor('b and c in work', () => h.started.includes('c'));
+    assert.equal(h.loop.spare, 0);
+    h.done('a');
+    await waitFor('a done', () => h.loop.size === 2);
+    assert.equal(h.loop.spare, 1);
+    h.loop.stop();
+    assert.equal(h.loop.spare, 0);
+  });
+
   it('while the ingress is busy, claims once per YIELD_GAP_MS and at most YIELD_CLAIM items; at full speed again once it is not', async () => {
     let busy = true;
     const h = track(harness({ limit: () => 20, ingressBusy: () => busy, yieldTo }));
