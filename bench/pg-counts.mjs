@@ -178,6 +178,10 @@ export function perOp(m, by = m.ops) {
     pgCpuOwn: d(m.pgCpuOwn),
     pgCpuAll: d(m.pgCpuAll),
     hookgateCpu: d(m.hookgateCpu),
+    runClaims: d(w.runClaims),
+    emptyRunClaims: d(w.emptyRunClaims),
+    deliveryClaims: d(w.deliveryClaims),
+    emptyDeliveryClaims: d(w.emptyDeliveryClaims),
   };
 }
 
@@ -187,19 +191,20 @@ const f = (n, d = 2) => (n === undefined ? '–' : n.toFixed(d));
 export function countsTable(results, opts) {
   const lines = [
     '',
-    `PostgreSQL work per operation: ${opts.wakes} wakes and a burst of ${opts.runs} agent runs (accept → echo run → log delivery) per set-up, ${opts.connections} connections, through a counting proxy.`,
+    `PostgreSQL work per operation: ${opts.wakes} wakes, a burst of ${opts.runs} agent runs (accept → echo run → log delivery) and ${opts.agents ?? '–'} agent accepts without delivery (each run to its end) per set-up, ${opts.connections} connections, through a counting proxy.`,
     '',
-    '| set-up | per | statements (+ in functions) | round trips | commits (wire / server) | parses (named) | prepared / unprepared executions | PG exec ms | PG CPU µs (own backends / all postgres) | hookgate CPU µs |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| set-up | per | statements (+ in functions) | round trips | commits (wire / server) | parses (named) | prepared / unprepared executions | run claims (empty) | delivery claims (empty) | PG exec ms | PG CPU µs (own backends / all postgres) | hookgate CPU µs |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of results) {
     for (const [label, p] of [
       ['wake', perOp(r.wakes)],
       ['end-to-end run', perOp(r.runs)],
+      ...(r.agents ? [['agent run, no delivery', perOp(r.agents)]] : []),
       ['idle second', perOp(r.idle, r.idle.seconds)],
     ]) {
       lines.push(
-        `| ${r.setup} | ${label} | ${f(p.statements)} (+ ${f(p.nested)}) | ${f(p.roundTrips)} | ${f(p.commits)} / ${f(p.serverCommits)} | ${f(p.parses)} (${f(p.namedParses)}) | ${f(p.preparedExecutes)} / ${f(p.unpreparedExecutes)} | ${f(p.execMs, 3)} | ${f(p.pgCpuOwn, 0)} / ${f(p.pgCpuAll, 0)} | ${f(p.hookgateCpu, 0)} |`,
+        `| ${r.setup} | ${label} | ${f(p.statements)} (+ ${f(p.nested)}) | ${f(p.roundTrips)} | ${f(p.commits)} / ${f(p.serverCommits)} | ${f(p.parses)} (${f(p.namedParses)}) | ${f(p.preparedExecutes)} / ${f(p.unpreparedExecutes)} | ${f(p.runClaims)} (${f(p.emptyRunClaims)}) | ${f(p.deliveryClaims)} (${f(p.emptyDeliveryClaims)}) | ${f(p.execMs, 3)} | ${f(p.pgCpuOwn, 0)} / ${f(p.pgCpuAll, 0)} | ${f(p.hookgateCpu, 0)} |`,
       );
     }
   }
@@ -207,6 +212,7 @@ export function countsTable(results, opts) {
     '',
     "statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions and autovacuum's included.",
     "A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes' background work (claim polls, node refresh): its rate is the idle row.",
+    'Claims (empty): executions of the run and delivery claim statements, and those that leased nothing, counted on the wire.',
   );
   if (results.some((r) => !r.statementsAvailable)) {
     lines.push(
@@ -217,7 +223,9 @@ export function countsTable(results, opts) {
     for (const [label, m] of [
       ['wake', r.wakes],
       ['end-to-end run', r.runs],
+      ['agent run, no delivery', r.agents],
     ]) {
+      if (!m) continue;
       if (!m.statements) continue;
       lines.push(
         '',

@@ -6,7 +6,10 @@
 //   - parses: Parse ('P') messages, `named` when they create a named prepared statement (parsed once per connection);
 //   - prepared executions: Bind ('B') messages naming a prepared statement (no Parse for that execution);
 //   - commits / rollbacks: a ReadyForQuery back to idle ('I') after a command completed or failed, told apart by the
-//     last CommandComplete tag (ROLLBACK) or an ErrorResponse in between (as pg_stat_database counts them).
+//     last CommandComplete tag (ROLLBACK) or an ErrorResponse in between (as pg_stat_database counts them);
+//   - claims, and claims that came back empty: executions of hookgate's named claim statements (`hg_claim_runs*`,
+//     `hg_claim_deliveries`) and those whose CommandComplete tag says 0 rows (`UPDATE 0`). A client sends one query
+//     per connection at a time (it waits for ReadyForQuery), so the statement a tag answers is the last one bound.
 // A connection that switches to TLS (SSLRequest answered 'S') is forwarded but no longer read (`tls` counts them).
 import { createConnection, createServer } from 'node:net';
 
@@ -26,6 +29,10 @@ export function emptyCounts() {
     preparedBinds: 0,
     commits: 0,
     rollbacks: 0,
+    runClaims: 0,
+    emptyRunClaims: 0,
+    deliveryClaims: 0,
+    emptyDeliveryClaims: 0,
     bytesIn: 0,
     bytesOut: 0,
   };
@@ -116,6 +123,7 @@ export function connectionCounter(counts) {
   let commandDone = false;
   let failed = false;
   let lastTag = '';
+  let bound = ''; // the named statement of the query under way ('' when unnamed, or none)
   const server = streamReader(new Set(['Z', 'C']), (type, body) => {
     if (type === 'ssl-answer') {
       if (body[0] === 0x53) {
@@ -129,7 +137,14 @@ export function connectionCounter(counts) {
     else if (type === 'C') {
       commandDone = true;
       lastTag = cstring(body, 0).text;
+      const claim = bound.startsWith('hg_claim_runs') ? 'Run' : bound === 'hg_claim_deliveries' ? 'Delivery' : '';
+      if (claim) {
+        counts[`${claim.toLowerCase()}Claims`]++;
+        if (lastTag.endsWith(' 0')) counts[`empty${claim}Claims`]++;
+      }
+      bound = '';
     } else if (type === 'Z') {
+      bound = '';
       if (!started) {
         started = true;
         return;
@@ -162,7 +177,8 @@ export function connectionCounter(counts) {
     } else if (type === 'B') {
       counts.binds++;
       const portal = cstring(body, 0);
-      if (cstring(body, portal.next).text !== '') counts.preparedBinds++;
+      bound = cstring(body, portal.next).text;
+      if (bound !== '') counts.preparedBinds++;
     }
   });
   client.expectUntyped(1);

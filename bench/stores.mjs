@@ -7,7 +7,8 @@
 // Env: BENCH_SECONDS (5), BENCH_CONNECTIONS (50), BENCH_BURST (2000 runs), BENCH_PG_URL (admin URL, default the
 // machine's server, database test), BENCH_NODES (3).
 // Then, on fresh PostgreSQL set-ups behind a counting proxy, what the database does per wake and per end-to-end run
-// (bench/pg-counts.mjs): BENCH_COUNT_WAKES (5000), BENCH_COUNT_RUNS (500), BENCH_COUNT_NODES ("1,3"). `--counts-only` skips the throughput table.
+// (bench/pg-counts.mjs): BENCH_COUNT_WAKES (5000), BENCH_COUNT_RUNS (500), BENCH_COUNT_AGENTS (2000 agent accepts
+// without delivery, each run to its end: the claims, and claims that came back empty, per run), BENCH_COUNT_NODES ("1,3"). `--counts-only` skips the throughput table.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ const burst = Number(process.env.BENCH_BURST ?? 2000);
 const clusterSize = Number(process.env.BENCH_NODES ?? 3);
 const countWakes = Number(process.env.BENCH_COUNT_WAKES ?? 5000);
 const countRuns = Number(process.env.BENCH_COUNT_RUNS ?? 500);
+const countAgents = Number(process.env.BENCH_COUNT_AGENTS ?? 2000);
 const countNodes = (process.env.BENCH_COUNT_NODES ?? `1,${clusterSize}`).split(',').map(Number);
 const adminUrl =
   process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
@@ -38,10 +40,16 @@ function startServer(configFile) {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, HOOKGATE_BENCH: '1' },
   });
+  // Runs finished, from the server's own log line (counting them adds no statement to the database's).
+  const server = { child, url: '', runsFinished: 0 };
   return new Promise((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`hookgate exited ${c}`)));
     createInterface({ input: child.stdout }).on('line', (line) => {
-      if (line.includes('"hookgate listening"')) resolve({ child, url: JSON.parse(line).url });
+      if (line.includes('"hook agent run finished"')) server.runsFinished++;
+      else if (line.includes('"hookgate listening"')) {
+        server.url = JSON.parse(line).url;
+        resolve(server);
+      }
     });
   });
 }
@@ -141,6 +149,7 @@ async function setUp(store, nodes, counting = false) {
     urls: servers.map((s) => s.url),
     pids: servers.map((s) => s.child.pid),
     countDelivered,
+    runsFinished: () => servers.reduce((n, s) => n + s.runsFinished, 0),
     counting: counting ? { proxy, stats, dbName } : undefined,
     async tearDown() {
       await closeCounter();
@@ -242,6 +251,15 @@ async function countPass(nodes) {
       await sleep(300); // the last delivery's outcome is written just after its line
       return n;
     });
+    // Agent accepts without delivery, as fast as they come (the throughput table's agent load), until every run ended:
+    // what the nodes' claims cost while the accepts of every node wake the others.
+    const agents = await measurePhase(ctx, async () => {
+      const before = s.runsFinished();
+      const r = await load(s.urls, '/hooks/agent', agentBody, auth, [], { amount: countAgents });
+      const t0 = performance.now();
+      while (s.runsFinished() - before < r.total - r.non2xx && performance.now() - t0 < 180_000) await sleep(50);
+      return r.total - r.non2xx;
+    });
     return {
       setup: `PostgreSQL, ${nodes} node${nodes > 1 ? 's' : ''}`,
       statementsAvailable: stats.available,
@@ -249,6 +267,7 @@ async function countPass(nodes) {
       idle,
       wakes,
       runs,
+      agents,
     };
   } finally {
     await s.tearDown();
@@ -264,7 +283,7 @@ export async function storesBench(stores, opts = {}) {
   const counts = [];
   if (stores.includes('postgres')) for (const nodes of countNodes) counts.push(await countPass(nodes));
   if (opts.json) return JSON.stringify({ stores: rows, postgresCounts: counts });
-  const countOpts = { wakes: countWakes, runs: countRuns, connections };
+  const countOpts = { wakes: countWakes, runs: countRuns, agents: countAgents, connections };
   return [rows ? throughputTable(rows) : '', counts.length ? countsTable(counts, countOpts) : '']
     .filter(Boolean)
     .join('\n');

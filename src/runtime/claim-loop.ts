@@ -27,6 +27,12 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   ingressBusy?: () => boolean;
   /** While the ingress is busy: claim at most once per `gapMs`, at most `items` items (tests lengthen the gap). */
   yieldTo?: { gapMs: number; items: number };
+  /**
+   * When an item ends: `always` claim again (the default: finishing an item may itself make work claimable, such as
+   * a session's next run), or `if-expected`: only when there may be work the loop has not claimed yet — a claim came
+   * back full, a notify found no free slot, or `expect()` was called — since a claim then would come back empty.
+   */
+  claimAfterWork?: 'always' | 'if-expected';
 }
 
 /**
@@ -40,7 +46,8 @@ export const YIELD_CLAIM = 2;
 
 /**
  * The loop shared by the run worker and the outbox: when told there may be work (or every `pollMs`), claim as many
- * items as there are free slots and work them concurrently; one claim at a time; on close, stop claiming and give
+ * items as there are free slots and work them concurrently (again while claims come back full; a short one took all
+ * there was); one claim at a time; on close, stop claiming and give
  * the items in hand a grace period before aborting them. When claiming fails (the store is unreachable) the loop
  * pauses with backoff (1 s doubling to 30 s): notices and polls meanwhile wait for the retry, so an outage neither
  * spins nor floods the log (one line when it starts, one when claiming works again).
@@ -57,6 +64,8 @@ export class ClaimLoop<T extends { id: string }> {
   /** Set while paused (after a failed claim, or yielding to a saturated ingress): the claim that ends the pause. */
   private resume: NodeJS.Timeout | undefined;
   private lastClaimAt = -Infinity;
+  /** There may be work not claimed yet (see `claimAfterWork`). */
+  private expected = false;
 
   constructor(private readonly opts: ClaimLoopOptions<T>) {
     this.poll = setInterval(() => this.notify(), opts.pollMs);
@@ -68,8 +77,23 @@ export class ClaimLoop<T extends { id: string }> {
     return this.inHand.size;
   }
 
+  /**
+   * How many more items the loop would claim now: its free slots, at most what it claims at a time while the
+   * ingress is saturated, none once it stops.
+   */
+  get spare(): number {
+    if (this.stopping) return 0;
+    const free = Math.max(0, this.opts.limit() - this.inHand.size);
+    return this.opts.ingressBusy?.() ? Math.min(free, (this.opts.yieldTo ?? { items: YIELD_CLAIM }).items) : free;
+  }
+
   ids(): string[] {
     return [...this.inHand.keys()];
+  }
+
+  /** There is work that an item ending should claim (with `claimAfterWork: 'if-expected'`). */
+  expect(): void {
+    this.expected = true;
   }
 
   /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`. */
@@ -97,7 +121,10 @@ export class ClaimLoop<T extends { id: string }> {
   private async fill(): Promise<void> {
     while (!this.stopping) {
       let free = this.opts.limit() - this.inHand.size;
-      if (free <= 0) return;
+      if (free <= 0) {
+        this.expected = true; // told of work with no slot for it: the next item to end claims it
+        return;
+      }
       if (this.opts.ingressBusy?.()) {
         const { gapMs, items } = this.opts.yieldTo ?? { gapMs: YIELD_GAP_MS, items: YIELD_CLAIM };
         const wait = this.lastClaimAt + gapMs - performance.now();
@@ -105,6 +132,7 @@ export class ClaimLoop<T extends { id: string }> {
         free = Math.min(free, items);
       }
       this.lastClaimAt = performance.now();
+      this.expected = false;
       let items: T[];
       try {
         items = await this.opts.claim(free);
@@ -113,8 +141,11 @@ export class ClaimLoop<T extends { id: string }> {
         return;
       }
       this.outage.succeeded();
-      if (items.length === 0) return;
       for (const item of items) this.start(item);
+      // A short claim took all there was: claiming again at once would come back empty (work queued since comes
+      // with a notify, which claims again). A full one may have left more: claim again while slots are free.
+      if (items.length < free) return;
+      this.expected = true;
     }
   }
 
@@ -144,7 +175,7 @@ export class ClaimLoop<T extends { id: string }> {
       .catch((err) => this.failed(item, err))
       .finally(() => {
         this.inHand.delete(item.id);
-        this.notify();
+        if (this.opts.claimAfterWork !== 'if-expected' || this.expected) this.notify();
       });
     this.inHand.set(item.id, { abort, done });
   }

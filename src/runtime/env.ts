@@ -19,7 +19,7 @@ export interface RuntimeEnv {
 
 /** The runtime's store: its role, and the cluster seams it uses (heartbeat leases, notices). */
 export type RuntimeClusterStore = RuntimeStore &
-  Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'subscribe'>;
+  Pick<ClusterStore, 'shared' | 'leaseHeartbeat' | 'releaseHeartbeat' | 'subscribe' | 'outboxSpare'>;
 
 export interface RuntimeDeps {
   store: RuntimeClusterStore;

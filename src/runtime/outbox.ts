@@ -90,6 +90,8 @@ export class Outbox {
   private unsent = 0;
   /** The routes of the batches in hand: a new delivery to one of them is claimed when its batch ends. */
   private readonly routesInHand = new Set<string>();
+  /** Routes in hand that were queued a delivery meanwhile: the batch's end claims again. */
+  private readonly routesOwed = new Set<string>();
   private readonly announce: RuntimeAnnouncer;
 
   constructor(
@@ -118,8 +120,15 @@ export class Outbox {
         for (const route of batches.keys()) this.routesInHand.add(route);
         return [...batches.values()];
       },
-      work: (b, signal) => this.sendBatch(b, signal).finally(() => this.routesInHand.delete(b.route)),
+      work: (b, signal) =>
+        this.sendBatch(b, signal).finally(() => {
+          this.routesInHand.delete(b.route);
+          if (this.routesOwed.delete(b.route)) this.loop.expect();
+        }),
       pollMs: POLL_MS,
+      // A batch ending claims again only for what it was told of meanwhile: a claim after every batch found nothing
+      // most of the time (its route's followers came with it), and a claim is a write.
+      claimAfterWork: 'if-expected',
       ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });
   }
@@ -189,6 +198,7 @@ export class Outbox {
     if (from >= rows.length) return;
     const rest = rows.slice(from).map((r) => r.id);
     this.unsent -= rest.length;
+    this.loop.expect(); // claimable again (a route held back by a retry is not: its head is not due)
     await this.deps.store
       .releaseDeliveries(this.deps.owner, rest, Date.now())
       .catch((err: unknown) =>
@@ -201,11 +211,14 @@ export class Outbox {
 
   /**
    * There may be deliveries to claim. Told which were queued (a run's completion), it claims only if one of them is
-   * to a route with no batch in hand: a batch in hand claims its route again when it ends, so a claim now would
-   * find nothing (an empty claim is still a write, and it would come with every finished run).
+   * to a route with no batch in hand: a batch in hand claims its route again when it ends (`routesOwed`), so a claim
+   * now would find nothing (an empty claim is still a write, and it would come with every finished run).
    */
   notify(queued?: readonly Pick<NewDelivery, 'channel' | 'accountId' | 'to'>[]): void {
-    if (queued?.length && queued.every((d) => this.routesInHand.has(routeKey(d)))) return;
+    if (queued?.length && queued.every((d) => this.routesInHand.has(routeKey(d)))) {
+      for (const d of queued) this.routesOwed.add(routeKey(d));
+      return;
+    }
     this.loop.notify();
   }
 
@@ -322,6 +335,11 @@ export class Outbox {
   /** Sends under way go on until `deadline` aborts them; an aborted one is sent again at the next start. */
   drain(deadline: AbortSignal): Promise<void> {
     return this.loop.drain(deadline);
+  }
+
+  /** How many more deliveries the outbox would claim now (ClusterStore.outboxSpare). */
+  get spare(): number {
+    return this.loop.spare;
   }
 
   /** Deliveries in hand: claimed and not done with (a batch counts each of its rows until it is sent or given back). */

@@ -58,6 +58,8 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     },
   });
   heartbeat.onDelivery = () => outbox.notify();
+  // A finished run's deliveries go to this node's own outbox (onFinished): the others need not look while it has room.
+  deps.store.outboxSpare?.(() => outbox.spare);
   // Other nodes on a shared store say when they made work claimable: look now rather than at the next poll (the
   // claim loops still poll every second, which covers a lost notice). A single-process store sends none.
   const unsubscribe = deps.store.subscribe((notice) => {

@@ -73,6 +73,14 @@ export interface ClusterStore {
    */
   subscribe(listener: (notice: ClusterNotice) => void): () => void;
   /**
+   * How many more deliveries this node's outbox would claim now (`spare`, asked as each batch of run completions is
+   * written). A shared store's completion batch that queues no more deliveries than that sends no `deliveries`
+   * notice: the runtime hands them to its own outbox, and the other nodes' claims would come back empty (one route is
+   * claimed by one node at a time). Not given (or 0): every batch that queues a delivery tells the others. A store
+   * with no notices (SQLite) does not need it.
+   */
+  outboxSpare?(spare: () => number): void;
+  /**
    * Tell the other nodes of live feed events of node `node`: `events` are each one event's JSON, together (with the
    * envelope) under FEED_NOTICE_MAX_BYTES; `watchMs`: see the `feed` notice. Best-effort like every notice. A
    * single-process store does nothing.

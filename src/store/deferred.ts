@@ -80,6 +80,7 @@ export class DeferredStore implements Store {
   private recoverRequested = false;
   private node: NodeInfo | undefined;
   private readonly listeners = new Map<(notice: ClusterNotice) => void, (() => void) | undefined>();
+  private spare: (() => number) | undefined;
   private readonly now: () => number;
   private readonly retryMs: number;
 
@@ -319,6 +320,7 @@ export class DeferredStore implements Store {
     if (this.closed) return void (await real.close());
     this.real = real;
     for (const listener of this.listeners.keys()) this.listeners.set(listener, real.subscribe(listener));
+    if (this.spare) real.outboxSpare?.(this.spare);
     const seconds = Math.round((this.now() - this.since) / 1000);
     this.opts.onWarning?.(
       `the store is open after ${seconds} s (${this.attempts} attempts): hook requests are accepted again`,
@@ -358,6 +360,12 @@ export class DeferredStore implements Store {
     if (this.real) return this.real.removeNode(id);
     if (this.node?.id === id) this.node = undefined;
     return Promise.resolve();
+  }
+
+  /** Passed on to the real store once it opens. */
+  outboxSpare(spare: () => number): void {
+    this.spare = spare;
+    this.real?.outboxSpare?.(spare);
   }
 
   /** Listeners added before the open are subscribed to the real store when it opens. */

@@ -21,6 +21,8 @@ interface Finish {
 export class PgCompletions {
   private readonly runs: GroupCommit<RunOutcome>;
   private readonly deliveries: GroupCommit<Finish>;
+  /** How many more deliveries this node's outbox would claim now (ClusterStore.outboxSpare); 0: tell the others. */
+  outboxSpare: () => number = () => 0;
 
   constructor(
     private readonly db: PgDb,
@@ -60,9 +62,16 @@ export class PgCompletions {
       deliveries: c.deliveries.map(deliveryRow),
       messages: c.messages.map(messageRow),
     }));
+    let spare = 0;
+    try {
+      spare = Math.max(0, Math.floor(this.outboxSpare()));
+    } catch {
+      // the hint is only a hint: tell the others
+    }
     const { rows: out } = await this.db.query<{ done: number[] }>(PG.completeRuns, [
       JSON.stringify(rows),
       this.channel,
+      spare,
     ]);
     const done = new Set(out[0]?.done ?? []);
     return batch.map((_, i) => done.has(i));

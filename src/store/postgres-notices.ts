@@ -29,9 +29,23 @@ const isFeedEvent = (e: unknown): e is FeedEvent =>
   (FEED_EVENT_TYPES as readonly unknown[]).includes((e as { type?: unknown }).type) &&
   typeof (e as { at?: unknown }).at === 'number';
 
-function parseNotice(payload: string | undefined): ClusterNotice | undefined {
+/** A session's route changed (`key`; none: any may have): the store's own notice, not passed to subscribers. */
+export interface RouteNotice {
+  kind: 'route';
+  key?: string;
+}
+
+/** What the store itself does with notices besides passing them on: its route cache (postgres-route-cache.ts). */
+export interface NoticeHooks {
+  /** LISTEN is in place (true), or its connection was lost or closed (false). */
+  listening?: (on: boolean) => void;
+  route?: (key: string | undefined) => void;
+}
+
+function parseNotice(payload: string | undefined): ClusterNotice | RouteNotice | undefined {
   try {
-    const n = JSON.parse(payload ?? '') as Partial<ClusterNotice>;
+    const n = JSON.parse(payload ?? '') as Partial<ClusterNotice | RouteNotice>;
+    if (n.kind === 'route') return typeof n.key === 'string' ? { kind: 'route', key: n.key } : { kind: 'route' };
     if (n.kind === 'feed' && typeof n.node === 'string' && Array.isArray(n.events)) {
       const events = n.events.filter(isFeedEvent);
       return typeof n.watchMs === 'number'
@@ -66,6 +80,7 @@ export class PgListener {
      * claim once more, finding nothing (one empty claim per commit).
      */
     private readonly ownBackend: (pid: number) => boolean = () => false,
+    private readonly hooks: NoticeHooks = {},
   ) {}
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {
@@ -96,6 +111,10 @@ export class PgListener {
     client.on('notification', (msg) => {
       if (msg.channel !== this.channel) return;
       const notice = parseNotice(msg.payload);
+      if (notice?.kind === 'route') {
+        this.hooks.route?.(notice.key);
+        return;
+      }
       if (!notice || ((notice.kind === 'runs' || notice.kind === 'deliveries') && this.ownBackend(msg.processId)))
         return;
       for (const l of [...this.listeners]) {
@@ -109,6 +128,7 @@ export class PgListener {
     try {
       await client.connect();
       await client.query(`LISTEN "${this.channel.replace(/"/g, '""')}"`);
+      if (this.client === client) this.hooks.listening?.(true);
       if (this.client === client && this.backoffMs !== BACKOFF_MIN_MS)
         this.onWarning('cluster notices: listening again');
       this.backoffMs = BACKOFF_MIN_MS;
@@ -120,6 +140,7 @@ export class PgListener {
   private lost(client: pg.Client, err: unknown): void {
     if (this.client !== client) return; // an old connection's late event
     this.client = undefined;
+    this.hooks.listening?.(false);
     client.removeAllListeners('end');
     client.on('error', () => {});
     client.end().catch(() => {});
@@ -140,6 +161,7 @@ export class PgListener {
     this.retry = undefined;
     const client = this.client;
     this.client = undefined;
+    this.hooks.listening?.(false);
     if (client) {
       client.removeAllListeners('end');
       client.on('error', () => {});

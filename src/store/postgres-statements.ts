@@ -96,10 +96,11 @@ const CLAIM_DELIVERIES = `
 
 /**
  * A batch of run completions in one statement (one transaction, one commit): `$1` a jsonb array of outcomes, each
- * with its events, deliveries and transcript; `$2` the notice channel. Only a completion whose run is still leased
- * to its owner is written, with everything it carries (the fence, as for one run); the rest of it is dropped. One
- * 'runs' notice when a finished run's session has a queued run (runnable now), one 'deliveries' notice when any
- * delivery was queued: per batch, not per run. Answers the indexes (`i`) of the completions written.
+ * with its events, deliveries and transcript; `$2` the notice channel; `$3` how many deliveries the writing node's
+ * outbox takes on itself. Only a completion whose run is still leased to its owner is written, with everything it
+ * carries (the fence, as for one run); the rest of it is dropped. One 'runs' notice when a finished run's session
+ * has a queued run (runnable now), one 'deliveries' notice when more deliveries were queued than `$3`: per batch, not
+ * per run. Answers the indexes (`i`) of the completions written.
  */
 const COMPLETE_RUNS = `
   WITH c AS MATERIALIZED (
@@ -130,7 +131,7 @@ const COMPLETE_RUNS = `
   SELECT (SELECT coalesce(array_agg(i), '{}') FROM done) AS done,
     (SELECT pg_notify($2, '{"kind":"runs"}') WHERE EXISTS (
       SELECT 1 FROM done JOIN runs n ON n.session_key = done.session_key AND n.state = 'queued')) AS runs_notice,
-    (SELECT pg_notify($2, '{"kind":"deliveries"}') WHERE EXISTS (SELECT 1 FROM dl)) AS deliveries_notice,
+    (SELECT pg_notify($2, '{"kind":"deliveries"}') WHERE (SELECT count(*) FROM dl) > $3::int) AS deliveries_notice,
     (SELECT count(*) FROM ev) + (SELECT count(*) FROM msg) AS rows`;
 
 /**

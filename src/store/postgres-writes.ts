@@ -29,9 +29,13 @@ const DELIVERIES = '{"kind":"deliveries"}';
  */
 export const EXPIRED_SWEEP_MS = 1000;
 
-const UPSERT_ROUTE = `INSERT INTO sessions (key, agent_id, last_channel, last_to, last_account_id, created_at, updated_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $6)
-  ON CONFLICT (key) DO UPDATE SET last_channel = $3, last_to = $4, last_account_id = $5, updated_at = $6`;
+/** With its `route` notice in the same transaction: every node forgets the route it kept (postgres-route-cache.ts). */
+const UPSERT_ROUTE = `WITH up AS (
+    INSERT INTO sessions (key, agent_id, last_channel, last_to, last_account_id, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $6)
+    ON CONFLICT (key) DO UPDATE SET last_channel = $3, last_to = $4, last_account_id = $5, updated_at = $6
+    RETURNING key)
+  SELECT pg_notify($7, json_build_object('kind', 'route', 'key', key)::text) FROM up`;
 
 const REQUEUE_SET = `state = 'queued', updated_at = $1, finished_at = NULL, lease_owner = NULL, lease_until = NULL,
   next_attempt_at = NULL, retries = 0, retrying_since = NULL`;
@@ -51,6 +55,11 @@ export class PgWrites {
     private readonly channel: string,
   ) {
     this.completions = new PgCompletions(db, channel);
+  }
+
+  /** See ClusterStore.outboxSpare. */
+  outboxSpare(spare: () => number): void {
+    this.completions.outboxSpare = spare;
   }
 
   /** Wait for the runtime's batches in flight (completions, delivery outcomes), then refuse new ones. */
@@ -143,7 +152,7 @@ export class PgWrites {
     now: number,
     accountId: string | null = null,
   ): Promise<void> {
-    await this.db.query(UPSERT_ROUTE, [sessionKey, agentId, channel, to, accountId, now]);
+    await this.db.query(UPSERT_ROUTE, [sessionKey, agentId, channel, to, accountId, now, this.channel]);
   }
 
   /** Route heads and, after each, up to `followers` of its route in order (as SQLite's claim; see Store.claimDeliveries). */

@@ -23,6 +23,7 @@ import { safeUrl } from '../text-safe.js';
 import { feedNoticePayload, noticeChannel, PgListener } from './postgres-notices.js';
 import { PgPages } from './postgres-pages.js';
 import { PgReads } from './postgres-reads.js';
+import { PgRouteCache } from './postgres-route-cache.js';
 import { PG } from './postgres-statements.js';
 import { rowToNode } from './record-encoding.js';
 import { PgWrites } from './postgres-writes.js';
@@ -96,6 +97,7 @@ export class PostgresStore implements Store {
   private readonly gmail: PgGmail;
   private readonly audit: PgAudit;
   private readonly listener: PgListener;
+  private readonly routes = new PgRouteCache();
   private closed = false;
 
   constructor(
@@ -111,7 +113,10 @@ export class PostgresStore implements Store {
     this.pages = new PgPages(db);
     this.gmail = new PgGmail(db);
     this.audit = new PgAudit(db);
-    this.listener = new PgListener(opts, channel, opts.onWarning, (pid) => db.backends.has(pid));
+    this.listener = new PgListener(opts, channel, opts.onWarning, (pid) => db.backends.has(pid), {
+      listening: (on) => this.routes.setListening(on),
+      route: (key) => this.routes.forget(key),
+    });
   }
 
   accept(cmd: AcceptCommand): Promise<AcceptResult> {
@@ -155,7 +160,10 @@ export class PostgresStore implements Store {
     now: number,
     accountId?: string | null,
   ): Promise<void> {
-    return this.writes.setRoute(sessionKey, agentId, channel, to, now, accountId);
+    // Forgotten here too, not only when this node's own notice comes back: a read right after sees the new route.
+    return this.writes
+      .setRoute(sessionKey, agentId, channel, to, now, accountId)
+      .finally(() => this.routes.forget(sessionKey));
   }
   claimDeliveries(owner: string, now: number, leaseMs: number, limit: number, followers?: number): Promise<Delivery[]> {
     return this.writes.claimDeliveries(owner, now, leaseMs, limit, followers);
@@ -209,8 +217,9 @@ export class PostgresStore implements Store {
   sessionMessages(agentId: string, sessionKey: string, limit: number): Promise<SessionMessage[]> {
     return this.reads.sessionMessages(agentId, sessionKey, limit);
   }
+  /** Kept while this node listens for notices (postgres-route-cache.ts). */
   getRoute(sessionKey: string): Promise<SessionRoute | undefined> {
-    return this.reads.getRoute(sessionKey);
+    return this.routes.get(sessionKey, (key) => this.reads.getRoute(key));
   }
   listDeliveries(q?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<Delivery[]> {
     return this.reads.listDeliveries(q);
@@ -327,6 +336,10 @@ export class PostgresStore implements Store {
   async publishFeed(node: string, events: readonly string[], watchMs?: number): Promise<void> {
     if (events.length === 0 && watchMs === undefined) return;
     await this.db.query(PG.notify, [this.channel, feedNoticePayload(node, events, watchMs)]);
+  }
+
+  outboxSpare(spare: () => number): void {
+    this.writes.outboxSpare(spare);
   }
 
   subscribe(listener: (notice: ClusterNotice) => void): () => void {

@@ -91,6 +91,10 @@ describe('bench/pg-wire.mjs: counting the protocol', () => {
     preparedBinds: 2,
     commits: 4,
     rollbacks: 1,
+    runClaims: 0,
+    emptyRunClaims: 0,
+    deliveryClaims: 0,
+    emptyDeliveryClaims: 0,
   };
 
   it('counts round trips, statements, parses (named or not), prepared executions and commits', () => {
@@ -135,6 +139,38 @@ describe('bench/pg-wire.mjs: counting the protocol', () => {
     tls.server(Buffer.from('\x16\x03\x03 more'));
     assert.equal(t.tls, 1);
     assert.equal(t.roundTrips, 0);
+  });
+
+  it("counts hookgate's claims, and those that came back empty, by the named statement a tag answers", () => {
+    const c = wire.emptyCounts();
+    const conn = wire.connectionCounter(c);
+    conn.client(untyped(196608));
+    conn.server(ready('I'));
+    const exchange = (stmt: string, tag: string) => {
+      conn.client(Buffer.concat([bind(stmt), execute(), msg('S')]));
+      conn.server(Buffer.concat([msg('2'), done(tag), ready('I')]));
+    };
+    exchange('hg_claim_runs', 'UPDATE 3');
+    exchange('hg_claim_runs', 'UPDATE 0');
+    exchange('hg_claim_runs_expired', 'UPDATE 0');
+    exchange('hg_claim_deliveries', 'UPDATE 0');
+    exchange('hg_claim_deliveries', 'UPDATE 10');
+    exchange('hg_get_run', 'SELECT 0'); // not a claim
+    exchange('', 'UPDATE 0'); // unnamed: not hookgate's claim
+    // A failed claim answers no tag: neither a claim counted nor an empty one.
+    conn.client(Buffer.concat([bind('hg_claim_runs'), execute(), msg('S')]));
+    conn.server(Buffer.concat([msg('E', cstr('SERROR')), ready('I')]));
+    conn.client(msg('Q', cstr('SELECT 1')));
+    conn.server(Buffer.concat([done('UPDATE 0'), ready('I')]));
+    assert.deepEqual(
+      {
+        runs: c.runClaims,
+        emptyRuns: c.emptyRunClaims,
+        deliveries: c.deliveryClaims,
+        emptyDeliveries: c.emptyDeliveryClaims,
+      },
+      { runs: 3, emptyRuns: 2, deliveries: 2, emptyDeliveries: 1 },
+    );
   });
 
   it('diffCounts subtracts snapshots key by key', () => {
@@ -201,6 +237,8 @@ describe('bench/pg-counts.mjs: pg_stat_statements summary', () => {
         preparedBinds: 6,
         commits: 8,
         parses: 4,
+        runClaims: 6,
+        emptyRunClaims: 2,
       },
       statements: { statements: 12, nested: 4, execMs: 2, byCalls: [], byTime: [] },
     };
@@ -209,6 +247,8 @@ describe('bench/pg-counts.mjs: pg_stat_statements summary', () => {
     assert.equal(p.preparedExecutes, 1.5);
     assert.equal(p.unpreparedExecutes, 1.5);
     assert.equal(p.statements, 3);
+    assert.equal(p.runClaims, 1.5);
+    assert.equal(p.emptyRunClaims, 0.5);
     assert.equal(counts.perOp(m, m.seconds).pgCpuOwn, 200);
   });
 

@@ -120,6 +120,27 @@ describe('claim loop', () => {
     assert.equal(h.maxInWork, 3);
   });
 
+  it('spare: its free slots; at most what it claims at a time while the ingress is busy; none once stopped', async () => {
+    let busy = false;
+    const h = track(harness({ limit: () => 3, ingressBusy: () => busy, yieldTo: { gapMs: YIELD_GAP_MS, items: 2 } }));
+    assert.equal(h.loop.spare, 3);
+    h.add('a');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.includes('a'));
+    assert.equal(h.loop.spare, 2);
+    busy = true;
+    h.add('b', 'c');
+    assert.equal(h.loop.spare, 2, 'free 2, yield 2');
+    h.loop.notify();
+    await waitFor('b and c in work', () => h.started.includes('c'));
+    assert.equal(h.loop.spare, 0);
+    h.done('a');
+    await waitFor('a done', () => h.loop.size === 2);
+    assert.equal(h.loop.spare, 1);
+    h.loop.stop();
+    assert.equal(h.loop.spare, 0);
+  });
+
   it('while the ingress is busy, claims once per YIELD_GAP_MS and at most YIELD_CLAIM items; at full speed again once it is not', async () => {
     let busy = true;
     const h = track(harness({ limit: () => 20, ingressBusy: () => busy, yieldTo }));
@@ -187,6 +208,50 @@ describe('claim loop', () => {
     await waitFor('b in work', () => h.started.includes('b'));
   });
 
+  it("claimAfterWork 'if-expected': an item's end claims only after a full claim, a notify with no free slot, or expect()", async () => {
+    const h = track(harness({ limit: () => 2, claimAfterWork: 'if-expected' }));
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+    h.add('a');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.includes('a'));
+    h.done('a');
+    await waitFor('a done', () => h.loop.size === 0);
+    await settle();
+    assert.deepEqual(h.claims, [2], 'one short claim (no claim again at once), and none when a ended');
+
+    h.add('b', 'c', 'd');
+    h.loop.notify();
+    await waitFor('b and c in work', () => h.started.includes('c'));
+    h.done('b');
+    await waitFor('d in work (the claim before came back full)', () => h.started.includes('d'));
+    h.done('c'); // the claim of d was full too: one more claim, which finds nothing
+    await waitFor('c done', () => h.loop.size === 1);
+    await settle();
+    h.done('d');
+    await waitFor('d done', () => h.loop.size === 0);
+    await settle();
+    assert.deepEqual(h.claims, [2, 2, 1, 1], 'after the empty claim, d ending claims nothing');
+
+    h.add('e');
+    h.loop.notify();
+    await waitFor('e in work', () => h.started.includes('e'));
+    h.add('f');
+    h.loop.expect();
+    h.done('e');
+    await waitFor('f in work (expected)', () => h.started.includes('f'));
+    h.add('g', 'h');
+    h.loop.notify();
+    await waitFor('g in work', () => h.started.includes('g'));
+    h.add('i');
+    h.loop.notify(); // no free slot: the next item to end claims it
+    h.done('f');
+    await waitFor('h or i in work', () => h.started.includes('h'));
+    h.done('g');
+    await waitFor('i in work', () => h.started.includes('i'));
+    h.done('h');
+    h.done('i');
+  });
+
   it('claims one batch at a time; a wake-up during a claim is answered with one more claim', async () => {
     const h = track(harness({ limit: () => 10 }));
     h.loop.notify(); // claims an empty queue...
@@ -199,8 +264,8 @@ describe('claim loop', () => {
     assert.equal(h.maxClaiming, 1);
     assert.deepEqual(
       h.claims,
-      [10, 10, 9],
-      'one more claim for the wake-ups during the first, then one after late started',
+      [10, 10],
+      'one more claim for the wake-ups during the first; none after late started (that claim came back short)',
     );
   });
 

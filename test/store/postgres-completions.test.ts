@@ -5,6 +5,7 @@ import type { PostgresStore } from '../../src/store/postgres.js';
 import { EXPIRED_SWEEP_MS } from '../../src/store/postgres-writes.js';
 import type { ClusterNotice, Run } from '../../src/store/types.js';
 import { openTestStore, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
+import { waitFor } from '../support/wait.js';
 import { command, completion, delivery, event, message, received, run } from './contract.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -204,6 +205,28 @@ describe('postgres: the runtime writes in batches', { skip: skip ?? false, timeo
     await new Promise((res) => setTimeout(res, 300));
     stop();
     assert.deepEqual(got, [{ kind: 'deliveries' }]);
+  });
+
+  it('no "deliveries" notice for a batch whose deliveries fit in the writing node\'s outbox; one for a batch that does not', async () => {
+    const runs = await claimed(4);
+    const got: ClusterNotice[] = [];
+    const stop = b.subscribe((n) => got.push(n));
+    await b.noticesReady();
+    const complete = (r: Run) =>
+      a.completeRun(completion(r.id, 'nodeA', { deliveries: [delivery({ runId: r.id, channel: 'log', to: '' })] }));
+    try {
+      a.outboxSpare(() => 2);
+      await Promise.all(runs.slice(0, 2).map(complete)); // two deliveries, two free slots: a's outbox sends them
+      a.outboxSpare(() => 1);
+      await Promise.all(runs.slice(2).map(complete)); // two deliveries, one free slot: the others are told
+      await waitFor('the notice of the second batch', () => got.length > 0);
+      await new Promise((res) => setTimeout(res, 300)); // a notice of the first batch would have come first
+    } finally {
+      a.outboxSpare(() => 0);
+      stop();
+    }
+    assert.deepEqual(got, [{ kind: 'deliveries' }]);
+    assert.equal(await count(schema, 'deliveries'), 4, 'every delivery is queued either way');
   });
 
   it('a node is not woken by its own notices (it told its runtime when it committed); the other nodes are', async () => {

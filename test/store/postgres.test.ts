@@ -5,6 +5,7 @@ import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
 import { checkPostgres, type PostgresStore } from '../../src/store/postgres.js';
 import type { ClusterNotice, RunState } from '../../src/store/types.js';
 import { openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
+import { waitFor } from '../support/wait.js';
 import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -207,6 +208,33 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       while (Date.now() < deadline && got.length < 2) await new Promise((res) => setTimeout(res, 20));
       stop();
       assert.deepEqual(got, [{ kind: 'runs' }, { kind: 'runs' }]);
+    });
+
+    it("a node keeps a route while it listens; another node's setRoute makes it read the new one (the route notice)", async () => {
+      const key = `route-${Date.now()}`;
+      const stop = a.subscribe(() => {});
+      try {
+        await a.noticesReady();
+        assert.equal(await a.getRoute(key), undefined);
+        let before = a.db.queries;
+        assert.equal(await a.getRoute(key), undefined);
+        assert.equal(a.db.queries - before, 0, 'kept: no statement');
+        await b.setRoute(key, 'main', 'telegram', '1001', T0);
+        await waitFor('node a uses the route node b set', async () => (await a.getRoute(key))?.to === '1001');
+        before = a.db.queries;
+        assert.deepEqual(await a.getRoute(key), { channel: 'telegram', to: '1001', accountId: null });
+        assert.equal(a.db.queries - before, 0, 'the new route is kept in turn');
+        // Its own write: used by the very next read, without waiting for its notice.
+        await a.setRoute(key, 'main', 'slack', 'C9', T0 + 1, 'ops');
+        assert.deepEqual(await a.getRoute(key), { channel: 'slack', to: 'C9', accountId: 'ops' });
+      } finally {
+        stop();
+      }
+      // Not listening any more: nothing is kept, every call reads.
+      const before = a.db.queries;
+      await a.getRoute(key);
+      await a.getRoute(key);
+      assert.equal(a.db.queries - before, 2);
     });
 
     it('heartbeat leases and lockouts hold across nodes', async () => {
