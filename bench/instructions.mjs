@@ -6,7 +6,10 @@
 //   each request's count includes its run, echo → log file), floor (bench/floor-server.mjs, two rows per request),
 //   floor1 (the same, one row per request)
 //   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
-//   INSTR_ANNOTATE (a file prefix: callgrind_annotate's per-function output kept as PREFIX-N.txt, N the ROOT's index)
+//   INSTR_ANNOTATE (a file prefix: callgrind_annotate's per-function output kept as PREFIX-N.txt and the raw dump as
+//   PREFIX-N.callgrind, N the ROOT's index), INSTR_TOP (N: print each ROOT's N costliest functions per request, self
+//   cost; the server runs with --perf-basic-prof so that JIT-compiled JavaScript is named, not an address),
+//   INSTR_NODE_ARGS (more node flags for the server, space-separated)
 // Each ROOT runs under callgrind at once (the counts do not depend on it); the table gives instructions per request by
 // kind. "JIT compiler" and "GC" depend on when V8 decides to optimise or collect, which timing moves under valgrind's
 // slowdown: compare builds on the "steady" sum, which leaves them out.
@@ -29,6 +32,7 @@ const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
 const REQUESTS = Number(process.env.INSTR_REQUESTS ?? 4000);
 const CONNECTIONS = Number(process.env.INSTR_CONNECTIONS ?? 8);
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
+const TOP = Number(process.env.INSTR_TOP ?? 0);
 
 /** Self cost by kind, from callgrind_annotate's per-function lines. */
 const KINDS = [
@@ -67,7 +71,9 @@ async function measure(root, index) {
   const server = floor
     ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
     : ['--max-semi-space-size=4', join(root, 'dist/cli/main.js'), 'serve', '--config', config];
-  const child = spawn('valgrind', [...args, process.execPath, ...server], {
+  const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  if (TOP > 0) nodeArgs.push('--perf-basic-prof');
+  const child = spawn('valgrind', [...args, process.execPath, ...nodeArgs, ...server], {
     env: { ...process.env, HOOKGATE_BENCH: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -157,19 +163,61 @@ async function measure(root, index) {
     encoding: 'utf8',
     maxBuffer: 256 << 20,
   });
-  if (process.env.INSTR_ANNOTATE) writeFileSync(`${process.env.INSTR_ANNOTATE}-${index}.txt`, text);
+  if (process.env.INSTR_ANNOTATE) {
+    writeFileSync(`${process.env.INSTR_ANNOTATE}-${index}.txt`, text);
+    writeFileSync(`${process.env.INSTR_ANNOTATE}-${index}.callgrind`, readFileSync(dump));
+  }
   const byKind = new Map(KINDS.map(([k]) => [k, 0]));
+  const byFunction = new Map();
+  const jsName = TOP > 0 ? perfMap(child.pid) : undefined;
   for (const line of text.split('\n')) {
     const m = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$/.exec(line);
     if (!m || m[2].includes('PROGRAM TOTALS')) continue;
     const kind = KINDS.find(([, re]) => re.test(m[2]))[0];
-    byKind.set(kind, byKind.get(kind) + Number(m[1].replaceAll(',', '')) / REQUESTS);
+    const n = Number(m[1].replaceAll(',', '')) / REQUESTS;
+    byKind.set(kind, byKind.get(kind) + n);
+    if (jsName) {
+      const jit = /^\?\?\?:0x([0-9a-f]+) \[\?\?\?\]/.exec(m[2]);
+      const name = jit ? jsName(parseInt(jit[1], 16)) : m[2].replace(/^\?\?\?:/, '').replace(/ \[.*\]$/, '');
+      byFunction.set(name, (byFunction.get(name) ?? 0) + n);
+    }
   }
   rmSync(dir, { recursive: true, force: true });
-  return byKind;
+  return { byKind, byFunction };
 }
 
-const results = await Promise.all(roots.map((r, i) => measure(r, i)));
+/**
+ * Names JIT code by address from V8's /tmp/perf-PID.map (--perf-basic-prof; callgrind knows only the address, one
+ * entry per block): a function's blocks add up under its name. The map is deleted once read.
+ */
+function perfMap(pid) {
+  const file = `/tmp/perf-${pid}.map`;
+  const ranges = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [start, size, ...name] = l.split(' ');
+      return [parseInt(start, 16), parseInt(size, 16), name.join(' ').replace(/file:\/\/\S*?\/(dist|bench)\//, '$1/')];
+    })
+    .sort((a, b) => a[0] - b[0]);
+  rmSync(file, { force: true });
+  return (address) => {
+    let lo = 0;
+    let hi = ranges.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (ranges[mid][0] <= address) {
+        at = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return at >= 0 && address < ranges[at][0] + ranges[at][1] ? `JS ${ranges[at][2]}` : 'JIT code, unnamed';
+  };
+}
+
+const measured = await Promise.all(roots.map((r, i) => measure(r, i)));
+const results = measured.map((m) => m.byKind);
 const f = (n) => Math.round(n).toLocaleString('en-US');
 const steady = (m) => [...m].filter(([k]) => k !== 'JIT compiler' && k !== 'GC').reduce((s, [, v]) => s + v, 0);
 const what = {
@@ -188,3 +236,11 @@ if (results.length > 1)
   console.log(
     `\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`,
   );
+if (TOP > 0)
+  measured.forEach(({ byFunction }, i) => {
+    console.log(
+      `\n${roots[i]}: the ${TOP} costliest functions, self instructions per request (JIT compiler and GC included)\n`,
+    );
+    for (const [name, n] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+      console.log(`${f(n).padStart(8)}  ${name.slice(0, 140)}`);
+  });

@@ -51,6 +51,11 @@ export interface DispatchAnswer {
   status: number;
   body: Record<string, unknown>;
   duplicate?: boolean;
+  /**
+   * `body` as JSON, ASCII only, when it was rendered here (a wake's or one run's answer: closed words and ids), so
+   * the answer is written without a JSON.stringify of it: every accepted request's path.
+   */
+  json?: string;
 }
 
 /**
@@ -143,7 +148,9 @@ async function holdForCompletion(
   const runId = answer.body.runId;
   if (first?.kind !== 'agent' || typeof runId !== 'string') return answer;
   const completion = await wait.completions.wait(runId, waitBoundMs(ctx, first.run.timeoutSeconds), wait.signal);
-  return { ...answer, status: 200, body: { ...answer.body, completion } };
+  const held: DispatchAnswer = { status: 200, body: { ...answer.body, completion } }; // not the plain answer's `json`
+  if (answer.duplicate) held.duplicate = true;
+  return held;
 }
 
 /**
@@ -193,13 +200,20 @@ function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer 
   switch (spec.kind) {
     case 'wake': {
       const ev = outcome.events[0]!;
-      return {
+      const answer: DispatchAnswer = {
         status: spec.status,
         body: { ok: true, mode: spec.mode, eventId: ev.eventId, eventOutcome: ev.outcome },
       };
+      // The mode and the outcome are closed words; the id is checked, as it comes from the store.
+      if (plainAscii(ev.eventId))
+        answer.json = `{"ok":true,"mode":"${spec.mode}","eventId":"${ev.eventId}","eventOutcome":"${ev.outcome}"}`;
+      return answer;
     }
-    case 'agent':
-      return { status: spec.status, body: { ok: true, runId: spec.runId } };
+    case 'agent': {
+      const answer: DispatchAnswer = { status: spec.status, body: { ok: true, runId: spec.runId } };
+      if (plainAscii(spec.runId)) answer.json = `{"ok":true,"runId":"${spec.runId}"}`;
+      return answer;
+    }
     case 'fanout':
       return {
         status: spec.status,
@@ -214,3 +228,7 @@ function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer 
       };
   }
 }
+
+/** Printable ASCII without a quote or a backslash: JSON.stringify writes such a string as it is, in quotes. */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const plainAscii = (s: string): boolean => PLAIN_ASCII.test(s);

@@ -139,6 +139,11 @@ export type RouteResult =
 export interface HookRoutes {
   plan(ctx: HooksContext, subPath: string): RoutePlan;
   resolve(req: HookRequest): Promise<RouteResult>;
+  /**
+   * `resolve`, with a direct route's or the Gmail push's result as a value (it throws what `resolve` rejects with):
+   * the ingress awaits only a mapping's promise, not one per wake.
+   */
+  route(req: HookRequest): RouteResult | Promise<RouteResult>;
 }
 
 export interface HookRoutesOptions {
@@ -152,13 +157,14 @@ const resolveWake: DirectRoute = ({ ctx, payload }) => {
   if (wake.agentId !== undefined) agentOf(ctx, wake.agentId, true);
   const sessionKey = resolveWakeSessionKey(ctx, wake.sessionKey, 'request');
   const unknown = unknownFields(payload, WAKE_FIELDS);
-  return {
+  const result: RouteResult = {
     kind: 'actions',
     mappingId: null,
     actions: [{ kind: 'wake', text: wake.text, mode: wake.mode, sessionKey }],
     fanOut: false,
-    ...(unknown ? { unknownFields: unknown } : {}),
   };
+  if (unknown) result.unknownFields = unknown; // assigned, not spread: every wake's path
+  return result;
 };
 
 const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
@@ -177,15 +183,16 @@ const resolveAgent: DirectRoute = ({ ctx, subPath, payload, now }) => {
     now,
   );
   const unknown = unknownFields(payload, AGENT_FIELDS);
-  return {
+  const result: RouteResult = {
     kind: 'actions',
     mappingId: null,
     actions: [{ kind: 'agent', run }],
     fanOut: false,
     waitForCompletion: wait,
     identity: () => agentIdentity(payload),
-    ...(unknown ? { unknownFields: unknown } : {}),
   };
+  if (unknown) result.unknownFields = unknown;
+  return result;
 };
 
 /** A direct `/agent` request's fields in name order, without `waitForCompletion`: what its idempotency key covers. */
@@ -209,16 +216,20 @@ const DIRECT: ReadonlyMap<string, DirectRoute> = new Map([
  */
 export function createHookRoutes(opts: HookRoutesOptions): HookRoutes {
   const mapped = createMappedRoutes(opts);
+  const route = (req: HookRequest): RouteResult | Promise<RouteResult> => {
+    const gmail = req.ctx.config.hooks.gmail;
+    if (gmail.account && req.subPath === gmail.pushPath) return resolveGmailPush(req, gmail.account);
+    const direct = DIRECT.get(req.subPath);
+    return direct ? direct(req) : mapped.resolve(req);
+  };
   return {
     plan(ctx, subPath) {
       return ctx.routes.plan(subPath);
     },
     async resolve(req) {
-      const gmail = req.ctx.config.hooks.gmail;
-      if (gmail.account && req.subPath === gmail.pushPath) return resolveGmailPush(req, gmail.account);
-      const direct = DIRECT.get(req.subPath);
-      return direct ? direct(req) : mapped.resolve(req);
+      return route(req);
     },
+    route,
   };
 }
 

@@ -54,15 +54,16 @@ export function readBody(
       if (done) return;
       done = true;
       clearTimeout(timer);
+      // Once the body has ended, none of the listeners can fire to any effect (`done`), and the request is dropped
+      // with them: they are removed only on a refusal, whose request may still stream (four removals per request).
+      if (!err) return resolve(body!);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('aborted', onAborted);
       req.off('error', onError);
-      if (err) {
-        chunks.length = 0;
-        req.pause();
-        reject(err);
-      } else resolve(body!);
+      chunks.length = 0;
+      req.pause();
+      reject(err);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
@@ -73,6 +74,7 @@ export function readBody(
     const onAborted = () =>
       finish(new HttpError(400, 'body_aborted', 'the client closed the connection before the body was complete'));
     const onError = onAborted;
+    keepTimerList(timeoutMs);
     const timer = setTimeout(
       () => finish(new HttpError(408, 'body_timeout', `request body not received within ${timeoutMs} ms`)),
       timeoutMs,
@@ -82,6 +84,20 @@ export function readBody(
     req.on('aborted', onAborted);
     req.on('error', onError);
   });
+}
+
+/**
+ * Node keeps one list of timers per duration: it creates the list for a lone timer (a priority-queue insert and a
+ * dictionary entry) and drops it when that timer is cleared. A body mostly arrives with its headers, so its timer
+ * was the list's only one and every request did both. An idle, unref'd interval of the same duration keeps the list,
+ * so a body's timer is an append and a removal. One at a time: a reload to another `bodyTimeoutMs` moves it.
+ */
+let anchor: { ms: number; timer: NodeJS.Timeout } | undefined;
+
+function keepTimerList(ms: number): void {
+  if (anchor?.ms === ms) return;
+  if (anchor) clearInterval(anchor.timer);
+  anchor = { ms, timer: setInterval(() => {}, ms).unref() };
 }
 
 /**

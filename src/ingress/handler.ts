@@ -19,7 +19,7 @@ import { addressBucket } from '../net/client-ip.js';
 import type { IngressContext } from './context.js';
 import { Exchange, Refusal } from './exchange.js';
 import { FORBIDDEN, FORBIDDEN_SOURCE, routeRateLimited, UNDECIDED } from './route-limits.js';
-import { closedSignal, sendError, sendFixedOk, sendJson, sendNoContent } from './respond.js';
+import { closedSignal, sendError, sendFixedOk, sendJson, sendJsonAscii, sendNoContent } from './respond.js';
 import { announce, type HandlerDeps, Ingress, record } from './ingress-state.js';
 import { answerRefusal, limitRefusal, refusalOf, rejectAuth } from './refusal-answers.js';
 
@@ -60,7 +60,8 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
     }
     refused ??= parse(x);
     if (refused) return answerRefusal(h, x, refused);
-    const routed = resolveAction(h, x, await h.routes.resolve(x));
+    const route = h.routes.route(x); // a direct route answers at once: no promise to wait for
+    const routed = resolveAction(h, x, route instanceof Promise ? await route : route);
     if (routed instanceof Refusal) return answerRefusal(h, x, routed);
     if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
     if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
@@ -92,10 +93,24 @@ function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, sta
   const base = ctx.basePath;
   if (!ctx.config.hooks.enabled || !(pathname === base || pathname.startsWith(`${base}/`))) return undefined;
   const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
-  const subPath = normalizeMatchPath(pathname.slice(base.length));
+  const subPath = subPathOf(pathname.slice(base.length));
   const clientIp = ctx.clientIps.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
   return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query, h.deps.logger);
 }
+
+/**
+ * `normalizeMatchPath` of what follows the base path. The usual one (`/wake`: one slash, then a printable character,
+ * and one at the end) gives the same without its trim and two regular expressions.
+ */
+function subPathOf(rest: string): string {
+  const n = rest.length;
+  if (n >= 2 && rest.charCodeAt(0) === 0x2f && edgeChar(rest.charCodeAt(1)) && edgeChar(rest.charCodeAt(n - 1)))
+    return rest.slice(1);
+  return normalizeMatchPath(rest);
+}
+
+/** Printable ASCII but `/`: neither trimmed nor stripped at either end of a sub-path. */
+const edgeChar = (c: number): boolean => c > 0x20 && c < 0x7f && c !== 0x2f;
 
 /** No `?token=` (400, even with a valid header: a token in a URL ends up in logs), POST only (405, not an auth failure). */
 function checkRequestLine(x: Exchange): Refusal | undefined {
@@ -276,6 +291,7 @@ function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: D
       ? SENDER_ANSWERS[routed.senderAnswer]
       : undefined;
   if (expected) sendFixedOk(x.res, expected, x.answerHeaders());
+  else if (answer.json !== undefined) sendJsonAscii(x.res, answer.status, answer.json, x.reqId);
   else sendJson(x.res, answer.status, answer.body, x.answerHeaders());
   announce(h, x, answer.status, answer.duplicate ? 'duplicate' : null, routed.mappingId, answer.body);
   if (h.deps.logger.isLevelEnabled('debug'))

@@ -14,6 +14,15 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/**
+ * An answer whose JSON is already written, ASCII only (`DispatchAnswer.json`): its length is its byte count, and
+ * the headers are one literal, not a spread (every accepted request's answer).
+ */
+export function sendJsonAscii(res: ServerResponse, status: number, json: string, requestId: string): void {
+  res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': json.length, 'x-request-id': requestId });
+  res.end(json);
+}
+
 /** 200 with an empty body: for senders that show or interpret any body they get (Slack slash commands). */
 export function sendEmptyOk(res: ServerResponse, headers?: Record<string, string>): void {
   res.writeHead(200, { 'content-length': 0, ...headers });

@@ -285,18 +285,28 @@ const MARKER_WORD_SOURCE = `(END[_-]?)?${EXTERNAL_CONTENT_WORD}`;
 // the closing angle brackets. Applied sticky at the end of the word; bounded, so no backtracking blow-up.
 const MARKER_TAIL_SOURCE = String.raw`(?:\s{0,16}id\s{0,4}=\s{0,4}(?:"[^"\n]{0,128}"|'[^'\n]{0,128}'|[^\s"'<>]{1,128}))?(?:\s{0,16}>+)?`;
 
+// One object per expression, its `lastIndex` reset before each use: the span finders are synchronous, and building
+// the three per sanitised text (several per run) was a visible share of a run's instructions.
+const SPECIAL_TOKEN_RE = new RegExp(SPECIAL_TOKEN_SOURCE, 'giu');
+const MARKER_WORD_RE = new RegExp(MARKER_WORD_SOURCE, 'giu');
+const MARKER_TAIL_RE = new RegExp(MARKER_TAIL_SOURCE, 'iuy');
+
 function specialTokenSpans(folded: string): Span[] {
-  const re = new RegExp(SPECIAL_TOKEN_SOURCE, 'giu');
+  const re = SPECIAL_TOKEN_RE;
+  re.lastIndex = 0;
   const spans: Span[] = [];
-  for (const m of folded.matchAll(re)) {
+  let m: RegExpExecArray | null;
+  // Every alternative matches at least one character, so each match moves `lastIndex` on.
+  while ((m = re.exec(folded)) !== null) {
     spans.push({ fs: m.index, fe: m.index + m[0].length, replacement: REMOVED_SPECIAL_TOKEN });
   }
   return spans;
 }
 
 function markerSpans(folded: string): Span[] {
-  const word = new RegExp(MARKER_WORD_SOURCE, 'giu');
-  const tail = new RegExp(MARKER_TAIL_SOURCE, 'iuy');
+  const word = MARKER_WORD_RE;
+  const tail = MARKER_TAIL_RE;
+  word.lastIndex = 0;
   const spans: Span[] = [];
   let previousEnd = 0;
   let m: RegExpExecArray | null;

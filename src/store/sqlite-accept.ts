@@ -61,11 +61,11 @@ export function accept(w: SqliteWriter, cmd: AcceptCommand): AcceptResult {
     );
     capSenderKeys(w, idem);
   }
-  w.insertReceived({
-    ...cmd.received,
-    eventIds: outcome.events.map((e) => e.eventId),
-    runIds: cmd.runs.map((r) => r.id),
-  });
+  w.insertReceived(
+    cmd.received,
+    outcome.events.map((e) => e.eventId),
+    cmd.runs.map((r) => r.id),
+  );
   return { kind: 'accepted', outcome };
 }
 

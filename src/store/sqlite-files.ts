@@ -155,7 +155,7 @@ export function diskFullAtOpen(err: unknown, path: string): string | undefined {
 /**
  * The identity of the open database file, compared with the file at its path: unlinked (nlink 0), moved away, or
  * replaced (another dev/inode). SQLite keeps writing to an unlinked file, so without this check the service would
- * answer 200 for writes that vanish at the next start. Costs one fstat and one stat per commit.
+ * answer 200 for writes that vanish at the next start. Costs one stat per commit (and an fstat once it fails).
  */
 export class StoreFileIdentity {
   private readonly fd: number;
@@ -171,11 +171,12 @@ export class StoreFileIdentity {
 
   /** Why the open database is no longer the store at its path, or undefined while it is. */
   lost(): string | undefined {
-    if (fstatSync(this.fd).nlink === 0) return 'was deleted';
     const now = statSync(this.path, { throwIfNoEntry: false });
-    if (!now) return 'was moved away';
-    if (now.dev !== this.dev || now.ino !== this.ino) return 'was replaced by another file';
-    return undefined;
+    // The path still names our inode (which the open descriptor keeps from being reused), so it has a link: the
+    // usual case needs no fstat. Otherwise the fstat tells a deletion from a move or a replacement.
+    if (now && now.dev === this.dev && now.ino === this.ino) return undefined;
+    if (fstatSync(this.fd).nlink === 0) return 'was deleted';
+    return now ? 'was replaced by another file' : 'was moved away';
   }
 
   close(): void {

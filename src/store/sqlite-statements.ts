@@ -54,18 +54,21 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
     // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
+    // `LIMIT @limit + 0`, not `LIMIT @limit`: SQLite reads a bare parameter's value when it plans the statement, so
+    // every new binding of it threw the plan away and prepared the statement again (about as much work as the
+    // claim itself, on every claim); an expression is read only when the statement runs. The same below.
     claimableQueued: db.prepare(
       `SELECT r.seq FROM runs r INDEXED BY runs_by_state
        WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
-       ORDER BY r.seq LIMIT @limit`,
+       ORDER BY r.seq LIMIT @limit + 0`,
     ),
     claimableExpired: db.prepare(
       `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
          AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
                          AND p.state IN ('queued', 'running'))
-       ORDER BY r.seq LIMIT @limit`,
+       ORDER BY r.seq LIMIT @limit + 0`,
     ),
     // By rowid, then read back with runBySeq: `RETURNING *` and its row object cost ~4 µs more per lease.
     leaseRun: db.prepare(
@@ -103,7 +106,7 @@ export function prepareWriteStatements(db: Database.Database) {
     // the whole backlog) and consume those listed. Anything not found there stays pending: replayed, never lost.
     consumeEvents: db.prepare(
       `UPDATE system_events SET consumed_at = @consumedAt, heartbeat_id = @heartbeatId
-       WHERE seq IN (SELECT seq FROM system_events WHERE session_key = @sessionKey AND consumed_at IS NULL ORDER BY seq LIMIT @n)
+       WHERE seq IN (SELECT seq FROM system_events WHERE session_key = @sessionKey AND consumed_at IS NULL ORDER BY seq LIMIT @n + 0)
          AND id IN (SELECT value FROM json_each(@ids))`,
     ),
     insertMessage: db.prepare(
@@ -140,7 +143,7 @@ export function prepareWriteStatements(db: Database.Database) {
     /** The pending deliveries after `seq` on one route, in order (claimDeliveries' followers). */
     routeFollowers: db.prepare(
       `SELECT seq, next_attempt_at, lease_until FROM deliveries INDEXED BY deliveries_pending_by_route
-       WHERE state = 'pending' AND channel = @channel AND recipient = @recipient AND seq > @seq ORDER BY seq LIMIT @limit`,
+       WHERE state = 'pending' AND channel = @channel AND recipient = @recipient AND seq > @seq ORDER BY seq LIMIT @limit + 0`,
     ),
     releaseDelivery: db.prepare(
       `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL, attempts = MAX(0, attempts - 1), updated_at = ?

@@ -140,8 +140,12 @@ export class SqliteWriter {
     );
   }
 
-  insertReceived(rec: ReceivedHook): void {
-    this.receivedRows.push(receivedToTuple(rec));
+  /** `eventIds` and `runIds`, when given, stand for the record's own (the accept's outcome, without a copy of it). */
+  insertReceived(rec: ReceivedHook, eventIds?: string[], runIds?: string[]): void {
+    const t = receivedToTuple(rec);
+    if (eventIds) t[6] = eventIds;
+    if (runIds) t[7] = runIds;
+    this.receivedRows.push(t);
   }
 
   /** Store the transaction's received records as one block, stamped with the newest record's time. */

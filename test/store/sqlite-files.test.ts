@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, linkSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { ShmGuard } from '../../src/store/sqlite-files.js';
+import { ShmGuard, StoreFileIdentity } from '../../src/store/sqlite-files.js';
 
 /** The POSIX locks this process holds on the file with inode `ino` (Linux: /proc/locks). */
 function locksHeld(ino: number): number {
@@ -34,6 +34,46 @@ describe('ShmGuard', () => {
       assert.equal(locksHeld(ino), before, "the guard left SQLite's locks in place");
     } finally {
       db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('StoreFileIdentity', () => {
+  it('tells a deletion, a move and a replacement apart, and nothing while the path still names the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-identity-'));
+    const path = join(dir, 'store.db');
+    const open: StoreFileIdentity[] = [];
+    const identity = () => {
+      rmSync(path, { force: true }); // a new inode at the path (a write would truncate the old one in place)
+      writeFileSync(path, 'x');
+      const id = new StoreFileIdentity(path);
+      open.push(id);
+      return id;
+    };
+    try {
+      const kept = identity();
+      assert.equal(kept.lost(), undefined);
+      linkSync(path, join(dir, 'second-name'));
+      assert.equal(kept.lost(), undefined, 'a second link changes nothing');
+
+      const deleted = identity(); // a new inode at the path: `kept` now sees a replacement
+      assert.equal(kept.lost(), 'was replaced by another file');
+      rmSync(path);
+      assert.equal(deleted.lost(), 'was deleted');
+      writeFileSync(path, 'y');
+      assert.equal(deleted.lost(), 'was deleted', 'deleted, even with another file at its path now');
+
+      const moved = identity();
+      renameSync(path, join(dir, 'moved.db'));
+      assert.equal(moved.lost(), 'was moved away');
+
+      const replaced = identity();
+      renameSync(path, join(dir, 'replaced.db'));
+      writeFileSync(path, 'z');
+      assert.equal(replaced.lost(), 'was replaced by another file');
+    } finally {
+      for (const id of open) id.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
