@@ -8,6 +8,9 @@
 // store with N requests' rows spread over the last SOAK_FILL_DAYS (default 7.2) days (bench/fill-store.mjs), so the
 // oldest are past the 7-day retention: the prune at start deletes those, and every later prune (each 10 minutes) the
 // next 10 minutes' worth. The load starts as soon as the server listens, which is when its first prune runs.
+// SOAK_STEADY=1 (with SOAK_FILL unset) fills the steady state instead: the rows the soak's own rates write, over one
+// prune period before the 7-day cut-off and the soak's length after it, so each prune deletes what the last 10 minutes
+// of load wrote and a store whose retention works stops growing after the first prune.
 //
 // Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
 // time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
@@ -20,6 +23,8 @@ import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
 
 const MiB = 1024 * 1024;
 const PRUNE_EVERY_S = 600;
+/** The bench config's retention (the defaults: hooks.receivedRetentionDays and hooks.runRetentionDays). */
+const RETENTION_DAYS = 7;
 export const RETENTION_TARGETS = { lastQuarterGrowthShare: 0.1, pruneStallMs: 50 };
 
 const size = (p) => {
@@ -46,8 +51,17 @@ export async function retentionBench(o) {
   const fill = Number(process.env.SOAK_FILL ?? 0);
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-soak-'));
   try {
-    const filled =
-      fill > 0 ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) }) : undefined;
+    const steady = fill === 0 && process.env.SOAK_STEADY === '1';
+    const span = seconds + PRUNE_EVERY_S; // the steady fill: one prune period before the cut-off, the soak after it
+    const filled = steady
+      ? await fillStore(dir, Math.round((rate + agentRate) * span), {
+          days: span / 86_400,
+          agentEvery: agentRate > 0 ? Math.max(1, Math.round((rate + agentRate) / agentRate)) : 1e12,
+          end: Date.now() - RETENTION_DAYS * 86_400_000 + seconds * 1000,
+        })
+      : fill > 0
+        ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) })
+        : undefined;
     const hg = await startHookgate(o, dir);
     const db = join(dir, 'hookgate.db');
     const rows = hg.db.prepare(

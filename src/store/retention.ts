@@ -17,7 +17,7 @@ export type RetentionKind = (typeof RETENTION_KINDS)[number];
  */
 export const RETENTION_STEP_ROWS: Readonly<Record<RetentionKind, number>> = {
   messages: 250,
-  runs: 500,
+  runs: 300,
   events: 1000,
   deliveries: 1000,
 };
