@@ -17,6 +17,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fillStore } from './fill-store.mjs';
 import { openLoopRound } from './latency.mjs';
 import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
@@ -63,6 +64,17 @@ export async function retentionBench(o) {
         ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) })
         : undefined;
     const hg = await startHookgate(o, dir);
+    // The server's own account of each pass over finished work (its info line): rows, steps, duration, longest step.
+    const passes = [];
+    createInterface({ input: hg.child.stdout }).on('line', (line) => {
+      if (!line.includes('pruned finished work')) return;
+      try {
+        const m = JSON.parse(line);
+        passes.push({ t: Math.round((performance.now() - t0) / 1000), ...pick(m) });
+      } catch {
+        /* not a log line */
+      }
+    });
     const db = join(dir, 'hookgate.db');
     const rows = hg.db.prepare(
       `SELECT (SELECT COALESCE(MAX(seq) - MIN(seq) + 1, 0) FROM received_log) AS received_blocks,
@@ -101,6 +113,10 @@ export async function retentionBench(o) {
       const prunes = [];
       for (let at = 0; at < perSecond.length; at += PRUNE_EVERY_S)
         prunes.push({ at, maxMs: Math.max(0, ...perSecond.slice(at, at + 5)) });
+      // The seconds no pass over finished work touched (nor the start): the machine's own stalls, to compare with.
+      const busy = (i) =>
+        i < 5 || passes.some((p) => i >= p.t - Math.ceil(p.ms / 1000) - 1 && i <= p.t + 5) || i % PRUNE_EVERY_S < 5;
+      const quietMs = Math.max(0, ...perSecond.filter((_, i) => !busy(i)));
       const q = Math.max(1, Math.floor(samples.length / 4));
       const growth = (a, b) => (samples[b].storeMiB - samples[a].storeMiB) / Math.max(1, samples[b].t - samples[a].t);
       // From the second sample: the first fills the WAL to its working size once.
@@ -113,6 +129,8 @@ export async function retentionBench(o) {
         filled,
         samples,
         prunes,
+        passes,
+        quietMs,
         wake: summary(wake),
         agent: agent ? summary(agent) : undefined,
         longestMs: Math.max(0, ...perSecond),
@@ -142,6 +160,16 @@ export async function retentionBench(o) {
   }
 }
 
+const pick = (m) => ({
+  runs: m.runs,
+  deliveries: m.deliveries,
+  events: m.events,
+  messages: m.messages,
+  steps: m.steps,
+  ms: m.ms,
+  longestStepMs: m.longestStepMs,
+});
+
 const summary = (r) => ({
   rate: r.rate,
   answered: r.answered,
@@ -169,6 +197,8 @@ export function retentionTable(o, s) {
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
     `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,
     `longest answer in any second: ${f(s.longestMs, 1)} ms; in the 5 s after each prune: ${s.prunes.map((p) => `t=${p.at}s ${f(p.maxMs, 1)} ms`).join(', ')}`,
+    `longest answer in the seconds no prune touched (the machine's own stalls): ${f(s.quietMs, 1)} ms`,
+    `passes over finished work (the server's log): ${s.passes.map((p) => `t=${p.t}s ${p.runs} runs, ${p.deliveries} deliveries, ${p.events} events, ${p.messages} turns in ${p.steps} steps, ${p.ms} ms, longest step ${p.longestStepMs} ms`).join('; ') || 'none logged'}`,
     `peak RSS ${f(s.peakRssMiB)} MiB`,
     '',
     '| target | measured | met |',

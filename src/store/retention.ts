@@ -5,6 +5,7 @@
  * finding it costs nothing however large the table) and deletes those of them that may go. The loop here walks the
  * windows from the oldest row and stops at the first window whose rows are all newer than the cut-off.
  */
+import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /** The tables retention walks, in the order it walks them (transcripts before the runs they are matched with). */
@@ -38,6 +39,8 @@ export interface FinishedWorkPruned {
   events: number;
   messages: number;
   steps: number;
+  /** The longest step, in ms from sending it to its answer (on SQLite: its wait behind other writes included). */
+  longestStepMs: number;
 }
 
 export interface FinishedWorkPolicy {
@@ -78,12 +81,14 @@ export async function pruneFinishedInSteps(
   before: number,
   policy: FinishedWorkPolicy,
 ): Promise<FinishedWorkPruned> {
-  const out: FinishedWorkPruned = { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0 };
+  const out: FinishedWorkPruned = { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 };
   for (const kind of RETENTION_KINDS) {
     const limit = Math.max(1, policy.stepRows?.[kind] ?? RETENTION_STEP_ROWS[kind]);
     for (let after = 0; ; ) {
       if (policy.signal?.aborted) return out;
+      const t = performance.now();
       const s = await step(kind, before, after, limit, policy.keepMessages);
+      out.longestStepMs = Math.max(out.longestStepMs, Math.round((performance.now() - t) * 10) / 10);
       out.steps++;
       out[kind] += s.deleted;
       out.deliveries += s.deliveries;

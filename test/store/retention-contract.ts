@@ -238,7 +238,7 @@ export function retentionContract(store: () => Store): void {
       const ac = new AbortController();
       ac.abort();
       const res = await s.pruneFinished(CUT, policy({ signal: ac.signal }));
-      assert.deepEqual(res, { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0 });
+      assert.deepEqual(res, { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 });
     });
   });
 }
