@@ -1,8 +1,9 @@
 /**
  * The statements of a retention step (retention.ts), the same for both drivers but for their placeholders: `p` gives
- * the driver's spelling of `before` (the cut-off), `after` and `last` (the window's seq range, `after` exclusive) and
- * `keep` (transcript turns kept per session); `limit`, the window's size. Every statement is bounded by the window's seq range, read on the
- * primary key; the per-row checks are index lookups (deliveries_by_run, session_messages_by_key, the runs' unique id).
+ * the driver's spelling of `before` (the cut-off), `after` and `last` (the window's seq range, `after` exclusive),
+ * `keep` (transcript turns kept per session) and `limit` (the window's size). Every statement is bounded by the
+ * window's seq range, read on the primary key; the per-row checks are index lookups (deliveries_by_run,
+ * session_messages_by_key, the runs' unique id): test/store/sqlite-retention.test.ts checks the plans.
  */
 import { FINISHED_RUN_STATES } from '../enums.js';
 import type { RetentionKind } from './retention.js';

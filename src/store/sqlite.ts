@@ -417,8 +417,9 @@ export class SqliteStore implements Store {
   pruneAudit(before: number): Promise<number> {
     return this.writes.write({ op: 'pruneAudit', args: [before] }) as Promise<number>;
   }
-  readonly pruneFinished: Store['pruneFinished'] = (before, policy) =>
-    pruneFinishedSqlite((op) => this.writes.write(op), before, policy);
+  pruneFinished(...args: Parameters<Store['pruneFinished']>): ReturnType<Store['pruneFinished']> {
+    return pruneFinishedSqlite((op) => this.writes.write(op), ...args);
+  }
 
   async close(): Promise<void> {
     if (this.closed) return;
