@@ -3,9 +3,10 @@
 //
 // The rows are copies of real ones: a hookgate (the bench's config) takes one wake and one agent request and is
 // stopped; each table's row is then the template that SQL copies N times with `WITH RECURSIVE`, changing only ids,
-// times and states. Per request, in time order over the last FILL_DAYS (default 6, inside the default 7-day
-// retention): every FILL_AGENT_EVERY-th (default 2) is an agent request (a run, its summary event, two transcript
-// turns, a delivery), the others a wake (one event). Runs (at the default FILL_AGENT_EVERY): 2 % failed, 0.2 % timed
+// times and states. Per request, in time order over the FILL_DAYS (default 6, inside the default 7-day retention)
+// before `end` (default now; the retention soak's steady fill ends later, bench/retention.mjs): every
+// FILL_AGENT_EVERY-th (default 2) is an agent request (a run, its summary event, two transcript turns, a delivery),
+// the others a wake (one event). Runs (at the default FILL_AGENT_EVERY): 2 % failed, 0.2 % timed
 // out, the rest succeeded; deliveries: 1 % dead-lettered, the rest delivered; every event consumed. Received
 // records in blocks of 16 (one per committed batch), and 1,440 one-minute windows of refusal counts. Ids are UUIDv7
 // of each row's time, so they sort as real ones do.
@@ -203,6 +204,7 @@ export async function fillStore(
   {
     days = Number(process.env.FILL_DAYS ?? 6),
     agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
+    end = Date.now(),
     log = () => {},
   } = {},
 ) {
@@ -210,7 +212,7 @@ export async function fillStore(
   const path = join(dir, 'hookgate.db');
   if (!existsSync(path)) await templateStore(dir);
   const db = new Database(path);
-  const t1 = Date.now();
+  const t1 = end;
   const t0 = t1 - days * DAY_MS;
   const step = Math.max(1, Math.floor((days * DAY_MS) / n));
   // Bulk load: no journal, no syncs; WAL again at the end, as hookgate keeps it.
@@ -241,7 +243,7 @@ export async function fillStore(
   db.transaction(() => {
     for (const [table, seq] of Object.entries(templateSeqs)) db.prepare(`DELETE FROM ${table} WHERE seq <= ?`).run(seq);
     const insRefusals = db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, 60000, ?)');
-    for (const [at, counts] of refusalWindows(t1)) insRefusals.run(at, counts);
+    for (const [at, counts] of refusalWindows(Math.min(t1, Date.now()))) insRefusals.run(at, counts);
   })();
   db.pragma('journal_mode = WAL');
   // No ANALYZE: hookgate never runs it, so a real store's planner has no statistics either.

@@ -8,18 +8,24 @@
 // store with N requests' rows spread over the last SOAK_FILL_DAYS (default 7.2) days (bench/fill-store.mjs), so the
 // oldest are past the 7-day retention: the prune at start deletes those, and every later prune (each 10 minutes) the
 // next 10 minutes' worth. The load starts as soon as the server listens, which is when its first prune runs.
+// SOAK_STEADY=1 (with SOAK_FILL unset) fills the steady state instead: the rows the soak's own rates write, over one
+// prune period before the 7-day cut-off and the soak's length after it, so each prune deletes what the last 10 minutes
+// of load wrote and a store whose retention works stops growing after the first prune.
 //
 // Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
 // time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fillStore } from './fill-store.mjs';
 import { openLoopRound } from './latency.mjs';
 import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
 
 const MiB = 1024 * 1024;
 const PRUNE_EVERY_S = 600;
+/** The bench config's retention (the defaults: hooks.receivedRetentionDays and hooks.runRetentionDays). */
+const RETENTION_DAYS = 7;
 export const RETENTION_TARGETS = { lastQuarterGrowthShare: 0.1, pruneStallMs: 50 };
 
 const size = (p) => {
@@ -46,9 +52,29 @@ export async function retentionBench(o) {
   const fill = Number(process.env.SOAK_FILL ?? 0);
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-soak-'));
   try {
-    const filled =
-      fill > 0 ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) }) : undefined;
+    const steady = fill === 0 && process.env.SOAK_STEADY === '1';
+    const span = seconds + PRUNE_EVERY_S; // the steady fill: one prune period before the cut-off, the soak after it
+    const filled = steady
+      ? await fillStore(dir, Math.round((rate + agentRate) * span), {
+          days: span / 86_400,
+          agentEvery: agentRate > 0 ? Math.max(1, Math.round((rate + agentRate) / agentRate)) : 1e12,
+          end: Date.now() - RETENTION_DAYS * 86_400_000 + seconds * 1000,
+        })
+      : fill > 0
+        ? await fillStore(dir, fill, { days: Number(process.env.SOAK_FILL_DAYS ?? 7.2) })
+        : undefined;
     const hg = await startHookgate(o, dir);
+    // The server's own account of each pass over finished work (its info line): rows, steps, duration, longest step.
+    const passes = [];
+    createInterface({ input: hg.child.stdout }).on('line', (line) => {
+      if (!line.includes('pruned finished work')) return;
+      try {
+        const m = JSON.parse(line);
+        passes.push({ t: Math.round((performance.now() - t0) / 1000), ...pick(m) });
+      } catch {
+        /* not a log line */
+      }
+    });
     const db = join(dir, 'hookgate.db');
     const rows = hg.db.prepare(
       `SELECT (SELECT COALESCE(MAX(seq) - MIN(seq) + 1, 0) FROM received_log) AS received_blocks,
@@ -87,6 +113,10 @@ export async function retentionBench(o) {
       const prunes = [];
       for (let at = 0; at < perSecond.length; at += PRUNE_EVERY_S)
         prunes.push({ at, maxMs: Math.max(0, ...perSecond.slice(at, at + 5)) });
+      // The seconds no pass over finished work touched (nor the start): the machine's own stalls, to compare with.
+      const busy = (i) =>
+        i < 5 || passes.some((p) => i >= p.t - Math.ceil(p.ms / 1000) - 1 && i <= p.t + 5) || i % PRUNE_EVERY_S < 5;
+      const quietMs = Math.max(0, ...perSecond.filter((_, i) => !busy(i)));
       const q = Math.max(1, Math.floor(samples.length / 4));
       const growth = (a, b) => (samples[b].storeMiB - samples[a].storeMiB) / Math.max(1, samples[b].t - samples[a].t);
       // From the second sample: the first fills the WAL to its working size once.
@@ -99,6 +129,8 @@ export async function retentionBench(o) {
         filled,
         samples,
         prunes,
+        passes,
+        quietMs,
         wake: summary(wake),
         agent: agent ? summary(agent) : undefined,
         longestMs: Math.max(0, ...perSecond),
@@ -128,6 +160,16 @@ export async function retentionBench(o) {
   }
 }
 
+const pick = (m) => ({
+  runs: m.runs,
+  deliveries: m.deliveries,
+  events: m.events,
+  messages: m.messages,
+  steps: m.steps,
+  ms: m.ms,
+  longestStepMs: m.longestStepMs,
+});
+
 const summary = (r) => ({
   rate: r.rate,
   answered: r.answered,
@@ -155,6 +197,8 @@ export function retentionTable(o, s) {
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
     `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,
     `longest answer in any second: ${f(s.longestMs, 1)} ms; in the 5 s after each prune: ${s.prunes.map((p) => `t=${p.at}s ${f(p.maxMs, 1)} ms`).join(', ')}`,
+    `longest answer in the seconds no prune touched (the machine's own stalls): ${f(s.quietMs, 1)} ms`,
+    `passes over finished work (the server's log): ${s.passes.map((p) => `t=${p.t}s ${p.runs} runs, ${p.deliveries} deliveries, ${p.events} events, ${p.messages} turns in ${p.steps} steps, ${p.ms} ms, longest step ${p.longestStepMs} ms`).join('; ') || 'none logged'}`,
     `peak RSS ${f(s.peakRssMiB)} MiB`,
     '',
     '| target | measured | met |',

@@ -282,6 +282,7 @@ function startBackground(d: BackgroundDeps): {
       const stopPruning = startPruner(store, logger, {
         received: () => generations.current.config.hooks.receivedRetentionDays,
         audit: () => generations.current.config.logging.auditRetentionDays,
+        runs: () => generations.current.config.hooks.runRetentionDays,
       });
       const stopSharingLockouts = shareLockouts(d.limiter, store, logger);
       const registry = startNodeRegistry({

@@ -85,7 +85,8 @@ export type StoreSchemaErrorCode =
 /** Codes of the admin listener (src/admin) besides the ingress's `unauthorized`, `not_found` and `unavailable`. */
 export type AdminErrorCode =
   | 'invalid_query' // a query parameter (or cursor) the endpoint cannot use: the message names it
-  | 'not_retryable'; // retry asked of a run or delivery that is not failed / dead-lettered
+  | 'not_retryable' // retry asked of a run or delivery that is not failed / dead-lettered
+  | 'run_pruned_or_unknown'; // no run by that id: never accepted here, or finished and pruned (hooks.runRetentionDays)
 
 /**
  * A call hookgate made to another service (src/http) failed: the other side said no, or never answered. Callers

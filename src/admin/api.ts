@@ -128,6 +128,15 @@ function notFound(what: string): AdminError {
   return new AdminError(404, 'not_found', `no ${what}`);
 }
 
+/** A run id the store does not know: finished runs are deleted after hooks.runRetentionDays, so it may have been one. */
+function runNotFound(id: string): AdminError {
+  return new AdminError(
+    404,
+    'run_pruned_or_unknown',
+    `no run ${id}: never accepted here, or finished longer ago than hooks.runRetentionDays and pruned`,
+  );
+}
+
 export function apiRoutes(deps: ApiDeps): AdminRoute[] {
   const { store, signals, audit, feed } = deps;
   /** Refusals newer than the newest stored window of counts, from the feed's ring (newest first). */
@@ -148,7 +157,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
       path: '/api/v1/runs/:id',
       async handle({ res, params }) {
         const run = await store.getRun(params.id!);
-        if (!run) throw notFound(`run ${params.id}`);
+        if (!run) throw runNotFound(params.id!);
         const [messages, deliveries] = await Promise.all([
           store.sessionMessages(run.agentId, run.sessionKey, RUN_TRANSCRIPT_TURNS),
           store.listDeliveries({ runId: run.id, limit: 50 }),
@@ -174,7 +183,7 @@ export function apiRoutes(deps: ApiDeps): AdminRoute[] {
       path: '/api/v1/runs/:id/retry',
       async handle({ res, params }) {
         const run = await store.getRun(params.id!);
-        if (!run) throw notFound(`run ${params.id}`);
+        if (!run) throw runNotFound(params.id!);
         if (run.state !== 'failed' && run.state !== 'timed_out') {
           throw new AdminError(
             409,

@@ -94,7 +94,7 @@ function addRuns(program: Command): void {
     description: 'one run: state, attempts, error, reply and where it went',
     arg: ['<id>', 'the run id'],
     get: (store, id) => store.getRun(id),
-    missing: (id) => `no run ${id}`,
+    missing: (id) => `no run ${id}: never accepted, or finished longer ago than hooks.runRetentionDays and pruned`,
     text: async (run, store) => {
       const lines = [
         `run ${run.id}`,

@@ -12,7 +12,8 @@ import { agentTimeoutSeconds, runTurn } from './turn.js';
 
 /** Requests within this window make one heartbeat. */
 export const HEARTBEAT_COALESCE_MS = 250;
-const HISTORY_TURNS = 20;
+/** Transcript turns a heartbeat reads back: retention keeps at least these per session (pruner.ts). */
+export const HISTORY_TURNS = 20;
 /** A failed turn's retry: 5 s doubling, at most 5 min, jittered like every other retry wait. */
 const RETRY_BACKOFF = { baseDelayMs: 5_000, maxDelayMs: 5 * 60_000 };
 

@@ -21,7 +21,8 @@ export const RUN_LEASE_MS = 30_000;
 /** A run whose worker died this many times is failed instead of started again (it may be what kills the process). */
 export const MAX_RUN_STARTS = 5;
 const POLL_MS = 1000;
-const HISTORY_TURNS = 40;
+/** Transcript turns a persistent session's run reads back: retention keeps at least these per session (pruner.ts). */
+export const HISTORY_TURNS = 40;
 /** Kept on a run given back by a stop (shown by `runs show`); a finished run replaces it with its own error or none. */
 export const INTERRUPTED_NOTE =
   'interrupted: hookgate stopped while this run was working; it was given back to the queue and runs again (same id)';

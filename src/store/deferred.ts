@@ -9,6 +9,7 @@ import { errorMessage } from '../text-safe.js';
 import type { StoredBreakdown } from './breakdown.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { GmailFetchCompletion } from './gmail-types.js';
+import type { FinishedWorkPolicy, FinishedWorkPruned } from './retention.js';
 import type {
   DeliveryPageQuery,
   Page,
@@ -283,6 +284,9 @@ export class DeferredStore implements Store {
   }
   pruneAudit(before: number): Promise<number> {
     return this.real ? this.real.pruneAudit(before) : this.refuse();
+  }
+  pruneFinished(before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
+    return this.real ? this.real.pruneFinished(before, policy) : this.refuse();
   }
 
   private schedule(): void {

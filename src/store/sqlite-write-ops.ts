@@ -5,6 +5,7 @@
  * SqliteWriter). Adding a write: docs/architecture.md, "The store's roles".
  */
 import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
+import { RETENTION_WRITE_OPS } from './sqlite-retention.js';
 import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
 import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './record-encoding.js';
 import { accept } from './sqlite-accept.js';
@@ -35,6 +36,7 @@ type Handlers = {
 export const WRITE_OPS = {
   ...GMAIL_WRITE_OPS,
   ...AUDIT_WRITE_OPS,
+  ...RETENTION_WRITE_OPS,
   accept, // sqlite-accept.ts
 
   recordReceived(w: SqliteWriter, rec: ReceivedHook): void {

@@ -11,6 +11,7 @@ import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import type { WriteOp } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
+import { pruneFinishedSqlite } from './sqlite-retention.js';
 import { SqlitePages } from './sqlite-pages.js';
 import { SqliteReads } from './sqlite-reads.js';
 import type {
@@ -415,6 +416,9 @@ export class SqliteStore implements Store {
   }
   pruneAudit(before: number): Promise<number> {
     return this.writes.write({ op: 'pruneAudit', args: [before] }) as Promise<number>;
+  }
+  pruneFinished(...args: Parameters<Store['pruneFinished']>): ReturnType<Store['pruneFinished']> {
+    return pruneFinishedSqlite((op) => this.writes.write(op), ...args);
   }
 
   async close(): Promise<void> {

@@ -22,8 +22,10 @@ import type { ClusterStore } from './cluster-types.js';
 import type { AdminStore } from './pages.js';
 import type { GmailStore } from './gmail-types.js';
 import type { AuditStore } from './audit-types.js';
+import type { RetentionStore } from './retention.js';
 
 export type { AuditEntry, AuditPageQuery, AuditStore } from './audit-types.js';
+export type { FinishedWorkPolicy, FinishedWorkPruned, RetentionStore } from './retention.js';
 export type { GmailAccountState, GmailFetchCompletion, GmailPush, GmailStatus, GmailStore } from './gmail-types.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
@@ -443,4 +445,5 @@ export interface Store
     ClusterStore,
     AdminStore,
     GmailStore,
-    AuditStore {}
+    AuditStore,
+    RetentionStore {}

@@ -266,6 +266,8 @@ describe('defaults of every section', () => {
     assert.equal(h.agentAcceptedStatus, 200);
     assert.equal(h.maxFanOut, 200);
     assert.equal(h.receivedRetentionDays, 7);
+    assert.equal(h.runRetentionDays, 7);
+    assertIssue({ hooks: { runRetentionDays: 0 } }, 'hooks.runRetentionDays');
   });
 
   it('a partly given authFailureLimit keeps the other defaults', () => {

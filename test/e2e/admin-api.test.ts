@@ -146,7 +146,9 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     const m = await call('/api/v1/runs', { method: 'DELETE' });
     assert.deepEqual([m.status, m.body.code, m.headers.get('allow')], [405, 'method_not_allowed', 'GET']);
     const unknownRun = await call('/api/v1/runs/no-such-run');
-    assert.deepEqual([unknownRun.status, unknownRun.body.code], [404, 'not_found']);
+    // A run id the store does not know may be one that retention deleted: the code says so.
+    assert.deepEqual([unknownRun.status, unknownRun.body.code], [404, 'run_pruned_or_unknown']);
+    assert.match(unknownRun.body.error, /hooks\.runRetentionDays/);
     const unknownRetry = await call('/api/v1/deliveries/no-such/retry', { method: 'POST' });
     assert.deepEqual([unknownRetry.status, unknownRetry.body.code], [404, 'not_found']);
   });

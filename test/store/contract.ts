@@ -30,6 +30,7 @@ import { pagesContract } from './contract-pages.js';
 import { gmailContract } from './gmail-contract.js';
 import { provenanceContract } from './contract-provenance.js';
 import { auditContract } from './audit-contract.js';
+import { retentionContract } from './retention-contract.js';
 
 export interface StoreHarness {
   store: Store;
@@ -242,6 +243,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
     gmailContract(() => store);
     provenanceContract(() => store);
     auditContract(() => store);
+    retentionContract(() => store);
 
     describe('wake events', () => {
       it('queues an event and keeps every field', async () => {
@@ -1069,7 +1071,7 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
             }),
           ),
         );
-        // runs and events are never pruned
+        // prune() leaves runs and events alone (finished work is pruneFinished's: retention-contract.ts)
         assert.equal((await store.listRuns()).length, 3);
         assert.deepEqual(await store.prune(T0 + 2000, T0 + 20), { idempotency: 0, received: 0 });
       });

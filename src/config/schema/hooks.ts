@@ -383,6 +383,11 @@ export const hooksSchema = z
     maxWaitSeconds: positiveInt.default(120),
     /** How long the record of each received hook (metadata only) is kept. */
     receivedRetentionDays: positiveInt.default(7),
+    /**
+     * How long finished work is kept: runs that ended (with their deliveries), consumed events, heartbeat deliveries,
+     * and transcript turns no prompt reads again (docs/operations.md, "Retention").
+     */
+    runRetentionDays: positiveInt.default(7),
   })
   .prefault({});
 

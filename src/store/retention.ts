@@ -1,0 +1,101 @@
+/**
+ * Retention of finished work (`RetentionStore`, part of `Store`): runs in a final state, their deliveries, consumed
+ * system events, heartbeat deliveries and transcript turns no prompt will read again. Both drivers delete in bounded
+ * steps, each its own transaction: a step looks at one window of `limit` rows in seq order (the primary key, so
+ * finding it costs nothing however large the table) and deletes those of them that may go. The loop here walks the
+ * windows from the oldest row and stops at the first window whose rows are all newer than the cut-off.
+ */
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
+/** The tables retention walks, in the order it walks them (transcripts before the runs they are matched with). */
+export const RETENTION_KINDS = ['messages', 'runs', 'events', 'deliveries'] as const;
+export type RetentionKind = (typeof RETENTION_KINDS)[number];
+
+/**
+ * Rows looked at per step. Transcript turns cost more per row (each is checked against its session's newest turns),
+ * so their windows are smaller. Chosen so that a step stays well inside ~20 ms on a grown store (docs/performance.md).
+ */
+export const RETENTION_STEP_ROWS: Readonly<Record<RetentionKind, number>> = {
+  messages: 250,
+  runs: 300,
+  events: 1000,
+  deliveries: 1000,
+};
+
+/** What one step did: the window's last seq (the next step starts after it), what it deleted, whether it was the last. */
+export interface RetentionStep {
+  last: number;
+  deleted: number;
+  /** Deliveries deleted together with the window's runs (kind `runs` only). */
+  deliveries: number;
+  done: boolean;
+}
+
+/** What a prune of finished work deleted, by table, and in how many steps (transactions). */
+export interface FinishedWorkPruned {
+  runs: number;
+  deliveries: number;
+  events: number;
+  messages: number;
+  steps: number;
+  /** The longest step, in ms from sending it to its answer (on SQLite: its wait behind other writes included). */
+  longestStepMs: number;
+}
+
+export interface FinishedWorkPolicy {
+  /**
+   * Transcript turns kept per session whatever their age: the most a prompt reads back (the run worker's and the
+   * heartbeat's history). Older turns than these, older than the cut-off, are deleted; so are all the turns of an
+   * isolated run once its session is idle past the cut-off (no turn newer than it).
+   */
+  keepMessages: number;
+  /** Overrides of RETENTION_STEP_ROWS (tests). */
+  stepRows?: Partial<Record<RetentionKind, number>>;
+  /** Aborted: no further step starts (a stop); what was deleted so far is returned. */
+  signal?: AbortSignal;
+}
+
+export interface RetentionStore {
+  /**
+   * Delete finished work older than `before`, in bounded steps (separate transactions, yielding between them):
+   * runs in a final state that finished before it, with their deliveries, when none of those is still pending;
+   * heartbeat deliveries sent or failed before it; system events consumed before it; transcript turns as
+   * `FinishedWorkPolicy.keepMessages` says. Never a queued or running run, a pending event or a pending delivery.
+   */
+  pruneFinished(before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned>;
+}
+
+/** One step of one kind, as a driver runs it: the window of `limit` rows after seq `after`. */
+export type RetentionStepFn = (
+  kind: RetentionKind,
+  before: number,
+  after: number,
+  limit: number,
+  keepMessages: number,
+) => Promise<RetentionStep>;
+
+/** The loop both drivers share: every kind, window after window, one turn of the event loop between steps. */
+export async function pruneFinishedInSteps(
+  step: RetentionStepFn,
+  before: number,
+  policy: FinishedWorkPolicy,
+): Promise<FinishedWorkPruned> {
+  const out: FinishedWorkPruned = { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 };
+  for (const kind of RETENTION_KINDS) {
+    const limit = Math.max(1, policy.stepRows?.[kind] ?? RETENTION_STEP_ROWS[kind]);
+    for (let after = 0; ; ) {
+      if (policy.signal?.aborted) return out;
+      const t = performance.now();
+      const s = await step(kind, before, after, limit, policy.keepMessages);
+      out.longestStepMs = Math.max(out.longestStepMs, Math.round((performance.now() - t) * 10) / 10);
+      out.steps++;
+      out[kind] += s.deleted;
+      out.deliveries += s.deliveries;
+      if (s.done) break;
+      after = s.last;
+      await nextTurn(); // the accepts and completions that waited meanwhile go first
+    }
+  }
+  return out;
+}
