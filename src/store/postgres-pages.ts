@@ -1,5 +1,4 @@
 /** The admin listener's reads on PostgreSQL (pages.ts): the same pages as SQLite's (sqlite-pages.ts), the whole cluster's. */
-import { RUN_STATES } from '../enums.js';
 import type {
   DeliveryPageQuery,
   Page,
@@ -12,7 +11,7 @@ import type {
 import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import type { PgDb } from './postgres-db.js';
 import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
-import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
+import { depthsFromRow, QUEUE_DEPTHS_SQL, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
 import {
   CHANNEL_FAILURES_SQL,
@@ -97,13 +96,9 @@ export class PgPages {
     );
   }
 
+  /** What waits: each count on its partial index (runs_queued, runs_running, deliveries_pending, system_events_pending). */
   async queueDepths(): Promise<QueueDepths> {
-    const { rows } = await this.db.query(
-      `SELECT ${RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
-         (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
-         (SELECT COUNT(*) FROM deliveries WHERE state = 'dead') AS deliveries_dead,
-         (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`,
-    );
+    const { rows } = await this.db.query(QUEUE_DEPTHS_SQL);
     return depthsFromRow(rows[0]!);
   }
 
