@@ -30,8 +30,11 @@ export interface ReadCall {
 }
 export type ReadReply = { id: number; result: unknown } | { id: number; error: { code: ErrorCode; message: string } };
 
-/** The worker's V8 heap: a page is at most 200 rows and a summary a few counts, so a small one is plenty. */
-const READ_THREAD_HEAP_MB = 32;
+/**
+ * The thread's V8 heap: a page is at most 200 rows (or 256 blocks of received records per log) and a summary a few
+ * counts, so a small one is plenty; a 1 MiB young generation as the checkpoint thread's (resident memory).
+ */
+const READ_THREAD_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 1 };
 
 export class SqliteReadThread implements AdminReads {
   private worker: Worker | undefined;
@@ -44,9 +47,7 @@ export class SqliteReadThread implements AdminReads {
   /** Started with the first read: a service whose admin listener is off, or never read, has no such thread. */
   private started(): Worker {
     if (this.worker) return this.worker;
-    const worker = startWorker('./sqlite-read-worker', import.meta.url, this.data, {
-      maxOldGenerationSizeMb: READ_THREAD_HEAP_MB,
-    });
+    const worker = startWorker('./sqlite-read-worker', import.meta.url, this.data, READ_THREAD_LIMITS);
     worker.unref();
     worker.on('message', (reply: ReadReply) => {
       const w = this.waiting.get(reply.id);
