@@ -10,7 +10,7 @@ import type {
 } from './pages.js';
 import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import type { PgDb } from './postgres-db.js';
-import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
+import { mayHoldRefused, rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
 import { depthsFromRow, QUEUE_DEPTHS_SQL, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
 import {
@@ -102,7 +102,7 @@ export class PgPages {
     return depthsFromRow(rows[0]!);
   }
 
-  /** received_log has an index on `at` here: the period's blocks are found directly. */
+  /** received_log has an index on `at` here: the period's blocks are found directly; those that may hold a refusal parsed. */
   async failuresSince(since: number): Promise<RecentFailures> {
     const { rows } = await this.db.query(
       `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('failed', 'timed_out') AND finished_at >= $1) AS runs_failed,
@@ -110,7 +110,8 @@ export class PgPages {
          (SELECT COALESCE(SUM((c.value->>4)::bigint), 0) FROM refusal_log, jsonb_array_elements(refusal_log.counts::jsonb) c
            WHERE refusal_log.at >= $1) AS refusal_counts,
          (SELECT COUNT(*) FROM received_log, jsonb_array_elements(received_log.records::jsonb) t
-           WHERE received_log.at >= $1 AND (t.value->>0)::bigint >= $1 AND (t.value->>4)::int >= 400) AS refused_records`,
+           WHERE received_log.at >= $1 AND ${mayHoldRefused('postgres')}
+             AND (t.value->>0)::bigint >= $1 AND (t.value->>4)::int >= 400) AS refused_records`,
       [since],
     );
     const r = rows[0]!;

@@ -12,6 +12,7 @@ import type {
 } from './pages.js';
 import { type LogBlock, OUT_OF_ORDER_MS, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import {
+  mayHoldRefused,
   type ReceivedTuple,
   type Row,
   rowToDelivery,
@@ -125,12 +126,16 @@ export class SqlitePages {
       )
       .get({ since }) as Row;
     // Blocks are appended in about time order: walk back from the newest, past the period's start by the margin for
-    // batches committed out of order, so the walk ends with the period whatever the store holds before it.
+    // batches committed out of order, so the walk ends with the period whatever the store holds before it. Only the
+    // blocks that may hold a refusal are read out and parsed.
     let refused = row.refusal_counts as number;
     for (const b of this.db
-      .prepare('SELECT at, records FROM received_log ORDER BY seq DESC')
+      .prepare(
+        `SELECT at, CASE WHEN ${mayHoldRefused('sqlite')} THEN records END AS records FROM received_log ORDER BY seq DESC`,
+      )
       .iterate() as IterableIterator<Row>) {
       if ((b.at as number) < since - OUT_OF_ORDER_MS) break;
+      if (b.records === null) continue;
       for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) if (t[0] >= since && t[4] >= 400) refused++;
     }
     return { runsFailed: row.runs_failed as number, deliveriesDead: row.deliveries_dead as number, refused };

@@ -26,6 +26,8 @@ parentPort!.on('message', async (msg: ReadCall | { close: true }) => {
     if (!pages) {
       db = openSqlite(path, 'normal', busyTimeoutMs, { schemaPolicy: 'current' });
       db.pragma('query_only = ON');
+      // A page reads few pages of the file, a walk of received blocks reads each once: a small cache does (resident memory).
+      db.pragma('cache_size = -512');
       pages = new SqlitePages(db);
     }
     const fn = pages[msg.method] as (...args: unknown[]) => Promise<unknown>;

@@ -285,6 +285,8 @@ export function pagesContract(h: () => StoreHarness): void {
       await store().recordReceived(received({ at: T0 - 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 6, status: 200 }));
+      await store().recordReceived(received({ at: T0 + 7, status: 503, code: null }));
+      await store().recordReceived(received({ at: T0 + 8, status: 200, mappingId: 'github', durationMs: 4.5 }));
       await store().recordRefusals(
         {
           at: T0 + 20,
@@ -302,7 +304,7 @@ export function pagesContract(h: () => StoreHarness): void {
         100,
       );
       const f = await store().failuresSince(T0);
-      assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 5 });
+      assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 6 });
     });
 
     it('breakdownSince counts requests per bucket, path and code, delivery failures per channel and failed runs per hook', async () => {
