@@ -65,10 +65,15 @@ export interface LogPosition {
 export interface LogBlock {
   seq: number;
   records: ReceivedHook[];
+  /** The time of the block's newest record, when the log stores it: known even for a block not read out. */
+  at?: number;
 }
 
-/** Blocks with `seq <= atMost`, newest first, at most `n`. */
-export type LogReader = (atMost: number, n: number) => Promise<LogBlock[]>;
+/**
+ * Blocks with `seq <= atMost`, newest first, at most `n`. `refusedOnly`: the page wants refused records alone, so a
+ * block that cannot hold one may come back without its records (not parsed).
+ */
+export type LogReader = (atMost: number, n: number, refusedOnly: boolean) => Promise<LogBlock[]>;
 
 const START: LogPosition = { seq: Number.MAX_SAFE_INTEGER, i: 0 };
 /** Blocks read per round trip while walking a log. */
@@ -99,6 +104,7 @@ class LogStream {
     private readonly prefix: string,
     public pos: LogPosition,
     private readonly match: (r: ReceivedHook) => boolean,
+    private readonly refusedOnly: boolean,
     /** Blocks this page may still read from this log. */
     private budget = RECEIVED_BLOCKS_PER_PAGE,
   ) {
@@ -122,15 +128,15 @@ class LogStream {
         }
         const n = Math.min(BLOCKS_PER_READ, this.budget);
         this.budget -= n;
-        const got = await this.read(this.nextRead, n);
+        const got = await this.read(this.nextRead, n, this.refusedOnly);
         if (got.length < n) this.exhausted = true;
         if (!got.length) return undefined;
         this.blocks = got;
         this.nextRead = got[got.length - 1]!.seq - 1;
       }
       const block = this.blocks[0]!;
-      const first = block.records[0];
-      if (first && first.at < this.walkedTo) this.walkedTo = first.at;
+      const newest = block.at ?? block.records[0]?.at;
+      if (newest !== undefined && newest < this.walkedTo) this.walkedTo = newest;
       const i = block.seq === this.pos.seq ? this.pos.i : 0;
       if (i >= block.records.length) {
         this.blocks.shift();
@@ -182,9 +188,10 @@ export async function pageReceivedLogs(
     (q.outcome === undefined || (q.outcome === 'accepted') === rec.status < 400) &&
     (q.path === undefined || rec.path === q.path);
   const none: LogReader = async () => [];
-  const records = new LogStream(logs.records, 'r', r, match);
+  const rejected = q.outcome === 'rejected';
+  const records = new LogStream(logs.records, 'r', r, match, rejected);
   // Counts are refusals only: an `accepted` page never walks them.
-  const refusals = new LogStream(q.outcome === 'accepted' ? none : logs.refusals, 'c', c, match);
+  const refusals = new LogStream(q.outcome === 'accepted' ? none : logs.refusals, 'c', c, match, rejected);
   const items: ReceivedRecord[] = [];
   while (items.length < q.limit) {
     const a = await records.peek();

@@ -77,13 +77,14 @@ export class PgPages {
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
-        records: async (atMost, n) =>
+        records: async (atMost, n, refusedOnly) =>
           (
-            await this.db.query('SELECT seq, records FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [
-              atMost,
-              n,
-            ])
-          ).rows.map((r) => receivedBlock(Number(r.seq), r.records as string)),
+            await this.db.query(
+              `SELECT seq, at, ${refusedOnly ? `CASE WHEN ${mayHoldRefused('postgres')} THEN records ELSE '[]' END AS records` : 'records'}
+               FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2`,
+              [atMost, n],
+            )
+          ).rows.map((r) => receivedBlock(Number(r.seq), r.records as string, Number(r.at))),
         refusals: async (atMost, n) =>
           (
             await this.db.query(

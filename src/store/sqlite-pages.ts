@@ -45,8 +45,10 @@ function where(filters: Array<[string, unknown]>, below: number): { sql: string;
 }
 
 /** received_log blocks as log blocks: each block's records newest first. */
-export function receivedBlock(seq: number, records: string): LogBlock {
-  return { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
+export function receivedBlock(seq: number, records: string, at?: number): LogBlock {
+  const block: LogBlock = { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
+  if (at !== undefined) block.at = at;
+  return block;
 }
 
 export class SqlitePages {
@@ -91,12 +93,15 @@ export class SqlitePages {
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
-        records: async (atMost, n) =>
+        records: async (atMost, n, refusedOnly) =>
           (
             this.db
-              .prepare('SELECT seq, records FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?')
+              .prepare(
+                `SELECT seq, at, ${refusedOnly ? `CASE WHEN ${mayHoldRefused('sqlite')} THEN records ELSE '[]' END AS records` : 'records'}
+                 FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?`,
+              )
               .all(atMost, n) as Row[]
-          ).map((r) => receivedBlock(r.seq as number, r.records as string)),
+          ).map((r) => receivedBlock(r.seq as number, r.records as string, r.at as number)),
         refusals: async (atMost, n) =>
           (
             this.db
