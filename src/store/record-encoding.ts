@@ -154,7 +154,8 @@ export function rowToMessage(r: Row): SessionMessage {
  * blocks that have them instead of every block of the period.
  */
 export const mayHoldRefused = (driver: 'sqlite' | 'postgres'): string =>
-  driver === 'sqlite' ? `(instr(records, '",4') > 0 OR instr(records, '",5') > 0)` : `records ~ '", ?[45]'`;
+  // GLOB: one pass over the text, faster than two instr() (which count characters) or a blob search.
+  driver === 'sqlite' ? `records GLOB '*",[45]*'` : `records ~ '", ?[45]'`;
 
 /**
  * One received-hook record inside a `received_log` block:
