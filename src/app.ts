@@ -124,6 +124,7 @@ async function startCore({ first, env, logger, owner, obs, pressure }: CoreDeps)
     ...(obs ? { onCommit: obs.onCommit } : {}),
     ingressBusy: () => pressure.busy(),
     retryWhenFull: true, // a full disk at start: serve 503 and open the store once there is space (store/deferred.ts)
+    adminReads: 'thread', // SQLite: the admin listener's reads never hold the hook listener's event loop
     schemaPolicy: 'migrate', // the service brings an older schema up to date (and, like every command, refuses a newer one)
     onSchema: (from, to) => void (from > 0 && from < to && logger.info({ from, to }, 'store schema migrated')),
     onWarning: (message) => logger.warn(message),

@@ -17,6 +17,9 @@ export type ContentSource = (typeof CONTENT_SOURCES)[number];
 
 export const RUN_STATES = ['queued', 'running', 'succeeded', 'failed', 'timed_out'] as const;
 export type RunState = (typeof RUN_STATES)[number];
+/** Runs that are work waiting: the queue depths count these alone (the finished ones are history). */
+export const OPEN_RUN_STATES = ['queued', 'running'] as const;
+export type OpenRunState = (typeof OPEN_RUN_STATES)[number];
 /** The states a run ends in (a finished run may be re-queued by hand). */
 export const FINISHED_RUN_STATES = ['succeeded', 'failed', 'timed_out'] as const;
 export type FinishedRunState = (typeof FINISHED_RUN_STATES)[number];

@@ -10,7 +10,7 @@
 import client, { type Counter, type Histogram } from 'prom-client';
 import type { FeedBus, FeedEvent } from '../feed.js';
 import type { Logger } from '../log.js';
-import { RUN_STATES } from '../enums.js';
+import { OPEN_RUN_STATES } from '../enums.js';
 import type { ConnectionCounts } from '../net/connections.js';
 import type { QueueDepths } from '../store/pages.js';
 import { errorMessage } from '../text-safe.js';
@@ -115,12 +115,12 @@ export class HookgateMetrics {
     const depths = () => this.depths();
     new client.Gauge({
       name: 'hookgate_runs',
-      help: 'Runs by state, in the whole store (cluster-wide).',
+      help: 'Runs queued and running now (cluster-wide); finished runs are counted by hookgate_run_duration_seconds.',
       labelNames: ['state'],
       registers,
       async collect() {
         const d = await depths();
-        if (d) for (const state of RUN_STATES) this.set({ state }, d.runs[state] ?? 0);
+        if (d) for (const state of OPEN_RUN_STATES) this.set({ state }, d.runs[state]);
       },
     });
     new client.Gauge({

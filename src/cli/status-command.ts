@@ -41,8 +41,8 @@ export function statusText(s: StatusView): string {
   const r = s.queues.runs;
   const f = s.failuresLastHour;
   const lines = [
-    `runs:          ${r.queued} queued, ${r.running} running, ${r.succeeded} succeeded, ${r.failed} failed, ${r.timed_out} timed out`,
-    `outbox:        ${s.queues.outboxPending} pending, ${s.queues.deliveriesDead} dead-lettered`,
+    `runs:          ${r.queued} queued, ${r.running} running`,
+    `outbox:        ${s.queues.outboxPending} pending`,
     `system events: ${s.queues.systemEventsPending} pending`,
     `heartbeat:     ${s.lastHeartbeatAt === null ? 'none seen' : `last ${time(s.lastHeartbeatAt)} (${ago(s.at - s.lastHeartbeatAt)})`}`,
     `last hour:     ${f.runsFailed} runs failed, ${f.deliveriesDead} deliveries dead-lettered, ${f.refused} requests refused`,

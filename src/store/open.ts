@@ -17,6 +17,8 @@ export interface OpenStoreOptions {
   onSchema?: (from: number, to: number) => void;
   /** "inline" for short-lived commands (the CLI); the service follows storage.writer. */
   writer?: 'thread' | 'inline';
+  /** SQLite: where the admin reads run (SqliteStoreOptions.adminReads): "thread" for the service. */
+  adminReads?: 'thread' | 'inline';
   /** Overrides storage.checkpoints ("auto" for short-lived commands): see SqliteStoreOptions.checkpoints. */
   checkpoints?: 'thread' | 'auto';
   /**
@@ -53,6 +55,7 @@ export async function openStore(
           ...(opts.onError ? { onError: opts.onError } : {}),
           ...(opts.onCommit ? { onCommit: opts.onCommit } : {}),
           ...(opts.ingressBusy ? { ingressBusy: opts.ingressBusy } : {}),
+          ...(opts.adminReads ? { adminReads: opts.adminReads } : {}),
         });
       try {
         return open();

@@ -65,14 +65,28 @@ export interface LogPosition {
 export interface LogBlock {
   seq: number;
   records: ReceivedHook[];
+  /** The time of the block's newest record, when the log stores it: known even for a block not read out. */
+  at?: number;
 }
 
-/** Blocks with `seq <= atMost`, newest first, at most `n`. */
-export type LogReader = (atMost: number, n: number) => Promise<LogBlock[]>;
+/**
+ * Blocks with `seq <= atMost`, newest first, at most `n`. `refusedOnly`: the page wants refused records alone, so a
+ * block that cannot hold one may come back without its records (not parsed).
+ */
+export type LogReader = (atMost: number, n: number, refusedOnly: boolean) => Promise<LogBlock[]>;
 
 const START: LogPosition = { seq: Number.MAX_SAFE_INTEGER, i: 0 };
 /** Blocks read per round trip while walking a log. */
 const BLOCKS_PER_READ = 32;
+/**
+ * Blocks a page reads at most from each log: a filter that matches few records (outcome=rejected: refusals are
+ * counted in refusal_log, received_log holds almost none) then ends the page early, with a cursor where it stopped,
+ * instead of reading every block the store holds. With the records of one committed batch per block, 256 blocks are at
+ * least 256 requests, and thousands under load.
+ */
+export const RECEIVED_BLOCKS_PER_PAGE = 256;
+/** How far out of time order blocks may be committed (concurrent batches): received_log's `at` is about, not exactly, in seq order. */
+export const OUT_OF_ORDER_MS = 60_000;
 
 /** A log walked newest first from a position, skipping records that do not match. */
 class LogStream {
@@ -80,14 +94,26 @@ class LogStream {
   private exhausted = false;
   private nextRead: number;
   private head: { rec: ReceivedRecord; seq: number; i: number } | undefined;
+  /** Set when the page's budget ran out before this log found its next match or its end. */
+  stopped = false;
+  /** The newest record time of the last block walked: what is left of the log is older (bar OUT_OF_ORDER_MS). */
+  private walkedTo = Number.MAX_SAFE_INTEGER;
 
   constructor(
     private readonly read: LogReader,
     private readonly prefix: string,
     public pos: LogPosition,
     private readonly match: (r: ReceivedHook) => boolean,
+    private readonly refusedOnly: boolean,
+    /** Blocks this page may still read from this log. */
+    private budget = RECEIVED_BLOCKS_PER_PAGE,
   ) {
     this.nextRead = pos.seq;
+  }
+
+  /** Once stopped: the time a record of the other log must pass to be surely newer than any left in this one. */
+  get newerThan(): number {
+    return this.stopped ? this.walkedTo + OUT_OF_ORDER_MS : Number.NEGATIVE_INFINITY;
   }
 
   /** The next matching record (not consumed). Non-matching records on the way are consumed: they are never shown. */
@@ -95,14 +121,22 @@ class LogStream {
     if (this.head) return this.head.rec;
     for (;;) {
       if (!this.blocks.length) {
-        if (this.exhausted) return undefined;
-        const got = await this.read(this.nextRead, BLOCKS_PER_READ);
-        if (got.length < BLOCKS_PER_READ) this.exhausted = true;
+        if (this.exhausted || this.stopped) return undefined;
+        if (this.budget <= 0) {
+          this.stopped = true;
+          return undefined;
+        }
+        const n = Math.min(BLOCKS_PER_READ, this.budget);
+        this.budget -= n;
+        const got = await this.read(this.nextRead, n, this.refusedOnly);
+        if (got.length < n) this.exhausted = true;
         if (!got.length) return undefined;
         this.blocks = got;
         this.nextRead = got[got.length - 1]!.seq - 1;
       }
       const block = this.blocks[0]!;
+      const newest = block.at ?? block.records[0]?.at;
+      if (newest !== undefined && newest < this.walkedTo) this.walkedTo = newest;
       const i = block.seq === this.pos.seq ? this.pos.i : 0;
       if (i >= block.records.length) {
         this.blocks.shift();
@@ -154,19 +188,28 @@ export async function pageReceivedLogs(
     (q.outcome === undefined || (q.outcome === 'accepted') === rec.status < 400) &&
     (q.path === undefined || rec.path === q.path);
   const none: LogReader = async () => [];
-  const records = new LogStream(logs.records, 'r', r, match);
+  const rejected = q.outcome === 'rejected';
+  const records = new LogStream(logs.records, 'r', r, match, rejected);
   // Counts are refusals only: an `accepted` page never walks them.
-  const refusals = new LogStream(q.outcome === 'accepted' ? none : logs.refusals, 'c', c, match);
+  const refusals = new LogStream(q.outcome === 'accepted' ? none : logs.refusals, 'c', c, match, rejected);
   const items: ReceivedRecord[] = [];
   while (items.length < q.limit) {
     const a = await records.peek();
     const b = await refusals.peek();
-    const pick = a && (!b || a.at >= b.at) ? records : b ? refusals : undefined;
+    // A log stopped by the budget may still hold newer records than the other's head: that head waits for the next
+    // page unless it is surely newer than anything left unread.
+    const okA = a && a.at > refusals.newerThan ? a : undefined;
+    const okB = b && b.at > records.newerThan ? b : undefined;
+    const pick = okA && (!okB || okA.at >= okB.at) ? records : okB ? refusals : undefined;
     if (!pick) break;
     items.push((await pick.peek())!);
     pick.pop();
   }
-  const more = (await records.peek()) !== undefined || (await refusals.peek()) !== undefined;
+  const more =
+    records.stopped ||
+    refusals.stopped ||
+    (await records.peek()) !== undefined ||
+    (await refusals.peek()) !== undefined;
   return {
     items,
     nextCursor: more

@@ -3,7 +3,7 @@
  * of the queues. A cursor is opaque to callers (the driver encodes the last row's sort key); a bad one is the caller's
  * error.
  */
-import type { DeliveryState, RunState } from '../enums.js';
+import type { DeliveryState, OpenRunState, RunState } from '../enums.js';
 import type { StoredBreakdown } from './breakdown.js';
 import type { Delivery, ReceivedHook, Run } from './types.js';
 
@@ -30,7 +30,11 @@ export interface DeliveryPageQuery extends PageQuery {
 }
 
 export interface ReceivedPageQuery extends PageQuery {
-  /** `accepted`: status < 400; `rejected`: status ≥ 400 (refusal counts included). */
+  /**
+   * `accepted`: status < 400; `rejected`: status ≥ 400 (refusal counts included). A filtered page looks at a bounded
+   * number of stored blocks (RECEIVED_BLOCKS_PER_PAGE): it may hold fewer than `limit` records, even none, with a
+   * `nextCursor` to go on from where it stopped; only a null `nextCursor` says the list ended.
+   */
   outcome?: 'accepted' | 'rejected';
   /** Records whose path is exactly this (a hook sub-path, `/hooks/wake`). */
   path?: string;
@@ -41,13 +45,14 @@ export interface ReceivedRecord extends ReceivedHook {
   id: string;
 }
 
-/** How much work waits, read in one cheap query (metrics gauges, `hookgate status`, the dashboard's headline). */
+/**
+ * How much work waits, read in one cheap query (metrics gauges, `hookgate status`, the dashboard's headline). Only
+ * what waits is counted, never the history: each count walks an index as small as its queue, however old the store.
+ */
 export interface QueueDepths {
-  runs: Record<RunState, number>;
+  runs: Record<OpenRunState, number>;
   /** Deliveries not yet sent (pending, including those waiting for a retry). */
   outboxPending: number;
-  /** Dead-lettered deliveries. */
-  deliveriesDead: number;
   /** System events not yet consumed by a heartbeat, all sessions. */
   systemEventsPending: number;
 }

@@ -1,5 +1,4 @@
 /** The admin listener's reads on PostgreSQL (pages.ts): the same pages as SQLite's (sqlite-pages.ts), the whole cluster's. */
-import { RUN_STATES } from '../enums.js';
 import type {
   DeliveryPageQuery,
   Page,
@@ -11,8 +10,8 @@ import type {
 } from './pages.js';
 import { pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import type { PgDb } from './postgres-db.js';
-import { rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
-import { depthsFromRow, receivedBlock } from './sqlite-pages.js';
+import { mayHoldRefused, rowToDelivery, rowToRefusals, rowToRun, type Row } from './record-encoding.js';
+import { depthsFromRow, QUEUE_DEPTHS_SQL, receivedBlock } from './sqlite-pages.js';
 import type { Delivery, Run } from './types.js';
 import {
   CHANNEL_FAILURES_SQL,
@@ -78,13 +77,14 @@ export class PgPages {
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
-        records: async (atMost, n) =>
+        records: async (atMost, n, refusedOnly) =>
           (
-            await this.db.query('SELECT seq, records FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2', [
-              atMost,
-              n,
-            ])
-          ).rows.map((r) => receivedBlock(Number(r.seq), r.records as string)),
+            await this.db.query(
+              `SELECT seq, at, ${refusedOnly ? `CASE WHEN ${mayHoldRefused('postgres')} THEN records ELSE '[]' END AS records` : 'records'}
+               FROM received_log WHERE seq <= $1 ORDER BY seq DESC LIMIT $2`,
+              [atMost, n],
+            )
+          ).rows.map((r) => receivedBlock(Number(r.seq), r.records as string, Number(r.at))),
         refusals: async (atMost, n) =>
           (
             await this.db.query(
@@ -97,17 +97,13 @@ export class PgPages {
     );
   }
 
+  /** What waits: each count on its partial index (runs_queued, runs_running, deliveries_pending, system_events_pending). */
   async queueDepths(): Promise<QueueDepths> {
-    const { rows } = await this.db.query(
-      `SELECT ${RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
-         (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
-         (SELECT COUNT(*) FROM deliveries WHERE state = 'dead') AS deliveries_dead,
-         (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`,
-    );
+    const { rows } = await this.db.query(QUEUE_DEPTHS_SQL);
     return depthsFromRow(rows[0]!);
   }
 
-  /** received_log has an index on `at` here: the period's blocks are found directly. */
+  /** received_log has an index on `at` here: the period's blocks are found directly; those that may hold a refusal parsed. */
   async failuresSince(since: number): Promise<RecentFailures> {
     const { rows } = await this.db.query(
       `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('failed', 'timed_out') AND finished_at >= $1) AS runs_failed,
@@ -115,7 +111,8 @@ export class PgPages {
          (SELECT COALESCE(SUM((c.value->>4)::bigint), 0) FROM refusal_log, jsonb_array_elements(refusal_log.counts::jsonb) c
            WHERE refusal_log.at >= $1) AS refusal_counts,
          (SELECT COUNT(*) FROM received_log, jsonb_array_elements(received_log.records::jsonb) t
-           WHERE received_log.at >= $1 AND (t.value->>0)::bigint >= $1 AND (t.value->>4)::int >= 400) AS refused_records`,
+           WHERE received_log.at >= $1 AND ${mayHoldRefused('postgres')}
+             AND (t.value->>0)::bigint >= $1 AND (t.value->>4)::int >= 400) AS refused_records`,
       [since],
     );
     const r = rows[0]!;

@@ -241,4 +241,12 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- for coalescing, one INSERT of the batch's new events and one of its runs.
   ${PG_ACCEPT_FUNCTION}
   `,
+  `
+  -- The admin reads of failures seek these instead of walking every failed run or dead delivery ever stored (the
+  -- same as SQLite's step; see sqlite-schema.ts): each holds only rows that failed, never written at accept. IF NOT
+  -- EXISTS: a step may run again on a store whose version row was taken back (the test of the function's redefinition).
+  CREATE INDEX IF NOT EXISTS runs_failed_at ON runs (finished_at) WHERE state IN ('failed', 'timed_out');
+  CREATE INDEX IF NOT EXISTS deliveries_dead_at ON deliveries (updated_at) WHERE state = 'dead';
+  CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (seq) WHERE state = 'dead';
+  `,
 ];

@@ -147,6 +147,17 @@ export function rowToMessage(r: Row): SessionMessage {
 }
 
 /**
+ * A condition true for a received_log block that may hold a refused record (status ≥ 400): a tuple's status follows
+ * the client address, a string, so a refused one is written `",4…` or `",5…` (PostgreSQL's jsonb text puts a space
+ * after the comma: `", 4…`). No block with a refusal fails it; one that passes without one (a mapping id before a
+ * duration of 4 or 5 ms) is only parsed for nothing. Counting the refused records of a period then parses the few
+ * blocks that have them instead of every block of the period.
+ */
+export const mayHoldRefused = (driver: 'sqlite' | 'postgres'): string =>
+  // GLOB: one pass over the text, faster than two instr() (which count characters) or a blob search.
+  driver === 'sqlite' ? `records GLOB '*",[45]*'` : `records ~ '", ?[45]'`;
+
+/**
  * One received-hook record inside a `received_log` block:
  * `[at, method, path, clientIp, status, code, eventIds, runIds, mappingId, durationMs, unknownFields?, tokenId?, reqId?]`
  * (the trailing ones only when set, those before a set one null when absent, so older blocks decode and a record

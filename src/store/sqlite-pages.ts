@@ -1,6 +1,6 @@
 /** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
 import type Database from 'better-sqlite3';
-import { RUN_STATES } from '../enums.js';
+import { DELIVERY_STATES, type DeliveryState, OPEN_RUN_STATES } from '../enums.js';
 import type {
   DeliveryPageQuery,
   Page,
@@ -10,8 +10,9 @@ import type {
   RecentFailures,
   RunPageQuery,
 } from './pages.js';
-import { type LogBlock, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
+import { type LogBlock, OUT_OF_ORDER_MS, pageReceivedLogs, seqFromCursor, seqPage } from './pages-cursor.js';
 import {
+  mayHoldRefused,
   type ReceivedTuple,
   type Row,
   rowToDelivery,
@@ -31,6 +32,9 @@ import {
 } from './breakdown.js';
 import type { RefusalTuple } from './record-encoding.js';
 
+/** The index a statement must take (breakdown.ts): SQLite's planner, without statistics, would pick a full one. */
+const use = (index: string) => `INDEXED BY ${index}`;
+
 /** `WHERE` of the present filters (column = value), plus `seq < ?`. */
 function where(filters: Array<[string, unknown]>, below: number): { sql: string; params: unknown[] } {
   const present = filters.filter(([, v]) => v !== undefined);
@@ -41,12 +45,11 @@ function where(filters: Array<[string, unknown]>, below: number): { sql: string;
 }
 
 /** received_log blocks as log blocks: each block's records newest first. */
-export function receivedBlock(seq: number, records: string): LogBlock {
-  return { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
+export function receivedBlock(seq: number, records: string, at?: number): LogBlock {
+  const block: LogBlock = { seq, records: (JSON.parse(records) as ReceivedTuple[]).map(tupleToReceived).reverse() };
+  if (at !== undefined) block.at = at;
+  return block;
 }
-
-/** How far out of time order received blocks may be committed (concurrent batches), for walks that stop at a time. */
-const OUT_OF_ORDER_MS = 60_000;
 
 export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
@@ -70,15 +73,15 @@ export class SqlitePages {
   }
 
   async pageDeliveries(q: DeliveryPageQuery): Promise<Page<Delivery>> {
-    const w = where(
-      [
-        ['state', q.state],
-        ['channel', q.channel],
-      ],
-      seqFromCursor('deliveries', q.cursor),
-    );
+    // The state in the SQL text, not bound: the planner takes a partial index only for a literal it can match.
+    if (q.state !== undefined && !DELIVERY_STATES.includes(q.state))
+      throw new TypeError(`not a delivery state: ${q.state}`);
+    const w = where([['channel', q.channel]], seqFromCursor('deliveries', q.cursor));
+    const state = q.state === undefined ? '' : `state = '${q.state}' AND `;
     const rows = this.db
-      .prepare(`SELECT * FROM deliveries WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`)
+      .prepare(
+        `SELECT * FROM deliveries ${DELIVERY_PAGE_INDEX[q.state ?? 'any']} WHERE ${state}${w.sql} ORDER BY seq DESC LIMIT ?`,
+      )
       .all(...w.params, q.limit + 1) as Row[];
     return seqPage(
       'deliveries',
@@ -90,12 +93,15 @@ export class SqlitePages {
   pageReceived(q: ReceivedPageQuery): Promise<Page<ReceivedRecord>> {
     return pageReceivedLogs(
       {
-        records: async (atMost, n) =>
+        records: async (atMost, n, refusedOnly) =>
           (
             this.db
-              .prepare('SELECT seq, records FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?')
+              .prepare(
+                `SELECT seq, at, ${refusedOnly ? `CASE WHEN ${mayHoldRefused('sqlite')} THEN records ELSE '[]' END AS records` : 'records'}
+                 FROM received_log WHERE seq <= ? ORDER BY seq DESC LIMIT ?`,
+              )
               .all(atMost, n) as Row[]
-          ).map((r) => receivedBlock(r.seq as number, r.records as string)),
+          ).map((r) => receivedBlock(r.seq as number, r.records as string, r.at as number)),
         refusals: async (atMost, n) =>
           (
             this.db
@@ -107,34 +113,34 @@ export class SqlitePages {
     );
   }
 
-  /** One statement; each count walks an index (the partial ones stay as small as the queues). */
+  /** One statement; each count walks an index as small as its queue (runs_by_state's prefix, deliveries_due's, a partial one). */
   async queueDepths(): Promise<QueueDepths> {
-    const row = this.db
-      .prepare(
-        `SELECT ${RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
-           (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
-           (SELECT COUNT(*) FROM deliveries WHERE state = 'dead') AS deliveries_dead,
-           (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`,
-      )
-      .get() as Row;
-    return depthsFromRow(row);
+    return depthsFromRow(this.db.prepare(QUEUE_DEPTHS_SQL).get() as Row);
   }
 
+  /** Failed runs and dead deliveries through their partial indexes by time; received blocks walked back to `since`. */
   async failuresSince(since: number): Promise<RecentFailures> {
     const row = this.db
       .prepare(
-        `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('failed', 'timed_out') AND finished_at >= @since) AS runs_failed,
-           (SELECT COUNT(*) FROM deliveries WHERE state = 'dead' AND updated_at >= @since) AS deliveries_dead,
+        `SELECT (SELECT COUNT(*) FROM runs ${use('runs_failed_at')}
+             WHERE state IN ('failed', 'timed_out') AND finished_at >= @since) AS runs_failed,
+           (SELECT COUNT(*) FROM deliveries ${use('deliveries_dead_at')}
+             WHERE state = 'dead' AND updated_at >= @since) AS deliveries_dead,
            (SELECT COALESCE(SUM(json_extract(c.value, '$[4]')), 0) FROM refusal_log, json_each(refusal_log.counts) c
              WHERE refusal_log.at >= @since) AS refusal_counts`,
       )
       .get({ since }) as Row;
-    // Blocks are appended in time order: walk back from the newest while they may hold records of the period.
+    // Blocks are appended in about time order: walk back from the newest, past the period's start by the margin for
+    // batches committed out of order, so the walk ends with the period whatever the store holds before it. Only the
+    // blocks that may hold a refusal are read out and parsed.
     let refused = row.refusal_counts as number;
     for (const b of this.db
-      .prepare('SELECT at, records FROM received_log ORDER BY seq DESC')
+      .prepare(
+        `SELECT at, CASE WHEN ${mayHoldRefused('sqlite')} THEN records END AS records FROM received_log ORDER BY seq DESC`,
+      )
       .iterate() as IterableIterator<Row>) {
-      if ((b.at as number) < since) break;
+      if ((b.at as number) < since - OUT_OF_ORDER_MS) break;
+      if (b.records === null) continue;
       for (const t of JSON.parse(b.records as string) as ReceivedTuple[]) if (t[0] >= since && t[4] >= 400) refused++;
     }
     return { runsFailed: row.runs_failed as number, deliveriesDead: row.deliveries_dead as number, refused };
@@ -164,19 +170,37 @@ export class SqlitePages {
     }
     return {
       requests,
-      channels: (this.db.prepare(CHANNEL_FAILURES_SQL('?')).all(since) as Row[]).map(rowToChannelFailures),
-      runs: (this.db.prepare(HOOK_FAILURES_SQL('?')).all(since) as Row[]).map(rowToHookFailures),
+      channels: (this.db.prepare(CHANNEL_FAILURES_SQL('@since', use)).all({ since }) as Row[]).map(
+        rowToChannelFailures,
+      ),
+      runs: (this.db.prepare(HOOK_FAILURES_SQL('?', use)).all(since) as Row[]).map(rowToHookFailures),
       refusalsStoredUntil: await this.refusalsStoredUntil(),
     };
   }
 }
 
+/** What waits, never the history (pages.ts QueueDepths); the same SQL on both drivers. */
+export const QUEUE_DEPTHS_SQL = `SELECT ${OPEN_RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
+  (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
+  (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`;
+
+/**
+ * The index each delivery page walks, by state filter: dead (rare) through its partial index by seq; delivered (most
+ * rows) along seq itself (`NOT INDEXED`: deliveries_due would sort every delivered row first); pending (the queue)
+ * and no filter as the planner chooses.
+ */
+const DELIVERY_PAGE_INDEX: Record<DeliveryState | 'any', string> = {
+  any: '',
+  pending: '',
+  delivered: 'NOT INDEXED',
+  dead: 'INDEXED BY deliveries_dead',
+};
+
 export function depthsFromRow(row: Row): QueueDepths {
-  const runs = Object.fromEntries(RUN_STATES.map((s) => [s, Number(row[s])])) as QueueDepths['runs'];
+  const runs = Object.fromEntries(OPEN_RUN_STATES.map((s) => [s, Number(row[s])])) as QueueDepths['runs'];
   return {
     runs,
     outboxPending: Number(row.outbox_pending),
-    deliveriesDead: Number(row.deliveries_dead),
     systemEventsPending: Number(row.events_pending),
   };
 }

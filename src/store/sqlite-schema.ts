@@ -284,4 +284,12 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   DROP INDEX runs_running;
   DROP INDEX deliveries_pending;
   `,
+  `
+  -- The admin reads of failures (the last hour's counts, the breakdown, the list of dead deliveries) seek these
+  -- instead of walking every failed run or dead delivery ever stored. Each holds only rows that failed: a run or
+  -- delivery enters it when it fails, never at accept, and the common path (queued, sent, succeeded) never writes it.
+  CREATE INDEX runs_failed_at ON runs (finished_at) WHERE state IN ('failed', 'timed_out');
+  CREATE INDEX deliveries_dead_at ON deliveries (updated_at) WHERE state = 'dead';
+  CREATE INDEX deliveries_dead ON deliveries (seq) WHERE state = 'dead';
+  `,
 ];

@@ -13,6 +13,7 @@ import type { WriteOp } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { pruneFinishedSqlite } from './sqlite-retention.js';
 import { SqlitePages } from './sqlite-pages.js';
+import { type AdminReads, SqliteReadThread } from './sqlite-read-thread.js';
 import { SqliteReads } from './sqlite-reads.js';
 import type {
   DeliveryPageQuery,
@@ -78,17 +79,21 @@ export interface SqliteStoreOptions {
   onCommit?: (ms: number, ops: number) => void;
   /** Whether the ingress is saturated (the service's IngressPressure): the runtime's writes then chain less (group-commit.ts). */
   ingressBusy?: () => boolean;
+  /** The admin reads (pages.ts): "thread" (the service) on a read thread of their own; "inline" (default) here. */
+  adminReads?: 'thread' | 'inline';
 }
 
 /**
- * SQLite driver. Reads run on the caller's connection (sqlite-reads.ts, sqlite-pages.ts); writes are committed in
- * batches by one writer, inline or on a writer thread (group commit: see group-commit.ts). Each write method below
- * sends its op to the writer; the op's handler is in sqlite-write-ops.ts (the accept: sqlite-accept.ts), its SQL in
- * sqlite-statements.ts.
+ * SQLite driver. Reads run on the caller's connection (sqlite-reads.ts), the admin's on a read thread in the service
+ * (sqlite-read-thread.ts, sqlite-pages.ts); writes are committed in batches by one writer, inline or on a writer thread
+ * (group commit: see group-commit.ts). Each write method below sends its op to the writer; the op's handler is in
+ * sqlite-write-ops.ts (the accept: sqlite-accept.ts), its SQL in sqlite-statements.ts.
  */
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   private readonly reads: SqliteReads;
+  private readonly pages: AdminReads;
+  private readonly readThread: SqliteReadThread | undefined;
   private readonly writes: GroupCommit<WriteOp>;
   private closed = false;
   private readonly worker: Worker | undefined;
@@ -119,6 +124,9 @@ export class SqliteStore implements Store {
       throw new StoreError(`cannot open SQLite store at ${opts.path}: ${(err as Error).message}`, { cause: err });
     }
     this.reads = new SqliteReads(this.db);
+    if (opts.adminReads === 'thread' && opts.path !== ':memory:')
+      this.readThread = new SqliteReadThread({ path: opts.path, busyTimeoutMs: opts.busyTimeoutMs ?? 5000 });
+    this.pages = this.readThread ?? new SqlitePages(this.db);
     this.identity = opts.path === ':memory:' ? undefined : new StoreFileIdentity(opts.path);
     this.onWarning = opts.onWarning;
     this.onError = opts.onError;
@@ -227,12 +235,8 @@ export class SqliteStore implements Store {
   publishFeed(node: string, events: readonly string[]): Promise<void> {
     return this.cluster.publishFeed(node, events);
   }
-  private pagesOf: SqlitePages | undefined;
-  private get pages(): SqlitePages {
-    return (this.pagesOf ??= new SqlitePages(this.db));
-  }
 
-  // ——— reads (sqlite-reads.ts, sqlite-pages.ts): each probes the -shm first, as a write batch does (ShmGuard) ———
+  // ——— reads (sqlite-reads.ts; the admin's: sqlite-pages.ts, maybe on the read thread): each probes the -shm first ———
   listNodes(): Promise<NodeInfo[]> {
     return this.refusedRead() ?? this.reads.listNodes();
   }
@@ -426,6 +430,7 @@ export class SqliteStore implements Store {
     await this.writes.idle();
     this.closed = true;
     this.writes.close();
+    await this.readThread?.close();
     // Workers are unref'd while serving; hold the event loop open until each has closed its connection. The
     // checkpointer goes first, so the last connection (this one) does the final checkpoint and removes the WAL.
     for (const worker of [this.checkpointer?.worker, this.worker]) {

@@ -9,9 +9,8 @@ import { parseMetrics, sample, value } from '../support/prometheus.js';
 import { TOKEN } from '../support/token.js';
 
 const depthsOf = (n: number): QueueDepths => ({
-  runs: { queued: n, running: 1, succeeded: 10, failed: 2, timed_out: 0 },
+  runs: { queued: n, running: 2 },
   outboxPending: 3,
-  deliveriesDead: 1,
   systemEventsPending: 4,
 });
 const received = (route: string, status: number, code: string | null = null): FeedEvent => ({
@@ -136,7 +135,8 @@ describe('metrics (GET /metrics)', () => {
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'ok' }), 1);
     assert.equal(value(m, 'hookgate_heartbeats_total', { outcome: 'failed' }), 1);
     assert.equal(value(m, 'hookgate_runs', { state: 'queued' }), 1);
-    assert.equal(value(m, 'hookgate_runs', { state: 'failed' }), 2);
+    assert.equal(value(m, 'hookgate_runs', { state: 'running' }), 2);
+    assert.equal(sample(m, 'hookgate_runs', { state: 'failed' }), undefined, 'finished runs are history, not a gauge');
     assert.equal(value(m, 'hookgate_outbox_pending'), 3);
     assert.equal(value(m, 'hookgate_system_events_pending'), 4);
     assert.equal(value(m, 'hookgate_auth_lockouts_active'), 2);

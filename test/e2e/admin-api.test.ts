@@ -397,9 +397,11 @@ describe('admin listener: REST API, auth, health', { timeout: 180_000 }, () => {
     const before = Date.now();
     const o = await get('/api/v1/overview');
     assert.ok(o.since <= before - 3_600_000 + 5_000 && o.since >= before - 3_600_000 - 60_000, `since ${o.since}`);
-    assert.deepEqual(Object.keys(o.queues.runs).sort(), ['failed', 'queued', 'running', 'succeeded', 'timed_out']);
+    // What waits, never the history: finished runs and dead deliveries are in `failures`, for the hour.
+    assert.deepEqual(Object.keys(o.queues).sort(), ['outboxPending', 'runs', 'systemEventsPending']);
+    assert.deepEqual(Object.keys(o.queues.runs).sort(), ['queued', 'running']);
     assert.ok(o.queues.systemEventsPending >= 1, 'the pending wake is counted');
-    assert.ok(o.queues.deliveriesDead >= 1 && typeof o.queues.outboxPending === 'number', JSON.stringify(o.queues));
+    assert.equal(typeof o.queues.outboxPending, 'number', JSON.stringify(o.queues));
     assert.ok(o.failures.deliveriesDead >= 1, JSON.stringify(o.failures));
   });
 

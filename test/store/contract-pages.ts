@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HookgateError, StoreError } from '../../src/errors.js';
 import type { Page } from '../../src/store/pages.js';
+import { RECEIVED_BLOCKS_PER_PAGE } from '../../src/store/pages-cursor.js';
 import type { NewDelivery, RunState, Store } from '../../src/store/types.js';
-import { command, delivery, event, received, run, type StoreHarness } from './contract.js';
+import { command, completion, delivery, event, received, run, type StoreHarness } from './contract.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -134,6 +135,13 @@ export function pagesContract(h: () => StoreHarness): void {
         [[claimed!.id, 'chat not found']],
       );
       assert.equal((await store().pageDeliveries({ limit: 10, state: 'pending' })).items.length, 4);
+      const [sent] = await store().claimDeliveries('o', T0 + 200, 60_000, 1);
+      await store().finishDelivery(sent!.id, 'o', { kind: 'delivered', at: T0 + 201 }, T0 + 201);
+      const delivered = await store().pageDeliveries({ limit: 10, state: 'delivered' });
+      assert.deepEqual(
+        delivered.items.map((d) => d.id),
+        [sent!.id],
+      );
     });
 
     it('pageReceived: records and refusal counts merged newest first, each once, with stable ids', async () => {
@@ -198,18 +206,55 @@ export function pagesContract(h: () => StoreHarness): void {
       );
     });
 
+    it('pageReceived: a filter that matches little reads a bounded number of blocks per page, and its cursor goes on', async () => {
+      // One block per batch: the rejected record is the oldest, behind more blocks than a page reads.
+      const n = RECEIVED_BLOCKS_PER_PAGE + 40;
+      for (let i = 0; i < n; i++)
+        await store().recordReceived(
+          received({ at: T0 + i * 1000, status: i === 0 ? 400 : 200, code: i === 0 ? 'invalid_json' : null }),
+        );
+      // A window of refusal counts newer than every block (past the out-of-order margin): on the first page.
+      await store().recordRefusals(
+        {
+          at: T0 + n * 1000 + 120_000,
+          windowMs: 1000,
+          counts: [{ status: 401, code: 'unauthorized', path: 'wake', bucket: '10.0.0.0/24', count: 3 }],
+        },
+        100,
+      );
+      const first = await store().pageReceived({ limit: 10, outcome: 'rejected' });
+      assert.deepEqual(
+        first.items.map((r) => [r.status, r.count ?? 1]),
+        [[401, 3]],
+      );
+      assert.ok(first.nextCursor, 'the page stopped before the end of the log: a cursor to go on');
+      const rest = (
+        await allPages((cursor) =>
+          store().pageReceived({ limit: 10, outcome: 'rejected', ...(cursor ? { cursor } : {}) }),
+        )
+      ).flat();
+      assert.deepEqual(
+        rest.map((r) => [r.status, r.code]),
+        [
+          [401, 'unauthorized'],
+          [400, 'invalid_json'],
+        ],
+      );
+      // Unfiltered, the same log pages fully: every page holds `limit` records but the last.
+      const all = await allPages((cursor) => store().pageReceived({ limit: 100, ...(cursor ? { cursor } : {}) }));
+      assert.deepEqual(
+        all.map((p) => p.length),
+        [100, 100, 97],
+      );
+    });
+
     it('pageReceived: no records, one empty page', async () => {
       assert.deepEqual(await store().pageReceived({ limit: 5 }), { items: [], nextCursor: null });
     });
 
-    it('queueDepths counts runs by state, the outbox, dead deliveries and pending events', async () => {
+    it('queueDepths counts what waits: queued and running runs, the outbox, pending events; never finished work', async () => {
       const empty = await store().queueDepths();
-      assert.deepEqual(empty, {
-        runs: { queued: 0, running: 0, succeeded: 0, failed: 0, timed_out: 0 },
-        outboxPending: 0,
-        deliveriesDead: 0,
-        systemEventsPending: 0,
-      });
+      assert.deepEqual(empty, { runs: { queued: 0, running: 0 }, outboxPending: 0, systemEventsPending: 0 });
       await store().accept(command({ runs: [run(), run()], events: [event({ text: 'a' })] }));
       await store().accept(command({ events: [event({ text: 'b', sessionKey: 'other' })] }));
       await addDeliveries(delivery({ to: 'x' }), delivery({ to: 'y' }));
@@ -217,12 +262,13 @@ export function pagesContract(h: () => StoreHarness): void {
       await store().finishDelivery(d!.id, 'o', { kind: 'dead', error: 'gone', at: T0 + 100 }, T0 + 100);
       await store().claimRuns('o', T0 + 100, 60_000, 1);
       const depths = await store().queueDepths();
-      assert.deepEqual(depths, {
-        runs: { queued: 1, running: 1, succeeded: 0, failed: 0, timed_out: 0 },
-        outboxPending: 1,
-        deliveriesDead: 1,
-        systemEventsPending: 2,
-      });
+      assert.deepEqual(depths, { runs: { queued: 1, running: 1 }, outboxPending: 1, systemEventsPending: 2 });
+      // A run that ends leaves the counts: it is history, counted by failuresSince in its window.
+      const [r] = await store().claimRuns('o', T0 + 200, 60_000, 1);
+      await store().completeRun(completion(r!.id, 'o', { state: 'failed', finishedAt: T0 + 300, error: 'model down' }));
+      assert.deepEqual((await store().queueDepths()).runs, { queued: 0, running: 1 });
+      assert.equal((await store().failuresSince(T0 + 300)).runsFailed, 1);
+      assert.equal((await store().failuresSince(T0 + 301)).runsFailed, 0);
     });
 
     it('failuresSince counts failed runs, dead deliveries and refusals of the period only', async () => {
@@ -239,6 +285,8 @@ export function pagesContract(h: () => StoreHarness): void {
       await store().recordReceived(received({ at: T0 - 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 5, status: 401, code: 'unauthorized' }));
       await store().recordReceived(received({ at: T0 + 6, status: 200 }));
+      await store().recordReceived(received({ at: T0 + 7, status: 503, code: null }));
+      await store().recordReceived(received({ at: T0 + 8, status: 200, mappingId: 'github', durationMs: 4.5 }));
       await store().recordRefusals(
         {
           at: T0 + 20,
@@ -256,7 +304,7 @@ export function pagesContract(h: () => StoreHarness): void {
         100,
       );
       const f = await store().failuresSince(T0);
-      assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 5 });
+      assert.deepEqual(f, { runsFailed: setState ? 1 : 0, deliveriesDead: 1, refused: 6 });
     });
 
     it('breakdownSince counts requests per bucket, path and code, delivery failures per channel and failed runs per hook', async () => {

@@ -10,6 +10,7 @@ import { openSqlite } from '../../src/store/sqlite-open.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import { SqliteWriter, type WriteOp } from '../../src/store/sqlite-writer.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqlitePages } from '../../src/store/sqlite-pages.js';
 import { openStore } from '../../src/store/open.js';
 import { validateConfig } from '../../src/config/load.js';
 import type { AcceptResult, RunState } from '../../src/store/types.js';
@@ -20,10 +21,14 @@ import { claim, command, delivery, event, received, run, storeContract, type Sto
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 type WriterMode = 'thread' | 'inline';
 
-function harness(writer: WriterMode, checkpoints: 'thread' | 'auto' = 'auto'): () => Promise<StoreHarness> {
+function harness(
+  writer: WriterMode,
+  checkpoints: 'thread' | 'auto' = 'auto',
+  adminReads: 'thread' | 'inline' = 'inline',
+): () => Promise<StoreHarness> {
   return async () => {
     const dir = tempDir();
-    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer, checkpoints });
+    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer, checkpoints, adminReads });
     return {
       store,
       cleanup: async () => {
@@ -42,9 +47,10 @@ function harness(writer: WriterMode, checkpoints: 'thread' | 'auto' = 'auto'): (
   };
 }
 
-storeContract('sqlite (writer: thread)', harness('thread'));
+storeContract('sqlite (writer: thread, admin reads: thread)', harness('thread', 'auto', 'thread'));
 storeContract('sqlite (writer: inline)', harness('inline'));
-storeContract('sqlite (writer: inline, checkpoint thread)', harness('inline', 'thread'));
+// The service's default: the admin reads on their thread too.
+storeContract('sqlite (writer: inline, checkpoint thread, admin reads: thread)', harness('inline', 'thread', 'thread'));
 
 /**
  * Committed transactions in the WAL file since it was last reset: every commit ends with one frame whose
@@ -511,6 +517,7 @@ describe('SQLite schema', () => {
       assert.deepEqual(indexes, [
         'runs_by_session',
         'runs_by_state',
+        'runs_failed_at', // step 16: failed runs by time, for the admin reads
         'runs_open_by_session',
         'sqlite_autoindex_runs_1',
       ]);
@@ -657,5 +664,59 @@ describe('SQLite schema', () => {
       () => new SqliteStore({ path: dir, writer: 'inline' }), // a directory is not a database file
       (err: unknown) => err instanceof StoreError && err.code === 'store_unavailable',
     );
+  });
+});
+
+describe('sqlite admin reads: plans', () => {
+  it('every admin read seeks an index or walks a bounded log: no scan or sort of runs, deliveries or events', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
+    try {
+      // The statements are the store's own: recorded as SqlitePages prepares them, then explained.
+      const seen: string[] = [];
+      const db = new Proxy(store.db, {
+        get: (target, key) =>
+          key === 'prepare'
+            ? (sql: string) => {
+                seen.push(sql);
+                return target.prepare(sql);
+              }
+            : Reflect.get(target, key, target),
+      });
+      const pages = new SqlitePages(db);
+      await pages.queueDepths();
+      await pages.failuresSince(T0);
+      await pages.breakdownSince(T0, T0 + 3_600_000, 60_000);
+      for (const state of ['pending', 'delivered', 'dead'] as const) await pages.pageDeliveries({ limit: 50, state });
+      for (const state of ['queued', 'failed'] as const) await pages.pageRuns({ limit: 50, state });
+      await pages.pageReceived({ limit: 50, outcome: 'rejected' });
+      const bad: string[] = [];
+      for (const sql of new Set(seen)) {
+        const params = sql.includes('@since') ? [{ since: T0 }] : Array.from(sql.matchAll(/\?/g), () => 1);
+        const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
+          (r) => r.detail,
+        );
+        // A SCAN of a table that grows with history (but through a partial index: as small as what it holds), a
+        // search on the state of a finished row (every such row ever stored), or a sort of a page's rows (but the
+        // outbox's queue) reads the history.
+        const scans = plan.some(
+          (d) =>
+            /^SCAN (runs|deliveries|system_events)\b/.test(d) &&
+            !/USING (COVERING )?INDEX (system_events_pending|runs_failed_at|deliveries_dead(_at)?)\b/.test(d),
+        );
+        const finished = /state (=|IN) \('?(dead|delivered|failed|succeeded)/.test(sql);
+        const byState = finished && plan.some((d) => /INDEX (runs_by_state|deliveries_due) \(state=\?\)$/.test(d));
+        const sorts =
+          /ORDER BY seq/.test(sql) &&
+          !sql.includes("state = 'pending'") &&
+          plan.some((d) => /TEMP B-TREE FOR ORDER BY/.test(d));
+        if (scans || byState || sorts) bad.push(`${sql.replace(/\s+/g, ' ')}\n  ${plan.join('\n  ')}`);
+      }
+      assert.ok(seen.length >= 8, `recorded ${seen.length} statements`);
+      assert.deepEqual(bad, []);
+    } finally {
+      await store.close();
+      removeDir(dir);
+    }
   });
 });
