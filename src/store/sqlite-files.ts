@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Worker } from 'node:worker_threads';
 import { StoreError } from '../errors.js';
+import { exposedPaths } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import type { CheckpointReply } from './sqlite-checkpoint-worker.js';
 
@@ -238,4 +239,15 @@ export class WalBound {
     if (w) this.answered({ seq: w.seq, done: false });
     this.notBefore = Number.POSITIVE_INFINITY;
   }
+}
+
+/**
+ * The warning for a store whose directory or files are readable by group or others (it holds transcripts and
+ * replies), or undefined. Called before opening creates anything: only what a user (or an older version) left open.
+ */
+export function exposedStoreWarning(path: string): string | undefined {
+  if (path === ':memory:') return undefined;
+  const exposed = exposedPaths([dirname(path), path, `${path}-wal`, `${path}-shm`]);
+  if (!exposed.length) return undefined;
+  return `the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`;
 }

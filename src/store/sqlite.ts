@@ -1,10 +1,7 @@
-import { dirname } from 'node:path';
 import type { StoredBreakdown } from './breakdown.js';
 import type { Worker } from 'node:worker_threads';
 import type Database from 'better-sqlite3';
 import { StoreError, StoreSchemaError } from '../errors.js';
-import { exposedPaths } from '../private-files.js';
-import { logPath } from '../text-safe.js';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { GmailFetchCompletion } from './gmail-types.js';
 import { GroupCommit, type WriteResult } from './group-commit.js';
@@ -25,7 +22,7 @@ import type {
   RunPageQuery,
 } from './pages.js';
 import { CHECKPOINT_INTERVAL_MS, Checkpointer } from './sqlite-checkpointer.js';
-import { assertWritableStore, ShmGuard, StoreFileIdentity } from './sqlite-files.js';
+import { assertWritableStore, exposedStoreWarning, ShmGuard, StoreFileIdentity } from './sqlite-files.js';
 import type { SchemaPolicy } from './schema-version.js';
 import { startWorker } from './start-worker.js';
 import { LocalCluster } from './local-cluster.js';
@@ -109,10 +106,7 @@ export class SqliteStore implements Store {
     this.writes = new GroupCommit((ops) => this.commit(ops), opts.onCommit, opts.ingressBusy);
     const synchronous = opts.synchronous ?? 'normal';
     // Looked at before opening creates anything: only what a user (or an older version) left open is reported.
-    const exposed =
-      opts.path === ':memory:'
-        ? []
-        : exposedPaths([dirname(opts.path), opts.path, `${opts.path}-wal`, `${opts.path}-shm`]);
+    const exposed = exposedStoreWarning(opts.path);
     if (opts.path !== ':memory:') assertWritableStore(opts.path);
     try {
       this.db = openSqlite(opts.path, synchronous, opts.busyTimeoutMs, {
@@ -140,11 +134,7 @@ export class SqliteStore implements Store {
                 )
               : this.onWarning?.(`the store's -shm file can be written again: reads and writes go on`),
           );
-    if (exposed.length) {
-      this.onWarning?.(
-        `the store is readable by group or others: ${exposed.map((e) => `${logPath(e.path, 300)} (mode ${e.mode})`).join(', ')}; it holds transcripts and replies: chmod 700 the directory and 600 the files`,
-      );
-    }
+    if (exposed) this.onWarning?.(exposed);
     if ((opts.writer ?? 'thread') === 'inline' || opts.path === ':memory:') {
       this.inlineWriter = new SqliteWriter(this.db);
       if (opts.checkpoints === 'thread' && opts.path !== ':memory:') {
