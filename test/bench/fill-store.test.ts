@@ -56,7 +56,8 @@ describe('bench/fill-store.mjs', () => {
       assert.equal(received.items.length, 100);
       assert.ok(received.items.every((r) => r.status === 200 && (r.path === 'wake' || r.path === 'agent')));
       const overview = await get('/api/v1/overview');
-      assert.deepEqual(overview.queues?.runs, { queued: 0, running: 0, succeeded: 978, failed: 20, timed_out: 2 });
+      // The overview's queues count only open work (finished runs are listed and paged, never counted whole).
+      assert.deepEqual(overview.queues?.runs, { queued: 0, running: 0 });
     } finally {
       hg.db.close();
       hg.child.kill('SIGTERM');
