@@ -169,7 +169,10 @@ describe('claim loop', () => {
   });
 
   it('a stop while yielding claims nothing more', async () => {
-    const h = track(harness({ limit: () => 4, ingressBusy: () => true, yieldTo: { gapMs: YIELD_GAP_MS, items: 2 } }));
+    // A long gap: the items must end within it (on a loaded machine 200 ms passed between the claim and their end, and
+    // the loop, past its gap, rightly claimed again).
+    const gapMs = 2_000;
+    const h = track(harness({ limit: () => 4, ingressBusy: () => true, yieldTo: { gapMs, items: 2 } }));
     h.add('a', 'b', 'c', 'd', 'e', 'f');
     h.loop.notify();
     await waitFor('a claim', () => h.started.length === 2);
@@ -178,7 +181,7 @@ describe('claim loop', () => {
     for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
     assert.equal(h.loop.size, 0);
     h.loop.stop();
-    await new Promise((r) => setTimeout(r, YIELD_GAP_MS + 30));
+    await new Promise((r) => setTimeout(r, gapMs + 30));
     assert.equal(h.claims.length, 1);
   });
 
