@@ -5,7 +5,8 @@
 // and CPU µs per request: hookgate's processes (all nodes, all threads) and, on PostgreSQL, the database server's
 // processes (the `postgres` processes of the machine, so another tenant's queries count too on a shared server).
 // Env: BENCH_SECONDS (5), BENCH_CONNECTIONS (50), BENCH_BURST (2000 runs), BENCH_PG_URL (admin URL, default the
-// machine's server, database test), BENCH_NODES (3).
+// machine's server, database test), BENCH_NODES (3), BENCH_MAX_CONCURRENT (16: agents.defaults.maxConcurrent),
+// BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`, for the hookgate processes; written when they stop).
 // Then, on fresh PostgreSQL set-ups behind a counting proxy, what the database does per wake and per end-to-end run
 // (bench/pg-counts.mjs): BENCH_COUNT_WAKES (5000), BENCH_COUNT_RUNS (500), BENCH_COUNT_AGENTS (2000 agent accepts
 // without delivery, each run to its end: the claims, and claims that came back empty, per run), BENCH_COUNT_NODES ("1,3"). `--counts-only` skips the throughput table.
@@ -36,10 +37,20 @@ const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function startServer(configFile) {
-  const child = spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'serve', '--config', configFile], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, HOOKGATE_BENCH: '1' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+      join(root, 'dist/cli/main.js'),
+      'serve',
+      '--config',
+      configFile,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, HOOKGATE_BENCH: '1' },
+    },
+  );
   // Runs finished, from the server's own log line (counting them adds no statement to the database's).
   const server = { child, url: '', runsFinished: 0 };
   return new Promise((resolve, reject) => {
@@ -68,7 +79,7 @@ async function withAdmin(fn) {
  * Start a set-up: `nodes` servers on `store`; returns urls, pids, a delivered-count query and a teardown. With
  * `counting`, the nodes reach PostgreSQL through the counting proxy and the statistics are prepared first.
  */
-async function setUp(store, nodes, counting = false) {
+export async function setUp(store, nodes, counting = false) {
   const dir = mkdtempSync(join(tmpdir(), `hookgate-bench-${store}-`));
   let storage;
   let dbName;
@@ -107,7 +118,7 @@ async function setUp(store, nodes, counting = false) {
           hooks: { enabled: true, token: TOKEN },
           logging: { level: 'info' },
           heartbeat: { every: 'off' },
-          agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
+          agents: { defaults: { model: 'echo/echo', maxConcurrent: Number(process.env.BENCH_MAX_CONCURRENT ?? 16) } },
           channels: { default: { channel: 'log' }, log: { path: join(dir, `deliveries-${i}.jsonl`) } },
         }),
       );
@@ -215,7 +226,7 @@ async function runBurst(s, amount) {
   return delivered - before;
 }
 
-async function endToEnd(s, pids, isPg) {
+export async function endToEnd(s, pids, isPg) {
   const cpu0 = pids.reduce((a, p) => a + cpuMicros(p), 0);
   const pg0 = isPg ? postgresCpu().all : undefined;
   const t0 = performance.now();

@@ -33,6 +33,17 @@ export interface ClaimLoopOptions<T extends { id: string }> {
    * back full, a notify found no free slot, or `expect()` was called — since a claim then would come back empty.
    */
   claimAfterWork?: 'always' | 'if-expected';
+  /**
+   * How many items more than `limit` may be claimed and held, not started yet: a slot that frees starts the next one
+   * at once instead of waiting for a claim, and under a backlog claims come in batches of at least half of this, not
+   * one per item that ends. For a store whose claims are round trips (PostgreSQL). 0 (the default): claim only for
+   * free slots.
+   */
+  ahead?: () => number;
+  /** Items claimed ahead and not started when the loop stops: give them back (their leases are the caller's). */
+  giveBack?: (items: T[]) => Promise<void>;
+  /** An item claimed ahead whose lease was lost before it started: dropped, never worked. */
+  dropped?: (item: T) => void;
 }
 
 /**
@@ -54,6 +65,10 @@ export const YIELD_CLAIM = 2;
  */
 export class ClaimLoop<T extends { id: string }> {
   private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** Claimed ahead (`ahead`), oldest first: started as slots free. */
+  private readonly waiting: T[] = [];
+  /** Giving back what was claimed ahead when the loop stopped (`drain` waits for it). */
+  private givingBack: Promise<void> | undefined;
   private claiming = false;
   /** The claim under way, so a stop can wait for what it brings in (leased before the stop: it is worked). */
   private filling: Promise<void> | undefined;
@@ -96,8 +111,10 @@ export class ClaimLoop<T extends { id: string }> {
     this.expected = true;
   }
 
-  /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`. */
+  /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`; one not started is dropped. */
   abort(id: string, reason: Error): void {
+    const at = this.waiting.findIndex((item) => item.id === id);
+    if (at !== -1) this.opts.dropped?.(this.waiting.splice(at, 1)[0]!);
     this.inHand.get(id)?.abort.abort(reason);
   }
 
@@ -120,8 +137,12 @@ export class ClaimLoop<T extends { id: string }> {
 
   private async fill(): Promise<void> {
     while (!this.stopping) {
-      let free = this.opts.limit() - this.inHand.size;
-      if (free <= 0) {
+      this.startWaiting();
+      const limit = this.opts.limit();
+      const ahead = Math.max(0, this.opts.ahead?.() ?? 0);
+      let free = limit + ahead - this.inHand.size - this.waiting.length;
+      // Every slot busy: claim ahead only once half of what may be held ahead is gone (one batch, not one per item).
+      if (free <= 0 || (this.inHand.size >= limit && free < Math.ceil(ahead / 2))) {
         this.expected = true; // told of work with no slot for it: the next item to end claims it
         return;
       }
@@ -141,7 +162,10 @@ export class ClaimLoop<T extends { id: string }> {
         return;
       }
       this.outage.succeeded();
-      for (const item of items) this.start(item);
+      this.waiting.push(...items);
+      // Even when a stop came meanwhile: what a claim brings into free slots is worked (leased before the stop).
+      this.startWaiting(true);
+      if (this.stopping) this.giveBackWaiting();
       // A short claim took all there was: claiming again at once would come back empty (work queued since comes
       // with a notify, which claims again). A full one may have left more: claim again while slots are free.
       if (items.length < free) return;
@@ -168,6 +192,13 @@ export class ClaimLoop<T extends { id: string }> {
     this.opts.logger.error(fields, `working on ${this.opts.label} failed`);
   }
 
+  /** Start what was claimed, while slots are free; once stopping, only `claimed` (`stop` gives the rest back). */
+  private startWaiting(claimed = false): void {
+    const limit = this.opts.limit();
+    while ((claimed || !this.stopping) && this.inHand.size < limit && this.waiting.length)
+      this.start(this.waiting.shift()!);
+  }
+
   private start(item: T): void {
     const abort = new AbortController();
     const done = this.opts
@@ -175,6 +206,7 @@ export class ClaimLoop<T extends { id: string }> {
       .catch((err) => this.failed(item, err))
       .finally(() => {
         this.inHand.delete(item.id);
+        this.startWaiting();
         if (this.opts.claimAfterWork !== 'if-expected' || this.expected) this.notify();
       });
     this.inHand.set(item.id, { abort, done });
@@ -185,12 +217,31 @@ export class ClaimLoop<T extends { id: string }> {
     this.stopping = true;
     clearInterval(this.poll);
     clearTimeout(this.resume);
+    this.giveBackWaiting();
+  }
+
+  /** Hand back what was claimed ahead and not started (again once a claim under way at the stop brought more). */
+  private giveBackWaiting(): void {
+    const items = this.waiting.splice(0);
+    if (!items.length || !this.opts.giveBack) return;
+    const before = this.givingBack;
+    const giving = this.opts
+      .giveBack(items)
+      .catch((err) =>
+        this.opts.logger.warn(
+          { err: errorMessage(err), items: items.length },
+          `could not give back claimed ${this.opts.label}; their leases lapse instead`,
+        ),
+      );
+    this.givingBack = before ? Promise.all([before, giving]).then(() => undefined) : giving;
   }
 
   /** Stop, and wait for the items in hand; when `deadline` aborts, abort those still working. */
   async drain(deadline: AbortSignal): Promise<void> {
     this.stop();
     await this.filling;
+    this.giveBackWaiting();
+    await this.givingBack;
     const abortAll = () => {
       for (const { abort } of this.inHand.values()) abort.abort();
     };

@@ -26,6 +26,8 @@ export const HISTORY_TURNS = 40;
 /** Kept on a run given back by a stop (shown by `runs show`); a finished run replaces it with its own error or none. */
 export const INTERRUPTED_NOTE =
   'interrupted: hookgate stopped while this run was working; it was given back to the queue and runs again (same id)';
+/** Kept on a run claimed ahead and given back unstarted by a stop. */
+export const UNSTARTED_NOTE = 'given back unstarted: hookgate stopped before this run started; it runs again (same id)';
 
 /** Timings; the defaults are production's (tests shorten them). */
 export interface RunWorkerOptions {
@@ -163,13 +165,31 @@ export class RunWorker {
       claim: async (n) => {
         const now = Date.now();
         const runs = await deps.store.claimRuns(deps.owner, now, leaseMs, n);
-        for (const run of runs) {
-          this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
-          this.announce.run(run, 'running');
-        }
+        for (const run of runs) this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
         return runs;
       },
-      work: (run, signal) => this.execute(run, signal).finally(() => this.leases.release(run.id)),
+      work: (run, signal) => {
+        this.announce.run(run, 'running');
+        return this.execute(run, signal).finally(() => this.leases.release(run.id));
+      },
+      // On PostgreSQL a claim is a round trip: as many runs again are held claimed ahead, so a run that ends makes
+      // room for the next at once and a backlog is claimed in batches (docs/scale-out.md, "Run throughput").
+      ahead: () =>
+        deps.env().config.storage.driver === 'postgres' ? deps.env().config.agents.defaults.maxConcurrent : 0,
+      giveBack: async (runs) => {
+        // Never announced as running (that is when one starts): nothing to tell the feed.
+        try {
+          await deps.store.releaseRuns(
+            deps.owner,
+            runs.map((r) => r.id),
+            Date.now(),
+            UNSTARTED_NOTE,
+          );
+        } finally {
+          for (const run of runs) this.leases.release(run.id);
+        }
+      },
+      dropped: (run) => this.leases.release(run.id),
       pollMs: options.pollMs ?? POLL_MS,
       ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });

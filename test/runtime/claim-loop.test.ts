@@ -120,6 +120,47 @@ describe('claim loop', () => {
     assert.equal(h.maxInWork, 3);
   });
 
+  it('ahead: holds that many more claimed, starts one as a slot frees without a claim, and refills in batches', async () => {
+    const h = track(harness({ limit: () => 2, ahead: () => 4 }));
+    h.add('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i');
+    h.loop.notify();
+    await waitFor('two in work', () => h.started.length === 2);
+    assert.deepEqual(h.claims, [6], 'its slots and as many again as it may hold ahead');
+    assert.deepEqual(h.started, ['a', 'b']);
+    assert.equal(h.loop.size, 2, 'the held ones are not in work');
+
+    h.done('a');
+    await waitFor('c in work', () => h.started.includes('c'));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(h.claims, [6], 'a slot that frees starts a held item; one item gone from the hold is no claim');
+    h.done('b');
+    await waitFor('d in work, then a refill', () => h.started.includes('d') && h.claims.length === 2);
+    assert.equal(h.claims[1], 2, 'half of the hold gone: one claim for it');
+    assert.equal(h.maxInWork, 2, 'never more than `limit` at once');
+  });
+
+  it('ahead: a stop gives back what was held and not started; a held item whose lease is lost is dropped', async () => {
+    const given: string[][] = [];
+    const dropped: string[] = [];
+    const h = harness({
+      limit: () => 1,
+      ahead: () => 3,
+      giveBack: async (items) => void given.push(items.map((i) => i.id)),
+      dropped: (item) => void dropped.push(item.id),
+    });
+    h.add('a', 'b', 'c', 'd');
+    h.loop.notify();
+    await waitFor('a in work', () => h.started.length === 1);
+    h.loop.abort('c', new Error('lease lost'));
+    assert.deepEqual(dropped, ['c']);
+    const drained = h.loop.close(5000);
+    await waitFor('the held ones given back', () => given.length === 1);
+    assert.deepEqual(given, [['b', 'd']]);
+    h.done('a');
+    await drained;
+    assert.deepEqual(h.started, ['a'], 'nothing held was started after the stop');
+  });
+
   it('spare: its free slots; at most what it claims at a time while the ingress is busy; none once stopped', async () => {
     let busy = false;
     const h = track(harness({ limit: () => 3, ingressBusy: () => busy, yieldTo: { gapMs: YIELD_GAP_MS, items: 2 } }));

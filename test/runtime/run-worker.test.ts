@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { INTERRUPTED_NOTE, MAX_RUN_STARTS, retryDecision, RunWorker } from '../../src/runtime/run-worker.js';
+import {
+  INTERRUPTED_NOTE,
+  MAX_RUN_STARTS,
+  retryDecision,
+  RunWorker,
+  UNSTARTED_NOTE,
+} from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
@@ -335,6 +341,33 @@ describe('run worker', () => {
     assert.equal(run.attempts, 1, 'a run given back at shutdown does not count as a start');
     assert.equal(run.reply, 'second time lucky');
     assert.equal(kit.model.calls.length, 2);
+  });
+
+  it('on PostgreSQL it holds as many runs again claimed ahead, started as slots free; a stop gives back the unstarted', async () => {
+    // The rule follows the configured driver (a claim there is a round trip), whatever store object is behind it.
+    const { config } = kit.env;
+    kit.env.config = {
+      ...config,
+      storage: { driver: 'postgres', url: 'postgres://127.0.0.1/unused', poolSize: 10 },
+      agents: { ...config.agents, defaults: { ...config.agents.defaults, maxConcurrent: 1 } },
+    } as typeof config;
+    kit.model.setHandler((c) => (c.index === 0 ? 'hang' : 'ok'));
+    const ids = [await kit.queueRun(), await kit.queueRun(), await kit.queueRun()];
+    startWorker();
+    await waitFor('the first model call', () => kit.model.calls.length === 1);
+    const held = await Promise.all(ids.map((id) => kit.store.getRun(id)));
+    assert.deepEqual(
+      held.map((r) => r!.state),
+      ['running', 'running', 'queued'],
+      'one run in work and one held ahead (maxConcurrent 1: one ahead)',
+    );
+    assert.equal(worker!.running, 1, 'the held run is not worked yet');
+    await worker!.close(20);
+    const second = (await kit.store.getRun(ids[1]!))!;
+    assert.equal(second.state, 'queued', 'given back');
+    assert.equal(second.error, UNSTARTED_NOTE);
+    assert.equal(second.attempts, 0, 'a run given back unstarted does not count as a start');
+    assert.equal(kit.model.calls.length, 1, 'it never reached the model');
   });
 
   it(`fails a run started more than ${MAX_RUN_STARTS} times without calling the model`, async () => {
