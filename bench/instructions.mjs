@@ -7,8 +7,10 @@
 //   floor1 (the same, one row per request)
 //   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
 //   INSTR_ANNOTATE (a file prefix: callgrind_annotate's per-function output kept as PREFIX-N.txt and the raw dump as
-//   PREFIX-N.callgrind, N the ROOT's index), INSTR_TOP (N: print each ROOT's N costliest functions per request, self
-//   cost; the server runs with --perf-basic-prof so that JIT-compiled JavaScript is named, not an address),
+//   PREFIX-N.callgrind, N the ROOT's index; with INSTR_TOP also V8's map of JIT code as PREFIX-N.map, which names
+//   the JIT addresses that `callgrind_annotate --tree=caller` shows as callers), INSTR_TOP (N: print each ROOT's N
+//   costliest functions per request, self cost; the server runs with --perf-basic-prof so that JIT-compiled
+//   JavaScript is named, not an address),
 //   INSTR_NODE_ARGS (more node flags for the server, space-separated)
 // Each ROOT runs under callgrind at once (the counts do not depend on it); the table gives instructions per request by
 // kind. "JIT compiler" and "GC" depend on when V8 decides to optimise or collect, which timing moves under valgrind's
@@ -169,7 +171,10 @@ async function measure(root, index) {
   }
   const byKind = new Map(KINDS.map(([k]) => [k, 0]));
   const byFunction = new Map();
-  const jsName = TOP > 0 ? perfMap(child.pid) : undefined;
+  const jsName =
+    TOP > 0
+      ? perfMap(child.pid, process.env.INSTR_ANNOTATE && `${process.env.INSTR_ANNOTATE}-${index}.map`)
+      : undefined;
   for (const line of text.split('\n')) {
     const m = /^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$/.exec(line);
     if (!m || m[2].includes('PROGRAM TOTALS')) continue;
@@ -190,8 +195,9 @@ async function measure(root, index) {
  * Names JIT code by address from V8's /tmp/perf-PID.map (--perf-basic-prof; callgrind knows only the address, one
  * entry per block): a function's blocks add up under its name. The map is deleted once read.
  */
-function perfMap(pid) {
+function perfMap(pid, keep) {
   const file = `/tmp/perf-${pid}.map`;
+  if (keep) writeFileSync(keep, readFileSync(file)); // to name the JIT callers in the kept dump (--tree=caller)
   const ranges = readFileSync(file, 'utf8')
     .split('\n')
     .filter(Boolean)

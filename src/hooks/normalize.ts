@@ -72,36 +72,38 @@ export function unknownFields(p: Payload, known: ReadonlySet<string>): string[] 
 
 const bad = (message: string) => new HttpError(400, 'invalid_payload', message);
 
+// The fields are read by name (`p.text`), each value then checked by a helper that takes the value: a helper that
+// read `p[key]` for every key of both routes made that load megamorphic on every wake and agent request.
+
 export function normalizeWake(p: Payload): WakeRequest {
   return {
-    text: requiredText(p, 'text'),
-    mode: mode(p, 'mode'),
-    sessionKey: wakeSessionKey(p),
-    agentId: optionalString(p, 'agentId'),
+    text: requiredTextOf(p.text, 'text'),
+    mode: parseWakeMode(p.mode, 'mode'),
+    sessionKey: wakeSessionKey(p.sessionKey),
+    agentId: stringOf(p.agentId, 'agentId'),
   };
 }
 
 /** A wake's `sessionKey`, when sent, names a session: a blank one is refused (as OpenClaw does), not read as absent. */
-function wakeSessionKey(p: Payload): string | undefined {
-  if (typeof p.sessionKey === 'string' && p.sessionKey.trim() === '')
-    throw bad('sessionKey must be a non-empty string when sent');
-  return optionalString(p, 'sessionKey');
+function wakeSessionKey(v: unknown): string | undefined {
+  if (typeof v === 'string' && v.trim() === '') throw bad('sessionKey must be a non-empty string when sent');
+  return stringOf(v, 'sessionKey');
 }
 
 export function normalizeAgent(p: Payload): AgentRequest {
   return {
-    message: requiredText(p, 'message'),
-    name: optionalString(p, 'name') ?? 'Hook',
-    agentId: optionalString(p, 'agentId'),
-    sessionKey: optionalString(p, 'sessionKey'),
+    message: requiredTextOf(p.message, 'message'),
+    name: stringOf(p.name, 'name') ?? 'Hook',
+    agentId: stringOf(p.agentId, 'agentId'),
+    sessionKey: stringOf(p.sessionKey, 'sessionKey'),
     sessionMode: sessionMode(p.sessionMode),
-    wakeMode: mode(p, 'wakeMode'),
-    deliver: optionalBoolean(p, 'deliver') ?? true,
-    channel: optionalString(p, 'channel') ?? 'last',
-    to: optionalString(p, 'to'),
+    wakeMode: parseWakeMode(p.wakeMode, 'wakeMode'),
+    deliver: booleanOf(p.deliver, 'deliver') ?? true,
+    channel: stringOf(p.channel, 'channel') ?? 'last',
+    to: stringOf(p.to, 'to'),
     accountId: accountId(p.accountId),
-    model: modelOverride(p),
-    thinking: optionalString(p, 'thinking'),
+    model: modelOverride(p.model),
+    thinking: stringOf(p.thinking, 'thinking'),
     timeoutSeconds: timeoutSeconds(p.timeoutSeconds),
   };
 }
@@ -111,18 +113,21 @@ export function normalizeAgent(p: Payload): AgentRequest {
  * from `AgentRequest`, because mappings never take it (see routes.ts).
  */
 export function waitForCompletion(p: Payload): boolean {
-  return optionalBoolean(p, 'waitForCompletion') ?? false;
+  return booleanOf(p.waitForCompletion, 'waitForCompletion') ?? false;
 }
 
-function requiredText(p: Payload, key: string): string {
-  const v = p[key];
+function requiredTextOf(v: unknown, key: string): string {
   if (typeof v !== 'string' || v.trim() === '') throw bad(`${key} required: a non-empty string`);
   return v.trim();
 }
 
 /** Absent or blank → undefined; a non-string is an error (no silent coercion of `123` or `true`). */
 export function optionalString(p: Payload, key: string): string | undefined {
-  const v = p[key];
+  return stringOf(p[key], key);
+}
+
+/** `optionalString` of the value of `key`. */
+function stringOf(v: unknown, key: string): string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw bad(`${key} must be a string`);
   const t = v.trim();
@@ -130,7 +135,10 @@ export function optionalString(p: Payload, key: string): string | undefined {
 }
 
 export function optionalBoolean(p: Payload, key: string): boolean | undefined {
-  const v = p[key];
+  return booleanOf(p[key], key);
+}
+
+function booleanOf(v: unknown, key: string): boolean | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'boolean') throw bad(`${key} must be true or false`);
   return v;
@@ -142,21 +150,17 @@ export function parseWakeMode(v: unknown, key: string): WakeMode {
   throw bad(`${key} must be "now" or "next-heartbeat"`);
 }
 
-function mode(p: Payload, key: string): WakeMode {
-  return parseWakeMode(p[key], key);
-}
-
 export function sessionMode(v: unknown): SessionMode {
   if (v === undefined || v === null) return 'isolated';
   if (isOneOf(SESSION_MODES, v)) return v;
   throw bad('sessionMode must be "isolated" or "persistent"');
 }
 
-function modelOverride(p: Payload): string | undefined {
-  if (!('model' in p) || p.model === undefined || p.model === null) return undefined;
-  if (typeof p.model !== 'string' || p.model.trim() === '')
+function modelOverride(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.trim() === '')
     throw bad('model required: a non-empty <provider>/<model> or alias when given');
-  return p.model.trim();
+  return v.trim();
 }
 
 /** Absent → undefined; when present it must be a non-blank string: a sender's account choice is never dropped. */

@@ -99,9 +99,13 @@ export class TokenSet {
   find(presented: string | undefined): ListedToken | undefined {
     if (presented === undefined || this.entries.length === 0) return undefined;
     const window = this.window;
-    window.fill(0);
-    window.write(presented, 0, 'utf8'); // at most `width` bytes; longer tokens fail on the length below
-    const length = Buffer.byteLength(presented, 'utf8');
+    // At most `width` bytes are written (whole characters only, so a cut token leaves at most 3 bytes unwritten);
+    // longer tokens fail on the length below. Only what follows the written bytes needs zeroing, and a token that
+    // ends more than 3 bytes short of the window was written whole: its length needs no second pass over it. Both
+    // depend on the presented token alone, never on a secret.
+    const written = window.write(presented, 0, 'utf8');
+    window.fill(0, written);
+    const length = written < window.length - 3 ? written : Buffer.byteLength(presented, 'utf8');
     let found: Padded | undefined;
     for (const e of this.entries) {
       // Every entry is compared, whatever matched before: the secrets are distinct (config check), so one at most.

@@ -97,6 +97,29 @@ describe('one token (hooks.token alone)', () => {
     );
   });
 
+  it('matches by bytes at the window edge, where a multi-byte character is cut and the rest of the window is reused', () => {
+    // Secrets and presented tokens ending 0 to 5 bytes short of, on or past the window's edge, in characters of
+    // 1 to 4 bytes: a token matches exactly when its bytes are a secret's, whatever an earlier token left behind.
+    const chars = ['a', 'é', '€', '🔑'];
+    const edge: string[] = [];
+    for (const c of chars)
+      for (let prefix = TOKEN_WINDOW_BYTES - 8; prefix <= TOKEN_WINDOW_BYTES; prefix++)
+        edge.push('p'.repeat(prefix) + c, `${'p'.repeat(prefix)}${c}${c}`);
+    edge.push('p'.repeat(TOKEN_WINDOW_BYTES - 1));
+    for (const secret of edge) {
+      const set = single(secret);
+      for (const presented of edge)
+        assert.equal(
+          tokenMatches(presented, set),
+          Buffer.from(presented).equals(Buffer.from(secret)),
+          `${Buffer.byteLength(presented)}-byte token against a ${Buffer.byteLength(secret)}-byte secret`,
+        );
+      // A long token first, then a short one: what the long one wrote past the short one must not count.
+      assert.equal(tokenMatches(secret, set), true);
+      assert.equal(tokenMatches('p', set), false);
+    }
+  });
+
   it('compares one fixed-width window with timingSafeEqual, whatever the presented length', (t) => {
     const spy = mock.method(crypto, 'timingSafeEqual');
     syncBuiltinESMExports();
