@@ -5,7 +5,7 @@
  * second finds nothing left.
  */
 import type { PgDb } from './postgres-db.js';
-import { RETENTION_KINDS, type RetentionStep, type RetentionStepFn } from './retention.js';
+import type { RetentionStep, RetentionStepFn } from './retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from './retention-sql.js';
 
 /** `build`'s SQL with $1, $2, ... in the order its parameters first appear, and their values in that order. */
@@ -20,7 +20,6 @@ function bind(build: (p: (name: Param) => string) => string, values: Partial<Rec
 
 export function pgRetentionStep(db: PgDb): RetentionStepFn {
   return async (kind, before, after, limit, keepMessages): Promise<RetentionStep> => {
-    if (!RETENTION_KINDS.includes(kind)) throw new Error(`no retention of ${String(kind)}`);
     const w = bind((p) => windowSql(kind, p), { after, limit });
     const win = (await db.query<{ n: number; last: number | null; oldest: number | null }>(w.text, w.params)).rows[0];
     const n = Number(win?.n ?? 0);

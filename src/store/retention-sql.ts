@@ -6,7 +6,7 @@
  * session_messages_by_key, the runs' unique id): test/store/sqlite-retention.test.ts checks the plans.
  */
 import { FINISHED_RUN_STATES } from '../enums.js';
-import type { RetentionKind } from './retention.js';
+import { RETENTION_KINDS, type RetentionKind } from './retention.js';
 
 export type Param = 'before' | 'after' | 'last' | 'keep' | 'limit';
 
@@ -18,8 +18,12 @@ const TABLES: Readonly<Record<RetentionKind, string>> = {
 };
 const FINAL_RUN = `(${FINISHED_RUN_STATES.map((s) => `'${s}'`).join(', ')})`;
 
-/** The window: how many rows, the last seq and the oldest creation time among the `limit` rows after `after`. */
+/**
+ * The window: how many rows, the last seq and the oldest creation time among the `limit` rows after `after`. Every
+ * step starts here, so this is where a kind that is not one (its table name is written into the SQL) is refused.
+ */
 export function windowSql(kind: RetentionKind, p: (name: Param) => string): string {
+  if (!RETENTION_KINDS.includes(kind)) throw new Error(`no retention of ${String(kind)}`);
   return `SELECT COUNT(*) AS n, MAX(seq) AS last, MIN(created_at) AS oldest
     FROM (SELECT seq, created_at FROM ${TABLES[kind]} WHERE seq > ${p('after')} ORDER BY seq LIMIT ${p('limit')}) w`;
 }

@@ -7,7 +7,6 @@ import {
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
   pruneFinishedInSteps,
-  RETENTION_KINDS,
   type RetentionKind,
   type RetentionStep,
 } from './retention.js';
@@ -27,7 +26,6 @@ export const RETENTION_WRITE_OPS = {
     limit: number,
     keepMessages: number,
   ): RetentionStep {
-    if (!RETENTION_KINDS.includes(kind)) throw new Error(`no retention of ${String(kind)}`);
     const win = prepared(w.db, windowSql(kind, named)).get({ after, limit }) as {
       n: number;
       last: number | null;
