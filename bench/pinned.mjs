@@ -320,6 +320,7 @@ async function ingress(o) {
       floorP99Ratios: r.floor.map((f, i) => f.p99 / r.bareW[i].p99),
       wakeToFloor: r.wake.map((w, i) => w.rps / r.floor[i].rps),
       agentToFloor: r.agent.map((a, i) => a.rps / r.floor[i].rps),
+      wakeCpuToFloor: r.wake.map((w, i) => w.cpuPerReq / r.floor[i].cpuPerReq),
       rss: { bare: peakRssMiB(bare.child.pid), floor: peakRssMiB(floor.child.pid), hookgate: peakRssMiB(hg.child.pid) },
       affinity,
       warmDrain,
@@ -443,41 +444,41 @@ async function pipeline(o) {
   }
 }
 
-export const TARGETS = { wakeRatio: 0.8, wakeP99: 2, agentRatio: 0.7, runsPerSecond: 2000, rssMiB: 100 };
+/**
+ * The ingress targets are ratios to the floor measured in the same round: the floor is what any ingress that commits
+ * to SQLite before answering costs, so what is left between it and hookgate is hookgate's own cost.
+ */
+export const TARGETS = {
+  wakeToFloor: 0.9,
+  wakeCpuToFloor: 1.15,
+  agentToFloor: 0.75,
+  runsPerSecond: 2000,
+  rssMiB: 100,
+};
 
 function verdicts(i, p) {
   const rss = Math.max(i?.rss.hookgate ?? 0, p?.rss ?? 0);
   const v = [];
   if (i) {
-    // Each ratio target, and the same target applied to the floor server (no hookgate code, only the SQLite commit before the answer).
-    const ratioTarget = (target, ratios, floorRatios, meets) => {
-      const value = median(ratios);
-      const floor = median(floorRatios);
-      return { target, value, ok: meets(value), floor: { value: floor, ok: meets(floor) } };
-    };
+    const wake = median(i.wakeToFloor);
+    const cpu = median(i.wakeCpuToFloor);
+    const agent = median(i.agentToFloor);
     v.push(
-      ratioTarget(
-        `/hooks/wake ≥ ${TARGETS.wakeRatio}× bare req/s (median ratio)`,
-        i.wakeRatios,
-        i.floorRatios,
-        (x) => x >= TARGETS.wakeRatio,
-      ),
-    );
-    v.push(
-      ratioTarget(
-        `/hooks/wake p99 ≤ ${TARGETS.wakeP99}× bare p99 (median ratio)`,
-        i.wakeP99Ratios,
-        i.floorP99Ratios,
-        (x) => x <= TARGETS.wakeP99,
-      ),
-    );
-    v.push(
-      ratioTarget(
-        `/hooks/agent ≥ ${TARGETS.agentRatio}× bare req/s (median ratio)`,
-        i.agentRatios,
-        i.floorRatios,
-        (x) => x >= TARGETS.agentRatio,
-      ),
+      {
+        target: `/hooks/wake ≥ ${TARGETS.wakeToFloor}× the floor's req/s (median of rounds)`,
+        value: wake,
+        ok: wake >= TARGETS.wakeToFloor,
+      },
+      {
+        target: `/hooks/wake CPU per request ≤ ${TARGETS.wakeCpuToFloor}× the floor's (median of rounds)`,
+        value: cpu,
+        ok: cpu <= TARGETS.wakeCpuToFloor,
+      },
+      {
+        target: `/hooks/agent ≥ ${TARGETS.agentToFloor}× the floor's req/s, runs executing (median of rounds)`,
+        value: agent,
+        ok: agent >= TARGETS.agentToFloor,
+      },
     );
   }
   if (p) {
@@ -514,7 +515,7 @@ function table(o, i, p) {
       '',
       `wake / bare per round: ${i.wakeRatios.map((x) => f(x, 2)).join(' ')}; wake p99 / bare p99: ${i.wakeP99Ratios.map((x) => f(x, 2)).join(' ')}`,
       `floor / bare per round: ${i.floorRatios.map((x) => f(x, 2)).join(' ')}; floor p99 / bare p99: ${i.floorP99Ratios.map((x) => f(x, 2)).join(' ')}`,
-      `wake / floor per round: ${i.wakeToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.wakeToFloor), 2)}); agent / floor: ${i.agentToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.agentToFloor), 2)})`,
+      `wake / floor per round: ${i.wakeToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.wakeToFloor), 2)}); wake CPU / floor CPU: ${i.wakeCpuToFloor.map((x) => f(x, 2)).join(' ')}; agent / floor: ${i.agentToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.agentToFloor), 2)})`,
       `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s`,
       `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | floor ${i.rounds.floor.map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
     );
@@ -542,15 +543,12 @@ function table(o, i, p) {
         `--admin feed (pipeline): ${p.feed.error ? `no answer (${p.feed.error})` : p.feed.status === 404 ? 'GET /api/v1/events answered 404' : `HTTP ${p.feed.status}, ${p.feed.bytes} bytes read`}`,
       );
   }
-  lines.push('', '| target | measured | met | the floor server, same target |', '|---|---:|:---:|---:|');
-  for (const v of verdicts(i, p))
-    lines.push(
-      `| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} | ${v.floor ? `${f(v.floor.value, 2)} (${v.floor.ok ? 'met' : 'not met'})` : '-'} |`,
-    );
+  lines.push('', '| target | measured | met |', '|---|---:|:---:|');
+  for (const v of verdicts(i, p)) lines.push(`| ${v.target} | ${f(v.value, 2)} | ${v.ok ? 'yes' : 'NO'} |`);
   lines.push(
     '',
     'CPU µs/req: utime+stime of the whole server process (all threads, /proc/<pid>/stat) over the round, per request.',
-    'The floor server does only what any ingress that commits to SQLite before answering must (bench/floor-server.mjs): a target it does not meet is out of reach of such an ingress on this machine (docs/performance.md, "What bounds it").',
+    'The floor server does only what any ingress that commits to SQLite before answering must (bench/floor-server.mjs); the ingress targets are hookgate against it, round by round (docs/performance.md, "What bounds it").',
   );
   return lines.join('\n');
 }
