@@ -1,11 +1,18 @@
 /**
  * Retention of finished work on PostgreSQL (retention.ts): each step is one or two statements of their own (no
  * transaction around them: each deletion is whole by itself), so a step holds its rows' locks only for its window.
- * On a shared store every node prunes; two nodes deleting the same window wait on each other's row locks and the
- * second finds nothing left.
+ * On a shared store one node prunes at a time: a pass holds a session advisory lock on the connection its steps run
+ * on, and a node whose tick finds it taken skips that pass (without it, every node walked the same windows, waited on
+ * the others' row locks and found nothing left). The lock goes with the connection if the node dies.
  */
-import type { PgDb } from './postgres-db.js';
-import type { RetentionStep, RetentionStepFn } from './retention.js';
+import type { PgDb, Query } from './postgres-db.js';
+import {
+  type FinishedWorkPolicy,
+  type FinishedWorkPruned,
+  pruneFinishedInSteps,
+  type RetentionStep,
+  type RetentionStepFn,
+} from './retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from './retention-sql.js';
 
 /** `build`'s SQL with $1, $2, ... in the order its parameters first appear, and their values in that order. */
@@ -18,7 +25,23 @@ function bind(build: (p: (name: Param) => string) => string, values: Partial<Rec
   return { text, params: order.map((n) => values[n]) };
 }
 
-export function pgRetentionStep(db: PgDb): RetentionStepFn {
+const PRUNE_LOCK = `hashtextextended('hookgate:prune-finished:' || current_schema(), 0)`;
+
+/** A pass over finished work, unless another node's pass holds the lock (then nothing, in no step). */
+export function pgPruneFinished(db: PgDb, before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
+  return db.withClient(async (client) => {
+    const { rows } = await client.query<{ ours: boolean }>(`SELECT pg_try_advisory_lock(${PRUNE_LOCK}) AS ours`);
+    if (!rows[0]?.ours) return { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 };
+    try {
+      const query: Query = (sql, params) => client.query(typeof sql === 'string' ? sql : sql.text, params);
+      return await pruneFinishedInSteps(pgRetentionStep({ query }), before, policy);
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${PRUNE_LOCK})`);
+    }
+  });
+}
+
+export function pgRetentionStep(db: { query: Query }): RetentionStepFn {
   return async (kind, before, after, limit, keepMessages): Promise<RetentionStep> => {
     const w = bind((p) => windowSql(kind, p), { after, limit });
     const win = (await db.query<{ n: number; last: number | null; oldest: number | null }>(w.text, w.params)).rows[0];

@@ -16,8 +16,8 @@ import { PgAcceptPath } from './postgres-accept.js';
 import type { StoredBreakdown } from './breakdown.js';
 import type { PgConnectOptions } from './postgres-connect.js';
 import { PgAudit } from './postgres-audit.js';
-import { pgRetentionStep } from './postgres-retention.js';
-import { type FinishedWorkPolicy, type FinishedWorkPruned, pruneFinishedInSteps } from './retention.js';
+import { pgPruneFinished } from './postgres-retention.js';
+import type { FinishedWorkPolicy, FinishedWorkPruned } from './retention.js';
 import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
 import { migrate, type PgSchemaOptions } from './postgres-migrate.js';
@@ -285,7 +285,7 @@ export class PostgresStore implements Store {
   }
   // ——— retention of finished work (postgres-retention.ts) ———
   pruneFinished(before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
-    return pruneFinishedInSteps(pgRetentionStep(this.db), before, policy);
+    return pgPruneFinished(this.db, before, policy);
   }
 
   /** Nobody's leases are taken back on a shared store: expired ones are simply claimable (see claimRuns). */

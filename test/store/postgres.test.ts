@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { StoreError, StoreSchemaError } from '../../src/errors.js';
 import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres-schema.js';
@@ -8,6 +9,7 @@ import type { ClusterNotice, RunState } from '../../src/store/types.js';
 import { openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
+import { finishedRun } from './retention-contract.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const skip = await postgresSkipReason();
@@ -52,6 +54,30 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       await a?.close();
       await b?.close();
       await drop?.();
+    });
+
+    it('retention: one node prunes at a time; a node that finds the pass taken skips it', async () => {
+      const old = await finishedRun(a, { at: T0, finishedAt: T0 + 100 });
+      const cut = T0 + 86_400_000;
+      // Another node's pass under way: its session holds the lock (keyed by the schema).
+      const other = new pg.Client({ connectionString: PG_URL });
+      await other.connect();
+      try {
+        await other.query(`SET search_path = ${schema}`);
+        await other.query(
+          `SELECT pg_advisory_lock(hashtextextended('hookgate:prune-finished:' || current_schema(), 0))`,
+        );
+        const skipped = await b.pruneFinished(cut, { keepMessages: 40 });
+        assert.deepEqual([skipped.steps, skipped.runs], [0, 0]);
+        assert.ok(await a.getRun(old.run.id), 'kept while the other pass holds the lock');
+      } finally {
+        await other.end();
+      }
+      const done = await b.pruneFinished(cut, { keepMessages: 40 });
+      assert.ok(done.runs >= 1);
+      assert.equal(await a.getRun(old.run.id), undefined);
+      // The lock was given back: the next pass runs (and finds nothing left).
+      assert.ok((await a.pruneFinished(cut, { keepMessages: 40 })).steps > 0);
     });
 
     it('migrated once: one row per migration step', async () => {

@@ -21,7 +21,7 @@ async function accept(store: Store, runs: NewRun[]): Promise<void> {
 }
 
 /** One run accepted, claimed and finished by A at `finishedAt`, with a delivery of its reply and its two turns. */
-async function finishedRun(
+export async function finishedRun(
   store: Store,
   o: {
     at: number;
