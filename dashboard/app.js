@@ -194,6 +194,7 @@ setUnauthorizedHandler(refused);
 $('login-form').addEventListener('submit', signIn);
 $('signout').addEventListener('click', signOut);
 $('received-filter').addEventListener('change', () => guard(loadReceived()));
+$('received-more').addEventListener('click', () => guard(loadReceived({ more: true })));
 for (const r of document.querySelectorAll('input[name="run-state"]'))
   r.addEventListener('change', () => guard(loadRuns()));
 $('runs-more').addEventListener('click', () => guard(loadRuns({ more: true })));

@@ -48,12 +48,32 @@ function countTitle(r) {
   return `counted over ${minutes === 1 ? 'the minute' : `${minutes} minutes`} from ${formatTime(r.at)}`;
 }
 
-export async function loadReceived() {
+let receivedCursor = null;
+/**
+ * The newest 50 received records of the filter, or the next 50 with `more`. A filtered page reads a bounded stretch
+ * of the log and may come back short (even empty) with a cursor: the next pages are read until 50 are shown, at most
+ * 8 pages per load; what is left is behind the "Load older" button.
+ */
+export async function loadReceived({ more = false } = {}) {
   const outcome = receivedFilter();
-  const page = await api(`/received${qs({ outcome, limit: 50 })}`);
-  fill($('received-list'), ...(page?.items ?? []).map(receivedItem));
-  $('received-empty').hidden = (page?.items?.length ?? 0) > 0;
-  return page?.items ?? [];
+  const items = [];
+  let cursor = more ? receivedCursor : undefined;
+  for (let pages = 0; pages < 8 && items.length < 50; pages++) {
+    const page = await api(`/received${qs({ outcome, limit: 50 - items.length, cursor })}`);
+    items.push(...(page?.items ?? []));
+    cursor = page?.nextCursor ?? null;
+    if (!cursor) break;
+  }
+  receivedCursor = cursor;
+  const list = $('received-list');
+  if (more) list.append(...items.map(receivedItem));
+  else fill(list, ...items.map(receivedItem));
+  $('received-more').hidden = !receivedCursor;
+  $('received-empty').hidden = list.children.length > 0;
+  $('received-empty').textContent = receivedCursor
+    ? 'None among the most recent requests: load older ones to look further.'
+    : 'Nothing received yet.';
+  return items;
 }
 
 export function addReceived(r) {

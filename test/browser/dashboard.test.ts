@@ -83,7 +83,7 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
       heartbeat: { every: 'off' },
       agents: { defaults: { model: 'echo/echo' } },
       // A run of a named session (as a mapping would make one) shows that session's label.
-      hooks: { allowRequestSessionKey: true },
+      hooks: { allowRequestSessionKey: true, refusals: { windowSeconds: 1 } },
       admin: { enabled: true, bind: '127.0.0.1', port, token: ADMIN_TOKEN },
       channels: {
         // Two quick attempts, then a dead letter: the stand-in receiver refuses as scripted.
@@ -319,6 +319,26 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.reload();
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     await page.locator('#received-list li.refused', { hasText: 'unauthorized' }).first().waitFor({ timeout: 2000 });
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it('the refused filter follows the short API pages to a refusal behind 300 accepted requests', async () => {
+    const marker = uniq('bad');
+    const bad = await hg.post('/hooks/agent', { message: '', name: marker });
+    assert.equal(bad.status, 400);
+    assert.match(bad.text, /invalid_payload/);
+    await new Promise((r) => setTimeout(r, 1500)); // its window of counts ends and is stored
+    // More committed batches after it than one filtered API page reads (256 blocks): one wake at a time.
+    for (let i = 0; i < 300; i++) assert.equal((await hg.post('/hooks/wake', { text: `filler ${i}` })).status, 200);
+    const first = await apiGet('/received?outcome=rejected&limit=50');
+    const listed = (first.items as { code?: string; live?: boolean }[]).filter((r) => !r.live);
+    assert.ok(first.nextCursor, 'the API page stops short with a cursor');
+    assert.ok(!listed.some((r) => r.code === 'invalid_payload'), 'the refusal is not on the first API page');
+
+    const page = await liveDashboard();
+    await page.locator('#received-filter').selectOption('rejected');
+    await page.locator('#received-list li.refused', { hasText: 'invalid_payload' }).first().waitFor({ timeout: 5000 });
     assert.deepEqual(page.problems, []);
     await page.close();
   });
