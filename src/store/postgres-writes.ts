@@ -89,7 +89,7 @@ export class PgWrites {
     }
     const walk = Math.max(RUN_CLAIM_WALK, 2 * limit);
     const head = walk / 2;
-    const { rows } = await this.db.query(sweep ? PG.claimRunsAndExpired : PG.claimRuns, [
+    const { rows } = await this.db.query(PG.claimRuns, [
       now,
       owner,
       now + leaseMs,
@@ -97,6 +97,7 @@ export class PgWrites {
       this.walkFrom,
       head,
       walk,
+      sweep,
     ]);
     // One row tells how far the walk went; the others (or it too) are the runs leased.
     const walked = (rows[0]?.walked as number | null) ?? 0;
