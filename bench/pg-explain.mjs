@@ -5,17 +5,19 @@
 // `INSERT … SELECT generate_series` in a realistic mix (oldest rows finished, the newest queued: 85 % done, 3 % of
 // those failed/dead, 2 % running or leased with an expired lease, the rest queued or pending; the deliveries over
 // PG_EXPLAIN_ROUTES recipients, default 1: every reply to the same channel and recipient, as in the bench and in many
-// set-ups), vacuumed and analysed.
+// set-ups), vacuumed and analysed. Then PG_EXPLAIN_FRESH queued runs (default 6,000: a burst of agent requests) are
+// added after that ANALYZE, which the plans do not know of (autovacuum is off on the scratch tables, so the statistics
+// stay as they were), and the run claims are explained again.
 //
 // The statements are not copied here: each store method below is called on the real store while the pg client
 // records what it is sent (and answers with an empty result), so a renamed or rewritten statement is picked up.
 // Each recorded statement then runs as `EXPLAIN (ANALYZE, BUFFERS)` with the same parameters, in a transaction that
 // is rolled back, so every plan sees the same data. The plans are custom plans (parameters known), which is what an
 // unnamed statement always gets (a named one may switch to a generic plan after five executions). BEGIN/COMMIT and
-// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept) runs once
-// more with auto_explain (loaded in the session: superuser) to show the plans of the statements inside it. The
-// database is dropped at the end. Env: PG_EXPLAIN_URL (admin URL; default HOOKGATE_TEST_PG_URL, else the machine's
-// server, database test).
+// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept,
+// hookgate_claim_runs) runs once more with auto_explain (loaded in the session: superuser) to show the plans of the
+// statements inside it. The database is dropped at the end. Env: PG_EXPLAIN_URL (admin URL; default
+// HOOKGATE_TEST_PG_URL, else the machine's server, database test).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
@@ -29,6 +31,7 @@ const NOW = 1_800_000_000_000;
 const OWNER = 'node-explain';
 const DEAD = 'node-dead'; // holds the expired leases
 const LEASE_MS = 60_000;
+const fresh = Math.max(0, Number(process.env.PG_EXPLAIN_FRESH ?? 6000));
 
 // ——— recording what the store sends ———
 let recording;
@@ -144,6 +147,31 @@ const received = (path, runIds) => ({
   durationMs: 1,
 });
 
+/**
+ * The run claim, each of its two statements: the store looks for expired leases at most once a sweep period by the
+ * claims' clock, so the first call, a period after the last one, sweeps, and the second, at the same time, does not.
+ */
+let claimClock = NOW;
+function runClaims(store) {
+  claimClock += 1000;
+  const at = claimClock;
+  return [
+    ['run claim with the expired-lease sweep (16)', () => store.claimRuns(OWNER, at, LEASE_MS, 16)],
+    ['run claim (16)', () => store.claimRuns(OWNER, at, LEASE_MS, 16)],
+  ];
+}
+
+/** Queued runs the statistics do not know of, after the queued runs of the mix (the same sessions' shape). */
+async function addFresh(c, n) {
+  await c.query(`
+    INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,
+      timeout_seconds, allow_unsafe, content_source, hook_path, created_at, updated_at)
+    SELECT 'fresh-' || i, 'queued', 'main', CASE WHEN i % 10 = 0 THEN 'hook:shared-' || (i % 100) ELSE 'hook:fresh-' || i END,
+      'isolated', 'Bench', 'burst ' || i, 'next-heartbeat', 1, 'last', 120, 0, 'webhook', 'agent', ${NOW}, ${NOW}
+    FROM generate_series(1, ${fresh}) AS i`);
+  return `\n=== ${n.toLocaleString('en')} rows, then ${fresh.toLocaleString('en')} queued runs added after the last ANALYZE ===`;
+}
+
 /** [label, call]: each call makes the store send one operation's statements. */
 function hotPath(store, n) {
   const heldRun = n > 0 ? `run-${Math.ceil(n * 0.86)}` : 'run-none';
@@ -179,7 +207,7 @@ function hotPath(store, n) {
           received: received('/hooks/wake', []),
         }),
     ],
-    ['run claim (16)', () => store.claimRuns(OWNER, NOW, LEASE_MS, 16)],
+    ...runClaims(store),
     [
       'lease renewal (16 runs)',
       () =>
@@ -246,13 +274,13 @@ function hotPath(store, n) {
   ];
 }
 
-const FUNCTION_CALL = /^\s*SELECT hookgate_\w+\(/i;
+const FUNCTION_CALL = /\bhookgate_\w+\(/i;
 const SKIP = /^\s*(BEGIN|COMMIT|ROLLBACK)\s*$|^\s*SELECT pg_notify\(\$1, \$2\)\s*$/i;
 const oneLine = (s) => s.replace(/\s+/g, ' ').trim();
 
-async function explainAll(c, store, n) {
-  const out = [`\n=== ${n.toLocaleString('en')} rows in runs, deliveries and system_events ===`];
-  for (const [label, call] of hotPath(store, n)) {
+async function explainAll(c, calls, title) {
+  const out = [title];
+  for (const [label, call] of calls) {
     const sent = await record(call);
     out.push(
       `\n--- ${label}: ${sent.length} statement${sent.length === 1 ? '' : 's'} sent${sent.length ? '' : ' (nothing: no statement on this path)'}`,
@@ -299,11 +327,14 @@ await admin.query(`CREATE DATABASE "${dbName}"`);
 const url = new URL(adminUrl);
 url.pathname = `/${dbName}`;
 let store;
-let nested = false; // auto_explain loaded: the plans inside hookgate_accept are shown too
+let nested = false; // auto_explain loaded: the plans inside hookgate's functions are shown too
 const c = new pg.Client({ connectionString: url.toString() });
 try {
   store = await openPostgresStore({ url: url.toString(), poolSize: 2 });
   await c.connect();
+  // The statistics are those of the last ANALYZE of `fill`, whatever the rows added after it.
+  for (const t of ['runs', 'deliveries', 'system_events'])
+    await c.query(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
   nested = await c
     .query(
       `LOAD 'auto_explain'; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on;
@@ -328,7 +359,9 @@ try {
     process.stdout.write(
       `\n(filled ${n.toLocaleString('en')} rows per table in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
     );
-    process.stdout.write(`${await explainAll(c, store, n)}\n`);
+    const title = `\n=== ${n.toLocaleString('en')} rows in runs, deliveries and system_events ===`;
+    process.stdout.write(`${await explainAll(c, hotPath(store, n), title)}\n`);
+    if (fresh > 0) process.stdout.write(`${await explainAll(c, runClaims(store), await addFresh(c, n))}\n`);
   }
 } finally {
   await c.end().catch(() => {});

@@ -7,9 +7,11 @@
 //   - prepared executions: Bind ('B') messages naming a prepared statement (no Parse for that execution);
 //   - commits / rollbacks: a ReadyForQuery back to idle ('I') after a command completed or failed, told apart by the
 //     last CommandComplete tag (ROLLBACK) or an ErrorResponse in between (as pg_stat_database counts them);
-//   - claims, and claims that came back empty: executions of hookgate's named claim statements (`hg_claim_runs*`,
-//     `hg_claim_deliveries`) and those whose CommandComplete tag says 0 rows (`UPDATE 0`). A client sends one query
-//     per connection at a time (it waits for ReadyForQuery), so the statement a tag answers is the last one bound.
+//   - claims, and claims that came back empty: executions of hookgate's named claim statements (`hg_claim_runs`,
+//     `hg_claim_deliveries`) and those that leased nothing: a delivery claim whose CommandComplete tag says 0 rows
+//     (`UPDATE 0`), a run claim none of whose rows (DataRow) holds a run (its first column, the run's seq, is null in
+//     the row that only says how far the claim walked). A client sends one query per connection at a time (it waits
+//     for ReadyForQuery), so the statement a tag or a row answers is the last one bound.
 // A connection that switches to TLS (SSLRequest answered 'S') is forwarded but no longer read (`tls` counts them).
 import { createConnection, createServer } from 'node:net';
 
@@ -124,7 +126,8 @@ export function connectionCounter(counts) {
   let failed = false;
   let lastTag = '';
   let bound = ''; // the named statement of the query under way ('' when unnamed, or none)
-  const server = streamReader(new Set(['Z', 'C']), (type, body) => {
+  let runsLeased = 0; // rows of the run claim under way that hold a run
+  const server = streamReader(new Set(['Z', 'C', 'D']), (type, body) => {
     if (type === 'ssl-answer') {
       if (body[0] === 0x53) {
         counts.tls++;
@@ -134,17 +137,24 @@ export function connectionCounter(counts) {
       return;
     }
     if (type === 'E') failed = true;
-    else if (type === 'C') {
+    else if (type === 'D') {
+      // Column count (int16), then the first column's length (int32, -1: null).
+      if (bound === 'hg_claim_runs' && body.length >= 6 && body.readInt32BE(2) !== -1) runsLeased++;
+    } else if (type === 'C') {
       commandDone = true;
       lastTag = cstring(body, 0).text;
-      const claim = bound.startsWith('hg_claim_runs') ? 'Run' : bound === 'hg_claim_deliveries' ? 'Delivery' : '';
-      if (claim) {
-        counts[`${claim.toLowerCase()}Claims`]++;
-        if (lastTag.endsWith(' 0')) counts[`empty${claim}Claims`]++;
+      if (bound === 'hg_claim_runs') {
+        counts.runClaims++;
+        if (runsLeased === 0) counts.emptyRunClaims++;
+      } else if (bound === 'hg_claim_deliveries') {
+        counts.deliveryClaims++;
+        if (lastTag.endsWith(' 0')) counts.emptyDeliveryClaims++;
       }
+      runsLeased = 0;
       bound = '';
     } else if (type === 'Z') {
       bound = '';
+      runsLeased = 0;
       if (!started) {
         started = true;
         return;

@@ -149,8 +149,8 @@ export async function schemaDoc(pgUrl) {
 
 What a freshly migrated store holds, for each driver: tables, columns and indexes, read from the live schema. The
 two drivers have the same tables and columns (so \`hookgate store copy\` moves rows column by column); PostgreSQL adds
-\`heartbeat_leases\`, \`lockouts\`, \`schema_migrations\` and the accept function. The migrations themselves are
-\`src/store/sqlite-schema.ts\` and \`src/store/postgres-schema.ts\`.
+\`heartbeat_leases\`, \`lockouts\`, \`schema_migrations\` and the accept and run-claim functions. The migrations
+themselves are \`src/store/sqlite-schema.ts\` and \`src/store/postgres-schema.ts\`.
 
 Generated: \`node --import tsx scripts/schema-doc.mjs > docs/schema.md\` (PostgreSQL at \`HOOKGATE_TEST_PG_URL\`).
 Do not edit by hand: \`test/store/schema-doc.test.ts\` fails when this page differs from what the script prints.

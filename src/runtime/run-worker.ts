@@ -172,10 +172,9 @@ export class RunWorker {
         this.announce.run(run, 'running');
         return this.execute(run, signal).finally(() => this.leases.release(run.id));
       },
-      // On PostgreSQL a claim is a round trip: as many runs again are held claimed ahead, so a run that ends makes
-      // room for the next at once and a backlog is claimed in batches (docs/scale-out.md, "Run throughput").
-      ahead: () =>
-        deps.env().config.storage.driver === 'postgres' ? deps.env().config.agents.defaults.maxConcurrent : 0,
+      // Where a claim is a round trip: as many runs again are held claimed ahead, so a run that ends makes room for
+      // the next at once and a backlog is claimed in batches (docs/scale-out.md, "Run throughput").
+      ahead: () => (deps.store.claimRoundTrip ? deps.env().config.agents.defaults.maxConcurrent : 0),
       giveBack: async (runs) => {
         // Never announced as running (that is when one starts): nothing to tell the feed.
         try {

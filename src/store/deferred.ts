@@ -56,8 +56,9 @@ export interface DeferredStoreOptions {
   firstFailure: string;
   /** What to do about it, added to that line. */
   hint?: string;
-  /** The driver's `shared` (known without opening it). */
+  /** The driver's `shared` and `claimRoundTrip` (known without opening it). */
   shared: boolean;
+  claimRoundTrip: boolean;
   retryMs?: number;
   onError?: (message: string) => void;
   onWarning?: (message: string) => void;
@@ -66,6 +67,7 @@ export interface DeferredStoreOptions {
 
 export class DeferredStore implements Store {
   readonly shared: boolean;
+  readonly claimRoundTrip: boolean;
   /** Resolves when the real store is open (never, if it is closed first). */
   readonly opened: Promise<void>;
   private real: Store | undefined;
@@ -87,6 +89,7 @@ export class DeferredStore implements Store {
 
   constructor(private readonly opts: DeferredStoreOptions) {
     this.shared = opts.shared;
+    this.claimRoundTrip = opts.claimRoundTrip;
     this.now = opts.now ?? Date.now;
     this.retryMs = opts.retryMs ?? DEFERRED_RETRY_MS;
     this.opened = new Promise((resolve) => (this.resolveOpened = resolve));

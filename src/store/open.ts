@@ -68,6 +68,7 @@ export async function openStore(
           firstFailure,
           hint: 'free space on that filesystem',
           shared: false,
+          claimRoundTrip: false,
           ...pick(opts),
         });
       }
@@ -98,6 +99,7 @@ export async function openStore(
           firstFailure: errorMessage(err),
           hint: 'start PostgreSQL or check storage.url',
           shared: true,
+          claimRoundTrip: true,
           ...pick(opts),
         });
       }

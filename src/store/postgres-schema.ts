@@ -1,7 +1,7 @@
 /**
  * PostgreSQL schema, applied in order and recorded in `schema_migrations` (one row per applied step, under an
  * advisory lock: see postgres-migrate.ts). Append new steps; never edit an applied one (steps 2, 5 and 7 all run the
- * current definition of hookgate_accept: see postgres-accept-function.ts).
+ * current definition of hookgate_accept: see postgres-accept-function.ts; step 9 that of hookgate_claim_runs).
  *
  * The tables mirror SQLite's final tables (sqlite-schema.ts, after all its migrations; both in docs/schema.md, which a
  * test keeps current): same table and column names, so `hookgate store copy` moves rows column by column. Types: SQLite
@@ -14,6 +14,7 @@
  */
 
 import { PG_ACCEPT_FUNCTION } from './postgres-accept-function.js';
+import { PG_CLAIM_FUNCTION } from './postgres-claim-function.js';
 
 /** The version table: created before the first step, outside the numbered steps. */
 export const PG_VERSION_TABLE = `
@@ -248,5 +249,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS runs_failed_at ON runs (finished_at) WHERE state IN ('failed', 'timed_out');
   CREATE INDEX IF NOT EXISTS deliveries_dead_at ON deliveries (updated_at) WHERE state = 'dead';
   CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (seq) WHERE state = 'dead';
+  `,
+  `
+  -- The run claim in a function whose statements cannot seq-scan runs, whatever plan a connection keeps for them
+  -- (postgres-claim-function.ts).
+  ${PG_CLAIM_FUNCTION}
   `,
 ];

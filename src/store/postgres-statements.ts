@@ -6,8 +6,10 @@
  * commands) stay plain strings where they are.
  *
  * Queue statements and their indexes (postgres-schema.ts; the plans: docs/scale-out.md):
- * - runs are claimed in seq order from `runs_queued`, each the oldest open run of its session (`runs_open_by_session`);
- *   runs whose lease expired are looked for through `runs_running` (lease_until) at most once a sweep period;
+ * - runs are claimed by walking `runs_queued` in seq order, one entry at a time and a bounded number of entries a claim,
+ *   each claimed if it is its session's oldest open run (`runs_open_by_session`); runs whose lease expired are looked
+ *   for through `runs_running` (lease_until) at most once a sweep period (inside hookgate_claim_runs:
+ *   postgres-claim-function.ts);
  * - deliveries are claimed by route: the heads (first pending delivery of each channel and recipient) are walked
  *   route by route through `deliveries_pending_by_route` (one index seek per route, whatever the backlog), then each
  *   head's followers on its route, in seq order, as long as each is due and free.
@@ -20,41 +22,6 @@ export interface PgStatement {
 }
 
 const named = (name: string, text: string): PgStatement => ({ name: `hg_${name}`, text });
-
-/**
- * The oldest open run of its session. A scalar subquery, not NOT EXISTS: the planner turns NOT EXISTS into an anti
- * join, and a plan made while the table was small (no statistics yet: a fresh database) joined every candidate to a
- * scan of every open run (12 ms per claim with 2,000 queued); a scalar subquery stays one index probe per candidate.
- */
-const OLDEST_OF_SESSION = `r.seq = (SELECT min(p.seq) FROM runs p WHERE p.session_key = r.session_key AND p.state IN ('queued', 'running'))`;
-const DUE_RUNS = `
-    SELECT r.id, r.ctid AS tid, r.state AS was, 1 AS pass, r.seq FROM runs r
-    WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= $1) AND ${OLDEST_OF_SESSION}
-    ORDER BY r.seq LIMIT $4
-    FOR UPDATE OF r SKIP LOCKED`;
-/**
- * The locked rows by their tuple ids (a TID scan), not by a join on id: a plan cannot know how many rows `LIMIT $4`
- * gives, and one made with a small table's statistics joined by scanning every run (measured: 6 ms a claim at
- * 20,000 runs). A row whose locked version is newer than the statement's snapshot is left unclaimed this time.
- */
-const LEASE_RUNS = `
-  UPDATE runs SET state = 'running', lease_owner = $2, lease_until = $3, attempts = attempts + 1, started_at = $1, updated_at = $1,
-    node = $2
-  FROM cand WHERE runs.ctid = cand.tid RETURNING runs.*, cand.was`;
-
-/** $1 now, $2 owner, $3 lease until, $4 limit: queued runs only (the usual claim). */
-const CLAIM_RUNS = `WITH cand AS (SELECT id, tid, was FROM (${DUE_RUNS}) due) ${LEASE_RUNS}`;
-
-/** The same, expired leases first (a dead node's runs): run at most once per sweep period (postgres-writes.ts). */
-const CLAIM_RUNS_AND_EXPIRED = `
-  WITH expired AS (
-    SELECT r.id, r.ctid AS tid, r.state AS was, 0 AS pass, r.seq FROM runs r
-    WHERE r.state = 'running' AND r.lease_until < $1 AND ${OLDEST_OF_SESSION}
-    ORDER BY r.seq LIMIT $4
-    FOR UPDATE OF r SKIP LOCKED),
-  due AS (${DUE_RUNS}),
-  cand AS (SELECT id, tid, was FROM (SELECT * FROM expired UNION ALL SELECT * FROM due) c ORDER BY pass, seq LIMIT $4)
-  ${LEASE_RUNS}`;
 
 /**
  * $1 now, $2 owner, $3 lease until, $4 heads, $5 followers per head. `routes` is a loose index scan: from one route's
@@ -150,8 +117,11 @@ const FINISH_DELIVERIES = `
 
 export const PG = {
   accept: named('accept', 'SELECT hookgate_accept($1::jsonb, $2) AS r'),
-  claimRuns: named('claim_runs', CLAIM_RUNS),
-  claimRunsAndExpired: named('claim_runs_expired', CLAIM_RUNS_AND_EXPIRED),
+  // The claim's statements run inside hookgate_claim_runs (postgres-claim-function.ts); `(c.run).*` spreads the run.
+  claimRuns: named(
+    'claim_runs',
+    'SELECT (c.run).*, c.was, c.walked, c.walked_to FROM hookgate_claim_runs($1, $2, $3, $4, $5, $6, $7, $8) c',
+  ),
   renewRuns: named(
     'renew_runs',
     `UPDATE runs SET lease_until = $1 WHERE id = ANY($2) AND lease_owner = $3 AND state = 'running'`,

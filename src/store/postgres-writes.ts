@@ -29,6 +29,13 @@ const DELIVERIES = '{"kind":"deliveries"}';
  */
 export const EXPIRED_SWEEP_MS = 1000;
 
+/**
+ * How many queue entries one run claim walks at most (at least twice its limit): the first half from the queue's head
+ * (its oldest runs, in order), the rest from where an earlier walk stopped. Runs behind more than that many
+ * unclaimable ones (a session's queued runs behind its running one) are reached a half-walk further each claim.
+ */
+export const RUN_CLAIM_WALK = 256;
+
 /** With its `route` notice in the same transaction: every node forgets the route it kept (postgres-route-cache.ts). */
 const UPSERT_ROUTE = `WITH up AS (
     INSERT INTO sessions (key, agent_id, last_channel, last_to, last_account_id, created_at, updated_at)
@@ -48,6 +55,8 @@ export class PgWrites {
    */
   private sweepAt = Number.NEGATIVE_INFINITY;
   private leaseEnds = Number.POSITIVE_INFINITY;
+  /** Where the next claim's walk goes on after the queue's head (a seq; 0: no further than the head's walk). */
+  private walkFrom = 0;
   private readonly completions: PgCompletions;
 
   constructor(
@@ -78,16 +87,30 @@ export class PgWrites {
       this.sweepAt = now + EXPIRED_SWEEP_MS;
       if (now > this.leaseEnds) this.leaseEnds = Number.POSITIVE_INFINITY;
     }
-    const { rows } = await this.db.query(sweep ? PG.claimRunsAndExpired : PG.claimRuns, [
+    const walk = Math.max(RUN_CLAIM_WALK, 2 * limit);
+    const head = walk / 2;
+    const { rows } = await this.db.query(PG.claimRuns, [
       now,
       owner,
       now + leaseMs,
       limit,
+      this.walkFrom,
+      head,
+      walk,
+      sweep,
     ]);
-    if (rows.length) this.leaseEnds = Math.min(this.leaseEnds, now + leaseMs);
+    // One row tells how far the walk went; the others (or it too) are the runs leased.
+    const walked = (rows[0]?.walked as number | null) ?? 0;
+    const runs = rows.filter((r) => r.id !== null);
+    const full = runs.length >= limit;
+    // Past the head: go on next time from where this walk stopped, unless it found the queue's end (then from the
+    // head again). Within the head: the walk came nowhere near the rest of the queue (or found its end there too).
+    if (walked > head) this.walkFrom = full || walked >= walk ? (rows[0]?.walked_to as number) : 0;
+    else if (!full) this.walkFrom = 0;
+    if (runs.length) this.leaseEnds = Math.min(this.leaseEnds, now + leaseMs);
     // Expired leases first (as SQLite hands them out), then the queue, each oldest first.
     const key = (r: Row) => (r.was === 'running' ? 0 : 1);
-    return rows.sort((a, b) => key(a) - key(b) || (a.seq as number) - (b.seq as number)).map(rowToRun);
+    return runs.sort((a, b) => key(a) - key(b) || (a.seq as number) - (b.seq as number)).map(rowToRun);
   }
 
   async renewRunLeases(owner: string, ids: string[], until: number): Promise<void> {

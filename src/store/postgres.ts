@@ -92,6 +92,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
 
 export class PostgresStore implements Store {
   readonly shared = true;
+  readonly claimRoundTrip = true;
   private readonly acceptPath: PgAcceptPath;
   private readonly writes: PgWrites;
   private readonly reads: PgReads;

@@ -207,6 +207,7 @@ export class SqliteStore implements Store {
   // One process holds a SQLite store: the cluster seams are in memory (local-cluster.ts), the registry a table.
   private readonly cluster = new LocalCluster();
   readonly shared = false;
+  readonly claimRoundTrip = false;
   leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
     return this.cluster.leaseHeartbeat(sessionKey, owner, now, leaseMs);
   }

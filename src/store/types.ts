@@ -1,7 +1,6 @@
 /**
- * The durable record. One interface (`Store`, the union of the roles at the end of this file), two drivers (SQLite
- * now, PostgreSQL later) and one shared test suite (test/store/contract.ts). Every method is async so a networked
- * driver fits; the SQLite driver batches the commits of concurrent callers into one transaction (group commit).
+ * The durable record: one interface (`Store`, the union of the roles at the end of this file), two drivers (SQLite,
+ * PostgreSQL), one shared test suite (test/store/contract.ts). All async; both group-commit concurrent callers' writes.
  */
 
 /** The main session of the default agent: where wakes and run summaries go, and whose heartbeat reads them. */
@@ -340,6 +339,8 @@ export interface RunLookup {
  * and a run by id, for the callers that wait for a run to end.
  */
 export interface RuntimeStore extends RunLookup {
+  /** True when each claim is a round trip to a database server (PostgreSQL): a worker then holds work claimed ahead. */
+  readonly claimRoundTrip: boolean;
   /**
    * Lease up to `limit` runnable runs to `owner`: queued ones, and running ones whose lease expired (their worker
    * died). Only the oldest unfinished run of each session key is runnable, so one session's runs go in order.

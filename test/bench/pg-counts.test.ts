@@ -141,7 +141,7 @@ describe('bench/pg-wire.mjs: counting the protocol', () => {
     assert.equal(t.roundTrips, 0);
   });
 
-  it("counts hookgate's claims, and those that came back empty, by the named statement a tag answers", () => {
+  it("counts hookgate's claims, and those that came back empty, by the named statement its rows and tag answer", () => {
     const c = wire.emptyCounts();
     const conn = wire.connectionCounter(c);
     conn.client(untyped(196608));
@@ -150,12 +150,26 @@ describe('bench/pg-wire.mjs: counting the protocol', () => {
       conn.client(Buffer.concat([bind(stmt), execute(), msg('S')]));
       conn.server(Buffer.concat([msg('2'), done(tag), ready('I')]));
     };
-    exchange('hg_claim_runs', 'UPDATE 3');
-    exchange('hg_claim_runs', 'UPDATE 0');
-    exchange('hg_claim_runs_expired', 'UPDATE 0');
+    // A run claim answers its runs (each with how far the claim walked), or one row without a run (its first column).
+    const row = (first: string | null) => {
+      const head = Buffer.alloc(6);
+      head.writeInt16BE(2, 0);
+      head.writeInt32BE(first === null ? -1 : Buffer.byteLength(first), 2);
+      return msg('D', Buffer.concat([head, Buffer.from(first ?? ''), Buffer.from([0, 0, 0, 1, 0x37])]));
+    };
+    const runClaim = (rows: Buffer[]) => {
+      conn.client(Buffer.concat([bind('hg_claim_runs'), execute(), msg('S')]));
+      conn.server(Buffer.concat([msg('2'), ...rows, done(`SELECT ${rows.length}`), ready('I')]));
+    };
+    runClaim([row('41'), row('42')]); // two runs leased
+    runClaim([row(null)]); // nothing leased
+    runClaim([row('43')]); // one run, and the walk's figures in its row
+    runClaim([row(null)]);
     exchange('hg_claim_deliveries', 'UPDATE 0');
     exchange('hg_claim_deliveries', 'UPDATE 10');
     exchange('hg_get_run', 'SELECT 0'); // not a claim
+    conn.client(Buffer.concat([bind('hg_get_run'), execute(), msg('S')]));
+    conn.server(Buffer.concat([msg('2'), row('44'), done('SELECT 1'), ready('I')])); // a row, not a claim's
     exchange('', 'UPDATE 0'); // unnamed: not hookgate's claim
     // A failed claim answers no tag: neither a claim counted nor an empty one.
     conn.client(Buffer.concat([bind('hg_claim_runs'), execute(), msg('S')]));
@@ -169,7 +183,7 @@ describe('bench/pg-wire.mjs: counting the protocol', () => {
         deliveries: c.deliveryClaims,
         emptyDeliveries: c.emptyDeliveryClaims,
       },
-      { runs: 3, emptyRuns: 2, deliveries: 2, emptyDeliveries: 1 },
+      { runs: 4, emptyRuns: 2, deliveries: 2, emptyDeliveries: 1 },
     );
   });
 

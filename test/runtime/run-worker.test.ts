@@ -343,12 +343,14 @@ describe('run worker', () => {
     assert.equal(kit.model.calls.length, 2);
   });
 
-  it('on PostgreSQL it holds as many runs again claimed ahead, started as slots free; a stop gives back the unstarted', async () => {
-    // The rule follows the configured driver (a claim there is a round trip), whatever store object is behind it.
+  it('where a claim is a round trip it holds as many runs again claimed ahead, started as slots free; a stop gives back the unstarted', async () => {
+    // The rule follows what the store says of its claims (PostgreSQL's are round trips), not the configured driver.
+    assert.equal(kit.store.claimRoundTrip, false, 'SQLite: a claim is no round trip');
+    const store = Object.create(kit.store, { claimRoundTrip: { value: true } }) as typeof kit.store;
+    kit.deps = { ...kit.deps, store };
     const { config } = kit.env;
     kit.env.config = {
       ...config,
-      storage: { driver: 'postgres', url: 'postgres://127.0.0.1/unused', poolSize: 10 },
       agents: { ...config.agents, defaults: { ...config.agents.defaults, maxConcurrent: 1 } },
     } as typeof config;
     kit.model.setHandler((c) => (c.index === 0 ? 'hang' : 'ok'));

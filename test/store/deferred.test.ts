@@ -39,6 +39,7 @@ function deferred(failures: number, reasons: string[] = []) {
     },
     firstFailure: 'the disk is full',
     shared: false,
+    claimRoundTrip: false,
     retryMs: 5,
     onError: (message) => log.push({ level: 'error', message }),
     onWarning: (message) => log.push({ level: 'warning', message }),
@@ -103,6 +104,7 @@ describe('DeferredStore', () => {
       },
       firstFailure: 'the disk is full',
       shared: false,
+      claimRoundTrip: false,
       retryMs: 5,
       onWarning: (m) => warnings.push(m),
     });
@@ -202,6 +204,7 @@ storeContract('DeferredStore (opened after one failed attempt)', async () => {
     },
     firstFailure: 'the disk is full',
     shared: false,
+    claimRoundTrip: false,
     retryMs: 1,
   });
   await opened(store);
