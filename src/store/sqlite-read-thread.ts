@@ -45,8 +45,8 @@ export const READ_THREAD_IDLE_MS = 10_000;
 
 export class SqliteReadThread implements AdminReads {
   private worker: Worker | undefined;
-  /** A thread stopped for idleness that has not exited yet: close() waits for it too (its connection closes first). */
-  private stopping: { worker: Worker; exited: Promise<void> } | undefined;
+  /** Threads stopped for idleness that have not exited yet: close() waits for them too (their connections close first). */
+  private readonly stopping = new Map<Worker, Promise<void>>();
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 1;
@@ -131,11 +131,10 @@ export class SqliteReadThread implements AdminReads {
     this.idleTimer = undefined;
     if (this.worker !== worker || this.waiting.size > 0) return;
     this.worker = undefined;
-    const stopping = { worker, exited: this.stopped(worker) };
-    this.stopping = stopping;
-    void stopping.exited.then(() => {
-      if (this.stopping === stopping) this.stopping = undefined;
-    });
+    this.stopping.set(
+      worker,
+      this.stopped(worker).then(() => void this.stopping.delete(worker)),
+    );
   }
 
   /** The thread takes messages in order: the reads posted before `close` are answered before it ends. */
@@ -157,7 +156,7 @@ export class SqliteReadThread implements AdminReads {
       await this.stopped(worker);
     }
     // Unreferenced, a thread that is ending would not keep the process alive until its connection is closed.
-    this.stopping?.worker.ref();
-    await this.stopping?.exited;
+    for (const w of this.stopping.keys()) w.ref();
+    await Promise.all(this.stopping.values());
   }
 }
