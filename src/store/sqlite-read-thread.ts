@@ -36,16 +36,36 @@ export type ReadReply = { id: number; result: unknown } | { id: number; error: {
  */
 const READ_THREAD_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 1 };
 
+/**
+ * How long the thread outlives its last read. A running thread is resident memory (its isolate, and the garbage its
+ * reads promoted until V8 collects it); a new one costs the next read its start-up, off the event loop. An open
+ * dashboard reads every few seconds while traffic flows, so it keeps the thread.
+ */
+export const READ_THREAD_IDLE_MS = 10_000;
+
 export class SqliteReadThread implements AdminReads {
   private worker: Worker | undefined;
+  /** Threads stopped for idleness that have not exited yet: close() waits for them too (their connections close first). */
+  private readonly stopping = new Map<Worker, Promise<void>>();
+  private idleTimer: NodeJS.Timeout | undefined;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private closing = false;
 
-  constructor(private readonly data: { path: string; busyTimeoutMs: number }) {}
+  constructor(
+    private readonly data: { path: string; busyTimeoutMs: number },
+    private readonly idleMs = READ_THREAD_IDLE_MS,
+  ) {}
+
+  /** Whether a thread is running now (tests). */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
 
   /** Started with the first read: a service whose admin listener is off, or never read, has no such thread. */
   private started(): Worker {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     if (this.worker) return this.worker;
     const worker = startWorker('./sqlite-read-worker', import.meta.url, this.data, READ_THREAD_LIMITS);
     worker.unref();
@@ -55,6 +75,10 @@ export class SqliteReadThread implements AdminReads {
       this.waiting.delete(reply.id);
       if ('error' in reply) w.reject(new HookgateError(reply.error.code, reply.error.message));
       else w.resolve(reply.result);
+      if (this.waiting.size === 0 && !this.closing) {
+        this.idleTimer = setTimeout(() => this.stopIdle(worker), this.idleMs);
+        this.idleTimer.unref();
+      }
     });
     // A thread that failed fails the reads it had; the next read starts a new one.
     const lost = (err: StoreError) => {
@@ -102,16 +126,37 @@ export class SqliteReadThread implements AdminReads {
     return { ...b, requests: RequestTally.revive(b.requests) };
   }
 
-  /** Waits for the reads in flight, then closes the thread's connection (before the store's own: it checkpoints last). */
-  async close(): Promise<void> {
-    this.closing = true;
-    const worker = this.worker;
-    if (!worker) return;
-    // The thread takes messages in order: the reads in flight are answered before it closes.
-    worker.ref();
-    await new Promise<void>((resolve) => {
+  /** No read since the last answer: the thread closes its connection and ends; the next read starts another. */
+  private stopIdle(worker: Worker): void {
+    this.idleTimer = undefined;
+    if (this.worker !== worker || this.waiting.size > 0) return;
+    this.worker = undefined;
+    this.stopping.set(
+      worker,
+      this.stopped(worker).then(() => void this.stopping.delete(worker)),
+    );
+  }
+
+  /** The thread takes messages in order: the reads posted before `close` are answered before it ends. */
+  private stopped(worker: Worker): Promise<void> {
+    return new Promise<void>((resolve) => {
       worker.once('exit', () => resolve());
       worker.postMessage({ close: true });
     });
+  }
+
+  /** Waits for the reads in flight, then closes the thread's connection (before the store's own: it checkpoints last). */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    const worker = this.worker;
+    if (worker) {
+      worker.ref();
+      await this.stopped(worker);
+    }
+    // Unreferenced, a thread that is ending would not keep the process alive until its connection is closed.
+    for (const w of this.stopping.keys()) w.ref();
+    await Promise.all(this.stopping.values());
   }
 }

@@ -80,6 +80,9 @@ export interface SqliteStoreOptions {
   adminReads?: 'thread' | 'inline';
 }
 
+/** The writer thread's young generation: 2×4 MiB semi-spaces (V8 adds a third), as `npm start` gave it (start-worker.ts). */
+const WRITER_THREAD_LIMITS = { maxYoungGenerationSizeMb: 12 };
+
 /**
  * SQLite driver. Reads run on the caller's connection (sqlite-reads.ts), the admin's on a read thread in the service
  * (sqlite-read-thread.ts, sqlite-pages.ts); writes are committed in batches by one writer, inline or on a writer thread
@@ -148,11 +151,12 @@ export class SqliteStore implements Store {
       }
       return;
     }
-    this.worker = startWorker('./sqlite-worker', import.meta.url, {
-      path: opts.path,
-      synchronous,
-      busyTimeoutMs: opts.busyTimeoutMs ?? 5000,
-    });
+    this.worker = startWorker(
+      './sqlite-worker',
+      import.meta.url,
+      { path: opts.path, synchronous, busyTimeoutMs: opts.busyTimeoutMs ?? 5000 },
+      WRITER_THREAD_LIMITS,
+    );
     this.worker.unref();
     this.worker.on('message', (msg: { results?: WriteResult[] }) => {
       if (msg.results) this.workerWaiters.shift()?.resolve(msg.results);

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqliteReadThread } from '../../src/store/sqlite-read-thread.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 
 const HOUR = 3_600_000;
@@ -89,5 +90,27 @@ describe('sqlite admin reads on a thread', () => {
     assert.deepEqual(depths, { runs: { queued: 0, running: 0 }, outboxPending: 0, systemEventsPending: 0 });
     assert.equal(failures.refused, expected);
     await assert.rejects(store.queueDepths(), (err: { code?: string }) => err.code === 'store_unavailable');
+  });
+
+  it('the thread ends once idle, and the next read starts another', async () => {
+    const reads = new SqliteReadThread({ path: join(dir, 'hookgate.db'), busyTimeoutMs: 5000 }, 20);
+    const stopped = async () => {
+      // Polled, not timed: on a busy machine the thread only takes longer to end.
+      for (let i = 0; i < 1000 && reads.running; i++) await new Promise((r) => setTimeout(r, 10));
+      return !reads.running;
+    };
+    try {
+      assert.equal(reads.running, false, 'no thread before the first read');
+      const [b, depths] = await Promise.all([reads.breakdownSince(since, now + 60_000, 60_000), reads.queueDepths()]);
+      assert.equal(refused(b), expected);
+      assert.deepEqual(depths, { runs: { queued: 0, running: 0 }, outboxPending: 0, systemEventsPending: 0 });
+      assert.ok(await stopped(), 'the thread still runs 10 s after its last read');
+      assert.equal((await reads.failuresSince(since)).refused, expected);
+      assert.equal(reads.running, true, 'a read after the stop started a new thread');
+      assert.ok(await stopped());
+    } finally {
+      await reads.close();
+    }
+    await assert.rejects(reads.queueDepths(), (err: { code?: string }) => err.code === 'store_unavailable');
   });
 });
