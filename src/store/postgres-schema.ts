@@ -13,7 +13,7 @@
  * lockout is short-lived and need not survive a server crash) and `schema_migrations`.
  */
 
-import { PG_ACCEPT_FUNCTION } from './postgres-accept-function.js';
+import { PG_ACCEPT_BATCH_FUNCTION, PG_ACCEPT_FUNCTION } from './postgres-accept-function.js';
 
 /** The version table: created before the first step, outside the numbered steps. */
 export const PG_VERSION_TABLE = `
@@ -248,5 +248,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX IF NOT EXISTS runs_failed_at ON runs (finished_at) WHERE state IN ('failed', 'timed_out');
   CREATE INDEX IF NOT EXISTS deliveries_dead_at ON deliveries (updated_at) WHERE state = 'dead';
   CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (seq) WHERE state = 'dead';
+  `,
+  `
+  -- hookgate_accept_batch: the accept path with the batch's events, runs, claims and received records sent apart,
+  -- coalescing in one statement, and NULL answered when everything went as sent. hookgate_accept stays, for the
+  -- nodes of the previous version during a rolling upgrade.
+  ${PG_ACCEPT_BATCH_FUNCTION}
   `,
 ];

@@ -149,7 +149,7 @@ const FINISH_DELIVERIES = `
   WHERE d.id = o.id AND d.lease_owner = o.owner`;
 
 export const PG = {
-  accept: named('accept', 'SELECT hookgate_accept($1::jsonb, $2) AS r'),
+  accept: named('accept_batch', 'SELECT hookgate_accept_batch($1::jsonb, $2::jsonb, $3::jsonb, $4, $5, $6) AS r'),
   claimRuns: named('claim_runs', CLAIM_RUNS),
   claimRunsAndExpired: named('claim_runs_expired', CLAIM_RUNS_AND_EXPIRED),
   renewRuns: named(
