@@ -217,8 +217,21 @@ async function measure(root, index) {
     }
   }
   rmSync(dir, { recursive: true, force: true });
-  if (dbName) await withAdmin((c) => c.query(`DROP DATABASE "${dbName}" WITH (FORCE)`));
-  return { byKind, byFunction };
+  let perBatch;
+  if (dbName) {
+    // received_log holds one block per accept batch: how many requests a batch held, over the whole run.
+    const u = new URL(PG_URL);
+    u.pathname = `/${dbName}`;
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    const { rows } = await c.query(
+      'SELECT count(*)::int AS b, sum(json_array_length(records::json))::int AS r FROM received_log',
+    );
+    await c.end();
+    perBatch = rows[0].r / rows[0].b;
+    await withAdmin((a) => a.query(`DROP DATABASE "${dbName}" WITH (FORCE)`));
+  }
+  return { byKind, byFunction, perBatch };
 }
 
 /**
@@ -268,6 +281,8 @@ console.log(
 console.log(`| kind | ${roots.join(' | ')} |\n|---|${roots.map(() => '---:').join('|')}|`);
 for (const [k] of KINDS) console.log(`| ${k} | ${results.map((m) => f(m.get(k))).join(' | ')} |`);
 console.log(`| **steady** (all but JIT compiler and GC) | ${results.map((m) => `**${f(steady(m))}**`).join(' | ')} |`);
+if (STORE === 'postgres')
+  console.log(`\nrequests per accept batch (received_log): ${measured.map((m) => m.perBatch.toFixed(1)).join(' | ')}`);
 if (results.length > 1)
   console.log(
     `\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`,

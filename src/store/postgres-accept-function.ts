@@ -131,8 +131,9 @@ $fn$;
 
 /**
  * The batch as the client already knows it, so that the usual batch (nothing coalesced, no key used before) is
- * inserted as sent and answered with NULL: the new events and runs (rows as postgres-rows.ts makes them, each with
- * `c`, the index of its command), the idempotency claims (NULL when none), and the received_log block as text,
+ * inserted as sent and answered with NULL: the new events (objects with the short keys of the column list below,
+ * `c` the index of their command), the new runs (`[command index, row as postgres-rows.ts makes it]`), the
+ * idempotency claims (NULL when none), and the received_log block as text,
  * rendered as if every command were accepted as sent (event ids its own, run ids its runs'). Otherwise it answers
  * `{merged: [[command, event index, id it coalesced into], …] | null, answers: {command: conflict | duplicate}}`
  * and corrects the block's records to match.
@@ -190,8 +191,8 @@ BEGIN
   -- Coalescing, the whole batch in one statement (see above); the events of answered commands left out.
   IF jsonb_array_length(new_events) > 0 THEN
     WITH x AS (
-      SELECT * FROM ROWS FROM (jsonb_to_recordset(new_events) AS (c integer, id text, session_key text, agent_id text,
-          text text, origin text, run_id text, created_at bigint, untrusted integer, source text))
+      SELECT * FROM ROWS FROM (jsonb_to_recordset(new_events) AS (c integer, i text, s text, a text, t text, o text,
+          r text, at bigint, u integer, src text))
         WITH ORDINALITY AS x(c, id, session_key, agent_id, text, origin, run_id, created_at, untrusted, source, o)
       WHERE x.c <> ALL (skipped)
     ), latest AS (
@@ -228,8 +229,8 @@ BEGIN
       SELECT r.id, 'queued', r.agent_id, r.session_key, r.session_mode, r.name, r.message, r.wake_mode, r.deliver, r.channel,
         r.recipient, r.account_id, r.model, r.thinking, r.timeout_seconds, r.allow_unsafe, r.content_source, r.hook_path,
         r.mapping_id, r.created_at, r.created_at
-      FROM jsonb_array_elements(new_runs) WITH ORDINALITY AS e(v, o), jsonb_populate_record(NULL::runs, e.v) r
-      WHERE (e.v->>'c')::integer <> ALL (skipped) ORDER BY e.o;
+      FROM jsonb_array_elements(new_runs) WITH ORDINALITY AS e(v, o), jsonb_populate_record(NULL::runs, e.v->1) r
+      WHERE (e.v->>0)::integer <> ALL (skipped) ORDER BY e.o;
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n > 0 THEN
       PERFORM pg_notify(notice_channel, '{"kind":"runs"}');
@@ -241,7 +242,7 @@ BEGIN
     UPDATE idempotency i SET body = jsonb_build_object('spec', cl.value->'spec', 'outcome', jsonb_build_object('events',
         COALESCE((SELECT jsonb_agg(CASE WHEN into_of ? ev.o::text
               THEN jsonb_build_object('eventId', into_of->>ev.o::text, 'outcome', 'coalesced')
-              ELSE jsonb_build_object('eventId', ev.v->>'id', 'outcome', 'queued') END ORDER BY ev.o)
+              ELSE jsonb_build_object('eventId', ev.v->>'i', 'outcome', 'queued') END ORDER BY ev.o)
           FROM jsonb_array_elements(new_events) WITH ORDINALITY AS ev(v, o)
           WHERE ev.v->'c' = cl.value->'c'), '[]')))::text
       FROM jsonb_array_elements(claims) cl

@@ -13,10 +13,10 @@
  */
 import { GroupCommit, type WriteResult } from './group-commit.js';
 import { type PgDb, sendIsolated } from './postgres-db.js';
-import { eventRow, runRow } from './postgres-rows.js';
+import { runRow } from './postgres-rows.js';
 import { PG } from './postgres-statements.js';
 import { type ReceivedTuple, receivedToTuple } from './record-encoding.js';
-import type { AcceptCommand, AcceptOutcome, AcceptResult, ReceivedHook } from './types.js';
+import type { AcceptCommand, AcceptOutcome, AcceptResult, NewSystemEvent, ReceivedHook } from './types.js';
 
 /** One command of the batch: an accept, or a received record only (a request answered without one). */
 type AcceptOp = { kind: 'accept'; cmd: AcceptCommand } | { kind: 'received'; rec: ReceivedHook };
@@ -27,6 +27,25 @@ interface BatchAnswer {
   merged: [number, number, string][] | null;
   /** By command index: answered from its idempotency key. */
   answers: Record<string, AcceptResult>;
+}
+
+/**
+ * A new event as hookgate_accept_batch reads it: its columns under the short keys of the function's column list
+ * (the batch's largest part, serialised here and parsed there), `c` the index of its command.
+ */
+function eventJson(c: number, ev: NewSystemEvent) {
+  return {
+    c,
+    i: ev.id,
+    s: ev.sessionKey,
+    a: ev.agentId,
+    t: ev.text,
+    o: ev.origin,
+    r: ev.runId ?? null,
+    at: ev.createdAt,
+    u: ev.untrusted === true ? 1 : 0,
+    src: ev.source ?? null,
+  };
 }
 
 /** The statement's parameters for `ops`: the rows to insert, the claims, the received_log block and its time. */
@@ -48,15 +67,11 @@ function toParams(ops: AcceptOp[], channel: string): unknown[] {
     const eventIds: string[] = [];
     const runIds: string[] = [];
     for (const ev of cmd.events) {
-      const row: ReturnType<typeof eventRow> & { c?: number } = eventRow(ev);
-      row.c = c;
-      events.push(row);
+      events.push(eventJson(c, ev));
       eventIds.push(ev.id);
     }
     for (const run of cmd.runs) {
-      const row: ReturnType<typeof runRow> & { c?: number } = runRow(run);
-      row.c = c;
-      runs.push(row);
+      runs.push([c, runRow(run)]);
       runIds.push(run.id);
     }
     const idem = cmd.idempotency;
