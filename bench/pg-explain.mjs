@@ -12,8 +12,8 @@
 // Each recorded statement then runs as `EXPLAIN (ANALYZE, BUFFERS)` with the same parameters, in a transaction that
 // is rolled back, so every plan sees the same data. The plans are custom plans (parameters known), which is what an
 // unnamed statement always gets (a named one may switch to a generic plan after five executions). BEGIN/COMMIT and
-// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept) runs once
-// more with auto_explain (loaded in the session: superuser) to show the plans of the statements inside it. The
+// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept_batch) runs
+// once more with auto_explain (loaded in the session: superuser) to show the plans of the statements inside it. The
 // database is dropped at the end. Env: PG_EXPLAIN_URL (admin URL; default HOOKGATE_TEST_PG_URL, else the machine's
 // server, database test).
 import { randomBytes } from 'node:crypto';
@@ -299,7 +299,7 @@ await admin.query(`CREATE DATABASE "${dbName}"`);
 const url = new URL(adminUrl);
 url.pathname = `/${dbName}`;
 let store;
-let nested = false; // auto_explain loaded: the plans inside hookgate_accept are shown too
+let nested = false; // auto_explain loaded: the plans inside hookgate_accept_batch are shown too
 const c = new pg.Client({ connectionString: url.toString() });
 try {
   store = await openPostgresStore({ url: url.toString(), poolSize: 2 });
