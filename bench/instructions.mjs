@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // Instructions per request, counted by valgrind's callgrind: a measure that other processes on the machine do not
 // move (req/s and CPU time do), for comparing two builds. Needs valgrind (Debian: apt install valgrind).
-//   node bench/instructions.mjs [--target T] [ROOT ...]   ROOT: a checkout with a built dist/ (default: this one)
+//   node bench/instructions.mjs [--target T] [--store S] [ROOT ...]   ROOT: a checkout with a built dist/ (default:
+//   this one)
 //   T: wake (default: /hooks/wake), agent (/hooks/agent; its runs drained before and after the counted requests, so
 //   each request's count includes its run, echo → log file), floor (bench/floor-server.mjs, two rows per request),
 //   floor1 (the same, one row per request)
+//   S: sqlite (default) or postgres (a fresh database per ROOT on BENCH_PG_URL / HOOKGATE_TEST_PG_URL, default the
+//   machine's server, dropped at the end; only hookgate's process is counted, not the database server's)
 //   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
 //   INSTR_ANNOTATE (a file prefix: callgrind_annotate's per-function output kept as PREFIX-N.txt and the raw dump as
 //   PREFIX-N.callgrind, N the ROOT's index; with INSTR_TOP also V8's map of JIT code as PREFIX-N.map, which names
@@ -21,6 +24,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import pg from 'pg';
 
 const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -28,6 +32,11 @@ const targetAt = argv.indexOf('--target');
 const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
 if (!['wake', 'agent', 'floor', 'floor1'].includes(TARGET))
   throw new Error(`--target: wake, agent, floor or floor1, not ${TARGET}`);
+const storeAt = argv.indexOf('--store');
+const STORE = storeAt === -1 ? 'sqlite' : argv.splice(storeAt, 2)[1];
+if (!['sqlite', 'postgres'].includes(STORE)) throw new Error(`--store: sqlite or postgres, not ${STORE}`);
+const PG_URL =
+  process.env.BENCH_PG_URL || process.env.HOOKGATE_TEST_PG_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const roots = argv.map((r) => resolve(r));
 if (roots.length === 0) roots.push(here);
 const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
@@ -52,14 +61,34 @@ const KINDS = [
   ['other V8 runtime', /./],
 ];
 
+/** Runs `f` with a client on the admin database. */
+async function withAdmin(f) {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    return await f(c);
+  } finally {
+    await c.end();
+  }
+}
+
 async function measure(root, index) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-instr-'));
   const config = join(dir, 'hookgate.json5');
+  let storage = { driver: 'sqlite', path: join(dir, 'hookgate.db') };
+  let dbName;
+  if (STORE === 'postgres') {
+    dbName = `hg_instr_${process.pid}_${index}`;
+    await withAdmin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+    const u = new URL(PG_URL);
+    u.pathname = `/${dbName}`;
+    storage = { driver: 'postgres', url: u.toString(), poolSize: 10 };
+  }
   writeFileSync(
     config,
     JSON.stringify({
       gateway: { port: 0 },
-      storage: { driver: 'sqlite', path: join(dir, 'hookgate.db') },
+      storage,
       hooks: { enabled: true, token: TOKEN },
       heartbeat: { every: 'off' },
       agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
@@ -188,7 +217,21 @@ async function measure(root, index) {
     }
   }
   rmSync(dir, { recursive: true, force: true });
-  return { byKind, byFunction };
+  let perBatch;
+  if (dbName) {
+    // received_log holds one block per accept batch: how many requests a batch held, over the whole run.
+    const u = new URL(PG_URL);
+    u.pathname = `/${dbName}`;
+    const c = new pg.Client({ connectionString: u.toString() });
+    await c.connect();
+    const { rows } = await c.query(
+      'SELECT count(*)::int AS b, sum(json_array_length(records::json))::int AS r FROM received_log',
+    );
+    await c.end();
+    perBatch = rows[0].r / rows[0].b;
+    await withAdmin((a) => a.query(`DROP DATABASE "${dbName}" WITH (FORCE)`));
+  }
+  return { byKind, byFunction, perBatch };
 }
 
 /**
@@ -233,11 +276,13 @@ const what = {
   floor1: 'floor request (one row)',
 }[TARGET];
 console.log(
-  `instructions per ${what} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`,
+  `instructions per ${what} on ${STORE} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`,
 );
 console.log(`| kind | ${roots.join(' | ')} |\n|---|${roots.map(() => '---:').join('|')}|`);
 for (const [k] of KINDS) console.log(`| ${k} | ${results.map((m) => f(m.get(k))).join(' | ')} |`);
 console.log(`| **steady** (all but JIT compiler and GC) | ${results.map((m) => `**${f(steady(m))}**`).join(' | ')} |`);
+if (STORE === 'postgres')
+  console.log(`\nrequests per accept batch (received_log): ${measured.map((m) => m.perBatch.toFixed(1)).join(' | ')}`);
 if (results.length > 1)
   console.log(
     `\nsteady, relative to the first: ${results.map((m) => (steady(m) / steady(results[0])).toFixed(3)).join(' ')}`,

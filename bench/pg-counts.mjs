@@ -3,7 +3,7 @@
 // statements. Sources, each chosen because it does not move with the machine's load:
 //   - pg_stat_statements (when the server preloads it): calls and execution time per normalised statement, reset for
 //     the bench database only before each phase (`pg_stat_statements_reset(0, dboid, 0)`), with
-//     `pg_stat_statements.track = 'all'` set on that database so the statements inside functions (hookgate_accept,
+//     `pg_stat_statements.track = 'all'` set on that database so the statements inside functions (hookgate_accept_batch,
 //     hookgate_claim_runs) are counted too, apart from the top-level ones. Without it: pg_stat_database's commits
 //     only, and a note;
 //   - the counting proxy (pg-wire.mjs) between hookgate and the server: round trips, statements sent, parses
@@ -211,7 +211,7 @@ export function countsTable(results, opts) {
   }
   lines.push(
     '',
-    "statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept, hookgate_claim_runs); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions and autovacuum's included.",
+    "statements: top-level calls in pg_stat_statements (BEGIN and COMMIT included), + those run inside functions (hookgate_accept_batch, hookgate_claim_runs); round trips, commits (wire), parses and executions: counted on the wire; commits (server): pg_stat_database.xact_commit, read-only transactions and autovacuum's included.",
     "A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes' background work (claim polls, node refresh): its rate is the idle row.",
     'Claims (empty): executions of the run and delivery claim statements, and those that leased nothing, counted on the wire.',
   );

@@ -14,7 +14,7 @@
 // Each recorded statement then runs as `EXPLAIN (ANALYZE, BUFFERS)` with the same parameters, in a transaction that
 // is rolled back, so every plan sees the same data. The plans are custom plans (parameters known), which is what an
 // unnamed statement always gets (a named one may switch to a generic plan after five executions). BEGIN/COMMIT and
-// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept,
+// bare `pg_notify` calls are listed, not explained. A call of one of hookgate's functions (hookgate_accept_batch,
 // hookgate_claim_runs) runs once more with auto_explain (loaded in the session: superuser) to show the plans of the
 // statements inside it. The database is dropped at the end. Env: PG_EXPLAIN_URL (admin URL; default
 // HOOKGATE_TEST_PG_URL, else the machine's server, database test).

@@ -1,7 +1,7 @@
 /**
  * PostgreSQL schema, applied in order and recorded in `schema_migrations` (one row per applied step, under an
  * advisory lock: see postgres-migrate.ts). Append new steps; never edit an applied one (steps 2, 5 and 7 all run the
- * current definition of hookgate_accept: see postgres-accept-function.ts; step 9 that of hookgate_claim_runs).
+ * current definition of hookgate_accept: see postgres-accept-function.ts; step 9 that of hookgate_claim_runs, step 10 that of hookgate_accept_batch).
  *
  * The tables mirror SQLite's final tables (sqlite-schema.ts, after all its migrations; both in docs/schema.md, which a
  * test keeps current): same table and column names, so `hookgate store copy` moves rows column by column. Types: SQLite
@@ -13,7 +13,7 @@
  * lockout is short-lived and need not survive a server crash) and `schema_migrations`.
  */
 
-import { PG_ACCEPT_FUNCTION } from './postgres-accept-function.js';
+import { PG_ACCEPT_BATCH_FUNCTION, PG_ACCEPT_FUNCTION } from './postgres-accept-function.js';
 import { PG_CLAIM_FUNCTION } from './postgres-claim-function.js';
 
 /** The version table: created before the first step, outside the numbered steps. */
@@ -254,5 +254,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- The run claim in a function whose statements cannot seq-scan runs, whatever plan a connection keeps for them
   -- (postgres-claim-function.ts).
   ${PG_CLAIM_FUNCTION}
+  `,
+  `
+  -- hookgate_accept_batch: the accept path with the batch's events, runs, claims and received records sent apart,
+  -- coalescing in one statement, and NULL answered when everything went as sent. hookgate_accept stays, for the
+  -- nodes of the previous version during a rolling upgrade.
+  ${PG_ACCEPT_BATCH_FUNCTION}
   `,
 ];

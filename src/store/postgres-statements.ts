@@ -116,7 +116,7 @@ const FINISH_DELIVERIES = `
   WHERE d.id = o.id AND d.lease_owner = o.owner`;
 
 export const PG = {
-  accept: named('accept', 'SELECT hookgate_accept($1::jsonb, $2) AS r'),
+  accept: named('accept_batch', 'SELECT hookgate_accept_batch($1::jsonb, $2::jsonb, $3::jsonb, $4, $5, $6) AS r'),
   // The claim's statements run inside hookgate_claim_runs (postgres-claim-function.ts); `(c.run).*` spreads the run.
   claimRuns: named(
     'claim_runs',

@@ -143,6 +143,32 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       );
     });
 
+    it('one key twice in one batch: the first is accepted, the second answered as its duplicate', async () => {
+      const key = claim({ keyHash: 'b'.repeat(64) });
+      const session = `twice-${Date.now()}`;
+      const [first, second] = [1, 2].map(() =>
+        command({
+          events: [event({ sessionKey: session, text: 'once' })],
+          idempotency: key,
+          answerSpec: { kind: 'wake', status: 200 },
+          received: received({ status: 200 }),
+        }),
+      );
+      const [r1, r2] = await Promise.all([a.accept(first!), a.accept(second!)]);
+      assert.equal(r1.kind, 'accepted');
+      assert.deepEqual(r2, {
+        kind: 'duplicate',
+        status: 200,
+        replay: { spec: { kind: 'wake', status: 200 }, outcome: r1.kind === 'accepted' && r1.outcome },
+      });
+      const { rows } = await sqlIn<{ n: number }>(
+        schema,
+        'SELECT count(*)::int AS n FROM system_events WHERE session_key = $1',
+        [session],
+      );
+      assert.equal(rows[0]!.n, 1, 'the duplicate queued nothing');
+    });
+
     it('one bad command of a batch fails alone; the others of its batch are committed', async () => {
       const taken = run();
       await a.accept(command({ runs: [taken], received: received() }));
@@ -332,17 +358,19 @@ describe('postgres driver', { skip: skip ?? false }, () => {
   });
 
   describe('postgres: schema versions and failures', { timeout: 60_000 }, () => {
-    it('a store at the previous schema step gets the current hookgate_accept when opened', async () => {
+    it('a store at the previous schema step gets the current hookgate_accept_batch when opened', async () => {
       const { schema: old, drop: dropOld } = await testSchema();
       try {
         await (await openTestStore(old)).close();
         // As a store migrated by the version before the last step that redefines the function: its function lacks
         // this version's changes (here: it fails). The steps after that one run again too.
-        const redefined = PG_MIGRATIONS.map((step) => step.includes('FUNCTION hookgate_accept')).lastIndexOf(true) + 1;
+        const redefined =
+          PG_MIGRATIONS.map((step) => step.includes('FUNCTION hookgate_accept_batch(')).lastIndexOf(true) + 1;
         await sqlIn(old, 'DELETE FROM schema_migrations WHERE version >= $1', [redefined]);
         await sqlIn(
           old,
-          `CREATE OR REPLACE FUNCTION hookgate_accept(batch jsonb, notice_channel text) RETURNS jsonb LANGUAGE plpgsql
+          `CREATE OR REPLACE FUNCTION hookgate_accept_batch(new_events jsonb, new_runs jsonb, claims jsonb, records text,
+            records_at bigint, notice_channel text) RETURNS jsonb LANGUAGE plpgsql
           AS $fn$ BEGIN RAISE EXCEPTION 'the previous definition'; END $fn$`,
         );
         const store = await openTestStore(old);
