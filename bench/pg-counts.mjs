@@ -215,6 +215,11 @@ export function countsTable(results, opts) {
     "A prepared execution is a Bind naming a prepared statement (parsed once per connection); unprepared: an unnamed Parse + Bind, or a simple query. Each phase includes the nodes' background work (claim polls, node refresh): its rate is the idle row.",
     'Claims (empty): executions of the run and delivery claim statements, and those that leased nothing, counted on the wire.',
   );
+  const during = results.filter((r) => r.runsPerAccept !== undefined);
+  if (during.length)
+    lines.push(
+      `Runs finished per agent accept while the ${opts.agents} were accepted (the rest after; a saturated ingress defers them): ${during.map((r) => `${r.setup} ${f(r.runsPerAccept)}`).join(', ')}.`,
+    );
   if (results.some((r) => !r.statementsAvailable)) {
     lines.push(
       `pg_stat_statements unavailable (${results.find((r) => !r.statementsAvailable).why}): statement counts and PG exec ms are missing. Enable it with shared_preload_libraries = 'pg_stat_statements' in postgresql.conf and a restart.`,

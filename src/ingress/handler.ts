@@ -65,7 +65,16 @@ async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerRespon
     if (routed instanceof Refusal) return answerRefusal(h, x, routed);
     if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
     if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
-    return answerCommitted(h, x, routed, await commit(h, x, routed));
+    // Counted while it waits for the store; one held for its run is not: that wait is the runtime's (pressure.ts).
+    const pressure = routed.kind === 'actions' && routed.waitForCompletion ? undefined : h.deps.pressure;
+    pressure?.commitStarted();
+    let answer: DispatchAnswer;
+    try {
+      answer = await commit(h, x, routed);
+    } finally {
+      pressure?.committed();
+    }
+    return answerCommitted(h, x, routed, answer);
   } catch (err) {
     return answerRefusal(h, x, refusalOf(h, x, err));
   }

@@ -26,7 +26,7 @@ export interface HandlerDeps {
   routes?: HookRoutes;
   /** The live feed: every answered request is announced (announce.ts). */
   feed?: FeedSink;
-  /** Told of every request, to tell the runtime when the ingress is saturated (pressure.ts). */
+  /** Told of every request and every commit, to tell the runtime when the ingress is saturated (pressure.ts). */
   pressure?: IngressPressure;
   /** `hooks.authFailureLimit`'s counts and lockouts: the process's, kept across reloads (its limits follow the config). */
   limiter: AuthFailureLimiter;

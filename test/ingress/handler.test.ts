@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
@@ -17,8 +18,10 @@ import type { RuntimeSignals } from '../../src/hooks/dispatch.js';
 import { buildHooksContext } from '../../src/hooks/context.js';
 import { buildIngressContext } from '../../src/ingress/context.js';
 import { createHandler } from '../../src/ingress/handler.js';
+import { BUSY_COMMITTING, BUSY_HOLD_MS, IngressPressure } from '../../src/ingress/pressure.js';
 import { AuthFailureLimiter } from '../../src/net/limiter.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import type { AcceptCommand, AcceptResult } from '../../src/store/types.js';
 import { tempDir } from '../support/temp-dir.js';
 import { TOKEN } from '../support/token.js';
 import { waitFor } from '../support/wait.js';
@@ -34,6 +37,7 @@ async function serve(
   signals: RuntimeSignals = { heartbeatRequested: () => {}, runsQueued: () => {} },
   arrived: () => void = () => {},
   limiter?: AuthFailureLimiter,
+  pressure?: IngressPressure,
 ): Promise<{ server: Server; url: string; reload(hooks: Record<string, unknown>): void }> {
   const configOf = (h: Record<string, unknown>) =>
     validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
@@ -45,6 +49,7 @@ async function serve(
     completions: { wait: async () => PENDING },
     logger: pino({ level: 'silent' }),
     limiter: limiter ?? new AuthFailureLimiter(config.hooks.authFailureLimit),
+    ...(pressure ? { pressure } : {}),
   });
   const server = createServer((req, res) => void (arrived(), handler(req, res)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -334,5 +339,96 @@ describe('handler: a verified signature that no mapping takes', () => {
         [200, 'github', null, [], [], null],
       );
     assert.equal((await store.listRuns({ limit: 50 })).length, 1, 'only the mapped event queued a run');
+  });
+});
+
+/** A store whose accepts wait until `release` (a slow commit: a round trip to a busy database). */
+class HeldStore extends SqliteStore {
+  held = 0;
+  release: () => void = () => {};
+  private readonly gate = new Promise<void>((r) => (this.release = r));
+  override async accept(cmd: AcceptCommand): Promise<AcceptResult> {
+    this.held++;
+    await this.gate;
+    return super.accept(cmd);
+  }
+}
+
+describe('handler: ingress pressure', () => {
+  const N = BUSY_COMMITTING + 2;
+  // After the hold: only requests waiting now can say busy, not the turn they arrived in.
+  const busyNow = (p: IngressPressure) => p.busy(performance.now() + BUSY_HOLD_MS + 1);
+
+  async function withServer(
+    fn: (url: string, store: HeldStore, p: IngressPressure, arrivals: () => number) => Promise<void>,
+  ) {
+    const dir = tempDir('hookgate-pressure-');
+    const store = new HeldStore({ path: join(dir, 'h.db'), writer: 'inline' });
+    const pressure = new IngressPressure();
+    let arrived = 0;
+    const { server, url } = await serve(dir, {}, store, undefined, () => void arrived++, undefined, pressure);
+    try {
+      await fn(url, store, pressure, () => arrived);
+    } finally {
+      store.release();
+      server.closeAllConnections();
+      server.close();
+      await store.close();
+    }
+  }
+  const post = (url: string, path: string, body: unknown) =>
+    fetch(`${url}/hooks/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(body),
+    });
+
+  it('counts the requests waiting for a slow commit: busy while they wait, quiet after the hold', async () => {
+    await withServer(async (url, store, pressure) => {
+      const answers = Array.from({ length: N }, (_, i) => post(url, 'agent', { message: `m${i}` }));
+      await waitFor(`${N} commits under way`, () => store.held === N);
+      assert.equal(pressure.waiting, N);
+      assert.equal(busyNow(pressure), true);
+      store.release();
+      for (const r of await Promise.all(answers)) assert.equal(r.status, 200);
+      assert.equal(pressure.waiting, 0, 'every one counted out, once');
+      assert.equal(busyNow(pressure), false);
+    });
+  });
+
+  it('does not count a sender trickling its body: it waits on itself, not on this node', async () => {
+    await withServer(async (url, _store, pressure, arrivals) => {
+      const { port } = new URL(url);
+      const reqs = Array.from({ length: N }, () => {
+        const req = request({
+          host: '127.0.0.1',
+          port,
+          path: '/hooks/agent',
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-length': '100' },
+        });
+        req.on('error', () => {}); // closed by the server at the end
+        req.write('{"message":"slow');
+        return req;
+      });
+      // Each is in the handler, reading its body (the handler runs once the headers are in).
+      await waitFor(`${N} requests in`, () => arrivals() === N);
+      assert.equal(pressure.waiting, 0);
+      assert.equal(busyNow(pressure), false);
+      for (const r of reqs) r.destroy();
+    });
+  });
+
+  it('does not count a request held for its run (waitForCompletion): that wait is the runtime work', async () => {
+    await withServer(async (url, store, pressure) => {
+      const answers = Array.from({ length: N }, (_, i) =>
+        post(url, 'agent', { message: `m${i}`, waitForCompletion: true }),
+      );
+      await waitFor(`${N} commits under way`, () => store.held === N);
+      assert.equal(pressure.waiting, 0);
+      assert.equal(busyNow(pressure), false);
+      store.release();
+      for (const r of await Promise.all(answers)) assert.equal(r.status, 200);
+    });
   });
 });
