@@ -50,7 +50,8 @@ export function openLoopRound(o, { url, kind, rate, seconds, token, connections 
     const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
-    child.once('exit', (code) => {
+    // `close`, not `exit`: the child's stdout may still hold the end of its summary when it exits.
+    child.once('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (code !== 0 || !line) return reject(new Error(`openloop exited ${code}: ${out.slice(-300)}`));
       resolve(JSON.parse(line));

@@ -218,6 +218,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     connections: Number(connections),
     token,
   });
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-  process.exit(0);
+  // Exit once the summary is written: stdout to a pipe is asynchronous, and an hour's summary (per-second arrays) is
+  // hundreds of KB, which process.exit alone cut short.
+  process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
 }
