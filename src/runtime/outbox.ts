@@ -117,7 +117,13 @@ export class Outbox {
           else batches.set(route, { id: d.id, route, until: now + leaseMs - marginMs, rows: [d] });
         }
         this.unsent += rows.length;
-        for (const route of batches.keys()) this.routesInHand.add(route);
+        for (const [route, b] of batches) {
+          this.routesInHand.add(route);
+          // A batch that came with all the followers it may have may have left more behind it: its route is claimed
+          // again when it ends. Without this, the rest waited for a delivery queued to the route or the poll: after
+          // a burst, 64 deliveries a second per node.
+          if (b.rows.length > DELIVERY_FOLLOWERS) this.routesOwed.add(route);
+        }
         return [...batches.values()];
       },
       work: (b, signal) =>

@@ -9,7 +9,7 @@ import type { Channel, OutboundMessage, SendResult } from '../../src/channels/ty
 import { telegramSchema } from '../../src/config/schema/channels.js';
 import { createLogger } from '../../src/log.js';
 import type { RuntimeEnv } from '../../src/runtime/env.js';
-import { deliveryRetryDelayMs, MIN_HINTED_WAIT_MS, Outbox } from '../../src/runtime/outbox.js';
+import { DELIVERY_FOLLOWERS, deliveryRetryDelayMs, MIN_HINTED_WAIT_MS, Outbox } from '../../src/runtime/outbox.js';
 import { RunWorker } from '../../src/runtime/run-worker.js';
 import type { Delivery, DeliveryOutcome, Store } from '../../src/store/types.js';
 import { recordingContext } from '../support/platforms/fixtures.js';
@@ -470,6 +470,35 @@ describe("outbox: a route's batch", () => {
     } finally {
       t.clear();
       await t.outbox.close(100);
+    }
+  });
+
+  it('a batch that came with all the followers it may have claims its route again when it ends; a shorter one does not', async () => {
+    const full = Array.from({ length: DELIVERY_FOLLOWERS + 1 }, (_, i) => delivery({ to: '1001', text: `m${i}` }));
+    const t = batchOutbox(full, () => Promise.resolve(), 4);
+    try {
+      t.outbox.notify();
+      await until(() => t.logs.filter((l) => l.msg === 'delivered').length === full.length, 'the full batch delivered');
+      // Within a few turns of its end, not at the next poll (a second away).
+      for (let i = 0; i < 20 && t.claims.length < 2; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(t.claims.length, 2, 'a second claim, untold, once the full batch ended');
+    } finally {
+      t.clear();
+      await t.outbox.close(100);
+    }
+    const short = Array.from({ length: DELIVERY_FOLLOWERS }, (_, i) => delivery({ to: '1001', text: `s${i}` }));
+    const u = batchOutbox(short, () => Promise.resolve(), 4);
+    try {
+      u.outbox.notify();
+      await until(
+        () => u.logs.filter((l) => l.msg === 'delivered').length === short.length,
+        'the short batch delivered',
+      );
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+      assert.equal(u.claims.length, 1, 'a batch short of the cap took all there was: no claim after it');
+    } finally {
+      u.clear();
+      await u.outbox.close(100);
     }
   });
 
