@@ -18,6 +18,16 @@
  * the sender cap. One received_log block per batch; one 'runs' notice when runs were added (delivered at commit).
  * It builds every answer and record in jsonb, command by command (each `||` copies the array so far).
  */
+/**
+ * A new key's sender over its cap (`idem.maxPerSender`): the sender's oldest keys go. One text for both functions
+ * (interpolated where each had it, so their SQL is what it was).
+ */
+const CAP_SENDER_KEYS = `      SELECT count(*) INTO n FROM idempotency WHERE sender = idem->>'sender';
+      IF n > (idem->>'maxPerSender')::integer THEN
+        DELETE FROM idempotency WHERE (scope, key_hash) IN (SELECT scope, key_hash FROM idempotency
+          WHERE sender = idem->>'sender' ORDER BY created_at LIMIT n - (idem->>'maxPerSender')::integer);
+      END IF;`;
+
 export const PG_ACCEPT_FUNCTION = `
 CREATE OR REPLACE FUNCTION hookgate_accept(batch jsonb, notice_channel text) RETURNS jsonb LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $fn$
@@ -94,11 +104,7 @@ BEGIN
     IF jsonb_typeof(idem) = 'object' THEN
       UPDATE idempotency SET body = jsonb_build_object('spec', cmd->'spec', 'outcome', outcome)::text
         WHERE scope = idem->>'scope' AND key_hash = idem->>'keyHash';
-      SELECT count(*) INTO n FROM idempotency WHERE sender = idem->>'sender';
-      IF n > (idem->>'maxPerSender')::integer THEN
-        DELETE FROM idempotency WHERE (scope, key_hash) IN (SELECT scope, key_hash FROM idempotency
-          WHERE sender = idem->>'sender' ORDER BY created_at LIMIT n - (idem->>'maxPerSender')::integer);
-      END IF;
+${CAP_SENDER_KEYS}
     END IF;
     recs := recs || jsonb_build_array(jsonb_set(jsonb_set(rec, '{6}', jsonb_path_query_array(evs, '$[*].eventId')), '{7}', cmd->'runIds'));
     results := results || jsonb_build_array(jsonb_build_object('kind', 'accepted', 'outcome', outcome));
@@ -180,11 +186,7 @@ BEGIN
         answers := answers || jsonb_build_object(idem->>'c', a);
         CONTINUE;
       END IF;
-      SELECT count(*) INTO n FROM idempotency WHERE sender = idem->>'sender';
-      IF n > (idem->>'maxPerSender')::integer THEN
-        DELETE FROM idempotency WHERE (scope, key_hash) IN (SELECT scope, key_hash FROM idempotency
-          WHERE sender = idem->>'sender' ORDER BY created_at LIMIT n - (idem->>'maxPerSender')::integer);
-      END IF;
+${CAP_SENDER_KEYS}
     END LOOP;
   END IF;
 
