@@ -9,6 +9,7 @@ import type { PgDb, Query } from './postgres-db.js';
 import {
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
+  NOTHING_PRUNED,
   pruneFinishedInSteps,
   type RetentionStep,
   type RetentionStepFn,
@@ -31,7 +32,7 @@ const PRUNE_LOCK = `hashtextextended('hookgate:prune-finished:' || current_schem
 export function pgPruneFinished(db: PgDb, before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
   return db.withClient(async (client) => {
     const { rows } = await client.query<{ ours: boolean }>(`SELECT pg_try_advisory_lock(${PRUNE_LOCK}) AS ours`);
-    if (!rows[0]?.ours) return { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 };
+    if (!rows[0]?.ours) return { ...NOTHING_PRUNED };
     try {
       const query: Query = (sql, params) => client.query(typeof sql === 'string' ? sql : sql.text, params);
       return await pruneFinishedInSteps(pgRetentionStep({ query }), before, policy);

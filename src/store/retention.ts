@@ -30,6 +30,12 @@ export interface RetentionStep {
   /** Deliveries deleted together with the window's runs (kind `runs` only). */
   deliveries: number;
   done: boolean;
+  /**
+   * How long the step's own statements held the writer, in ms, when the driver can tell it from the wait: on SQLite,
+   * the step's op on the writer (its pages are committed with the batch it joined). Unset (PostgreSQL): the step's
+   * round trip is the time.
+   */
+  heldMs?: number;
 }
 
 /** What a prune of finished work deleted, by table, and in how many steps (transactions). */
@@ -41,6 +47,8 @@ export interface FinishedWorkPruned {
   steps: number;
   /** The longest step, in ms from sending it to its answer (on SQLite: its wait behind other writes included). */
   longestStepMs: number;
+  /** The longest any step's statements held the writer, in ms (`RetentionStep.heldMs`, else its round trip). */
+  longestHeldMs: number;
 }
 
 export interface FinishedWorkPolicy {
@@ -75,20 +83,33 @@ export type RetentionStepFn = (
   keepMessages: number,
 ) => Promise<RetentionStep>;
 
+/** A pass that deleted nothing, in no step. */
+export const NOTHING_PRUNED: Readonly<FinishedWorkPruned> = {
+  runs: 0,
+  deliveries: 0,
+  events: 0,
+  messages: 0,
+  steps: 0,
+  longestStepMs: 0,
+  longestHeldMs: 0,
+};
+
 /** The loop both drivers share: every kind, window after window, one turn of the event loop between steps. */
 export async function pruneFinishedInSteps(
   step: RetentionStepFn,
   before: number,
   policy: FinishedWorkPolicy,
 ): Promise<FinishedWorkPruned> {
-  const out: FinishedWorkPruned = { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 };
+  const out: FinishedWorkPruned = { ...NOTHING_PRUNED };
   for (const kind of RETENTION_KINDS) {
     const limit = Math.max(1, policy.stepRows?.[kind] ?? RETENTION_STEP_ROWS[kind]);
     for (let after = 0; ; ) {
       if (policy.signal?.aborted) return out;
       const t = performance.now();
       const s = await step(kind, before, after, limit, policy.keepMessages);
-      out.longestStepMs = Math.max(out.longestStepMs, Math.round((performance.now() - t) * 10) / 10);
+      const ms = performance.now() - t;
+      out.longestStepMs = Math.max(out.longestStepMs, Math.round(ms * 10) / 10);
+      out.longestHeldMs = Math.max(out.longestHeldMs, Math.round((s.heldMs ?? ms) * 10) / 10);
       out.steps++;
       out[kind] += s.deleted;
       out.deliveries += s.deliveries;

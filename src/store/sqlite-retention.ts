@@ -1,8 +1,10 @@
 /**
- * Retention of finished work on SQLite (retention.ts): one step is one write op, so it commits through the one
- * writer like every write, in a batch of its own size bounded by the step's window; the accepts that wait meanwhile
- * commit in the next batch.
+ * Retention on SQLite: of finished work (retention.ts), and of expired idempotency keys, received records and
+ * refusal counts (`prune`). One step is one write op, so it commits through the one writer like every write, in a
+ * batch of its own size bounded by the step's window; the accepts that wait meanwhile commit in the next batch.
  */
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
@@ -11,13 +13,69 @@ import {
   type RetentionStep,
 } from './retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from './retention-sql.js';
+import { pruneGmailPushes } from './sqlite-gmail.js';
 import { prepared } from './sqlite-prepared.js';
 import type { WriteOp } from './sqlite-write-ops.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 
 const named = (name: Param) => `@${name}`;
 
+/**
+ * Received-log blocks looked at per step. A block holds the received records of one commit: one or two at a steady
+ * 1,000 requests/s, a few hundred at saturation, so a step deletes at most some tens of thousands of records (about
+ * 10 ms); deleting ten minutes' worth at once held the writer for a quarter of a second (docs/performance.md).
+ */
+export const RECEIVED_STEP_BLOCKS = 128;
+/** Expired idempotency keys deleted per step. */
+export const IDEMPOTENCY_STEP_KEYS = 1000;
+
+/** What one step of `prune` deleted, and whether nothing older is left. */
+interface ExpiryStep {
+  deleted: number;
+  done: boolean;
+}
+
 export const RETENTION_WRITE_OPS = {
+  /**
+   * The oldest `limit` received blocks: all of them when the newest is older than `before`, else those older than it
+   * (blocks are appended in time order: the walk ends there). Counted by records, as `prune` reports them.
+   */
+  pruneReceivedStep(w: SqliteWriter, before: number, limit: number): ExpiryStep {
+    const win = prepared(
+      w.db,
+      'SELECT COUNT(*) AS n, MAX(seq) AS last, MAX(at) AS newest FROM (SELECT seq, at FROM received_log ORDER BY seq LIMIT ?)',
+    ).get(limit) as { n: number; last: number | null; newest: number | null };
+    if (win.n === 0 || win.last === null || win.newest === null) return { deleted: 0, done: true };
+    const whole = win.newest < before;
+    const where = whole ? 'seq <= @last' : 'seq <= @last AND at < @before';
+    const args = whole ? { last: win.last } : { last: win.last, before };
+    const { n } = prepared(
+      w.db,
+      `SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE ${where}`,
+    ).get(args) as { n: number };
+    prepared(w.db, `DELETE FROM received_log WHERE ${where}`).run(args);
+    return { deleted: n, done: !whole || win.n < limit };
+  },
+
+  /** Up to `limit` idempotency keys expired at `now`, soonest expired first (the expiry index). */
+  pruneIdempotencyStep(w: SqliteWriter, now: number, limit: number): ExpiryStep {
+    w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
+    const deleted = prepared(
+      w.db,
+      `DELETE FROM idempotency WHERE (scope, key_hash) IN
+         (SELECT scope, key_hash FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ).run(now, limit).changes;
+    return { deleted, done: deleted < limit };
+  },
+
+  /** Refusal counts whose window ended before `before`, and fetched Gmail pushes received before it (few rows). */
+  pruneRefusals(w: SqliteWriter, before: number): number {
+    const refusals = prepared(w.db, 'DELETE FROM refusal_log WHERE at + window_ms <= ?').run(before).changes;
+    pruneGmailPushes(w.db, before);
+    return refusals;
+  },
+
+  /** One step of finished work, stamped with its statements' time on the writer (`RetentionStep.heldMs`). */
   pruneFinishedStep(
     w: SqliteWriter,
     kind: RetentionKind,
@@ -26,34 +84,68 @@ export const RETENTION_WRITE_OPS = {
     limit: number,
     keepMessages: number,
   ): RetentionStep {
-    const win = prepared(w.db, windowSql(kind, named)).get({ after, limit }) as {
-      n: number;
-      last: number | null;
-      oldest: number | null;
-    };
-    if (win.n === 0 || win.last === null) return { last: after, deleted: 0, deliveries: 0, done: true };
-    // Rows are appended in time order: a window with nothing older than the cut-off ends the walk.
-    if (win.oldest !== null && win.oldest >= before) return { last: win.last, deleted: 0, deliveries: 0, done: true };
-    const args = { before, after, last: win.last };
-    let deleted: number;
-    let deliveries = 0;
-    if (kind === 'runs') {
-      const where = finishedRunsWhere(named);
-      deliveries = prepared(
-        w.db,
-        `DELETE FROM deliveries WHERE run_id IN (SELECT r.id FROM runs r WHERE ${where})`,
-      ).run(args).changes;
-      deleted = prepared(w.db, `DELETE FROM runs WHERE seq IN (SELECT r.seq FROM runs r WHERE ${where})`).run(
-        args,
-      ).changes;
-    } else if (kind === 'messages') {
-      deleted = prepared(w.db, deleteSql(kind, named)).run({ ...args, keep: keepMessages }).changes;
-    } else {
-      deleted = prepared(w.db, deleteSql(kind, named)).run(args).changes;
-    }
-    return { last: win.last, deleted, deliveries, done: win.n < limit };
+    const started = performance.now();
+    const step = finishedStep(w, kind, before, after, limit, keepMessages);
+    step.heldMs = Math.round((performance.now() - started) * 10) / 10;
+    return step;
   },
 };
+
+function finishedStep(
+  w: SqliteWriter,
+  kind: RetentionKind,
+  before: number,
+  after: number,
+  limit: number,
+  keepMessages: number,
+): RetentionStep {
+  const win = prepared(w.db, windowSql(kind, named)).get({ after, limit }) as {
+    n: number;
+    last: number | null;
+    oldest: number | null;
+  };
+  if (win.n === 0 || win.last === null) return { last: after, deleted: 0, deliveries: 0, done: true };
+  // Rows are appended in time order: a window with nothing older than the cut-off ends the walk.
+  if (win.oldest !== null && win.oldest >= before) return { last: win.last, deleted: 0, deliveries: 0, done: true };
+  const args = { before, after, last: win.last };
+  let deleted: number;
+  let deliveries = 0;
+  if (kind === 'runs') {
+    const where = finishedRunsWhere(named);
+    deliveries = prepared(w.db, `DELETE FROM deliveries WHERE run_id IN (SELECT r.id FROM runs r WHERE ${where})`).run(
+      args,
+    ).changes;
+    deleted = prepared(w.db, `DELETE FROM runs WHERE seq IN (SELECT r.seq FROM runs r WHERE ${where})`).run(
+      args,
+    ).changes;
+  } else if (kind === 'messages') {
+    deleted = prepared(w.db, deleteSql(kind, named)).run({ ...args, keep: keepMessages }).changes;
+  } else {
+    deleted = prepared(w.db, deleteSql(kind, named)).run(args).changes;
+  }
+  return { last: win.last, deleted, deliveries, done: win.n < limit };
+}
+
+/** The store's `prune`: expired idempotency keys, then old received records, in steps, then refusal counts. */
+export async function pruneExpiredSqlite(
+  write: (op: WriteOp) => Promise<unknown>,
+  now: number,
+  receivedBefore: number,
+): Promise<{ idempotency: number; received: number }> {
+  const inSteps = async (op: () => WriteOp): Promise<number> => {
+    let deleted = 0;
+    for (;;) {
+      const s = (await write(op())) as ExpiryStep;
+      deleted += s.deleted;
+      if (s.done) return deleted;
+      await nextTurn(); // the accepts and completions that waited meanwhile go first
+    }
+  };
+  const idempotency = await inSteps(() => ({ op: 'pruneIdempotencyStep', args: [now, IDEMPOTENCY_STEP_KEYS] }));
+  const received = await inSteps(() => ({ op: 'pruneReceivedStep', args: [receivedBefore, RECEIVED_STEP_BLOCKS] }));
+  const refusals = (await write({ op: 'pruneRefusals', args: [receivedBefore] })) as number;
+  return { idempotency, received: received + refusals };
+}
 
 /** The store's `pruneFinished`: each step a write op of its own, sent through `write` (the group commit). */
 export function pruneFinishedSqlite(

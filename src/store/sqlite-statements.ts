@@ -32,7 +32,6 @@ export function prepareWriteStatements(db: Database.Database) {
     insertRefusals: db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, ?, ?) RETURNING seq'),
     // Rows are appended in time order: the oldest are the lowest seqs.
     capRefusals: db.prepare('DELETE FROM refusal_log WHERE seq <= ?'),
-    pruneRefusals: db.prepare('DELETE FROM refusal_log WHERE at + window_ms <= ?'),
     insertReceivedBlock: db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)'),
     requeue: db.prepare(
       `UPDATE runs SET state = 'queued', updated_at = ?, finished_at = NULL, lease_owner = NULL, lease_until = NULL,
@@ -172,13 +171,6 @@ export function prepareWriteStatements(db: Database.Database) {
       `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL
        WHERE id = ? AND state IN ('dead', 'pending') RETURNING *`,
     ),
-    pruneIdem: db.prepare('DELETE FROM idempotency WHERE expires_at <= ?'),
-    receivedBounds: db.prepare('SELECT MIN(seq) AS lo, MAX(seq) AS hi FROM received_log'),
-    receivedAtOrAfter: db.prepare('SELECT seq, at FROM received_log WHERE seq >= ? ORDER BY seq LIMIT 1'),
-    receivedCountBefore: db.prepare(
-      'SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE seq < ?',
-    ),
-    pruneReceived: db.prepare('DELETE FROM received_log WHERE seq < ?'),
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import { AUDIT_WRITE_OPS } from './sqlite-audit.js';
 import { RETENTION_WRITE_OPS } from './sqlite-retention.js';
-import { GMAIL_WRITE_OPS, pruneGmailPushes } from './sqlite-gmail.js';
+import { GMAIL_WRITE_OPS } from './sqlite-gmail.js';
 import { refusalsToJson, type Row, rowToDelivery, rowToRun } from './record-encoding.js';
 import { accept } from './sqlite-accept.js';
 import type { SqliteWriter } from './sqlite-writer.js';
@@ -55,14 +55,6 @@ export const WRITE_OPS = {
   requeueRun(w: SqliteWriter, id: string, now: number): Run | undefined {
     const row = w.stmt.requeue.get(now, id) as Row | undefined;
     return row && rowToRun(row);
-  },
-
-  prune(w: SqliteWriter, now: number, receivedBefore: number): { idempotency: number; received: number } {
-    w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
-    const idempotency = w.stmt.pruneIdem.run(now).changes;
-    const received = pruneReceived(w, receivedBefore) + w.stmt.pruneRefusals.run(receivedBefore).changes;
-    pruneGmailPushes(w.db, receivedBefore);
-    return { idempotency, received };
   },
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
@@ -247,26 +239,4 @@ export type WriteOp<K extends WriteKind = WriteKind> = { [P in K]: { op: P; args
 /** Run one op on the writer's connection (inside its transaction). A table lookup, not a switch: same cost. */
 export function executeWrite(w: SqliteWriter, op: WriteOp): unknown {
   return (WRITE_OPS[op.op] as (w: SqliteWriter, ...args: unknown[]) => unknown)(w, ...op.args);
-}
-
-/**
- * Delete received records older than `before`, by whole blocks (a block goes when its newest record is older).
- * Blocks are appended in time order, so the first one to keep is found by binary search over seq (no index on
- * `at` to maintain on every insert). Returns the number of records deleted.
- */
-function pruneReceived(w: SqliteWriter, before: number): number {
-  const { lo, hi } = w.stmt.receivedBounds.get() as { lo: number | null; hi: number | null };
-  if (lo === null || hi === null) return 0;
-  let low = lo;
-  let high = hi + 1; // first seq whose row is at or after `before`
-  while (low < high) {
-    const mid = Math.floor((low + high) / 2);
-    const row = w.stmt.receivedAtOrAfter.get(mid) as { seq: number; at: number } | undefined;
-    if (row && row.at < before) low = row.seq + 1;
-    else high = mid;
-  }
-  if (low <= lo) return 0;
-  const { n } = w.stmt.receivedCountBefore.get(low) as { n: number };
-  w.stmt.pruneReceived.run(low);
-  return n;
 }

@@ -8,7 +8,7 @@ import { GroupCommit, type WriteResult } from './group-commit.js';
 import { openSqlite } from './sqlite-open.js';
 import type { WriteOp } from './sqlite-write-ops.js';
 import { SqliteWriter } from './sqlite-writer.js';
-import { pruneFinishedSqlite } from './sqlite-retention.js';
+import { pruneExpiredSqlite, pruneFinishedSqlite } from './sqlite-retention.js';
 import { SqlitePages } from './sqlite-pages.js';
 import { type AdminReads, SqliteReadThread } from './sqlite-read-thread.js';
 import { SqliteReads } from './sqlite-reads.js';
@@ -380,11 +380,9 @@ export class SqliteStore implements Store {
     return this.writes.write({ op: 'requeueFailedRuns', args: [since, now] }) as Promise<string[]>;
   }
   prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return this.writes.write({ op: 'prune', args: [now, receivedBefore] }) as Promise<{
-      idempotency: number;
-      received: number;
-    }>;
+    return pruneExpiredSqlite((op) => this.writes.write(op), now, receivedBefore);
   }
+
   recoverLeases(now: number): Promise<number> {
     return this.writes.write({ op: 'recoverLeases', args: [now] }) as Promise<number>;
   }

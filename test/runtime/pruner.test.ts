@@ -6,7 +6,15 @@ import { captureLogger } from '../support/log-capture.js';
 import { waitFor } from '../support/wait.js';
 
 const DAY = 86_400_000;
-const NONE: FinishedWorkPruned = { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 4, longestStepMs: 1 };
+const NONE: FinishedWorkPruned = {
+  runs: 0,
+  deliveries: 0,
+  events: 0,
+  messages: 0,
+  steps: 4,
+  longestStepMs: 1,
+  longestHeldMs: 1,
+};
 
 function fakeStore(pruneFinished: (before: number, policy: FinishedWorkPolicy) => Promise<FinishedWorkPruned>) {
   const calls: Array<[string, number]> = [];

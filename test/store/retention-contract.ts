@@ -228,6 +228,8 @@ export function retentionContract(store: () => Store): void {
       assert.equal(res.events, 0);
       // Each step looked at one row: at least one step per deleted run, turn and kept event, plus the last ones.
       assert.ok(res.steps >= n + 2 * n + n, `steps: ${res.steps}`);
+      // A step holds the other writes for at most its round trip (SQLite: its batch on the writer thread).
+      assert.ok(Number.isFinite(res.longestHeldMs) && res.longestHeldMs <= res.longestStepMs, JSON.stringify(res));
       const whole = await s.pruneFinished(CUT, policy());
       assert.equal(whole.steps, 4, 'one step per table once nothing old is left');
     });
@@ -238,7 +240,15 @@ export function retentionContract(store: () => Store): void {
       const ac = new AbortController();
       ac.abort();
       const res = await s.pruneFinished(CUT, policy({ signal: ac.signal }));
-      assert.deepEqual(res, { runs: 0, deliveries: 0, events: 0, messages: 0, steps: 0, longestStepMs: 0 });
+      assert.deepEqual(res, {
+        runs: 0,
+        deliveries: 0,
+        events: 0,
+        messages: 0,
+        steps: 0,
+        longestStepMs: 0,
+        longestHeldMs: 0,
+      });
     });
   });
 }

@@ -1,13 +1,17 @@
 /**
  * The retention steps' statements on SQLite read one window by primary key and look each row up by index: a step's
- * cost follows its window, not the table's size (no SCAN of a whole table), whatever the store has grown to.
+ * cost follows its window, not the table's size (no SCAN of a whole table), whatever the store has grown to. The
+ * prune of expired records works in windows too.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { RETENTION_KINDS } from '../../src/store/retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from '../../src/store/retention-sql.js';
+import { IDEMPOTENCY_STEP_KEYS, pruneExpiredSqlite, RECEIVED_STEP_BLOCKS } from '../../src/store/sqlite-retention.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
+import type { WriteOp } from '../../src/store/sqlite-write-ops.js';
+import { SqliteWriter } from '../../src/store/sqlite-writer.js';
 
 const TABLES = /^SCAN (runs|deliveries|system_events|session_messages|r|d|m|n)\b/;
 
@@ -40,6 +44,62 @@ describe('SQLite retention steps', () => {
         `the window is not read by seq:\n${plan.join('\n')}`,
       );
     }
+    db.close();
+  });
+});
+
+describe('SQLite prune of expired records', () => {
+  const T0 = 1_700_000_000_000;
+
+  /** A writer on a fresh in-memory store; `write` commits one op as the store's group commit would. */
+  function writer() {
+    const db = new Database(':memory:');
+    for (const step of SQLITE_MIGRATIONS) db.exec(step);
+    const w = new SqliteWriter(db);
+    const ops: string[] = [];
+    const write = async (op: WriteOp) => {
+      ops.push(op.op);
+      const [r] = w.runBatch([op]);
+      if (!r?.ok) throw new Error(r?.error);
+      return r.value;
+    };
+    return { db, write, ops };
+  }
+
+  it('deletes received blocks and idempotency keys in bounded steps, counting records, keeping the newer', async () => {
+    const { db, write, ops } = writer();
+    const block = db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)');
+    const key = db.prepare(
+      `INSERT INTO idempotency (scope, key_hash, fingerprint, status, body, created_at, expires_at)
+       VALUES ('hooks', ?, 'f', 200, '{}', ?, ?)`,
+    );
+    let oldRecords = 0;
+    for (let i = 0; i < 300; i++) {
+      const n = (i % 3) + 1; // records in the block
+      if (i < 250) oldRecords += n;
+      block.run(T0 + i, JSON.stringify(Array.from({ length: n }, () => [T0 + i])));
+    }
+    const keys = 2 * IDEMPOTENCY_STEP_KEYS + 500;
+    for (let i = 0; i < keys; i++) key.run(`k${i}`, T0, T0 + i);
+    db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, ?, ?)').run(T0, 100, '{}');
+    db.prepare('INSERT INTO refusal_log (at, window_ms, counts) VALUES (?, ?, ?)').run(T0 + 400, 100, '{}');
+
+    const expiredBy = T0 + 2 * IDEMPOTENCY_STEP_KEYS; // keys 0..2000 expired
+    const res = await pruneExpiredSqlite(write, expiredBy, T0 + 250);
+    assert.deepEqual(res, { idempotency: 2 * IDEMPOTENCY_STEP_KEYS + 1, received: oldRecords + 1 });
+    assert.deepEqual(
+      db.prepare('SELECT MIN(at) AS lo, COUNT(*) AS n FROM received_log').get() as { lo: number; n: number },
+      { lo: T0 + 250, n: 50 },
+    );
+    assert.equal(
+      (db.prepare('SELECT MIN(expires_at) AS lo FROM idempotency').get() as { lo: number }).lo,
+      expiredBy + 1,
+    );
+    // One op per window: three of keys (1000, 1000, 1), two of blocks (128 old, then 122 of the next 128), one more.
+    const count = (op: string) => ops.filter((o) => o === op).length;
+    assert.equal(RECEIVED_STEP_BLOCKS, 128, 'the step counts below assume 128 blocks per step');
+    assert.deepEqual([count('pruneIdempotencyStep'), count('pruneReceivedStep'), count('pruneRefusals')], [3, 2, 1]);
+    assert.deepEqual(await pruneExpiredSqlite(write, expiredBy, T0 + 250), { idempotency: 0, received: 0 });
     db.close();
   });
 });
