@@ -23,19 +23,21 @@ type PrunedStore = MaintenanceStore & Pick<AuditStore, 'pruneAudit'> & Retention
 /**
  * Deletes expired idempotency keys, received records older than `retention.received()` days, audit records older
  * than `retention.audit()` days and finished work older than `retention.runs()` days: now, then every ten minutes.
- * A failed prune is logged and tried again at the next tick. Finished work is deleted in bounded steps that take
- * long in all on a grown store: a tick that comes while the previous one still deletes starts none. Returns the
- * function that stops it (a prune under way ends after its current step).
+ * A failed prune is logged and tried again at the next tick. Expired records and finished work are deleted in bounded
+ * steps that take long in all on a grown store: a tick that comes while the previous one still deletes starts none
+ * of that kind. Returns the function that stops it (a prune under way ends after its current step).
  */
 export function startPruner(store: PrunedStore, logger: Logger, retention: Retention): () => void {
+  let expiring: Promise<void> | undefined;
   let finishing: Promise<void> | undefined;
   const stopped = new AbortController();
   const prune = () => {
     const now = Date.now();
-    store
-      .prune(now, now - retention.received() * DAY_MS)
+    expiring ??= store
+      .prune(now, now - retention.received() * DAY_MS, stopped.signal)
       .then((n) => (n.idempotency || n.received ? logger.debug(n, 'pruned expired records') : undefined))
-      .catch((err) => logger.warn({ err: errorMessage(err) }, 'prune failed'));
+      .catch((err) => logger.warn({ err: errorMessage(err) }, 'prune failed'))
+      .finally(() => (expiring = undefined));
     store
       .pruneAudit(now - retention.audit() * DAY_MS)
       .then((audit) => (audit ? logger.debug({ audit }, 'pruned old audit records') : undefined))

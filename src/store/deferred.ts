@@ -216,8 +216,8 @@ export class DeferredStore implements Store {
   ): Promise<void> {
     return this.real ? this.real.setRoute(sessionKey, agentId, channel, to, now, accountId) : this.refuse();
   }
-  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return this.real ? this.real.prune(now, receivedBefore) : this.refuse();
+  prune(...args: Parameters<Store['prune']>): ReturnType<Store['prune']> {
+    return this.real ? this.real.prune(...args) : this.refuse();
   }
   leaseHeartbeat(sessionKey: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
     return this.real ? this.real.leaseHeartbeat(sessionKey, owner, now, leaseMs) : this.refuse();

@@ -131,19 +131,21 @@ export async function pruneExpiredSqlite(
   write: (op: WriteOp) => Promise<unknown>,
   now: number,
   receivedBefore: number,
+  signal?: AbortSignal,
 ): Promise<{ idempotency: number; received: number }> {
   const inSteps = async (op: () => WriteOp): Promise<number> => {
     let deleted = 0;
-    for (;;) {
+    while (!signal?.aborted) {
       const s = (await write(op())) as ExpiryStep;
       deleted += s.deleted;
       if (s.done) return deleted;
       await nextTurn(); // the accepts and completions that waited meanwhile go first
     }
+    return deleted;
   };
   const idempotency = await inSteps(() => ({ op: 'pruneIdempotencyStep', args: [now, IDEMPOTENCY_STEP_KEYS] }));
   const received = await inSteps(() => ({ op: 'pruneReceivedStep', args: [receivedBefore, RECEIVED_STEP_BLOCKS] }));
-  const refusals = (await write({ op: 'pruneRefusals', args: [receivedBefore] })) as number;
+  const refusals = signal?.aborted ? 0 : ((await write({ op: 'pruneRefusals', args: [receivedBefore] })) as number);
   return { idempotency, received: received + refusals };
 }
 

@@ -379,8 +379,8 @@ export class SqliteStore implements Store {
   requeueFailedRuns(since: number, now: number): Promise<string[]> {
     return this.writes.write({ op: 'requeueFailedRuns', args: [since, now] }) as Promise<string[]>;
   }
-  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return pruneExpiredSqlite((op) => this.writes.write(op), now, receivedBefore);
+  prune(...args: Parameters<Store['prune']>): ReturnType<Store['prune']> {
+    return pruneExpiredSqlite((op) => this.writes.write(op), ...args);
   }
 
   recoverLeases(now: number): Promise<number> {

@@ -73,6 +73,7 @@ describe('pruner', () => {
       const finished = () => calls.filter((c) => c[0] === 'finished');
       assert.equal(finished().length, 1, 'one pass at start');
       days = 3;
+      await new Promise((resolve) => setImmediate(resolve)); // the first expiry prune (resolved at once) ends
       mock.timers.tick(PRUNE_EVERY_MS);
       assert.equal(calls.filter((c) => c[0] === 'received').length, 2, 'the other prunes run at each tick');
       assert.equal(finished().length, 1, 'the pass under way is not doubled');
@@ -83,6 +84,39 @@ describe('pruner', () => {
       assert.ok(Math.abs(finished()[1]![1] - 3 * DAY) < 1000, 'with the retention read then');
       release!();
       stop();
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('a tick while expired records are still being deleted starts no second prune of them; a stop aborts it', async () => {
+    mock.timers.enable({ apis: ['setInterval'] });
+    try {
+      const signals: Array<AbortSignal | undefined> = [];
+      let release: (() => void) | undefined;
+      const store = {
+        prune: (_now: number, _before: number, signal?: AbortSignal) => {
+          signals.push(signal);
+          return new Promise<{ idempotency: number; received: number }>(
+            (resolve) => (release = () => resolve({ idempotency: 1, received: 2 })),
+          );
+        },
+        pruneAudit: async () => 0,
+        pruneFinished: async () => NONE,
+        recoverLeases: async () => 0,
+        close: async () => {},
+      };
+      const { lines, logger } = captureLogger('debug');
+      const stop = startPruner(store, logger, { received: () => 7, audit: () => 90, runs: () => 7 });
+      mock.timers.tick(PRUNE_EVERY_MS);
+      assert.equal(signals.length, 1, 'the prune under way is not doubled');
+      release!();
+      await waitFor('the prune logged', () => lines.some((l) => l.msg === 'pruned expired records') || undefined);
+      mock.timers.tick(PRUNE_EVERY_MS);
+      assert.equal(signals.length, 2, 'the next tick after it ends starts one');
+      stop();
+      assert.equal(signals[1]?.aborted, true, 'a stop aborts the prune under way');
+      release!();
     } finally {
       mock.timers.reset();
     }

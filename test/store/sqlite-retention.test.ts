@@ -102,4 +102,15 @@ describe('SQLite prune of expired records', () => {
     assert.deepEqual(await pruneExpiredSqlite(write, expiredBy, T0 + 250), { idempotency: 0, received: 0 });
     db.close();
   });
+
+  it('an aborted prune starts no further step', async () => {
+    const { db, write, ops } = writer();
+    db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)').run(T0, '[[1]]');
+    const ac = new AbortController();
+    ac.abort();
+    assert.deepEqual(await pruneExpiredSqlite(write, T0, T0 + 1, ac.signal), { idempotency: 0, received: 0 });
+    assert.deepEqual(ops, []);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM received_log').get() as { n: number }).n, 1);
+    db.close();
+  });
 });
