@@ -33,7 +33,10 @@ const root = new URL('..', import.meta.url).pathname;
 export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
-export function openLoopRound(o, { url, kind, rate, seconds, token, connections = o.connections, warmup = true }) {
+export function openLoopRound(
+  o,
+  { url, kind, rate, seconds, token, connections = o.connections, warmup = true, wakeMode = 'next-heartbeat' },
+) {
   const args = [
     join(root, 'bench/openloop.mjs'),
     url,
@@ -46,7 +49,7 @@ export function openLoopRound(o, { url, kind, rate, seconds, token, connections 
   const [file, argv] =
     o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0' };
+    const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0', OPENLOOP_WAKE_MODE: wakeMode };
     const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));

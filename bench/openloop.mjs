@@ -42,11 +42,17 @@ export class LogHistogram {
   }
 }
 
+/**
+ * The requests' wake mode: `next-heartbeat` (the ingress benches, whose hookgate runs no heartbeat: they measure the
+ * accept), or `now` with OPENLOOP_WAKE_MODE=now (the retention soak: a heartbeat consumes the events, as in service).
+ */
+const WAKE_MODE = process.env.OPENLOOP_WAKE_MODE === 'now' ? 'now' : 'next-heartbeat';
+
 function requestBytes(url, kind, token, i) {
   const body =
     kind === 'agent'
-      ? JSON.stringify({ message: `bench message ${i} @${Date.now()}`, name: 'Bench', wakeMode: 'next-heartbeat' })
-      : JSON.stringify({ text: `bench event ${i}`, mode: 'next-heartbeat' });
+      ? JSON.stringify({ message: `bench message ${i} @${Date.now()}`, name: 'Bench', wakeMode: WAKE_MODE })
+      : JSON.stringify({ text: `bench event ${i}`, mode: WAKE_MODE });
   const auth = token ? `authorization: Bearer ${token}\r\n` : '';
   return Buffer.from(
     `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\n${auth}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,

@@ -171,8 +171,11 @@ const medianRow = (rows) => ({
   non2xx: rows.reduce((n, r) => n + r.non2xx, 0),
 });
 
-/** The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. */
-function writeConfig(dir, { admin, adminPort, storage }) {
+/**
+ * The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. `sections`
+ * replaces top-level sections (the retention soak's heartbeat).
+ */
+function writeConfig(dir, { admin, adminPort, storage, sections = {} }) {
   const config = join(dir, 'hookgate.json5');
   writeFileSync(
     config,
@@ -195,6 +198,7 @@ function writeConfig(dir, { admin, adminPort, storage }) {
       channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
       logging: { level: 'info' },
       ...(admin ? { admin: { enabled: true, port: adminPort, token: ADMIN_TOKEN } } : {}),
+      ...sections,
     }),
   );
   return config;
@@ -210,9 +214,9 @@ export function startFlags() {
 const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
 
 /** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
-export async function startHookgate(o, dir, storage = {}) {
+export async function startHookgate(o, dir, storage = {}, sections = {}) {
   const adminPort = o.admin ? await freePort() : 0;
-  const config = writeConfig(dir, { admin: o.admin, adminPort, storage });
+  const config = writeConfig(dir, { admin: o.admin, adminPort, storage, sections });
   const hg = await startChild(
     process.execPath,
     [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],

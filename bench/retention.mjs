@@ -70,7 +70,10 @@ export async function retentionBench(o) {
       fsyncSync(fd);
       closeSync(fd);
     }
-    const hg = await startHookgate(o, dir);
+    // The product's heartbeat (not the ingress benches' `off`), and wakes and runs asking for one (`now`, the default):
+    // the heartbeats consume the events, as in service. Pending events are never deleted, so with no heartbeat the
+    // wakes' events would pile up and the store grow by design, whatever retention does.
+    const hg = await startHookgate(o, dir, {}, { heartbeat: { every: '30m' } });
     // The server's own account of each pass over finished work (its info line): rows, steps, duration, longest step.
     const passes = [];
     createInterface({ input: hg.child.stdout }).on('line', (line) => {
@@ -85,7 +88,8 @@ export async function retentionBench(o) {
     const db = join(dir, 'hookgate.db');
     const rows = hg.db.prepare(
       `SELECT (SELECT COALESCE(MAX(seq) - MIN(seq) + 1, 0) FROM received_log) AS received_blocks,
-              (SELECT COALESCE(MAX(seq), 0) FROM system_events) AS events, (SELECT COALESCE(MAX(seq), 0) FROM runs) AS runs`,
+              (SELECT COALESCE(MAX(seq), 0) FROM system_events) AS events, (SELECT COALESCE(MAX(seq), 0) FROM runs) AS runs,
+              (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS pending_events`,
     );
     const t0 = performance.now();
     const samples = [];
@@ -109,6 +113,7 @@ export async function retentionBench(o) {
           token: TOKEN,
           connections: 20,
           warmup: false,
+          wakeMode: 'now',
         });
       const [wake, agent] = await Promise.all([
         load('wake', rate),
@@ -200,11 +205,11 @@ export function retentionTable(o, s) {
     `hookgate retention soak: /hooks/wake ${s.rate}/s + /hooks/agent ${s.agentRate}/s for ${s.seconds} s, open loop (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
     s.filled ? `prefilled: ${JSON.stringify(s.filled)}` : 'no prefill: nothing is old enough for retention to prune',
     '',
-    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | runs written |',
-    '|---:|---:|---:|---:|---:|---:|---:|',
+    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | events pending | runs written |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...s.samples.map(
       (x) =>
-        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.runs} |`,
+        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.pending_events} | ${x.runs} |`,
     ),
     '',
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
