@@ -429,10 +429,7 @@ export interface MaintenanceStore {
    * to the queue (same id), deliveries become claimable again. Returns the number of runs recovered.
    */
   recoverLeases(now: number): Promise<number>;
-  /**
-   * Delete expired idempotency keys, and received-hook records and refusal counts older than `receivedBefore`, in
-   * bounded steps where the driver shares its writer with the accepts (SQLite). Aborted: no further step starts.
-   */
+  /** Delete expired idempotency keys, received records and refusal counts older than `receivedBefore`; abortable. */
   prune(now: number, receivedBefore: number, signal?: AbortSignal): Promise<{ idempotency: number; received: number }>;
   close(): Promise<void>;
 }
