@@ -139,16 +139,19 @@ describe('command provider', () => {
 
   it('requestTimeoutMs kills the agent; one ignoring SIGTERM gets SIGKILL after the grace period', async () => {
     const pidFile = tmp('pids');
-    const p = agent(['--mode', 'stubborn', '--pid-file', pidFile], { requestTimeoutMs: 400, maxAttempts: 3 });
+    // Long enough for the agent (a node process) to start and write its pids on a loaded machine: at 400 ms, a busy
+    // CI machine timed the request out before the agent had started.
+    const timeoutMs = 2000;
+    const p = agent(['--mode', 'stubborn', '--pid-file', pidFile], { requestTimeoutMs: timeoutMs, maxAttempts: 3 });
     const t0 = Date.now();
-    const pending = p.complete(request());
+    const settled = rejection(p.complete(request()));
     const [pid, grandchild] = await readPids(pidFile);
-    const err = await rejection(pending);
+    const err = await settled;
     const took = Date.now() - t0;
     assert.equal(err.code, 'provider_timeout');
     assert.equal(err.retryable, false, 'a timed-out agent is not run again');
     assert.match(err.message, /requestTimeoutMs/);
-    assert.ok(took >= 400 + 300 - 50, `settled after ${took} ms, before the SIGKILL`);
+    assert.ok(took >= timeoutMs + 300 - 50, `settled after ${took} ms, before the SIGKILL`);
     assert.equal(alive(pid!), false);
     await waitFor('the grandchild to die', () => (alive(grandchild!) ? undefined : true), 2000);
   });
