@@ -11,6 +11,7 @@ import {
   pruneFinishedInSteps,
   type RetentionKind,
   type RetentionStep,
+  type RetentionStepFn,
 } from './retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from './retention-sql.js';
 import { pruneGmailPushes } from './sqlite-gmail.js';
@@ -76,16 +77,9 @@ export const RETENTION_WRITE_OPS = {
   },
 
   /** One step of finished work, stamped with its statements' time on the writer (`RetentionStep.heldMs`). */
-  pruneFinishedStep(
-    w: SqliteWriter,
-    kind: RetentionKind,
-    before: number,
-    after: number,
-    limit: number,
-    keepMessages: number,
-  ): RetentionStep {
+  pruneFinishedStep(w: SqliteWriter, ...args: Parameters<RetentionStepFn>): RetentionStep {
     const started = performance.now();
-    const step = finishedStep(w, kind, before, after, limit, keepMessages);
+    const step = finishedStep(w, ...args);
     step.heldMs = Math.round((performance.now() - started) * 10) / 10;
     return step;
   },
