@@ -91,11 +91,13 @@ describe('a flood of refusals from 10,000 addresses', () => {
     assert.ok(rows.every((r) => r.status === 401 && r.code === 'unauthorized'));
     // The path class: the sub-path cut to 64 characters and marked, or `other` for the folded overflow.
     assert.deepEqual(new Set(rows.map((r) => r.path)), new Set([`agent/${'p'.repeat(58)}…`, 'other']));
+    // Summed over windows: on a slow machine the flood may cross a minute boundary and be counted in two.
     assert.ok(
-      rows.some((r) => r.clientIp === 'other' && r.count! > ADDRESSES / 2),
+      rows.filter((r) => r.clientIp === 'other').reduce((n, r) => n + r.count!, 0) > ADDRESSES / 2,
       'the addresses past the key bound fold into `other`',
     );
-    const text = await runCli(['received', '--rejected', '--config', hg.configFile]);
+    // Every row, as above: the newest window's own rows alone can fill the default page.
+    const text = await runCli(['received', '--rejected', '--limit', '1000', '--config', hg.configFile]);
     assert.match(text.stdout, /^AT +WINDOW +COUNT +PATH +CLIENTIP +STATUS +CODE/);
     assert.match(text.stdout, /60 s +\d+ +other +other +401 +unauthorized/);
   });
