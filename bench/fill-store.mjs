@@ -8,8 +8,10 @@
 // FILL_AGENT_EVERY-th (default 2) is an agent request (a run, its summary event, two transcript turns, a delivery),
 // the others a wake (one event). Runs (at the default FILL_AGENT_EVERY): 2 % failed, 0.2 % timed
 // out, the rest succeeded; deliveries: 1 % dead-lettered, the rest delivered; every event consumed. Received
-// records in blocks of 16 (one per committed batch), and 1,440 one-minute windows of refusal counts. Ids are UUIDv7
-// of each row's time, so they sort as real ones do.
+// records in blocks of FILL_BLOCK (default 16; one block per committed batch), and 1,440 one-minute windows of refusal
+// counts. Ids are UUIDv7 of each row's time, so they sort as real ones do.
+// With FILL_HEARTBEAT_EVERY=H (the retention soak sets it), every H-th request also leaves a heartbeat of the main
+// session: its prompt and reply turns and its delivery, copied from a real heartbeat over H requests' events.
 //
 // Usage: node bench/fill-store.mjs DIR N   (DIR gets hookgate.json5 and hookgate.db; 10^6 takes seconds to a minute)
 import { existsSync, mkdirSync } from 'node:fs';
@@ -18,7 +20,7 @@ import Database from 'better-sqlite3';
 import { drain, startHookgate, TOKEN } from './pinned.mjs';
 
 const DAY_MS = 86_400_000;
-const BLOCK = 16;
+const TEMPLATE_HEARTBEATS = 4;
 export const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
 
 /** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
@@ -33,24 +35,46 @@ const uuid = (at, tag, i) =>
       '0',
     )}-${(at % 65536).toString(16).padStart(4, '0')}-7${tag.toString(16).padStart(3, '0')}-${(0x8000 | Math.floor(i / 2 ** 48)).toString(16)}-${(i % 2 ** 48).toString(16).padStart(12, '0')}`;
 
-/** A hookgate in `dir` takes one wake and one agent request and stops: its rows are the templates. */
-async function templateStore(dir) {
-  const hg = await startHookgate({ admin: false, serverCpu: null, nodeArgs: [] }, dir);
+/**
+ * A hookgate in `dir` takes one wake and one agent request and stops: its rows are the templates. With
+ * `heartbeatEvery`, the heartbeat is on and a heartbeat runs over that many requests' events (the fill's mix of wakes
+ * and agent summaries, as the bench's load words them): its turns and delivery are the heartbeat's templates.
+ */
+async function templateStore(dir, { agentEvery, heartbeatEvery }) {
+  const sections = heartbeatEvery ? { heartbeat: { every: '30m' } } : {};
+  const hg = await startHookgate({ admin: false, serverCpu: null, nodeArgs: [] }, dir, {}, sections);
   try {
-    const post = (path, body) =>
-      fetch(`${hg.url}${path}`, {
+    const post = async (path, body) => {
+      const res = await fetch(`${hg.url}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
         body: JSON.stringify(body),
       });
-    for (const [path, body] of [
-      ['/hooks/wake', { text: 'fill event', mode: 'next-heartbeat' }],
-      ['/hooks/agent', { message: 'fill message', name: 'Fill', wakeMode: 'next-heartbeat' }],
-    ]) {
-      const res = await post(path, body);
       if (res.status !== 200) throw new Error(`template ${path}: ${res.status}`);
-    }
+    };
+    const wake = (text, mode = 'next-heartbeat') => post('/hooks/wake', { text, mode });
+    const agent = (message, name = 'Fill') => post('/hooks/agent', { message, name, wakeMode: 'next-heartbeat' });
+    const replied = hg.db.prepare(
+      "SELECT COUNT(*) AS n FROM deliveries WHERE heartbeat_id IS NOT NULL AND state <> 'pending'",
+    );
+    await wake('fill event');
+    await agent('fill message');
     await drain(hg);
+    // Several heartbeats, so that the last one's prompt carries the main session's history as a service's does.
+    for (let h = 0; heartbeatEvery && h < TEMPLATE_HEARTBEATS; h++) {
+      // Runs first, so that their summaries are in the heartbeat's prompt with the wakes' events.
+      const kinds = Array.from({ length: heartbeatEvery }, (_, i) => i % agentEvery === agentEvery - 1);
+      for (const [i, isAgent] of kinds.entries())
+        if (isAgent) await agent(`bench message ${i} @${Date.now()}`, 'Bench');
+      await drain(hg);
+      for (const [i, isAgent] of kinds.entries()) if (!isAgent) await wake(`bench event ${i}`);
+      await wake('bench event', 'now');
+      const t0 = performance.now();
+      while (replied.get().n <= h) {
+        if (performance.now() - t0 > 30_000) throw new Error('template heartbeat: no reply delivered in 30 s');
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
   } finally {
     hg.db.close();
     hg.child.kill('SIGTERM');
@@ -58,12 +82,14 @@ async function templateStore(dir) {
   }
 }
 
-/** The received_log blocks of requests [lo, hi): [the newest record's time, the records' JSON], BLOCK per block. */
-export function receivedBlocks(lo, hi, t0, step, agentEvery) {
+/** The received_log blocks of requests [lo, hi): [the newest record's time, the records' JSON], `block` per block. */
+export function receivedBlocks(lo, hi, t0, step, agentEvery, block = 16) {
   const blocks = [];
-  for (let b = lo; b < hi; b += BLOCK) {
+  // `block` may be a fraction (a live store holds 1.5 records per block at 1,000 req/s): blocks then alternate sizes.
+  for (let j = 1, b = lo; b < hi; j++) {
+    const e = Math.min(hi, Math.max(b + 1, lo + Math.floor(j * block)));
     const records = [];
-    for (let i = b; i < Math.min(hi, b + BLOCK); i++) {
+    for (let i = b; i < e; i++) {
       const at = t0 + i * step;
       const agent = i % agentEvery === agentEvery - 1;
       records.push([
@@ -82,6 +108,7 @@ export function receivedBlocks(lo, hi, t0, step, agentEvery) {
       ]);
     }
     blocks.push([records.at(-1)[0], JSON.stringify(records)]);
+    b = e;
   }
   return blocks;
 }
@@ -105,7 +132,7 @@ export function refusalWindows(t1) {
  * (expressions of the request number `i` and its time `at`), which requests make one]. `uuidSql(at, tag)`: the SQL
  * of a UUIDv7 for time `at`.
  */
-export function copies(uuidSql, agentEvery) {
+export function copies(uuidSql, agentEvery, heartbeatEvery) {
   const isAgent = `i % ${agentEvery} = ${agentEvery - 1}`;
   const runId = uuidSql('at', TAGS.run);
   const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
@@ -155,16 +182,21 @@ export function copies(uuidSql, agentEvery) {
       },
       isAgent,
     ],
-    ['session_messages', "role = 'user'", { session_key: session, run_id: runId, created_at: 'at + 29' }, isAgent],
     [
       'session_messages',
-      "role = 'assistant'",
+      "role = 'user' AND run_id IS NOT NULL",
+      { session_key: session, run_id: runId, created_at: 'at + 29' },
+      isAgent,
+    ],
+    [
+      'session_messages',
+      "role = 'assistant' AND run_id IS NOT NULL",
       { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
       `${isAgent} AND ${finished}`,
     ],
     [
       'deliveries',
-      'TRUE',
+      'run_id IS NOT NULL',
       {
         id: uuidSql('at + 30', TAGS.delivery),
         run_id: runId,
@@ -179,6 +211,32 @@ export function copies(uuidSql, agentEvery) {
         last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
       },
       `${isAgent} AND ${finished}`,
+    ],
+    ...(heartbeatEvery ? heartbeatCopies(uuidSql, heartbeatEvery) : []),
+  ];
+}
+
+/** A heartbeat's rows (the main session's prompt and reply, the reply's delivery) after every `every`-th request. */
+function heartbeatCopies(uuidSql, every) {
+  const isHeartbeat = `i % ${every} = ${every - 1}`;
+  // The template is the last heartbeat of templateStore's (the one whose prompt carries history).
+  const last = (table, where) => `seq = (SELECT MAX(seq) FROM ${table} WHERE ${where})`;
+  const turn = (role) => last('session_messages', `session_key = 'main' AND run_id IS NULL AND role = '${role}'`);
+  return [
+    ['session_messages', turn('user'), { created_at: 'at + 1000' }, isHeartbeat],
+    ['session_messages', turn('assistant'), { created_at: 'at + 1001' }, isHeartbeat],
+    [
+      'deliveries',
+      last('deliveries', 'heartbeat_id IS NOT NULL'),
+      {
+        id: uuidSql('at + 1001', TAGS.delivery),
+        heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
+        created_at: 'at + 1001',
+        next_attempt_at: 'at + 1001',
+        updated_at: 'at + 1002',
+        delivered_at: 'at + 1002',
+      },
+      isHeartbeat,
     ],
   ];
 }
@@ -204,13 +262,15 @@ export async function fillStore(
   {
     days = Number(process.env.FILL_DAYS ?? 6),
     agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
+    heartbeatEvery = process.env.FILL_HEARTBEAT_EVERY ? Number(process.env.FILL_HEARTBEAT_EVERY) : undefined,
+    block = Number(process.env.FILL_BLOCK ?? 16),
     end = Date.now(),
     log = () => {},
   } = {},
 ) {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'hookgate.db');
-  if (!existsSync(path)) await templateStore(dir);
+  if (!existsSync(path)) await templateStore(dir, { agentEvery, heartbeatEvery });
   const db = new Database(path);
   const t1 = end;
   const t0 = t1 - days * DAY_MS;
@@ -219,7 +279,7 @@ export async function fillStore(
   db.pragma('journal_mode = OFF');
   db.pragma('synchronous = OFF');
   db.pragma('cache_size = -262144');
-  const statements = copies(uuidSql, agentEvery).map(([table, template, over, where]) =>
+  const statements = copies(uuidSql, agentEvery, heartbeatEvery).map(([table, template, over, where]) =>
     copyStatement(db, table, template, over, where),
   );
   // Template rows go once the copies are made (they would be the oldest rows, with today's times).
@@ -236,7 +296,7 @@ export async function fillStore(
     const hi = Math.min(n, lo + chunk);
     db.transaction(() => {
       for (const s of statements) s.run({ lo, hi, t0, step });
-      for (const [at, records] of receivedBlocks(lo, hi, t0, step, agentEvery)) insBlock.run(at, records);
+      for (const [at, records] of receivedBlocks(lo, hi, t0, step, agentEvery, block)) insBlock.run(at, records);
     })();
     log(`${hi} of ${n} requests`);
   }

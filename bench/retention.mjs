@@ -10,7 +10,10 @@
 // next 10 minutes' worth. The load starts as soon as the server listens, which is when its first prune runs.
 // SOAK_STEADY=1 (with SOAK_FILL unset) fills the steady state instead: the rows the soak's own rates write, over one
 // prune period before the 7-day cut-off and the soak's length after it, so each prune deletes what the last 10 minutes
-// of load wrote and a store whose retention works stops growing after the first prune.
+// of load wrote and a store whose retention works stops growing after the first prune. It is shaped as this load
+// leaves a store (measured here at 900 + 100 req/s, heartbeat every 30m, wakes and runs `now`): a heartbeat of the
+// main session every SOAK_HEARTBEAT_EVERY (default 254) requests, its prompt carrying the session's history, and
+// SOAK_BLOCK (default 1.53) received records per committed block.
 //
 // Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
 // time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
@@ -58,6 +61,8 @@ export async function retentionBench(o) {
       ? await fillStore(dir, Math.round((rate + agentRate) * span), {
           days: span / 86_400,
           agentEvery: agentRate > 0 ? Math.max(1, Math.round((rate + agentRate) / agentRate)) : 1e12,
+          heartbeatEvery: Number(process.env.SOAK_HEARTBEAT_EVERY ?? 254),
+          block: Number(process.env.SOAK_BLOCK ?? 1.53),
           end: Date.now() - RETENTION_DAYS * 86_400_000 + seconds * 1000,
         })
       : fill > 0
