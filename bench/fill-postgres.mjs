@@ -25,8 +25,8 @@ async function templateRows(url) {
   const hg = await startHookgate({ admin: false, serverCpu: null, nodeArgs: [] }, dir, { driver: 'postgres', url });
   try {
     for (const [path, body] of [
-      ['/hooks/wake', { text: 'fill event', mode: 'next-heartbeat' }],
-      ['/hooks/agent', { message: 'fill message', name: 'Fill', wakeMode: 'next-heartbeat' }],
+      ['/hooks/wake', { text: 'bench event', mode: 'next-heartbeat' }],
+      ['/hooks/agent', { message: 'bench message', name: 'Bench', wakeMode: 'next-heartbeat' }],
     ]) {
       const res = await fetch(`${hg.url}${path}`, {
         method: 'POST',

@@ -53,19 +53,18 @@ async function templateStore(dir, { agentEvery, heartbeatEvery }) {
       if (res.status !== 200) throw new Error(`template ${path}: ${res.status}`);
     };
     const wake = (text, mode = 'next-heartbeat') => post('/hooks/wake', { text, mode });
-    const agent = (message, name = 'Fill') => post('/hooks/agent', { message, name, wakeMode: 'next-heartbeat' });
+    const agent = (message) => post('/hooks/agent', { message, name: 'Bench', wakeMode: 'next-heartbeat' });
     const replied = hg.db.prepare(
       "SELECT COUNT(*) AS n FROM deliveries WHERE heartbeat_id IS NOT NULL AND state <> 'pending'",
     );
-    await wake('fill event');
-    await agent('fill message');
+    await wake('bench event');
+    await agent('bench message');
     await drain(hg);
     // Several heartbeats, so that the last one's prompt carries the main session's history as a service's does.
     for (let h = 0; heartbeatEvery && h < TEMPLATE_HEARTBEATS; h++) {
       // Runs first, so that their summaries are in the heartbeat's prompt with the wakes' events.
       const kinds = Array.from({ length: heartbeatEvery }, (_, i) => i % agentEvery === agentEvery - 1);
-      for (const [i, isAgent] of kinds.entries())
-        if (isAgent) await agent(`bench message ${i} @${Date.now()}`, 'Bench');
+      for (const [i, isAgent] of kinds.entries()) if (isAgent) await agent(`bench message ${i} @${Date.now()}`);
       await drain(hg);
       for (const [i, isAgent] of kinds.entries()) if (!isAgent) await wake(`bench event ${i}`);
       await wake('bench event', 'now');
@@ -102,9 +101,11 @@ export function receivedBlocks(lo, hi, t0, step, agentEvery, block = 16) {
         agent ? [] : [uuid(at, TAGS.event, i)],
         agent ? [uuid(at, TAGS.run, i)] : [],
         null,
-        0.7,
+        // As a live record: a duration in µs precision, the token id, and the request's id (16 hex digits).
+        (10 + (i % 90)) / 1000,
         null,
         'default',
+        ((i * 0x9e3779b1) % 2 ** 52).toString(16).padStart(16, '0'),
       ]);
     }
     blocks.push([records.at(-1)[0], JSON.stringify(records)]);
@@ -138,13 +139,15 @@ export function copies(uuidSql, agentEvery, heartbeatEvery) {
   const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
   const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
   const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
+  // The bench's own texts (bench/openloop.mjs), so that rows are the size of the ones its load writes.
+  const message = `('bench message ' || i || ' @' || at)`;
   return [
     [
       'system_events',
       "origin = 'wake'",
       {
         id: uuidSql('at', TAGS.event),
-        text: `'fill event ' || i`,
+        text: `'bench event ' || i`,
         created_at: 'at',
         consumed_at: 'at + 1000',
         heartbeat_id: uuidSql('at + 1000', TAGS.heartbeat),
@@ -156,7 +159,7 @@ export function copies(uuidSql, agentEvery, heartbeatEvery) {
       "origin = 'summary'",
       {
         id: uuidSql('at + 30', TAGS.event),
-        text: `'Hook Fill: echo: fill message ' || i`,
+        text: `'Hook Bench: echo: ' || ${message}`,
         run_id: runId,
         created_at: 'at + 30',
         consumed_at: 'at + 1000',
@@ -170,14 +173,14 @@ export function copies(uuidSql, agentEvery, heartbeatEvery) {
       {
         id: runId,
         session_key: session,
-        message: `'fill message ' || i`,
+        message,
         state,
         created_at: 'at',
         updated_at: 'at + 30',
         started_at: 'at + 1',
         finished_at: 'at + 30',
         error: `CASE WHEN ${finished} THEN NULL ELSE 'model: upstream 503' END`,
-        reply: `CASE WHEN ${finished} THEN 'echo: fill message ' || i END`,
+        reply: `CASE WHEN ${finished} THEN 'echo: ' || ${message} END`,
         delivery_status: `CASE WHEN ${finished} THEN t.delivery_status END`,
       },
       isAgent,
@@ -191,7 +194,7 @@ export function copies(uuidSql, agentEvery, heartbeatEvery) {
     [
       'session_messages',
       "role = 'assistant' AND run_id IS NOT NULL",
-      { session_key: session, run_id: runId, content: `'echo: fill message ' || i`, created_at: 'at + 30' },
+      { session_key: session, run_id: runId, content: `'echo: ' || ${message}`, created_at: 'at + 30' },
       `${isAgent} AND ${finished}`,
     ],
     [
@@ -201,7 +204,7 @@ export function copies(uuidSql, agentEvery, heartbeatEvery) {
         id: uuidSql('at + 30', TAGS.delivery),
         run_id: runId,
         session_key: session,
-        text: `'echo: fill message ' || i`,
+        text: `'echo: ' || ${message}`,
         created_at: 'at + 30',
         next_attempt_at: 'at + 30',
         updated_at: 'at + 60',

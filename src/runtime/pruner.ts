@@ -35,7 +35,7 @@ export function startPruner(store: PrunedStore, logger: Logger, retention: Reten
     const now = Date.now();
     expiring ??= store
       .prune(now, now - retention.received() * DAY_MS, stopped.signal)
-      .then((n) => (n.idempotency || n.received ? logger.debug(n, 'pruned expired records') : undefined))
+      .then((n) => (n.idempotency || n.received ? logger.info(n, 'pruned expired records') : undefined))
       .catch((err) => logger.warn({ err: errorMessage(err) }, 'prune failed'))
       .finally(() => (expiring = undefined));
     store

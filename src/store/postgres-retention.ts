@@ -1,15 +1,20 @@
 /**
- * Retention of finished work on PostgreSQL (retention.ts): each step is one or two statements of their own (no
- * transaction around them: each deletion is whole by itself), so a step holds its rows' locks only for its window.
- * On a shared store one node prunes at a time: a pass holds a session advisory lock on the connection its steps run
- * on, and a node whose tick finds it taken skips that pass (without it, every node walked the same windows, waited on
- * the others' row locks and found nothing left). The lock goes with the connection if the node dies.
+ * Retention on PostgreSQL (retention.ts): of finished work, and of expired records (`prune`). Each step is one or two
+ * statements of their own (no transaction around them: each deletion is whole by itself), so a step holds its rows'
+ * locks only for its window. On a shared store one node prunes at a time: a pass holds a session advisory lock (one
+ * per kind of pass) on the connection its steps run on, and a node whose tick finds it taken skips that pass (without
+ * it, every node walked the same windows, waited on the others' row locks and found nothing left). The lock goes with
+ * the connection if the node dies.
  */
 import type { PgDb, Query } from './postgres-db.js';
 import {
+  type ExpiredPruned,
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
+  type PruneStep,
+  NOTHING_EXPIRED,
   NOTHING_PRUNED,
+  pruneExpiredInSteps,
   pruneFinishedInSteps,
   type RetentionStep,
   type RetentionStepFn,
@@ -26,19 +31,75 @@ function bind(build: (p: (name: Param) => string) => string, values: Partial<Rec
   return { text, params: order.map((n) => values[n]) };
 }
 
-const PRUNE_LOCK = `hashtextextended('hookgate:prune-finished:' || current_schema(), 0)`;
+/** Expired idempotency keys, and received blocks, deleted per step (as on SQLite: sqlite-retention.ts). */
+export const PG_EXPIRY_STEP_ROWS = { idempotency: 1000, received: 128 } as const;
+
+/**
+ * `pass` on one connection while it holds the advisory lock of passes of `kind`; `nothing` if another node's pass
+ * holds it.
+ */
+function onePassAtATime<T>(
+  db: PgDb,
+  kind: 'prune-finished' | 'prune-expired',
+  nothing: T,
+  pass: (query: Query) => Promise<T>,
+): Promise<T> {
+  const lock = `hashtextextended('hookgate:${kind}:' || current_schema(), 0)`;
+  return db.withClient(async (client) => {
+    const { rows } = await client.query<{ ours: boolean }>(`SELECT pg_try_advisory_lock(${lock}) AS ours`);
+    if (!rows[0]?.ours) return nothing;
+    try {
+      return await pass((sql, params) => client.query(typeof sql === 'string' ? sql : sql.text, params));
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${lock})`);
+    }
+  });
+}
 
 /** A pass over finished work, unless another node's pass holds the lock (then nothing, in no step). */
 export function pgPruneFinished(db: PgDb, before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
-  return db.withClient(async (client) => {
-    const { rows } = await client.query<{ ours: boolean }>(`SELECT pg_try_advisory_lock(${PRUNE_LOCK}) AS ours`);
-    if (!rows[0]?.ours) return { ...NOTHING_PRUNED };
-    try {
-      const query: Query = (sql, params) => client.query(typeof sql === 'string' ? sql : sql.text, params);
-      return await pruneFinishedInSteps(pgRetentionStep({ query }), before, policy);
-    } finally {
-      await client.query(`SELECT pg_advisory_unlock(${PRUNE_LOCK})`);
-    }
+  return onePassAtATime(db, 'prune-finished', { ...NOTHING_PRUNED }, (query) =>
+    pruneFinishedInSteps(pgRetentionStep({ query }), before, policy),
+  );
+}
+
+/**
+ * The store's `prune`, unless another node's holds the lock: expired idempotency keys and received blocks older than
+ * `receivedBefore`, soonest first on their time indexes, a bounded number per step; then refusal windows and fetched
+ * Gmail pushes (few rows). Received blocks go whole, when their newest record (`at`) is older than the cut-off;
+ * counted by records.
+ */
+export function pgPruneExpired(
+  db: PgDb,
+  now: number,
+  receivedBefore: number,
+  signal?: AbortSignal,
+): Promise<ExpiredPruned> {
+  return onePassAtATime(db, 'prune-expired', { ...NOTHING_EXPIRED }, (query) => {
+    const { idempotency: keys, received: blocks } = PG_EXPIRY_STEP_ROWS;
+    const idempotency = async (): Promise<PruneStep> => {
+      const { rowCount } = await query(
+        `DELETE FROM idempotency WHERE (scope, key_hash) IN
+           (SELECT scope, key_hash FROM idempotency WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
+        [now, keys],
+      );
+      return { deleted: rowCount ?? 0, done: (rowCount ?? 0) < keys };
+    };
+    const received = async (): Promise<PruneStep> => {
+      const { rows } = await query<{ blocks: string; records: string }>(
+        `WITH d AS (DELETE FROM received_log WHERE seq IN
+           (SELECT seq FROM received_log WHERE at < $1 ORDER BY at LIMIT $2) RETURNING records)
+         SELECT COUNT(*) AS blocks, COALESCE(SUM(json_array_length(records::json)), 0) AS records FROM d`,
+        [receivedBefore, blocks],
+      );
+      return { deleted: Number(rows[0]?.records ?? 0), done: Number(rows[0]?.blocks ?? 0) < blocks };
+    };
+    const rest = async (): Promise<PruneStep> => {
+      const { rowCount } = await query('DELETE FROM refusal_log WHERE at + window_ms <= $1', [receivedBefore]);
+      await query('DELETE FROM gmail_pushes WHERE fetched_at IS NOT NULL AND received_at < $1', [receivedBefore]);
+      return { deleted: rowCount ?? 0, done: true };
+    };
+    return pruneExpiredInSteps({ idempotency, received, rest }, signal);
   });
 }
 

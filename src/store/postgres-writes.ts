@@ -266,19 +266,4 @@ export class PgWrites {
       );
     });
   }
-
-  /** Received blocks go whole, when their newest record (`at`) is older than the cut-off; counted by records. */
-  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return this.db.tx(async (q) => {
-      const idem = await q('DELETE FROM idempotency WHERE expires_at <= $1', [now]);
-      const rec = await q<{ n: number }>(
-        `WITH d AS (DELETE FROM received_log WHERE at < $1 RETURNING records)
-         SELECT COALESCE(SUM(json_array_length(records::json)), 0)::bigint AS n FROM d`,
-        [receivedBefore],
-      );
-      const ref = await q('DELETE FROM refusal_log WHERE at + window_ms <= $1', [receivedBefore]);
-      await q('DELETE FROM gmail_pushes WHERE fetched_at IS NOT NULL AND received_at < $1', [receivedBefore]);
-      return { idempotency: idem.rowCount ?? 0, received: (rec.rows[0]?.n ?? 0) + (ref.rowCount ?? 0) };
-    });
-  }
 }

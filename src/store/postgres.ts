@@ -16,8 +16,8 @@ import { PgAcceptPath } from './postgres-accept.js';
 import type { StoredBreakdown } from './breakdown.js';
 import type { PgConnectOptions } from './postgres-connect.js';
 import { PgAudit } from './postgres-audit.js';
-import { pgPruneFinished } from './postgres-retention.js';
-import type { FinishedWorkPolicy, FinishedWorkPruned } from './retention.js';
+import { pgPruneExpired, pgPruneFinished } from './postgres-retention.js';
+import type { ExpiredPruned, FinishedWorkPolicy, FinishedWorkPruned } from './retention.js';
 import { PgGmail } from './postgres-gmail.js';
 import { PgDb } from './postgres-db.js';
 import { migrate, type PgSchemaOptions } from './postgres-migrate.js';
@@ -192,9 +192,6 @@ export class PostgresStore implements Store {
   recordRefusals(window: RefusalWindow, keepWindows: number): Promise<void> {
     return this.writes.recordRefusals(window, keepWindows);
   }
-  prune(now: number, receivedBefore: number): Promise<{ idempotency: number; received: number }> {
-    return this.writes.prune(now, receivedBefore);
-  }
   // ——— reads (postgres-reads.ts) ———
   getRun(id: string): Promise<Run | undefined> {
     return this.reads.getRun(id);
@@ -284,9 +281,12 @@ export class PostgresStore implements Store {
   pruneAudit(before: number): Promise<number> {
     return this.audit.pruneAudit(before);
   }
-  // ——— retention of finished work (postgres-retention.ts) ———
+  // ——— retention (postgres-retention.ts) ———
   pruneFinished(before: number, policy: FinishedWorkPolicy): Promise<FinishedWorkPruned> {
     return pgPruneFinished(this.db, before, policy);
+  }
+  prune(now: number, receivedBefore: number, signal?: AbortSignal): Promise<ExpiredPruned> {
+    return pgPruneExpired(this.db, now, receivedBefore, signal);
   }
 
   /** Nobody's leases are taken back on a shared store: expired ones are simply claimable (see claimRuns). */

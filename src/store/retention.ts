@@ -1,9 +1,11 @@
 /**
- * Retention of finished work (`RetentionStore`, part of `Store`): runs in a final state, their deliveries, consumed
- * system events, heartbeat deliveries and transcript turns no prompt will read again. Both drivers delete in bounded
- * steps, each its own transaction: a step looks at one window of `limit` rows in seq order (the primary key, so
- * finding it costs nothing however large the table) and deletes those of them that may go. The loop here walks the
- * windows from the oldest row and stops at the first window whose rows are all newer than the cut-off.
+ * Retention in bounded steps, each its own transaction, one turn of the event loop between them (`inSteps`, the loop
+ * both kinds of prune and both drivers share). Of finished work (`RetentionStore`, part of `Store`): runs in a final
+ * state, their deliveries, consumed system events, heartbeat deliveries and transcript turns no prompt will read
+ * again; a step looks at one window of `limit` rows in seq order (the primary key, so finding it costs nothing however
+ * large the table) and deletes those of them that may go; the walk goes from the oldest row and stops at the first
+ * window whose rows are all newer than the cut-off. Of expired records (`Store.prune`): idempotency keys, received
+ * records, refusal counts (ExpiredPruned).
  */
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -23,12 +25,9 @@ export const RETENTION_STEP_ROWS: Readonly<Record<RetentionKind, number>> = {
   deliveries: 1000,
 };
 
-/** What one step did: the window's last seq (the next step starts after it), what it deleted, whether it was the last. */
-export interface RetentionStep {
-  last: number;
+/** What one step of a prune did: what it deleted, whether it was the last. */
+export interface PruneStep {
   deleted: number;
-  /** Deliveries deleted together with the window's runs (kind `runs` only). */
-  deliveries: number;
   done: boolean;
   /**
    * How long the step's own statements held the writer, in ms, when the driver can tell it from the wait: on SQLite,
@@ -38,17 +37,34 @@ export interface RetentionStep {
   heldMs?: number;
 }
 
-/** What a prune of finished work deleted, by table, and in how many steps (transactions). */
-export interface FinishedWorkPruned {
-  runs: number;
+/** A step over finished work: also the window's last seq (the next step starts after it). */
+export interface RetentionStep extends PruneStep {
+  last: number;
+  /** Deliveries deleted together with the window's runs (kind `runs` only). */
   deliveries: number;
-  events: number;
-  messages: number;
+}
+
+/** How many steps (transactions) a prune took, and how long the longest took. */
+export interface StepTally {
   steps: number;
   /** The longest step, in ms from sending it to its answer (on SQLite: its wait behind other writes included). */
   longestStepMs: number;
   /** The longest any step's statements held the writer, in ms (`RetentionStep.heldMs`, else its round trip). */
   longestHeldMs: number;
+}
+
+/** What a prune of finished work deleted, by table. */
+export interface FinishedWorkPruned extends StepTally {
+  runs: number;
+  deliveries: number;
+  events: number;
+  messages: number;
+}
+
+/** What a prune of expired records deleted: idempotency keys; received records and refusal windows. */
+export interface ExpiredPruned extends StepTally {
+  idempotency: number;
+  received: number;
 }
 
 export interface FinishedWorkPolicy {
@@ -83,18 +99,43 @@ export type RetentionStepFn = (
   keepMessages: number,
 ) => Promise<RetentionStep>;
 
-/** A pass that deleted nothing, in no step. */
+const NO_STEPS: Readonly<StepTally> = { steps: 0, longestStepMs: 0, longestHeldMs: 0 };
+/** A pass over finished work that deleted nothing, in no step. */
 export const NOTHING_PRUNED: Readonly<FinishedWorkPruned> = {
   runs: 0,
   deliveries: 0,
   events: 0,
   messages: 0,
-  steps: 0,
-  longestStepMs: 0,
-  longestHeldMs: 0,
+  ...NO_STEPS,
 };
+/** A prune of expired records that deleted nothing, in no step. */
+export const NOTHING_EXPIRED: Readonly<ExpiredPruned> = { idempotency: 0, received: 0, ...NO_STEPS };
 
-/** The loop both drivers share: every kind, window after window, one turn of the event loop between steps. */
+/**
+ * Runs `next` step after step until one says it was the last, or `signal` aborts (no further step starts), with one
+ * turn of the event loop between steps: the accepts and completions that waited meanwhile go first. Each step is
+ * counted and timed into `tally` (its `heldMs`, else its round trip), then handed to `each`.
+ */
+export async function inSteps<S extends PruneStep>(
+  next: () => Promise<S>,
+  tally: StepTally,
+  each: (step: S) => void,
+  signal?: AbortSignal,
+): Promise<void> {
+  while (!signal?.aborted) {
+    const t = performance.now();
+    const s = await next();
+    const ms = performance.now() - t;
+    tally.steps++;
+    tally.longestStepMs = Math.max(tally.longestStepMs, Math.round(ms * 10) / 10);
+    tally.longestHeldMs = Math.max(tally.longestHeldMs, Math.round((s.heldMs ?? ms) * 10) / 10);
+    each(s);
+    if (s.done) return;
+    await nextTurn();
+  }
+}
+
+/** A pass over finished work, as both drivers run it: every kind, window after window. */
 export async function pruneFinishedInSteps(
   step: RetentionStepFn,
   before: number,
@@ -103,20 +144,35 @@ export async function pruneFinishedInSteps(
   const out: FinishedWorkPruned = { ...NOTHING_PRUNED };
   for (const kind of RETENTION_KINDS) {
     const limit = Math.max(1, policy.stepRows?.[kind] ?? RETENTION_STEP_ROWS[kind]);
-    for (let after = 0; ; ) {
-      if (policy.signal?.aborted) return out;
-      const t = performance.now();
-      const s = await step(kind, before, after, limit, policy.keepMessages);
-      const ms = performance.now() - t;
-      out.longestStepMs = Math.max(out.longestStepMs, Math.round(ms * 10) / 10);
-      out.longestHeldMs = Math.max(out.longestHeldMs, Math.round((s.heldMs ?? ms) * 10) / 10);
-      out.steps++;
-      out[kind] += s.deleted;
-      out.deliveries += s.deliveries;
-      if (s.done) break;
-      after = s.last;
-      await nextTurn(); // the accepts and completions that waited meanwhile go first
-    }
+    let after = 0;
+    const next = () => step(kind, before, after, limit, policy.keepMessages);
+    await inSteps(
+      next,
+      out,
+      (s) => {
+        out[kind] += s.deleted;
+        out.deliveries += s.deliveries;
+        after = s.last;
+      },
+      policy.signal,
+    );
   }
+  return out;
+}
+
+/** A prune of expired records, as both drivers run it: idempotency keys, then received records, then the rest. */
+export async function pruneExpiredInSteps(
+  steps: {
+    idempotency: () => Promise<PruneStep>;
+    received: () => Promise<PruneStep>;
+    /** Refusal counts and the like: few rows, one step; what it deleted counts as received. */
+    rest: () => Promise<PruneStep>;
+  },
+  signal?: AbortSignal,
+): Promise<ExpiredPruned> {
+  const out: ExpiredPruned = { ...NOTHING_EXPIRED };
+  await inSteps(steps.idempotency, out, (s) => (out.idempotency += s.deleted), signal);
+  await inSteps(steps.received, out, (s) => (out.received += s.deleted), signal);
+  await inSteps(steps.rest, out, (s) => (out.received += s.deleted), signal);
   return out;
 }

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { ensurePrivateFile } from '../private-files.js';
 import { logPath } from '../text-safe.js';
 import { assertSchemaUsable, type SchemaPolicy } from './schema-version.js';
+import { WAL_CHECKPOINT_BYTES } from './sqlite-files.js';
 import { SQLITE_MIGRATIONS } from './sqlite-schema.js';
 
 /** The page cache of each connection, in KiB as SQLite takes it (a negative cache_size). */
@@ -36,6 +37,10 @@ export function openSqlite(
     // pread away.
     db.pragma(`cache_size = ${SQLITE_CACHE_KIB}`);
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    // A WAL that once grew past its usual size (a long step, a reader's snapshot keeping it from starting over) is cut
+    // back to this when it next starts over, rather than keeping its high-water mark on disk. Above SQLite's own
+    // checkpoint size (4 MiB), so the usual cycle never truncates and regrows the file; the checkpoint thread sets its own.
+    db.pragma(`journal_size_limit = ${WAL_CHECKPOINT_BYTES}`);
     const version = db.pragma('user_version', { simple: true }) as number;
     assertSchemaUsable(version, SQLITE_MIGRATIONS.length, logPath(path, 300), opts.schemaPolicy ?? 'migrate');
     for (let v = version; v < SQLITE_MIGRATIONS.length; v++) {

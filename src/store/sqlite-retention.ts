@@ -4,10 +4,12 @@
  * batch of its own size bounded by the step's window; the accepts that wait meanwhile commit in the next batch.
  */
 import { performance } from 'node:perf_hooks';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
+  type ExpiredPruned,
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
+  type PruneStep,
+  pruneExpiredInSteps,
   pruneFinishedInSteps,
   type RetentionKind,
   type RetentionStep,
@@ -30,10 +32,12 @@ export const RECEIVED_STEP_BLOCKS = 128;
 /** Expired idempotency keys deleted per step. */
 export const IDEMPOTENCY_STEP_KEYS = 1000;
 
-/** What one step of `prune` deleted, and whether nothing older is left. */
-interface ExpiryStep {
-  deleted: number;
-  done: boolean;
+/** `run`'s step, stamped with how long its statements held the writer (`RetentionStep.heldMs`). */
+function held<S extends { heldMs?: number }>(run: () => S): S {
+  const started = performance.now();
+  const step = run();
+  step.heldMs = Math.round((performance.now() - started) * 10) / 10;
+  return step;
 }
 
 export const RETENTION_WRITE_OPS = {
@@ -41,49 +45,54 @@ export const RETENTION_WRITE_OPS = {
    * The oldest `limit` received blocks: all of them when the newest is older than `before`, else those older than it
    * (blocks are appended in time order: the walk ends there). Counted by records, as `prune` reports them.
    */
-  pruneReceivedStep(w: SqliteWriter, before: number, limit: number): ExpiryStep {
-    const win = prepared(
-      w.db,
-      'SELECT COUNT(*) AS n, MAX(seq) AS last, MAX(at) AS newest FROM (SELECT seq, at FROM received_log ORDER BY seq LIMIT ?)',
-    ).get(limit) as { n: number; last: number | null; newest: number | null };
-    if (win.n === 0 || win.last === null || win.newest === null) return { deleted: 0, done: true };
-    const whole = win.newest < before;
-    const where = whole ? 'seq <= @last' : 'seq <= @last AND at < @before';
-    const args = whole ? { last: win.last } : { last: win.last, before };
-    const { n } = prepared(
-      w.db,
-      `SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE ${where}`,
-    ).get(args) as { n: number };
-    prepared(w.db, `DELETE FROM received_log WHERE ${where}`).run(args);
-    return { deleted: n, done: !whole || win.n < limit };
+  pruneReceivedStep(w: SqliteWriter, before: number, limit: number): PruneStep {
+    return held(() => receivedStep(w, before, limit));
   },
 
   /** Up to `limit` idempotency keys expired at `now`, soonest expired first (the expiry index). */
-  pruneIdempotencyStep(w: SqliteWriter, now: number, limit: number): ExpiryStep {
-    w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
-    const deleted = prepared(
-      w.db,
-      `DELETE FROM idempotency WHERE (scope, key_hash) IN
-         (SELECT scope, key_hash FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
-    ).run(now, limit).changes;
-    return { deleted, done: deleted < limit };
+  pruneIdempotencyStep(w: SqliteWriter, now: number, limit: number): PruneStep {
+    return held<PruneStep>(() => {
+      w.idemSenders.clear(); // the per-sender counts are recounted after keys were deleted
+      const deleted = prepared(
+        w.db,
+        `DELETE FROM idempotency WHERE (scope, key_hash) IN
+           (SELECT scope, key_hash FROM idempotency WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+      ).run(now, limit).changes;
+      return { deleted, done: deleted < limit };
+    });
   },
 
   /** Refusal counts whose window ended before `before`, and fetched Gmail pushes received before it (few rows). */
-  pruneRefusals(w: SqliteWriter, before: number): number {
-    const refusals = prepared(w.db, 'DELETE FROM refusal_log WHERE at + window_ms <= ?').run(before).changes;
-    pruneGmailPushes(w.db, before);
-    return refusals;
+  pruneRefusals(w: SqliteWriter, before: number): PruneStep {
+    return held<PruneStep>(() => {
+      const deleted = prepared(w.db, 'DELETE FROM refusal_log WHERE at + window_ms <= ?').run(before).changes;
+      pruneGmailPushes(w.db, before);
+      return { deleted, done: true };
+    });
   },
 
-  /** One step of finished work, stamped with its statements' time on the writer (`RetentionStep.heldMs`). */
+  /** One step of finished work. */
   pruneFinishedStep(w: SqliteWriter, ...args: Parameters<RetentionStepFn>): RetentionStep {
-    const started = performance.now();
-    const step = finishedStep(w, ...args);
-    step.heldMs = Math.round((performance.now() - started) * 10) / 10;
-    return step;
+    return held(() => finishedStep(w, ...args));
   },
 };
+
+function receivedStep(w: SqliteWriter, before: number, limit: number): PruneStep {
+  const win = prepared(
+    w.db,
+    'SELECT COUNT(*) AS n, MAX(seq) AS last, MAX(at) AS newest FROM (SELECT seq, at FROM received_log ORDER BY seq LIMIT ?)',
+  ).get(limit) as { n: number; last: number | null; newest: number | null };
+  if (win.n === 0 || win.last === null || win.newest === null) return { deleted: 0, done: true };
+  const whole = win.newest < before;
+  const where = whole ? 'seq <= @last' : 'seq <= @last AND at < @before';
+  const args = whole ? { last: win.last } : { last: win.last, before };
+  const { n } = prepared(
+    w.db,
+    `SELECT COALESCE(SUM(json_array_length(records)), 0) AS n FROM received_log WHERE ${where}`,
+  ).get(args) as { n: number };
+  prepared(w.db, `DELETE FROM received_log WHERE ${where}`).run(args);
+  return { deleted: n, done: !whole || win.n < limit };
+}
 
 function finishedStep(
   w: SqliteWriter,
@@ -121,26 +130,21 @@ function finishedStep(
 }
 
 /** The store's `prune`: expired idempotency keys, then old received records, in steps, then refusal counts. */
-export async function pruneExpiredSqlite(
+export function pruneExpiredSqlite(
   write: (op: WriteOp) => Promise<unknown>,
   now: number,
   receivedBefore: number,
   signal?: AbortSignal,
-): Promise<{ idempotency: number; received: number }> {
-  const inSteps = async (op: () => WriteOp): Promise<number> => {
-    let deleted = 0;
-    while (!signal?.aborted) {
-      const s = (await write(op())) as ExpiryStep;
-      deleted += s.deleted;
-      if (s.done) return deleted;
-      await nextTurn(); // the accepts and completions that waited meanwhile go first
-    }
-    return deleted;
-  };
-  const idempotency = await inSteps(() => ({ op: 'pruneIdempotencyStep', args: [now, IDEMPOTENCY_STEP_KEYS] }));
-  const received = await inSteps(() => ({ op: 'pruneReceivedStep', args: [receivedBefore, RECEIVED_STEP_BLOCKS] }));
-  const refusals = signal?.aborted ? 0 : ((await write({ op: 'pruneRefusals', args: [receivedBefore] })) as number);
-  return { idempotency, received: received + refusals };
+): Promise<ExpiredPruned> {
+  const step = (op: WriteOp) => () => write(op) as Promise<PruneStep>;
+  return pruneExpiredInSteps(
+    {
+      idempotency: step({ op: 'pruneIdempotencyStep', args: [now, IDEMPOTENCY_STEP_KEYS] }),
+      received: step({ op: 'pruneReceivedStep', args: [receivedBefore, RECEIVED_STEP_BLOCKS] }),
+      rest: step({ op: 'pruneRefusals', args: [receivedBefore] }),
+    },
+    signal,
+  );
 }
 
 /** The store's `pruneFinished`: each step a write op of its own, sent through `write` (the group commit). */

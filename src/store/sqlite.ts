@@ -382,7 +382,6 @@ export class SqliteStore implements Store {
   prune(...args: Parameters<Store['prune']>): ReturnType<Store['prune']> {
     return pruneExpiredSqlite((op) => this.writes.write(op), ...args);
   }
-
   recoverLeases(now: number): Promise<number> {
     return this.writes.write({ op: 'recoverLeases', args: [now] }) as Promise<number>;
   }

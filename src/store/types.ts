@@ -21,10 +21,10 @@ import type { ClusterStore } from './cluster-types.js';
 import type { AdminStore } from './pages.js';
 import type { GmailStore } from './gmail-types.js';
 import type { AuditStore } from './audit-types.js';
-import type { RetentionStore } from './retention.js';
+import type { ExpiredPruned, RetentionStore } from './retention.js';
 
 export type { AuditEntry, AuditPageQuery, AuditStore } from './audit-types.js';
-export type { FinishedWorkPolicy, FinishedWorkPruned, RetentionStore } from './retention.js';
+export type { ExpiredPruned, FinishedWorkPolicy, FinishedWorkPruned, RetentionStore } from './retention.js';
 export type { GmailAccountState, GmailFetchCompletion, GmailPush, GmailStatus, GmailStore } from './gmail-types.js';
 
 export type { ContentSource, DeliveryState, EventOrigin, EventOutcome, RunState, SessionMode, WakeMode };
@@ -430,7 +430,7 @@ export interface MaintenanceStore {
    */
   recoverLeases(now: number): Promise<number>;
   /** Delete expired idempotency keys, received records and refusal counts older than `receivedBefore`; abortable. */
-  prune(now: number, receivedBefore: number, signal?: AbortSignal): Promise<{ idempotency: number; received: number }>;
+  prune(now: number, receivedBefore: number, signal?: AbortSignal): Promise<ExpiredPruned>;
   close(): Promise<void>;
 }
 

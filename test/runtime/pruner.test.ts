@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
 import { KEEP_SESSION_TURNS, PRUNE_EVERY_MS, startPruner } from '../../src/runtime/pruner.js';
-import type { FinishedWorkPolicy, FinishedWorkPruned } from '../../src/store/types.js';
+import { NOTHING_EXPIRED } from '../../src/store/retention.js';
+import type { ExpiredPruned, FinishedWorkPolicy, FinishedWorkPruned } from '../../src/store/types.js';
 import { captureLogger } from '../support/log-capture.js';
 import { waitFor } from '../support/wait.js';
 
@@ -21,7 +22,7 @@ function fakeStore(pruneFinished: (before: number, policy: FinishedWorkPolicy) =
   const store = {
     async prune(now: number, receivedBefore: number) {
       calls.push(['received', now - receivedBefore]);
-      return { idempotency: 0, received: 0 };
+      return NOTHING_EXPIRED;
     },
     async pruneAudit(before: number) {
       calls.push(['audit', Date.now() - before]);
@@ -97,8 +98,8 @@ describe('pruner', () => {
       const store = {
         prune: (_now: number, _before: number, signal?: AbortSignal) => {
           signals.push(signal);
-          return new Promise<{ idempotency: number; received: number }>(
-            (resolve) => (release = () => resolve({ idempotency: 1, received: 2 })),
+          return new Promise<ExpiredPruned>(
+            (resolve) => (release = () => resolve({ ...NOTHING_EXPIRED, idempotency: 1, received: 2, steps: 3 })),
           );
         },
         pruneAudit: async () => 0,
@@ -125,7 +126,7 @@ describe('pruner', () => {
   it('a failed prune is logged, not thrown, and the next tick tries again', async () => {
     const { lines, logger } = captureLogger();
     const store = {
-      prune: async () => ({ idempotency: 0, received: 0 }),
+      prune: async () => NOTHING_EXPIRED,
       pruneAudit: async () => Promise.reject(new Error('store down')),
       pruneFinished: async () => Promise.reject(new Error('store gone')),
       recoverLeases: async () => 0,

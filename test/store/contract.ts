@@ -1056,7 +1056,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         await store.recordReceived(received({ at: T0 + 30, status: 401, code: 'unauthorized' }));
 
         const res = await store.prune(T0 + 2000, T0 + 20);
-        assert.deepEqual(res, { idempotency: 2, received: 2 });
+        assert.deepEqual([res.idempotency, res.received], [2, 2]);
+        assert.ok(res.steps >= 3, 'in steps: keys, received records, the rest');
         assert.deepEqual(
           (await store.listReceived()).map((r) => r.at),
           [T0 + 30, T0 + 20],
@@ -1073,7 +1074,8 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         );
         // prune() leaves runs and events alone (finished work is pruneFinished's: retention-contract.ts)
         assert.equal((await store.listRuns()).length, 3);
-        assert.deepEqual(await store.prune(T0 + 2000, T0 + 20), { idempotency: 0, received: 0 });
+        const again = await store.prune(T0 + 2000, T0 + 20);
+        assert.deepEqual([again.idempotency, again.received], [0, 0]);
       });
     });
 

@@ -80,6 +80,26 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       assert.ok((await a.pruneFinished(cut, { keepMessages: 40 })).steps > 0);
     });
 
+    it('retention: expired records too are pruned by one node at a time, in steps', async () => {
+      const at = T0 - 86_400_000; // older than anything the other tests of this schema accept
+      await a.accept(command({ events: [event()], received: received({ at }) }));
+      const other = new pg.Client({ connectionString: PG_URL });
+      await other.connect();
+      try {
+        await other.query(`SET search_path = ${schema}`);
+        await other.query(
+          `SELECT pg_advisory_lock(hashtextextended('hookgate:prune-expired:' || current_schema(), 0))`,
+        );
+        const skipped = await b.prune(at + 1, at + 1);
+        assert.deepEqual([skipped.steps, skipped.received], [0, 0]);
+      } finally {
+        await other.end();
+      }
+      const done = await b.prune(at + 1, at + 1);
+      assert.deepEqual([done.received, done.steps], [1, 3], 'keys, received records, refusal windows: a step each');
+      assert.equal((await a.prune(at + 1, at + 1)).received, 0);
+    });
+
     it('migrated once: one row per migration step', async () => {
       const { rows } = await sqlIn<{ version: number }>(
         schema,

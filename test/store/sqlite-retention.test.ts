@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { RETENTION_KINDS } from '../../src/store/retention.js';
+import { NOTHING_EXPIRED, RETENTION_KINDS } from '../../src/store/retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from '../../src/store/retention-sql.js';
 import { IDEMPOTENCY_STEP_KEYS, pruneExpiredSqlite, RECEIVED_STEP_BLOCKS } from '../../src/store/sqlite-retention.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
@@ -86,7 +86,11 @@ describe('SQLite prune of expired records', () => {
 
     const expiredBy = T0 + 2 * IDEMPOTENCY_STEP_KEYS; // keys 0..2000 expired
     const res = await pruneExpiredSqlite(write, expiredBy, T0 + 250);
-    assert.deepEqual(res, { idempotency: 2 * IDEMPOTENCY_STEP_KEYS + 1, received: oldRecords + 1 });
+    assert.deepEqual(
+      { idempotency: res.idempotency, received: res.received, steps: res.steps },
+      { idempotency: 2 * IDEMPOTENCY_STEP_KEYS + 1, received: oldRecords + 1, steps: 6 },
+    );
+    assert.ok(res.longestHeldMs > 0 && res.longestHeldMs <= res.longestStepMs, 'each step is timed on the writer');
     assert.deepEqual(
       db.prepare('SELECT MIN(at) AS lo, COUNT(*) AS n FROM received_log').get() as { lo: number; n: number },
       { lo: T0 + 250, n: 50 },
@@ -99,7 +103,8 @@ describe('SQLite prune of expired records', () => {
     const count = (op: string) => ops.filter((o) => o === op).length;
     assert.equal(RECEIVED_STEP_BLOCKS, 128, 'the step counts below assume 128 blocks per step');
     assert.deepEqual([count('pruneIdempotencyStep'), count('pruneReceivedStep'), count('pruneRefusals')], [3, 2, 1]);
-    assert.deepEqual(await pruneExpiredSqlite(write, expiredBy, T0 + 250), { idempotency: 0, received: 0 });
+    const again = await pruneExpiredSqlite(write, expiredBy, T0 + 250);
+    assert.deepEqual([again.idempotency, again.received, again.steps], [0, 0, 3], 'one empty step of each');
     db.close();
   });
 
@@ -108,7 +113,7 @@ describe('SQLite prune of expired records', () => {
     db.prepare('INSERT INTO received_log (at, records) VALUES (?, ?)').run(T0, '[[1]]');
     const ac = new AbortController();
     ac.abort();
-    assert.deepEqual(await pruneExpiredSqlite(write, T0, T0 + 1, ac.signal), { idempotency: 0, received: 0 });
+    assert.deepEqual(await pruneExpiredSqlite(write, T0, T0 + 1, ac.signal), NOTHING_EXPIRED);
     assert.deepEqual(ops, []);
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM received_log').get() as { n: number }).n, 1);
     db.close();
