@@ -328,6 +328,7 @@ async function throughput(stores) {
   } finally {
     bare.child.kill();
   }
+  if (stores.includes('postgres')) for (const nodes of [1, clusterSize]) rows.push(await pgFloor(nodes));
   for (const { store, nodes } of setups) {
     const s = await setUp(store, nodes);
     try {
@@ -352,6 +353,54 @@ async function throughput(stores) {
   return rows;
 }
 
+/**
+ * The floor of `nodes` nodes on PostgreSQL (bench/floor-pg-server.mjs, as many processes on one fresh database):
+ * their wakes/s under the same load, with their CPU and PostgreSQL's. What `nodes` nodes can reach on these cores at
+ * best: the hookgate rows compare with it.
+ */
+async function pgFloor(nodes) {
+  const dbName = `hg_floor_${randomBytes(4).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+  const u = new URL(adminUrl);
+  u.pathname = `/${dbName}`;
+  const children = [];
+  try {
+    const urls = [];
+    // One after the other: the first creates the tables.
+    for (let i = 0; i < nodes; i++) {
+      const child = spawn(process.execPath, [join(root, 'bench/floor-pg-server.mjs'), u.toString()], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      children.push(child);
+      urls.push(
+        await new Promise((resolve, reject) => {
+          child.once('exit', (c) => reject(new Error(`floor server exited ${c}`)));
+          createInterface({ input: child.stdout }).on('line', (l) => resolve(`http://127.0.0.1:${JSON.parse(l).port}`));
+        }),
+      );
+    }
+    const pids = children.map((c) => c.pid);
+    await load(urls, '/', wakeBody, {}, pids, { duration: 2 }); // warm-up
+    const wake = await load(urls, '/', wakeBody, {}, pids, { postgres: true });
+    return { setup: `floor on PostgreSQL, ${nodes} process${nodes > 1 ? 'es' : ''}`, floor: true, nodes, wake };
+  } finally {
+    await Promise.all(children.map((c) => new Promise((r) => (c.once('exit', r), c.kill('SIGTERM')))));
+    await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+  }
+}
+
+/** Several nodes ÷ one, for the floor and for hookgate's wakes and agent accepts (when both rows are there). */
+function scaleLine(rows) {
+  const find = (re) => rows.find((r) => re.test(r.setup));
+  const ratio = (a, b, k) => (a?.[k] && b?.[k] ? (a[k].rps / b[k].rps).toFixed(2) : '–');
+  const [f1, fn] = [find(/^floor.*, 1 process$/), find(/^floor.*processes$/)];
+  const [p1, pn] = [find(/^PostgreSQL, 1 node$/), find(/^PostgreSQL, \d+ nodes$/)];
+  if (!f1 || !fn) return [];
+  return [
+    `${clusterSize} ÷ 1 on the same cores: the floor's wakes/s ${ratio(fn, f1, 'wake')}; hookgate's wakes/s ${ratio(pn, p1, 'wake')}, agent accepts/s ${ratio(pn, p1, 'agent')}.`,
+  ];
+}
+
 function throughputTable(rows) {
   const f = (n, d = 0) => (n === undefined ? '–' : n.toFixed(d));
   const base = rows[0].wake.rps;
@@ -363,9 +412,11 @@ function throughputTable(rows) {
     ...rows.map((r) =>
       r.agent
         ? `| ${r.setup} | ${f(r.wake.rps)} | ${f(r.wake.p99)} | ${f(r.wake.cpuPerReq)} + ${f(r.wake.pgCpuPerReq)} | ${f(r.agent.rps)} | ${f(r.agent.runsPerAccept, 2)} | ${f(r.agent.cpuPerReq)} + ${f(r.agent.pgCpuPerReq)} | ${f(r.e2e.runsPerSecond)} | ${f(r.e2e.cpuPerRun)} + ${f(r.e2e.pgCpuPerRun)} | ${r.wake.non2xx + r.agent.non2xx} | ${f(r.wake.rps / base, 2)} |`
-        : `| ${r.setup} | ${f(r.wake.rps)} | ${f(r.wake.p99)} | ${f(r.wake.cpuPerReq)} | – | – | – | – | – | ${r.wake.non2xx} | 1.00 |`,
+        : `| ${r.setup} | ${f(r.wake.rps)} | ${f(r.wake.p99)} | ${f(r.wake.cpuPerReq)}${r.floor ? ` + ${f(r.wake.pgCpuPerReq)}` : ''} | – | – | – | – | – | ${r.wake.non2xx} | ${f(r.wake.rps / base, 2)} |`,
     ),
     '',
+    ...scaleLine(rows),
+    'The floor rows: bench/floor-pg-server.mjs, a bare server plus one grouped PostgreSQL commit of two rows per request (no hookgate code), as many processes as nodes: what that many nodes reach at best on these cores.',
     'Runs finished per agent accept: the runs that finished while the agent load ran, per request it got accepted. A saturated node answers first and leaves the backlog in the store (docs/performance.md): near 0 then, near 1 when every accept also pays for its run, so the accepts/s of two set-ups compare only where this does too.',
     "CPU µs/req: CPU time of the hookgate processes (every node, all threads) per request, + that of the machine's postgres processes (PostgreSQL set-ups; on a shared server other tenants count too).",
     `The ${clusterSize}-node rows run ${clusterSize} server processes and the load generator on the same ${cpus().length} CPUs: they show the cost of the cluster (coordination, more connections), not a scale-out; more nodes add throughput only with cores (or machines) to put them on.`,

@@ -12,7 +12,11 @@ type Hookgate = {
   db: { close(): void };
 };
 const { fillStore } = (await import(fromRoot('bench/fill-store.mjs'))) as {
-  fillStore: (dir: string, n: number, o?: { days?: number }) => Promise<Record<string, number>>;
+  fillStore: (
+    dir: string,
+    n: number,
+    o?: { days?: number; agentEvery?: number; heartbeatEvery?: number; block?: number },
+  ) => Promise<Record<string, number>>;
 };
 const pinned = (await import(fromRoot('bench/pinned.mjs'))) as {
   startHookgate: (o: object, dir: string) => Promise<Hookgate>;
@@ -62,6 +66,40 @@ describe('bench/fill-store.mjs', () => {
       hg.db.close();
       hg.child.kill('SIGTERM');
       await new Promise((r) => (hg.child.exitCode === null ? hg.child.once('exit', r) : r(undefined)));
+    }
+  });
+
+  it("the retention soak's shape: a heartbeat's turns and delivery every N requests, received blocks of a fractional size", async () => {
+    const soak = mkdtempSync(join(tmpdir(), 'hookgate-fill-soak-test-'));
+    try {
+      const counts = await fillStore(soak, 1000, { days: 0.01, agentEvery: 10, heartbeatEvery: 50, block: 1.5 });
+      // 100 runs: 1 failed (i % 100 = 3 never hits an agent request here: i % 10 = 9), so 100 replies; 20 heartbeats.
+      assert.deepEqual(counts, {
+        received_log: 667,
+        system_events: 1000,
+        runs: 100,
+        session_messages: 2 * 100 + 2 * 20,
+        deliveries: 100 + 20,
+      });
+      const Database = (await import('better-sqlite3')).default;
+      const db = new Database(join(soak, 'hookgate.db'), { readonly: true });
+      try {
+        const main = db
+          .prepare(
+            "SELECT role, MIN(length(content)) AS len FROM session_messages WHERE session_key = 'main' GROUP BY role",
+          )
+          .all() as Array<{ role: string; len: number }>;
+        // The prompt carries 50 requests' events and the session's history: several KB, as a live heartbeat's.
+        assert.ok(main.find((m) => m.role === 'user')!.len > 4000, JSON.stringify(main));
+        const hb = db
+          .prepare('SELECT COUNT(*) AS n FROM deliveries WHERE heartbeat_id IS NOT NULL AND run_id IS NULL')
+          .get();
+        assert.deepEqual(hb, { n: 20 });
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(soak, { recursive: true, force: true });
     }
   });
 });
