@@ -49,8 +49,14 @@ export function openLoopRound(
   const [file, argv] =
     o.loadCpu === null ? [process.execPath, args] : ['taskset', ['-c', String(o.loadCpu), process.execPath, ...args]];
   return new Promise((resolve, reject) => {
-    const env = { ...process.env, OPENLOOP_WARMUP: warmup ? '1' : '0', OPENLOOP_WAKE_MODE: wakeMode };
-    const child = spawn(file, argv, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = {
+      ...process.env,
+      OPENLOOP_WARMUP: warmup ? '1' : '0',
+      OPENLOOP_WAKE_MODE: wakeMode,
+      OPENLOOP_PARENT: '1',
+    };
+    // Its stdin is a pipe from here: when this process ends, however, the generator sees it close and ends too.
+    const child = spawn(file, argv, { env, stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     // `close`, not `exit`: the child's stdout may still hold the end of its summary when it exits.

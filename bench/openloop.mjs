@@ -213,6 +213,9 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [url, kind, rate, seconds, connections, token = ''] = process.argv.slice(2);
+  // Started by openLoopRound (latency.mjs): its stdin closes when the bench ends, killed or not, and so must this
+  // (a generator left behind sends at its rate to a closed port until its heap runs out, on the load's core).
+  if (process.env.OPENLOOP_PARENT === '1') process.stdin.on('end', () => process.exit(3)).resume();
   // A second of warm-up at the same rate (both sides' JIT, the connections), not counted; OPENLOOP_WARMUP=0: none.
   if (process.env.OPENLOOP_WARMUP !== '0')
     await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });

@@ -103,6 +103,9 @@ export async function retentionBench(o) {
         t: Math.round((performance.now() - t0) / 1000),
         storeMiB: (size(db) + size(`${db}-wal`) + size(`${db}-shm`)) / MiB,
         walMiB: size(`${db}-wal`) / MiB,
+        // The WAL's high-water mark so far, from its index (-shm: 32 KiB per 4,096 frames of 4 KiB pages), which
+        // never shrinks: a WAL that grew and was cut back between two samples still shows here.
+        walPeakMiB: ((size(`${db}-shm`) / 32768) * 4096 * 4120) / MiB,
         rssMiB: rssMiB(hg.child.pid),
         ...rows.get(),
       });
@@ -210,11 +213,11 @@ export function retentionTable(o, s) {
     `hookgate retention soak: /hooks/wake ${s.rate}/s + /hooks/agent ${s.agentRate}/s for ${s.seconds} s, open loop (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
     s.filled ? `prefilled: ${JSON.stringify(s.filled)}` : 'no prefill: nothing is old enough for retention to prune',
     '',
-    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | events pending | runs written |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | events pending | runs written | WAL high-water MiB (≤) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...s.samples.map(
       (x) =>
-        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.pending_events} | ${x.runs} |`,
+        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.pending_events} | ${x.runs} | ${f(x.walPeakMiB)} |`,
     ),
     '',
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
