@@ -11,11 +11,13 @@ import {
   type ExpiredPruned,
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
+  IDEMPOTENCY_STEP_KEYS,
   type PruneStep,
   NOTHING_EXPIRED,
   NOTHING_PRUNED,
   pruneExpiredInSteps,
   pruneFinishedInSteps,
+  RECEIVED_STEP_BLOCKS,
   type RetentionStep,
   type RetentionStepFn,
 } from './retention.js';
@@ -30,9 +32,6 @@ function bind(build: (p: (name: Param) => string) => string, values: Partial<Rec
   });
   return { text, params: order.map((n) => values[n]) };
 }
-
-/** Expired idempotency keys, and received blocks, deleted per step (as on SQLite: sqlite-retention.ts). */
-export const PG_EXPIRY_STEP_ROWS = { idempotency: 1000, received: 128 } as const;
 
 /**
  * `pass` on one connection while it holds the advisory lock of passes of `kind`; `nothing` if another node's pass
@@ -76,7 +75,7 @@ export function pgPruneExpired(
   signal?: AbortSignal,
 ): Promise<ExpiredPruned> {
   return onePassAtATime(db, 'prune-expired', { ...NOTHING_EXPIRED }, (query) => {
-    const { idempotency: keys, received: blocks } = PG_EXPIRY_STEP_ROWS;
+    const [keys, blocks] = [IDEMPOTENCY_STEP_KEYS, RECEIVED_STEP_BLOCKS];
     const idempotency = async (): Promise<PruneStep> => {
       const { rowCount } = await query(
         `DELETE FROM idempotency WHERE (scope, key_hash) IN

@@ -6,6 +6,8 @@
 import { performance } from 'node:perf_hooks';
 import {
   type ExpiredPruned,
+  IDEMPOTENCY_STEP_KEYS,
+  RECEIVED_STEP_BLOCKS,
   type FinishedWorkPolicy,
   type FinishedWorkPruned,
   type PruneStep,
@@ -22,15 +24,6 @@ import type { WriteOp } from './sqlite-write-ops.js';
 import type { SqliteWriter } from './sqlite-writer.js';
 
 const named = (name: Param) => `@${name}`;
-
-/**
- * Received-log blocks looked at per step. A block holds the received records of one commit: one or two at a steady
- * 1,000 requests/s, a few hundred at saturation, so a step deletes at most some tens of thousands of records (about
- * 10 ms); deleting ten minutes' worth at once held the writer for a quarter of a second (docs/performance.md).
- */
-export const RECEIVED_STEP_BLOCKS = 128;
-/** Expired idempotency keys deleted per step. */
-export const IDEMPOTENCY_STEP_KEYS = 1000;
 
 /** `run`'s step, stamped with how long its statements held the writer (`RetentionStep.heldMs`). */
 function held<S extends { heldMs?: number }>(run: () => S): S {

@@ -6,9 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Database from 'better-sqlite3';
-import { NOTHING_EXPIRED, RETENTION_KINDS } from '../../src/store/retention.js';
+import {
+  IDEMPOTENCY_STEP_KEYS,
+  NOTHING_EXPIRED,
+  RECEIVED_STEP_BLOCKS,
+  RETENTION_KINDS,
+} from '../../src/store/retention.js';
 import { deleteSql, finishedRunsWhere, type Param, windowSql } from '../../src/store/retention-sql.js';
-import { IDEMPOTENCY_STEP_KEYS, pruneExpiredSqlite, RECEIVED_STEP_BLOCKS } from '../../src/store/sqlite-retention.js';
+import { pruneExpiredSqlite } from '../../src/store/sqlite-retention.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import type { WriteOp } from '../../src/store/sqlite-write-ops.js';
 import { SqliteWriter } from '../../src/store/sqlite-writer.js';
