@@ -45,6 +45,8 @@ export interface StandIn<M> {
    * platform's failure answer, e.g. `{ 'retry-after': '3' }` as a proxy or the platform's front end may send it.
    */
   failNext(n: number, kind: FailureKind, headers?: Record<string, string>): void;
+  /** Failures queued by failNext that no message send has taken yet. */
+  pendingFailures(): number;
   /** Resolves once `count` messages were accepted (for end-to-end tests that deliver asynchronously). */
   waitForMessages(count: number, timeoutMs?: number): Promise<M[]>;
   close(): Promise<void>;
@@ -133,6 +135,7 @@ export async function startStandIn<M>(
     failNext(n, kind, headers) {
       for (let i = 0; i < n; i++) failures.push({ kind, headers });
     },
+    pendingFailures: () => failures.length,
     waitForMessages(count, timeoutMs = 5000) {
       if (received.length >= count) return Promise.resolve([...received]);
       return new Promise((resolve, reject) => {

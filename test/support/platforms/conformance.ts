@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Channel, OutboundMessage } from '../../../src/channels/types.js';
 import type { FailureKind, StandIn } from './base.js';
+import { waitFor } from '../wait.js';
 import { assertNoSecrets, outbound } from './fixtures.js';
 
 /** A bound, not a wait: on a loaded 2-core machine a send (OAuth signing included) once took over 5 s. */
@@ -51,10 +52,15 @@ export function transportCases(o: TransportCaseOptions): void {
   });
 
   it("the caller's abort signal stops the request, retryably", async () => {
-    o.standIn().failNext(1, 'hang');
+    const standIn = o.standIn();
+    standIn.failNext(1, 'hang');
     const ac = new AbortController();
-    setTimeout(() => ac.abort(), 50);
-    const r = await send(outbound(o.to, text), 10_000, ac.signal);
+    const sending = send(outbound(o.to, text), 10_000, ac.signal);
+    // Aborted once the stand-in holds the send (its hang taken): a fixed 50 ms could pass before the send reached it on
+    // a busy machine, and the hang left queued made the next test's send wait for its timeout.
+    await waitFor('the stand-in holds the send', () => standIn.pendingFailures() === 0 || undefined);
+    ac.abort();
+    const r = await sending;
     assert.ok(!r.ok && r.retryable);
     assert.match(!r.ok ? r.error : '', /aborted/);
   });
