@@ -244,6 +244,9 @@ function heartbeatCopies(uuidSql, every) {
   ];
 }
 
+/** Requests whose rows are written table after table before the next ones': rows are out of time order within it. */
+const ORDER_SPAN = 1000;
+
 /** INSERT INTO table SELECT (the template's columns, `over` replacing some) FROM the requests [lo, hi) that `where` keeps. */
 function copyStatement(db, table, templateWhere, over, where) {
   const cols = db
@@ -298,7 +301,12 @@ export async function fillStore(
   for (let lo = 0; lo < n; lo += chunk) {
     const hi = Math.min(n, lo + chunk);
     db.transaction(() => {
-      for (const s of statements) s.run({ lo, hi, t0, step });
+      // Each table's rows in time order, as hookgate appends them, within ORDER_SPAN requests: retention's walk
+      // stops at the first window of rows newer than its cut-off, so a table whose rows went in 200,000 requests at
+      // a time (a run's reply turns after all of the chunk's prompts) was walked short, and a reply turn whose run
+      // went in that pass was left without its run, never pruned.
+      for (let a = lo; a < hi; a += ORDER_SPAN)
+        for (const s of statements) s.run({ lo: a, hi: Math.min(hi, a + ORDER_SPAN), t0, step });
       for (const [at, records] of receivedBlocks(lo, hi, t0, step, agentEvery, block)) insBlock.run(at, records);
     })();
     log(`${hi} of ${n} requests`);

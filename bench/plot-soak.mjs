@@ -1,23 +1,34 @@
 // Plots a retention soak (`npm run bench -- --only retention`, its text output) as an SVG: the store's size (database
-// + WAL + shared memory) and the WAL's over time, with the ten-minute prunes marked. No dependencies.
+// + WAL + shared memory) and the WAL's over time (sampled, and its high-water mark read from the -shm file), with the
+// ten-minute prunes marked. No dependencies.
 // Usage: node bench/plot-soak.mjs SOAK.txt OUT.svg
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const PRUNE_EVERY_S = 600;
 
-/** The table rows of the soak's text output: [t s, store MiB, WAL MiB]. */
+/**
+ * The table rows of the soak's text output: [t s, store MiB, WAL MiB, WAL high-water MiB] (the last NaN in an
+ * output from before the soak read the high-water mark).
+ */
 export function soakSamples(text) {
   const rows = [];
   for (const line of text.split('\n')) {
-    const m = /^\| (\d+) \| ([\d.]+) \| ([\d.]+) \|/.exec(line);
-    if (m) rows.push([Number(m[1]), Number(m[2]), Number(m[3])]);
+    if (!/^\| \d+ \| [\d.]+ \| [\d.]+ \|/.test(line)) continue;
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => Number(c.trim()));
+    rows.push([cells[0], cells[1], cells[2], cells.length >= 9 ? cells[8] : Number.NaN]);
   }
   return rows;
 }
 
-/** One panel: column `i` of `rows` against time, in the box [top, top + h), its own y range. */
-function panel(rows, i, { top, h, W, pad, tMax, label, color, fromZero }) {
-  const vs = rows.map((r) => r[i]);
+/**
+ * One panel: column `i` of `rows` against time, in the box [top, top + h), its own y range; `also`: a second column
+ * drawn dashed on the same axis (where it has values).
+ */
+function panel(rows, i, { top, h, W, pad, tMax, label, color, fromZero, also }) {
+  const vs = rows.flatMap((r) => (also && Number.isFinite(r[also.i]) ? [r[i], r[also.i]] : [r[i]]));
   const lo = fromZero ? 0 : Math.floor(Math.min(...vs) / 50) * 50;
   const hi = Math.max(lo + 10, Math.ceil(Math.max(...vs) / 10) * 10);
   const x = (t) => pad.l + (t / tMax) * (W - pad.l - pad.r);
@@ -37,6 +48,14 @@ function panel(rows, i, { top, h, W, pad, tMax, label, color, fromZero }) {
     `<path d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`,
     `<text x="${pad.l + 8}" y="${top + 14}" fill="${color}">${label}</text>`,
   );
+  const more = also ? rows.filter((r) => Number.isFinite(r[also.i])) : [];
+  if (more.length) {
+    const d2 = more.map((r, k) => `${k ? 'L' : 'M'}${x(r[0]).toFixed(1)},${y(r[also.i]).toFixed(1)}`).join('');
+    out.push(
+      `<path d="${d2}" fill="none" stroke="${color}" stroke-width="1.5" stroke-dasharray="6 3"/>`,
+      `<text x="${W - pad.r - 8}" y="${top + 14}" text-anchor="end" fill="${color}">${also.label}</text>`,
+    );
+  }
   return out;
 }
 
@@ -49,7 +68,17 @@ export function plotSoak(rows, title) {
     '<rect width="100%" height="100%" fill="white"/>',
     `<text x="${pad.l}" y="18" font-size="14">${title}</text>`,
     ...panel(rows, 1, { top: 30, h: 210, W, pad, tMax, label: 'store MiB (database + WAL)', color: '#1f5fbf' }),
-    ...panel(rows, 2, { top: 270, h: 100, W, pad, tMax, label: 'WAL MiB', color: '#bf3f1f', fromZero: true }),
+    ...panel(rows, 2, {
+      top: 270,
+      h: 100,
+      W,
+      pad,
+      tMax,
+      label: 'WAL MiB, sampled',
+      color: '#bf3f1f',
+      fromZero: true,
+      also: { i: 3, label: 'dashed: its high-water mark so far (≤)' },
+    }),
   ];
   const x = (t) => pad.l + (t / tMax) * (W - pad.l - pad.r);
   for (let t = 0; t <= tMax; t += PRUNE_EVERY_S)

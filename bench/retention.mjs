@@ -2,7 +2,8 @@
 // pruning hold the event loop? A pinned hookgate with the bench's config (default retention) takes /hooks/wake at
 // SOAK_RATE (default 200/s) and /hooks/agent at SOAK_AGENT_RATE (default 20/s), open loop, for SOAK_SECONDS (default
 // 3600). Every SOAK_SAMPLE_SECONDS (default 10): the store's files (database, WAL, shared memory), the rows written so
-// far and the server's RSS.
+// far, the server's RSS and the database's free pages (what the last prune freed and the load has not reused yet: the
+// file grows only once they are used up, so a pass that frees less than the load writes shows here first).
 //
 // Retention is counted in days, so a soak of an hour would prune nothing of its own: SOAK_FILL=N first fills the
 // store with N requests' rows spread over the last SOAK_FILL_DAYS (default 7.2) days (bench/fill-store.mjs), so the
@@ -96,7 +97,8 @@ export async function retentionBench(o) {
       // takes one of them alone), a read of seconds on a grown store that kept the WAL from starting over.
       `SELECT COALESCE((SELECT MAX(seq) FROM received_log) - (SELECT MIN(seq) FROM received_log) + 1, 0) AS received_blocks,
               (SELECT COALESCE(MAX(seq), 0) FROM system_events) AS events, (SELECT COALESCE(MAX(seq), 0) FROM runs) AS runs,
-              (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS pending_events`,
+              (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS pending_events,
+              (SELECT freelist_count FROM pragma_freelist_count()) * (SELECT page_size FROM pragma_page_size()) AS free_bytes`,
     );
     const t0 = performance.now();
     const samples = [];
@@ -183,7 +185,9 @@ export async function retentionBench(o) {
       await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // SOAK_KEEP=1: the store stays for inspection (its directory is on stderr).
+    if (process.env.SOAK_KEEP === '1') process.stderr.write(`soak store kept in ${dir}\n`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -215,11 +219,11 @@ export function retentionTable(o, s) {
     `hookgate retention soak: /hooks/wake ${s.rate}/s + /hooks/agent ${s.agentRate}/s for ${s.seconds} s, open loop (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
     s.filled ? `prefilled: ${JSON.stringify(s.filled)}` : 'no prefill: nothing is old enough for retention to prune',
     '',
-    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | events pending | runs written | WAL high-water MiB (≤) |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| t s | store MiB | WAL MiB | RSS MiB | received blocks | events written | events pending | runs written | WAL high-water MiB (≤) | free pages MiB |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...s.samples.map(
       (x) =>
-        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.pending_events} | ${x.runs} | ${f(x.walPeakMiB)} |`,
+        `| ${x.t} | ${f(x.storeMiB)} | ${f(x.walMiB)} | ${f(x.rssMiB)} | ${x.received_blocks} | ${x.events} | ${x.pending_events} | ${x.runs} | ${f(x.walPeakMiB)} | ${f(x.free_bytes / MiB)} |`,
     ),
     '',
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,

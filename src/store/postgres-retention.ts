@@ -33,17 +33,19 @@ function bind(build: (p: (name: Param) => string) => string, values: Partial<Rec
   return { text, params: order.map((n) => values[n]) };
 }
 
+/** The two retention passes, each run by one node at a time under an advisory lock of its own. */
+export type RetentionPass = 'prune-finished' | 'prune-expired';
+
+/** The SQL expression of a pass's advisory lock key: per pass and per schema (each schema is a store of its own). */
+export const passLockKey = (kind: RetentionPass): string =>
+  `hashtextextended('hookgate:${kind}:' || current_schema(), 0)`;
+
 /**
  * `pass` on one connection while it holds the advisory lock of passes of `kind`; `nothing` if another node's pass
  * holds it.
  */
-function onePassAtATime<T>(
-  db: PgDb,
-  kind: 'prune-finished' | 'prune-expired',
-  nothing: T,
-  pass: (query: Query) => Promise<T>,
-): Promise<T> {
-  const lock = `hashtextextended('hookgate:${kind}:' || current_schema(), 0)`;
+function onePassAtATime<T>(db: PgDb, kind: RetentionPass, nothing: T, pass: (query: Query) => Promise<T>): Promise<T> {
+  const lock = passLockKey(kind);
   return db.withClient(async (client) => {
     const { rows } = await client.query<{ ours: boolean }>(`SELECT pg_try_advisory_lock(${lock}) AS ours`);
     if (!rows[0]?.ours) return nothing;

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { StoreError, StoreSchemaError } from '../../src/errors.js';
 import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres-schema.js';
 import { checkPostgres, type PostgresStore } from '../../src/store/postgres.js';
 import type { ClusterNotice, RunState } from '../../src/store/types.js';
-import { openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
+import { holdPassLock, openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
 import { finishedRun } from './retention-contract.js';
@@ -60,18 +59,13 @@ describe('postgres driver', { skip: skip ?? false }, () => {
       const old = await finishedRun(a, { at: T0, finishedAt: T0 + 100 });
       const cut = T0 + 86_400_000;
       // Another node's pass under way: its session holds the lock (keyed by the schema).
-      const other = new pg.Client({ connectionString: PG_URL });
-      await other.connect();
+      const other = await holdPassLock(schema, 'prune-finished');
       try {
-        await other.query(`SET search_path = ${schema}`);
-        await other.query(
-          `SELECT pg_advisory_lock(hashtextextended('hookgate:prune-finished:' || current_schema(), 0))`,
-        );
         const skipped = await b.pruneFinished(cut, { keepMessages: 40 });
         assert.deepEqual([skipped.steps, skipped.runs], [0, 0]);
         assert.ok(await a.getRun(old.run.id), 'kept while the other pass holds the lock');
       } finally {
-        await other.end();
+        await other.release();
       }
       const done = await b.pruneFinished(cut, { keepMessages: 40 });
       assert.ok(done.runs >= 1);
@@ -83,17 +77,12 @@ describe('postgres driver', { skip: skip ?? false }, () => {
     it('retention: expired records too are pruned by one node at a time, in steps', async () => {
       const at = T0 - 86_400_000; // older than anything the other tests of this schema accept
       await a.accept(command({ events: [event()], received: received({ at }) }));
-      const other = new pg.Client({ connectionString: PG_URL });
-      await other.connect();
+      const other = await holdPassLock(schema, 'prune-expired');
       try {
-        await other.query(`SET search_path = ${schema}`);
-        await other.query(
-          `SELECT pg_advisory_lock(hashtextextended('hookgate:prune-expired:' || current_schema(), 0))`,
-        );
         const skipped = await b.prune(at + 1, at + 1);
         assert.deepEqual([skipped.steps, skipped.received], [0, 0]);
       } finally {
-        await other.end();
+        await other.release();
       }
       const done = await b.prune(at + 1, at + 1);
       assert.deepEqual([done.received, done.steps], [1, 3], 'keys, received records, refusal windows: a step each');

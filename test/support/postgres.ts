@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { PG_ADMIN_URL, skipWithoutPostgres } from './pg-database.js';
 import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../../src/store/postgres.js';
+import { passLockKey, type RetentionPass } from '../../src/store/postgres-retention.js';
 
 /** The test server (pg-database.ts's admin URL: one home for it). */
 export const PG_URL = PG_ADMIN_URL;
@@ -53,4 +54,21 @@ export function sqlIn<R extends pg.QueryResultRow = Record<string, unknown>>(
     await c.query(`SET search_path = ${schema}`);
     return c.query<R>(sql, params);
   });
+}
+
+/**
+ * Another node's retention pass under way: a session of its own holding the pass's advisory lock in `schema`.
+ * `release` ends the session, and the lock with it.
+ */
+export async function holdPassLock(schema: string, pass: RetentionPass): Promise<{ release: () => Promise<void> }> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(`SET search_path = ${schema}`);
+    await c.query(`SELECT pg_advisory_lock(${passLockKey(pass)})`);
+  } catch (err) {
+    await c.end();
+    throw err;
+  }
+  return { release: () => c.end() };
 }
