@@ -204,6 +204,7 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
     p999: ms(hist.percentile(99.9)),
     max: ms(hist.max),
     generatorLateP99: ms(late.percentile(99)),
+    generatorLateMax: ms(late.max),
     // [upper edge ms, count] of each non-empty bucket
     histogram: hist.counts.flatMap((c, b) => (c ? [[ms(bucketTop(b)), c]] : [])),
     perSecondMax: Array.from(perSecondMax, (v) => Math.round((v ?? 0) * 1000) / 1000),

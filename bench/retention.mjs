@@ -211,6 +211,7 @@ const summary = (r) => ({
   p999: r.p999,
   max: r.max,
   generatorLateP99: r.generatorLateP99,
+  generatorLateMax: r.generatorLateMax,
 });
 
 export function retentionTable(o, s) {
@@ -228,6 +229,8 @@ export function retentionTable(o, s) {
     '',
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
     `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,
+    // A send the generator itself made late (its core busy) counts in the answer times too: this says how much.
+    `the generators' own lateness in sending: p99 ${f(s.wake.generatorLateP99, 2)} / ${f(s.agent?.generatorLateP99, 2)} ms, max ${f(s.wake.generatorLateMax, 2)} / ${f(s.agent?.generatorLateMax, 2)} ms (wake / agent)`,
     `longest answer in any second: ${f(s.longestMs, 1)} ms; in the 5 s after each prune: ${s.prunes.map((p) => `t=${p.at}s ${f(p.maxMs, 1)} ms`).join(', ')}`,
     `longest answer in the seconds no prune touched (the machine's own stalls): ${f(s.quietMs, 1)} ms`,
     `passes over finished work (the server's log): ${s.passes.map((p) => `t=${p.t}s ${p.runs} runs, ${p.deliveries} deliveries, ${p.events} events, ${p.messages} turns in ${p.steps} steps, ${p.ms} ms, longest step ${p.longestStepMs} ms (its statements held the writer ${p.longestHeldMs} ms)`).join('; ') || 'none logged'}`,
