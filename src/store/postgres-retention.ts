@@ -77,23 +77,22 @@ export function pgPruneExpired(
   signal?: AbortSignal,
 ): Promise<ExpiredPruned> {
   return onePassAtATime(db, 'prune-expired', { ...NOTHING_EXPIRED }, (query) => {
-    const [keys, blocks] = [IDEMPOTENCY_STEP_KEYS, RECEIVED_STEP_BLOCKS];
     const idempotency = async (): Promise<PruneStep> => {
       const { rowCount } = await query(
         `DELETE FROM idempotency WHERE (scope, key_hash) IN
            (SELECT scope, key_hash FROM idempotency WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`,
-        [now, keys],
+        [now, IDEMPOTENCY_STEP_KEYS],
       );
-      return { deleted: rowCount ?? 0, done: (rowCount ?? 0) < keys };
+      return { deleted: rowCount ?? 0, done: (rowCount ?? 0) < IDEMPOTENCY_STEP_KEYS };
     };
     const received = async (): Promise<PruneStep> => {
       const { rows } = await query<{ blocks: string; records: string }>(
         `WITH d AS (DELETE FROM received_log WHERE seq IN
            (SELECT seq FROM received_log WHERE at < $1 ORDER BY at LIMIT $2) RETURNING records)
          SELECT COUNT(*) AS blocks, COALESCE(SUM(json_array_length(records::json)), 0) AS records FROM d`,
-        [receivedBefore, blocks],
+        [receivedBefore, RECEIVED_STEP_BLOCKS],
       );
-      return { deleted: Number(rows[0]?.records ?? 0), done: Number(rows[0]?.blocks ?? 0) < blocks };
+      return { deleted: Number(rows[0]?.records ?? 0), done: Number(rows[0]?.blocks ?? 0) < RECEIVED_STEP_BLOCKS };
     };
     const rest = async (): Promise<PruneStep> => {
       const { rowCount } = await query('DELETE FROM refusal_log WHERE at + window_ms <= $1', [receivedBefore]);

@@ -26,9 +26,10 @@ export const RETENTION_STEP_ROWS: Readonly<Record<RetentionKind, number>> = {
 };
 
 /**
- * Received-log blocks looked at per step (`Store.prune`, both drivers). A block holds the received records of one commit: one or two at a steady
- * 1,000 requests/s, a few hundred at saturation, so a step deletes at most some tens of thousands of records (about
- * 10 ms); deleting ten minutes' worth at once held the writer for a quarter of a second (docs/performance.md).
+ * Received-log blocks looked at per step (`Store.prune`, both drivers). A block holds the received records of one
+ * commit: one or two at a steady 1,000 requests/s, a few hundred at saturation, so a step deletes at most some tens
+ * of thousands of records (about 10 ms); deleting ten minutes' worth at once held the writer for a quarter of a second
+ * (docs/performance.md).
  */
 export const RECEIVED_STEP_BLOCKS = 128;
 /** Expired idempotency keys deleted per step. */
