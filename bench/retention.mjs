@@ -13,8 +13,9 @@
 // prune period before the 7-day cut-off and the soak's length after it, so each prune deletes what the last 10 minutes
 // of load wrote and a store whose retention works stops growing after the first prune. It is shaped as this load
 // leaves a store (measured here at 900 + 100 req/s, heartbeat every 30m, wakes and runs `now`): a heartbeat of the
-// main session every SOAK_HEARTBEAT_EVERY (default 254) requests, its prompt carrying the session's history, and
-// SOAK_BLOCK (default 1.53) received records per committed block.
+// main session every SOAK_HEARTBEAT_EVERY (default 254) requests, its prompt carrying the session's history,
+// SOAK_BLOCK (default 1.53) received records per committed block, and its rows laid out in pages as the load lays
+// out its own (bench/compare-pages.mjs measures it).
 //
 // Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
 // time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
@@ -30,7 +31,7 @@ const MiB = 1024 * 1024;
 const PRUNE_EVERY_S = 600;
 /** The bench config's retention (the defaults: hooks.receivedRetentionDays and hooks.runRetentionDays). */
 const RETENTION_DAYS = 7;
-export const RETENTION_TARGETS = { lastQuarterGrowthShare: 0.1, pruneStallMs: 50, stepHeldMs: 20 };
+export const RETENTION_TARGETS = { lastQuarterGrowthPct: 0.1, pruneStallMs: 50, stepHeldMs: 20 };
 
 const size = (p) => {
   try {
@@ -64,6 +65,7 @@ export async function retentionBench(o) {
           agentEvery: agentRate > 0 ? Math.max(1, Math.round((rate + agentRate) / agentRate)) : 1e12,
           heartbeatEvery: Number(process.env.SOAK_HEARTBEAT_EVERY ?? 254),
           block: Number(process.env.SOAK_BLOCK ?? 1.53),
+          wakeMode: 'now',
           end: Date.now() - RETENTION_DAYS * 86_400_000 + seconds * 1000,
         })
       : fill > 0
@@ -146,6 +148,8 @@ export async function retentionBench(o) {
       // From the second sample: the first fills the WAL to its working size once.
       const first = growth(Math.min(1, samples.length - 1), Math.min(samples.length - 1, q + 1));
       const last = growth(samples.length - 1 - q, samples.length - 1);
+      const end = samples.at(-1).storeMiB;
+      const lastQuarterPct = (100 * (end - samples[samples.length - 1 - q].storeMiB)) / end;
       return {
         seconds,
         rate,
@@ -162,9 +166,11 @@ export async function retentionBench(o) {
         peakRssMiB: peakRssMiB(hg.child.pid),
         targets: [
           {
-            target: `store growth in the last quarter ≤ ${RETENTION_TARGETS.lastQuarterGrowthShare}× the first's (levels off)`,
-            value: first > 0 ? last / first : 0,
-            ok: last <= first * RETENTION_TARGETS.lastQuarterGrowthShare,
+            // Of the store's size, not of the first quarter's growth: on a steady fill the first quarter grows by
+            // next to nothing, and a ratio of two such figures says nothing (0.01 against 0.00 MiB/min read 3.4×).
+            target: `store growth in the last quarter ≤ ${RETENTION_TARGETS.lastQuarterGrowthPct} % of its size (levels off)`,
+            value: lastQuarterPct,
+            ok: lastQuarterPct <= RETENTION_TARGETS.lastQuarterGrowthPct,
           },
           {
             target: `longest a prune step's statements held the writer ≤ ${RETENTION_TARGETS.stepHeldMs} ms`,
