@@ -6,19 +6,30 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const PRUNE_EVERY_S = 600;
 
+/** The soak table's columns this plot reads, found by their header (the table may gain or reorder columns). */
+const COLUMNS = [/^t s$/, /^store MiB$/, /^WAL MiB$/, /^WAL high-water MiB/];
+
 /**
  * The table rows of the soak's text output: [t s, store MiB, WAL MiB, WAL high-water MiB] (the last NaN in an
- * output from before the soak read the high-water mark).
+ * output from before the soak read the high-water mark). A table without its header is read in the order the soak
+ * first wrote it (time, store, WAL).
  */
 export function soakSamples(text) {
-  const rows = [];
-  for (const line of text.split('\n')) {
-    if (!/^\| \d+ \| [\d.]+ \| [\d.]+ \|/.test(line)) continue;
-    const cells = line
+  const cellsOf = (line) =>
+    line
       .split('|')
       .slice(1, -1)
-      .map((c) => Number(c.trim()));
-    rows.push([cells[0], cells[1], cells[2], cells.length >= 9 ? cells[8] : Number.NaN]);
+      .map((c) => c.trim());
+  let at = [0, 1, 2, -1];
+  const rows = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('| t s |')) {
+      const names = cellsOf(line);
+      at = COLUMNS.map((re) => names.findIndex((n) => re.test(n)));
+    }
+    if (!/^\| \d+ \| [\d.]+ \| [\d.]+ \|/.test(line)) continue;
+    const cells = cellsOf(line).map(Number);
+    rows.push(at.map((i) => (i >= 0 && i < cells.length ? cells[i] : Number.NaN)));
   }
   return rows;
 }

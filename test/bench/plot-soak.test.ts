@@ -26,6 +26,15 @@ describe('bench/plot-soak.mjs', () => {
     ]);
   });
 
+  it('finds its columns by their header, wherever the soak puts them', () => {
+    const text = [
+      '| t s | free pages MiB | WAL high-water MiB (≤) | RSS MiB | WAL MiB | store MiB |',
+      '|---:|---:|---:|---:|---:|---:|',
+      '| 3 | 420.5 | 16.1 | 80.1 | 4.3 | 2692.8 |',
+    ].join('\n');
+    assert.deepEqual(soakSamples(text), [[3, 2692.8, 4.3, 16.1]]);
+  });
+
   it('reads an older table without the high-water column, and plots it without the dashed line', () => {
     const rows = soakSamples(
       '| 3 | 100.0 | 4.0 | 80.1 | 10 | 2000 | 3 | 100 |\n| 13 | 101.0 | 8.0 | 81.0 | 20 | 12000 | 0 | 1100 |',
