@@ -393,7 +393,7 @@ export async function fillStore(
     byTable.set(table, [...(byTable.get(table) ?? []), { template, over, where, states }]);
   // How many requests' rows are in flight (inserted, not yet in their last state) at once: a run and its delivery
   // reach theirs before the next run is far along, so they change one request's rows at a time (a thousand at a time
-  // left the runs 7 % more pages than a live store's, this way 1 % fewer); events wait for the heartbeat.
+  // left the runs about 10 % more pages than a live store's; this way, the same); events wait for the heartbeat.
   const inFlight = { runs: agentEvery, deliveries: agentEvery, system_events: heartbeatEvery };
   const copiers = [...byTable].map(([table, tableCopies]) => copier(db, table, tableCopies, inFlight[table]));
   // Template rows go once the copies are made (they would be the oldest rows, with today's times).
