@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { copies, receivedBlocks, refusalWindows } from './fill-store.mjs';
+import { copies, FILL_DAYS, receivedBlocks, refusalWindows } from './fill-store.mjs';
 import { startHookgate, TOKEN } from './pinned.mjs';
 
 const DAY_MS = 86_400_000;
@@ -85,11 +85,7 @@ export async function dropDatabases(names) {
 export async function fillPostgres(
   name,
   n,
-  {
-    days = Number(process.env.FILL_DAYS ?? 6),
-    agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
-    log = () => {},
-  } = {},
+  { days = FILL_DAYS, agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2), log = () => {} } = {},
 ) {
   const url = await createDatabase(name);
   await templateRows(url);

@@ -27,6 +27,8 @@ import Database from 'better-sqlite3';
 import { drain, startHookgate, TOKEN } from './pinned.mjs';
 
 const DAY_MS = 86_400_000;
+/** The days a fill spreads its requests over unless told (FILL_DAYS, default 6: inside the 7-day retention). */
+export const FILL_DAYS = Number(process.env.FILL_DAYS ?? 6);
 const TEMPLATE_HEARTBEATS = 4;
 /** A lease owner as hookgate writes it (host:pid:random), for the states a delivery passes through. */
 const LEASE_OWNER = 'vm:6961:e2680100';
@@ -368,7 +370,7 @@ export async function fillStore(
   dir,
   n,
   {
-    days = Number(process.env.FILL_DAYS ?? 6),
+    days = FILL_DAYS,
     agentEvery = Number(process.env.FILL_AGENT_EVERY ?? 2),
     heartbeatEvery = process.env.FILL_HEARTBEAT_EVERY ? Number(process.env.FILL_HEARTBEAT_EVERY) : undefined,
     block = Number(process.env.FILL_BLOCK ?? 16),

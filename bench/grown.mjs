@@ -16,7 +16,7 @@ import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { fillStore } from './fill-store.mjs';
+import { FILL_DAYS, fillStore } from './fill-store.mjs';
 import { ADMIN_TOKEN, drain, median, peakRssMiB, round, runLoad, startHookgate, TOKEN } from './pinned.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -131,8 +131,8 @@ export async function grownBench(o) {
   const emptyDir = join(tmp, 'empty');
   const youngDir = join(tmp, 'young');
   const young = Number(process.env.GROWN_YOUNG_REQUESTS ?? 10_000);
-  // The grown store's days (fill-store.mjs's FILL_DAYS) scaled down with its requests: the same rate, less history.
-  const youngFill = { days: (Number(process.env.FILL_DAYS ?? 6) * young) / n };
+  // The grown store's days scaled down with its requests: the same rate, less history.
+  const youngFill = { days: (FILL_DAYS * young) / n };
   mkdirSync(emptyDir);
   mkdirSync(youngDir);
   mkdirSync(grownDir, { recursive: true });
@@ -178,11 +178,13 @@ export async function grownBench(o) {
     const hgs = {};
     for (const k of ['empty', 'grown']) hgs[k] = (await startTimed(lo, stores[k])).hg;
     try {
-      for (const k of ['young', 'grown']) {
-        const hg = k === 'young' ? (await startTimed(lo, stores.young)).hg : hgs.grown;
-        r[k].queries = await adminQueries(hg);
-        if (k === 'young') await stop(hg);
+      const youngHg = await startHookgate(lo, stores.young.dir, stores.young.storage);
+      try {
+        r.young.queries = await adminQueries(youngHg);
+      } finally {
+        await stop(youngHg);
       }
+      r.grown.queries = await adminQueries(hgs.grown);
       const load = (hg, kind) => ({
         url: `${hg.url}/hooks/${kind}`,
         kind,
