@@ -33,15 +33,25 @@ const root = new URL('..', import.meta.url).pathname;
 export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
-export function openLoopRound(
+export async function openLoopRound(o, { url, kind, rate, ...common }) {
+  return (await openLoopRounds(o, [{ url, kind, rate }], common))[0];
+}
+
+/**
+ * Several loads ({url, kind, rate}) in one round, from one generator process on the load core: two processes there
+ * would take turns at the core and send late. Resolves with one openloop.mjs summary per load.
+ */
+export function openLoopRounds(
   o,
-  { url, kind, rate, seconds, token, connections = o.connections, warmup = true, wakeMode = 'next-heartbeat' },
+  loads,
+  { seconds, token, connections = o.connections, warmup = true, wakeMode = 'next-heartbeat' },
 ) {
+  const list = (key) => loads.map((l) => String(l[key])).join(',');
   const args = [
     join(root, 'bench/openloop.mjs'),
-    url,
-    kind,
-    String(rate),
+    list('url'),
+    list('kind'),
+    list('rate'),
     String(seconds),
     String(connections),
     token ?? '',
@@ -63,7 +73,8 @@ export function openLoopRound(
     child.once('close', (code) => {
       const line = out.split('\n').find((l) => l.startsWith('{'));
       if (code !== 0 || !line) return reject(new Error(`openloop exited ${code}: ${out.slice(-300)}`));
-      resolve(JSON.parse(line));
+      const summary = JSON.parse(line);
+      resolve(summary.loads ?? [summary]);
     });
   });
 }

@@ -10,6 +10,9 @@
 // Usage: node bench/openloop.mjs URL KIND RATE SECONDS CONNECTIONS [TOKEN]   (KIND: wake | agent | bare)
 // Prints one JSON line: sent, answered, non2xx, errors, the achieved rate, percentiles in ms, the log-bucket
 // histogram, and the scheduled times (epoch ms) of the slowest answers, for correlating with the server's own timings.
+// Several loads at once from one process: URL, KIND and RATE as comma-separated lists of the same length (each load
+// its own connections); the line is then `{"loads": [one summary per load]}`. Two generator processes on one core
+// would take turns at it and send late.
 import { connect } from 'node:net';
 
 /** Log buckets 5 % wide from 1 µs: percentiles within ~2.5 %, a fixed few hundred counters whatever the range. */
@@ -212,22 +215,24 @@ export async function openLoop({ url, kind, rate, seconds, connections, token })
   };
 }
 
+/** The command line's loads: URL, KIND and RATE each one value, or comma-separated lists of the same length. */
+export function loadsOf(url, kind, rate) {
+  const [urls, kinds, rates] = [url, kind, rate].map((v) => v.split(','));
+  if (kinds.length !== urls.length || rates.length !== urls.length)
+    throw new Error(`URL, KIND and RATE: lists of the same length (${urls.length}, ${kinds.length}, ${rates.length})`);
+  return urls.map((u, i) => ({ url: u, kind: kinds[i], rate: Number(rates[i]) }));
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [url, kind, rate, seconds, connections, token = ''] = process.argv.slice(2);
+  const loads = loadsOf(url, kind, rate).map((l) => ({ ...l, connections: Number(connections), token }));
   // Started by openLoopRound (latency.mjs): its stdin closes when the bench ends, killed or not, and so must this
   // (a generator left behind sends at its rate to a closed port until its heap runs out, on the load's core).
   if (process.env.OPENLOOP_PARENT === '1') process.stdin.on('end', () => process.exit(3)).resume();
   // A second of warm-up at the same rate (both sides' JIT, the connections), not counted; OPENLOOP_WARMUP=0: none.
-  if (process.env.OPENLOOP_WARMUP !== '0')
-    await openLoop({ url, kind, rate: Number(rate), seconds: 1, connections: Number(connections), token });
-  const result = await openLoop({
-    url,
-    kind,
-    rate: Number(rate),
-    seconds: Number(seconds),
-    connections: Number(connections),
-    token,
-  });
+  if (process.env.OPENLOOP_WARMUP !== '0') await Promise.all(loads.map((l) => openLoop({ ...l, seconds: 1 })));
+  const results = await Promise.all(loads.map((l) => openLoop({ ...l, seconds: Number(seconds) })));
+  const result = results.length === 1 ? results[0] : { loads: results };
   // Exit once the summary is written: stdout to a pipe is asynchronous, and an hour's summary (per-second arrays) is
   // hundreds of KB, which process.exit alone cut short.
   process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));

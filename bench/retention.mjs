@@ -17,14 +17,14 @@
 // SOAK_BLOCK (default 1.53) received records per committed block, and its rows laid out in pages as the load lays
 // out its own (bench/compare-pages.mjs measures it).
 //
-// Stalls: the generators' slowest answer in each second is the longest the event loop was held (plus the answer's own
+// Stalls: the generator's slowest answer in each second (both loads) is the longest the event loop was held (plus the answer's own
 // time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
 import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fillStore } from './fill-store.mjs';
-import { openLoopRound } from './latency.mjs';
+import { openLoopRounds } from './latency.mjs';
 import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
 
 const MiB = 1024 * 1024;
@@ -118,21 +118,12 @@ export async function retentionBench(o) {
     sample();
     const timer = setInterval(sample, every * 1000);
     try {
-      const load = (kind, r) =>
-        openLoopRound(o, {
-          url: `${hg.url}/hooks/${kind}`,
-          kind,
-          rate: r,
-          seconds,
-          token: TOKEN,
-          connections: 20,
-          warmup: false,
-          wakeMode: 'now',
-        });
-      const [wake, agent] = await Promise.all([
-        load('wake', rate),
-        agentRate > 0 ? load('agent', agentRate) : undefined,
-      ]);
+      const load = (kind, r) => ({ url: `${hg.url}/hooks/${kind}`, kind, rate: r });
+      const [wake, agent] = await openLoopRounds(
+        o,
+        [load('wake', rate), ...(agentRate > 0 ? [load('agent', agentRate)] : [])],
+        { seconds, token: TOKEN, connections: 20, warmup: false, wakeMode: 'now' },
+      );
       clearInterval(timer);
       sample();
       const perSecond = wake.perSecondMax.map((w, i) => Math.max(w, agent?.perSecondMax[i] ?? 0));
@@ -236,7 +227,7 @@ export function retentionTable(o, s) {
     `store growth: ${f(s.growthMiBPerMin.firstQuarter, 2)} MiB/min in the first quarter, ${f(s.growthMiBPerMin.lastQuarter, 2)} MiB/min in the last`,
     `wake: p50 ${f(s.wake.p50, 2)} ms, p99 ${f(s.wake.p99, 2)}, p99.9 ${f(s.wake.p999, 2)}, max ${f(s.wake.max, 2)}, non-2xx ${s.wake.non2xx}${s.agent ? `; agent: p99 ${f(s.agent.p99, 2)} ms, max ${f(s.agent.max, 2)}, non-2xx ${s.agent.non2xx}` : ''}`,
     // A send the generator itself made late (its core busy) counts in the answer times too: this says how much.
-    `the generators' own lateness in sending: p99 ${f(s.wake.generatorLateP99, 2)} / ${f(s.agent?.generatorLateP99, 2)} ms, max ${f(s.wake.generatorLateMax, 2)} / ${f(s.agent?.generatorLateMax, 2)} ms (wake / agent)`,
+    `the generator's own lateness in sending: p99 ${f(s.wake.generatorLateP99, 2)} / ${f(s.agent?.generatorLateP99, 2)} ms, max ${f(s.wake.generatorLateMax, 2)} / ${f(s.agent?.generatorLateMax, 2)} ms (wake / agent)`,
     `longest answer in any second: ${f(s.longestMs, 1)} ms; in the 5 s after each prune: ${s.prunes.map((p) => `t=${p.at}s ${f(p.maxMs, 1)} ms`).join(', ')}`,
     `longest answer in the seconds no prune touched (the machine's own stalls): ${f(s.quietMs, 1)} ms`,
     `passes over finished work (the server's log): ${s.passes.map((p) => `t=${p.t}s ${p.runs} runs, ${p.deliveries} deliveries, ${p.events} events, ${p.messages} turns in ${p.steps} steps, ${p.ms} ms, longest step ${p.longestStepMs} ms (its statements held the writer ${p.longestHeldMs} ms)`).join('; ') || 'none logged'}`,

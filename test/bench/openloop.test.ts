@@ -27,7 +27,18 @@ interface Histogram {
   percentile(p: number): number;
 }
 
-const mod = (await import(fromRoot('bench/openloop.mjs'))) as { openLoop: OpenLoop; LogHistogram: new () => Histogram };
+const mod = (await import(fromRoot('bench/openloop.mjs'))) as {
+  openLoop: OpenLoop;
+  LogHistogram: new () => Histogram;
+  loadsOf: (url: string, kind: string, rate: string) => Array<{ url: string; kind: string; rate: number }>;
+};
+const latency = (await import(fromRoot('bench/latency.mjs'))) as {
+  openLoopRounds: (
+    o: { loadCpu: number | null; connections: number },
+    loads: Array<{ url: string; kind: string; rate: number }>,
+    common: { seconds: number; warmup?: boolean },
+  ) => Promise<OpenLoopResult[]>;
+};
 
 async function serve(handler: Parameters<typeof createServer>[1]): Promise<{ url: string; server: Server }> {
   const server = createServer(handler);
@@ -94,5 +105,33 @@ describe('bench/openloop.mjs', () => {
     assert.equal(r.unanswered, 0);
     assert.ok(r.answered >= 90, `${r.answered} answered`);
     assert.ok(r.non2xx >= 20 && r.non2xx <= 25, `${r.non2xx} non-2xx`);
+  });
+
+  it('sends several loads from one process, each at its rate to its URL, with a summary per load', async () => {
+    const seen = new Map<string, number>();
+    const { url, server } = await serve((req, res) => {
+      seen.set(req.url ?? '', (seen.get(req.url ?? '') ?? 0) + 1);
+      req.resume();
+      req.on('end', () => res.end('{}'));
+    });
+    servers.push(server);
+    const [wake, agent] = await latency.openLoopRounds(
+      { loadCpu: null, connections: 2 },
+      [
+        { url: `${url}hooks/wake`, kind: 'wake', rate: 90 },
+        { url: `${url}hooks/agent`, kind: 'agent', rate: 10 },
+      ],
+      { seconds: 2, warmup: false },
+    );
+    assert.deepEqual([wake?.scheduled, wake?.answered, agent?.scheduled, agent?.answered], [180, 180, 20, 20]);
+    assert.deepEqual(Object.fromEntries(seen), { '/hooks/wake': 180, '/hooks/agent': 20 });
+  });
+
+  it('refuses lists of loads that do not pair up', () => {
+    assert.deepEqual(mod.loadsOf('http://a/w,http://a/x', 'wake,agent', '9,1'), [
+      { url: 'http://a/w', kind: 'wake', rate: 9 },
+      { url: 'http://a/x', kind: 'agent', rate: 1 },
+    ]);
+    assert.throws(() => mod.loadsOf('http://a/w,http://a/x', 'wake', '9,1'), /lists of the same length \(2, 1, 2\)/);
   });
 });
