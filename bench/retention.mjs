@@ -17,8 +17,9 @@
 // SOAK_BLOCK (default 1.53) received records per committed block, and its rows laid out in pages as the load lays
 // out its own (bench/compare-pages.mjs measures it).
 //
-// Stalls: the generator's slowest answer in each second (both loads) is the longest the event loop was held (plus the answer's own
-// time); the table gives the longest overall and in the seconds after each prune (at start, then every 600 s).
+// Stalls: the generator's slowest answer in each second (both loads) is the longest the event loop was held (plus
+// the answer's own time); the table gives the longest overall and in the seconds after each prune (at start, then
+// every 600 s).
 import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
