@@ -32,6 +32,11 @@ export const FILL_DAYS = Number(process.env.FILL_DAYS ?? 6);
 const TEMPLATE_HEARTBEATS = 4;
 /** A lease owner as hookgate writes it (host:pid:random), for the states a delivery passes through. */
 const LEASE_OWNER = 'vm:6961:e2680100';
+/** A delivery's states before its last, queued at SQL time `at`: pending, then leased by the outbox for 60 s. */
+const deliveryStates = (at) => [
+  { state: "'pending'", updated_at: at, delivered_at: 'NULL', attempts: '0', last_error: 'NULL' },
+  { lease_owner: `'${LEASE_OWNER}'`, lease_until: `${at} + 60000`, attempts: '1' },
+];
 export const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
 
 /** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
@@ -252,10 +257,7 @@ export function copies(uuidSql, agentEvery, heartbeatEvery, wakeMode = 'next-hea
         last_error: `CASE WHEN i % 200 = 5 THEN 'log: EACCES' END`,
       },
       `${isAgent} AND ${finished}`,
-      [
-        { state: "'pending'", updated_at: 'at + 30', delivered_at: 'NULL', attempts: '0', last_error: 'NULL' },
-        { lease_owner: `'${LEASE_OWNER}'`, lease_until: 'at + 60030', attempts: '1' },
-      ],
+      deliveryStates('at + 30'),
     ],
     ...(heartbeatEvery ? heartbeatCopies(uuidSql, heartbeatEvery) : []),
   ];
@@ -289,10 +291,7 @@ function heartbeatCopies(uuidSql, every) {
         delivered_at: 'at + 1002',
       },
       isHeartbeat,
-      [
-        { state: "'pending'", updated_at: 'at + 1001', delivered_at: 'NULL', attempts: '0', last_error: 'NULL' },
-        { lease_owner: `'${LEASE_OWNER}'`, lease_until: 'at + 61001', attempts: '1' },
-      ],
+      deliveryStates('at + 1001'),
     ],
   ];
 }
