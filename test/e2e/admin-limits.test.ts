@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { attempt, attempts, holdConnections } from '../support/conn-fairness.js';
 import { type Hookgate, startHookgate } from '../support/server.js';
+import { waitFor } from '../support/wait.js';
 
 const ADMIN_TOKEN = 'admin-token-for-limits-0123456789abcdef';
 /** Each answer within this while flooded (typically a few ms; generous for a busy machine). */
@@ -70,14 +71,18 @@ describe('admin listener limits (real process)', { timeout: 120_000 }, () => {
       assert.equal(JSON.parse(a.body!).code, 'rate_limited');
     }
     assert.equal((await overview(ADMIN_TOKEN)).outcome, 429, 'locked out: the right token waits too');
-    // Another address is not locked out; it reads the lockout's one record.
-    const audit = await attempt(adminUrl, '127.0.0.73', {
-      path: '/api/v1/audit?kind=lockout',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    // Another address is not locked out; it reads the lockout's one record. The recorder stores it after the
+    // lockout, from its queue (src/audit.ts): on a busy machine the first read can come before that commit.
+    const items = await waitFor('the lockout record listed', async () => {
+      const audit = await attempt(adminUrl, '127.0.0.73', {
+        path: '/api/v1/audit?kind=lockout',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      assert.equal(audit.outcome, 200, audit.body);
+      const listed = (JSON.parse(audit.body!) as { items: Array<{ actor: string; detail: Record<string, unknown> }> })
+        .items;
+      return listed.length ? listed : undefined;
     });
-    assert.equal(audit.outcome, 200, audit.body);
-    const items = (JSON.parse(audit.body!) as { items: Array<{ actor: string; detail: Record<string, unknown> }> })
-      .items;
     assert.deepEqual(
       items.map((i) => [i.actor, i.detail.listener, i.detail.failures]),
       [[client, 'admin', 20]],
