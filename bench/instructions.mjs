@@ -4,7 +4,10 @@
 //   node bench/instructions.mjs [--target T] [--store S] [ROOT ...]   ROOT: a checkout with a built dist/ (default:
 //   this one)
 //   T: wake (default: /hooks/wake), agent (/hooks/agent; its runs drained before and after the counted requests, so
-//   each request's count includes its run, echo → log file), floor (bench/floor-server.mjs, two rows per request),
+//   each request's count includes its run, echo → log file), agent-accept (/hooks/agent while its runs wait: the
+//   model is a local server that takes the one run the worker claims (maxConcurrent 1) and never answers, so each
+//   count is the accept alone, as at a saturated ingress whose runs are deferred), floor (bench/floor-server.mjs,
+//   two rows per request),
 //   floor1 (the same, one row per request)
 //   S: sqlite (default) or postgres (a fresh database per ROOT on BENCH_PG_URL / HOOKGATE_TEST_PG_URL, default the
 //   machine's server, dropped at the end; only hookgate's process is counted, not the database server's)
@@ -21,6 +24,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -30,8 +34,8 @@ const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
 const targetAt = argv.indexOf('--target');
 const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
-if (!['wake', 'agent', 'floor', 'floor1'].includes(TARGET))
-  throw new Error(`--target: wake, agent, floor or floor1, not ${TARGET}`);
+if (!['wake', 'agent', 'agent-accept', 'floor', 'floor1'].includes(TARGET))
+  throw new Error(`--target: wake, agent, agent-accept, floor or floor1, not ${TARGET}`);
 const storeAt = argv.indexOf('--store');
 const STORE = storeAt === -1 ? 'sqlite' : argv.splice(storeAt, 2)[1];
 if (!['sqlite', 'postgres'].includes(STORE)) throw new Error(`--store: sqlite or postgres, not ${STORE}`);
@@ -72,8 +76,27 @@ async function withAdmin(f) {
   }
 }
 
+/** A model endpoint that takes connections and never answers: `--target agent-accept`'s one claimed run waits on it. */
+async function heldModel() {
+  const sockets = new Set();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => {});
+    s.resume();
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/v1`,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
 async function measure(root, index) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-instr-'));
+  const held = TARGET === 'agent-accept' ? await heldModel() : undefined;
   const config = join(dir, 'hookgate.json5');
   let storage = { driver: 'sqlite', path: join(dir, 'hookgate.db') };
   let dbName;
@@ -91,7 +114,12 @@ async function measure(root, index) {
       storage,
       hooks: { enabled: true, token: TOKEN },
       heartbeat: { every: 'off' },
-      agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
+      agents: {
+        defaults: held
+          ? { model: 'held/m', maxConcurrent: 1, timeoutSeconds: 3600 }
+          : { model: 'echo/echo', maxConcurrent: 16 },
+      },
+      ...(held ? { models: { providers: { held: { api: 'openai-chat', baseUrl: held.url, apiKey: 'bench' } } } } : {}),
       channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
       logging: { level: 'info' },
     }),
@@ -124,11 +152,12 @@ async function measure(root, index) {
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let seq = 0;
-  const path = floor ? '/' : TARGET === 'agent' ? '/hooks/agent' : '/hooks/wake';
+  const agentPath = TARGET === 'agent' || TARGET === 'agent-accept';
+  const path = floor ? '/' : agentPath ? '/hooks/agent' : '/hooks/wake';
   const wake = () =>
     new Promise((ok, fail) => {
       const body = JSON.stringify(
-        TARGET === 'agent'
+        agentPath
           ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' }
           : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
       );
@@ -183,6 +212,7 @@ async function measure(root, index) {
   await drained(WARMUP + REQUESTS);
   execFileSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
   execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'ignore' });
+  held?.close(); // the waiting run's call fails now, so the stop does not wait for it
   child.kill('SIGTERM');
   await new Promise((ok) => child.once('exit', ok));
   agent.destroy();
@@ -272,6 +302,7 @@ const steady = (m) => [...m].filter(([k]) => k !== 'JIT compiler' && k !== 'GC')
 const what = {
   wake: '/hooks/wake request',
   agent: '/hooks/agent request, its run executed and delivered',
+  'agent-accept': '/hooks/agent request, accepted (its run waiting)',
   floor: 'floor request (two rows)',
   floor1: 'floor request (one row)',
 }[TARGET];

@@ -204,10 +204,17 @@ function writeConfig(dir, { admin, adminPort, storage, sections = {} }) {
   return config;
 }
 
-/** The node flags of `npm start` (package.json), so the bench measures hookgate as it is documented to run. */
-export function startFlags() {
-  const start = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start;
-  return start.split(' ').filter((a) => a.startsWith('--') && start.indexOf(a) < start.indexOf('dist/cli/main.js'));
+/**
+ * The environment (`NAME=value` words before `node`) and node flags of `npm start` (package.json), so the bench
+ * measures hookgate as it is documented to run. The bench's own environment wins over the script's, as a shell's
+ * would for an operator who sets the same variable.
+ */
+export function startCommand() {
+  const words = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.start.split(' ');
+  const node = words.indexOf('node');
+  const env = Object.fromEntries(words.slice(0, node).map((w) => w.split('=')));
+  const flags = words.slice(node + 1, words.indexOf('dist/cli/main.js')).filter((a) => a.startsWith('--'));
+  return { env: { ...env, ...process.env }, flags };
 }
 
 /** Runs unfinished and deliveries unsent: both drivers' SQL. */
@@ -217,12 +224,13 @@ const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued',
 export async function startHookgate(o, dir, storage = {}, sections = {}) {
   const adminPort = o.admin ? await freePort() : 0;
   const config = writeConfig(dir, { admin: o.admin, adminPort, storage, sections });
+  const start = startCommand();
   const hg = await startChild(
     process.execPath,
-    [...startFlags(), ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],
+    [...start.flags, ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],
     {
       cpu: o.serverCpu,
-      env: { ...process.env, HOOKGATE_BENCH: '1' },
+      env: { ...start.env, HOOKGATE_BENCH: '1' },
       key: 'url',
     },
   );

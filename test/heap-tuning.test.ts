@@ -44,10 +44,11 @@ describe('heap tuning (hookgate serve)', () => {
     assert.ok(tuned < plain * 0.6, `old space peak: tuned ${tuned.toFixed(1)} MiB, default ${plain.toFixed(1)} MiB`);
   });
 
-  it('npm start and the systemd unit run node with the same --max-semi-space-size (read only when the heap is created)', () => {
+  it('npm start and the systemd unit run node with the same --max-semi-space-size and MALLOC_ARENA_MAX (both read at start)', () => {
     const start = JSON.parse(readFileSync(fromRoot('package.json'), 'utf8')).scripts.start as string;
     const unit = readFileSync(fromRoot('examples/systemd/hookgate.service'), 'utf8');
-    assert.match(start, /^node --max-semi-space-size=4 dist\/cli\/main\.js serve$/);
+    assert.match(start, /^MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist\/cli\/main\.js serve$/);
+    assert.match(unit, /^Environment=MALLOC_ARENA_MAX=1$/m);
     assert.match(
       unit,
       /^ExecStart=\/usr\/bin\/node --max-semi-space-size=4 \/opt\/hookgate\/dist\/cli\/main\.js serve /m,
