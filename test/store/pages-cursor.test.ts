@@ -11,9 +11,9 @@ import {
   pageReceivedLogs,
   RECEIVED_BLOCKS_PER_PAGE,
 } from '../../src/store/pages-cursor.js';
-import type { ReceivedHook } from '../../src/store/types.js';
+import { received } from './contract.js';
 
-const T0 = 1_700_000_000_000;
+const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 /** A log of `blocks` blocks of `perBlock` accepted records (seq 1 oldest), and the block counts each read asked for. */
 function log(blocks: number, perBlock: number): { read: LogReader; asked: number[] } {
@@ -21,21 +21,7 @@ function log(blocks: number, perBlock: number): { read: LogReader; asked: number
   const block = (seq: number): LogBlock => ({
     seq,
     at: T0 + seq * 1000,
-    records: Array.from(
-      { length: perBlock },
-      (_, i): ReceivedHook => ({
-        at: T0 + seq * 1000 - i,
-        method: 'POST',
-        path: 'wake',
-        clientIp: '127.0.0.1',
-        status: 200,
-        code: null,
-        eventIds: [],
-        runIds: [],
-        mappingId: null,
-        durationMs: 1,
-      }),
-    ),
+    records: Array.from({ length: perBlock }, (_, i) => received({ at: T0 + seq * 1000 - i })),
   });
   const read: LogReader = async (atMost, n) => {
     asked.push(n);
