@@ -29,6 +29,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { startCommand } from './pinned.mjs';
 
 const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -129,7 +130,7 @@ async function measure(root, index) {
   const floor = TARGET.startsWith('floor');
   const server = floor
     ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
-    : ['--max-semi-space-size=4', join(root, 'dist/cli/main.js'), 'serve', '--config', config];
+    : [...startCommand().flags, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
   const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (TOP > 0) nodeArgs.push('--perf-basic-prof');
   const child = spawn('valgrind', [...args, process.execPath, ...nodeArgs, ...server], {
