@@ -37,7 +37,7 @@ const deliveryStates = (at) => [
   { state: "'pending'", updated_at: at, delivered_at: 'NULL', attempts: '0', last_error: 'NULL' },
   { lease_owner: `'${LEASE_OWNER}'`, lease_until: `${at} + 60000`, attempts: '1' },
 ];
-export const TAGS = { event: 0x0e1, run: 0x0a1, session: 0x05e, delivery: 0x0de, heartbeat: 0x0b1 };
+export const TAGS = { event: 0x0e1, run: 0x0a1, delivery: 0x0de, heartbeat: 0x0b1 };
 
 /** The SQL expression of a UUIDv7 for time `at` and request `i` (tag tells the tables' ids apart). */
 const uuidSql = (at, tag) =>
@@ -155,7 +155,8 @@ export function refusalWindows(t1) {
 export function copies(uuidSql, agentEvery, heartbeatEvery, wakeMode = 'next-heartbeat') {
   const isAgent = `i % ${agentEvery} = ${agentEvery - 1}`;
   const runId = uuidSql('at', TAGS.run);
-  const session = `'hook:' || ${uuidSql('at', TAGS.session)}`;
+  // Each run in its own session, `hook:<run id>`, as a run that brings no session key is (src/store/own-session.ts).
+  const session = `'hook:' || ${runId}`;
   const state = `CASE WHEN i % 100 = 3 THEN 'failed' WHEN i % 1000 = 7 THEN 'timed_out' ELSE 'succeeded' END`;
   const finished = `i % 100 <> 3 AND i % 1000 <> 7`;
   // The bench's own texts (bench/openloop.mjs), so that rows are the size of the ones its load writes.

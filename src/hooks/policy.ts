@@ -3,6 +3,7 @@ import { accountProblem, agentAllowed, normalizeChannelName, resolveAgentId, sta
 import { DEFAULT_ACCOUNT_ID } from '../config/schema/accounts.js';
 import { HttpError } from '../errors.js';
 import { logSafe } from '../text-safe.js';
+import { ownSessionKey } from '../store/own-session.js';
 import { type ContentSource, MAIN_SESSION_KEY, type NewRun } from '../store/types.js';
 import type { HooksContext } from './context.js';
 import type { AgentRequest } from './normalize.js';
@@ -43,27 +44,37 @@ export function requireKnownAgent(ctx: HooksContext, requested: string): void {
   );
 }
 
-/** Session-key policy: request keys are opt-in, every supplied key obeys the prefixes, else default, else fresh. */
-export function resolveSessionKey(ctx: HooksContext, key: string | undefined, source: SessionKeySource): string {
-  const { allowRequestSessionKey, allowedSessionKeyPrefixes: prefixes, defaultSessionKey } = ctx.config.hooks;
-  if (key !== undefined) {
-    if (source !== 'static' && !allowRequestSessionKey) {
-      throw new HttpError(
-        400,
-        'session_key_not_allowed',
-        source === 'request'
-          ? 'sessionKey is disabled for external hook payloads (/hooks/agent, /hooks/wake); set hooks.allowRequestSessionKey=true to enable'
-          : 'a templated mapping sessionKey needs hooks.allowRequestSessionKey=true',
-      );
-    }
-    if (prefixes?.length && !startsWithAny(key, prefixes)) {
-      throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`);
-    }
-    return key;
+/** Session-key policy for a supplied key: request keys are opt-in, and every key obeys the prefixes. */
+export function checkSessionKey(ctx: HooksContext, key: string, source: SessionKeySource): string {
+  const { allowRequestSessionKey, allowedSessionKeyPrefixes: prefixes } = ctx.config.hooks;
+  if (source !== 'static' && !allowRequestSessionKey) {
+    throw new HttpError(
+      400,
+      'session_key_not_allowed',
+      source === 'request'
+        ? 'sessionKey is disabled for external hook payloads (/hooks/agent, /hooks/wake); set hooks.allowRequestSessionKey=true to enable'
+        : 'a templated mapping sessionKey needs hooks.allowRequestSessionKey=true',
+    );
   }
-  // A UUIDv7 (ids.ts), not a random one: the runs' and transcripts' session indexes then grow at their end. Random
-  // keys put each run at a random leaf of three indexes, so a commit of 30 runs rewrote ~90 scattered pages.
-  return defaultSessionKey ?? `hook:${newId()}`;
+  if (prefixes?.length && !startsWithAny(key, prefixes)) {
+    throw new HttpError(400, 'session_key_not_allowed', `sessionKey must start with one of: ${prefixes.join(', ')}`);
+  }
+  return key;
+}
+
+/**
+ * A run's session: the key it brings (checked), else `hooks.defaultSessionKey`, else the run's own, `hook:<run id>`
+ * (own-session.ts). The id is a UUIDv7 (ids.ts), so the transcripts' session index grows at its end: random keys put
+ * each run at a random leaf, and a commit of 30 runs rewrote ~90 scattered pages.
+ */
+export function resolveSessionKey(
+  ctx: HooksContext,
+  key: string | undefined,
+  source: SessionKeySource,
+  runId: string,
+): string {
+  if (key !== undefined) return checkSessionKey(ctx, key, source);
+  return ctx.config.hooks.defaultSessionKey ?? ownSessionKey(runId);
 }
 
 /**
@@ -72,7 +83,7 @@ export function resolveSessionKey(ctx: HooksContext, key: string | undefined, so
  * `defaultSessionKey` (that default is for agent runs).
  */
 export function resolveWakeSessionKey(ctx: HooksContext, key: string | undefined, source: SessionKeySource): string {
-  return key === undefined ? MAIN_SESSION_KEY : resolveSessionKey(ctx, key, source);
+  return key === undefined ? MAIN_SESSION_KEY : checkSessionKey(ctx, key, source);
 }
 
 /** `last` or a configured channel; anything else is a 400 naming what is configured. */
@@ -131,13 +142,14 @@ export function buildRun(ctx: HooksContext, req: AgentRequest, origin: RunOrigin
     );
   }
   const agentId = resolveAgent(ctx, req.agentId, origin.mappingId === null);
-  const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource);
+  const id = newId();
+  const sessionKey = resolveSessionKey(ctx, req.sessionKey, origin.sessionKeySource, id);
   const channel = resolveChannel(ctx, req.channel);
   const accountId = resolveAccount(ctx, channel, req.accountId);
   const model = resolveModel(ctx, req.model);
   const agent = ctx.config.agents.list.find((a) => a.id === agentId);
   return {
-    id: newId(),
+    id,
     agentId,
     sessionKey,
     sessionMode: req.sessionMode,

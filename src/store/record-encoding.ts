@@ -3,6 +3,7 @@
  * columns (docs/schema.md), PostgreSQL's bigint is parsed to a number (postgres-connect.ts), and 0/1 booleans are
  * integers on both. The PostgreSQL inserts' object → row encoding is postgres-rows.ts.
  */
+import { countRunsOf } from './own-session.js';
 import type {
   Delivery,
   ReceivedCode,
@@ -82,7 +83,7 @@ export function listSessionsSql(limit: '?' | '$1'): string {
        UNION ALL SELECT key, agent_id, updated_at FROM sessions)
      SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
        (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
-       (SELECT COUNT(*) FROM runs r WHERE r.session_key = a.key) AS runs,
+       ${countRunsOf('a.key')} AS runs,
        s.last_channel, s.last_to, s.last_account_id
      FROM activity a LEFT JOIN sessions s ON s.key = a.key
      GROUP BY a.key, s.key ORDER BY last_at DESC LIMIT ${limit}`;

@@ -1,4 +1,5 @@
 /** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
+import { newestRunsOfSession } from './own-session.js';
 import type Database from 'better-sqlite3';
 import { DELIVERY_STATES, type DeliveryState, OPEN_RUN_STATES } from '../enums.js';
 import type {
@@ -55,16 +56,12 @@ export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
 
   async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
-    const w = where(
-      [
-        ['state', q.state],
-        ['session_key', q.sessionKey],
-      ],
-      seqFromCursor('runs', q.cursor),
-    );
-    const rows = this.db
-      .prepare(`SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`)
-      .all(...w.params, q.limit + 1) as Row[];
+    const w = where([['state', q.state]], seqFromCursor('runs', q.cursor));
+    const s =
+      q.sessionKey === undefined
+        ? { sql: `SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`, params: [...w.params, q.limit + 1] }
+        : newestRunsOfSession(q.sessionKey, w, q.limit + 1);
+    const rows = this.db.prepare(s.sql).all(...s.params) as Row[];
     return seqPage(
       'runs',
       rows.map((r) => ({ seq: r.seq as number, item: rowToRun(r) })),

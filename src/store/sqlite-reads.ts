@@ -2,6 +2,7 @@
  * The SQLite driver's reads on the store's own connection (the admin listener's pages: sqlite-pages.ts). SqliteStore
  * forwards to them after probing the -shm (ShmGuard in sqlite-files.ts).
  */
+import { countRunsOf, indexedRunsOf, newestRunsOfSession, ownRunOf } from './own-session.js';
 import type Database from 'better-sqlite3';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
@@ -51,14 +52,13 @@ export class SqliteReads {
   }
 
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
-    return this.newest(
-      'runs',
-      [
-        ['state', q.state],
-        ['session_key', q.sessionKey],
-      ],
-      q.limit ?? 50,
-    ).map(rowToRun);
+    const limit = q.limit ?? 50;
+    if (q.sessionKey) {
+      const more = q.state ? { sql: 'state = ?', params: [q.state] } : { sql: 'TRUE', params: [] };
+      const s = newestRunsOfSession(q.sessionKey, more, limit);
+      return (this.db.prepare(s.sql).all(...s.params) as Row[]).map(rowToRun);
+    }
+    return this.newest('runs', [['state', q.state]], limit).map(rowToRun);
   }
 
   /** The newest rows of a table (by seq) whose columns equal the values given; an unset value does not filter. */
@@ -90,9 +90,8 @@ export class SqliteReads {
     const recentEvents = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
     ).map(rowToEvent);
-    const recentRuns = (
-      this.db.prepare('SELECT * FROM runs WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
-    ).map(rowToRun);
+    const runs = newestRunsOfSession(key, { sql: 'TRUE', params: [] }, 20);
+    const recentRuns = (this.db.prepare(runs.sql).all(...runs.params) as Row[]).map(rowToRun);
     const transcript = (
       this.db
         .prepare(
@@ -107,12 +106,13 @@ export class SqliteReads {
     const row = this.db
       .prepare(
         `WITH activity AS (
-           SELECT agent_id, created_at FROM runs WHERE session_key = @key
+           SELECT agent_id, created_at FROM runs r WHERE ${indexedRunsOf('r', '@key')}
+           UNION ALL SELECT agent_id, created_at FROM runs r WHERE ${ownRunOf('r', '@key')}
            UNION ALL SELECT agent_id, created_at FROM system_events WHERE session_key = @key
            UNION ALL SELECT agent_id, updated_at FROM sessions WHERE key = @key)
          SELECT @key AS key, MIN(agent_id) AS agent_id, MAX(created_at) AS last_at,
            (SELECT COUNT(*) FROM system_events e WHERE e.session_key = @key AND e.consumed_at IS NULL) AS pending,
-           (SELECT COUNT(*) FROM runs r WHERE r.session_key = @key) AS runs,
+           ${countRunsOf('@key')} AS runs,
            (SELECT last_channel FROM sessions WHERE key = @key) AS last_channel,
            (SELECT last_to FROM sessions WHERE key = @key) AS last_to,
            (SELECT last_account_id FROM sessions WHERE key = @key) AS last_account_id

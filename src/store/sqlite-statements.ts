@@ -1,5 +1,12 @@
 import type Database from 'better-sqlite3';
+import { indexedRunsOf, ownRunOf } from './own-session.js';
 import { rawRowReader } from './sqlite-prepared.js';
+
+/** SQL: no run of `r`'s session key is older and still open (claimable* below). */
+const NO_OLDER_OPEN_RUN = `NOT EXISTS (SELECT 1 FROM runs p WHERE ${indexedRunsOf('p', 'r.session_key')} AND p.seq < r.seq
+                         AND p.state IN ('queued', 'running'))
+         AND (r.session_key = 'hook:' || r.id OR NOT EXISTS (SELECT 1 FROM runs o WHERE ${ownRunOf('o', 'r.session_key')}
+                         AND o.seq < r.seq AND o.state IN ('queued', 'running')))`;
 
 /**
  * Every statement of the SQLite writer, prepared once per writing connection (the writer thread's, or the store's
@@ -53,20 +60,20 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
     // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
+    // An older open run of the key is looked for in runs_open_by_session and, unless the run is in its own session
+    // (where nothing is older), as the run whose own session the key is (own-session.ts).
     // `LIMIT @limit + 0`, not `LIMIT @limit`: SQLite reads a bare parameter's value when it plans the statement, so
     // every new binding of it threw the plan away and prepared the statement again (about as much work as the
     // claim itself, on every claim); an expression is read only when the statement runs. The same below.
     claimableQueued: db.prepare(
       `SELECT r.seq FROM runs r INDEXED BY runs_by_state
        WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
-         AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
-                         AND p.state IN ('queued', 'running'))
+         AND ${NO_OLDER_OPEN_RUN}
        ORDER BY r.seq LIMIT @limit + 0`,
     ),
     claimableExpired: db.prepare(
       `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
-         AND NOT EXISTS (SELECT 1 FROM runs p WHERE p.session_key = r.session_key AND p.seq < r.seq
-                         AND p.state IN ('queued', 'running'))
+         AND ${NO_OLDER_OPEN_RUN}
        ORDER BY r.seq LIMIT @limit + 0`,
     ),
     // By rowid, then read back with runBySeq: `RETURNING *` and its row object cost ~4 µs more per lease.

@@ -10,6 +10,7 @@ import {
   resolveAgent,
   resolveChannel,
   resolveModel,
+  checkSessionKey,
   resolveSessionKey,
   resolveWakeSessionKey,
   type RunOrigin,
@@ -18,6 +19,7 @@ import { loadRecipientCheck } from '../../src/channels/registry.js';
 import { TOKEN } from '../support/token.js';
 
 const NOW = Date.parse('2026-02-03T04:05:06Z');
+const RUN_ID = '0194d6f2-2a40-7000-8000-000000000001';
 const UUID_KEY = /^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 interface Over {
@@ -344,7 +346,7 @@ describe('model policy', () => {
 describe('session key policy', () => {
   it('refuses a request sessionKey unless hooks.allowRequestSessionKey', () => {
     const ctx = ctxOf();
-    rejects(() => resolveSessionKey(ctx, 'hook:mine', 'request'), 'session_key_not_allowed', /allowRequestSessionKey/);
+    rejects(() => checkSessionKey(ctx, 'hook:mine', 'request'), 'session_key_not_allowed', /allowRequestSessionKey/);
     rejects(
       () => buildRun(ctx, normalizeAgent({ message: 'm', sessionKey: 'hook:mine' }), REQUEST, NOW),
       'session_key_not_allowed',
@@ -353,7 +355,7 @@ describe('session key policy', () => {
 
   it('accepts a request key when allowed and no prefixes are set', () => {
     const ctx = ctxOf({ hooks: { allowRequestSessionKey: true } });
-    assert.equal(resolveSessionKey(ctx, 'anything:at-all', 'request'), 'anything:at-all');
+    assert.equal(checkSessionKey(ctx, 'anything:at-all', 'request'), 'anything:at-all');
     assert.equal(
       buildRun(ctx, normalizeAgent({ message: 'm', sessionKey: 'hook:mine' }), REQUEST, NOW).sessionKey,
       'hook:mine',
@@ -362,25 +364,25 @@ describe('session key policy', () => {
 
   it('checks allowed keys against allowedSessionKeyPrefixes, case-insensitively', () => {
     const ctx = ctxOf({ hooks: { allowRequestSessionKey: true, allowedSessionKeyPrefixes: ['hook:', 'CI:'] } });
-    assert.equal(resolveSessionKey(ctx, 'hook:a', 'request'), 'hook:a');
-    assert.equal(resolveSessionKey(ctx, 'HOOK:B', 'request'), 'HOOK:B');
-    assert.equal(resolveSessionKey(ctx, 'ci:build-7', 'request'), 'ci:build-7');
-    assert.equal(resolveSessionKey(ctx, 'Ci:build-8', 'request'), 'Ci:build-8');
+    assert.equal(checkSessionKey(ctx, 'hook:a', 'request'), 'hook:a');
+    assert.equal(checkSessionKey(ctx, 'HOOK:B', 'request'), 'HOOK:B');
+    assert.equal(checkSessionKey(ctx, 'ci:build-7', 'request'), 'ci:build-7');
+    assert.equal(checkSessionKey(ctx, 'Ci:build-8', 'request'), 'Ci:build-8');
     rejects(
-      () => resolveSessionKey(ctx, 'main', 'request'),
+      () => checkSessionKey(ctx, 'main', 'request'),
       'session_key_not_allowed',
       /must start with one of: hook:, ci:/,
     );
-    rejects(() => resolveSessionKey(ctx, 'agent:main:x', 'request'), 'session_key_not_allowed');
-    rejects(() => resolveSessionKey(ctx, ' hook:a', 'request'), 'session_key_not_allowed');
+    rejects(() => checkSessionKey(ctx, 'agent:main:x', 'request'), 'session_key_not_allowed');
+    rejects(() => checkSessionKey(ctx, ' hook:a', 'request'), 'session_key_not_allowed');
   });
 
   it('a mapping literal key needs no opt-in but obeys the prefixes; a templated one needs the opt-in', () => {
     const ctx = ctxOf({ hooks: { allowedSessionKeyPrefixes: ['hook:'] } });
-    assert.equal(resolveSessionKey(ctx, 'hook:static', 'static'), 'hook:static');
-    rejects(() => resolveSessionKey(ctx, 'other:static', 'static'), 'session_key_not_allowed');
+    assert.equal(checkSessionKey(ctx, 'hook:static', 'static'), 'hook:static');
+    rejects(() => checkSessionKey(ctx, 'other:static', 'static'), 'session_key_not_allowed');
     rejects(
-      () => resolveSessionKey(ctx, 'hook:gmail:1', 'templated'),
+      () => checkSessionKey(ctx, 'hook:gmail:1', 'templated'),
       'session_key_not_allowed',
       /allowRequestSessionKey/,
     );
@@ -388,17 +390,19 @@ describe('session key policy', () => {
 
   it('without an accepted key uses defaultSessionKey', () => {
     const ctx = ctxOf({ hooks: { defaultSessionKey: 'hook:ingress' } });
-    assert.equal(resolveSessionKey(ctx, undefined, 'request'), 'hook:ingress');
+    assert.equal(resolveSessionKey(ctx, undefined, 'request', RUN_ID), 'hook:ingress');
     assert.equal(buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey, 'hook:ingress');
   });
 
-  it('else a fresh hook:<uuid> per run', () => {
+  it("else the run's own session, hook:<its run id>, fresh per run", () => {
     const ctx = ctxOf();
-    const a = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey;
-    const b = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW).sessionKey;
-    assert.match(a, UUID_KEY);
-    assert.match(b, UUID_KEY);
-    assert.notEqual(a, b);
+    const a = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW);
+    const b = buildRun(ctx, normalizeAgent({ message: 'm' }), REQUEST, NOW);
+    assert.match(a.sessionKey, UUID_KEY);
+    assert.equal(a.sessionKey, `hook:${a.id}`);
+    assert.equal(b.sessionKey, `hook:${b.id}`);
+    assert.notEqual(a.sessionKey, b.sessionKey);
+    assert.equal(resolveSessionKey(ctx, undefined, 'request', RUN_ID), `hook:${RUN_ID}`);
   });
 
   it('the fresh keys are UUIDv7s, in creation order (the session indexes then grow at their end, not at random pages)', () => {

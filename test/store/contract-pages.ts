@@ -96,6 +96,28 @@ export function pagesContract(h: () => StoreHarness): void {
       }
     });
 
+    it("pageRuns of a run's own session: its own run and the runs that name its key, newest first, across pages", async () => {
+      const own = run();
+      const named = [run({ sessionKey: own.sessionKey }), run({ sessionKey: own.sessionKey })];
+      await store().accept(command({ runs: [named[0]!, own, run(), named[1]!] }));
+      const first = await store().pageRuns({ limit: 2, sessionKey: own.sessionKey });
+      assert.deepEqual(
+        first.items.map((r) => r.id),
+        [named[1]!.id, own.id],
+      );
+      assert.ok(first.nextCursor);
+      const second = await store().pageRuns({ limit: 2, sessionKey: own.sessionKey, cursor: first.nextCursor });
+      assert.deepEqual(
+        second.items.map((r) => r.id),
+        [named[0]!.id],
+      );
+      assert.equal(second.nextCursor, null);
+      assert.deepEqual(
+        (await store().pageRuns({ limit: 10, sessionKey: own.sessionKey, state: 'queued' })).items.map((r) => r.id),
+        [named[1]!.id, own.id, named[0]!.id],
+      );
+    });
+
     it('a cursor that is not this list’s is refused as invalid_query naming cursor', async () => {
       await store().accept(command({ runs: [run(), run()] }));
       await addDeliveries(delivery(), delivery());

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { type HttpErrorCode, StoreError } from '../../src/errors.js';
+import { ownSessionKey } from '../../src/store/own-session.js';
 import type {
   AcceptCommand,
   AcceptResult,
@@ -53,11 +54,13 @@ export function event(over: Partial<NewSystemEvent> = {}): NewSystemEvent {
   };
 }
 
+/** A run as buildRun makes it: without a `sessionKey` of its own, it is in its own session (`hook:<its id>`). */
 export function run(over: Partial<NewRun> = {}): NewRun {
+  const id = over.id ?? randomUUID();
   return {
-    id: randomUUID(),
+    id,
     agentId: 'main',
-    sessionKey: `hook:${randomUUID()}`,
+    sessionKey: ownSessionKey(id),
     sessionMode: 'isolated',
     name: 'Hook',
     message: 'do the thing',
@@ -966,6 +969,37 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.equal(s.lastActivityAt, T0 + 5);
       });
 
+      it("a run's own session lists its own run and the runs that name its key, and counts them", async () => {
+        const own = run({ createdAt: T0 + 1 });
+        const named = run({ sessionKey: own.sessionKey, createdAt: T0 + 2 });
+        accepted(await store.accept(command({ runs: [own] })));
+        accepted(await store.accept(command({ runs: [named, run({ createdAt: T0 + 3 })] })));
+        const s = await store.getSession(own.sessionKey);
+        assert.ok(s);
+        assert.equal(s.runs, 2);
+        assert.equal(s.lastActivityAt, T0 + 2);
+        assert.deepEqual(
+          s.recentRuns.map((r) => r.id),
+          [named.id, own.id],
+        );
+        assert.deepEqual(
+          (await store.listRuns({ sessionKey: own.sessionKey })).map((r) => r.id),
+          [named.id, own.id],
+        );
+        assert.deepEqual(
+          (await store.listRuns({ sessionKey: own.sessionKey, limit: 1 })).map((r) => r.id),
+          [named.id],
+        );
+        assert.deepEqual(
+          (await store.listRuns({ sessionKey: own.sessionKey, state: 'queued' })).map((r) => r.id),
+          [named.id, own.id],
+        );
+        const listed = (await store.listSessions()).find((x) => x.key === own.sessionKey);
+        assert.equal(listed?.runs, 2);
+        const alone = await store.getSession(`hook:${named.id}`);
+        assert.equal(alone, undefined, 'a run that named another key is not in a session of its own');
+      });
+
       it('getSession of an unknown key is undefined; a session with only runs exists', async () => {
         assert.equal(await store.getSession('nope'), undefined);
         const r = run({ sessionKey: 'hook:only-runs', agentId: 'ops' });
@@ -1252,6 +1286,39 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         assert.deepEqual(
           (await store.claimRuns(A, T0 + 4, LEASE, 10)).map((r) => r.id),
           [a3.id],
+        );
+      });
+
+      it("a run in its own session holds back a later run that names that session's key", async () => {
+        // The own run is not in the session indexes (own-session.ts): the claim finds it by its id.
+        const own = run();
+        const named = run({ sessionKey: own.sessionKey });
+        const other = run();
+        await queue(own, named, other);
+        assert.deepEqual(
+          (await store.claimRuns(A, T0, LEASE, 10)).map((r) => r.id),
+          [own.id, other.id],
+        );
+        assert.deepEqual(await store.claimRuns(A, T0 + 1, LEASE, 10), []);
+        assert.equal(await store.completeRun(completion(own.id, A)), true);
+        assert.deepEqual(
+          (await store.claimRuns(A, T0 + 2, LEASE, 10)).map((r) => r.id),
+          [named.id],
+        );
+      });
+
+      it('a run in its own session whose lease expired goes again before a later run that names its key', async () => {
+        const own = run();
+        const named = run({ sessionKey: own.sessionKey });
+        await queue(own, named);
+        assert.deepEqual(
+          (await store.claimRuns(A, T0, LEASE, 10)).map((r) => r.id),
+          [own.id],
+        );
+        // Its worker died: the lease expires and the own run is handed out again; the later run still waits.
+        assert.deepEqual(
+          (await store.claimRuns(B, T0 + LEASE + 1, LEASE, 10)).map((r) => r.id),
+          [own.id],
         );
       });
 

@@ -689,6 +689,8 @@ describe('sqlite admin reads: plans', () => {
       await pages.breakdownSince(T0, T0 + 3_600_000, 60_000);
       for (const state of ['pending', 'delivered', 'dead'] as const) await pages.pageDeliveries({ limit: 50, state });
       for (const state of ['queued', 'failed'] as const) await pages.pageRuns({ limit: 50, state });
+      for (const state of [undefined, 'succeeded'] as const)
+        await pages.pageRuns({ limit: 50, sessionKey: 'hook:k', ...(state ? { state } : {}) });
       await pages.pageReceived({ limit: 50, outcome: 'rejected' });
       const bad: string[] = [];
       for (const sql of new Set(seen)) {
