@@ -2,9 +2,9 @@
  * A run's own session. An agent run that brings no session key (and finds no `hooks.defaultSessionKey`) gets a
  * session of its own, `hook:<its run id>`, which no other run is in unless a caller names that key later. SQLite's
  * two session indexes of runs leave such a run out (`WHERE session_key <> 'hook:' || id`): it would be the only entry
- * under its key, and the two entries were a tenth of an agent accept's time (docs/performance.md, "The agent
- * accept"). So every read of a session's runs takes the indexed runs and the own run apart; the fragments below are
- * the one place that says how. Both halves are exact on PostgreSQL too, whose indexes hold every run.
+ * under its key, and the two entries were 5.5 % of an agent accept's instructions (docs/performance.md, "Why the code
+ * is as it is"). So every read of a session's runs takes the indexed runs and the own run apart; the fragments below
+ * are the one place that says how. Both halves are exact on PostgreSQL too, whose indexes hold every run.
  */
 
 /** The session key of a run that brings none: the run's own. */
@@ -25,11 +25,14 @@ export const ownRunOf = (alias: string, key: string): string =>
 export const countRunsOf = (key: string): string =>
   `((SELECT COUNT(*) FROM runs r WHERE ${indexedRunsOf('r', key)}) + (SELECT COUNT(*) FROM runs r WHERE ${ownRunOf('r', key)}))`;
 
+/** No more terms, for newestRunsOfSession. */
+export const NO_MORE_TERMS: { sql: string; params: unknown[] } = { sql: 'TRUE', params: [] };
+
 /**
- * SQLite: the newest `limit` runs of session `key` that also match `more` (terms with `?` parameters, `TRUE` for
- * none), newest first. The indexed runs are walked backwards in runs_by_session and cut at `limit` before the own
- * run (one lookup by id) joins them, so a session of a million runs costs what one of twenty does; the `seq IN`
- * list is read in order, so nothing is sorted.
+ * SQLite: the newest `limit` runs of session `key` that also match `more` (terms with `?` parameters, or
+ * NO_MORE_TERMS), newest first. The indexed runs are walked backwards in runs_by_session and cut at `limit` before
+ * the own run (one lookup by id) joins them, so a session of a million runs costs what one of twenty does; the
+ * `seq IN` list is read in order, so nothing is sorted.
  */
 export function newestRunsOfSession(
   key: string,

@@ -2,7 +2,7 @@
  * The SQLite driver's reads on the store's own connection (the admin listener's pages: sqlite-pages.ts). SqliteStore
  * forwards to them after probing the -shm (ShmGuard in sqlite-files.ts).
  */
-import { countRunsOf, indexedRunsOf, newestRunsOfSession, ownRunOf } from './own-session.js';
+import { countRunsOf, indexedRunsOf, NO_MORE_TERMS, newestRunsOfSession, ownRunOf } from './own-session.js';
 import type Database from 'better-sqlite3';
 import type { AuditEntry, AuditPageQuery } from './audit-types.js';
 import type { Page } from './pages.js';
@@ -54,7 +54,7 @@ export class SqliteReads {
   async listRuns(q: ListRunsQuery = {}): Promise<Run[]> {
     const limit = q.limit ?? 50;
     if (q.sessionKey) {
-      const more = q.state ? { sql: 'state = ?', params: [q.state] } : { sql: 'TRUE', params: [] };
+      const more = q.state ? { sql: 'state = ?', params: [q.state] } : NO_MORE_TERMS;
       const s = newestRunsOfSession(q.sessionKey, more, limit);
       return (this.db.prepare(s.sql).all(...s.params) as Row[]).map(rowToRun);
     }
@@ -90,7 +90,7 @@ export class SqliteReads {
     const recentEvents = (
       this.db.prepare('SELECT * FROM system_events WHERE session_key = ? ORDER BY seq DESC LIMIT 20').all(key) as Row[]
     ).map(rowToEvent);
-    const runs = newestRunsOfSession(key, { sql: 'TRUE', params: [] }, 20);
+    const runs = newestRunsOfSession(key, NO_MORE_TERMS, 20);
     const recentRuns = (this.db.prepare(runs.sql).all(...runs.params) as Row[]).map(rowToRun);
     const transcript = (
       this.db
