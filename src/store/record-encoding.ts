@@ -73,20 +73,23 @@ export function rowToEvent(r: Row): SystemEvent {
 
 /**
  * The sessions list, newest activity first, in SQL both drivers run (`limit` is the driver's placeholder): a session
- * is any key with runs, events or a route. `s.key` is grouped on for PostgreSQL, which wants every selected column
- * of the joined row grouped; one row per key either way.
+ * is any key with runs, events or a route. The newest `limit` keys are chosen first and only theirs are counted and
+ * joined to their route: counted per key before the cut, a store of 500,000 runs' own sessions took 1.5 s a list.
  */
 export function listSessionsSql(limit: '?' | '$1'): string {
   return `WITH activity AS (
        SELECT session_key AS key, agent_id, created_at FROM runs
        UNION ALL SELECT session_key, agent_id, created_at FROM system_events
-       UNION ALL SELECT key, agent_id, updated_at FROM sessions)
-     SELECT a.key, MIN(a.agent_id) AS agent_id, MAX(a.created_at) AS last_at,
-       (SELECT COUNT(*) FROM system_events e WHERE e.session_key = a.key AND e.consumed_at IS NULL) AS pending,
-       ${countRunsOf('a.key')} AS runs,
+       UNION ALL SELECT key, agent_id, updated_at FROM sessions),
+     newest AS (
+       SELECT key, MIN(agent_id) AS agent_id, MAX(created_at) AS last_at FROM activity
+       GROUP BY key ORDER BY last_at DESC LIMIT ${limit})
+     SELECT n.key, n.agent_id, n.last_at,
+       (SELECT COUNT(*) FROM system_events e WHERE e.session_key = n.key AND e.consumed_at IS NULL) AS pending,
+       ${countRunsOf('n.key')} AS runs,
        s.last_channel, s.last_to, s.last_account_id
-     FROM activity a LEFT JOIN sessions s ON s.key = a.key
-     GROUP BY a.key, s.key ORDER BY last_at DESC LIMIT ${limit}`;
+     FROM newest n LEFT JOIN sessions s ON s.key = n.key
+     ORDER BY n.last_at DESC`;
 }
 
 export function rowToSessionSummary(r: Row): SessionSummary {
