@@ -302,4 +302,9 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE INDEX runs_open_by_session ON runs (session_key, seq)
     WHERE state IN ('queued', 'running') AND session_key <> 'hook:' || id;
   `,
+  `
+  -- A session's events outside the main session (the wakes that name a session), so that its view does not read every
+  -- event ever kept: the main session's events (every summary, most wakes) stay out, and so cost an accept nothing.
+  CREATE INDEX system_events_by_session ON system_events (session_key, seq) WHERE session_key <> 'main';
+  `,
 ];

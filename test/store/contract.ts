@@ -1391,6 +1391,32 @@ export function storeContract(name: string, open: () => Promise<StoreHarness>): 
         );
       });
 
+      it("getSession's transcript holds every agent's turns of the session, the last 40 in order", async () => {
+        const ops = run({ sessionKey: 'hook:shared', agentId: 'ops' });
+        const main = run({ sessionKey: 'hook:shared' });
+        const elsewhere = run({ agentId: 'ops' });
+        await queue(ops, main, elsewhere);
+        const turns = (r: NewRun, n: number, at: number) =>
+          Array.from({ length: n }, (_, i) =>
+            message({ sessionKey: r.sessionKey, agentId: r.agentId, content: `${r.agentId} ${i}`, createdAt: at + i }),
+          );
+        // One run at a time per session key: ops's first, then main's; the other session's alongside.
+        await store.claimRuns(A, T0, LEASE, 5);
+        assert.equal(await store.completeRun(completion(ops.id, A, { messages: turns(ops, 30, T0 + 1) })), true);
+        assert.equal(await store.completeRun(completion(elsewhere.id, A, { messages: turns(elsewhere, 5, T0) })), true);
+        await store.claimRuns(A, T0 + 50, LEASE, 5);
+        assert.equal(await store.completeRun(completion(main.id, A, { messages: turns(main, 15, T0 + 100) })), true);
+        const s = await store.getSession('hook:shared');
+        assert.ok(s);
+        assert.deepEqual(
+          s.transcript.map((m) => m.content),
+          [
+            ...Array.from({ length: 25 }, (_, i) => `ops ${i + 5}`),
+            ...Array.from({ length: 15 }, (_, i) => `main ${i}`),
+          ],
+        );
+      });
+
       it("completeRun is fenced by the lease: another owner's completion, or one after a takeover, writes nothing", async () => {
         const r = run();
         await queue(r);

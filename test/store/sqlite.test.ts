@@ -11,6 +11,7 @@ import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import { SqliteWriter, type WriteOp } from '../../src/store/sqlite-writer.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { SqlitePages } from '../../src/store/sqlite-pages.js';
+import { SqliteReads } from '../../src/store/sqlite-reads.js';
 import { openStore } from '../../src/store/open.js';
 import { validateConfig } from '../../src/config/load.js';
 import type { AcceptResult, RunState } from '../../src/store/types.js';
@@ -607,7 +608,11 @@ describe('SQLite schema', () => {
           .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'system_events'")
           .all() as Array<{ name: string }>
       ).map((i) => i.name);
-      assert.deepEqual(indexes, ['system_events_pending'], 'no index on the event id');
+      assert.deepEqual(
+        indexes.sort(),
+        ['system_events_by_session', 'system_events_pending'],
+        'no index on the event id (the two are on the session key)',
+      );
       // and the migrated store works: a heartbeat consumes the pending event by id
       await store.completeHeartbeat({
         sessionKey: 'main',
@@ -664,6 +669,42 @@ describe('SQLite schema', () => {
       () => new SqliteStore({ path: dir, writer: 'inline' }), // a directory is not a database file
       (err: unknown) => err instanceof StoreError && err.code === 'store_unavailable',
     );
+  });
+});
+
+describe('sqlite session view: plans', () => {
+  it("a session's view outside the main session seeks indexes: no scan of runs, events or transcripts", async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
+    try {
+      const seen: string[] = [];
+      const db = new Proxy(store.db, {
+        get: (target, key) =>
+          key === 'prepare'
+            ? (sql: string) => {
+                seen.push(sql);
+                return target.prepare(sql);
+              }
+            : Reflect.get(target, key, target),
+      });
+      assert.equal((await store.accept(command({ runs: [run({ sessionKey: 'hook:k' })] }))).kind, 'accepted');
+      assert.ok(await new SqliteReads(db).getSession('hook:k'));
+      const bad: string[] = [];
+      for (const sql of new Set(seen)) {
+        const named = /@key/.test(sql);
+        const params = named ? [{ key: 'hook:k' }] : Array.from(sql.matchAll(/\?/g), () => 'hook:k');
+        const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
+          (r) => r.detail,
+        );
+        if (plan.some((d) => /^SCAN (runs|system_events|session_messages)\b/.test(d)))
+          bad.push(`${sql.replace(/\s+/g, ' ')}\n  ${plan.join('\n  ')}`);
+      }
+      assert.ok(seen.length >= 5, `recorded ${seen.length} statements`);
+      assert.deepEqual(bad, []);
+    } finally {
+      await store.close();
+      removeDir(dir);
+    }
   });
 });
 
