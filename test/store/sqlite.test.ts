@@ -672,21 +672,27 @@ describe('SQLite schema', () => {
   });
 });
 
+/** The connection, with every SQL text prepared through it recorded (the statements are the store's own). */
+function recordingStatements(real: Database.Database): { db: Database.Database; seen: string[] } {
+  const seen: string[] = [];
+  const db = new Proxy(real, {
+    get: (target, key) =>
+      key === 'prepare'
+        ? (sql: string) => {
+            seen.push(sql);
+            return target.prepare(sql);
+          }
+        : Reflect.get(target, key, target),
+  });
+  return { db, seen };
+}
+
 describe('sqlite session view: plans', () => {
   it("a session's view outside the main session seeks indexes: no scan of runs, events or transcripts", async () => {
     const dir = tempDir();
     const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
     try {
-      const seen: string[] = [];
-      const db = new Proxy(store.db, {
-        get: (target, key) =>
-          key === 'prepare'
-            ? (sql: string) => {
-                seen.push(sql);
-                return target.prepare(sql);
-              }
-            : Reflect.get(target, key, target),
-      });
+      const { db, seen } = recordingStatements(store.db);
       assert.equal((await store.accept(command({ runs: [run({ sessionKey: 'hook:k' })] }))).kind, 'accepted');
       assert.ok(await new SqliteReads(db).getSession('hook:k'));
       const bad: string[] = [];
@@ -714,16 +720,7 @@ describe('sqlite admin reads: plans', () => {
     const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
     try {
       // The statements are the store's own: recorded as SqlitePages prepares them, then explained.
-      const seen: string[] = [];
-      const db = new Proxy(store.db, {
-        get: (target, key) =>
-          key === 'prepare'
-            ? (sql: string) => {
-                seen.push(sql);
-                return target.prepare(sql);
-              }
-            : Reflect.get(target, key, target),
-      });
+      const { db, seen } = recordingStatements(store.db);
       const pages = new SqlitePages(db);
       await pages.queueDepths();
       await pages.failuresSince(T0);
