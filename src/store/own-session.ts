@@ -25,8 +25,14 @@ export const ownRunOf = (alias: string, key: string): string =>
 export const countRunsOf = (key: string): string =>
   `((SELECT COUNT(*) FROM runs r WHERE ${indexedRunsOf('r', key)}) + (SELECT COUNT(*) FROM runs r WHERE ${ownRunOf('r', key)}))`;
 
+/** SQL terms with their `?` parameters, in order. */
+export interface SqlTerms {
+  sql: string;
+  params: unknown[];
+}
+
 /** No more terms, for newestRunsOfSession. */
-export const NO_MORE_TERMS: { sql: string; params: unknown[] } = { sql: 'TRUE', params: [] };
+export const NO_MORE_TERMS: SqlTerms = { sql: 'TRUE', params: [] };
 
 /**
  * SQLite: the newest `limit` runs of session `key` that also match `more` (terms with `?` parameters, or
@@ -34,11 +40,7 @@ export const NO_MORE_TERMS: { sql: string; params: unknown[] } = { sql: 'TRUE', 
  * the own run (one lookup by id) joins them, so a session of a million runs costs what one of twenty does; the
  * `seq IN` list is read in order, so nothing is sorted.
  */
-export function newestRunsOfSession(
-  key: string,
-  more: { sql: string; params: unknown[] },
-  limit: number,
-): { sql: string; params: unknown[] } {
+export function newestRunsOfSession(key: string, more: SqlTerms, limit: number): SqlTerms {
   return {
     sql: `SELECT * FROM runs WHERE seq IN (
         SELECT seq FROM (SELECT r.seq FROM runs r WHERE ${indexedRunsOf('r', '?')} AND ${more.sql} ORDER BY r.seq DESC LIMIT ?)

@@ -23,22 +23,22 @@ import {
 import { pageAuditSqlite } from './sqlite-audit.js';
 import { pendingGmailPushesSqlite, readGmailStatusSqlite } from './sqlite-gmail.js';
 import { prepared } from './sqlite-prepared.js';
-import type {
-  Delivery,
-  DeliveryState,
-  GmailPush,
-  GmailStatus,
-  ListRunsQuery,
-  NodeInfo,
-  ReceivedHook,
-  Run,
-  SessionDetail,
-  SessionMessage,
-  SessionRoute,
-  SessionSummary,
-  SystemEvent,
+import {
+  type Delivery,
+  type DeliveryState,
+  type GmailPush,
+  type GmailStatus,
+  type ListRunsQuery,
+  MAIN_SESSION_KEY,
+  type NodeInfo,
+  type ReceivedHook,
+  type Run,
+  type SessionDetail,
+  type SessionMessage,
+  type SessionRoute,
+  type SessionSummary,
+  type SystemEvent,
 } from './types.js';
-import { MAIN_SESSION_KEY } from './types.js';
 
 /**
  * SQL: the events of session `@key`. Outside the main session the term of `system_events_by_session`'s WHERE is
