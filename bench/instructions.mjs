@@ -8,7 +8,8 @@
 //   model is a local server that takes the one run the worker claims (maxConcurrent 1) and never answers, so each
 //   count is the accept alone, as at a saturated ingress whose runs are deferred), floor (bench/floor-server.mjs,
 //   two rows per request),
-//   floor1 (the same, one row per request)
+//   floor1 (the same, one row per request), contract (bench/contract-floor-server.mjs: /hooks/wake on the contract
+//   floor), contract-agent (/hooks/agent on the contract floor, its runs drained as for agent)
 //   S: sqlite (default) or postgres (a fresh database per ROOT on BENCH_PG_URL / HOOKGATE_TEST_PG_URL, default the
 //   machine's server, dropped at the end; only hookgate's process is counted, not the database server's)
 //   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
@@ -35,8 +36,8 @@ const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
 const targetAt = argv.indexOf('--target');
 const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
-if (!['wake', 'agent', 'agent-accept', 'floor', 'floor1'].includes(TARGET))
-  throw new Error(`--target: wake, agent, agent-accept, floor or floor1, not ${TARGET}`);
+const TARGETS = ['wake', 'agent', 'agent-accept', 'floor', 'floor1', 'contract', 'contract-agent'];
+if (!TARGETS.includes(TARGET)) throw new Error(`--target: ${TARGETS.join(', ')}, not ${TARGET}`);
 const storeAt = argv.indexOf('--store');
 const STORE = storeAt === -1 ? 'sqlite' : argv.splice(storeAt, 2)[1];
 if (!['sqlite', 'postgres'].includes(STORE)) throw new Error(`--store: sqlite or postgres, not ${STORE}`);
@@ -128,9 +129,12 @@ async function measure(root, index) {
   const out = join(dir, 'callgrind.out');
   const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
   const floor = TARGET.startsWith('floor');
+  const contract = TARGET.startsWith('contract');
   const server = floor
     ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
-    : [...startCommand().flags, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
+    : contract
+      ? [join(root, 'bench/contract-floor-server.mjs'), join(dir, 'floor.db'), join(dir, 'deliveries.jsonl'), TOKEN]
+      : [...startCommand().flags, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
   const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (TOP > 0) nodeArgs.push('--perf-basic-prof');
   const child = spawn('valgrind', [...args, process.execPath, ...nodeArgs, ...server], {
@@ -153,7 +157,7 @@ async function measure(root, index) {
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   let seq = 0;
-  const agentPath = TARGET === 'agent' || TARGET === 'agent-accept';
+  const agentPath = TARGET === 'agent' || TARGET === 'agent-accept' || TARGET === 'contract-agent';
   const path = floor ? '/' : agentPath ? '/hooks/agent' : '/hooks/wake';
   const wake = () =>
     new Promise((ok, fail) => {
@@ -193,7 +197,7 @@ async function measure(root, index) {
   };
   // The agent's runs: wait until each request's reply is in the log file, so the counted window holds whole runs.
   const drained = async (n) => {
-    if (TARGET !== 'agent') return;
+    if (TARGET !== 'agent' && TARGET !== 'contract-agent') return;
     const lines = () => {
       try {
         return readFileSync(join(dir, 'deliveries.jsonl'), 'utf8').split('\n').length - 1;
@@ -306,6 +310,8 @@ const what = {
   'agent-accept': '/hooks/agent request, accepted (its run waiting)',
   floor: 'floor request (two rows)',
   floor1: 'floor request (one row)',
+  contract: 'contract floor /hooks/wake request',
+  'contract-agent': 'contract floor /hooks/agent request, its run executed and delivered',
 }[TARGET];
 console.log(
   `instructions per ${what} on ${STORE} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`,
