@@ -48,13 +48,32 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
   if (opts.destination) return redactChildren(pino(base, opts.destination as pino.DestinationStream));
   // maxWrite: sonic-boom writes at most this much per write, one write per turn of the event loop. At its default
   // (16 KiB) a busy loop logs faster than that and the buffer grows for as long as the load lasts (the heap's live
-  // set and peak RSS with it); 64 KiB keeps up. Not larger: each line appended costs a byte count of the chunk it
-  // joins, so while stdout is not read a full chunk is counted per line, and the work done meanwhile slows down.
+  // set and peak RSS with it); 64 KiB keeps up.
   const max = opts.bufferMaxBytes ?? LOG_BUFFER_MAX_BYTES;
-  const dest = pino.destination({ dest: opts.to ?? 1, sync: false, maxWrite: 64 * 1024, maxLength: max });
-  const logger = redactChildren(pino(base, dest));
+  const dest = pino.destination({
+    dest: opts.to ?? 1,
+    sync: false,
+    maxWrite: 64 * 1024,
+    maxLength: max,
+    contentMode: 'buffer',
+  });
+  const logger = redactChildren(pino(base, linesAsBytes(dest)));
   reportDrops(dest, logger, max);
   return logger;
+}
+
+/**
+ * The destination in sonic-boom's `buffer` mode, given each line as its UTF-8 bytes. Given strings, sonic-boom counts
+ * the bytes of the whole chunk a line joins, for every line (a string it flattens first): while a write is under way,
+ * a chunk of n lines cost O(n²), 7.6 % of an agent run's instructions with its two lines (docs/performance.md). As
+ * bytes, a line's length is added to its chunk's.
+ */
+function linesAsBytes(dest: ReturnType<typeof pino.destination>): pino.DestinationStream {
+  return {
+    write: (line: string) => void dest.write(Buffer.from(line, 'utf8') as unknown as string),
+    flush: (cb?: (err?: Error) => void) => dest.flush(cb),
+    flushSync: () => dest.flushSync(),
+  } as pino.DestinationStream;
 }
 
 /** Counts the lines the destination dropped (its buffer full) and logs one warning once it has drained. */

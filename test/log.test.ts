@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -77,5 +78,43 @@ describe('log on a terminal', () => {
     assert.equal(out.trimEnd().split('\n').length, 1, out);
     assert.match(out, /INFO: delivered .*"deliveryId":"d1"/);
     assert.doesNotMatch(out, /svc/);
+  });
+});
+
+describe('the buffered destination', () => {
+  it('writes lines with multi-byte characters whole and in order', async () => {
+    const dir = tempDir('hookgate-log-');
+    const file = join(dir, 'log.jsonl');
+    const logger = createLogger('info', { to: file });
+    const texts = Array.from({ length: 30 }, (_, i) => `zürich ✓ ${i} 🦀`);
+    for (const text of texts) logger.info({ text }, 'line');
+    let lines: Array<Record<string, unknown>> = [];
+    for (let t = 0; t < 200 && lines.length < texts.length; t++) {
+      await new Promise((r) => setTimeout(r, 10));
+      lines = readSoFar(file)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    }
+    assert.deepEqual(
+      lines.map((l) => l.text),
+      texts,
+    );
+  });
+
+  it('a process that logs and exits at once leaves every line', () => {
+    const dir = tempDir('hookgate-log-');
+    const file = join(dir, 'log.jsonl');
+    const log = new URL('../src/log.js', import.meta.url).href;
+    // A descriptor, as stdout is: a path is opened asynchronously and cannot be flushed before it is open.
+    const script = `import { openSync } from 'node:fs';
+import { createLogger } from ${JSON.stringify(log)};
+const logger = createLogger('info', { to: openSync(${JSON.stringify(file)}, 'a') });
+for (let i = 0; i < 500; i++) logger.info({ i }, 'before exit ✓');
+process.exit(0);`;
+    execFileSync(process.execPath, ['--input-type=module', '-e', script]);
+    const lines = readSoFar(file).split('\n').filter(Boolean);
+    assert.equal(lines.length, 500);
+    assert.equal((JSON.parse(lines[499]!) as { i: number }).i, 499);
   });
 });
