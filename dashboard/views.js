@@ -88,6 +88,8 @@ export function addReceived(r) {
 // ---- runs ------------------------------------------------------------------------------------------------------
 
 const runRows = new Map(); // run id → <tr>
+// Run id → when the feed last set its row (performance.now()): a page of runs asked for before that is older than it.
+const liveAt = new Map();
 let runsCursor = null;
 let openRun = () => {};
 export function onOpenRun(fn) {
@@ -121,11 +123,17 @@ function runRow(r) {
 }
 
 export async function loadRuns({ more = false } = {}) {
+  const asked = performance.now();
   const page = await api(`/runs${qs({ state: runFilter(), limit: 50, cursor: more ? runsCursor : undefined })}`);
   const body = $('runs-body');
   if (!more) {
-    body.replaceChildren();
+    // Rows the feed set while the page was on its way are newer than the page: they stay, on top, as they are (a run
+    // that started and finished meanwhile would otherwise vanish, or show the state the page was read in).
+    const live = [...body.children].filter((tr) => (liveAt.get(tr.dataset.run) ?? -1) >= asked);
+    body.replaceChildren(...live);
     runRows.clear();
+    liveAt.clear();
+    for (const tr of live) runRows.set(tr.dataset.run, tr);
   }
   for (const r of page?.items ?? []) {
     if (runRows.has(r.id)) continue;
@@ -145,6 +153,7 @@ export function updateRun(e) {
   if (!shown) {
     old?.remove();
     runRows.delete(e.runId);
+    liveAt.delete(e.runId);
     $('runs-empty').hidden = runRows.size > 0;
     return;
   }
@@ -166,10 +175,12 @@ export function updateRun(e) {
     body.prepend(tr);
     while (body.children.length > MAX_ROWS * 2) {
       runRows.delete(body.lastElementChild.dataset.run);
+      liveAt.delete(body.lastElementChild.dataset.run);
       body.lastElementChild.remove();
     }
   }
   runRows.set(e.runId, tr);
+  liveAt.set(e.runId, performance.now());
   $('runs-empty').hidden = true;
 }
 

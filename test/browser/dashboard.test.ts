@@ -250,6 +250,41 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
     await page.close();
   });
 
+  it('a run that ends while the runs list is on its way keeps its row and its state', async () => {
+    // One run that the list will hold, so that its arrival shows.
+    const older = await postAgent(hg, { message: uniq('listed before'), wakeMode: 'next-heartbeat', deliver: false });
+    await waitFor('the first run ends', async () => (await apiGet(`/runs/${older}`)).state === 'succeeded', 10_000);
+    const page = await liveDashboard();
+    // The list the filter asks for is read now, before the next run exists, and handed to the page only after the
+    // feed has shown that run end.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held: Promise<void> | undefined;
+    await page.route(
+      (url) => url.pathname === '/api/v1/runs',
+      (route) => {
+        if (held) return route.continue();
+        held = (async () => {
+          const response = await route.fetch();
+          await released;
+          await route.fulfill({ response });
+        })();
+        return held;
+      },
+    );
+    await page.getByRole('radio', { name: 'succeeded' }).check();
+    await waitFor('the list is asked for', async () => held !== undefined, 10_000);
+    const runId = await postAgent(hg, { message: uniq('ends meanwhile'), wakeMode: 'next-heartbeat', deliver: false });
+    const row = page.locator(`#runs-body tr[data-run="${runId}"]`);
+    await row.locator('.badge', { hasText: 'succeeded' }).waitFor({ timeout: 15_000 });
+    release();
+    await held;
+    await page.locator(`#runs-body tr[data-run="${older}"]`).waitFor({ timeout: 10_000 });
+    assert.equal(await row.locator('.badge', { hasText: 'succeeded' }).count(), 1, 'the row is still there, ended');
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
   it('a dead-lettered delivery is retried with a click and turns sent', async () => {
     const page = await liveDashboard();
     // Both attempts refused: the delivery is dead-lettered.
