@@ -221,6 +221,13 @@ export function startCommand() {
 /** Runs unfinished and deliveries unsent: both drivers' SQL. */
 const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
 
+/** A read-only connection to a SQLite store (hookgate's or the contract floor's) and its backlog, for drain(). */
+function sqliteBacklog(path) {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const count = db.prepare(BACKLOG_SQL);
+  return { db, backlog: () => count.get().n };
+}
+
 /** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
 export async function startHookgate(o, dir, storage = {}, sections = {}) {
   const adminPort = o.admin ? await freePort() : 0;
@@ -249,14 +256,11 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
       db: { close: () => void client.end() },
     };
   }
-  const db = new Database(join(dir, 'hookgate.db'), { readonly: true, fileMustExist: true });
-  const backlog = db.prepare(BACKLOG_SQL);
   return {
     ...hg,
     url: hg.info.url,
     adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined,
-    backlog: () => backlog.get().n,
-    db,
+    ...sqliteBacklog(join(dir, 'hookgate.db')),
   };
 }
 
@@ -267,9 +271,7 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
 export async function startContractFloor(o, dir) {
   const path = join(dir, 'contract.db');
   const server = await startBenchServer(o, 'contract-floor-server.mjs', path, join(dir, 'contract.jsonl'), TOKEN);
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  const backlog = db.prepare(BACKLOG_SQL);
-  return { ...server, url: `http://127.0.0.1:${server.info.port}`, backlog: () => backlog.get().n, db };
+  return { ...server, url: `http://127.0.0.1:${server.info.port}`, ...sqliteBacklog(path) };
 }
 
 /**
@@ -588,7 +590,7 @@ function table(o, i, p) {
       `floor / bare per round: ${i.floorRatios.map((x) => f(x, 2)).join(' ')}; floor p99 / bare p99: ${i.floorP99Ratios.map((x) => f(x, 2)).join(' ')}`,
       `wake / floor per round: ${i.wakeToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.wakeToFloor), 2)}); wake CPU / floor CPU: ${i.wakeCpuToFloor.map((x) => f(x, 2)).join(' ')}; agent / floor: ${i.agentToFloor.map((x) => f(x, 2)).join(' ')} (median ${f(median(i.agentToFloor), 2)})`,
       `contract floor / floor per round: wake ${i.contractWakeToFloor.map((x) => f(x, 2)).join(' ')}, wake CPU ${i.contractWakeCpuToFloor.map((x) => f(x, 2)).join(' ')}, agent ${i.contractAgentToFloor.map((x) => f(x, 2)).join(' ')}`,
-      `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s`,
+      `agent / bare per round: ${i.agentRatios.map((x) => f(x, 2)).join(' ')}; backlog drained after each agent round in: ${i.rounds.drains.map((d) => f(d.seconds, 1)).join(' ')} s (contract floor: ${i.rounds.contractDrains.map((d) => f(d.seconds, 1)).join(' ')} s)`,
       `p99 ms per round: bare ${[...i.rounds.bareW].map((r) => f(r.p99, 1)).join(' ')} | floor ${i.rounds.floor.map((r) => f(r.p99, 1)).join(' ')} | wake ${i.rounds.wake.map((r) => f(r.p99, 1)).join(' ')} | agent ${i.rounds.agent.map((r) => f(r.p99, 1)).join(' ')}`,
     );
     if (i.feed)
