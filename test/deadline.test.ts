@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { deadline } from '../src/deadline.js';
+import { Abort, deadline, whenAborted } from '../src/deadline.js';
 
 describe('deadline', () => {
   it('aborts with the outer signal’s reason when it aborts first; not timed out', () => {
@@ -39,5 +39,91 @@ describe('deadline', () => {
     await new Promise((r) => setTimeout(r, 30));
     assert.equal(d.signal.aborted, false);
     assert.equal(d.timedOut, false);
+  });
+});
+
+describe('Abort', () => {
+  /** Counts the AbortControllers made while `fn` runs (an Abort makes one only for its `signal`). */
+  function controllersMade(fn: () => void): number {
+    const Real = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Real {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    try {
+      fn();
+    } finally {
+      globalThis.AbortController = Real;
+    }
+    return made;
+  }
+
+  it('makes no AbortSignal until one is asked for, through any depth of deadlines', () => {
+    const made = controllersMade(() => {
+      const stop = new Abort();
+      const run = deadline(stop, 60_000, () => 'late');
+      const attempt = deadline(run, 60_000, () => 'late');
+      stop.abort(new Error('stopping'));
+      assert.equal(attempt.aborted, true);
+      assert.equal((attempt.reason as Error).message, 'stopping');
+      attempt.dispose();
+      run.dispose();
+    });
+    assert.equal(made, 0);
+  });
+
+  it('its signal is made once, follows it, and is aborted at once when made after the abort', () => {
+    const a = new Abort();
+    const s = a.signal;
+    assert.equal(a.signal, s);
+    assert.equal(s.aborted, false);
+    a.abort('why');
+    assert.equal(s.aborted, true);
+    assert.equal(s.reason, 'why');
+
+    const late = new Abort();
+    late.abort();
+    assert.equal((late.reason as DOMException).name, 'AbortError');
+    assert.equal(late.signal.aborted, true);
+    assert.equal(late.signal.reason, late.reason);
+  });
+
+  it('calls each listener once, in order; a cancelled one not at all; aborting again does nothing', () => {
+    const a = new Abort();
+    const calls: string[] = [];
+    a.onAbort(() => calls.push('first'));
+    const cancel = a.onAbort(() => calls.push('cancelled'));
+    a.onAbort(() => calls.push('second'));
+    cancel();
+    a.abort(1);
+    a.abort(2);
+    assert.deepEqual(calls, ['first', 'second']);
+    assert.equal(a.reason, 1);
+    a.onAbort(() => calls.push('after'));
+    assert.deepEqual(calls, ['first', 'second']);
+  });
+
+  it('whenAborted listens to a real signal too, and lets go of it', () => {
+    const ctrl = new AbortController();
+    let calls = 0;
+    whenAborted(ctrl.signal, () => calls++)();
+    const d = deadline(ctrl.signal, undefined, () => 'never');
+    ctrl.abort('gone');
+    assert.equal(calls, 0);
+    assert.equal(d.reason, 'gone');
+    d.dispose();
+  });
+
+  it('a deadline on an outer that already aborted sets no timer: it is not timed out later', async () => {
+    const stop = new Abort();
+    stop.abort('stopping');
+    const d = deadline(stop, 5, () => 'late');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(d.reason, 'stopping');
+    assert.equal(d.timedOut, false);
+    d.dispose();
   });
 });

@@ -16,7 +16,7 @@
  * credential in the URL (Telegram's /bot<token>/, BlueBubbles' ?password=) and bodies carry message text.
  */
 import type { Agent, Dispatcher } from 'undici';
-import { deadline } from '../deadline.js';
+import { type AbortLike, deadline } from '../deadline.js';
 import { errorCode, readCapped } from '../http-util.js';
 import { plainRequest } from './plain.js';
 
@@ -57,7 +57,7 @@ export interface RequestOptions {
   /** The budget of the whole call, connect to last body byte. None: only `signal` ends it. */
   timeoutMs?: number | undefined;
   /** The caller's stop (the outbox stopping, a run's deadline): the outcome is then `aborted`. */
-  signal?: AbortSignal | undefined;
+  signal?: AbortLike | undefined;
   /**
    * The largest body read, in bytes (default 1 MiB); a function of the status to read less of an error page. 0:
    * the body is not read at all (released at once).
@@ -159,7 +159,7 @@ export async function request(url: string, init: OutboundInit, options: RequestO
 }
 
 /** What a failed attempt was: stopped by the caller, out of time, or a network error (its code only). */
-export function attemptFailure(err: unknown, outer: AbortSignal, limit: { timedOut: boolean }): HttpFailure {
+export function attemptFailure(err: unknown, outer: AbortLike, limit: { timedOut: boolean }): HttpFailure {
   if (outer.aborted) return { kind: 'aborted' };
   if (limit.timedOut) return { kind: 'timeout' };
   return { kind: 'network', code: errorCode(err) ?? NO_CODE };
@@ -189,7 +189,7 @@ export function parseJson(text: string): unknown {
 export async function openStream(
   url: string,
   init: OutboundInit,
-  options: Pick<RequestOptions, 'signal'> = {},
+  options: { signal?: AbortSignal | undefined } = {},
 ): Promise<
   { kind: 'stream'; status: number; headers: Headers; body: ReadableStream<Uint8Array> | null } | HttpFailure
 > {

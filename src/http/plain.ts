@@ -5,11 +5,11 @@
  * Same outcome, same size cap, no redirect followed (a 3xx is the outcome, as `fetch` with `redirect: manual`).
  */
 import { type IncomingMessage, request as httpRequest, STATUS_CODES } from 'node:http';
-import { deadline } from '../deadline.js';
+import { type AbortLike, deadline } from '../deadline.js';
 import { attemptFailure, type HttpOutcome, type OutboundInit, parseJson } from './client.js';
 
 interface PlainOptions {
-  signal?: AbortSignal | undefined;
+  signal?: AbortLike | undefined;
   timeoutMs?: number | undefined;
   maxBytes: (status: number) => number;
 }

@@ -31,6 +31,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { type CheckResult, checkFail, checkOk } from '../check.js';
+import { type AbortLike, whenAborted } from '../deadline.js';
 import type { ProviderConfig } from '../config/schema/models.js';
 import { logPath, logSafe, redactSecrets } from '../text-safe.js';
 import { badResponse } from './http.js';
@@ -171,6 +172,8 @@ class Running {
   private killTimer: NodeJS.Timeout | undefined;
   private settle!: (result: ProviderError | ModelReply) => void;
   private settled = false;
+  /** Stops listening for the abort (set once the child starts). */
+  private release: () => void = () => {};
   private readonly stdout: Buffer[] = [];
   private stdoutBytes = 0;
   private stderrTail = Buffer.alloc(0);
@@ -180,13 +183,13 @@ class Running {
     private readonly config: CommandConfig,
     private readonly options: CommandOptions,
     request: ModelRequest,
-    private readonly signal: AbortSignal,
+    private readonly signal: AbortLike,
   ) {
     this.done = new Promise<ModelReply>((resolve, reject) => {
       this.settle = (result) => {
         if (this.settled) return;
         this.settled = true;
-        signal.removeEventListener('abort', this.onAbort);
+        this.release();
         if (result instanceof ProviderError) reject(result);
         else resolve(result);
       };
@@ -194,7 +197,7 @@ class Running {
     if (signal.aborted) {
       this.settle(this.aborted());
     } else {
-      signal.addEventListener('abort', this.onAbort, { once: true });
+      this.release = whenAborted(signal, this.onAbort);
       this.start(request);
     }
   }

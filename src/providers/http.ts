@@ -4,6 +4,7 @@
  * abort → provider_timeout, unparseable 2xx body → provider_bad_response.
  * Messages never carry request text or credentials: reasons from the server are redacted and bounded.
  */
+import type { AbortLike } from '../deadline.js';
 import { isRetryableStatus } from '../http-util.js';
 import { type HttpFailure, type RequestOptions, NO_CODE, agent, is2xx, originOf, request } from '../http/client.js';
 import { parseRetryAfter as parseRetryAfterValue } from '../retry-after.js';
@@ -16,7 +17,7 @@ export interface JsonPost {
   headers: Record<string, string>;
   /** Undefined: a GET (the doctor's "list models" call). */
   body: unknown;
-  signal: AbortSignal;
+  signal: AbortLike;
   /** Prefix of every error message, e.g. `openai-chat provider "local"`. */
   label: string;
   /** Values that must never appear in an error message (api key, configured header values). */

@@ -3,7 +3,7 @@
  * honoured, and an immediate stop when the run's signal aborts.
  */
 import { backoffMs } from '../backoff.js';
-import { deadline } from '../deadline.js';
+import { type AbortLike, deadline, whenAborted } from '../deadline.js';
 import { ProviderError } from './types.js';
 
 export interface RetryPolicy {
@@ -48,7 +48,7 @@ export const DEFAULT_MAX_DELAY_MS = 10_000;
 export const DEFAULT_MAX_RETRY_AFTER_MS = 60_000;
 
 /** One attempt: `signal` aborts on the run's signal or on the attempt's timeout. */
-export type Attempt<T> = (signal: AbortSignal, attempt: number) => Promise<T>;
+export type Attempt<T> = (signal: AbortLike, attempt: number) => Promise<T>;
 
 /** The error thrown when the run's signal aborted (run timeout or shutdown). */
 export function abortedError(label: string, cause?: unknown): ProviderError {
@@ -65,7 +65,7 @@ export function abortedError(label: string, cause?: unknown): ProviderError {
 export async function withRetry<T>(
   label: string,
   policy: RetryPolicy,
-  signal: AbortSignal,
+  signal: AbortLike,
   attempt: Attempt<T>,
 ): Promise<T> {
   const maxAttempts = Math.max(1, Math.floor(policy.maxAttempts));
@@ -112,7 +112,7 @@ export function retryWaitMs(
 async function runAttempt<T>(
   label: string,
   policy: RetryPolicy,
-  outer: AbortSignal,
+  outer: AbortLike,
   n: number,
   attempt: Attempt<T>,
 ): Promise<T> {
@@ -120,7 +120,7 @@ async function runAttempt<T>(
   // Its own signal (not AbortSignal.any) so the listener on the long-lived run signal is removed every time.
   const attemptDeadline = deadline(outer, timeoutMs, () => new Error('attempt timeout'));
   try {
-    return await attempt(attemptDeadline.signal, n);
+    return await attempt(attemptDeadline, n);
   } catch (err) {
     if (attemptDeadline.timedOut && !outer.aborted) {
       throw new ProviderError('provider_timeout', `${label}: no answer within requestTimeoutMs (${timeoutMs} ms)`, {
@@ -135,17 +135,16 @@ async function runAttempt<T>(
 }
 
 /** Waits `ms`, or throws provider_timeout as soon as `signal` aborts. */
-export function sleep(ms: number, signal: AbortSignal, label: string): Promise<void> {
+export function sleep(ms: number, signal: AbortLike, label: string): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(abortedError(label, signal.reason));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortedError(label, signal.reason));
-    };
     const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
+      release();
       resolve();
     }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const release = whenAborted(signal, () => {
+      clearTimeout(timer);
+      reject(abortedError(label, signal.reason));
+    });
   });
 }

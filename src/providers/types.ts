@@ -1,3 +1,4 @@
+import type { AbortLike } from '../deadline.js';
 import type { CheckResult } from '../check.js';
 import { HookgateError, type ProviderErrorCode } from '../errors.js';
 
@@ -17,7 +18,7 @@ export interface ModelRequest {
   /** Reasoning level: off | minimal | low | medium | high, or a provider-specific value. */
   thinking?: string;
   /** Aborted when the run's timeoutSeconds elapses or the service stops. */
-  signal: AbortSignal;
+  signal: AbortLike;
 }
 
 export interface ModelReply {

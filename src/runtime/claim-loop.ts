@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { Abort } from '../deadline.js';
 import type { Logger } from '../log.js';
 import { errorMessage } from '../text-safe.js';
 import { OutageLog } from './outage.js';
@@ -13,8 +14,8 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   limit: () => number;
   /** Lease up to `n` items from the store. */
   claim: (n: number) => Promise<T[]>;
-  /** Work one item; `signal` aborts when the loop closes and the grace period ran out. */
-  work: (item: T, signal: AbortSignal) => Promise<void>;
+  /** Work one item; `abort` aborts when the loop closes and the grace period ran out, or with `abort(id, reason)`. */
+  work: (item: T, abort: Abort) => Promise<void>;
   /**
    * Also look for work this often: expired leases, retries that came due, and on a shared store the work another
    * node queued whose notice was lost (notices are best-effort; this poll is what makes them optional).
@@ -64,7 +65,7 @@ export const YIELD_CLAIM = 2;
  * spins nor floods the log (one line when it starts, one when claiming works again).
  */
 export class ClaimLoop<T extends { id: string }> {
-  private readonly inHand = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly inHand = new Map<string, { abort: Abort; done: Promise<void> }>();
   /** Claimed ahead (`ahead`), oldest first: started as slots free. */
   private readonly waiting: T[] = [];
   /** Giving back what was claimed ahead when the loop stopped (`drain` waits for it). */
@@ -111,7 +112,7 @@ export class ClaimLoop<T extends { id: string }> {
     this.expected = true;
   }
 
-  /** Abort one item in hand (its lease was lost): its `work` sees `signal.reason`; one not started is dropped. */
+  /** Abort one item in hand (its lease was lost): its `work` sees `abort.reason`; one not started is dropped. */
   abort(id: string, reason: Error): void {
     const at = this.waiting.findIndex((item) => item.id === id);
     if (at !== -1) this.opts.dropped?.(this.waiting.splice(at, 1)[0]!);
@@ -200,9 +201,9 @@ export class ClaimLoop<T extends { id: string }> {
   }
 
   private start(item: T): void {
-    const abort = new AbortController();
+    const abort = new Abort();
     const done = this.opts
-      .work(item, abort.signal)
+      .work(item, abort)
       .catch((err) => this.failed(item, err))
       .finally(() => {
         this.inHand.delete(item.id);

@@ -1,3 +1,4 @@
+import { type AbortLike, whenAborted } from '../deadline.js';
 import { HookgateError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { OutageLog } from './outage.js';
@@ -15,7 +16,7 @@ export class LeaseLostError extends HookgateError {
 }
 
 /** Whether `signal` was aborted because a lease was lost (as opposed to a stop or a timeout). */
-export function leaseLost(signal: AbortSignal): boolean {
+export function leaseLost(signal: AbortLike): boolean {
   return signal.aborted && signal.reason instanceof LeaseLostError;
 }
 
@@ -129,7 +130,7 @@ export function storeUnavailable(err: unknown): boolean {
  * lease up, and aborts `signal`, if the outage outlasts it). Rejects with the last error once `signal` aborts.
  */
 export async function writeWhileLeased<T>(
-  signal: AbortSignal,
+  signal: AbortLike,
   write: () => Promise<T>,
   backoff: (n: number) => number,
 ): Promise<T> {
@@ -141,12 +142,11 @@ export async function writeWhileLeased<T>(
       const ok = await new Promise<boolean>((resolve) => {
         const done = (v: boolean) => {
           clearTimeout(t);
-          signal.removeEventListener('abort', onAbort);
+          release();
           resolve(v);
         };
-        const onAbort = () => done(false);
         const t = setTimeout(() => done(true), backoff(n));
-        signal.addEventListener('abort', onAbort, { once: true });
+        const release = whenAborted(signal, () => done(false));
       });
       if (!ok) throw err;
     }

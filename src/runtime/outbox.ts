@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
-import { deadline } from '../deadline.js';
+import { type Abort, deadline } from '../deadline.js';
 import { splitText } from './split.js';
 import { recipientProblem } from '../channels/recipients.js';
 import type { Channel, OutboundMessage, SendResult } from '../channels/types.js';
@@ -126,8 +126,8 @@ export class Outbox {
         }
         return [...batches.values()];
       },
-      work: (b, signal) =>
-        this.sendBatch(b, signal).finally(() => {
+      work: (b, stop) =>
+        this.sendBatch(b, stop).finally(() => {
           this.routesInHand.delete(b.route);
           if (this.routesOwed.delete(b.route)) this.loop.expect();
         }),
@@ -147,12 +147,12 @@ export class Outbox {
    * again, in order, as a crash between a send and its write always did (at least once, with a stable delivery id).
    * A write that fails stops the batch: what was not sent yet goes back.
    */
-  private async sendBatch(b: DeliveryBatch, signal: AbortSignal): Promise<void> {
+  private async sendBatch(b: DeliveryBatch, stop: Abort): Promise<void> {
     // One lease for the batch: its rows were claimed together, so their leases end together. Aborted by the stop, or
     // when the lease is about to run out; kept until the outcomes' writes settle (one retried through a store outage
     // stops with it).
     const lease = deadline(
-      signal,
+      stop,
       Math.max(0, b.until - Date.now()),
       () => new LeaseLostError(`the delivery lease of ${b.id} is about to run out`),
       { unref: true },
@@ -162,7 +162,7 @@ export class Outbox {
       for (let i = 0; i < b.rows.length; i++) {
         let sent: Sent;
         try {
-          sent = await this.leased(b.rows[i]!, lease.signal, signal);
+          sent = await this.leased(b.rows[i]!, lease, stop);
         } catch (err) {
           await this.giveBack(b.rows, i + 1);
           throw err;
@@ -184,7 +184,7 @@ export class Outbox {
   }
 
   /** `send` under the batch's lease (`lease`): aborted, and not finished, when the lease is about to run out. */
-  private async leased(d: Delivery, lease: AbortSignal, stop: AbortSignal): Promise<Sent> {
+  private async leased(d: Delivery, lease: Abort, stop: Abort): Promise<Sent> {
     try {
       const sent = await this.send(d, lease);
       if (leaseLost(lease) && !stop.aborted) {
@@ -229,12 +229,12 @@ export class Outbox {
   }
 
   /** One delivery through its channel; its outcome is recorded (the write started) before this returns. */
-  private async send(d: Delivery, signal: AbortSignal): Promise<Sent> {
+  private async send(d: Delivery, lease: Abort): Promise<Sent> {
     const env = this.deps.env();
     const log = deliveryLog(this.deps.logger, d);
     const dead = (error: string): Sent => {
       log.error({ error }, 'delivery dead-lettered');
-      return this.record(d, signal, { kind: 'dead', error, at: Date.now() });
+      return this.record(d, lease, { kind: 'dead', error, at: Date.now() });
     };
     const channel = env.channels.get(d.channel, d.accountId ?? undefined);
     if (!channel) {
@@ -251,9 +251,9 @@ export class Outbox {
     const unfit = recipientProblem(d.channel, channel, to);
     if (unfit) return dead(unfit);
     const chunks = splitText(d.text, channel.maxTextLength).filter((c) => c.trim() !== '');
-    const outcome = await this.sendChunks(d, to, channel, chunks, signal, env.config.channels.outbox, log);
+    const outcome = await this.sendChunks(d, to, channel, chunks, lease, env.config.channels.outbox, log);
     if (!outcome) return UNFINISHED;
-    const sent = this.record(d, signal, outcome);
+    const sent = this.record(d, lease, outcome);
     // A delivery never moves the main session's route, explicit or not: where the main agent's replies go is the
     // operator's to decide (docs/security.md, "Who decides where replies go").
     if (outcome.kind === 'delivered') log.info({ chunks: chunks.length }, 'delivered');
@@ -270,14 +270,14 @@ export class Outbox {
     to: string,
     channel: Channel,
     chunks: readonly string[],
-    signal: AbortSignal,
+    lease: Abort,
     limits: OutboxLimits,
     log: Logger,
   ): Promise<DeliveryOutcome | undefined> {
     const { store, owner } = this.deps;
     const createdAt = new Date(d.createdAt).toISOString();
     for (let i = d.chunksSent; i < chunks.length; i++) {
-      if (signal.aborted) return undefined;
+      if (lease.aborted) return undefined;
       // The id is stable per chunk across retries: platforms that take an idempotency id (webhook-id, Discord nonce) dedupe.
       const deliveryId = chunks.length > 1 ? `${d.id}_${i + 1}` : d.id;
       const message: OutboundMessage = {
@@ -291,13 +291,13 @@ export class Outbox {
         hookName: d.hookName,
         createdAt,
       };
-      const result = await sendChunk(channel, message, signal);
+      const result = await sendChunk(channel, message, lease.signal);
       if (result.ok) {
         if (i + 1 < chunks.length) await store.deliveryProgress(d.id, owner, i + 1, Date.now());
         continue;
       }
       const error = logSafe(result.error, 300);
-      if (signal.aborted) return undefined;
+      if (lease.aborted) return undefined;
       // Chunks sent before this failure are never sent again.
       if (i > d.chunksSent) await store.deliveryProgress(d.id, owner, i, Date.now());
       if (result.retryable && d.attempts < limits.maxAttempts) {
@@ -319,7 +319,7 @@ export class Outbox {
    * Starts the outcome's write, not waited for (see sendBatch); tried again while the store is briefly unreachable,
    * as long as the lease lasts (then the lease lapses instead, and nothing is recorded here).
    */
-  private record(d: Delivery, lease: AbortSignal, outcome: DeliveryOutcome): Sent {
+  private record(d: Delivery, lease: Abort, outcome: DeliveryOutcome): Sent {
     if (leaseLost(lease)) return UNFINISHED;
     const written = writeWhileLeased(
       lease,

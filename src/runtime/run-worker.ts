@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
-import { deadline } from '../deadline.js';
+import { type Abort, deadline } from '../deadline.js';
 import { newId } from '../ids.js';
 import type { FinishedRunState } from '../enums.js';
 import { type ChatMessage, ProviderError } from '../providers/types.js';
@@ -168,9 +168,9 @@ export class RunWorker {
         for (const run of runs) this.leases.hold(run.id, now + leaseMs, (err) => this.loop.abort(run.id, err));
         return runs;
       },
-      work: (run, signal) => {
+      work: (run, abort) => {
         this.announce.run(run, 'running');
-        return this.execute(run, signal).finally(() => this.leases.release(run.id));
+        return this.execute(run, abort).finally(() => this.leases.release(run.id));
       },
       // Where a claim is a round trip: as many runs again are held claimed ahead, so a run that ends makes room for
       // the next at once and a backlog is claimed in batches (docs/scale-out.md, "Run throughput").
@@ -204,7 +204,7 @@ export class RunWorker {
   }
 
   /** One claimed run: give up on it, or build its turn, call the model and record the result (or defer it). */
-  private async execute(run: Run, shutdown: AbortSignal): Promise<void> {
+  private async execute(run: Run, shutdown: Abort): Promise<void> {
     if (run.attempts > MAX_RUN_STARTS) return this.giveUp(run);
     const env = this.deps.env();
     const { prompt, messages } = await this.buildTurn(run);
@@ -249,7 +249,7 @@ export class RunWorker {
     run: Run,
     env: RuntimeEnv,
     messages: ChatMessage[],
-    shutdown: AbortSignal,
+    shutdown: Abort,
   ): Promise<TurnResult | undefined> {
     // Aborted by the stop (or a lost lease), or when the run's timeout passes.
     const turn = deadline(
@@ -265,7 +265,7 @@ export class RunWorker {
         model: run.model,
         thinking: run.thinking,
         messages,
-        signal: turn.signal,
+        signal: turn,
       });
       return { state: 'succeeded', reply: r.text, error: null, started };
     } catch (err) {
@@ -315,7 +315,7 @@ export class RunWorker {
     env: RuntimeEnv,
     prompt: string,
     turn: TurnResult,
-    shutdown: AbortSignal,
+    shutdown: Abort,
   ): Promise<void> {
     const { state, reply, error, started } = turn;
     const finishedAt = Date.now();
@@ -400,7 +400,7 @@ export class RunWorker {
    * or claims it once the lease lapses; it then runs again, same id). Its reply, if any, is dropped: delivering it
    * here too could deliver it twice.
    */
-  private dropLost(run: Run, signal: AbortSignal): undefined {
+  private dropLost(run: Run, signal: Abort): undefined {
     this.log(run).warn(
       { attempt: run.attempts, code: 'lease_lost', why: errorMessage(signal.reason) },
       'hook agent run aborted: its lease could not be kept; not completed here, it runs again once the lease lapses',

@@ -70,7 +70,10 @@ export function summaryEvent(
   agentId: string,
   at: number,
 ): NewSystemEvent {
-  const event: NewSystemEvent = {
+  // One literal of one shape either way: `{ ...event, untrusted, source }` was defined property by property through
+  // the runtime (two slow stores a run, and every later read of the event a megamorphic miss).
+  const trusted = run.allowUnsafeExternalContent;
+  return {
     id: newId(),
     sessionKey: MAIN_SESSION_KEY,
     agentId,
@@ -78,6 +81,7 @@ export function summaryEvent(
     origin: 'summary',
     runId: run.id,
     createdAt: at,
+    untrusted: !trusted,
+    source: trusted ? null : summaryHookName(run.name),
   };
-  return run.allowUnsafeExternalContent ? event : { ...event, untrusted: true, source: summaryHookName(run.name) };
 }

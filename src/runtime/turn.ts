@@ -1,3 +1,4 @@
+import type { AbortLike } from '../deadline.js';
 import type { ChatMessage, ModelReply } from '../providers/types.js';
 import { ProviderError } from '../providers/types.js';
 import type { RuntimeEnv } from './env.js';
@@ -8,7 +9,7 @@ export interface TurnRequest {
   model: string | null;
   thinking: string | null;
   messages: ChatMessage[];
-  signal: AbortSignal;
+  signal: AbortLike;
 }
 
 /** One model turn as an agent: resolves the agent's model and provider, its system prompt and thinking level. */

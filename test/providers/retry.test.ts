@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { backoffMs } from '../../src/backoff.js';
+import { type AbortLike, whenAborted } from '../../src/deadline.js';
 import { retryWaitMs, withRetry } from '../../src/providers/retry.js';
 import { ProviderError } from '../../src/providers/types.js';
 
@@ -107,8 +108,8 @@ describe('withRetry', () => {
   });
 
   it('requestTimeoutMs aborts the attempt signal; the timeout is retried unless retryAttemptTimeout is false', async () => {
-    const hang = (s: AbortSignal) =>
-      new Promise<never>((_r, reject) => s.addEventListener('abort', () => reject(new Error('aborted'))));
+    const hang = (s: AbortLike) =>
+      new Promise<never>((_r, reject) => whenAborted(s, () => reject(new Error('aborted'))));
     let calls = 0;
     await assert.rejects(
       withRetry('t', { maxAttempts: 2, requestTimeoutMs: 30, ...fast }, signal(), (s) => {

@@ -53,7 +53,7 @@ function harness(over: Partial<ClaimLoopOptions<Item>> & { limit?: () => number 
       try {
         const done = gate();
         finish.set(item.id, done.open);
-        signal.addEventListener('abort', () => {
+        signal.onAbort(() => {
           aborted.push(item.id);
           done.open();
         });

@@ -117,7 +117,7 @@ describe('summaryEvent', () => {
       },
     );
     const trusted = summaryEvent({ ...run, allowUnsafeExternalContent: true }, 'Hook Git Hub: ok', 'main', 5);
-    assert.equal(trusted.untrusted, undefined);
-    assert.equal(trusted.source, undefined);
+    assert.equal(trusted.untrusted, false);
+    assert.equal(trusted.source, null);
   });
 });
