@@ -65,13 +65,13 @@ export function whenAborted(outer: AbortLike, fn: () => void): () => void {
 }
 
 /**
- * An abort that follows `outer` (with its reason) or fires once `ms` have passed (with `reason()`), whichever comes
- * first, and lets go of `outer` when disposed. Used per model attempt, per run and per delivery batch instead of
+ * An abort that follows `outer` (with its reason; none: nothing to follow) or fires once `ms` have passed (with
+ * `reason()`), whichever comes first, and lets go of `outer` when disposed. Used per model attempt, per run and per delivery batch instead of
  * `AbortSignal.any` + `AbortSignal.timeout`: Node 20 tracks `any` signals with weak references until they are
  * collected, a cost on every run; this is an `Abort`, a timer and a listener.
  */
 export function deadline(
-  outer: AbortLike,
+  outer: AbortLike | undefined,
   ms: number | undefined,
   reason: () => unknown,
   opts: { unref?: boolean } = {},
@@ -84,9 +84,11 @@ export class Deadline extends Abort {
   private expired = false;
   private readonly release: () => void;
 
-  constructor(outer: AbortLike, ms: number | undefined, reason: () => unknown, unref: boolean) {
+  constructor(outer: AbortLike | undefined, ms: number | undefined, reason: () => unknown, unref: boolean) {
     super();
-    if (outer.aborted) {
+    if (outer === undefined) {
+      this.release = noop;
+    } else if (outer.aborted) {
       this.abort(outer.reason);
       this.release = noop;
     } else {

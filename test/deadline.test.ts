@@ -42,6 +42,20 @@ describe('deadline', () => {
   });
 });
 
+describe('deadline without an outer abort', () => {
+  it('fires only when its time passes', async () => {
+    const d = deadline(undefined, 10, () => 'late');
+    assert.equal(d.aborted, false);
+    await new Promise((r) => setTimeout(r, 40));
+    assert.equal(d.timedOut, true);
+    assert.equal(d.reason, 'late');
+    d.dispose();
+    const never = deadline(undefined, undefined, () => 'never');
+    assert.equal(never.aborted, false);
+    never.dispose();
+  });
+});
+
 describe('Abort', () => {
   /** Counts the AbortControllers made while `fn` runs (an Abort makes one only for its `signal`). */
   function controllersMade(fn: () => void): number {

@@ -101,8 +101,6 @@ async function transportFor(options: RequestOptions): Promise<Transport> {
   return globalThis.fetch as Transport;
 }
 
-const NEVER = new AbortController().signal;
-
 /** The `network` code of a failure that carried no system code. */
 export const NO_CODE = 'fetch_failed';
 
@@ -115,7 +113,7 @@ export async function request(url: string, init: OutboundInit, options: RequestO
       maxBytes: typeof maxBytes === 'function' ? maxBytes : () => maxBytes,
     });
   }
-  const outer = options.signal ?? NEVER;
+  const outer = options.signal;
   const limit = deadline(outer, options.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
     const transport = await transportFor(options);
@@ -159,8 +157,8 @@ export async function request(url: string, init: OutboundInit, options: RequestO
 }
 
 /** What a failed attempt was: stopped by the caller, out of time, or a network error (its code only). */
-export function attemptFailure(err: unknown, outer: AbortLike, limit: { timedOut: boolean }): HttpFailure {
-  if (outer.aborted) return { kind: 'aborted' };
+export function attemptFailure(err: unknown, outer: AbortLike | undefined, limit: { timedOut: boolean }): HttpFailure {
+  if (outer?.aborted) return { kind: 'aborted' };
   if (limit.timedOut) return { kind: 'timeout' };
   return { kind: 'network', code: errorCode(err) ?? NO_CODE };
 }

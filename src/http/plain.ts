@@ -15,7 +15,7 @@ interface PlainOptions {
 }
 
 export async function plainRequest(url: string, init: OutboundInit, opts: PlainOptions): Promise<HttpOutcome> {
-  const outer = opts.signal ?? new AbortController().signal;
+  const outer = opts.signal;
   const limit = deadline(outer, opts.timeoutMs, () => new DOMException('the request timed out', 'TimeoutError'));
   try {
     // Told apart without naming the global `Headers`: its first read loads the bundled undici this path avoids.
