@@ -79,6 +79,11 @@ export function deadline(
   return new Deadline(outer, ms, reason, opts.unref ?? false);
 }
 
+/** An `Abort` that follows `outer` and can also be aborted on its own (a lease under a stop), until disposed. */
+export function following(outer: AbortLike): Deadline {
+  return new Deadline(outer, undefined, noop, false);
+}
+
 export class Deadline extends Abort {
   private readonly timer: NodeJS.Timeout | undefined;
   private expired = false;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Abort, deadline, whenAborted } from '../src/deadline.js';
+import { Abort, deadline, following, whenAborted } from '../src/deadline.js';
 
 describe('deadline', () => {
   it('aborts with the outer signal’s reason when it aborts first; not timed out', () => {
@@ -53,6 +53,25 @@ describe('deadline without an outer abort', () => {
     const never = deadline(undefined, undefined, () => 'never');
     assert.equal(never.aborted, false);
     never.dispose();
+  });
+});
+
+describe('following', () => {
+  it('aborts with its outer, or on its own without touching the outer; disposed, it lets go of the outer', () => {
+    const stop = new Abort();
+    const lease = following(stop);
+    lease.abort('lease lost');
+    assert.equal(stop.aborted, false);
+    assert.equal(lease.reason, 'lease lost');
+    lease.dispose();
+
+    const next = following(stop);
+    const gone = following(stop);
+    gone.dispose();
+    stop.abort('stopping');
+    assert.equal(next.reason, 'stopping');
+    assert.equal(gone.aborted, false);
+    next.dispose();
   });
 });
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../log.js';
 import { backoffMs } from '../backoff.js';
+import { Abort, deadline, following } from '../deadline.js';
 import { newId } from '../ids.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
@@ -98,7 +99,7 @@ export class Heartbeat {
   private retryDelay: number | undefined;
   private stopping = false;
   private failures = 0;
-  private readonly abort = new AbortController();
+  private readonly abort = new Abort();
   private reasons = new Set<string>();
 
   private readonly retryDelayMs: (failures: number) => number;
@@ -213,23 +214,25 @@ export class Heartbeat {
         return;
       }
       outage.succeeded();
-      const lease = new AbortController();
+      // Aborted when the lease cannot be kept, or by the stop (it follows this heartbeat's abort).
+      const lease = following(this.abort);
       leases.hold(key, now + leases.leaseMs, (err) => lease.abort(err));
       try {
-        await this.turn(reasons, lease.signal);
+        await this.turn(reasons, lease);
       } finally {
         leases.release(key);
+        lease.dispose();
         // Best-effort: a release that fails leaves a lease that lapses by itself within HEARTBEAT_LEASE_MS.
         await store.releaseHeartbeat(key, owner).catch(() => {});
       }
     } catch (err) {
-      if (this.abort.signal.aborted) return;
+      if (this.abort.aborted) return;
       if (!storeUnavailable(err)) throw err;
       this.retryDelay = outage.failed(err, { sessionKey: key });
     }
   }
 
-  private async turn(reasons: string[], lease: AbortSignal): Promise<void> {
+  private async turn(reasons: string[], lease: Abort): Promise<void> {
     const { store, logger } = this.deps;
     const env = this.deps.env();
     const events = await store.pendingEvents(this.sessionKey);
@@ -245,11 +248,13 @@ export class Heartbeat {
       role: m.role,
       content: m.content,
     }));
-    const signal = AbortSignal.any([
-      AbortSignal.timeout(agentTimeoutSeconds(env, agentId) * 1000),
-      this.abort.signal,
+    const timeoutSeconds = agentTimeoutSeconds(env, agentId);
+    const limit = deadline(
       lease,
-    ]);
+      timeoutSeconds * 1000,
+      () => new DOMException(`the heartbeat's timeout of ${timeoutSeconds} s passed`, 'TimeoutError'),
+      { unref: true },
+    );
 
     let reply: string;
     try {
@@ -259,11 +264,11 @@ export class Heartbeat {
           model: null,
           thinking: null,
           messages: [...history, { role: 'user', content: prompt }],
-          signal,
+          signal: limit,
         })
       ).text;
     } catch (err) {
-      if (this.abort.signal.aborted) return; // stopping: the events stay pending for the next start
+      if (this.abort.aborted) return; // stopping: the events stay pending for the next start
       if (leaseLost(lease)) return this.dropLost(log, events.length, lease);
       this.failures++;
       const delay = this.retryDelayMs(this.failures);
@@ -274,6 +279,8 @@ export class Heartbeat {
       this.announce.heartbeat(this.sessionKey, 'failed', events.length);
       this.retryDelay = delay;
       return;
+    } finally {
+      limit.dispose();
     }
     this.failures = 0;
     if (leaseLost(lease)) return this.dropLost(log, events.length, lease);
@@ -300,7 +307,7 @@ export class Heartbeat {
       );
     }
     await writeWhileLeased(
-      AbortSignal.any([lease, this.abort.signal]),
+      lease,
       () =>
         store.completeHeartbeat({
           heartbeatId,
@@ -329,7 +336,7 @@ export class Heartbeat {
   }
 
   /** The lease was lost mid-turn: the reply is dropped, the events stay pending; asked again after a backoff. */
-  private dropLost(log: Logger, events: number, lease: AbortSignal): void {
+  private dropLost(log: Logger, events: number, lease: Abort): void {
     this.retryDelay = backoffMs(1, OUTAGE_BACKOFF);
     log.warn(
       { events, code: 'lease_lost', why: errorMessage(lease.reason) },
