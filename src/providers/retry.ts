@@ -117,7 +117,7 @@ async function runAttempt<T>(
   attempt: Attempt<T>,
 ): Promise<T> {
   const timeoutMs = policy.requestTimeoutMs;
-  // Its own signal (not AbortSignal.any) so the listener on the long-lived run signal is removed every time.
+  // Its own deadline (not AbortSignal.any), so its listener on the run's long-lived abort is removed every time.
   const attemptDeadline = deadline(outer, timeoutMs, () => new Error('attempt timeout'));
   try {
     return await attempt(attemptDeadline, n);

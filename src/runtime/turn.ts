@@ -1,5 +1,5 @@
 import type { AbortLike } from '../deadline.js';
-import type { ChatMessage, ModelReply } from '../providers/types.js';
+import type { ChatMessage, ModelReply, ModelRequest } from '../providers/types.js';
 import { ProviderError } from '../providers/types.js';
 import type { RuntimeEnv } from './env.js';
 
@@ -13,7 +13,7 @@ export interface TurnRequest {
 }
 
 /** One model turn as an agent: resolves the agent's model and provider, its system prompt and thinking level. */
-export async function runTurn(env: RuntimeEnv, req: TurnRequest): Promise<ModelReply & { model: string }> {
+export async function runTurn(env: RuntimeEnv, req: TurnRequest): Promise<ModelReply> {
   const { config } = env;
   const agent = config.agents.list.find((a) => a.id === req.agentId);
   const ref = req.model ?? agent?.model ?? config.agents.defaults.model;
@@ -25,14 +25,12 @@ export async function runTurn(env: RuntimeEnv, req: TurnRequest): Promise<ModelR
       retryable: false,
     });
   const thinking = req.thinking ?? agent?.thinking ?? config.agents.defaults.thinking;
-  const reply = await provider.complete({
-    model: resolved.model.model,
-    ...(agent?.systemPrompt ? { system: agent.systemPrompt } : {}),
-    messages: req.messages,
-    ...(thinking ? { thinking } : {}),
-    signal: req.signal,
-  });
-  return { ...reply, model: resolved.model.ref };
+  // Built by assignment and the reply returned as the provider made it: a spread into a literal defines the
+  // properties after it one by one, and leaves an object of another shape each time it is read.
+  const request: ModelRequest = { model: resolved.model.model, messages: req.messages, signal: req.signal };
+  if (agent?.systemPrompt) request.system = agent.systemPrompt;
+  if (thinking) request.thinking = thinking;
+  return provider.complete(request);
 }
 
 /** The timeout of a turn as the agent: the request's, else the agent's, else the default. */
