@@ -36,7 +36,18 @@ export class Abort {
     this.ctrl?.abort(this.why);
     const listeners = this.listeners;
     this.listeners = undefined;
-    if (listeners) for (const fn of listeners) fn();
+    if (!listeners) return;
+    for (const fn of listeners) {
+      try {
+        fn();
+      } catch (err) {
+        // As an AbortSignal's listener: the others still run, the caller is not thrown into, and the error is an
+        // uncaught exception.
+        process.nextTick(() => {
+          throw err;
+        });
+      }
+    }
   }
 
   /** Call `fn` once, when this aborts (not if it already has); returns what cancels that. */

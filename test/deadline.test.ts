@@ -139,6 +139,32 @@ describe('Abort', () => {
     assert.deepEqual(calls, ['first', 'second']);
   });
 
+  it('a listener that throws does not stop the others nor the caller; its error is uncaught, as EventTarget does', () => {
+    const a = new Abort();
+    const calls: string[] = [];
+    a.onAbort(() => {
+      throw new Error('listener bug');
+    });
+    a.onAbort(() => calls.push('second'));
+    const reported: unknown[] = [];
+    const real = process.nextTick;
+    // Only abort() runs while this stands in: it runs what it is given at once and keeps what that throws.
+    process.nextTick = ((fn: () => void) => {
+      try {
+        fn();
+      } catch (err) {
+        reported.push(err);
+      }
+    }) as typeof process.nextTick;
+    try {
+      a.abort('why');
+    } finally {
+      process.nextTick = real;
+    }
+    assert.deepEqual(calls, ['second']);
+    assert.equal((reported[0] as Error).message, 'listener bug');
+  });
+
   it('whenAborted listens to a real signal too, and lets go of it', () => {
     const ctrl = new AbortController();
     let calls = 0;
