@@ -1,9 +1,9 @@
 /**
- * Aborting work in hand: a run, a delivery batch, a model attempt. `Abort` is an abort whose `AbortSignal` is made
- * only when something asks for one (a `fetch`, a channel's send): Node 20 builds a signal in about 3 µs (an
- * `EventTarget` given its prototype afterwards, its fields then stored through the runtime), and a run that gave
- * each layer its own signal made three or four, with a listener on the one outside each. Layers inside the runtime
- * pass the `Abort` itself; the signal is made once, at the edge that needs it.
+ * Aborting work in hand: a run, a heartbeat, a delivery batch, a model attempt. `Abort` is an abort whose
+ * `AbortSignal` is made only when something asks for one (a `fetch`, a channel's send): Node 20 builds a signal in
+ * about 3 µs (an `EventTarget` given its prototype afterwards, its fields then stored through the runtime), and a run
+ * that gave each layer its own signal made three or four, with a listener on the one outside each. Layers inside the
+ * runtime pass the `Abort` itself; the signal is made once, at the edge that needs it.
  */
 export class Abort {
   private state = false;
@@ -77,9 +77,9 @@ export function whenAborted(outer: AbortLike, fn: () => void): () => void {
 
 /**
  * An abort that follows `outer` (with its reason; none: nothing to follow) or fires once `ms` have passed (with
- * `reason()`), whichever comes first, and lets go of `outer` when disposed. Used per model attempt, per run and per delivery batch instead of
- * `AbortSignal.any` + `AbortSignal.timeout`: Node 20 tracks `any` signals with weak references until they are
- * collected, a cost on every run; this is an `Abort`, a timer and a listener.
+ * `reason()`), whichever comes first, and lets go of `outer` when disposed. Used per model attempt, per run, per
+ * heartbeat and per delivery batch instead of `AbortSignal.any` + `AbortSignal.timeout`: Node 20 tracks `any` signals
+ * with weak references until they are collected, a cost on every run; this is an `Abort`, a timer and a listener.
  */
 export function deadline(
   outer: AbortLike | undefined,
