@@ -403,6 +403,16 @@ describe('dashboard in Chromium', { skip, timeout: 120_000 }, () => {
           .status,
         401,
       );
+    // Refusals are recorded off the request path: the page is opened once the breakdown counts both, so what it
+    // draws is not a snapshot taken a moment before they were written.
+    await waitFor(
+      'the two refusals in the breakdown',
+      async () => {
+        const b = (await apiGet('/breakdown')) as { byPath: Array<{ path: string; codes: Record<string, number> }> };
+        return b.byPath.some((p) => p.path.endsWith('agent') && (p.codes.unauthorized ?? 0) >= 2);
+      },
+      15_000,
+    );
     const page = await liveDashboard();
     await page.locator('#bd-codes tbody tr', { hasText: 'unauthorized' }).waitFor({ timeout: 5000 });
     const agent = page.locator('#bd-paths tbody tr', { hasText: 'agent' });
