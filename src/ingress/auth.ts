@@ -49,8 +49,11 @@ export function extractBearer(headers: IncomingHttpHeaders): string | undefined 
   return bearerToken(headers.authorization);
 }
 
-/** Width of the compare window: tokens are padded to a multiple of this many bytes. */
-export const TOKEN_WINDOW_BYTES = 256;
+/**
+ * Width of the compare window: tokens are padded to a multiple of this many bytes. 64 covers the usual secrets (a
+ * 32-byte random value in hex or base64) in one width; the compare's cost grows with the width.
+ */
+export const TOKEN_WINDOW_BYTES = 64;
 
 /** One configured token, as a match names it: its id (for records and logs) and its expiry (epoch ms). */
 export interface ListedToken {
@@ -72,8 +75,8 @@ export const isExpired = (t: ListedToken, now: number): boolean => t.notAfter !=
  * compared with `timingSafeEqual` against EVERY secret (all padded to the same width), then the lengths are
  * compared; the loop never stops at a match. The work depends on the presented token's length (the sender's own),
  * the window's width and the number of tokens, never on the secrets' bytes nor on which one matched; tokens up to
- * 256 bytes long share one window width, so their lengths are not revealed either. No allocation and no hashing per
- * request.
+ * 64 bytes long share one window width, so their lengths are not revealed either (longer ones only their multiple
+ * of 64). No allocation and no hashing per request.
  */
 export class TokenSet {
   private readonly entries: readonly Padded[];
