@@ -83,7 +83,12 @@ export function onePathSegment(value: string): string | undefined {
  * `bearer` signature its secret through here.
  */
 export function bearerToken(authorization: string | undefined): string | undefined {
-  if (authorization && authorization.length > 7 && authorization.slice(0, 7).toLowerCase() === 'bearer ') {
+  if (
+    authorization &&
+    authorization.length > 7 &&
+    // The usual spelling first: it needs no lower-cased copy.
+    (authorization.startsWith('Bearer ') || authorization.slice(0, 7).toLowerCase() === 'bearer ')
+  ) {
     const t = authorization.slice(7).trim();
     if (t) return t;
   }

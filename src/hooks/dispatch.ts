@@ -204,15 +204,19 @@ function renderAnswer(spec: AnswerSpec, outcome: AcceptOutcome): DispatchAnswer 
         status: spec.status,
         body: { ok: true, mode: spec.mode, eventId: ev.eventId, eventOutcome: ev.outcome },
       };
-      // The mode and the outcome are closed words; the id is checked, as it comes from the store.
-      if (plainAscii(ev.eventId))
+      // The mode and the outcome are closed words. A queued event's id is the one made above (newId: hex digits
+      // and dashes); a coalesced one comes from the store, so it is checked.
+      if (ev.outcome === 'queued' || plainAscii(ev.eventId))
         answer.json = `{"ok":true,"mode":"${spec.mode}","eventId":"${ev.eventId}","eventOutcome":"${ev.outcome}"}`;
       return answer;
     }
     case 'agent': {
-      const answer: DispatchAnswer = { status: spec.status, body: { ok: true, runId: spec.runId } };
-      if (plainAscii(spec.runId)) answer.json = `{"ok":true,"runId":"${spec.runId}"}`;
-      return answer;
+      // The run's id was made for this request (hooks/policy.ts, newId: hex digits and dashes).
+      return {
+        status: spec.status,
+        body: { ok: true, runId: spec.runId },
+        json: `{"ok":true,"runId":"${spec.runId}"}`,
+      };
     }
     case 'fanout':
       return {

@@ -117,8 +117,9 @@ export function waitForCompletion(p: Payload): boolean {
 }
 
 function requiredTextOf(v: unknown, key: string): string {
-  if (typeof v !== 'string' || v.trim() === '') throw bad(`${key} required: a non-empty string`);
-  return v.trim();
+  const t = typeof v === 'string' ? v.trim() : '';
+  if (t === '') throw bad(`${key} required: a non-empty string`);
+  return t;
 }
 
 /** Absent or blank → undefined; a non-string is an error (no silent coercion of `123` or `true`). */
@@ -158,17 +159,17 @@ export function sessionMode(v: unknown): SessionMode {
 
 function modelOverride(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.trim() === '')
-    throw bad('model required: a non-empty <provider>/<model> or alias when given');
-  return v.trim();
+  const t = typeof v === 'string' ? v.trim() : '';
+  if (t === '') throw bad('model required: a non-empty <provider>/<model> or alias when given');
+  return t;
 }
 
 /** Absent → undefined; when present it must be a non-blank string: a sender's account choice is never dropped. */
 export function accountId(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.trim() === '')
-    throw bad("accountId must be a non-empty string: the id of one of the channel's accounts");
-  return v.trim();
+  const t = typeof v === 'string' ? v.trim() : '';
+  if (t === '') throw bad("accountId must be a non-empty string: the id of one of the channel's accounts");
+  return t;
 }
 
 export function timeoutSeconds(v: unknown): number | undefined {

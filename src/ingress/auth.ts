@@ -81,6 +81,8 @@ export const isExpired = (t: ListedToken, now: number): boolean => t.notAfter !=
 export class TokenSet {
   private readonly entries: readonly Padded[];
   private readonly window: Buffer;
+  /** How many bytes of the window the last presented token wrote (zeros past them). */
+  private dirty = 0;
 
   constructor(tokens: ReadonlyArray<{ id: string; token: string; notAfter?: number | undefined }>) {
     const bytes = tokens.map((t) => Buffer.from(t.token, 'utf8'));
@@ -105,9 +107,11 @@ export class TokenSet {
     // At most `width` bytes are written (whole characters only, so a cut token leaves at most 3 bytes unwritten);
     // longer tokens fail on the length below. Only what follows the written bytes needs zeroing, and a token that
     // ends more than 3 bytes short of the window was written whole: its length needs no second pass over it. Both
-    // depend on the presented token alone, never on a secret.
+    // depend on the presented tokens alone (this one and the last), never on a secret.
     const written = window.write(presented, 0, 'utf8');
-    window.fill(0, written);
+    // Zeroed only where the last token's bytes lie past this one's: the rest of the window already is.
+    if (written < this.dirty) window.fill(0, written, this.dirty);
+    this.dirty = written;
     const length = written < window.length - 3 ? written : Buffer.byteLength(presented, 'utf8');
     let found: Padded | undefined;
     for (const e of this.entries) {

@@ -83,7 +83,13 @@ export async function listen(
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (closing) res.shouldKeepAlive = false;
     active++;
-    void handler(req, res).finally(() => settled(req.socket));
+    // One callback for both outcomes, not `finally` (two more closures, a promise and a microtask per request). A
+    // rejection is thrown again, so it stays an unhandled rejection and is reported, as it was through `finally`.
+    const done = (err?: unknown) => {
+      settled(req.socket);
+      if (err !== undefined) throw err;
+    };
+    void handler(req, res).then(done, done);
   };
   const server: Server = createServer(
     {

@@ -12,6 +12,17 @@ const MAPPED_V4_RE = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
  */
 export function canonicalIp(ip: string | undefined): string {
   if (!ip) return 'unknown';
+  // The last answer is kept: a connection's requests, and most of a busy sender's, repeat the address, and `isIP`'s
+  // pattern is a few hundred instructions of every request.
+  if (ip === last.ip) return last.canonical;
+  const canonical = canonicalOf(ip);
+  last = { ip, canonical };
+  return canonical;
+}
+
+let last = { ip: '', canonical: '' };
+
+function canonicalOf(ip: string): string {
   const family = isIP(ip);
   if (family === 4) return ip;
   if (family !== 6) return ip.toLowerCase();
