@@ -74,7 +74,7 @@ type AnswerSpec =
  * `duplicate: true`; a store failure is 503, never a 2xx. With `wait`, the committed answer is held for the run's
  * end (a replay waits for the first run) and becomes 200 with `completion`; the stored answer stays the plain one.
  */
-export async function dispatch(
+export function dispatch(
   ctx: HooksContext,
   store: IngressStore,
   signals: RuntimeSignals,
@@ -100,20 +100,47 @@ export async function dispatch(
       events.push(ev);
     } else runs.push(a.run);
   }
-  // Awaited only when a run needs the main session's route: the usual request spends no promise on it.
-  if (needsImplicitChannel(ctx, runs)) await requireImplicitChannel(ctx, store);
+  // Waits only when a run needs the main session's route: the usual request spends no promise on it.
+  if (needsImplicitChannel(ctx, runs)) {
+    return requireImplicitChannel(ctx, store).then(() => commit(ctx, store, signals, req, events, runs));
+  }
+  return commit(ctx, store, signals, req, events, runs);
+}
+
+/**
+ * The actions committed in one accept, then answered. Chained with `then`, not an async function: an async
+ * function's suspended frame is kept for every request while its batch commits.
+ */
+function commit(
+  ctx: HooksContext,
+  store: IngressStore,
+  signals: RuntimeSignals,
+  req: DispatchRequest,
+  events: NewSystemEvent[],
+  runs: NewRun[],
+): Promise<DispatchAnswer> {
   const spec = answerSpec(ctx, req, runs);
   // The caller's record, made for this request: its status is the answer's (not copied, a wake's hot path).
   const received = req.received;
   received.status = req.wait ? 200 : spec.status;
+  return store
+    .accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received })
+    .then((result) => answer(ctx, signals, req, spec, runs, result), storeFailure);
+}
 
-  let result: AcceptResult;
-  try {
-    result = await store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received });
-  } catch (err) {
-    if (err instanceof StoreError) throw storeUnavailable();
-    throw err;
-  }
+const storeFailure = (err: unknown): never => {
+  throw err instanceof StoreError ? storeUnavailable() : err;
+};
+
+/** The committed request's answer: the first answer again for a repeated key (409 for another body), else this one. */
+function answer(
+  ctx: HooksContext,
+  signals: RuntimeSignals,
+  req: DispatchRequest,
+  spec: AnswerSpec,
+  runs: NewRun[],
+  result: AcceptResult,
+): DispatchAnswer | Promise<DispatchAnswer> {
   if (result.kind === 'conflict') {
     throw new HttpError(
       409,
@@ -130,8 +157,8 @@ export async function dispatch(
   for (const a of req.actions)
     if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
   if (runs.length) signals.runsQueued(runs);
-  const answer = renderAnswer(spec, result.outcome);
-  return req.wait ? holdForCompletion(ctx, req, req.wait, answer) : answer;
+  const rendered = renderAnswer(spec, result.outcome);
+  return req.wait ? holdForCompletion(ctx, req, req.wait, rendered) : rendered;
 }
 
 /**
