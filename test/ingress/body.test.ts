@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -423,5 +424,41 @@ describe('form bodies (signed mappings: Slack slash commands and Interactivity)'
     assert.equal(Object.getPrototypeOf(out), Object.prototype);
     assert.equal(Object.hasOwn(out, '__proto__'), false);
     assert.deepEqual(parseFormObject(Buffer.alloc(0)), {});
+  });
+});
+
+describe('readBody: deadlines of concurrent bodies', () => {
+  /** A request that never sends its body (the listeners readBody adds are all it needs). */
+  const silent = () => Object.assign(new EventEmitter(), { headers: {}, pause() {} }) as unknown as IncomingMessage;
+
+  it('each body times out on its own timeout, never before it; one that ends meanwhile leaves the others', async () => {
+    const start = performance.now();
+    const settled: Array<{ timeoutMs: number; at: number; code: string }> = [];
+    const read = (timeoutMs: number, req = silent()) =>
+      readBody(req, MAX, timeoutMs).then(
+        () => settled.push({ timeoutMs, at: performance.now() - start, code: 'ok' }),
+        (err: HttpError) => settled.push({ timeoutMs, at: performance.now() - start, code: err.code }),
+      );
+    const ending = silent();
+    // Started in this order, so the one that ends sits between others in the sweep's list.
+    const reads = [read(60), read(250), read(150, ending), read(120)];
+    ending.emit('data', Buffer.from('{}'));
+    ending.emit('end');
+    await Promise.all(reads);
+    settled.sort((a, b) => a.timeoutMs - b.timeoutMs);
+    assert.deepEqual(
+      settled.map((s) => [s.timeoutMs, s.code]),
+      [
+        [60, 'body_timeout'],
+        [120, 'body_timeout'],
+        [150, 'ok'],
+        [250, 'body_timeout'],
+      ],
+    );
+    for (const s of settled.filter((s) => s.code === 'body_timeout')) {
+      assert.ok(s.at >= s.timeoutMs, `${s.timeoutMs} ms timed out after ${s.at.toFixed(1)} ms`);
+      // Two sweeps late at most on an idle loop; the margin is for a busy machine.
+      assert.ok(s.at < s.timeoutMs + 2000, `${s.timeoutMs} ms timed out only after ${s.at.toFixed(1)} ms`);
+    }
   });
 });
