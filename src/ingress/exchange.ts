@@ -56,6 +56,8 @@ export class Exchange implements VerifyRequest, HookRequest {
     readonly clientIp: string,
     readonly query: URLSearchParams,
     private readonly logger: Logger,
+    /** Tells the listener that this request's handling is over (answered, or failed): called once. */
+    readonly ended: () => void,
   ) {}
 
   /**

@@ -25,59 +25,133 @@ import { answerRefusal, limitRefusal, refusalOf, rejectAuth } from './refusal-an
 
 export type { HandlerDeps };
 
-export type Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
+/**
+ * Handles one request of the hook listener; `ended` is called once its handling is over (answered, or failed):
+ * the listener counts the requests in hand by it (server.ts).
+ */
+export type Handler = ((req: IncomingMessage, res: ServerResponse, ended?: () => void) => void) & {
   /** Store the refusal counts of the current window now (at a stop, before the store closes). */
   flushRefusals(): void;
 };
 
 export function createHandler(generation: () => IngressContext, deps: HandlerDeps): Handler {
   const ingress = new Ingress(generation, deps);
-  const handle = (req: IncomingMessage, res: ServerResponse) => handleRequest(ingress, req, res);
+  const handle = (req: IncomingMessage, res: ServerResponse, ended: () => void = NOTHING) =>
+    handleRequest(ingress, req, res, ended);
   return Object.assign(handle, { flushRefusals: () => ingress.refusals.flush() });
 }
+
+const NOTHING = () => {};
 
 /**
  * The request lifecycle, one stage after the other; each stage returns the next one's input, or a `Refusal`
  * (undefined: go on). The chain and the status each stage can answer: docs/architecture.md, "The request lifecycle".
+ * Where a stage may have to wait (a verifier or a route that answers later, the body, the commit), the next one is
+ * called through `next`: at once when the value is there, else when its promise settles. Callbacks, not `await`:
+ * an async function's frame and its promise would be kept for every request while its body arrives and its batch
+ * commits, and each `await` costs a microtask.
  */
-async function handleRequest(h: Ingress, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function handleRequest(h: Ingress, req: IncomingMessage, res: ServerResponse, ended: () => void): void {
   const started = performance.now();
   h.deps.pressure?.arrived();
-  const x = openExchange(h, req, res, started);
-  if (x === undefined) return sendError(res, NOT_FOUND); // not under the hooks' base path: not ours, not counted
-  let refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x) ?? checkLockout(h, x);
-  if (refused === undefined && !x.plan.verifier.needsBody) {
-    const auth = authenticate(h, x);
-    refused = auth instanceof Promise ? await auth : auth; // awaiting a value would still cost a microtask
+  const x = openExchange(h, req, res, started, ended);
+  if (x === undefined) {
+    sendError(res, NOT_FOUND); // not under the hooks' base path: not ours, not counted
+    return ended();
   }
+  run(h, x, checkRequest, undefined);
+}
+
+/** What a stage returns: `LATER` when it has handed the request on to a callback, else the request is over. */
+type Step = void | typeof LATER;
+const LATER = Symbol('later');
+type Stage<T> = (h: Ingress, x: Exchange, input: T) => Step;
+
+/** Call `stage` now with `value`, or once its promise settles (a rejection is answered as a refusal). */
+function next<T>(h: Ingress, x: Exchange, value: T | Promise<T>, stage: Stage<T>): Step {
+  if (!(value instanceof Promise)) return stage(h, x, value);
+  value.then(
+    (v) => run(h, x, stage, v),
+    (err: unknown) => fail(h, x, err),
+  );
+  return LATER;
+}
+
+/** Run a stage from its start or a callback: what it throws is answered as a refusal; the request ends with it. */
+function run<T>(h: Ingress, x: Exchange, stage: Stage<T>, input: T): void {
+  let step: Step;
+  try {
+    step = stage(h, x, input);
+  } catch (err) {
+    return fail(h, x, err);
+  }
+  if (step !== LATER) x.ended();
+}
+
+/** A thrown error or a rejection, answered (refusalOf: an HttpError as it is, anything else a 500); the request ends. */
+function fail(h: Ingress, x: Exchange, err: unknown): void {
+  try {
+    answerRefusal(h, x, refusalOf(h, x, err));
+  } finally {
+    x.ended();
+  }
+}
+
+/** The checks before the body: the request line, the route, `allowFrom`, the lockout, then authentication. */
+function checkRequest(h: Ingress, x: Exchange): Step {
+  const refused = checkRequestLine(x) ?? matchRoute(h, x) ?? checkAllowFrom(h, x) ?? checkLockout(h, x);
+  if (refused !== undefined || x.plan.verifier.needsBody) return beforeBody(h, x, refused);
+  // The token answers at once: no promise to wait for on the wake path (OIDC's is one).
+  return next(h, x, authenticate(h, x), beforeBody);
+}
+
+/** The route's rate limit, then the body. */
+function beforeBody(h: Ingress, x: Exchange, refused: Refusal | undefined): Step {
   refused ??= takeRouteToken(h, x);
   if (refused) return answerRefusal(h, x, refused);
+  return next(h, x, readPayload(x), withBody);
+}
+
+/** The body read: authenticated by it when the route's verifier needs it (signatures). */
+function withBody(h: Ingress, x: Exchange, body: Buffer): Step {
+  x.receiveBody(body);
+  return x.plan.verifier.needsBody ? next(h, x, authenticate(h, x), parseAndRoute) : parseAndRoute(h, x, undefined);
+}
+
+/** Parse, then route: a direct route answers at once, a mapped one may wait for its transform. */
+function parseAndRoute(h: Ingress, x: Exchange, refused: Refusal | undefined): Step {
+  refused ??= parse(x);
+  if (refused) return answerRefusal(h, x, refused);
+  return next(h, x, h.routes.route(x), answerRouted);
+}
+
+/** The routed request answered: refused, ignored, answered without a commit, or committed and then answered. */
+function answerRouted(h: Ingress, x: Exchange, route: RouteResult): Step {
+  const routed = resolveAction(h, x, route);
+  if (routed instanceof Refusal) return answerRefusal(h, x, routed);
+  if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
+  if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
+  // Counted while it waits for the store; one held for its run is not: that wait is the runtime's (pressure.ts).
+  const pressure = routed.kind === 'actions' && routed.waitForCompletion ? undefined : h.deps.pressure;
+  pressure?.commitStarted();
+  let answer: Promise<DispatchAnswer>;
   try {
-    x.receiveBody(await readPayload(x));
-    if (x.plan.verifier.needsBody) {
-      const auth = authenticate(h, x);
-      refused = auth instanceof Promise ? await auth : auth;
-    }
-    refused ??= parse(x);
-    if (refused) return answerRefusal(h, x, refused);
-    const route = h.routes.route(x); // a direct route answers at once: no promise to wait for
-    const routed = resolveAction(h, x, route instanceof Promise ? await route : route);
-    if (routed instanceof Refusal) return answerRefusal(h, x, routed);
-    if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
-    if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
-    // Counted while it waits for the store; one held for its run is not: that wait is the runtime's (pressure.ts).
-    const pressure = routed.kind === 'actions' && routed.waitForCompletion ? undefined : h.deps.pressure;
-    pressure?.commitStarted();
-    let answer: DispatchAnswer;
-    try {
-      answer = await commit(h, x, routed);
-    } finally {
-      pressure?.committed();
-    }
-    return answerCommitted(h, x, routed, answer);
+    answer = commit(h, x, routed);
   } catch (err) {
-    return answerRefusal(h, x, refusalOf(h, x, err));
+    pressure?.committed();
+    throw err;
   }
+  answer.then(
+    (a) => {
+      pressure?.committed();
+      run(h, x, answerCommitted, { routed, answer: a });
+    },
+    (err: unknown) => {
+      pressure?.committed();
+      fail(h, x, err);
+    },
+  );
+  return LATER;
 }
 
 const NOT_FOUND = new HttpError(404, 'not_found', 'no hook at this path');
@@ -94,7 +168,13 @@ const METHOD_NOT_ALLOWED = new Refusal(
 const EMPTY_QUERY: URLSearchParams = new URLSearchParams();
 
 /** A request under the hooks' base path (with hooks enabled), with its sub-path and client address; else undefined. */
-function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, started: number): Exchange | undefined {
+function openExchange(
+  h: Ingress,
+  req: IncomingMessage,
+  res: ServerResponse,
+  started: number,
+  ended: () => void,
+): Exchange | undefined {
   const ctx = h.generation();
   const url = req.url ?? '/';
   const qIndex = url.indexOf('?');
@@ -104,7 +184,7 @@ function openExchange(h: Ingress, req: IncomingMessage, res: ServerResponse, sta
   const query = qIndex < 0 ? EMPTY_QUERY : new URLSearchParams(url.slice(qIndex + 1));
   const subPath = subPathOf(pathname.slice(base.length));
   const clientIp = ctx.clientIps.resolve(req.socket.remoteAddress, req.headers['x-forwarded-for']);
-  return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query, h.deps.logger);
+  return new Exchange(req, res, ctx, started, Date.now(), subPath, clientIp, query, h.deps.logger, ended);
 }
 
 /**
@@ -287,7 +367,11 @@ async function commitGmailPush(
  * Answer a committed request (2xx): the dispatch's answer, or the one its sender expects (Slack's empty 200, Twilio's
  * TwiML); a Gmail push tells the fetcher.
  */
-function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
+function answerCommitted(
+  h: Ingress,
+  x: Exchange,
+  { routed, answer }: { routed: Committable; answer: DispatchAnswer },
+): void {
   if (routed.kind === 'gmailPush') {
     // Recorded here: dispatch records the actions' requests in their own transaction.
     record(h, Object.assign(x.received(200, answer.duplicate ? 'duplicate' : null), { mappingId: 'gmail-push' }));

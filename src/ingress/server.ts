@@ -59,7 +59,8 @@ function applyLimits(server: Server, limits: ConnectionLimits): void {
  * (`res.writeContinue()`) once the request may send it (body.ts `readBody`).
  */
 export async function listen(
-  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  /** Handles a request and calls `ended` once when its handling is over (handler.ts). */
+  handler: (req: IncomingMessage, res: ServerResponse, ended: () => void) => void,
   where: ListenOptions,
   logger?: Logger,
 ): Promise<Listener> {
@@ -83,13 +84,8 @@ export async function listen(
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     if (closing) res.shouldKeepAlive = false;
     active++;
-    // One callback for both outcomes, not `finally` (two more closures, a promise and a microtask per request). A
-    // rejection is thrown again, so it stays an unhandled rejection and is reported, as it was through `finally`.
-    const done = (err?: unknown) => {
-      settled(req.socket);
-      if (err !== undefined) throw err;
-    };
-    void handler(req, res).then(done, done);
+    // Told by a callback, not a promise: a promise per request (and its microtask) only to learn that it ended.
+    handler(req, res, () => settled(req.socket));
   };
   const server: Server = createServer(
     {

@@ -38,6 +38,7 @@ async function serve(
   arrived: () => void = () => {},
   limiter?: AuthFailureLimiter,
   pressure?: IngressPressure,
+  ended?: () => void,
 ): Promise<{ server: Server; url: string; reload(hooks: Record<string, unknown>): void }> {
   const configOf = (h: Record<string, unknown>) =>
     validateConfig({ hooks: { enabled: true, token: TOKEN, ...h } }, undefined, dir, { env: {} });
@@ -51,7 +52,7 @@ async function serve(
     limiter: limiter ?? new AuthFailureLimiter(config.hooks.authFailureLimit),
     ...(pressure ? { pressure } : {}),
   });
-  const server = createServer((req, res) => void (arrived(), handler(req, res)));
+  const server = createServer((req, res) => void (arrived(), handler(req, res, ended)));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const reload = (next: Record<string, unknown>) => {
     current = buildIngressContext(buildHooksContext(configOf(next), current.generation + 1), current.routeLimits);
@@ -430,5 +431,55 @@ describe('handler: ingress pressure', () => {
       store.release();
       for (const r of await Promise.all(answers)) assert.equal(r.status, 200);
     });
+  });
+});
+
+describe('handler: the end of each request', () => {
+  class BrokenLimiter extends AuthFailureLimiter {
+    override retryAfter(): number {
+      throw new Error('the limiter broke');
+    }
+  }
+
+  it('tells the listener once per request: accepted, refused, or failed in a stage that throws (500, then the next one is served)', async () => {
+    const dir = tempDir('hookgate-ended-');
+    const store = new SqliteStore({ path: join(dir, 'h.db'), writer: 'inline' });
+    const limits = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, dir, { env: {} }).hooks;
+    let ended = 0;
+    const { server, url } = await serve(
+      dir,
+      {},
+      store,
+      undefined,
+      undefined,
+      new BrokenLimiter(limits.authFailureLimit),
+      undefined,
+      () => void ended++,
+    );
+    const send = (method: string, token: string) =>
+      fetch(`${url}/hooks/wake`, {
+        method,
+        headers: { authorization: `Bearer ${token}` },
+        ...(method === 'POST' ? { body: JSON.stringify({ text: 'ping' }) } : {}),
+      });
+    try {
+      assert.equal((await send('POST', TOKEN)).status, 200);
+      await waitFor('the accepted request to end', () => ended === 1);
+      assert.equal((await send('GET', TOKEN)).status, 405);
+      await waitFor('the refused request to end', () => ended === 2);
+      // A wrong token asks the limiter, which throws: a stage's error is answered, not left hanging.
+      const failed = await send('POST', 'not-the-token-0000000000');
+      assert.equal(failed.status, 500);
+      assert.equal(((await failed.json()) as { code: string }).code, 'internal');
+      await waitFor('the failed request to end', () => ended === 3);
+      assert.equal((await send('POST', TOKEN)).status, 200);
+      await waitFor('the next request to end', () => ended === 4);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(ended, 4, 'each request ended once');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await store.close();
+    }
   });
 });
