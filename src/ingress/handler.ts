@@ -63,6 +63,7 @@ function handleRequest(h: Ingress, req: IncomingMessage, res: ServerResponse, en
 }
 
 /** What a stage returns: `LATER` when it has handed the request on to a callback, else the request is over. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a stage that ends the request returns its answer function's void
 type Step = void | typeof LATER;
 const LATER = Symbol('later');
 type Stage<T> = (h: Ingress, x: Exchange, input: T) => Step;
