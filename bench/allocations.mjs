@@ -10,10 +10,9 @@
 //   inlined function's allocations to itself rather than to its caller), ALLOC_INTERVAL (sampling interval, 256 bytes)
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { closedLoop, printedUrl } from './closed-loop.mjs';
 import { startCommand } from './pinned.mjs';
 
 const here = new URL('..', import.meta.url).pathname;
@@ -54,62 +53,23 @@ const child = spawn(
   [...nodeArgs, '--import', join(here, 'bench/allocation-sampler.mjs'), ...server],
   { env: { ...process.env, HOOKGATE_BENCH: '1', ALLOC_PROFILE: profile }, stdio: ['ignore', 'pipe', 'inherit'] },
 );
-const url = await new Promise((ok, fail) => {
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    try {
-      const msg = JSON.parse(line);
-      if (msg.url) ok(msg.url);
-      if (msg.port) ok(`http://127.0.0.1:${msg.port}`);
-    } catch {
-      /* not JSON */
-    }
-  });
-  child.once('exit', (code) => fail(new Error(`the server exited ${code}`)));
-});
+const url = await printedUrl(child);
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 const path = TARGET === 'agent' ? '/hooks/agent' : '/hooks/wake';
-let seq = 0;
-const post = () =>
-  new Promise((ok, fail) => {
-    const body = JSON.stringify(
-      TARGET === 'agent'
-        ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' }
-        : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
-    );
-    const headers = {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-      authorization: `Bearer ${TOKEN}`,
-    };
-    const req = http.request(`${url}${path}`, { method: 'POST', agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode < 300 ? ok() : fail(new Error(`${path} answered ${res.statusCode}`))));
-    });
-    req.on('error', fail);
-    req.end(body);
-  });
-const burst = async (n) => {
-  let sent = 0;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (sent++ < n) await post();
-    }),
-  );
-};
+const load = closedLoop({ url, path, token: TOKEN, connections: CONNECTIONS });
 const until = async (file) => {
   while (!existsSync(file)) await new Promise((r) => setTimeout(r, 20));
 };
 
-await burst(WARMUP);
+await load.burst(WARMUP);
 child.kill('SIGUSR2');
 await until(`${profile}.started`);
-await burst(REQUESTS);
+await load.burst(REQUESTS);
 child.kill('SIGUSR2');
 await until(profile);
 await new Promise((r) => setTimeout(r, 200)); // the file is written whole before the next line runs, but be sure
 child.kill('SIGTERM');
-agent.destroy();
+load.close();
 const { head, samples } = JSON.parse(readFileSync(profile, 'utf8'));
 rmSync(dir, { recursive: true, force: true });
 

@@ -24,12 +24,11 @@
 // slowdown: compare builds on the "steady" sum, which leaves them out.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { closedLoop, printedUrl } from './closed-loop.mjs';
 import { startCommand } from './pinned.mjs';
 
 const here = new URL('..', import.meta.url).pathname;
@@ -143,58 +142,14 @@ async function measure(root, index) {
   });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-  const url = await new Promise((ok, fail) => {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      try {
-        const msg = JSON.parse(line);
-        if (msg.url) ok(msg.url);
-        if (msg.port) ok(`http://127.0.0.1:${msg.port}`);
-      } catch {
-        /* not JSON */
-      }
-    });
-    child.once('exit', (code) => fail(new Error(`${root}: hookgate under valgrind exited ${code}\n${stderr}`)));
-  });
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  let seq = 0;
+  const url = await printedUrl(
+    child,
+    (code) => new Error(`${root}: hookgate under valgrind exited ${code}\n${stderr}`),
+  );
   const agentPath = TARGET === 'agent' || TARGET === 'agent-accept' || TARGET === 'contract-agent';
   const path = floor ? '/' : agentPath ? '/hooks/agent' : '/hooks/wake';
-  const wake = () =>
-    new Promise((ok, fail) => {
-      const body = JSON.stringify(
-        agentPath
-          ? { message: `bench message ${seq++}`, name: 'Bench', wakeMode: 'next-heartbeat' }
-          : { text: `bench event ${seq++}`, mode: 'next-heartbeat' },
-      );
-      const req = http.request(
-        `${url}${path}`,
-        {
-          method: 'POST',
-          agent,
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${TOKEN}`,
-            'content-length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () =>
-            res.statusCode < 300 ? ok() : fail(new Error(`${root}: ${path} answered ${res.statusCode}`)),
-          );
-        },
-      );
-      req.on('error', fail);
-      req.end(body);
-    });
-  const burst = async (n) => {
-    let sent = 0;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (sent++ < n) await wake();
-      }),
-    );
-  };
+  const load = closedLoop({ url, path, token: TOKEN, connections: CONNECTIONS });
+  const burst = (n) => load.burst(n).catch((err) => Promise.reject(new Error(`${root}: ${err.message}`)));
   // The agent's runs: wait until each request's reply is in the log file, so the counted window holds whole runs.
   const drained = async (n) => {
     if (TARGET !== 'agent' && TARGET !== 'contract-agent') return;
@@ -220,7 +175,7 @@ async function measure(root, index) {
   held?.close(); // the waiting run's call fails now, so the stop does not wait for it
   child.kill('SIGTERM');
   await new Promise((ok) => child.once('exit', ok));
-  agent.destroy();
+  load.close();
   const dump = readdirSync(dir)
     .map((f) => join(dir, f))
     .find((f) => f.startsWith(out) && /^part: 1$/m.test(readFileSync(f, 'utf8')));
