@@ -9,11 +9,11 @@
 //   ALLOC_TOP (40 functions), ALLOC_NODE_ARGS (more node flags for the server: `--no-turbo-inlining` charges an
 //   inlined function's allocations to itself rather than to its caller), ALLOC_INTERVAL (sampling interval, 256 bytes)
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { closedLoop, printedUrl } from './closed-loop.mjs';
-import { startCommand } from './pinned.mjs';
+import { startCommand, TOKEN, writeConfig } from './pinned.mjs';
 
 const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -26,23 +26,10 @@ const WARMUP = Number(process.env.ALLOC_WARMUP ?? 5000);
 const REQUESTS = Number(process.env.ALLOC_REQUESTS ?? 20000);
 const CONNECTIONS = Number(process.env.ALLOC_CONNECTIONS ?? 50);
 const TOP = Number(process.env.ALLOC_TOP ?? 40);
-const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 
 const dir = mkdtempSync(join(tmpdir(), 'hookgate-alloc-'));
 const profile = join(dir, 'heap.json');
-const config = join(dir, 'hookgate.json5');
-writeFileSync(
-  config,
-  JSON.stringify({
-    gateway: { port: 0 },
-    storage: { driver: 'sqlite', path: join(dir, 'hookgate.db') },
-    hooks: { enabled: true, token: TOKEN },
-    heartbeat: { every: 'off' },
-    agents: { defaults: { model: 'echo/echo', maxConcurrent: 16 } },
-    channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
-    logging: { level: 'info' },
-  }),
-);
+const config = writeConfig(dir);
 const server =
   TARGET === 'contract'
     ? [join(root, 'bench/contract-floor-server.mjs'), join(dir, 'floor.db'), join(dir, 'deliveries.jsonl'), TOKEN]

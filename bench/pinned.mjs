@@ -173,10 +173,10 @@ const medianRow = (rows) => ({
 });
 
 /**
- * The config both hookgate instances run: SQLite, echo model, replies to the `log` channel's file. `sections`
- * replaces top-level sections (the retention soak's heartbeat).
+ * The config both hookgate instances run (and bench/allocations.mjs's): SQLite, echo model, replies to the `log`
+ * channel's file. `sections` replaces top-level sections (the retention soak's heartbeat).
  */
-function writeConfig(dir, { admin, adminPort, storage, sections = {} }) {
+export function writeConfig(dir, { admin, adminPort, storage = {}, sections = {} } = {}) {
   const config = join(dir, 'hookgate.json5');
   writeFileSync(
     config,

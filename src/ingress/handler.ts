@@ -132,20 +132,14 @@ function answerRouted(h: Ingress, x: Exchange, route: RouteResult): Step {
   if (routed instanceof Refusal) return answerRefusal(h, x, routed);
   if (routed.kind === 'unmatched') return answerUnmatched(h, x, routed);
   if (routed.kind === 'reply' || routed.kind === 'skip') return answerUncommitted(h, x, routed);
+  const answer = commit(h, x, routed);
   // Counted while it waits for the store; one held for its run is not: that wait is the runtime's (pressure.ts).
   const pressure = routed.kind === 'actions' && routed.waitForCompletion ? undefined : h.deps.pressure;
   pressure?.commitStarted();
-  let answer: Promise<DispatchAnswer>;
-  try {
-    answer = commit(h, x, routed);
-  } catch (err) {
-    pressure?.committed();
-    throw err;
-  }
   answer.then(
     (a) => {
       pressure?.committed();
-      run(h, x, answerCommitted, { routed, answer: a });
+      run(h, x, () => answerCommitted(h, x, routed, a), undefined);
     },
     (err: unknown) => {
       pressure?.committed();
@@ -368,11 +362,7 @@ async function commitGmailPush(
  * Answer a committed request (2xx): the dispatch's answer, or the one its sender expects (Slack's empty 200, Twilio's
  * TwiML); a Gmail push tells the fetcher.
  */
-function answerCommitted(
-  h: Ingress,
-  x: Exchange,
-  { routed, answer }: { routed: Committable; answer: DispatchAnswer },
-): void {
+function answerCommitted(h: Ingress, x: Exchange, routed: Committable, answer: DispatchAnswer): void {
   if (routed.kind === 'gmailPush') {
     // Recorded here: dispatch records the actions' requests in their own transaction.
     record(h, Object.assign(x.received(200, answer.duplicate ? 'duplicate' : null), { mappingId: 'gmail-push' }));
