@@ -1,7 +1,13 @@
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
+import sonicBoom from 'sonic-boom';
 import { redactFields, redactMessageArgs, redactTop } from './log-redact.js';
 
 export type { Logger };
+
+// sonic-boom is CommonJS: its class is the module itself, which its types call `SonicBoom`.
+const { SonicBoom } = sonicBoom;
+type SonicBoom = InstanceType<typeof SonicBoom>;
 
 /**
  * At most this much log output waits in memory for stdout. A reader that stops reading (a stuck pipe, a paused
@@ -50,14 +56,14 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
   // (16 KiB) a busy loop logs faster than that and the buffer grows for as long as the load lasts (the heap's live
   // set and peak RSS with it); 64 KiB keeps up.
   const max = opts.bufferMaxBytes ?? LOG_BUFFER_MAX_BYTES;
-  const dest = pino.destination({
+  const dest = new SonicBoom({
     dest: opts.to ?? 1,
     sync: false,
     maxWrite: 64 * 1024,
     maxLength: max,
     contentMode: 'buffer',
   });
-  const logger = redactChildren(pino(base, linesAsBytes(dest)));
+  const logger = redactChildren(pino(base, bufferedLines(dest)));
   reportDrops(dest, logger, max);
   return logger;
 }
@@ -67,17 +73,56 @@ export function createLogger(level: string = 'info', opts: LoggerOptions = {}): 
  * the bytes of the whole chunk a line joins, for every line (a string it flattens first): while a write is under way,
  * a chunk of n lines cost O(n²), 7.6 % of an agent run's instructions with its two lines (docs/performance.md). As
  * bytes, a line's length is added to its chunk's.
+ *
+ * What is still buffered is written out when the process exits. A destination that fails (stdout's reader gone:
+ * EPIPE) is given up: later lines are dropped, one line on stderr says why, and the exit does not wait on it. pino's
+ * own `pino.destination` retried a failed write at exit every 100 ms for ever, so a `hookgate serve` whose stdout
+ * pipe had closed never stopped.
  */
-function linesAsBytes(dest: ReturnType<typeof pino.destination>): pino.DestinationStream {
+function bufferedLines(dest: SonicBoom): pino.DestinationStream {
+  let failed = false;
+  const fail = (err: NodeJS.ErrnoException) => {
+    if (failed) return;
+    failed = true;
+    try {
+      writeSync(
+        2,
+        `hookgate: the log destination failed (${err.code ?? err.message}); log lines are dropped from now on\n`,
+      );
+    } catch {
+      // stderr is gone too: nothing left to tell
+    }
+  };
+  dest.on('error', fail);
+  const flushAtExit = () => {
+    if (failed) return;
+    try {
+      dest.flushSync();
+    } catch (err) {
+      fail(err as NodeJS.ErrnoException);
+    }
+  };
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once('exit', () => atExit.forEach((flush) => flush()));
+  }
+  atExit.add(flushAtExit);
+  dest.once('close', () => atExit.delete(flushAtExit));
   return {
-    write: (line: string) => void dest.write(Buffer.from(line, 'utf8') as unknown as string),
-    flush: (cb?: (err?: Error) => void) => dest.flush(cb),
-    flushSync: () => dest.flushSync(),
+    write: (line: string) => {
+      if (!failed) dest.write(Buffer.from(line, 'utf8') as unknown as string);
+    },
+    flush: (cb?: (err?: Error) => void) => (failed ? cb?.() : dest.flush(cb)),
+    flushSync: () => (failed ? undefined : dest.flushSync()),
   } as pino.DestinationStream;
 }
 
+/** The flushes of the destinations still open, run when the process exits (one listener for them all). */
+const atExit = new Set<() => void>();
+let exitHooked = false;
+
 /** Counts the lines the destination dropped (its buffer full) and logs one warning once it has drained. */
-function reportDrops(dest: ReturnType<typeof pino.destination>, logger: Logger, maxBytes: number): void {
+function reportDrops(dest: SonicBoom, logger: Logger, maxBytes: number): void {
   let dropped = 0;
   dest.on('drop', () => void dropped++);
   dest.on('drain', () => {

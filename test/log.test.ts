@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -116,5 +116,31 @@ process.exit(0);`;
     const lines = readSoFar(file).split('\n').filter(Boolean);
     assert.equal(lines.length, 500);
     assert.equal((JSON.parse(lines[499]!) as { i: number }).i, 499);
+  });
+});
+
+describe('a log destination that fails', () => {
+  it('stdout whose reader is gone: the process still exits at once, and says so on stderr', async () => {
+    const log = new URL('../src/log.js', import.meta.url).href;
+    // The script waits until its stdout is broken (our end closed), so the lines it logs are still buffered then.
+    const script = `import { writeSync } from 'node:fs';
+import { createLogger } from ${JSON.stringify(log)};
+for (;;) {
+  try { writeSync(1, '\\n'); } catch (err) { if (err.code === 'EPIPE') break; throw err; }
+  await new Promise((r) => setTimeout(r, 10));
+}
+const logger = createLogger('info');
+for (let i = 0; i < 500; i++) logger.info({ i }, 'to nowhere');
+process.exit(0);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const stuck = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const code = await exited;
+    clearTimeout(stuck);
+    assert.equal(code, 0, `exit code ${code} (null: killed after 20 s, the exit hung); stderr: ${stderr}`);
+    assert.match(stderr, /log destination failed \(EPIPE\); log lines are dropped from now on/);
   });
 });
