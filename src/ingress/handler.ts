@@ -14,7 +14,7 @@ import { type RouteResult, SENDER_ANSWERS } from '../hooks/routes.js';
 import { validHookToken, type Verdict } from '../hooks/verifier.js';
 import { logPath } from '../text-safe.js';
 import { extractToken } from './auth.js';
-import { readBody } from './body.js';
+import { type BodyCallback, readBody } from './body.js';
 import { addressBucket } from '../net/client-ip.js';
 import type { IngressContext } from './context.js';
 import { Exchange, Refusal } from './exchange.js';
@@ -110,7 +110,8 @@ function checkRequest(h: Ingress, x: Exchange): Step {
 function beforeBody(h: Ingress, x: Exchange, refused: Refusal | undefined): Step {
   refused ??= takeRouteToken(h, x);
   if (refused) return answerRefusal(h, x, refused);
-  return next(h, x, readPayload(x), withBody);
+  readPayload(x, (err, body) => (err ? fail(h, x, err) : run(h, x, withBody, body!)));
+  return LATER;
 }
 
 /** The body read: authenticated by it when the route's verifier needs it (signatures). */
@@ -266,8 +267,8 @@ function takeRouteToken(h: Ingress, x: Exchange): Refusal | undefined {
 }
 
 /** Read the body: at most the plan's limit (413), within `bodyTimeoutMs` (408); invites `Expect: 100-continue` only now. */
-function readPayload(x: Exchange): Promise<Buffer> {
-  return readBody(x.req, x.plan.bodyLimit, x.ctx.config.hooks.bodyTimeoutMs, x.res);
+function readPayload(x: Exchange, done: BodyCallback): void {
+  readBody(x.req, x.plan.bodyLimit, x.ctx.config.hooks.bodyTimeoutMs, x.res, done);
 }
 
 /** Parse the body (once: a verifier may have parsed it already): a JSON object, or a form where allowed (400 thrown). */

@@ -29,6 +29,13 @@ const seen: Seen[] = [];
 let server: Server;
 let port: number;
 
+/** readBody's one call of its callback, as a promise. */
+function bodyOf(req: IncomingMessage, maxBytes: number, timeoutMs: number): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    readBody(req, maxBytes, timeoutMs, undefined, (err, body) => (err ? reject(err) : resolve(body!))),
+  );
+}
+
 function handle(req: IncomingMessage, res: import('node:http').ServerResponse): void {
   let markClosed!: () => void;
   const s: Seen = { closed: new Promise((r) => (markClosed = r)) };
@@ -38,7 +45,7 @@ function handle(req: IncomingMessage, res: import('node:http').ServerResponse): 
     s.bytesReadAtClose = socket.bytesRead;
     markClosed();
   });
-  readBody(req, MAX, TIMEOUT_MS).then(
+  bodyOf(req, MAX, TIMEOUT_MS).then(
     (body) => {
       s.settledAt = Date.now();
       s.outcome = { ok: true, size: body.length };
@@ -435,7 +442,7 @@ describe('readBody: deadlines of concurrent bodies', () => {
     const start = performance.now();
     const settled: Array<{ timeoutMs: number; at: number; code: string }> = [];
     const read = (timeoutMs: number, req = silent()) =>
-      readBody(req, MAX, timeoutMs).then(
+      bodyOf(req, MAX, timeoutMs).then(
         () => settled.push({ timeoutMs, at: performance.now() - start, code: 'ok' }),
         (err: HttpError) => settled.push({ timeoutMs, at: performance.now() - start, code: err.code }),
       );
