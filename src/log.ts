@@ -104,7 +104,9 @@ function bufferedLines(dest: SonicBoom): pino.DestinationStream {
   };
   if (!exitHooked) {
     exitHooked = true;
-    process.once('exit', () => atExit.forEach((flush) => flush()));
+    process.once('exit', () => {
+      for (const flush of atExit) flush();
+    });
   }
   atExit.add(flushAtExit);
   dest.once('close', () => atExit.delete(flushAtExit));
