@@ -94,7 +94,8 @@ function bufferedLines(dest: SonicBoom): pino.DestinationStream {
     }
   };
   dest.on('error', fail);
-  const flushAtExit = () => {
+  /** Writes out what is buffered, now (at exit, and for pino's `fatal`); a failure gives the destination up. */
+  const flushNow = () => {
     if (failed) return;
     try {
       dest.flushSync();
@@ -108,14 +109,14 @@ function bufferedLines(dest: SonicBoom): pino.DestinationStream {
       for (const flush of atExit) flush();
     });
   }
-  atExit.add(flushAtExit);
-  dest.once('close', () => atExit.delete(flushAtExit));
+  atExit.add(flushNow);
+  dest.once('close', () => atExit.delete(flushNow));
   return {
     write: (line: string) => {
       if (!failed) dest.write(Buffer.from(line, 'utf8') as unknown as string);
     },
     flush: (cb?: (err?: Error) => void) => (failed ? cb?.() : dest.flush(cb)),
-    flushSync: () => (failed ? undefined : dest.flushSync()),
+    flushSync: flushNow,
   } as pino.DestinationStream;
 }
 
