@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { closedLoop, printedUrl } from './closed-loop.mjs';
-import { startCommand } from './pinned.mjs';
+import { startCommand, TOKEN, writeConfig } from './pinned.mjs';
 
 const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
@@ -47,7 +47,6 @@ if (roots.length === 0) roots.push(here);
 const WARMUP = Number(process.env.INSTR_WARMUP ?? 3000);
 const REQUESTS = Number(process.env.INSTR_REQUESTS ?? 4000);
 const CONNECTIONS = Number(process.env.INSTR_CONNECTIONS ?? 8);
-const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 const TOP = Number(process.env.INSTR_TOP ?? 0);
 
 /** Self cost by kind, from callgrind_annotate's per-function lines. */
@@ -98,8 +97,7 @@ async function heldModel() {
 async function measure(root, index) {
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-instr-'));
   const held = TARGET === 'agent-accept' ? await heldModel() : undefined;
-  const config = join(dir, 'hookgate.json5');
-  let storage = { driver: 'sqlite', path: join(dir, 'hookgate.db') };
+  let storage = {}; // the pinned bench's SQLite store in `dir`
   let dbName;
   if (STORE === 'postgres') {
     dbName = `hg_instr_${process.pid}_${index}`;
@@ -108,23 +106,14 @@ async function measure(root, index) {
     u.pathname = `/${dbName}`;
     storage = { driver: 'postgres', url: u.toString(), poolSize: 10 };
   }
-  writeFileSync(
-    config,
-    JSON.stringify({
-      gateway: { port: 0 },
-      storage,
-      hooks: { enabled: true, token: TOKEN },
-      heartbeat: { every: 'off' },
-      agents: {
-        defaults: held
-          ? { model: 'held/m', maxConcurrent: 1, timeoutSeconds: 3600 }
-          : { model: 'echo/echo', maxConcurrent: 16 },
-      },
-      ...(held ? { models: { providers: { held: { api: 'openai-chat', baseUrl: held.url, apiKey: 'bench' } } } } : {}),
-      channels: { default: { channel: 'log' }, log: { path: join(dir, 'deliveries.jsonl') } },
-      logging: { level: 'info' },
-    }),
-  );
+  // The pinned bench's config; `agent-accept` holds its runs on a model that never answers.
+  const sections = held
+    ? {
+        agents: { defaults: { model: 'held/m', maxConcurrent: 1, timeoutSeconds: 3600 } },
+        models: { providers: { held: { api: 'openai-chat', baseUrl: held.url, apiKey: 'bench' } } },
+      }
+    : {};
+  const config = writeConfig(dir, { storage, sections });
   const out = join(dir, 'callgrind.out');
   const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
   const floor = TARGET.startsWith('floor');

@@ -103,12 +103,6 @@ function bufferedLines(dest: SonicBoom): pino.DestinationStream {
       fail(err as NodeJS.ErrnoException);
     }
   };
-  if (!exitHooked) {
-    exitHooked = true;
-    process.once('exit', () => {
-      for (const flush of atExit) flush();
-    });
-  }
   atExit.add(flushNow);
   dest.once('close', () => atExit.delete(flushNow));
   return {
@@ -122,7 +116,9 @@ function bufferedLines(dest: SonicBoom): pino.DestinationStream {
 
 /** The flushes of the destinations still open, run when the process exits (one listener for them all). */
 const atExit = new Set<() => void>();
-let exitHooked = false;
+process.once('exit', () => {
+  for (const flush of atExit) flush();
+});
 
 /** Counts the lines the destination dropped (its buffer full) and logs one warning once it has drained. */
 function reportDrops(dest: SonicBoom, logger: Logger, maxBytes: number): void {

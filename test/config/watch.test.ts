@@ -24,10 +24,17 @@ describe('watchConfigFile', () => {
     return { calls: () => n };
   }
 
-  it('a write to the file calls onChange once the writes settle', async () => {
-    const file = join(tempDir('hookgate-watch-'), 'hookgate.json5');
+  /** A config file `{}` in a fresh directory, watched. */
+  function watchedConfig() {
+    const dir = tempDir('hookgate-watch-');
+    const file = join(dir, 'hookgate.json5');
     writeFileSync(file, '{}');
-    const w = watching(file);
+    return { dir, file, ...watching(file) };
+  }
+
+  it('a write to the file calls onChange once the writes settle', async () => {
+    const w = watchedConfig();
+    const { file } = w;
     writeFileSync(file, '{ a: 1 }');
     writeFileSync(file, '{ a: 2 }');
     await waitFor('a call', () => w.calls() === 1);
@@ -36,10 +43,8 @@ describe('watchConfigFile', () => {
   });
 
   it('a file replaced by rename is followed: each later replacement is seen too', async () => {
-    const dir = tempDir('hookgate-watch-');
-    const file = join(dir, 'hookgate.json5');
-    writeFileSync(file, '{}');
-    const w = watching(file);
+    const w = watchedConfig();
+    const { dir, file } = w;
     for (let i = 1; i <= 3; i++) {
       writeFileSync(join(dir, '.hookgate.json5.tmp'), `{ a: ${i} }`);
       renameSync(join(dir, '.hookgate.json5.tmp'), file);
@@ -67,9 +72,8 @@ describe('watchConfigFile', () => {
   });
 
   it('a file removed and written again later is watched again once it is there', async () => {
-    const file = join(tempDir('hookgate-watch-'), 'hookgate.json5');
-    writeFileSync(file, '{}');
-    const w = watching(file);
+    const w = watchedConfig();
+    const { file } = w;
     rmSync(file);
     await pause(400);
     assert.equal(w.calls(), 0, 'no call while the path names nothing');
@@ -80,10 +84,8 @@ describe('watchConfigFile', () => {
   });
 
   it('other files in the directory do not call it, and stopping ends the calls', async () => {
-    const dir = tempDir('hookgate-watch-');
-    const file = join(dir, 'hookgate.json5');
-    writeFileSync(file, '{}');
-    const w = watching(file);
+    const w = watchedConfig();
+    const { dir, file } = w;
     for (let i = 0; i < 20; i++) writeFileSync(join(dir, 'hookgate.db-wal'), `frame ${i}`);
     await pause(400);
     assert.equal(w.calls(), 0);
