@@ -565,8 +565,9 @@ function verdicts(i, p) {
   return v;
 }
 
-const metOrBeyond = (v) => v.ok || v.beyond === true;
-const verdictWord = (v) => (v.ok ? 'yes' : v.beyond ? 'beyond the contract floor' : 'NO');
+export const metOrBeyond = (v) => v.ok || v.beyond === true;
+/** A verdict's word in a table: met, missed by the floor it is judged on too (`beyond`), or missed. */
+export const verdictWord = (v, floor = 'the contract floor') => (v.ok ? 'yes' : v.beyond ? `beyond ${floor}` : 'NO');
 
 function table(o, i, p) {
   const f = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-');
@@ -663,7 +664,7 @@ export async function pinnedBench(argv) {
     const { latencyBench, latencyTable } = await import('./latency.mjs');
     const l = await latencyBench(o);
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, latency: l })}\n` : `${latencyTable(o, l)}\n`);
-    return l.targets.every((v) => v.ok);
+    return l.allMetOrBeyond;
   }
   if (only === 'grown') {
     const { grownBench, grownTable } = await import('./grown.mjs');
