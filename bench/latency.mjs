@@ -294,27 +294,14 @@ export function latencyVerdicts(rounds) {
         ),
       );
   }
+  // The absolute limits, at half the floor's saturated rate.
   const floor50 = at(FLOOR, 0.5);
-  const wake50 = at(WAKE, 0.5);
-  if (wake50 && floor50)
-    v.push(
-      judged(
-        `wake p99 ≤ ${LATENCY_TARGETS.wakeP99Ms} ms at 50 %`,
-        wake50.p99,
-        floor50.p99,
-        (x) => x <= LATENCY_TARGETS.wakeP99Ms,
-      ),
-    );
-  const agent50 = at(AGENT, 0.5);
-  if (agent50 && floor50)
-    v.push(
-      judged(
-        `agent p99 ≤ ${LATENCY_TARGETS.agentP99Ms} ms at 50 %`,
-        agent50.p99,
-        floor50.p99,
-        (x) => x <= LATENCY_TARGETS.agentP99Ms,
-      ),
-    );
+  const within = (label, round, limitMs) => {
+    if (round && floor50)
+      v.push(judged(`${label} p99 ≤ ${limitMs} ms at 50 %`, round.p99, floor50.p99, (x) => x <= limitMs));
+  };
+  within('wake', at(WAKE, 0.5), LATENCY_TARGETS.wakeP99Ms);
+  within('agent', at(AGENT, 0.5), LATENCY_TARGETS.agentP99Ms);
   return v;
 }
 
