@@ -5,7 +5,8 @@
 // 0.25, 0.5, 0.75), each target gets one open-loop round of LATENCY_SECONDS (default 10): the bare server, the floor,
 // hookgate /hooks/wake, the same with checkpoints on their own thread (`storage.checkpoints: "thread"`: if its tail
 // is shorter, the tail is the checkpoints), and /hooks/agent with its runs executing (the backlog is drained before
-// the next round). Servers are pinned as in the rest of the bench; the generator runs on the load core.
+// the next round). Servers are pinned as in the rest of the bench; the generator runs on the load core. Each target
+// is judged on the floor's round at the same rate too: missed there as well, it is beyond the floor (latencyVerdicts).
 //
 // Where the tail comes from: hookgate's /metrics (admin listener on, no client) is scraped once a second during its
 // rounds, for the group commits slower than 5 ms and the event loop's longest delay in that second; the generator
@@ -33,10 +34,14 @@ import {
 
 const root = new URL('..', import.meta.url).pathname;
 export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 };
-const BARE = 'bare node:http';
-const FLOOR = 'floor (bare + grouped SQLite commit)';
-const WAKE = 'hookgate /hooks/wake';
-const AGENT = 'hookgate /hooks/agent (runs executing)';
+/** The rounds' names, as they appear in the table, the JSON and the verdicts. */
+export const ROUND_NAMES = {
+  bare: 'bare node:http',
+  floor: 'floor (bare + grouped SQLite commit)',
+  wake: 'hookgate /hooks/wake',
+  agent: 'hookgate /hooks/agent (runs executing)',
+};
+const { bare: BARE, floor: FLOOR, wake: WAKE, agent: AGENT } = ROUND_NAMES;
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
 export async function openLoopRound(o, { url, kind, rate, ...common }) {

@@ -9,18 +9,14 @@ interface Verdict {
   ok: boolean;
   beyond: boolean;
 }
-const { latencyVerdicts } = (await import(fromRoot('bench/latency.mjs'))) as {
+const { latencyVerdicts, ROUND_NAMES } = (await import(fromRoot('bench/latency.mjs'))) as {
   latencyVerdicts: (rounds: Array<{ target: string; fraction: number; p99: number }>) => Verdict[];
+  ROUND_NAMES: Record<'bare' | 'floor' | 'wake' | 'agent', string>;
 };
 
 /** One round per target and fraction, with the p99s given in ms: [bare, floor, wake, agent]. */
 function rounds(byFraction: Record<number, [number, number, number, number]>) {
-  const names = [
-    'bare node:http',
-    'floor (bare + grouped SQLite commit)',
-    'hookgate /hooks/wake',
-    'hookgate /hooks/agent (runs executing)',
-  ];
+  const names = [ROUND_NAMES.bare, ROUND_NAMES.floor, ROUND_NAMES.wake, ROUND_NAMES.agent];
   return Object.entries(byFraction).flatMap(([fraction, p99s]) =>
     p99s.map((p99, i) => ({ target: names[i]!, fraction: Number(fraction), p99 })),
   );
