@@ -173,8 +173,16 @@ export function copies(uuidSql, agentEvery, heartbeatEvery, wakeMode = 'next-hea
       error: 'NULL',
       reply: 'NULL',
       delivery_status: 'NULL',
+      fresh: '1',
     },
-    { state: "'running'", updated_at: 'at + 1', lease_owner: 't.node', lease_until: 'at + 300001', node: 't.node' },
+    {
+      state: "'running'",
+      updated_at: 'at + 1',
+      lease_owner: 't.node',
+      lease_until: 'at + 300001',
+      node: 't.node',
+      fresh: 'NULL',
+    },
   ];
   return [
     [

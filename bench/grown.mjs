@@ -88,9 +88,9 @@ async function claims(dbPath, times = 200) {
     out.runsIdle = time(() => WRITE_OPS.claimRuns(w, 'bench', now, 60_000, 2));
     out.deliveriesIdle = time(() => WRITE_OPS.claimDeliveries(w, 'bench', now, 60_000, 2, 64));
     // 100 queued runs on their own sessions and 100 pending deliveries; each timed claim is undone by a savepoint.
-    db.exec(`INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, timeout_seconds, allow_unsafe, content_source, hook_path, created_at, updated_at)
+    db.exec(`INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel, timeout_seconds, allow_unsafe, content_source, hook_path, created_at, updated_at, fresh)
       WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 100)
-      SELECT 'q-' || i, 'queued', 'main', 'hook:q-' || i, 'isolated', 'Bench', 'm', 'next-heartbeat', 1, 'last', 600, 0, 'webhook', 'agent', ${now}, ${now} FROM c`);
+      SELECT 'q-' || i, 'queued', 'main', 'hook:q-' || i, 'isolated', 'Bench', 'm', 'next-heartbeat', 1, 'last', 600, 0, 'webhook', 'agent', ${now}, ${now}, 1 FROM c`);
     db.exec(`INSERT INTO deliveries (id, session_key, agent_id, channel, recipient, text, explicit_route, state, next_attempt_at, created_at, updated_at)
       WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 100)
       SELECT 'd-' || i, 'main', 'main', 'log', '', 't', 0, 'pending', ${now - 1000}, ${now}, ${now} FROM c`);

@@ -261,4 +261,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- nodes of the previous version during a rolling upgrade.
   ${PG_ACCEPT_BATCH_FUNCTION}
   `,
+  `
+  -- SQLite's marker of a run no claim has reached yet (see sqlite-schema.ts): here always NULL, every run is indexed
+  -- at accept; the column is kept so that both drivers have the same columns (hookgate store copy). IF NOT EXISTS:
+  -- a step may run again (see the step before).
+  ALTER TABLE runs ADD COLUMN IF NOT EXISTS fresh integer;
+  `,
 ];

@@ -1,7 +1,8 @@
 /** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
-import { newestRunsOfSession } from './own-session.js';
 import type Database from 'better-sqlite3';
-import { DELIVERY_STATES, type DeliveryState, OPEN_RUN_STATES } from '../enums.js';
+import { DELIVERY_STATES, type DeliveryState, OPEN_RUN_STATES, type OpenRunState, type RunState } from '../enums.js';
+import { FRESH_RUN, INDEXED_RUN } from './fresh-runs.js';
+import { newestRunsOfSession, type SqlTerms } from './own-session.js';
 import type {
   DeliveryPageQuery,
   Page,
@@ -56,11 +57,13 @@ export class SqlitePages {
   constructor(private readonly db: Database.Database) {}
 
   async pageRuns(q: RunPageQuery): Promise<Page<Run>> {
-    const w = where([['state', q.state]], seqFromCursor('runs', q.cursor));
+    const below = seqFromCursor('runs', q.cursor);
     const s =
-      q.sessionKey === undefined
-        ? { sql: `SELECT * FROM runs WHERE ${w.sql} ORDER BY seq DESC LIMIT ?`, params: [...w.params, q.limit + 1] }
-        : newestRunsOfSession(q.sessionKey, w, q.limit + 1);
+      q.sessionKey !== undefined
+        ? newestRunsOfSession(q.sessionKey, where([['state', q.state]], below), q.limit + 1)
+        : q.state !== undefined
+          ? newestRunsInState(q.state, below, q.limit + 1)
+          : { sql: 'SELECT * FROM runs WHERE seq < ? ORDER BY seq DESC LIMIT ?', params: [below, q.limit + 1] };
     const rows = this.db.prepare(s.sql).all(...s.params) as Row[];
     return seqPage(
       'runs',
@@ -110,9 +113,9 @@ export class SqlitePages {
     );
   }
 
-  /** One statement; each count walks an index as small as its queue (runs_by_state's prefix, deliveries_due's, a partial one). */
+  /** One statement; each count walks an index as small as its queue (runs_by_state's prefix, deliveries_due's, a partial one) or the fresh runs. */
   async queueDepths(): Promise<QueueDepths> {
-    return depthsFromRow(this.db.prepare(QUEUE_DEPTHS_SQL).get() as Row);
+    return depthsFromRow(this.db.prepare(SQLITE_QUEUE_DEPTHS_SQL).get() as Row);
   }
 
   /** Failed runs and dead deliveries through their partial indexes by time; received blocks walked back to `since`. */
@@ -176,10 +179,39 @@ export class SqlitePages {
   }
 }
 
-/** What waits, never the history (pages.ts QueueDepths); the same SQL on both drivers. */
-export const QUEUE_DEPTHS_SQL = `SELECT ${OPEN_RUN_STATES.map((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}') AS ${s}`).join(', ')},
+/**
+ * The newest `limit` runs in `state` before seq `below`, newest first: the fresh runs in that state (fresh-runs.ts;
+ * newer than any indexed run, and as many as the claims have not reached) and the state's range of runs_by_state
+ * walked backwards. Each part is cut at `limit` before they join; the `seq IN` list is read in order, so nothing is
+ * sorted.
+ */
+function newestRunsInState(state: RunState, below: number, limit: number): SqlTerms {
+  return {
+    sql: `SELECT * FROM runs WHERE seq IN (
+        SELECT seq FROM (SELECT r.seq FROM runs r WHERE ${FRESH_RUN('r')} AND r.state = ? AND r.seq < ?
+          ORDER BY r.seq DESC LIMIT ?)
+        UNION ALL SELECT seq FROM (SELECT r.seq FROM runs r WHERE r.state = ? AND ${INDEXED_RUN('r')} AND r.seq < ?
+          ORDER BY r.seq DESC LIMIT ?))
+      ORDER BY seq DESC LIMIT ?`,
+    params: [state, below, limit, state, below, limit, limit],
+  };
+}
+
+/** What waits, never the history (pages.ts QueueDepths), given the SQL that counts the runs in an open state. */
+const queueDepthsSql = (countRuns: (state: OpenRunState) => string): string =>
+  `SELECT ${OPEN_RUN_STATES.map((s) => `${countRuns(s)} AS ${s}`).join(', ')},
   (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS outbox_pending,
   (SELECT COUNT(*) FROM system_events WHERE consumed_at IS NULL) AS events_pending`;
+
+/** PostgreSQL's: every run is in runs_by_state from its accept. */
+export const QUEUE_DEPTHS_SQL = queueDepthsSql((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}')`);
+
+/** SQLite's: each state's indexed runs and its fresh ones (fresh-runs.ts). */
+const SQLITE_QUEUE_DEPTHS_SQL = queueDepthsSql(
+  (s) =>
+    `((SELECT COUNT(*) FROM runs r WHERE r.state = '${s}' AND ${INDEXED_RUN('r')})
+      + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state = '${s}'))`,
+);
 
 /**
  * The index each delivery page walks, by state filter: dead (rare) through its partial index by seq; delivered (most

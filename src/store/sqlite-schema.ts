@@ -307,4 +307,14 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   -- event ever kept: the main session's events (every summary, most wakes) stay out, and so cost an accept nothing.
   CREATE INDEX system_events_by_session ON system_events (session_key, seq) WHERE session_key <> 'main';
   `,
+  `
+  -- A run enters runs_by_state when a claim first reaches it, not at its accept (fresh-runs.ts): an accepted run is
+  -- written fresh (fresh = 1) and stays out of the index, one b-tree entry fewer per accept; the first claim to reach
+  -- it leases it or, when an older run of its session is still open, takes it into the index as queued. Fresh runs
+  -- are always the newest rows (runs are appended; claims take them in seq order), so they are found by seq alone.
+  -- Every run already stored has fresh NULL: indexed as before.
+  ALTER TABLE runs ADD COLUMN fresh INTEGER;
+  DROP INDEX runs_by_state;
+  CREATE INDEX runs_by_state ON runs (state, seq) WHERE fresh IS NULL;
+  `,
 ];

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { FRESH_RUN, INDEXED_RUN } from './fresh-runs.js';
 import { indexedRunsOf, ownRunOf } from './own-session.js';
 import { rawRowReader } from './sqlite-prepared.js';
 
@@ -22,8 +23,9 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     insertRun: db.prepare(
       `INSERT INTO runs (id, state, agent_id, session_key, session_mode, name, message, wake_mode, deliver, channel,
-         recipient, account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at)
-       VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         recipient, account_id, model, thinking, timeout_seconds, allow_unsafe, content_source, hook_path, mapping_id, created_at, updated_at,
+         fresh)
+       VALUES (?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
     ),
     getIdem: db.prepare(
       'SELECT fingerprint, status, body, expires_at, sender FROM idempotency WHERE scope = ? AND key_hash = ?',
@@ -45,11 +47,12 @@ export function prepareWriteStatements(db: Database.Database) {
          next_attempt_at = NULL, retries = 0, retrying_since = NULL
        WHERE id = ? AND state IN ('failed', 'timed_out', 'succeeded') RETURNING *`,
     ),
-    // `runs retry --failed`: every failed run finished since a time, queued again with a fresh retry window.
+    // `runs retry --failed`: every failed run finished since a time, queued again with a fresh retry window. Found
+    // by runs_failed_at (its `WHERE` repeated so the planner takes it), which holds fresh runs failed by id as well.
     requeueFailed: db.prepare(
       `UPDATE runs SET state = 'queued', updated_at = @now, finished_at = NULL, lease_owner = NULL, lease_until = NULL,
          next_attempt_at = NULL, retries = 0, retrying_since = NULL
-       WHERE state = 'failed' AND finished_at >= @since RETURNING id`,
+       WHERE state IN ('failed', 'timed_out') AND state = 'failed' AND finished_at >= @since RETURNING id`,
     ),
     // A transient model failure: queued again for later, not counted as an interrupted start (see releaseRun).
     deferRun: db.prepare(
@@ -59,7 +62,8 @@ export function prepareWriteStatements(db: Database.Database) {
        WHERE id = @runId AND lease_owner = @owner AND state = 'running'`,
     ),
     // Runnable: queued (and due), or running with an expired lease (its worker died); and in both cases the oldest
-    // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order.
+    // unfinished run of its session key. Two queries, each walking one state's range of runs_by_state in seq order;
+    // then the fresh runs (fresh-runs.ts), which are newer than any indexed one.
     // An older open run of the key is looked for in runs_open_by_session and, unless the run is in its own session
     // (where nothing is older), as the run whose own session the key is (own-session.ts).
     // `LIMIT @limit + 0`, not `LIMIT @limit`: SQLite reads a bare parameter's value when it plans the statement, so
@@ -67,19 +71,27 @@ export function prepareWriteStatements(db: Database.Database) {
     // claim itself, on every claim); an expression is read only when the statement runs. The same below.
     claimableQueued: db.prepare(
       `SELECT r.seq FROM runs r INDEXED BY runs_by_state
-       WHERE r.state = 'queued' AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
+       WHERE r.state = 'queued' AND ${INDEXED_RUN('r')} AND (r.next_attempt_at IS NULL OR r.next_attempt_at <= @now)
          AND ${NO_OLDER_OPEN_RUN}
        ORDER BY r.seq LIMIT @limit + 0`,
     ),
     claimableExpired: db.prepare(
-      `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND r.lease_until < @now
+      `SELECT r.seq FROM runs r INDEXED BY runs_by_state WHERE r.state = 'running' AND ${INDEXED_RUN('r')} AND r.lease_until < @now
          AND ${NO_OLDER_OPEN_RUN}
        ORDER BY r.seq LIMIT @limit + 0`,
     ),
+    // The oldest fresh runs, each with whether it can run now: queued (a run failed by id before any claim reached it
+    // is fresh too), and no older run of its session open.
+    freshRuns: db.prepare(
+      `SELECT r.seq, r.state = 'queued' AND ${NO_OLDER_OPEN_RUN} AS claimable FROM runs r WHERE ${FRESH_RUN('r')}
+       ORDER BY r.seq LIMIT @limit + 0`,
+    ),
+    // A fresh run that has to wait, or is not queued: into runs_by_state, under its state.
+    takeInRun: db.prepare('UPDATE runs SET fresh = NULL WHERE seq = ?'),
     // By rowid, then read back with runBySeq: `RETURNING *` and its row object cost ~4 µs more per lease.
     leaseRun: db.prepare(
       `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
-         started_at = @now, updated_at = @now, node = @owner WHERE seq = @seq`,
+         started_at = @now, updated_at = @now, node = @owner, fresh = NULL WHERE seq = @seq`,
     ),
     runBySeq: rawRowReader(db.prepare('SELECT * FROM runs WHERE seq = ?')),
     renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
@@ -98,7 +110,8 @@ export function prepareWriteStatements(db: Database.Database) {
     ),
     deleteNode: db.prepare(`DELETE FROM nodes WHERE id = ?`),
     recoverLeases: db.prepare(
-      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE state = 'running'`,
+      `UPDATE runs SET state = 'queued', lease_owner = NULL, lease_until = NULL, updated_at = ?
+       WHERE state = 'running' AND ${INDEXED_RUN('runs')}`,
     ),
     recoverDeliveries: db.prepare(
       `UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE state = 'pending' AND lease_owner IS NOT NULL`,

@@ -23,6 +23,15 @@ import type {
   Store,
 } from './types.js';
 
+/**
+ * Fresh runs one claim reaches at most. A fresh run that has to wait (an older run of its session is open) is one
+ * write to take into the index; a burst of a thousand runs in one session is taken in over several claims rather than
+ * in one transaction that holds up the accepts.
+ */
+const FRESH_WALK = 256;
+/** Fresh runs read at a time once the first read found a run that waits. */
+const FRESH_STEP = 32;
+
 /** The id of the row `probeWrite` writes and removes (never seen: it is gone by the commit). */
 const PROBE_NODE_ID = 'hookgate:probe';
 
@@ -58,15 +67,30 @@ export const WRITE_OPS = {
   },
 
   claimRuns(w: SqliteWriter, owner: string, now: number, leaseMs: number, limit: number): Run[] {
+    const lease = (seq: number): Run => {
+      w.stmt.leaseRun.run({ seq, owner, until: now + leaseMs, now });
+      return rowToRun(w.stmt.runBySeq(seq)!);
+    };
     const expired = w.stmt.claimableExpired.all({ now, limit }) as Array<{ seq: number }>;
     const queued =
       expired.length < limit
         ? (w.stmt.claimableQueued.all({ now, limit: limit - expired.length }) as Array<{ seq: number }>)
         : [];
-    return [...expired, ...queued].map(({ seq }) => {
-      w.stmt.leaseRun.run({ seq, owner, until: now + leaseMs, now });
-      return rowToRun(w.stmt.runBySeq(seq)!);
-    });
+    const claimed = [...expired, ...queued].map(({ seq }) => lease(seq));
+    // Then the fresh runs, oldest first (fresh-runs.ts): each leased, or taken into the index when it has to wait.
+    // As many as are wanted, as a claim usually finds them all runnable; past a run that waits, more at a time.
+    for (let walked = 0; claimed.length < limit && walked < FRESH_WALK; ) {
+      const want = walked === 0 ? limit - claimed.length : Math.min(FRESH_WALK - walked, FRESH_STEP);
+      const fresh = w.stmt.freshRuns.all({ limit: want }) as Array<{ seq: number; claimable: number }>;
+      for (const { seq, claimable } of fresh) {
+        if (claimed.length === limit) break; // the rest stay fresh: the claims take them in seq order
+        if (claimable) claimed.push(lease(seq));
+        else w.stmt.takeInRun.run(seq);
+      }
+      walked += want;
+      if (fresh.length < want) break;
+    }
+    return claimed;
   },
 
   renewRunLeases(w: SqliteWriter, owner: string, ids: string[], until: number): void {
