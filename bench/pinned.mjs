@@ -30,6 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
+import { FRESH_RUN, INDEXED_RUN } from '../dist/store/fresh-runs.js';
 
 const root = new URL('..', import.meta.url).pathname;
 export const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
@@ -218,13 +219,17 @@ export function startCommand() {
   return { env: { ...env, ...process.env }, flags };
 }
 
-/** Runs unfinished and deliveries unsent: both drivers' SQL. */
+/** Runs unfinished and deliveries unsent: PostgreSQL's and the contract floor's SQL. */
 const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
+/** The same on hookgate's SQLite store, whose fresh runs are outside runs_by_state (store/fresh-runs.ts). */
+const HOOKGATE_SQLITE_BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs r WHERE r.state IN ('queued', 'running') AND ${INDEXED_RUN('r')})
+  + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state IN ('queued', 'running'))
+  + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
 
 /** A read-only connection to a SQLite store (hookgate's or the contract floor's) and its backlog, for drain(). */
-function sqliteBacklog(path) {
+function sqliteBacklog(path, sql = BACKLOG_SQL) {
   const db = new Database(path, { readonly: true, fileMustExist: true });
-  const count = db.prepare(BACKLOG_SQL);
+  const count = db.prepare(sql);
   return { db, backlog: () => count.get().n };
 }
 
@@ -260,7 +265,7 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
     ...hg,
     url: hg.info.url,
     adminUrl: o.admin ? `http://127.0.0.1:${adminPort}` : undefined,
-    ...sqliteBacklog(join(dir, 'hookgate.db')),
+    ...sqliteBacklog(join(dir, 'hookgate.db'), HOOKGATE_SQLITE_BACKLOG_SQL),
   };
 }
 
