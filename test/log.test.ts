@@ -113,9 +113,16 @@ const logger = createLogger('info', { to: openSync(${JSON.stringify(file)}, 'a')
 for (let i = 0; i < 500; i++) logger.info({ i }, 'before exit ✓');
 process.exit(0);`;
     execFileSync(process.execPath, ['--input-type=module', '-e', script]);
-    const lines = readSoFar(file).split('\n').filter(Boolean);
-    assert.equal(lines.length, 500);
-    assert.equal((JSON.parse(lines[499]!) as { i: number }).i, 499);
+    const seen = readSoFar(file)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { i: number }).i);
+    // Every line once. The first chunk was already being written (on libuv's pool) when the exit wrote the rest, and
+    // on a busy machine it can land after them (docs/operations.md, "Logs"): the order is not asserted.
+    assert.deepEqual(
+      [...seen].sort((a, b) => a - b),
+      Array.from({ length: 500 }, (_, i) => i),
+    );
   });
 });
 
