@@ -212,7 +212,7 @@ export async function grownBench(o) {
     return {
       store: onPg ? 'postgres' : 'sqlite',
       requests: n,
-      young,
+      youngRequests: young,
       filled,
       fillSeconds,
       ...r,
@@ -268,7 +268,7 @@ function grownVerdicts(r) {
 export function grownTable(o, g) {
   const f = (n, d = 2) => (Number.isFinite(n) ? n.toFixed(d) : '-');
   const lines = [
-    `hookgate grown-store bench (${g.store}): ${g.filled.reused ? 'the reused store' : `${g.requests} requests' rows`} against an empty store, its admin reads against one of ${g.young} requests at the same rate (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
+    `hookgate grown-store bench (${g.store}): ${g.filled.reused ? 'the reused store' : `${g.requests} requests' rows`} against an empty store, its admin reads against one of ${g.youngRequests} requests at the same rate (pinned: server on CPU ${o.serverCpu}, load on CPU ${o.loadCpu}); node ${process.version}, ${new Date().toISOString()}`,
     `fill: ${g.filled.reused ? 'reused GROWN_DIR' : JSON.stringify(g.filled)} in ${f(g.fillSeconds, 1)} s`,
     '',
     '| measure | empty | grown | ratio |',
