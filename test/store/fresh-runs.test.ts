@@ -8,10 +8,11 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
+import fc from 'fast-check';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite-schema.js';
 import { SqlitePages } from '../../src/store/sqlite-pages.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { NewRun } from '../../src/store/types.js';
+import type { NewRun, RunState } from '../../src/store/types.js';
 import { removeDir, tempDir } from '../support/temp-dir.js';
 import { command, completion, run } from './contract.js';
 
@@ -203,6 +204,120 @@ describe('sqlite fresh runs', () => {
     assert.deepEqual(
       (await store.claimRuns('a', T0 + 20, LEASE, 5)).map((r) => r.id),
       ['old-queued', next.id],
+    );
+  });
+});
+
+/** What the store must do, as the claims did when every run was indexed: runs in accept order, each with its state. */
+interface ModelRun {
+  id: string;
+  session: string;
+  state: RunState;
+}
+
+/** The claimable runs, oldest first: queued, and no older queued or running run in their session. */
+function modelClaim(runs: ModelRun[], limit: number): ModelRun[] {
+  const open = new Set<string>();
+  const claimed: ModelRun[] = [];
+  for (const r of runs) {
+    if (r.state === 'queued' && !open.has(r.session) && claimed.length < limit) claimed.push(r);
+    if (r.state === 'queued' || r.state === 'running') open.add(r.session);
+  }
+  return claimed;
+}
+
+type Step =
+  | { op: 'accept'; session: number | null; count: number }
+  | { op: 'claim'; limit: number }
+  | { op: 'finish'; pick: number; state: 'succeeded' | 'failed' }
+  | { op: 'release'; pick: number }
+  | { op: 'fail'; pick: number }
+  | { op: 'requeue'; pick: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({
+    op: fc.constant('accept' as const),
+    session: fc.option(fc.nat(2)),
+    count: fc.integer({ min: 1, max: 4 }),
+  }),
+  fc.record({ op: fc.constant('claim' as const), limit: fc.integer({ min: 1, max: 5 }) }),
+  fc.record({ op: fc.constant('finish' as const), pick: fc.nat(), state: fc.constantFrom('succeeded', 'failed') }),
+  fc.record({ op: fc.constant('release' as const), pick: fc.nat() }),
+  fc.record({ op: fc.constant('fail' as const), pick: fc.nat() }),
+  fc.record({ op: fc.constant('requeue' as const), pick: fc.nat() }),
+);
+
+describe('sqlite fresh runs, against a model of the claims', () => {
+  it('any sequence of accepts, claims, finishes, releases, failures and requeues claims, counts and lists as the model does', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
+        const dir = tempDir();
+        const store = new SqliteStore({ path: join(dir, 'hookgate.db'), writer: 'inline' });
+        const pages = new SqlitePages(store.db);
+        const model: ModelRun[] = [];
+        const inState = (state: RunState) => model.filter((r) => r.state === state);
+        let t = T0;
+        try {
+          for (const s of steps) {
+            t += 10;
+            if (s.op === 'accept') {
+              const rs = Array.from({ length: s.count }, () =>
+                run({ createdAt: t, ...(s.session === null ? {} : { sessionKey: `s${s.session}` }) }),
+              );
+              await store.accept(command({ runs: rs }));
+              for (const r of rs) model.push({ id: r.id, session: r.sessionKey, state: 'queued' });
+            } else if (s.op === 'claim') {
+              const want = modelClaim(model, s.limit);
+              const got = await store.claimRuns('a', t, LEASE, s.limit);
+              assert.deepEqual(
+                got.map((r) => r.id),
+                want.map((r) => r.id),
+              );
+              for (const r of want) r.state = 'running';
+            } else if (s.op === 'finish' || s.op === 'release') {
+              const running = inState('running');
+              const r = running[s.pick % Math.max(1, running.length)];
+              if (!r) continue;
+              if (s.op === 'finish') {
+                assert.equal(await store.completeRun(completion(r.id, 'a', { finishedAt: t, state: s.state })), true);
+                r.state = s.state;
+              } else {
+                await store.releaseRuns('a', [r.id], t, 'released');
+                r.state = 'queued';
+              }
+            } else if (s.op === 'fail') {
+              const r = model[s.pick % Math.max(1, model.length)];
+              if (!r) continue;
+              await store.failRun(r.id, 'failed by id', t);
+              r.state = 'failed';
+            } else {
+              const done = model.filter((r) => r.state === 'failed' || r.state === 'succeeded');
+              const r = done[s.pick % Math.max(1, done.length)];
+              if (!r) continue;
+              assert.equal((await store.requeueRun(r.id, t))?.state, 'queued');
+              r.state = 'queued';
+            }
+            assert.deepEqual((await pages.queueDepths()).runs, {
+              queued: inState('queued').length,
+              running: inState('running').length,
+            });
+          }
+          for (const state of ['queued', 'running', 'succeeded', 'failed'] as const) {
+            const page = await pages.pageRuns({ limit: 1000, state });
+            assert.deepEqual(
+              page.items.map((r) => r.id),
+              inState(state)
+                .map((r) => r.id)
+                .reverse(),
+              state,
+            );
+          }
+        } finally {
+          await store.close();
+          removeDir(dir);
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 });
