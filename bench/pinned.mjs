@@ -303,8 +303,15 @@ export function attachFeed(adminUrl) {
 
 export async function drain(hg, limitMs = 60_000) {
   const t0 = performance.now();
-  while ((await hg.backlog()) > 0 && performance.now() - t0 < limitMs) await sleep(100);
-  return { seconds: (performance.now() - t0) / 1000, left: await hg.backlog() };
+  for (;;) {
+    const q0 = performance.now();
+    const left = await hg.backlog();
+    if (left === 0 || performance.now() - t0 >= limitMs) return { seconds: (performance.now() - t0) / 1000, left };
+    // A count over a large backlog takes a while (on SQLite it reads each fresh run's row: ~18 ms per 100,000): polled
+    // back to back it would keep this process from reading the server's stdout, whose log lines then pile up in the
+    // server (seen: 88 → 237 MiB of RSS through a drain of 900,000 runs).
+    await sleep(Math.max(100, 10 * (performance.now() - q0)));
+  }
 }
 
 /**
