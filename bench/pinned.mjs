@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
-import { FRESH_RUN, INDEXED_RUN } from '../dist/store/fresh-runs.js';
+import { countRunsIn } from '../dist/store/fresh-runs.js';
 
 const root = new URL('..', import.meta.url).pathname;
 export const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
@@ -222,8 +222,7 @@ export function startCommand() {
 /** Runs unfinished and deliveries unsent: PostgreSQL's and the contract floor's SQL. */
 const BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs WHERE state IN ('queued', 'running')) + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
 /** The same on hookgate's SQLite store, whose fresh runs are outside runs_by_state (store/fresh-runs.ts). */
-const HOOKGATE_SQLITE_BACKLOG_SQL = `SELECT (SELECT COUNT(*) FROM runs r WHERE r.state IN ('queued', 'running') AND ${INDEXED_RUN('r')})
-  + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state IN ('queued', 'running'))
+const HOOKGATE_SQLITE_BACKLOG_SQL = `SELECT ${countRunsIn("('queued', 'running')")}
   + (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS n`;
 
 /** A read-only connection to a SQLite store (hookgate's or the contract floor's) and its backlog, for drain(). */

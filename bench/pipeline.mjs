@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { FRESH_RUN, INDEXED_RUN } from '../dist/store/fresh-runs.js';
+import { countRunsIn } from '../dist/store/fresh-runs.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
@@ -42,8 +42,7 @@ export async function pipelineBench({ burst = 3000, rate = 500, seconds = 10 } =
   });
   const db = new Database(dbPath, { readonly: true });
   const count = db.prepare(
-    `SELECT (SELECT COUNT(*) FROM runs r WHERE r.state IN ('queued', 'running') AND ${INDEXED_RUN('r')})
-              + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state IN ('queued', 'running')) AS runs,
+    `SELECT ${countRunsIn("('queued', 'running')")} AS runs,
             (SELECT COUNT(*) FROM deliveries WHERE state = 'pending') AS deliveries,
             (SELECT COUNT(*) FROM deliveries WHERE state = 'delivered') AS delivered,
             (SELECT COUNT(*) FROM runs) AS total`,

@@ -31,3 +31,11 @@ export const NEWEST_INDEXED_SEQ = `COALESCE((SELECT MAX(s) FROM (${RUN_STATES.ma
 
 /** SQL: `alias` is a fresh run (a seq range at the end of the table: no index, nothing read before it). */
 export const FRESH_RUN = (alias: string): string => `${alias}.seq > ${NEWEST_INDEXED_SEQ}`;
+
+/**
+ * SQL: how many runs are in one of `states` (SQL, e.g. `'queued'` or `('queued', 'running')` after `IN`): the indexed
+ * ones through runs_by_state, the fresh ones by seq.
+ */
+export const countRunsIn = (states: string): string =>
+  `((SELECT COUNT(*) FROM runs r WHERE r.state IN ${states} AND ${INDEXED_RUN('r')})
+    + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state IN ${states}))`;

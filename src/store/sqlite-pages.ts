@@ -1,7 +1,7 @@
 /** The admin listener's reads on SQLite (pages.ts): cursor pages, queue depths, recent failures. */
 import type Database from 'better-sqlite3';
 import { DELIVERY_STATES, type DeliveryState, OPEN_RUN_STATES, type OpenRunState, type RunState } from '../enums.js';
-import { FRESH_RUN, INDEXED_RUN } from './fresh-runs.js';
+import { countRunsIn, FRESH_RUN, INDEXED_RUN } from './fresh-runs.js';
 import { newestRunsOfSession, type SqlTerms } from './own-session.js';
 import type {
   DeliveryPageQuery,
@@ -207,11 +207,7 @@ const queueDepthsSql = (countRuns: (state: OpenRunState) => string): string =>
 export const QUEUE_DEPTHS_SQL = queueDepthsSql((s) => `(SELECT COUNT(*) FROM runs WHERE state = '${s}')`);
 
 /** SQLite's: each state's indexed runs and its fresh ones (fresh-runs.ts). */
-const SQLITE_QUEUE_DEPTHS_SQL = queueDepthsSql(
-  (s) =>
-    `((SELECT COUNT(*) FROM runs r WHERE r.state = '${s}' AND ${INDEXED_RUN('r')})
-      + (SELECT COUNT(*) FROM runs r WHERE ${FRESH_RUN('r')} AND r.state = '${s}'))`,
-);
+const SQLITE_QUEUE_DEPTHS_SQL = queueDepthsSql((s) => countRunsIn(`('${s}')`));
 
 /**
  * The index each delivery page walks, by state filter: dead (rare) through its partial index by seq; delivered (most
