@@ -6,7 +6,9 @@
 // hookgate /hooks/wake, the same with checkpoints on their own thread (`storage.checkpoints: "thread"`: if its tail
 // is shorter, the tail is the checkpoints), and /hooks/agent with its runs executing (the backlog is drained before
 // the next round). Servers are pinned as in the rest of the bench; the generator runs on the load core. Each target
-// is judged on the floor's round at the same rate too: missed there as well, it is beyond the floor (latencyVerdicts).
+// is judged on the contract floor's round of the same kind at the same rate too (bench/contract-floor-server.mjs, its
+// /hooks/wake and its /hooks/agent with runs executing): missed there as well, it is beyond the contract floor
+// (latencyVerdicts). The floor's figure is printed beside it.
 //
 // Where the tail comes from: hookgate's /metrics (admin listener on, no client) is scraped once a second during its
 // rounds, for the group commits slower than 5 ms and the event loop's longest delay in that second; the generator
@@ -27,6 +29,7 @@ import {
   round,
   runLoad,
   startBenchServer,
+  startContractFloor,
   startHookgate,
   TOKEN,
   verdictWord,
@@ -38,10 +41,19 @@ export const LATENCY_TARGETS = { wakeP99ToBare: 2, wakeP99Ms: 5, agentP99Ms: 10 
 export const ROUND_NAMES = {
   bare: 'bare node:http',
   floor: 'floor (bare + grouped SQLite commit)',
+  contractWake: 'contract floor /hooks/wake',
   wake: 'hookgate /hooks/wake',
+  contractAgent: 'contract floor /hooks/agent (runs executing)',
   agent: 'hookgate /hooks/agent (runs executing)',
 };
-const { bare: BARE, floor: FLOOR, wake: WAKE, agent: AGENT } = ROUND_NAMES;
+const {
+  bare: BARE,
+  floor: FLOOR,
+  contractWake: CONTRACT_WAKE,
+  wake: WAKE,
+  contractAgent: CONTRACT_AGENT,
+  agent: AGENT,
+} = ROUND_NAMES;
 
 /** One open-loop round from a process pinned to the load core; resolves with openloop.mjs's JSON summary. */
 export async function openLoopRound(o, { url, kind, rate, ...common }) {
@@ -182,6 +194,7 @@ export async function latencyBench(o) {
   const lo = { ...o, admin: true };
   const bare = await startBenchServer(o, 'bare-server.mjs');
   const floor = await startBenchServer(o, 'floor-server.mjs', join(dir, 'floor.db'));
+  const contract = await startContractFloor(o, dir);
   const hg = await startHookgate(lo, dir);
   const hgThread = await startHookgate(lo, join(dir, 'thread'), { checkpoints: 'thread' });
   const targets = [
@@ -191,6 +204,13 @@ export async function latencyBench(o) {
       url: `http://127.0.0.1:${floor.info.port}/`,
       kind: 'wake',
       pid: floor.child.pid,
+    },
+    {
+      name: CONTRACT_WAKE,
+      url: `${contract.url}/hooks/wake`,
+      kind: 'wake',
+      token: TOKEN,
+      pid: contract.child.pid,
     },
     { name: WAKE, url: `${hg.url}/hooks/wake`, kind: 'wake', token: TOKEN, pid: hg.child.pid, hg },
     {
@@ -202,12 +222,21 @@ export async function latencyBench(o) {
       hg: hgThread,
     },
     {
+      name: CONTRACT_AGENT,
+      url: `${contract.url}/hooks/agent`,
+      kind: 'agent',
+      token: TOKEN,
+      pid: contract.child.pid,
+      runs: contract,
+    },
+    {
       name: AGENT,
       url: `${hg.url}/hooks/agent`,
       kind: 'agent',
       token: TOKEN,
       pid: hg.child.pid,
       hg,
+      runs: hg,
     },
   ];
   try {
@@ -215,6 +244,7 @@ export async function latencyBench(o) {
     for (const t of targets)
       await runLoad(o, { url: t.url, kind: t.kind, token: t.token, seconds: 2, connections: o.connections });
     await drain(hg);
+    await drain(contract);
     const sat = await round(o, floor.child.pid, {
       url: targets[1].url,
       kind: 'wake',
@@ -231,7 +261,7 @@ export async function latencyBench(o) {
         const r = await openLoopRound(o, { url: t.url, kind: t.kind, rate, seconds, token: t.token });
         const cpuPerReq = (cpuMicros(t.pid) - cpu0) / Math.max(1, r.answered);
         const perSecond = sampler ? await sampler.stop() : [];
-        const drained = t.kind === 'agent' ? await drain(t.hg, 180_000) : undefined;
+        const drained = t.runs ? await drain(t.runs, 180_000) : undefined;
         rounds.push({
           target: t.name,
           fraction,
@@ -247,6 +277,7 @@ export async function latencyBench(o) {
     const rss = {
       bare: peakRssMiB(bare.child.pid),
       floor: peakRssMiB(floor.child.pid),
+      contract: peakRssMiB(contract.child.pid),
       hookgate: peakRssMiB(hg.child.pid),
       hookgateThread: peakRssMiB(hgThread.child.pid),
     };
@@ -267,6 +298,8 @@ export async function latencyBench(o) {
       h.db.close();
       h.child.kill('SIGTERM');
     }
+    contract.db.close();
+    contract.child.kill();
     bare.child.kill();
     floor.child.kill();
     await Promise.all(
@@ -277,36 +310,54 @@ export async function latencyBench(o) {
 }
 
 /**
- * Each target is also judged on the floor's round at the same rate: `beyond` when the floor misses it too, as the
- * ingress rounds judge theirs on the contract floor. The floor (bare + one grouped commit, answered after it) is the
- * least any commit-before-answer ingress waits; a latency it cannot reach at a rate, no such ingress can.
+ * Each target is also judged on the contract floor's round of the same kind at the same rate: `beyond` when the
+ * contract floor misses it too, as the ingress rounds judge theirs. The contract floor is the least that implements
+ * hookgate's contract (its checks, its rows committed before the answer, its agent runs executed after it), so a
+ * latency it does not reach at a rate, no implementation of the contract reaches there. The floor's figure (bare + one
+ * grouped commit, nothing else) is given beside it, for what the commit alone costs.
  */
 export function latencyVerdicts(rounds) {
   const at = (target, fraction) => rounds.find((r) => r.target === target && r.fraction === fraction);
-  const judged = (target, value, floor, meets) => ({ target, value, floor, ok: meets(value), beyond: !meets(floor) });
+  const judged = (target, value, floor, contract, meets) => ({
+    target,
+    value,
+    floor,
+    contract,
+    ok: meets(value),
+    beyond: contract !== undefined && !meets(contract),
+  });
   const v = [];
   for (const fraction of [...new Set(rounds.map((r) => r.fraction))]) {
     const bare = at(BARE, fraction);
     const wake = at(WAKE, fraction);
-    const floor = at(FLOOR, fraction);
-    if (bare && wake && floor)
-      v.push(
-        judged(
-          `wake p99 ≤ ${LATENCY_TARGETS.wakeP99ToBare}× bare p99 at ${fraction * 100} %`,
-          wake.p99 / bare.p99,
-          floor.p99 / bare.p99,
-          (x) => x <= LATENCY_TARGETS.wakeP99ToBare,
-        ),
-      );
+    if (!bare || !wake) continue;
+    const toBare = (round) => (round ? round.p99 / bare.p99 : undefined);
+    v.push(
+      judged(
+        `wake p99 ≤ ${LATENCY_TARGETS.wakeP99ToBare}× bare p99 at ${fraction * 100} %`,
+        toBare(wake),
+        toBare(at(FLOOR, fraction)),
+        toBare(at(CONTRACT_WAKE, fraction)),
+        (x) => x <= LATENCY_TARGETS.wakeP99ToBare,
+      ),
+    );
   }
   // The absolute limits, at half the floor's saturated rate.
-  const floor50 = at(FLOOR, 0.5);
-  const within = (label, round, limitMs) => {
-    if (round && floor50)
-      v.push(judged(`${label} p99 ≤ ${limitMs} ms at 50 %`, round.p99, floor50.p99, (x) => x <= limitMs));
+  const within = (label, target, contractTarget, limitMs) => {
+    const round = at(target, 0.5);
+    if (round)
+      v.push(
+        judged(
+          `${label} p99 ≤ ${limitMs} ms at 50 %`,
+          round.p99,
+          at(FLOOR, 0.5)?.p99,
+          at(contractTarget, 0.5)?.p99,
+          (x) => x <= limitMs,
+        ),
+      );
   };
-  within('wake', at(WAKE, 0.5), LATENCY_TARGETS.wakeP99Ms);
-  within('agent', at(AGENT, 0.5), LATENCY_TARGETS.agentP99Ms);
+  within('wake', WAKE, CONTRACT_WAKE, LATENCY_TARGETS.wakeP99Ms);
+  within('agent', AGENT, CONTRACT_AGENT, LATENCY_TARGETS.agentP99Ms);
   return v;
 }
 
@@ -359,16 +410,16 @@ export function latencyTable(o, l) {
         (r) =>
           `agent at ${r.rate}/s: runs drained ${f(r.drained.seconds, 1)} s after the round (${r.drained.left} left)`,
       ),
-    `peak RSS MiB: bare ${f(l.rss.bare, 1)}, floor ${f(l.rss.floor, 1)}, hookgate ${f(l.rss.hookgate, 1)}, hookgate (checkpoint thread) ${f(l.rss.hookgateThread, 1)}`,
+    `peak RSS MiB: bare ${f(l.rss.bare, 1)}, floor ${f(l.rss.floor, 1)}, contract floor ${f(l.rss.contract, 1)}, hookgate ${f(l.rss.hookgate, 1)}, hookgate (checkpoint thread) ${f(l.rss.hookgateThread, 1)}`,
     '',
     'Histograms (latency from the scheduled send time):',
   ];
   for (const r of l.rounds) lines.push(`  ${r.target} at ${r.rate}/s:`, ...textHistogram(r.histogram));
   lines.push(
     '',
-    '| target | measured | the floor | met |',
-    '|---|---:|---:|:---:|',
-    ...l.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${f(v.floor)} | ${verdictWord(v, 'the floor')} |`),
+    '| target | measured | the floor | the contract floor | met |',
+    '|---|---:|---:|---:|:---:|',
+    ...l.targets.map((v) => `| ${v.target} | ${f(v.value)} | ${f(v.floor)} | ${f(v.contract)} | ${verdictWord(v)} |`),
   );
   lines.push(
     '',
@@ -388,7 +439,7 @@ function writePlots(out, rounds) {
   const H = 420;
   const x = (p) => 60 + (Math.log10(1 / (1 - Math.min(p, 0.99999))) / 5) * (W - 80); // 0 → 99.999 %
   const y = (ms) => H - 40 - ((Math.log10(Math.max(ms, 0.01)) + 2) / 6) * (H - 60); // 0.01 ms → 10 s
-  const colours = ['#555', '#1f77b4', '#d62728', '#2ca02c', '#9467bd'];
+  const colours = ['#555', '#1f77b4', '#8c564b', '#d62728', '#2ca02c', '#e377c2', '#9467bd'];
   const names = [...new Set(rounds.map((r) => r.target))];
   const dash = (fraction) => (fraction <= 0.25 ? '2,3' : fraction <= 0.5 ? '' : '8,3');
   const paths = rounds.map((r) => {
