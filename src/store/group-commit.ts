@@ -17,6 +17,12 @@ interface Pending<Op> {
   reject: (e: unknown) => void;
 }
 
+/**
+ * One batch's commit: its results, at once (the SQLite writer on the event loop's thread) or later (a writer thread,
+ * PostgreSQL). A synchronous commit is answered without a promise of its own.
+ */
+export type Commit<Op> = (ops: Op[]) => WriteResult[] | Promise<WriteResult[]>;
+
 /** A write is resolved only after its batch committed; a batch whose commit fails rejects all of its writes. */
 export class GroupCommit<Op> {
   private queue: Pending<Op>[] = [];
@@ -29,11 +35,11 @@ export class GroupCommit<Op> {
    * long each batch took, failed or not (the `hookgate_store_commit_duration_seconds` histogram).
    */
   constructor(
-    private readonly commit: (ops: Op[]) => Promise<WriteResult[]>,
+    private readonly commit: Commit<Op>,
     private readonly onCommit?: (ms: number, ops: number) => void,
     /**
      * Whether the ingress is saturated (ingress/pressure.ts, through the store's options): while it is, the writes
-     * that a batch's continuations make wait for the next turn instead of chaining in this one (see `flush`).
+     * that a batch's continuations make wait for the next turn instead of chaining in this one (see `committed`).
      */
     private readonly ingressBusy: () => boolean = () => false,
   ) {}
@@ -46,7 +52,7 @@ export class GroupCommit<Op> {
       if (!this.inFlight) {
         this.inFlight = true;
         // Let the other requests of this turn of the event loop join the batch.
-        setImmediate(() => void this.flush());
+        setImmediate(this.startTurn);
       }
     });
   }
@@ -73,48 +79,76 @@ export class GroupCommit<Op> {
     this.closed = true;
   }
 
-  private async flush(): Promise<void> {
-    for (let rounds = 1; ; rounds++) {
-      await this.commitQueued();
-      // The writes that the answered batch's continuations make at once (an outbox sending its route's next
-      // delivery, which may go only once the last is marked delivered) join a batch in this turn instead of waiting
-      // for the next turn of the event loop: a nextTick runs once the promise callbacks of this turn have run.
-      // Otherwise a route's deliveries go one per turn. Not while the ingress is saturated: requests first, the
-      // runtime one step per turn (chaining then would take the core from the answers), its backlog drained once
-      // the ingress is quiet. Bounded, so no chain holds the loop.
-      if (rounds >= SAME_TURN_ROUNDS || this.ingressBusy()) break;
-      await new Promise<void>((resolve) => process.nextTick(resolve));
-      if (!this.queue.length) break;
-    }
-    if (this.queue.length) setImmediate(() => void this.flush());
-    else this.inFlight = false;
-  }
+  private readonly startTurn = (): void => this.commitQueued(1);
 
-  /** Commit what is queued, batch after batch. */
-  private async commitQueued(): Promise<void> {
+  /**
+   * Commit what is queued, batch after batch, then `committed`. Callbacks, not an async function: a commit that
+   * answers at once (SQLite on this thread, below saturation one batch per request or two) costs no promise here.
+   */
+  private commitQueued(rounds: number): void {
     while (this.queue.length) {
       const batch = this.queue;
       this.queue = [];
       const started = performance.now();
-      let results: WriteResult[];
+      let results: WriteResult[] | Promise<WriteResult[]>;
       try {
-        results = await this.commit(batch.map((p) => p.op));
-        this.onCommit?.(performance.now() - started, batch.length);
+        results = this.commit(batch.map((p) => p.op));
       } catch (err) {
-        this.onCommit?.(performance.now() - started, batch.length);
-        const e =
-          err instanceof StoreError
-            ? err
-            : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
-        for (const p of batch) p.reject(e);
+        this.rejectBatch(batch, started, err);
         continue;
       }
-      results.forEach((r, i) => {
-        const p = batch[i]!;
-        if (r.ok) p.resolve(r.value);
-        else p.reject(new StoreError(`store write failed: ${r.error}`));
-      });
+      if (!Array.isArray(results)) {
+        results.then(
+          (r) => {
+            this.settle(batch, started, r);
+            this.commitQueued(rounds);
+          },
+          (err: unknown) => {
+            this.rejectBatch(batch, started, err);
+            this.commitQueued(rounds);
+          },
+        );
+        return;
+      }
+      this.settle(batch, started, results);
     }
+    this.committed(rounds);
+  }
+
+  /**
+   * The queue is empty. The writes that the answered batches' continuations make at once (an outbox sending its
+   * route's next delivery, which may go only once the last is marked delivered) join a batch in this turn instead
+   * of waiting for the next turn of the event loop: a tick queued from a microtask runs once every promise callback
+   * of this turn has run. Otherwise a route's deliveries go one per turn. Not while the ingress is saturated:
+   * requests first, the runtime one step per turn (chaining then would take the core from the answers), its backlog
+   * drained once the ingress is quiet. Bounded, so no chain holds the loop.
+   */
+  private committed(rounds: number): void {
+    if (rounds >= SAME_TURN_ROUNDS || this.ingressBusy()) return this.nextTurn();
+    queueMicrotask(() => process.nextTick(() => (this.queue.length ? this.commitQueued(rounds + 1) : this.nextTurn())));
+  }
+
+  private nextTurn(): void {
+    if (this.queue.length) setImmediate(this.startTurn);
+    else this.inFlight = false;
+  }
+
+  private settle(batch: Pending<Op>[], started: number, results: WriteResult[]): void {
+    this.onCommit?.(performance.now() - started, batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const r = results[i]!;
+      if (r.ok) batch[i]!.resolve(r.value);
+      else batch[i]!.reject(new StoreError(`store write failed: ${r.error}`));
+    }
+  }
+
+  private rejectBatch(batch: Pending<Op>[], started: number, err: unknown): void {
+    this.onCommit?.(performance.now() - started, batch.length);
+    const e =
+      err instanceof StoreError
+        ? err
+        : new StoreError(`store commit failed: ${(err as Error).message}`, { cause: err });
+    for (const p of batch) p.reject(e);
   }
 }
 

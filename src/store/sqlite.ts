@@ -167,13 +167,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  private commit(ops: WriteOp[]): Promise<WriteResult[]> {
+  /** One batch: on this thread, answered at once; on the writer thread, once it answers. Throws what it refuses. */
+  private commit(ops: WriteOp[]): WriteResult[] | Promise<WriteResult[]> {
     const broken = this.writes.failure;
-    if (broken) return Promise.reject(broken);
+    if (broken) throw broken;
     const hold = this.checkpointer?.bound.hold;
     if (hold) return hold.then(() => this.commit(ops));
     const refused = this.shm?.refused();
-    if (refused) return Promise.reject(refused);
+    if (refused) throw refused;
     if (this.inlineWriter) return this.committed(this.inlineWriter.runBatch(ops));
     return new Promise<WriteResult[]>((resolve, reject) => {
       this.workerWaiters.push({ resolve, reject });
@@ -186,7 +187,7 @@ export class SqliteStore implements Store {
    * deleted, moved or replaced, this batch and every later write fail (503). So at most the batches already
    * answered when the file went away can be answered 200 after it did (one batch); nothing checked after that is.
    */
-  private committed(results: WriteResult[]): Promise<WriteResult[]> {
+  private committed(results: WriteResult[]): WriteResult[] {
     const lost = this.identity?.lost();
     if (lost) {
       const err = new StoreError(
@@ -194,10 +195,10 @@ export class SqliteStore implements Store {
       );
       if (!this.writes.failure) this.onError?.(err.message);
       this.fail(err);
-      return Promise.reject(err);
+      throw err;
     }
     this.checkpointer?.bound.afterCommit();
-    return Promise.resolve(results);
+    return results;
   }
 
   /** The writer thread is gone: fail the batches it had, and every write from now on. */
