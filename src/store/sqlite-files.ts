@@ -61,7 +61,11 @@ export function assertWritableStore(path: string): void {
   }
 }
 
-/** How long the -shm's last answer stands (ShmGuard). */
+/**
+ * How long a check of the store's files stands (ShmGuard, StoreFileIdentity): each asks the kernel at most once per
+ * millisecond. Below saturation a batch commits every 0.1–0.2 ms, and a check per batch was a visible share of a
+ * request's cost there (docs/performance.md); the window it leaves stays far shorter than any operator's command.
+ */
 const ASK_EVERY_MS = 1;
 
 /** What access(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
@@ -90,11 +94,7 @@ export class ShmGuard {
     private readonly onChange: (refused: StoreError | undefined) => void = () => {},
   ) {}
 
-  /**
-   * The error to refuse with while the -shm cannot be written, else undefined. Asked of the kernel at most once per
-   * `ASK_EVERY_MS`: under load a write batch commits every few tens of microseconds, and an access(2) per batch was a
-   * visible share of a wake's cost (docs/performance.md); the window it leaves stays far shorter than any `chattr`.
-   */
+  /** The error to refuse with while the -shm cannot be written, else undefined. Asked at most once per `ASK_EVERY_MS`. */
   refused(): StoreError | undefined {
     const t = performance.now();
     if (t - this.askedAt < ASK_EVERY_MS) return this.refusal;
@@ -156,12 +156,14 @@ export function diskFullAtOpen(err: unknown, path: string): string | undefined {
 /**
  * The identity of the open database file, compared with the file at its path: unlinked (nlink 0), moved away, or
  * replaced (another dev/inode). SQLite keeps writing to an unlinked file, so without this check the service would
- * answer 200 for writes that vanish at the next start. Costs one stat per commit (and an fstat once it fails).
+ * answer 200 for writes that vanish at the next start. Costs one stat per commit, at most one per `ASK_EVERY_MS`
+ * (and an fstat once it fails).
  */
 export class StoreFileIdentity {
   private readonly fd: number;
   private readonly dev: number;
   private readonly ino: number;
+  private askedAt = -Infinity;
 
   constructor(private readonly path: string) {
     this.fd = openSync(path, 'r');
@@ -170,8 +172,14 @@ export class StoreFileIdentity {
     this.ino = s.ino;
   }
 
-  /** Why the open database is no longer the store at its path, or undefined while it is. */
+  /**
+   * Why the open database is no longer the store at its path, or undefined while it is (or was, less than
+   * `ASK_EVERY_MS` ago: once it is lost the store fails for good, so only "still there" is ever reused).
+   */
   lost(): string | undefined {
+    const t = performance.now();
+    if (t - this.askedAt < ASK_EVERY_MS) return undefined;
+    this.askedAt = t;
     const now = statSync(this.path, { throwIfNoEntry: false });
     // The path still names our inode (which the open descriptor keeps from being reused), so it has a link: the
     // usual case needs no fstat. Otherwise the fstat tells a deletion from a move or a replacement.

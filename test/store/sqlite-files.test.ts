@@ -39,7 +39,38 @@ describe('ShmGuard', () => {
   });
 });
 
+/** Past the millisecond for which a file check's answer stands (sqlite-files.ts, `ASK_EVERY_MS`). */
+function pastAnswer(): void {
+  const until = performance.now() + 1.1;
+  while (performance.now() < until);
+}
+
+/** `id.lost()` asked anew, not the answer of the last millisecond. */
+function lostNow(id: StoreFileIdentity): string | undefined {
+  pastAnswer();
+  return id.lost();
+}
+
 describe('StoreFileIdentity', () => {
+  it('asks the kernel at most once a millisecond: a change is seen at the first ask a millisecond after the last', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-identity-'));
+    const path = join(dir, 'store.db');
+    writeFileSync(path, 'x');
+    const id = new StoreFileIdentity(path);
+    try {
+      const asked = performance.now();
+      assert.equal(id.lost(), undefined);
+      rmSync(path);
+      // Asked again within the millisecond: the answer of a moment ago stands (a busy machine may take longer).
+      const answer = id.lost();
+      if (performance.now() - asked < 1) assert.equal(answer, undefined);
+      assert.equal(lostNow(id), 'was deleted');
+    } finally {
+      id.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('tells a deletion, a move and a replacement apart, and nothing while the path still names the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookgate-identity-'));
     const path = join(dir, 'store.db');
@@ -53,25 +84,25 @@ describe('StoreFileIdentity', () => {
     };
     try {
       const kept = identity();
-      assert.equal(kept.lost(), undefined);
+      assert.equal(lostNow(kept), undefined);
       linkSync(path, join(dir, 'second-name'));
-      assert.equal(kept.lost(), undefined, 'a second link changes nothing');
+      assert.equal(lostNow(kept), undefined, 'a second link changes nothing');
 
       const deleted = identity(); // a new inode at the path: `kept` now sees a replacement
-      assert.equal(kept.lost(), 'was replaced by another file');
+      assert.equal(lostNow(kept), 'was replaced by another file');
       rmSync(path);
-      assert.equal(deleted.lost(), 'was deleted');
+      assert.equal(lostNow(deleted), 'was deleted');
       writeFileSync(path, 'y');
-      assert.equal(deleted.lost(), 'was deleted', 'deleted, even with another file at its path now');
+      assert.equal(lostNow(deleted), 'was deleted', 'deleted, even with another file at its path now');
 
       const moved = identity();
       renameSync(path, join(dir, 'moved.db'));
-      assert.equal(moved.lost(), 'was moved away');
+      assert.equal(lostNow(moved), 'was moved away');
 
       const replaced = identity();
       renameSync(path, join(dir, 'replaced.db'));
       writeFileSync(path, 'z');
-      assert.equal(replaced.lost(), 'was replaced by another file');
+      assert.equal(lostNow(replaced), 'was replaced by another file');
     } finally {
       for (const id of open) id.close();
       rmSync(dir, { recursive: true, force: true });
