@@ -184,8 +184,9 @@ export class SqliteStore implements Store {
 
   /**
    * A batch is answered only if the database is still the file at its path after it committed: once it was
-   * deleted, moved or replaced, this batch and every later write fail (503). So at most the batches already
-   * answered when the file went away can be answered 200 after it did (one batch); nothing checked after that is.
+   * deleted, moved or replaced, this batch and every later write fail (503). The check runs at most once a
+   * millisecond (StoreFileIdentity), so at most the batches of the millisecond after the last check can be answered
+   * 200 after the file went away (under full load one or two); nothing checked after that is.
    */
   private committed(results: WriteResult[]): WriteResult[] {
     const lost = this.identity?.lost();
