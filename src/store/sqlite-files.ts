@@ -68,6 +68,18 @@ export function assertWritableStore(path: string): void {
  */
 const ASK_EVERY_MS = 1;
 
+/** Whether a check may ask the kernel now: at most once per `ASK_EVERY_MS`, else its last answer stands. */
+class AskWindow {
+  private askedAt = -Infinity;
+
+  due(): boolean {
+    const t = performance.now();
+    if (t - this.askedAt < ASK_EVERY_MS) return false;
+    this.askedAt = t;
+    return true;
+  }
+}
+
 /** What access(2) says of a file that must not be written through a map: immutable or append-only, a read-only mount. */
 const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
 
@@ -86,7 +98,7 @@ const UNWRITABLE_CODES = new Set(['EPERM', 'EACCES', 'EROFS']);
  */
 export class ShmGuard {
   private refusal: StoreError | undefined;
-  private askedAt = -Infinity;
+  private readonly asks = new AskWindow();
 
   constructor(
     private readonly path: string,
@@ -96,9 +108,7 @@ export class ShmGuard {
 
   /** The error to refuse with while the -shm cannot be written, else undefined. Asked at most once per `ASK_EVERY_MS`. */
   refused(): StoreError | undefined {
-    const t = performance.now();
-    if (t - this.askedAt < ASK_EVERY_MS) return this.refusal;
-    this.askedAt = t;
+    if (!this.asks.due()) return this.refusal;
     let err: unknown;
     try {
       accessSync(this.path, constants.W_OK);
@@ -163,7 +173,7 @@ export class StoreFileIdentity {
   private readonly fd: number;
   private readonly dev: number;
   private readonly ino: number;
-  private askedAt = -Infinity;
+  private readonly asks = new AskWindow();
 
   constructor(private readonly path: string) {
     this.fd = openSync(path, 'r');
@@ -177,9 +187,7 @@ export class StoreFileIdentity {
    * `ASK_EVERY_MS` ago: once it is lost the store fails for good, so only "still there" is ever reused).
    */
   lost(): string | undefined {
-    const t = performance.now();
-    if (t - this.askedAt < ASK_EVERY_MS) return undefined;
-    this.askedAt = t;
+    if (!this.asks.due()) return undefined;
     const now = statSync(this.path, { throwIfNoEntry: false });
     // The path still names our inode (which the open descriptor keeps from being reused), so it has a link: the
     // usual case needs no fstat. Otherwise the fstat tells a deletion from a move or a replacement.

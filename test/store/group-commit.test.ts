@@ -7,14 +7,9 @@ import { type Commit, commitIsolated, GroupCommit, type WriteResult } from '../.
  * How the writer answers: `async` as a writer thread or PostgreSQL (a promise), `sync` as SQLite on the event loop's
  * thread (the results at once). Every behaviour below holds for both.
  */
-type Answering = 'async' | 'sync';
-const writer =
-  (answering: Answering) =>
-  (commit: (ops: string[]) => WriteResult[]): Commit<string> =>
-    answering === 'sync' ? commit : async (ops) => commit(ops);
-
 for (const answering of ['async', 'sync'] as const) {
-  const asWriter = writer(answering);
+  const asWriter = (commit: (ops: string[]) => WriteResult[]): Commit<string> =>
+    answering === 'sync' ? commit : async (ops) => commit(ops);
 
   /** A group commit over a fake writer: records each batch, answers each op with `answer`. */
   function recording(answer: (op: string) => WriteResult = (op) => ({ ok: true, value: op.toUpperCase() })) {
