@@ -121,7 +121,13 @@ async function measure(root, index) {
   const server = floor
     ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
     : contract
-      ? [join(root, 'bench/contract-floor-server.mjs'), join(dir, 'floor.db'), join(dir, 'deliveries.jsonl'), TOKEN]
+      ? [
+          ...startCommand().flags, // as hookgate runs, as the pinned bench runs it
+          join(root, 'bench/contract-floor-server.mjs'),
+          join(dir, 'floor.db'),
+          join(dir, 'deliveries.jsonl'),
+          TOKEN,
+        ]
       : [...startCommand().flags, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
   const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (TOP > 0) nodeArgs.push('--perf-basic-prof');

@@ -270,11 +270,25 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
 
 /**
  * bench/contract-floor-server.mjs on the server's CPU, in `dir`: the floor plus what hookgate's HTTP contract asks of
- * every request, with no hookgate code. `backlog()` as hookgate's: its runs unfinished and deliveries unsent.
+ * every request, with no hookgate code. `backlog()` as hookgate's: its runs unfinished and deliveries unsent. It runs
+ * with the node flags and the environment hookgate runs with (`npm start`'s, then `o.nodeArgs`): the young
+ * generation and malloc's arenas move a server's rate by a tenth, and what separates the two should be their code.
  */
 export async function startContractFloor(o, dir) {
   const path = join(dir, 'contract.db');
-  const server = await startBenchServer(o, 'contract-floor-server.mjs', path, join(dir, 'contract.jsonl'), TOKEN);
+  const start = startCommand();
+  const server = await startChild(
+    process.execPath,
+    [
+      ...start.flags,
+      ...(o.nodeArgs ?? []),
+      join(root, 'bench/contract-floor-server.mjs'),
+      path,
+      join(dir, 'contract.jsonl'),
+      TOKEN,
+    ],
+    { cpu: o.serverCpu, env: start.env, key: 'port' },
+  );
   return { ...server, url: `http://127.0.0.1:${server.info.port}`, ...sqliteBacklog(path) };
 }
 

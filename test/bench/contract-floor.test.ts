@@ -83,6 +83,20 @@ describe('bench/contract-floor-server.mjs', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // What separates the two servers in the bench must be their code: the young generation and malloc's arenas alone
+  // move a server's rate by a tenth (docs/performance.md, "The contract floor").
+  it('runs with the node flags and the environment hookgate runs with', () => {
+    const launch = (s: Server) => {
+      const argv = readFileSync(`/proc/${s.child.pid}/cmdline`, 'utf8').split('\0');
+      const script = argv.findIndex((a) => a.endsWith('.js') || a.endsWith('.mjs'));
+      const env = readFileSync(`/proc/${s.child.pid}/environ`, 'utf8').split('\0');
+      return { flags: argv.slice(1, script), arenas: env.find((e) => e.startsWith('MALLOC_ARENA_MAX=')) };
+    };
+    const [h, f] = [launch(hookgate), launch(floor)];
+    assert.ok(h.flags.includes('--max-semi-space-size=4'), `hookgate's flags: ${h.flags.join(' ')}`);
+    assert.deepEqual(f, h);
+  });
+
   // The floor stands for the least an implementation of hookgate's contract does: it must answer what hookgate
   // answers, or the bench would compare hookgate with a server that does less than the contract asks.
   it('answers every probe with hookgate’s status, code and fields', async () => {
