@@ -16,25 +16,47 @@ export function prepared(db: Database.Database, sql: string): Database.Statement
 }
 
 /**
- * `stmt`'s first row as an object built from better-sqlite3's raw row (an array): its own row objects, each column
- * set by name from C++, cost ~1.5 µs more for a row of the runs table, and every claimed run and delivery is read
- * this way.
+ * A reader of `table`'s row by its seq, as an object keyed by column name in the table's order. better-sqlite3 on
+ * Node 20 builds a row, raw or not, by setting each column on a growing object from C++, ~1,200 instructions a column
+ * (about 50,000 for a claimed run and its delivery, every run reads both). The INTEGER, REAL and TEXT columns come
+ * instead as one JSON array text, SQLite's `json_array` (a REAL to its last bit), read with `JSON.parse`; a column of
+ * another type comes on its own (JSON holds no BLOB).
  */
-export function rawRowReader(stmt: Database.Statement): (...params: unknown[]) => Row | undefined {
+export function rowBySeqReader(db: Database.Database, table: string): (seq: number) => Row | undefined {
+  const columns = db.prepare(`PRAGMA table_info(${quoted(table)})`).all() as Array<{ name: string; type: string }>;
+  const inJson = columns.map((c) => c.type === 'INTEGER' || c.type === 'REAL' || c.type === 'TEXT');
+  const json = columns.filter((_, i) => inJson[i]).map((c) => quoted(c.name));
+  const own = columns.filter((_, i) => !inJson[i]).map((c) => `, ${quoted(c.name)}`);
+  const stmt = db.prepare(`SELECT json_array(${json.join(', ')})${own.join('')} FROM ${quoted(table)} WHERE seq = ?`);
+  let [j, r] = [0, 1];
+  const make = rowMaker(columns.map((c, i) => [c.name, inJson[i] ? `j[${j++}]` : `r[${r++}]`]));
+  if (own.length === 0) {
+    // The JSON text alone, not in an array of one (a raw row is built the same slow way).
+    stmt.pluck(true);
+    return (seq) => {
+      const text = stmt.get(seq) as string | undefined;
+      return text === undefined ? undefined : make(JSON.parse(text) as unknown[], NO_COLUMNS);
+    };
+  }
   stmt.raw(true);
-  const make = rowMaker(stmt.columns().map((c) => c.name));
-  return (...params) => {
-    const t = stmt.get(...params) as unknown[] | undefined;
-    return t === undefined ? undefined : make(t);
+  return (seq) => {
+    const row = stmt.get(seq) as [string, ...unknown[]] | undefined;
+    return row === undefined ? undefined : make(JSON.parse(row[0]) as unknown[], row);
   };
 }
 
+const NO_COLUMNS: unknown[] = [];
+
+/** An SQL identifier, quoted. */
+const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
 /**
- * The row object of a raw row, made as one object literal whose keys are the statement's column names (quoted by
- * JSON.stringify, so any name is a plain string key): a literal gets its layout when it is made, where setting the
- * columns one by one grew the object, and copied what it held, several times per row.
+ * The row object, made as one object literal whose keys are the column names (quoted by JSON.stringify, so any name
+ * is a plain string key) and whose values are read from the JSON array `j` or the raw row `r`: a literal gets its
+ * layout when it is made, where setting the columns one by one grew the object, and copied what it held, several
+ * times per row.
  */
-function rowMaker(names: readonly string[]): (t: unknown[]) => Row {
-  const fields = names.map((name, i) => `${JSON.stringify(name)}: t[${i}]`).join(', ');
-  return new Function('t', `return { ${fields} };`) as (t: unknown[]) => Row;
+function rowMaker(fields: ReadonlyArray<readonly [string, string]>): (j: unknown[], r: unknown[]) => Row {
+  const body = fields.map(([name, value]) => `${JSON.stringify(name)}: ${value}`).join(', ');
+  return new Function('j', 'r', `return { ${body} };`) as (j: unknown[], r: unknown[]) => Row;
 }

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { FRESH_RUN, INDEXED_RUN } from './fresh-runs.js';
 import { indexedRunsOf, ownRunOf } from './own-session.js';
-import { rawRowReader } from './sqlite-prepared.js';
+import { rowBySeqReader } from './sqlite-prepared.js';
 
 /** SQL: no run of `r`'s session key is older and still open (claimable* below). */
 const NO_OLDER_OPEN_RUN = `NOT EXISTS (SELECT 1 FROM runs p WHERE ${indexedRunsOf('p', 'r.session_key')} AND p.seq < r.seq
@@ -93,7 +93,7 @@ export function prepareWriteStatements(db: Database.Database) {
       `UPDATE runs SET state = 'running', lease_owner = @owner, lease_until = @until, attempts = attempts + 1,
          started_at = @now, updated_at = @now, node = @owner, fresh = NULL WHERE seq = @seq`,
     ),
-    runBySeq: rawRowReader(db.prepare('SELECT * FROM runs WHERE seq = ?')),
+    runBySeq: rowBySeqReader(db, 'runs'),
     renewRun: db.prepare(`UPDATE runs SET lease_until = ? WHERE id = ? AND lease_owner = ? AND state = 'running'`),
     finishRun: db.prepare(
       `UPDATE runs SET state = @state, finished_at = @finishedAt, updated_at = @finishedAt, error = @error, reply = @reply,
@@ -173,7 +173,7 @@ export function prepareWriteStatements(db: Database.Database) {
       `UPDATE deliveries SET lease_owner = @owner, lease_until = @until, attempts = attempts + 1, updated_at = @now
        WHERE seq = @seq`,
     ),
-    deliveryBySeq: rawRowReader(db.prepare('SELECT * FROM deliveries WHERE seq = ?')),
+    deliveryBySeq: rowBySeqReader(db, 'deliveries'),
     progress: db.prepare('UPDATE deliveries SET chunks_sent = ?, updated_at = ? WHERE id = ? AND lease_owner = ?'),
     delivered: db.prepare(
       `UPDATE deliveries SET state = 'delivered', delivered_at = ?, updated_at = ?, lease_owner = NULL, lease_until = NULL, last_error = NULL
