@@ -118,17 +118,19 @@ async function measure(root, index) {
   const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
   const floor = TARGET.startsWith('floor');
   const contract = TARGET.startsWith('contract');
+  // The contract floor runs with hookgate's node flags, as the pinned bench runs it.
+  const asHookgate = startCommand().flags;
   const server = floor
     ? [join(root, 'bench/floor-server.mjs'), join(dir, 'floor.db'), ...(TARGET === 'floor1' ? ['1'] : [])]
     : contract
       ? [
-          ...startCommand().flags, // as hookgate runs, as the pinned bench runs it
+          ...asHookgate,
           join(root, 'bench/contract-floor-server.mjs'),
           join(dir, 'floor.db'),
           join(dir, 'deliveries.jsonl'),
           TOKEN,
         ]
-      : [...startCommand().flags, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
+      : [...asHookgate, join(root, 'dist/cli/main.js'), 'serve', '--config', config];
   const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (TOP > 0) nodeArgs.push('--perf-basic-prof');
   const child = spawn('valgrind', [...args, process.execPath, ...nodeArgs, ...server], {

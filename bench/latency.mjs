@@ -5,9 +5,10 @@
 // 0.25, 0.5, 0.75), each target gets one open-loop round of LATENCY_SECONDS (default 10): the bare server, the floor,
 // the contract floor's /hooks/wake, hookgate /hooks/wake, the same with checkpoints on their own thread
 // (`storage.checkpoints: "thread"`: if its tail is shorter, the tail is the checkpoints), the contract floor's
-// /hooks/agent and hookgate's, both with their runs executing (each backlog drained before the next round). Servers are pinned as in the rest of the bench; the generator runs on the load core. Each target
-// is judged on the contract floor's round of the same kind at the same rate too (bench/contract-floor-server.mjs, its
-// /hooks/wake and its /hooks/agent with runs executing): missed there as well, it is beyond the contract floor
+// /hooks/agent and hookgate's, both with their runs executing (each backlog drained before the next round). Servers
+// are pinned as in the rest of the bench; the generator runs on the load core. Each target is judged on the contract
+// floor's round of the same kind at the same rate too (bench/contract-floor-server.mjs, its /hooks/wake and its
+// /hooks/agent with runs executing): missed there as well, it is beyond the contract floor
 // (latencyVerdicts). The floor's figure is printed beside it.
 //
 // Where the tail comes from: hookgate's /metrics (admin listener on, no client) is scraped once a second during its

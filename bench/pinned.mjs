@@ -232,20 +232,27 @@ function sqliteBacklog(path, sql = BACKLOG_SQL) {
   return { db, backlog: () => count.get().n };
 }
 
+/**
+ * `args` (a script and its arguments) on the server's CPU, run by node as hookgate runs: `npm start`'s node flags and
+ * environment, then `o.nodeArgs` (BENCH_NODE_ARGS) and `env`; resolves as startChild with `key`.
+ */
+function startAsHookgate(o, args, { key, env = {} }) {
+  const start = startCommand();
+  return startChild(process.execPath, [...start.flags, ...(o.nodeArgs ?? []), ...args], {
+    cpu: o.serverCpu,
+    env: { ...start.env, ...env },
+    key,
+  });
+}
+
 /** A pinned hookgate in `dir` (its store there); `storage` overrides keys of the config's storage section. */
 export async function startHookgate(o, dir, storage = {}, sections = {}) {
   const adminPort = o.admin ? await freePort() : 0;
   const config = writeConfig(dir, { admin: o.admin, adminPort, storage, sections });
-  const start = startCommand();
-  const hg = await startChild(
-    process.execPath,
-    [...start.flags, ...o.nodeArgs, join(root, 'dist/cli/main.js'), 'serve', '--config', config],
-    {
-      cpu: o.serverCpu,
-      env: { ...start.env, HOOKGATE_BENCH: '1' },
-      key: 'url',
-    },
-  );
+  const hg = await startAsHookgate(o, [join(root, 'dist/cli/main.js'), 'serve', '--config', config], {
+    key: 'url',
+    env: { HOOKGATE_BENCH: '1' },
+  });
   // On PostgreSQL there is no file to watch: the caller reads the database itself.
   if (storage.driver === 'postgres') {
     const pg = (await import('pg')).default;
@@ -270,24 +277,16 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
 
 /**
  * bench/contract-floor-server.mjs on the server's CPU, in `dir`: the floor plus what hookgate's HTTP contract asks of
- * every request, with no hookgate code. `backlog()` as hookgate's: its runs unfinished and deliveries unsent. It runs
- * with the node flags and the environment hookgate runs with (`npm start`'s, then `o.nodeArgs`): the young
- * generation and malloc's arenas move a server's rate by a tenth, and what separates the two should be their code.
+ * every request, with no hookgate code. `backlog()` as hookgate's: its runs unfinished and deliveries unsent. Run as
+ * hookgate runs: the young generation and malloc's arenas move a server's rate by a tenth, and what separates the two
+ * should be their code.
  */
 export async function startContractFloor(o, dir) {
   const path = join(dir, 'contract.db');
-  const start = startCommand();
-  const server = await startChild(
-    process.execPath,
-    [
-      ...start.flags,
-      ...(o.nodeArgs ?? []),
-      join(root, 'bench/contract-floor-server.mjs'),
-      path,
-      join(dir, 'contract.jsonl'),
-      TOKEN,
-    ],
-    { cpu: o.serverCpu, env: start.env, key: 'port' },
+  const server = await startAsHookgate(
+    o,
+    [join(root, 'bench/contract-floor-server.mjs'), path, join(dir, 'contract.jsonl'), TOKEN],
+    { key: 'port' },
   );
   return { ...server, url: `http://127.0.0.1:${server.info.port}`, ...sqliteBacklog(path) };
 }

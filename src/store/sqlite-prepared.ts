@@ -17,19 +17,24 @@ export function prepared(db: Database.Database, sql: string): Database.Statement
 
 /**
  * A reader of `table`'s row by its seq, as an object keyed by column name in the table's order. better-sqlite3 on
- * Node 20 builds a row, raw or not, by setting each column on a growing object from C++, ~1,200 instructions a column
- * (about 50,000 for a claimed run and its delivery, every run reads both). The INTEGER, REAL and TEXT columns come
+ * Node 20 builds a row, raw or not, by setting each column on a growing array or object from C++, ~1,200 instructions
+ * a column (about 52,000 for a claimed run and its delivery, every run reads both). The INTEGER, REAL and TEXT columns come
  * instead as one JSON array text, SQLite's `json_array` (a REAL to its last bit), read with `JSON.parse`; a column of
  * another type comes on its own (JSON holds no BLOB).
  */
 export function rowBySeqReader(db: Database.Database, table: string): (seq: number) => Row | undefined {
   const columns = db.prepare(`PRAGMA table_info(${quoted(table)})`).all() as Array<{ name: string; type: string }>;
-  const inJson = columns.map((c) => c.type === 'INTEGER' || c.type === 'REAL' || c.type === 'TEXT');
-  const json = columns.filter((_, i) => inJson[i]).map((c) => quoted(c.name));
-  const own = columns.filter((_, i) => !inJson[i]).map((c) => `, ${quoted(c.name)}`);
-  const stmt = db.prepare(`SELECT json_array(${json.join(', ')})${own.join('')} FROM ${quoted(table)} WHERE seq = ?`);
-  let [j, r] = [0, 1];
-  const make = rowMaker(columns.map((c, i) => [c.name, inJson[i] ? `j[${j++}]` : `r[${r++}]`]));
+  // Each column's value in the row object: from the JSON array `j`, or from the raw row `r` after the JSON text.
+  const json: string[] = [];
+  const own: string[] = [];
+  const fields = columns.map((c): [string, string] =>
+    JSON_TYPES.has(c.type)
+      ? [c.name, `j[${json.push(quoted(c.name)) - 1}]`]
+      : [c.name, `r[${own.push(quoted(c.name))}]`],
+  );
+  const selected = [`json_array(${json.join(', ')})`, ...own].join(', ');
+  const stmt = db.prepare(`SELECT ${selected} FROM ${quoted(table)} WHERE seq = ?`);
+  const make = rowMaker(fields);
   if (own.length === 0) {
     // The JSON text alone, not in an array of one (a raw row is built the same slow way).
     stmt.pluck(true);
@@ -45,6 +50,8 @@ export function rowBySeqReader(db: Database.Database, table: string): (seq: numb
   };
 }
 
+/** The declared column types whose values JSON holds exactly. */
+const JSON_TYPES = new Set(['INTEGER', 'REAL', 'TEXT']);
 const NO_COLUMNS: unknown[] = [];
 
 /** An SQL identifier, quoted. */
