@@ -18,7 +18,9 @@
 //   the JIT addresses that `callgrind_annotate --tree=caller` shows as callers), INSTR_TOP (N: print each ROOT's N
 //   costliest functions per request, self cost; the server runs with --perf-basic-prof so that JIT-compiled
 //   JavaScript is named, not an address),
-//   INSTR_NODE_ARGS (more node flags for the server, space-separated)
+//   INSTR_NODE_ARGS (more node flags for the server, space-separated), INSTR_VALGRIND_ARGS (more callgrind flags:
+//   `--cache-sim=yes` adds simulated cache misses, read from INSTR_ANNOTATE's PREFIX-N.txt; the table stays
+//   instructions)
 // Each ROOT runs under callgrind at once (the counts do not depend on it); the table gives instructions per request by
 // kind. "JIT compiler" and "GC" depend on when V8 decides to optimise or collect, which timing moves under valgrind's
 // slowdown: compare builds on the "steady" sum, which leaves them out.
@@ -116,6 +118,7 @@ async function measure(root, index) {
   const config = writeConfig(dir, { storage, sections });
   const out = join(dir, 'callgrind.out');
   const args = ['--tool=callgrind', '--smc-check=all-non-file', '--instr-atstart=no', `--callgrind-out-file=${out}`];
+  args.push(...(process.env.INSTR_VALGRIND_ARGS ?? '').split(' ').filter(Boolean));
   const floor = TARGET.startsWith('floor');
   const contract = TARGET.startsWith('contract');
   // The contract floor runs with hookgate's node flags, as the pinned bench runs it.
