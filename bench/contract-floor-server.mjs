@@ -21,7 +21,9 @@
 //   and for 25 ms after, 2 runs per 25 ms, as hookgate's run worker; else up to 64 per turn.
 //
 // No secondary index, no logging, no live feed, no admin listener: the least any implementation of the contract pays.
-// Usage: node bench/contract-floor-server.mjs DB_PATH LOG_PATH TOKEN (prints {"port":N}).
+// Usage: node bench/contract-floor-server.mjs DB_PATH LOG_PATH TOKEN (prints {"port":N}). CONTRACT_HOLD_RUNS=1: the runs
+// are committed and never executed, so an agent request costs its accept alone (bench/instructions.mjs
+// `--target contract-agent-accept`, beside hookgate's `agent-accept`).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { openSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -220,7 +222,7 @@ function enqueue(a) {
 }
 
 // --- the runs -----------------------------------------------------------------------------------------------------
-let runsScheduled = false;
+let runsScheduled = process.env.CONTRACT_HOLD_RUNS === '1'; // held: never scheduled
 function scheduleRuns() {
   if (runsScheduled) return;
   runsScheduled = true;

@@ -10,7 +10,8 @@
 //     transaction rolled back): with nothing to claim, and with 100 queued runs / pending deliveries;
 //   - /hooks/wake and /hooks/agent req/s (closed loop, as the ingress rounds), rounds alternating empty / grown;
 //   - peak RSS of each hookgate process.
-// GROWN_DIR=DIR keeps (and reuses) the filled store there instead of a temporary one: filling 10^7 takes minutes.
+// GROWN_DIR=DIR keeps (and reuses) the filled store there instead of a temporary one: filling 10^7 takes minutes. What
+// a run adds to it is deleted again when the run ends, so runs on one fill measure the same store.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -115,6 +116,41 @@ async function startTimed(o, store) {
   return { hg, ms: performance.now() - t };
 }
 
+/**
+ * What a run adds to a kept store (GROWN_DIR), so that it can be taken out again at the end: each table's newest
+ * `seq`, and the time the run started for the tables without one (rows created since). The next run on the store
+ * then reads the fill's last hour, not this run's load in it as well (the overview and the breakdown read it).
+ */
+export function storeMarks(path) {
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    const marks = { since: Date.now(), seq: {}, createdAt: [] };
+    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()) {
+      const cols = db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(name);
+      if (cols.includes('seq'))
+        marks.seq[name] = db.prepare(`SELECT COALESCE(MAX(seq), 0) FROM "${name}"`).pluck().get();
+      else if (cols.includes('created_at')) marks.createdAt.push(name);
+    }
+    return marks;
+  } finally {
+    db.close();
+  }
+}
+
+/** Deletes what the run added after `storeMarks` (every hookgate on the store stopped), and empties the WAL. */
+export function restoreStore(path, marks) {
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    db.transaction(() => {
+      for (const [name, seq] of Object.entries(marks.seq)) db.prepare(`DELETE FROM "${name}" WHERE seq > ?`).run(seq);
+      for (const name of marks.createdAt) db.prepare(`DELETE FROM "${name}" WHERE created_at >= ?`).run(marks.since);
+    })();
+    db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
+  }
+}
+
 async function stop(hg) {
   hg.db.close();
   hg.child.kill('SIGTERM');
@@ -138,6 +174,7 @@ export async function grownBench(o) {
   mkdirSync(grownDir, { recursive: true });
   const lo = { ...o, admin: true };
   const made = [];
+  let marks;
   try {
     const t0 = performance.now();
     let filled;
@@ -164,6 +201,8 @@ export async function grownBench(o) {
       await fillStore(youngDir, young, youngFill);
     }
     const fillSeconds = (performance.now() - t0) / 1000;
+    // A kept SQLite store is given back as the fill left it (the `finally` below).
+    marks = keep && !onPg ? storeMarks(join(grownDir, 'hookgate.db')) : undefined;
     const r = { empty: { startMs: [] }, grown: { startMs: [] }, young: {} };
     // Start-ups first, alternating, before either store is touched by load; each process stopped again.
     for (let i = 0; i < 3; i++) {
@@ -219,6 +258,7 @@ export async function grownBench(o) {
       targets: grownVerdicts(r),
     };
   } finally {
+    if (marks) restoreStore(join(grownDir, 'hookgate.db'), marks);
     if (made.length) await (await import('./fill-postgres.mjs')).dropDatabases(made);
     rmSync(tmp, { recursive: true, force: true });
   }

@@ -9,7 +9,8 @@
 //   count is the accept alone, as at a saturated ingress whose runs are deferred), floor (bench/floor-server.mjs,
 //   two rows per request),
 //   floor1 (the same, one row per request), contract (bench/contract-floor-server.mjs: /hooks/wake on the contract
-//   floor), contract-agent (/hooks/agent on the contract floor, its runs drained as for agent)
+//   floor), contract-agent (/hooks/agent on the contract floor, its runs drained as for agent), contract-agent-accept
+//   (/hooks/agent on the contract floor with its runs held, never executed: the accept alone, beside agent-accept)
 //   S: sqlite (default) or postgres (a fresh database per ROOT on BENCH_PG_URL / HOOKGATE_TEST_PG_URL, default the
 //   machine's server, dropped at the end; only hookgate's process is counted, not the database server's)
 //   env: INSTR_WARMUP (3000 requests, not counted), INSTR_REQUESTS (4000, counted), INSTR_CONNECTIONS (8),
@@ -37,7 +38,16 @@ const here = new URL('..', import.meta.url).pathname;
 const argv = process.argv.slice(2);
 const targetAt = argv.indexOf('--target');
 const TARGET = targetAt === -1 ? 'wake' : argv.splice(targetAt, 2)[1];
-const TARGETS = ['wake', 'agent', 'agent-accept', 'floor', 'floor1', 'contract', 'contract-agent'];
+const TARGETS = [
+  'wake',
+  'agent',
+  'agent-accept',
+  'floor',
+  'floor1',
+  'contract',
+  'contract-agent',
+  'contract-agent-accept',
+];
 if (!TARGETS.includes(TARGET)) throw new Error(`--target: ${TARGETS.join(', ')}, not ${TARGET}`);
 const storeAt = argv.indexOf('--store');
 const STORE = storeAt === -1 ? 'sqlite' : argv.splice(storeAt, 2)[1];
@@ -137,7 +147,11 @@ async function measure(root, index) {
   const nodeArgs = (process.env.INSTR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (TOP > 0) nodeArgs.push('--perf-basic-prof');
   const child = spawn('valgrind', [...args, process.execPath, ...nodeArgs, ...server], {
-    env: { ...process.env, HOOKGATE_BENCH: '1' },
+    env: {
+      ...process.env,
+      HOOKGATE_BENCH: '1',
+      ...(TARGET === 'contract-agent-accept' ? { CONTRACT_HOLD_RUNS: '1' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -146,7 +160,7 @@ async function measure(root, index) {
     child,
     (code) => new Error(`${root}: hookgate under valgrind exited ${code}\n${stderr}`),
   );
-  const agentPath = TARGET === 'agent' || TARGET === 'agent-accept' || TARGET === 'contract-agent';
+  const agentPath = TARGET.includes('agent');
   const path = floor ? '/' : agentPath ? '/hooks/agent' : '/hooks/wake';
   const load = closedLoop({ url, path, token: TOKEN, connections: CONNECTIONS });
   const burst = (n) => load.burst(n).catch((err) => Promise.reject(new Error(`${root}: ${err.message}`)));
@@ -267,6 +281,7 @@ const what = {
   floor1: 'floor request (one row)',
   contract: 'contract floor /hooks/wake request',
   'contract-agent': 'contract floor /hooks/agent request, its run executed and delivered',
+  'contract-agent-accept': 'contract floor /hooks/agent request, accepted (its run held)',
 }[TARGET];
 console.log(
   `instructions per ${what} on ${STORE} (callgrind; ${WARMUP} warm-up requests, ${REQUESTS} counted, ${CONNECTIONS} connections)\n`,

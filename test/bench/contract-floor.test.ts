@@ -119,4 +119,27 @@ describe('bench/contract-floor-server.mjs', () => {
     assert.equal(f?.sessionKey, `hook:${String(f?.runId)}`);
     assert.equal(await floor.backlog(), 0);
   });
+
+  // `--target contract-agent-accept` counts the accept alone: nothing of a run may run beside it.
+  it('holds its runs with CONTRACT_HOLD_RUNS=1: committed, never executed', async () => {
+    const heldDir = mkdtempSync(join(tmpdir(), 'hookgate-contract-floor-held-'));
+    process.env.CONTRACT_HOLD_RUNS = '1';
+    let held: Server | undefined;
+    try {
+      held = await pinned.startContractFloor(o, heldDir);
+      delete process.env.CONTRACT_HOLD_RUNS;
+      for (let i = 0; i < 3; i++) {
+        const p = { name: 'held', path: '/hooks/agent', body: `{"message":"held ${i}"}` };
+        assert.deepEqual(await ask(held.url, p), { status: 200, code: undefined, keys: ['ok', 'runId'] });
+      }
+      await new Promise((r) => setTimeout(r, 500)); // a run is executed on the next turn when not held
+      assert.equal(await held.backlog(), 3);
+      assert.deepEqual(runLines(join(heldDir, 'contract.jsonl')), []);
+    } finally {
+      delete process.env.CONTRACT_HOLD_RUNS;
+      held?.db.close();
+      held?.child.kill('SIGTERM');
+      rmSync(heldDir, { recursive: true, force: true });
+    }
+  });
 });
