@@ -17,6 +17,15 @@ export interface RouteInputs {
 }
 
 /**
+ * Whether `resolveRoute` reads `lastRoute` for a run that asked for `channel` and `to`: not when both are explicit
+ * (its first case), so the caller need not read the main session's route from the store for it (a query per run, a
+ * round trip on PostgreSQL).
+ */
+export function readsLastRoute(r: Pick<RouteInputs, 'channel' | 'to'>): boolean {
+  return r.channel === 'last' || r.to === null;
+}
+
+/**
  * `channel`/`to` explicit win; `last` is the main session's route (through its account), else
  * `channels.default` (its default account); else there is no route (the caller records the reply as delivered
  * nowhere, reason `no_route`). An explicit channel without `to` borrows the recipient of that route or the

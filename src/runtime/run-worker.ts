@@ -11,6 +11,7 @@ import { ClaimLoop, drainWithin } from './claim-loop.js';
 import { LeaseKeeper, leaseLost, writeWhileLeased } from './lease-keeper.js';
 import { OUTAGE_BACKOFF } from './outage.js';
 import { planDelivery } from './delivery-plan.js';
+import { readsLastRoute } from './routing.js';
 import { detectSuspiciousPatterns } from './suspicious-patterns.js';
 import { MAIN_SESSION_KEY, type RuntimeDeps, type RuntimeEnv } from './env.js';
 import { runPrompt } from './prompt.js';
@@ -369,7 +370,7 @@ export class RunWorker {
       channel: run.channel,
       to: run.to,
       accountId: run.accountId,
-      lastRoute: run.deliver ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
+      lastRoute: run.deliver && readsLastRoute(run) ? await this.deps.store.getRoute(MAIN_SESSION_KEY) : undefined,
       defaultRoute: env.config.channels.default,
       id: newId(),
       origin: {

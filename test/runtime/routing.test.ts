@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveRoute, type RouteInputs } from '../../src/runtime/routing.js';
+import fc from 'fast-check';
+import { readsLastRoute, resolveRoute, type RouteInputs } from '../../src/runtime/routing.js';
 
 const LAST = { channel: 'telegram', to: '1001', accountId: null };
 const DEFAULT = { channel: 'slack', to: 'C42' };
@@ -117,5 +118,37 @@ describe('resolveRoute', () => {
   it('no last route and no default: no route', () => {
     assert.equal(route({}), undefined);
     assert.equal(route({ to: '777' }), undefined);
+  });
+});
+
+describe('readsLastRoute', () => {
+  const channel = fc.constantFrom('last', 'telegram', 'slack', 'discord');
+  const to = fc.option(fc.constantFrom('1001', 'C42', ''), { nil: null });
+  const account = fc.option(fc.constantFrom('work', 'home'), { nil: null });
+  const sessionRoute = fc.record({ channel, to: fc.constantFrom('1001', 'C42'), accountId: account });
+  const defaultRoute = fc.option(fc.record({ channel, to: fc.option(fc.constantFrom('2002'), { nil: undefined }) }), {
+    nil: undefined,
+  });
+
+  // The run worker reads the main session's route only when this says so: a route it did not read must not have
+  // changed the answer.
+  it('is true whenever the main session’s route can change where a reply goes', () => {
+    fc.assert(
+      fc.property(channel, to, account, sessionRoute, defaultRoute, (c, t, a, last, def) => {
+        const inputs = { channel: c, to: t, accountId: a, defaultRoute: def };
+        if (readsLastRoute(inputs)) return;
+        assert.deepEqual(
+          resolveRoute({ ...inputs, lastRoute: last }),
+          resolveRoute({ ...inputs, lastRoute: undefined }),
+        );
+      }),
+    );
+  });
+
+  it('is false only for an explicit channel with an explicit recipient', () => {
+    assert.equal(readsLastRoute({ channel: 'telegram', to: '1001' }), false);
+    assert.equal(readsLastRoute({ channel: 'telegram', to: null }), true);
+    assert.equal(readsLastRoute({ channel: 'last', to: '1001' }), true);
+    assert.equal(readsLastRoute({ channel: 'last', to: null }), true);
   });
 });
