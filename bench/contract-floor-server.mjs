@@ -222,9 +222,10 @@ function enqueue(a) {
 }
 
 // --- the runs -----------------------------------------------------------------------------------------------------
-let runsScheduled = process.env.CONTRACT_HOLD_RUNS === '1'; // held: never scheduled
+const HOLD_RUNS = process.env.CONTRACT_HOLD_RUNS === '1';
+let runsScheduled = false;
 function scheduleRuns() {
-  if (runsScheduled) return;
+  if (HOLD_RUNS || runsScheduled) return;
   runsScheduled = true;
   if (performance.now() < busyUntil) setTimeout(executeRuns, 25);
   else setImmediate(executeRuns);

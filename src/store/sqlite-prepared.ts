@@ -17,10 +17,10 @@ export function prepared(db: Database.Database, sql: string): Database.Statement
 
 /**
  * A reader of `table`'s row by its seq, as an object keyed by column name in the table's order. better-sqlite3 on
- * Node 20 builds a row, raw or not, by setting each column on a growing array or object from C++, ~1,200 instructions
- * a column (about 52,000 for a claimed run and its delivery, every run reads both). The INTEGER, REAL and TEXT columns come
- * instead as one JSON array text, SQLite's `json_array` (a REAL to its last bit), read with `JSON.parse`; a column of
- * another type comes on its own (JSON holds no BLOB).
+ * Node 20 builds a row, raw or not, by setting each column on a growing array or object from C++, ~1,200
+ * instructions a column (about 52,000 for a claimed run and its delivery, every run reads both). The INTEGER, REAL
+ * and TEXT columns come instead as one JSON array text, SQLite's `json_array` (a REAL to its last bit), read with
+ * `JSON.parse`; a column of another type comes on its own (JSON holds no BLOB).
  */
 export function rowBySeqReader(db: Database.Database, table: string): (seq: number) => Row | undefined {
   const columns = db.prepare(`PRAGMA table_info(${quoted(table)})`).all() as Array<{ name: string; type: string }>;
