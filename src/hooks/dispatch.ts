@@ -28,8 +28,18 @@ export type HookAction =
 export interface RuntimeSignals {
   /** A heartbeat of `sessionKey` (the main session when omitted) should run soon. */
   heartbeatRequested(reason: string, sessionKey?: string): void;
-  /** Runs were committed as queued (`runs`: the runtime announces each on the live feed). */
-  runsQueued(runs?: readonly NewRun[]): void;
+  /**
+   * Runs are being accepted: their accept is queued to the store, not committed yet. True when the runtime was told
+   * here, on a store whose writes commit in the order they are queued (SQLite): its claim, queued behind the accept,
+   * finds the runs, and shares the accept's commit when it is queued in the same turn. `runsQueued` then need not
+   * claim again.
+   */
+  runsAccepting?(): boolean;
+  /**
+   * Runs were committed as queued (`runs`: the runtime announces each on the live feed). `claimed`: `runsAccepting`
+   * answered true for them, so the worker was told already.
+   */
+  runsQueued(runs?: readonly NewRun[], claimed?: boolean): void;
   /** A Gmail push of `account` was committed (not a duplicate): its fetch should start now. */
   gmailPushed?(account: string): void;
 }
@@ -123,9 +133,9 @@ function commit(
   // The caller's record, made for this request: its status is the answer's (not copied, a wake's hot path).
   const received = req.received;
   received.status = req.wait ? 200 : spec.status;
-  return store
-    .accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received })
-    .then((result) => answer(ctx, signals, req, spec, runs, result), storeFailure);
+  const accepted = store.accept({ events, runs, idempotency: req.idempotency, answerSpec: spec, received });
+  const claimed = runs.length > 0 && signals.runsAccepting?.() === true;
+  return accepted.then((result) => answer(ctx, signals, req, spec, runs, result, claimed), storeFailure);
 }
 
 const storeFailure = (err: unknown): never => {
@@ -140,6 +150,7 @@ function answer(
   spec: AnswerSpec,
   runs: NewRun[],
   result: AcceptResult,
+  claimed: boolean,
 ): DispatchAnswer | Promise<DispatchAnswer> {
   if (result.kind === 'conflict') {
     throw new HttpError(
@@ -156,7 +167,7 @@ function answer(
 
   for (const a of req.actions)
     if (a.kind === 'wake' && a.mode === 'now') signals.heartbeatRequested('hook:wake', a.sessionKey);
-  if (runs.length) signals.runsQueued(runs);
+  if (runs.length) signals.runsQueued(runs, claimed);
   const rendered = renderAnswer(spec, result.outcome);
   return req.wait ? holdForCompletion(ctx, req, req.wait, rendered) : rendered;
 }

@@ -31,9 +31,10 @@ export interface ClaimLoopOptions<T extends { id: string }> {
   /**
    * When an item ends: `always` claim again (the default: finishing an item may itself make work claimable, such as
    * a session's next run), or `if-expected`: only when there may be work the loop has not claimed yet — a claim came
-   * back full, a notify found no free slot, or `expect()` was called — since a claim then would come back empty.
+   * back full, a notify found no free slot, or `expect()` was called — since a claim then would come back empty. A
+   * function: `if-expected`, and also when it says the item that ended may have made work claimable.
    */
-  claimAfterWork?: 'always' | 'if-expected';
+  claimAfterWork?: 'always' | 'if-expected' | ((item: T) => boolean);
   /**
    * How many items more than `limit` may be claimed and held, not started yet: a slot that frees starts the next one
    * at once instead of waiting for a claim, and under a backlog claims come in batches of at least half of this, not
@@ -208,9 +209,14 @@ export class ClaimLoop<T extends { id: string }> {
       .finally(() => {
         this.inHand.delete(item.id);
         this.startWaiting();
-        if (this.opts.claimAfterWork !== 'if-expected' || this.expected) this.notify();
+        if (this.expected || this.claimsAfter(item)) this.notify();
       });
     this.inHand.set(item.id, { abort, done });
+  }
+
+  private claimsAfter(item: T): boolean {
+    const after = this.opts.claimAfterWork ?? 'always';
+    return after === 'always' || (typeof after === 'function' && after(item));
   }
 
   /** Claim nothing more, from now on (the first thing a stop does). */

@@ -5,6 +5,7 @@ import { newId } from '../ids.js';
 import type { FinishedRunState } from '../enums.js';
 import { type ChatMessage, ProviderError } from '../providers/types.js';
 import type { NewDelivery, NewSystemEvent, Run, RunOutcome } from '../store/types.js';
+import { ownSessionKey } from '../store/own-session.js';
 import { errorMessage, logSafe } from '../text-safe.js';
 import { RuntimeAnnouncer } from './announce.js';
 import { ClaimLoop, drainWithin } from './claim-loop.js';
@@ -43,10 +44,17 @@ export interface RunWorkerOptions {
 
 export interface RunWorkerCallbacks {
   /**
-   * A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. `deliveries`: the outbox rows
-   * its completion queued (none when it was not committed, or its reply goes nowhere).
+   * A run's completion, with these outbox rows, was just queued to the store, not committed yet. True when the
+   * outbox was told here, on a store whose writes commit in the order they are queued (SQLite): its claim, queued
+   * behind the completion, finds the rows, and shares the completion's commit when it is queued in the same turn.
    */
-  onFinished(run: Run, committed: boolean, deliveries: readonly NewDelivery[]): void;
+  onFinishing?(deliveries: readonly NewDelivery[]): boolean;
+  /**
+   * A run finished: its summary is committed; `wakeMode: now` asks for a heartbeat. `deliveries`: the outbox rows
+   * its completion queued (none when it was not committed, or its reply goes nowhere). `told`: `onFinishing` told
+   * the outbox of them already, for the write that committed.
+   */
+  onFinished(run: Run, committed: boolean, deliveries: readonly NewDelivery[], told: boolean): void;
 }
 
 export type RetryDecision = { kind: 'defer'; until: number } | { kind: 'fail'; gaveUp?: string };
@@ -190,6 +198,9 @@ export class RunWorker {
         }
       },
       dropped: (run) => this.leases.release(run.id),
+      // A run's end makes its session's next run claimable; one in its own session has none, so it claims only when
+      // more work is expected (a full claim, a notify with every slot busy): a claim is a commit, and found nothing.
+      claimAfterWork: (run) => run.sessionKey !== ownSessionKey(run.id),
       pollMs: options.pollMs ?? POLL_MS,
       ...(deps.ingressBusy ? { ingressBusy: deps.ingressBusy } : {}),
     });
@@ -325,17 +336,22 @@ export class RunWorker {
         ? await this.planDelivery(run, reply, finishedAt)
         : { deliveries: [], deliveryStatus: `nowhere:${state}` };
     const summary = hookSummary(run.name, reply !== null ? { ok: true, reply } : { ok: false, error: error ?? state });
+    let tries = 0; // the outbox is told on the first try only: a retry comes after the claim it would have needed
+    let told = false;
     const committed = await writeWhileLeased(
       shutdown,
-      () =>
-        this.deps.store.completeRun(
+      () => {
+        const written = this.deps.store.completeRun(
           runOutcome(run, this.deps.owner, prompt, turn, {
             finishedAt,
             deliveryStatus,
             deliveries,
             event: summaryEvent(run, summary, env.defaultAgentId, finishedAt),
           }),
-        ),
+        );
+        if (++tries === 1 && deliveries.length) told = this.callbacks.onFinishing?.(deliveries) === true;
+        return written;
+      },
       (n) => backoffMs(n, OUTAGE_BACKOFF),
     );
     if (committed) {
@@ -353,7 +369,7 @@ export class RunWorker {
       },
       committed ? 'hook agent run finished' : 'hook agent run finished, but its lease was lost: result dropped',
     );
-    this.callbacks.onFinished(run, committed, committed ? deliveries : []);
+    this.callbacks.onFinished(run, committed, committed ? deliveries : [], told && tries === 1);
   }
 
   /** Where the reply goes: nowhere when deliver is off or it is only HEARTBEAT_OK; else one outbox row. */

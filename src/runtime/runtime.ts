@@ -49,11 +49,17 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars,
   });
   const worker = new RunWorker(deps, {
-    onFinished(run, committed, deliveries) {
+    // As for accepted runs (runsAccepting below): on SQLite the outbox claims as the completion is queued.
+    onFinishing(deliveries) {
+      if (deps.store.claimRoundTrip) return false;
+      outbox.notify(deliveries);
+      return true;
+    },
+    onFinished(run, committed, deliveries, told) {
       if (!committed) return;
       completions.finished(run.id);
       // Only when it queued a delivery (a run with `deliver: false` queues none: a claim would find nothing).
-      if (deliveries.length) outbox.notify(deliveries);
+      if (deliveries.length && !told) outbox.notify(deliveries);
       if (run.wakeMode === 'now') heartbeat.request(`hook:${run.id}`);
     },
   });
@@ -76,9 +82,16 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const runtime: Runtime = {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
-      runsQueued: (runs) => {
-        for (const run of runs ?? []) announce.run(run, 'queued');
+      // On a store whose writes commit in queue order (no claim round trips: SQLite), the worker claims as the accept
+      // is queued: its claim rides the accept's commit instead of taking a commit of its own after it.
+      runsAccepting: () => {
+        if (deps.store.claimRoundTrip) return false;
         worker.notify();
+        return true;
+      },
+      runsQueued: (runs, claimed) => {
+        for (const run of runs ?? []) announce.run(run, 'queued');
+        if (!claimed) worker.notify();
       },
       deliveriesQueued: (deliveries) => {
         for (const d of deliveries ?? []) announce.delivery(d, 'queued', d.state, d.attempts, d.lastError);

@@ -1,6 +1,7 @@
 /**
  * `dispatch`'s answers as written: a wake's and a run's answer carry their JSON (`json`), which must be the text
- * JSON.stringify writes for the body, and is left out when an id could not be written as it is.
+ * JSON.stringify writes for the body, and is left out when an id could not be written as it is; and what it tells the
+ * runtime of the runs it accepts.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -79,5 +80,65 @@ describe('dispatch: the answer as JSON', () => {
     assert.equal(again.duplicate, true);
     assert.equal(again.json, undefined);
     assert.deepEqual(again.body, { ...first.body, duplicate: true });
+  });
+});
+
+describe('dispatch: telling the runtime about runs', () => {
+  let store: SqliteStore;
+  let ctx: HooksContext;
+
+  beforeEach(() => {
+    store = new SqliteStore({ path: ':memory:', writer: 'inline' });
+    const config = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, process.cwd(), { env: {} });
+    ctx = buildHooksContext(config, 1);
+  });
+  afterEach(() => store.close());
+
+  /** One agent request; what the store and the signals saw, in order. */
+  async function agentWith(accepting: (() => boolean) | undefined): Promise<string[]> {
+    const seen: string[] = [];
+    const watched = new Proxy(store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'accept') return typeof v === 'function' ? (v as () => unknown).bind(target) : v;
+        return (...a: Parameters<SqliteStore['accept']>) => {
+          seen.push('accept queued');
+          return target.accept(...a).then((r) => (seen.push('accept committed'), r));
+        };
+      },
+    });
+    const signals = {
+      heartbeatRequested: () => {},
+      ...(accepting ? { runsAccepting: () => (seen.push('runsAccepting'), accepting()) } : {}),
+      runsQueued: (_runs?: unknown, claimed?: boolean) => void seen.push(`runsQueued claimed=${claimed}`),
+    };
+    await dispatch(ctx, watched, signals, {
+      actions: [{ kind: 'agent', run: run({ createdAt: Date.now() }) }],
+      idempotency: undefined,
+      received: received({ at: Date.now(), path: 'agent' }),
+    });
+    return seen;
+  }
+
+  it('runsAccepting is told once the accept is queued, before its commit; runsQueued says whether it took them', async () => {
+    const told = ['accept queued', 'runsAccepting', 'accept committed'];
+    assert.deepEqual(await agentWith(() => true), [...told, 'runsQueued claimed=true']);
+    assert.deepEqual(await agentWith(() => false), [...told, 'runsQueued claimed=false']);
+    assert.deepEqual(await agentWith(undefined), ['accept queued', 'accept committed', 'runsQueued claimed=false']);
+  });
+
+  it('a wake tells neither', async () => {
+    let told = 0;
+    const signals = {
+      heartbeatRequested: () => {},
+      runsAccepting: () => (told++, true),
+      runsQueued: () => void told++,
+    };
+    await dispatch(ctx, store, signals, {
+      actions: [{ kind: 'wake', text: 'ping', mode: 'next-heartbeat', sessionKey: 'main' }],
+      idempotency: undefined,
+      received: received({ at: Date.now() }),
+    });
+    assert.equal(told, 0);
   });
 });

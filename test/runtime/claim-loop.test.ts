@@ -296,6 +296,34 @@ describe('claim loop', () => {
     h.done('i');
   });
 
+  it('claimAfterWork as a function: an item it names claims when it ends; others only when work is expected', async () => {
+    const h = track(harness({ limit: () => 2, claimAfterWork: (item) => item.id.startsWith('frees') }));
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+    h.add('alone');
+    h.loop.notify();
+    await waitFor('alone in work', () => h.started.includes('alone'));
+    h.done('alone');
+    await waitFor('alone done', () => h.loop.size === 0);
+    await settle();
+    assert.deepEqual(h.claims, [2], 'a short claim, and no claim when an item it does not name ends');
+
+    h.add('frees-next');
+    h.loop.notify();
+    await waitFor('frees-next in work', () => h.started.includes('frees-next'));
+    h.add('next'); // made claimable by frees-next's end, as a session's next run by the run before it
+    h.done('frees-next');
+    await waitFor('next in work (claimed when frees-next ended)', () => h.started.includes('next'));
+    assert.deepEqual(h.claims, [2, 2, 2]);
+
+    h.add('x', 'y');
+    h.loop.notify(); // one slot free: claims one, a full claim
+    await waitFor('x in work', () => h.started.includes('x'));
+    h.done('next'); // not named, but the last claim came back full: expected
+    await waitFor('y in work', () => h.started.includes('y'));
+    h.done('x');
+    h.done('y');
+  });
+
   it('claims one batch at a time; a wake-up during a claim is answered with one more claim', async () => {
     const h = track(harness({ limit: () => 10 }));
     h.loop.notify(); // claims an empty queue...

@@ -8,6 +8,7 @@ import {
   UNSTARTED_NOTE,
 } from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
+import { StoreError } from '../../src/errors.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
 import { type RuntimeKit, startRuntimeKit } from './kit.js';
@@ -112,6 +113,56 @@ describe('run worker', () => {
     assert.equal(finished[0]!.run.id, id);
     assert.equal(finished[0]!.committed, true);
     assert.equal(kit.logged('hook agent run finished').length, 1);
+  });
+
+  it('tells onFinishing of the deliveries as the completion is queued, and onFinished whether that held', async () => {
+    const told: string[] = [];
+    let failOnce = false;
+    const store = new Proxy(kit.store, {
+      get(target, prop) {
+        const v = Reflect.get(target, prop, target) as unknown;
+        if (prop !== 'completeRun') return typeof v === 'function' ? (v as () => unknown).bind(target) : v;
+        return (...a: Parameters<typeof target.completeRun>) => {
+          told.push('completeRun queued');
+          if (failOnce) {
+            failOnce = false;
+            return Promise.reject(new StoreError('database unreachable (test)'));
+          }
+          return target.completeRun(...a);
+        };
+      },
+    });
+    const seen: Array<{ id: string; deliveries: number; told: boolean }> = [];
+    worker = new RunWorker(
+      { ...kit.deps, store },
+      {
+        onFinishing: (deliveries) => (told.push(`onFinishing ${deliveries.length}`), true),
+        onFinished: (run, _committed, deliveries, t) =>
+          void seen.push({ id: run.id, deliveries: deliveries.length, told: t }),
+      },
+    );
+    const first = await kit.queueRun({ deliver: true });
+    worker.notify();
+    await waitFor('the first run finished', () => seen.length === 1);
+    assert.deepEqual(told, ['completeRun queued', 'onFinishing 1']);
+    assert.deepEqual(seen[0], { id: first, deliveries: 1, told: true });
+
+    // The completion fails once (a store outage) and is written again: the outbox was told before the write that
+    // committed, so onFinished says it was not, and the runtime tells it then.
+    failOnce = true;
+    told.length = 0;
+    const second = await kit.queueRun({ deliver: true });
+    worker.notify();
+    await waitFor('the second run finished', () => seen.length === 2, 10_000);
+    assert.deepEqual(told, ['completeRun queued', 'onFinishing 1', 'completeRun queued']);
+    assert.deepEqual(seen[1], { id: second, deliveries: 1, told: false });
+
+    const quiet = await kit.queueRun({ deliver: false });
+    told.length = 0;
+    worker.notify();
+    await waitFor('the quiet run finished', () => seen.length === 3);
+    assert.deepEqual(told, ['completeRun queued'], 'no delivery: nothing to tell');
+    assert.deepEqual(seen[2], { id: quiet, deliveries: 0, told: false });
   });
 
   it('a persistent session sends the earlier turns as history; an isolated one does not', async () => {
