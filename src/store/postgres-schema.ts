@@ -267,4 +267,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- a step may run again (see the step before).
   ALTER TABLE runs ADD COLUMN IF NOT EXISTS fresh integer;
   `,
+  `
+  -- Every read of deliveries by state is of the pending ones, which deliveries_pending_by_route holds (the same as
+  -- SQLite's step; see sqlite-schema.ts): deliveries_due held every delivery ever kept, written at each insert and
+  -- when it was delivered. No query names it, so the nodes of the previous version run without it.
+  DROP INDEX IF EXISTS deliveries_due;
+  `,
 ];

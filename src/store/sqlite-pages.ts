@@ -113,7 +113,7 @@ export class SqlitePages {
     );
   }
 
-  /** One statement; each count walks an index as small as its queue (runs_by_state's prefix, deliveries_due's, a partial one) or the fresh runs. */
+  /** One statement; each count walks an index as small as its queue (runs_by_state's prefix, a partial one) or the fresh runs. */
   async queueDepths(): Promise<QueueDepths> {
     return depthsFromRow(this.db.prepare(SQLITE_QUEUE_DEPTHS_SQL).get() as Row);
   }
@@ -211,12 +211,12 @@ const SQLITE_QUEUE_DEPTHS_SQL = queueDepthsSql((s) => countRunsIn(`('${s}')`));
 
 /**
  * The index each delivery page walks, by state filter: dead (rare) through its partial index by seq; delivered (most
- * rows) along seq itself (`NOT INDEXED`: deliveries_due would sort every delivered row first); pending (the queue)
- * and no filter as the planner chooses.
+ * rows) along seq itself (`NOT INDEXED`); pending (the queue) through its partial index, sorted (the planner would
+ * walk every delivery back from the newest, looking for the few pending); no filter as the planner chooses.
  */
 const DELIVERY_PAGE_INDEX: Record<DeliveryState | 'any', string> = {
   any: '',
-  pending: '',
+  pending: 'INDEXED BY deliveries_pending_by_route',
   delivered: 'NOT INDEXED',
   dead: 'INDEXED BY deliveries_dead',
 };

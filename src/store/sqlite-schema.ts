@@ -317,4 +317,10 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   DROP INDEX runs_by_state;
   CREATE INDEX runs_by_state ON runs (state, seq) WHERE fresh IS NULL;
   `,
+  `
+  -- Every read of deliveries by state is of the pending ones (the outbox's claims, the queue's depth, a pending page),
+  -- which deliveries_pending_by_route holds; delivered pages walk seq, dead ones their partial indexes. deliveries_due
+  -- held every delivery ever kept: a b-tree written at each delivery's insert and twice when it was delivered.
+  DROP INDEX deliveries_due;
+  `,
 ];
