@@ -15,19 +15,23 @@ import { TOKEN } from '../support/token.js';
 
 const noSignals = { heartbeatRequested: () => {}, runsQueued: () => {} };
 
-describe('dispatch: the answer as JSON', () => {
-  let store: SqliteStore;
-  let ctx: HooksContext;
-
+/** An in-memory store and the hooks context of a minimal config, made before each test of the calling suite. */
+function storeAndContext(): { store: SqliteStore; ctx: HooksContext } {
+  const got = {} as { store: SqliteStore; ctx: HooksContext };
   beforeEach(() => {
-    store = new SqliteStore({ path: ':memory:', writer: 'inline' });
+    got.store = new SqliteStore({ path: ':memory:', writer: 'inline' });
     const config = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, process.cwd(), { env: {} });
-    ctx = buildHooksContext(config, 1);
+    got.ctx = buildHooksContext(config, 1);
   });
-  afterEach(() => store.close());
+  afterEach(() => got.store.close());
+  return got;
+}
+
+describe('dispatch: the answer as JSON', () => {
+  const t = storeAndContext();
 
   const wake = (text: string, over: Partial<DispatchRequest> = {}): Promise<DispatchAnswer> =>
-    dispatch(ctx, store, noSignals, {
+    dispatch(t.ctx, t.store, noSignals, {
       actions: [{ kind: 'wake', text, mode: 'next-heartbeat', sessionKey: 'main' }],
       idempotency: undefined,
       received: received({ at: Date.now() }),
@@ -42,7 +46,7 @@ describe('dispatch: the answer as JSON', () => {
     assert.equal(coalesced.body.eventOutcome, 'coalesced');
     assert.equal(coalesced.json, JSON.stringify(coalesced.body));
 
-    const agent = await dispatch(ctx, store, noSignals, {
+    const agent = await dispatch(t.ctx, t.store, noSignals, {
       actions: [{ kind: 'agent', run: run({ createdAt: Date.now() }) }],
       idempotency: undefined,
       received: received({ at: Date.now(), path: 'agent' }),
@@ -54,7 +58,7 @@ describe('dispatch: the answer as JSON', () => {
 
   it('an id that JSON must escape: no json, so the answer is written from the body', async () => {
     const odd = 'ev"\\1\u00e9';
-    await store.accept({
+    await t.store.accept({
       events: [event({ id: odd, text: 'odd', createdAt: Date.now() })],
       runs: [],
       idempotency: undefined,
@@ -72,7 +76,7 @@ describe('dispatch: the answer as JSON', () => {
         'wake',
         'k-1',
         Buffer.from('{"text":"again"}'),
-        { sender: '127.0.0.1', hooks: ctx.config.hooks },
+        { sender: '127.0.0.1', hooks: t.ctx.config.hooks },
         Date.now(),
       );
     const first = await wake('again', { idempotency: key() });
@@ -84,20 +88,12 @@ describe('dispatch: the answer as JSON', () => {
 });
 
 describe('dispatch: telling the runtime about runs', () => {
-  let store: SqliteStore;
-  let ctx: HooksContext;
-
-  beforeEach(() => {
-    store = new SqliteStore({ path: ':memory:', writer: 'inline' });
-    const config = validateConfig({ hooks: { enabled: true, token: TOKEN } }, undefined, process.cwd(), { env: {} });
-    ctx = buildHooksContext(config, 1);
-  });
-  afterEach(() => store.close());
+  const t = storeAndContext();
 
   /** One agent request; what the store and the signals saw, in order. */
   async function agentWith(accepting: (() => boolean) | undefined): Promise<string[]> {
     const seen: string[] = [];
-    const watched = new Proxy(store, {
+    const watched = new Proxy(t.store, {
       get(target, prop) {
         const v = Reflect.get(target, prop, target) as unknown;
         if (prop !== 'accept') return typeof v === 'function' ? (v as () => unknown).bind(target) : v;
@@ -112,7 +108,7 @@ describe('dispatch: telling the runtime about runs', () => {
       ...(accepting ? { runsAccepting: () => (seen.push('runsAccepting'), accepting()) } : {}),
       runsQueued: (_runs?: unknown, claimed?: boolean) => void seen.push(`runsQueued claimed=${claimed}`),
     };
-    await dispatch(ctx, watched, signals, {
+    await dispatch(t.ctx, watched, signals, {
       actions: [{ kind: 'agent', run: run({ createdAt: Date.now() }) }],
       idempotency: undefined,
       received: received({ at: Date.now(), path: 'agent' }),
@@ -134,7 +130,7 @@ describe('dispatch: telling the runtime about runs', () => {
       runsAccepting: () => (told++, true),
       runsQueued: () => void told++,
     };
-    await dispatch(ctx, store, signals, {
+    await dispatch(t.ctx, t.store, signals, {
       actions: [{ kind: 'wake', text: 'ping', mode: 'next-heartbeat', sessionKey: 'main' }],
       idempotency: undefined,
       received: received({ at: Date.now() }),

@@ -7,9 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { StoreError } from '../../src/errors.js';
 import type { RuntimeClusterStore, RuntimeDeps } from '../../src/runtime/env.js';
-import type { ChannelRegistry } from '../../src/channels/registry.js';
 import type { Channel } from '../../src/channels/types.js';
-import type { RuntimeEnv } from '../../src/runtime/env.js';
 import { SessionHeartbeats } from '../../src/runtime/session-heartbeats.js';
 import { Outbox } from '../../src/runtime/outbox.js';
 import { RunWorker } from '../../src/runtime/run-worker.js';
@@ -17,7 +15,7 @@ import { startRuntime } from '../../src/runtime/runtime.js';
 import type { ClusterNotice, Delivery, DeliveryOutcome } from '../../src/store/types.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { delay } from '../support/scripted-model.js';
-import { type RuntimeKit, startRuntimeKit } from './kit.js';
+import { envWithChannel, type RuntimeKit, startRuntimeKit } from './kit.js';
 
 /** `store` with some methods replaced (the others bound to the store). */
 function overlay(store: RuntimeClusterStore, over: Partial<RuntimeClusterStore>): RuntimeClusterStore {
@@ -270,13 +268,7 @@ describe('cluster: several nodes on one store', () => {
           signal?.addEventListener('abort', () => resolve({ ok: false, retryable: true, error: 'aborted' })),
         ),
     };
-    const channels = {
-      get: (id: string) => (id === 'slow' ? slow : undefined),
-      ids: () => ['slow'],
-      normalize: (n: string) => n,
-      close: async () => {},
-    } as unknown as ChannelRegistry;
-    const env = { ...kit.env, channels } as RuntimeEnv;
+    const env = envWithChannel(kit.env, slow);
     const outbox = new Outbox({ ...node('node-a', store), env: () => env }, { leaseMs: 400, marginMs: 150 });
     closers.push(() => outbox.close(0));
     outbox.notify();

@@ -4,6 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import type { ChannelRegistry } from '../../src/channels/registry.js';
+import type { Channel } from '../../src/channels/types.js';
 import { validateConfig } from '../../src/config/load.js';
 import { ModelCatalog } from '../../src/config/model-catalog.js';
 import { defaultAgentId } from '../../src/config/lookup.js';
@@ -97,4 +98,15 @@ export async function startRuntimeKit(
       await store.close();
     },
   };
+}
+
+/** `env` with a channel registry of the one `channel` (by its id): what the outbox of a runtime test sends through. */
+export function envWithChannel(env: RuntimeEnv, channel: Channel): RuntimeEnv {
+  const channels = {
+    get: (id: string) => (id === channel.id ? channel : undefined),
+    ids: () => [channel.id],
+    normalize: (n: string) => n,
+    close: async () => {},
+  } as unknown as ChannelRegistry;
+  return { ...env, channels };
 }

@@ -17,7 +17,7 @@ import { startTelegram, TELEGRAM_TEST_TOKEN, type TelegramMessage } from '../sup
 import type { StandIn } from '../support/platforms/base.js';
 import { waitFor } from '../support/wait.js';
 import { tempDir } from '../support/temp-dir.js';
-import { type RuntimeKit, startRuntimeKit } from './kit.js';
+import { envWithChannel, type RuntimeKit, startRuntimeKit } from './kit.js';
 
 const LIMITS = { maxAttempts: 5, initialBackoffMs: 10_000, maxBackoffMs: 60_000, concurrency: 1 };
 
@@ -242,13 +242,7 @@ describe("outbox: the main session's route", () => {
     kit = await startRuntimeKit({ handler: () => 'the reply' });
     const channel = recordingChannel({ ok: true });
     sent = channel.sent;
-    const channels = {
-      get: (id: string) => (id === 'test' ? channel : undefined),
-      ids: () => ['test'],
-      normalize: (n: string) => n,
-      close: async () => {},
-    } as unknown as ChannelRegistry;
-    const env = { ...kit.env, channels } as RuntimeEnv;
+    const env = envWithChannel(kit.env, channel);
     const deps = { ...kit.deps, env: () => env };
     outbox = new Outbox(deps);
     worker = new RunWorker(deps, { onFinished: (_run, committed) => void (committed && outbox!.notify()) });

@@ -5,14 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { ChannelRegistry } from '../../src/channels/registry.js';
 import type { Channel, SendResult } from '../../src/channels/types.js';
-import type { RuntimeClusterStore, RuntimeEnv } from '../../src/runtime/env.js';
+import type { RuntimeClusterStore } from '../../src/runtime/env.js';
 import { type Runtime, startRuntime } from '../../src/runtime/runtime.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { waitFor } from '../support/runtime-kit.js';
 import { command, run } from '../store/contract.js';
-import { type RuntimeKit, startRuntimeKit } from './kit.js';
+import { envWithChannel, type RuntimeKit, startRuntimeKit } from './kit.js';
 
 describe('runtime: claims ride the commits that make their work', () => {
   let kit: RuntimeKit;
@@ -43,13 +42,7 @@ describe('runtime: claims ride the commits that make their work', () => {
       maxTextLength: 4000,
       send: async (): Promise<SendResult> => ({ ok: true }),
     } as unknown as Channel;
-    const channels = {
-      get: (id: string) => (id === 'test' ? channel : undefined),
-      ids: () => ['test'],
-      normalize: (n: string) => n,
-      close: async () => {},
-    } as unknown as ChannelRegistry;
-    const env = { ...kit.env, channels } as RuntimeEnv;
+    const env = envWithChannel(kit.env, channel);
     const counted = new Proxy(store as unknown as RuntimeClusterStore, {
       get(target, prop) {
         if (prop === 'claimRoundTrip') return claimRoundTrip;
