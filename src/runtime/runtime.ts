@@ -48,13 +48,15 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
     logger: deps.logger,
     ackMaxChars: () => deps.env().config.heartbeat.ackMaxChars,
   });
+  // On a store whose writes commit in queue order (no claim round trips: SQLite), a loop is told as the write that
+  // makes its work is queued: its claim rides that write's commit instead of taking a commit of its own after it.
+  const toldBehind = (notify: () => void): boolean => {
+    if (deps.store.claimRoundTrip) return false;
+    notify();
+    return true;
+  };
   const worker = new RunWorker(deps, {
-    // As for accepted runs (runsAccepting below): on SQLite the outbox claims as the completion is queued.
-    onFinishing(deliveries) {
-      if (deps.store.claimRoundTrip) return false;
-      outbox.notify(deliveries);
-      return true;
-    },
+    onFinishing: (deliveries) => toldBehind(() => outbox.notify(deliveries)),
     onFinished(run, committed, deliveries, told) {
       if (!committed) return;
       completions.finished(run.id);
@@ -82,13 +84,7 @@ export async function startRuntime(deps: RuntimeDeps): Promise<Runtime> {
   const runtime: Runtime = {
     signals: {
       heartbeatRequested: (reason, sessionKey) => heartbeat.request(reason, sessionKey),
-      // On a store whose writes commit in queue order (no claim round trips: SQLite), the worker claims as the accept
-      // is queued: its claim rides the accept's commit instead of taking a commit of its own after it.
-      runsAccepting: () => {
-        if (deps.store.claimRoundTrip) return false;
-        worker.notify();
-        return true;
-      },
+      runsAccepting: () => toldBehind(() => worker.notify()),
       runsQueued: (runs, claimed) => {
         for (const run of runs ?? []) announce.run(run, 'queued');
         if (!claimed) worker.notify();

@@ -339,7 +339,7 @@ export interface RunLookup {
  * and a run by id, for the callers that wait for a run to end.
  */
 export interface RuntimeStore extends RunLookup {
-  /** True when each claim is a round trip to a database server (PostgreSQL): a worker then holds work claimed ahead. */
+  /** Claims are round trips (PostgreSQL: work is claimed ahead); false: one write stream in queue order (SQLite). */
   readonly claimRoundTrip: boolean;
   /**
    * Lease up to `limit` runnable runs to `owner`: queued ones, and running ones whose lease expired (their worker

@@ -11,6 +11,7 @@ import { type DispatchAnswer, type DispatchRequest, dispatch } from '../../src/h
 import { idempotencyClaim } from '../../src/hooks/idempotency.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { event, received, run } from '../store/contract.js';
+import { overlay } from '../support/overlay.js';
 import { TOKEN } from '../support/token.js';
 
 const noSignals = { heartbeatRequested: () => {}, runsQueued: () => {} };
@@ -93,14 +94,10 @@ describe('dispatch: telling the runtime about runs', () => {
   /** One agent request; what the store and the signals saw, in order. */
   async function agentWith(accepting: (() => boolean) | undefined): Promise<string[]> {
     const seen: string[] = [];
-    const watched = new Proxy(t.store, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'accept') return typeof v === 'function' ? (v as () => unknown).bind(target) : v;
-        return (...a: Parameters<SqliteStore['accept']>) => {
-          seen.push('accept queued');
-          return target.accept(...a).then((r) => (seen.push('accept committed'), r));
-        };
+    const watched = overlay(t.store, {
+      accept: (...a) => {
+        seen.push('accept queued');
+        return t.store.accept(...a).then((r) => (seen.push('accept committed'), r));
       },
     });
     const signals = {

@@ -13,20 +13,10 @@ import { Outbox } from '../../src/runtime/outbox.js';
 import { RunWorker } from '../../src/runtime/run-worker.js';
 import { startRuntime } from '../../src/runtime/runtime.js';
 import type { ClusterNotice, Delivery, DeliveryOutcome } from '../../src/store/types.js';
+import { overlay } from '../support/overlay.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { delay } from '../support/scripted-model.js';
 import { envWithChannel, type RuntimeKit, startRuntimeKit } from './kit.js';
-
-/** `store` with some methods replaced (the others bound to the store). */
-function overlay(store: RuntimeClusterStore, over: Partial<RuntimeClusterStore>): RuntimeClusterStore {
-  return new Proxy(store, {
-    get(target, prop) {
-      if (Object.hasOwn(over, prop)) return (over as Record<PropertyKey, unknown>)[prop];
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-}
 
 const unavailable = () => Promise.reject(new StoreError('database unreachable (test)'));
 

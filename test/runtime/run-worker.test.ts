@@ -9,6 +9,7 @@ import {
 } from '../../src/runtime/run-worker.js';
 import type { Run } from '../../src/store/types.js';
 import { StoreError } from '../../src/errors.js';
+import { overlay } from '../support/overlay.js';
 import { waitFor, waitForRun } from '../support/runtime-kit.js';
 import { gate } from '../support/scripted-model.js';
 import { type RuntimeKit, startRuntimeKit } from './kit.js';
@@ -118,18 +119,14 @@ describe('run worker', () => {
   it('tells onFinishing of the deliveries as the completion is queued, and onFinished whether that held', async () => {
     const told: string[] = [];
     let failOnce = false;
-    const store = new Proxy(kit.store, {
-      get(target, prop) {
-        const v = Reflect.get(target, prop, target) as unknown;
-        if (prop !== 'completeRun') return typeof v === 'function' ? (v as () => unknown).bind(target) : v;
-        return (...a: Parameters<typeof target.completeRun>) => {
-          told.push('completeRun queued');
-          if (failOnce) {
-            failOnce = false;
-            return Promise.reject(new StoreError('database unreachable (test)'));
-          }
-          return target.completeRun(...a);
-        };
+    const store = overlay(kit.store, {
+      completeRun: (...a) => {
+        told.push('completeRun queued');
+        if (failOnce) {
+          failOnce = false;
+          return Promise.reject(new StoreError('database unreachable (test)'));
+        }
+        return kit.store.completeRun(...a);
       },
     });
     const seen: Array<{ id: string; deliveries: number; told: boolean }> = [];

@@ -9,6 +9,7 @@ import type { Channel, SendResult } from '../../src/channels/types.js';
 import type { RuntimeClusterStore } from '../../src/runtime/env.js';
 import { type Runtime, startRuntime } from '../../src/runtime/runtime.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { overlay } from '../support/overlay.js';
 import { waitFor } from '../support/runtime-kit.js';
 import { command, run } from '../store/contract.js';
 import { envWithChannel, type RuntimeKit, startRuntimeKit } from './kit.js';
@@ -43,16 +44,10 @@ describe('runtime: claims ride the commits that make their work', () => {
       send: async (): Promise<SendResult> => ({ ok: true }),
     } as unknown as Channel;
     const env = envWithChannel(kit.env, channel);
-    const counted = new Proxy(store as unknown as RuntimeClusterStore, {
-      get(target, prop) {
-        if (prop === 'claimRoundTrip') return claimRoundTrip;
-        const v = Reflect.get(target, prop, target) as unknown;
-        if (typeof v !== 'function') return v;
-        const f = (v as (...a: unknown[]) => unknown).bind(target);
-        if (prop === 'claimRuns') return (...a: unknown[]) => (claims.runs++, f(...a));
-        if (prop === 'claimDeliveries') return (...a: unknown[]) => (claims.deliveries++, f(...a));
-        return f;
-      },
+    const counted = overlay<RuntimeClusterStore>(store, {
+      claimRoundTrip,
+      claimRuns: (...a) => (claims.runs++, store.claimRuns(...a)),
+      claimDeliveries: (...a) => (claims.deliveries++, store.claimDeliveries(...a)),
     });
     runtime = await startRuntime({ ...kit.deps, store: counted, env: () => env });
     await waitFor('the start-up claims to commit', async () => commits.length >= 1, 5000);
