@@ -1,7 +1,8 @@
 /**
  * PostgreSQL schema, applied in order and recorded in `schema_migrations` (one row per applied step, under an
  * advisory lock: see postgres-migrate.ts). Append new steps; never edit an applied one (steps 2, 5 and 7 all run the
- * current definition of hookgate_accept: see postgres-accept-function.ts; step 9 that of hookgate_claim_runs, step 10 that of hookgate_accept_batch).
+ * current definition of hookgate_accept: see postgres-accept-function.ts; step 9 that of hookgate_claim_runs, steps 10
+ * and 13 that of hookgate_accept_batch).
  *
  * The tables mirror SQLite's final tables (sqlite-schema.ts, after all its migrations; both in docs/schema.md, which a
  * test keeps current): same table and column names, so `hookgate store copy` moves rows column by column. Types: SQLite
@@ -272,5 +273,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   -- SQLite's step; see sqlite-schema.ts): deliveries_due held every delivery ever kept, written at each insert and
   -- when it was delivered. No query names it, so the nodes of the previous version run without it.
   DROP INDEX IF EXISTS deliveries_due;
+  `,
+  `
+  -- hookgate_accept_batch again: a batch in which nothing can coalesce is inserted without the statement that finds
+  -- merges (postgres-accept-function.ts). The same signature and answers: nodes of the previous version call it as before.
+  ${PG_ACCEPT_BATCH_FUNCTION}
   `,
 ];

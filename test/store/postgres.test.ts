@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { StoreError, StoreSchemaError } from '../../src/errors.js';
 import { PG_SCHEMA_VERSION } from '../../src/store/postgres-migrate.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres-schema.js';
 import { checkPostgres, type PostgresStore } from '../../src/store/postgres.js';
-import type { ClusterNotice, RunState } from '../../src/store/types.js';
+import type { ClusterNotice, NewSystemEvent, RunState } from '../../src/store/types.js';
 import { holdPassLock, openTestStore, PG_URL, postgresSkipReason, sqlIn, testSchema } from '../support/postgres.js';
 import { waitFor } from '../support/wait.js';
 import { claim, command, event, received, run, storeContract, type StoreHarness } from './contract.js';
@@ -149,6 +150,73 @@ describe('postgres driver', { skip: skip ?? false }, () => {
         rows.map((r) => r.id),
         [pending.id, e2.id, e4.id],
         'inserted in the order of the batch',
+      );
+    });
+
+    it('any batch coalesces as its commands one after another would (property: the quick insert and the merging statement agree)', async () => {
+      // Sessions, texts and provenances drawn from few values, so that batches both merge (the merging statement) and
+      // do not (the quick insert); an optional stored pending event first, per session.
+      const provenance = fc.constantFrom<Pick<NewSystemEvent, 'untrusted' | 'source'>>(
+        {},
+        { untrusted: true, source: 'gmail' },
+        { untrusted: true, source: 'github' },
+      );
+      const ev = fc.record({ s: fc.nat(1), text: fc.constantFrom('x', 'y'), p: provenance });
+      let round = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.option(ev.map((e) => ({ ...e, s: 0 }))), { minLength: 2, maxLength: 2 }),
+          fc.array(fc.array(ev, { minLength: 1, maxLength: 2 }), { minLength: 1, maxLength: 8 }),
+          async (stored, batch) => {
+            const sessions = [0, 1].map((i) => `prop-${Date.now()}-${round}-${i}`);
+            round++;
+            const make = (e: { s: number; text: string; p: Pick<NewSystemEvent, 'untrusted' | 'source'> }) =>
+              event({ sessionKey: sessions[e.s]!, text: e.text, ...e.p });
+            const latest = new Map<string, NewSystemEvent>();
+            const storedIds = new Set<string>();
+            for (const [i, e] of stored.entries()) {
+              if (!e) continue;
+              const pending = make({ ...e, s: i });
+              await a.accept(command({ events: [pending] }));
+              latest.set(pending.sessionKey, pending);
+              storedIds.add(pending.id);
+            }
+            const commands = batch.map((events) => command({ events: events.map(make) }));
+            // The model: each event against its session's latest pending one, command after command.
+            const alike = (x: NewSystemEvent, y: NewSystemEvent) =>
+              x.text === y.text && (x.untrusted ?? false) === (y.untrusted ?? false) && x.source === y.source;
+            const expected = commands.map((c) =>
+              c.events.map((e) => {
+                const prev = latest.get(e.sessionKey);
+                if (prev && alike(prev, e)) return { eventId: prev.id, outcome: 'coalesced' };
+                latest.set(e.sessionKey, e);
+                return { eventId: e.id, outcome: 'queued' };
+              }),
+            );
+            const before = a.db.queries;
+            const results = await Promise.all(commands.map((c) => a.accept(c)));
+            assert.equal(a.db.queries - before, 1, 'one batch');
+            assert.deepEqual(
+              results.map((r) => (r.kind === 'accepted' ? r.outcome.events : r)),
+              expected,
+            );
+            const queued = expected
+              .flat()
+              .filter((o) => o.outcome === 'queued')
+              .map((o) => o.eventId);
+            const { rows } = await sqlIn<{ id: string }>(
+              schema,
+              'SELECT id FROM system_events WHERE session_key = ANY($1) ORDER BY seq',
+              [sessions],
+            );
+            assert.deepEqual(
+              rows.map((r) => r.id).filter((id) => !storedIds.has(id)),
+              queued,
+              'the queued ones, in batch order',
+            );
+          },
+        ),
+        { numRuns: 60 },
       );
     });
 
