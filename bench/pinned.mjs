@@ -702,6 +702,12 @@ export async function pinnedBench(argv) {
     process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, retention: r })}\n` : `${retentionTable(o, r)}\n`);
     return r.targets.every((v) => v.ok);
   }
+  if (only === 'postgres') {
+    const { postgresCpuBench, postgresCpuTable } = await import('./postgres-cpu.mjs');
+    const p = await postgresCpuBench(o);
+    process.stdout.write(o.json ? `${JSON.stringify({ pinned: true, postgres: p })}\n` : `${postgresCpuTable(o, p)}\n`);
+    return p.allMetOrBeyond;
+  }
   if (only === 'floor') {
     const { floorBench, floorTable } = await import('./floor.mjs');
     const f = await floorBench(o);

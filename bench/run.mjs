@@ -10,7 +10,8 @@
 // statements, round trips and commits per wake and per run (bench/stores.mjs; `--counts-only`: those alone; `--json`).
 // `npm run bench -- --only startup`: instead, the CLI's start-up times (bench/startup.mjs; STARTUP_RUNS, default 10).
 // `--only latency` (bench/latency.mjs), `--only grown` (bench/grown.mjs), `--only retention` (bench/retention.mjs):
-// open-loop latency at fixed rates, a grown store against an empty one, a retention soak (docs/performance.md).
+// open-loop latency at fixed rates, a grown store against an empty one, a retention soak (docs/performance.md);
+// `--only postgres` (bench/postgres-cpu.mjs): CPU per wake on PostgreSQL against SQLite, beside the floor of each.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
