@@ -81,27 +81,7 @@ export async function postgresCpuBench(o) {
     const saturated = await withPostgresOn(o.loadCpu, () => measure(o.rounds, 0));
     const rate = Math.round(RATE_FRACTION * saturated.rows.postgres.rps);
     const atRate = await withPostgresOn(o.loadCpu, () => measure(o.rounds, rate));
-    const { rows } = saturated;
-    const cpuRatio = median(atRate.ratios.hookgate);
-    const floorRatio = median(atRate.ratios.floor);
-    const targetsOut = [
-      {
-        target: `hookgate CPU per wake on PostgreSQL ≤ ${PG_TARGETS.cpuRatio}× on SQLite at ${rate} wakes/s (median of rounds)`,
-        value: cpuRatio,
-        floor: floorRatio,
-        ok: cpuRatio <= PG_TARGETS.cpuRatio,
-        // The floor of the same kind misses it too: no ingress that commits each batch to PostgreSQL before answering
-        // reaches it on these cores.
-        beyond: floorRatio > PG_TARGETS.cpuRatio,
-      },
-      {
-        target: `PostgreSQL's own CPU per wake ≤ ${PG_TARGETS.serverCpu} µs (hookgate's saturated rounds, median)`,
-        value: rows.postgres.pgCpuPerReq,
-        floor: rows.floorPg.pgCpuPerReq,
-        ok: rows.postgres.pgCpuPerReq <= PG_TARGETS.serverCpu,
-        beyond: rows.floorPg.pgCpuPerReq > PG_TARGETS.serverCpu,
-      },
-    ];
+    const targetsOut = postgresVerdicts(saturated, atRate, rate);
     return {
       saturated,
       rate,
@@ -114,6 +94,33 @@ export async function postgresCpuBench(o) {
     await dropDatabases(dbs);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The verdicts of a pass: the CPU ratio at one rate (its median of rounds), PostgreSQL's own CPU saturated; each
+ * `beyond` when the floors miss it too, since no ingress that commits each batch to PostgreSQL before answering
+ * reaches it on these cores then.
+ */
+export function postgresVerdicts(saturated, atRate, rate) {
+  const cpuRatio = median(atRate.ratios.hookgate);
+  const floorRatio = median(atRate.ratios.floor);
+  const { postgres, floorPg } = saturated.rows;
+  return [
+    {
+      target: `hookgate CPU per wake on PostgreSQL ≤ ${PG_TARGETS.cpuRatio}× on SQLite at ${rate} wakes/s (median of rounds)`,
+      value: cpuRatio,
+      floor: floorRatio,
+      ok: cpuRatio <= PG_TARGETS.cpuRatio,
+      beyond: floorRatio > PG_TARGETS.cpuRatio,
+    },
+    {
+      target: `PostgreSQL's own CPU per wake ≤ ${PG_TARGETS.serverCpu} µs (hookgate's saturated rounds, median)`,
+      value: postgres.pgCpuPerReq,
+      floor: floorPg.pgCpuPerReq,
+      ok: postgres.pgCpuPerReq <= PG_TARGETS.serverCpu,
+      beyond: floorPg.pgCpuPerReq > PG_TARGETS.serverCpu,
+    },
+  ];
 }
 
 /**
