@@ -5,7 +5,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TOKEN, attachFeed, median, peakRssMiB, round, runLoad, startBenchServer, startHookgate } from './pinned.mjs';
+import {
+  TOKEN,
+  attachFeed,
+  median,
+  peakRssMiB,
+  round,
+  runLoad,
+  startBenchServer,
+  startHookgate,
+  stopHookgate,
+} from './pinned.mjs';
 
 /**
  * The bound the admin listener must keep (docs/performance.md): the ratio with the admin listener and a feed client,
@@ -87,9 +97,7 @@ export async function adminCost(o) {
     };
   } finally {
     for (const hg of [plain, admin]) {
-      hg.db.close();
-      hg.child.kill('SIGTERM');
-      await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+      await stopHookgate(hg);
     }
     bare.child.kill();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });

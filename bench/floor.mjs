@@ -15,6 +15,7 @@ import {
   startBenchServer,
   startContractFloor,
   startHookgate,
+  stopHookgate,
 } from './pinned.mjs';
 
 export async function floorBench(o) {
@@ -69,9 +70,7 @@ export async function floorBench(o) {
       },
     };
   } finally {
-    hg.db.close();
-    hg.child.kill('SIGTERM');
-    await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+    await stopHookgate(hg);
     bare.child.kill();
     floor.child.kill();
     floor1.child.kill();

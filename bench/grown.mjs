@@ -18,7 +18,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { FILL_DAYS, fillStore } from './fill-store.mjs';
-import { ADMIN_TOKEN, drain, median, peakRssMiB, round, runLoad, startHookgate, TOKEN } from './pinned.mjs';
+import {
+  ADMIN_TOKEN,
+  drain,
+  median,
+  peakRssMiB,
+  round,
+  runLoad,
+  startHookgate,
+  stopHookgate,
+  TOKEN,
+} from './pinned.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 export const GROWN_TARGETS = { rateRatio: 0.9, startupMs: 1000, queryP99Ratio: 2, rssMiB: 100 };
@@ -151,12 +161,6 @@ export function restoreStore(path, marks) {
   }
 }
 
-async function stop(hg) {
-  hg.db.close();
-  hg.child.kill('SIGTERM');
-  await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
-}
-
 export async function grownBench(o) {
   const n = Number(process.env.GROWN_REQUESTS ?? 1_000_000);
   const tmp = mkdtempSync(join(tmpdir(), 'hookgate-grown-'));
@@ -209,7 +213,7 @@ export async function grownBench(o) {
       for (const k of ['empty', 'grown']) {
         const { hg, ms } = await startTimed(lo, stores[k]);
         r[k].startMs.push(ms);
-        await stop(hg);
+        await stopHookgate(hg);
       }
     }
     // On PostgreSQL the claims run in the server; their plans are bench/stores.mjs's.
@@ -221,7 +225,7 @@ export async function grownBench(o) {
       try {
         r.young.queries = await adminQueries(youngHg);
       } finally {
-        await stop(youngHg);
+        await stopHookgate(youngHg);
       }
       r.grown.queries = await adminQueries(hgs.grown);
       const load = (hg, kind) => ({
@@ -246,7 +250,7 @@ export async function grownBench(o) {
       }
       for (const k of ['empty', 'grown']) r[k].rss = peakRssMiB(hgs[k].child.pid);
     } finally {
-      for (const k of ['empty', 'grown']) await stop(hgs[k]);
+      for (const k of ['empty', 'grown']) await stopHookgate(hgs[k]);
     }
     return {
       store: onPg ? 'postgres' : 'sqlite',

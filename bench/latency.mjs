@@ -61,6 +61,13 @@ export async function openLoopRound(o, { url, kind, rate, ...common }) {
   return (await openLoopRounds(o, [{ url, kind, rate }], common))[0];
 }
 
+/** openLoopRound, with the CPU that process `pid` (the server) spent per answered request meanwhile: `cpuPerReq`. */
+export async function openLoopCpuRound(o, pid, load) {
+  const cpu0 = cpuMicros(pid);
+  const r = await openLoopRound(o, load);
+  return { ...r, cpuPerReq: (cpuMicros(pid) - cpu0) / Math.max(1, r.answered) };
+}
+
 /**
  * Several loads ({url, kind, rate}) in one round, from one generator process on the load core: two processes there
  * would take turns at the core and send late. Resolves with one openloop.mjs summary per load.
@@ -258,9 +265,7 @@ export async function latencyBench(o) {
       for (const t of targets) {
         const sampler = t.hg ? commitSampler(t.hg.adminUrl, scrapeOn) : undefined;
         await sampler?.start();
-        const cpu0 = cpuMicros(t.pid);
-        const r = await openLoopRound(o, { url: t.url, kind: t.kind, rate, seconds, token: t.token });
-        const cpuPerReq = (cpuMicros(t.pid) - cpu0) / Math.max(1, r.answered);
+        const r = await openLoopCpuRound(o, t.pid, { url: t.url, kind: t.kind, rate, seconds, token: t.token });
         const perSecond = sampler ? await sampler.stop() : [];
         const drained = t.runs ? await drain(t.runs, 180_000) : undefined;
         rounds.push({
@@ -268,7 +273,6 @@ export async function latencyBench(o) {
           fraction,
           rate,
           ...r,
-          cpuPerReq,
           tail: tailVsCommits(r, perSecond),
           perSecond,
           drained,

@@ -275,6 +275,13 @@ export async function startHookgate(o, dir, storage = {}, sections = {}) {
   };
 }
 
+/** Stop a hookgate of startHookgate's: its backlog reader closed, the process sent SIGTERM and waited for. */
+export async function stopHookgate(hg) {
+  hg.db.close();
+  hg.child.kill('SIGTERM');
+  await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+}
+
 /**
  * bench/contract-floor-server.mjs on the server's CPU, in `dir`: the floor plus what hookgate's HTTP contract asks of
  * every request, with no hookgate code. `backlog()` as hookgate's: its runs unfinished and deliveries unsent. Run as
@@ -520,9 +527,7 @@ async function pipeline(o) {
     };
   } finally {
     feed?.close();
-    hg.db.close();
-    hg.child.kill('SIGTERM');
-    await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+    await stopHookgate(hg);
     rmSync(dir, { recursive: true, force: true });
   }
 }

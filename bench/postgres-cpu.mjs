@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDatabase, dropDatabases } from './fill-postgres.mjs';
 import { postgresCpu, postgresCpuSince } from './pg-counts.mjs';
-import { openLoopRound } from './latency.mjs';
-import { cpuMicros, median, round, runLoad, startBenchServer, startHookgate, TOKEN } from './pinned.mjs';
+import { openLoopCpuRound } from './latency.mjs';
+import { median, round, runLoad, startBenchServer, startHookgate, stopHookgate, TOKEN } from './pinned.mjs';
 
 /** Targets: hookgate's CPU per wake on PostgreSQL ÷ on SQLite, and PostgreSQL's own CPU per wake (µs). */
 export const PG_TARGETS = { cpuRatio: 1.2, serverCpu: 40 };
@@ -56,12 +56,12 @@ export async function postgresCpuBench(o) {
       connections: o.connections,
     });
     for (const [, , url, token] of targets) await runLoad(o, load(url, token, 2)); // warm-up, not measured
-    const measure = async (rounds, rate) => {
+    const measure = async (rate) => {
       const r = { floor: [], floorPg: [], sqlite: [], postgres: [] };
-      for (let i = 0; i < rounds; i++) {
+      for (let i = 0; i < o.rounds; i++) {
         for (const [name, pid, url, token] of targets) {
           const pg0 = postgresCpu().all;
-          const x = rate ? await openLoopCpu(o, pid, { url, token, rate }) : await round(o, pid, load(url, token));
+          const x = rate ? await atRateRound(o, pid, { url, token, rate }) : await round(o, pid, load(url, token));
           x.pgCpuPerReq = postgresCpuSince(pg0) / Math.max(1, x.total);
           r[name].push(x);
         }
@@ -78,9 +78,11 @@ export async function postgresCpuBench(o) {
         ratios: { hookgate: perRound('postgres', 'sqlite'), floor: perRound('floorPg', 'floor') },
       };
     };
-    const saturated = await withPostgresOn(o.loadCpu, () => measure(o.rounds, 0));
-    const rate = Math.round(RATE_FRACTION * saturated.rows.postgres.rps);
-    const atRate = await withPostgresOn(o.loadCpu, () => measure(o.rounds, rate));
+    const { saturated, rate, atRate } = await withPostgresOn(o.loadCpu, async () => {
+      const saturated = await measure(0);
+      const rate = Math.round(RATE_FRACTION * saturated.rows.postgres.rps);
+      return { saturated, rate, atRate: await measure(rate) };
+    });
     const targetsOut = postgresVerdicts(saturated, atRate, rate);
     return {
       saturated,
@@ -124,14 +126,12 @@ export function postgresVerdicts(saturated, atRate, rate) {
 }
 
 /**
- * One round at a fixed rate, open loop (bench/openloop.mjs, as the latency bench: requests sent on schedule, not when
- * an answer frees a connection), with the server's CPU per answered request.
+ * One round at a fixed rate, open loop (as the latency bench: requests sent on schedule, not when an answer frees a
+ * connection), in `round`'s shape.
  */
-async function openLoopCpu(o, pid, { url, token, rate }) {
-  const cpu0 = cpuMicros(pid);
-  const r = await openLoopRound(o, { url, kind: 'wake', rate, seconds: o.seconds, token, warmup: false });
-  const total = r.answered - r.non2xx;
-  return { rps: r.achievedRate, p99: r.p99, total, cpuPerReq: (cpuMicros(pid) - cpu0) / Math.max(1, total) };
+async function atRateRound(o, pid, { url, token, rate }) {
+  const r = await openLoopCpuRound(o, pid, { url, kind: 'wake', rate, seconds: o.seconds, token, warmup: false });
+  return { rps: r.achievedRate, p99: r.p99, total: r.answered - r.non2xx, cpuPerReq: r.cpuPerReq };
 }
 
 /**
@@ -160,12 +160,6 @@ async function withPostgresOn(cpu, fn) {
       }
     }
   }
-}
-
-async function stopHookgate(hg) {
-  hg.db.close();
-  hg.child.kill('SIGTERM');
-  await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
 }
 
 export function postgresCpuTable(o, p) {

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fillStore } from './fill-store.mjs';
 import { openLoopRounds } from './latency.mjs';
-import { peakRssMiB, startHookgate, TOKEN } from './pinned.mjs';
+import { peakRssMiB, startHookgate, stopHookgate, TOKEN } from './pinned.mjs';
 
 const MiB = 1024 * 1024;
 const PRUNE_EVERY_S = 600;
@@ -178,9 +178,7 @@ export async function retentionBench(o) {
       };
     } finally {
       clearInterval(timer);
-      hg.db.close();
-      hg.child.kill('SIGTERM');
-      await new Promise((res) => (hg.child.exitCode === null ? hg.child.once('exit', res) : res()));
+      await stopHookgate(hg);
     }
   } finally {
     // SOAK_KEEP=1: the store stays for inspection (its directory is on stderr).
