@@ -227,7 +227,11 @@ describe('waitForCompletion (hooks.maxWaitSeconds: 2)', { timeout: 90_000 }, () 
       'the delivery',
       async () => (await store.listDeliveries({ runId: run.id }))[0]?.state === 'delivered',
     );
-    assert.ok(hg.logs.some((l) => l.runId === run.id && l.channel === 'log' && l.text === 'delivered anyway'));
+    // The server wrote the line before it recorded the delivery, but its stdout reaches this process through a pipe
+    // that may not have been read yet when the store already says delivered.
+    await waitFor('the delivered line', () =>
+      hg.logs.some((l) => l.runId === run.id && l.channel === 'log' && l.text === 'delivered anyway'),
+    );
   });
 
   it('a non-boolean waitForCompletion is 400 invalid_payload naming the field, and nothing is queued', async () => {
