@@ -61,6 +61,15 @@ export function cpuMicros(pid, which = 'both') {
   return ((which === 'user' ? user : which === 'sys' ? sys : user + sys) * 1e6) / 100;
 }
 
+/** Resident set (VmRSS) of a process now, MiB; 0 once it has exited. */
+export function rssMiB(pid) {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  } catch {
+    return 0;
+  }
+}
+
 /** Peak resident set (VmHWM) of a process so far, MiB. */
 export function peakRssMiB(pid) {
   const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);

@@ -20,13 +20,13 @@
 // Stalls: the generator's slowest answer in each second (both loads) is the longest the event loop was held (plus
 // the answer's own time); the table gives the longest overall and in the seconds after each prune (at start, then
 // every 600 s).
-import { closeSync, fsyncSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fillStore } from './fill-store.mjs';
 import { openLoopRounds } from './latency.mjs';
-import { peakRssMiB, startHookgate, stopHookgate, TOKEN } from './pinned.mjs';
+import { peakRssMiB, rssMiB, startHookgate, stopHookgate, TOKEN } from './pinned.mjs';
 
 const MiB = 1024 * 1024;
 const PRUNE_EVERY_S = 600;
@@ -41,14 +41,6 @@ const size = (p) => {
     return 0;
   }
 };
-
-function rssMiB(pid) {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-  } catch {
-    return 0;
-  }
-}
 
 export async function retentionBench(o) {
   const seconds = Number(process.env.SOAK_SECONDS ?? 3600);

@@ -10,9 +10,11 @@ type Hookgate = { url: string; child: import('node:child_process').ChildProcess;
 const { fillStore } = (await import(fromRoot('bench/fill-store.mjs'))) as {
   fillStore: (dir: string, n: number, o?: { days?: number }) => Promise<Record<string, number>>;
 };
-const { storeMarks, restoreStore } = (await import(fromRoot('bench/grown.mjs'))) as {
+type Phases = { phase(name: string): void; stop(): Record<string, Record<string, number>> };
+const { storeMarks, restoreStore, rssPhases } = (await import(fromRoot('bench/grown.mjs'))) as {
   storeMarks: (path: string) => unknown;
   restoreStore: (path: string, marks: unknown) => void;
+  rssPhases: (pids: Record<string, number>) => Phases;
 };
 const pinned = (await import(fromRoot('bench/pinned.mjs'))) as {
   startHookgate: (o: object, dir: string) => Promise<Hookgate>;
@@ -70,5 +72,21 @@ describe('bench/grown.mjs: a kept store', () => {
     assert.ok(ran.runs > filled.runs && ran.received_log > filled.received_log && ran.idempotency > 0, 'the run wrote');
     restoreStore(path, marks);
     assert.deepEqual(shape(path), filled);
+  });
+});
+
+describe('bench/grown.mjs: rssPhases', () => {
+  it('puts the resident memory a process took in the phase it took it in', () => {
+    const rss = rssPhases({ self: process.pid });
+    rss.phase('before');
+    rss.phase('grown');
+    // 64 MiB written page by page is resident at once; phase() and stop() sample as they are called: no timer awaited.
+    const held = Buffer.alloc(64 * 1024 * 1024, 1);
+    rss.phase('after');
+    const peaks = rss.stop().self!;
+    assert.equal(held[held.length - 1], 1);
+    assert.deepEqual(Object.keys(peaks), ['start', 'before', 'grown', 'after']);
+    assert.ok(peaks.grown! >= peaks.before! + 60, `grown ${peaks.grown} MiB, before ${peaks.before} MiB`);
+    assert.ok(peaks.after! >= peaks.before! + 60);
   });
 });
